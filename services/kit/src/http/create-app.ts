@@ -1,0 +1,100 @@
+// The fastify 5 app every service starts from: logs with request ids, the service's error shape, health and
+// readiness, /metrics, OpenAPI + Swagger UI at /api-docs, and HTTPS when configured.
+import { randomUUID } from 'node:crypto';
+import swagger from '@fastify/swagger';
+import swaggerUi from '@fastify/swagger-ui';
+import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify';
+import type { Registry } from 'prom-client';
+import { createMetricsRegistry, installMetrics } from '../metrics/metrics.ts';
+import { installErrorHandling, type ErrorShape } from './error-handler.ts';
+
+export type ReadinessCheck = () => Promise<void>;
+
+export interface CreateAppOptions {
+  service: string;
+  version: string;
+  errorShape: ErrorShape;
+  problemBase?: string;
+  logLevel?: string;
+  /** PEM material: the app listens with HTTPS when given. */
+  https?: { cert: string; key: string } | undefined;
+  trustProxy?: boolean;
+  bodyLimit?: number;
+  /** Named readiness checks (PostgreSQL, storage...) run by GET /health/ready. */
+  readiness?: Record<string, ReadinessCheck>;
+  openapi: {
+    title: string;
+    description?: string;
+    /** OpenAPI version of the published description. */
+    openapi?: '3.0.3' | '3.1.0';
+    servers?: { url: string; description?: string }[];
+  };
+}
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    metrics: Registry;
+  }
+}
+
+const READINESS_TIMEOUT_MS = 3000;
+
+export async function createApp(options: CreateAppOptions): Promise<FastifyInstance> {
+  const serverOptions: FastifyServerOptions = {
+    logger: {
+      level: options.logLevel ?? 'info',
+      redact: ['req.headers.authorization', 'req.headers.cookie', 'req.headers["x-access-token"]', 'req.headers["x-api-key"]'],
+    },
+    requestIdHeader: 'x-request-id',
+    genReqId: () => randomUUID(),
+    trustProxy: options.trustProxy ?? false,
+    bodyLimit: options.bodyLimit ?? 1_048_576,
+    // One errors[] entry per failing value, and no silent removal of unknown members.
+    ajv: { customOptions: { allErrors: true, removeAdditional: false, coerceTypes: 'array', useDefaults: true } },
+    forceCloseConnections: true,
+    return503OnClosing: true,
+  };
+  // fastify's overloads type an HTTPS server apart; the app's API is the same either way.
+  const app = (options.https
+    ? Fastify({ ...serverOptions, https: { cert: options.https.cert, key: options.https.key } } as FastifyServerOptions)
+    : Fastify(serverOptions)) as unknown as FastifyInstance;
+
+  app.addHook('onRequest', async (request, reply) => {
+    reply.header('x-request-id', request.id);
+  });
+  installErrorHandling(app, { shape: options.errorShape, problemBase: options.problemBase ?? 'https://boxyard.io/problems' });
+
+  const registry = createMetricsRegistry({ service: options.service });
+  app.decorate('metrics', registry);
+  installMetrics(app, registry);
+
+  await app.register(swagger, {
+    openapi: {
+      openapi: options.openapi.openapi ?? '3.1.0',
+      info: { title: options.openapi.title, version: options.version, ...(options.openapi.description ? { description: options.openapi.description } : {}) },
+      ...(options.openapi.servers ? { servers: options.openapi.servers } : {}),
+    },
+  });
+  await app.register(swaggerUi, { routePrefix: '/api-docs' });
+  app.get('/openapi.json', { schema: { hide: true }, config: { rateLimit: false } }, async () => app.swagger());
+
+  app.get('/health', { schema: { hide: true }, config: { rateLimit: false, otel: false } }, async () => ({ status: 'ok' }));
+  app.get('/health/ready', { schema: { hide: true }, config: { rateLimit: false, otel: false } }, async (_request, reply) => {
+    const checks = Object.entries(options.readiness ?? {});
+    const results = await Promise.all(
+      checks.map(async ([name, check]) => {
+        try {
+          await Promise.race([check(), new Promise((_, reject) => setTimeout(() => reject(new Error(`timed out after ${READINESS_TIMEOUT_MS} ms`)), READINESS_TIMEOUT_MS).unref())]);
+          return [name, 'ok'] as const;
+        } catch (error) {
+          app.log.warn({ check: name, err: error }, 'readiness check failed');
+          return [name, 'failing'] as const;
+        }
+      }),
+    );
+    const ready = results.every(([, state]) => state === 'ok');
+    reply.status(ready ? 200 : 503);
+    return { status: ready ? 'ok' : 'unavailable', checks: Object.fromEntries(results) };
+  });
+  return app;
+}

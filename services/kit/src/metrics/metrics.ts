@@ -1,0 +1,30 @@
+// Prometheus exposition: default process metrics plus an HTTP duration histogram labelled by route template.
+import type { FastifyInstance } from 'fastify';
+import { Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+
+export function createMetricsRegistry(labels: Record<string, string>): Registry {
+  // One registry per app, so several apps in one process (tests, `boxyard dev`) never collide.
+  const registry = new Registry();
+  registry.setDefaultLabels(labels);
+  collectDefaultMetrics({ register: registry });
+  return registry;
+}
+
+export function installMetrics(app: FastifyInstance, registry: Registry): void {
+  const duration = new Histogram({
+    name: 'http_request_duration_seconds',
+    help: 'HTTP request duration by method, route template and status code.',
+    labelNames: ['method', 'route', 'status_code'] as const,
+    buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60],
+    registers: [registry],
+  });
+  app.addHook('onResponse', async (request, reply) => {
+    // The template (`/boxes/:box`), never the raw path: raw paths would explode the label's cardinality.
+    const route = request.routeOptions.url ?? 'unmatched';
+    duration.observe({ method: request.method, route, status_code: String(reply.statusCode) }, reply.elapsedTime / 1000);
+  });
+  app.get('/metrics', { schema: { hide: true }, config: { rateLimit: false, otel: false } }, async (_request, reply) => {
+    reply.type(registry.contentType);
+    return registry.metrics();
+  });
+}

@@ -1,0 +1,60 @@
+// The one object-storage interface the services use for box files and shared files. Two drivers implement it:
+// `s3` (MinIO or any S3 API) and `local` (a directory). Keys are opaque `/`-separated names; both drivers
+// accept the same keys (see keys.ts), so a service can move between drivers without renaming anything.
+import type { Readable } from 'node:stream';
+
+export interface PutOptions {
+  /** Fails with ObjectTooLargeError as soon as the body passes this many bytes; nothing is stored. */
+  maxBytes?: number;
+  contentType?: string;
+  /** Lower-case hex sha256 the body must have; ChecksumMismatchError otherwise, and nothing is stored. */
+  expectedSha256?: string;
+}
+
+export interface PutResult {
+  key: string;
+  size: number;
+  /** Lower-case hex sha256 of the stored bytes, computed while streaming. */
+  sha256: string;
+}
+
+export interface ObjectInfo {
+  key: string;
+  size: number;
+  lastModified: Date;
+  /** Opaque validator for conditional requests; changes when the object is replaced. */
+  etag: string;
+  /** Only the s3 driver keeps a content type; the local driver leaves it undefined. */
+  contentType?: string;
+}
+
+/**
+ * Inclusive byte range, as in HTTP `Range: bytes=start-end`. Without `end` it runs to the end of the object;
+ * an `end` past the object is clamped. A `start` at or past the size fails with RangeNotSatisfiableError
+ * (except `{ start: 0 }` alone, which is simply the whole object, even an empty one).
+ */
+export interface ByteRange {
+  start: number;
+  end?: number;
+}
+
+export type PutBody = AsyncIterable<Uint8Array> | NodeJS.ReadableStream;
+
+export interface ObjectStore {
+  readonly driver: 's3' | 'local';
+  /** Streams a body of unknown length in; the object appears whole, or not at all. Replaces an existing key atomically. */
+  put(key: string, body: PutBody, options?: PutOptions): Promise<PutResult>;
+  /** Throws ObjectNotFoundError, or RangeNotSatisfiableError for a range starting past the end. */
+  get(key: string, range?: ByteRange): Promise<Readable>;
+  stat(key: string): Promise<ObjectInfo | undefined>;
+  /** Deleting a missing key is not an error. */
+  delete(key: string): Promise<void>;
+  /** Deletes every key starting with `prefix` (a non-empty string prefix, not only whole segments); returns how many. */
+  deletePrefix(prefix: string): Promise<number>;
+  /** Every key starting with `prefix` (recursively), in byte order of the keys. */
+  list(prefix: string): AsyncIterable<ObjectInfo>;
+  /** A URL a client can GET without credentials; undefined when the driver can't make one (local). */
+  presignedGetUrl(key: string, expiresSeconds: number): Promise<string | undefined>;
+  /** Readiness: resolves when the bucket / directory is reachable and usable, throws StorageUnavailableError otherwise. */
+  check(): Promise<void>;
+}

@@ -1,0 +1,29 @@
+// OpenTelemetry, configured only by the standard OTEL_* variables. Nothing starts when none is set, so a
+// default install never tries to reach a collector that isn't there.
+import { FastifyOtelInstrumentation } from '@fastify/otel';
+import { NodeSDK } from '@opentelemetry/sdk-node';
+
+const triggers = ['OTEL_EXPORTER_OTLP_ENDPOINT', 'OTEL_EXPORTER_OTLP_TRACES_ENDPOINT', 'OTEL_TRACES_EXPORTER'];
+
+export interface Telemetry {
+  enabled: boolean;
+  shutdown(): Promise<void>;
+}
+
+let started: Telemetry | undefined;
+
+/** Starts tracing once per process (before the first fastify instance is created). */
+export function startTelemetry(serviceName: string, env: NodeJS.ProcessEnv = process.env): Telemetry {
+  if (started) return started;
+  if (env.OTEL_SDK_DISABLED === 'true' || !triggers.some((name) => env[name])) {
+    started = { enabled: false, shutdown: async () => {} };
+    return started;
+  }
+  env.OTEL_SERVICE_NAME ??= serviceName;
+  const sdk = new NodeSDK({
+    instrumentations: [new FastifyOtelInstrumentation({ registerOnInitialization: true, ignorePaths: (opts) => ['/health', '/health/ready', '/metrics'].includes(opts.url) })],
+  });
+  sdk.start();
+  started = { enabled: true, shutdown: () => sdk.shutdown() };
+  return started;
+}

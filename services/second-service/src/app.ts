@@ -1,0 +1,41 @@
+// The second service of seed 3: an HTTPS listener that publishes an OpenAPI 3.0.3 description, version 0.3.7,
+// whose path list is empty. Nothing else is specified, so nothing else is served beyond the kit's
+// operational routes (/health, /health/ready, /metrics, /api-docs), which stay out of the description.
+import { createApp, resolveTls } from '@boxyard/kit';
+import type { FastifyInstance } from 'fastify';
+import type { SecondServiceConfig } from './config.ts';
+
+export const SECOND_SERVICE_VERSION = '0.3.7';
+
+export interface SecondService {
+  app: FastifyInstance;
+  url: string;
+  close(): Promise<void>;
+}
+
+export const baseUrl = (config: SecondServiceConfig, port = config.server.port) =>
+  config.server.public_url?.replace(/\/$/, '') ?? `${config.server.tls.enabled ? 'https' : 'http'}://${config.server.host.includes(':') ? `[${config.server.host}]` : config.server.host}:${port}`;
+
+export async function buildSecondService(config: SecondServiceConfig, port = config.server.port): Promise<FastifyInstance> {
+  const tls = config.server.tls.enabled
+    ? await resolveTls({ cert: config.server.tls.cert, key: config.server.tls.key, hosts: [config.server.host], cacheDir: config.state_dir })
+    : undefined;
+  return createApp({
+    service: 'second-service',
+    version: SECOND_SERVICE_VERSION,
+    errorShape: 'problem',
+    logLevel: config.logging.level,
+    https: tls,
+    trustProxy: config.server.trust_proxy,
+    openapi: { title: 'Boxyard second service', openapi: '3.0.3', servers: [{ url: baseUrl(config, port) }] },
+  });
+}
+
+/** Builds and listens. With port 0 the OS picks a port and `servers` names the real one. */
+export async function startSecondService(config: SecondServiceConfig): Promise<SecondService> {
+  let port = config.server.port;
+  if (port === 0) port = await (await import('@boxyard/kit/net/free-port.ts')).freePort();
+  const app = await buildSecondService(config, port);
+  await app.listen({ host: config.server.host, port });
+  return { app, url: baseUrl(config, port), close: () => app.close() };
+}

@@ -1,0 +1,48 @@
+// Per-test-file isolation on the shared components: a fresh database and a fresh bucket.
+import { randomBytes } from 'node:crypto';
+import * as Minio from 'minio';
+import pg from 'pg';
+import { inject } from 'vitest';
+
+const suffix = () => randomBytes(6).toString('hex');
+
+/** Creates an empty database on the run's PostgreSQL and returns its URL. */
+export async function createTestDatabase(prefix = 't'): Promise<string> {
+  const admin = new URL(inject('postgresAdminUrl'));
+  const name = `${prefix}_${suffix()}`;
+  const client = new pg.Client({ connectionString: admin.toString() });
+  await client.connect();
+  try {
+    await client.query(`create database "${name}"`);
+  } finally {
+    await client.end();
+  }
+  admin.pathname = `/${name}`;
+  return admin.toString();
+}
+
+export interface TestBucket {
+  endpoint: string;
+  accessKey: string;
+  secretKey: string;
+  bucket: string;
+  region: string;
+  client: Minio.Client;
+}
+
+/** Creates an empty bucket on the run's MinIO. */
+export async function createTestBucket(prefix = 't'): Promise<TestBucket> {
+  const { endpoint, accessKey, secretKey } = inject('minio');
+  const url = new URL(endpoint);
+  const client = new Minio.Client({
+    endPoint: url.hostname,
+    port: Number(url.port),
+    useSSL: url.protocol === 'https:',
+    accessKey,
+    secretKey,
+    region: 'us-east-1',
+  });
+  const bucket = `${prefix}-${suffix()}`;
+  await client.makeBucket(bucket, 'us-east-1');
+  return { endpoint, accessKey, secretKey, bucket, region: 'us-east-1', client };
+}

@@ -1,0 +1,50 @@
+// Starts each real component once per test run; each test file then takes its own database and bucket
+// (test/harness/fixtures.ts), so files run in parallel without restarting servers.
+import { randomBytes } from 'node:crypto';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { TestProject } from 'vitest/node';
+import { startMinio } from './minio.ts';
+import { startPostgres } from '../../services/boxyard/src/embedded-postgres.ts';
+import { startControlPlane } from './kube.ts';
+
+declare module 'vitest' {
+  export interface ProvidedContext {
+    postgresAdminUrl: string;
+    minio: { endpoint: string; accessKey: string; secretKey: string };
+    kubeconfig: string;
+    componentsDir: string;
+  }
+}
+
+export default async function setup(project: TestProject): Promise<() => Promise<void>> {
+  // /tmp, not the checkout: PostgreSQL runs as the `postgres` user and must reach its data directory.
+  const dir = await mkdtemp(join(tmpdir(), 'boxyard-test-'));
+  const secret = () => randomBytes(18).toString('base64url');
+  const started: { stop(): Promise<void> }[] = [];
+  const report: string[] = [];
+  try {
+    const [postgres, minio, kube] = await Promise.all([
+      startPostgres({ dir: join(dir, 'pg'), password: secret(), fast: true }),
+      startMinio({ dir: join(dir, 'minio'), accessKey: `test${randomBytes(4).toString('hex')}`, secretKey: secret() }),
+      startControlPlane({ dir: join(dir, 'kube') }),
+    ]);
+    started.push(postgres, minio, kube);
+    report.push(`PostgreSQL ${postgres.version} (embedded-postgres) on 127.0.0.1:${postgres.port}`);
+    report.push(`MinIO ${minio.version} (${minio.binary}) at ${minio.endpoint}`);
+    report.push(...kube.describe());
+    project.provide('postgresAdminUrl', postgres.adminUrl);
+    project.provide('minio', { endpoint: minio.endpoint, accessKey: minio.accessKey, secretKey: minio.secretKey });
+    project.provide('kubeconfig', kube.kubeconfig);
+    project.provide('componentsDir', dir);
+  } catch (error) {
+    await Promise.allSettled(started.map((c) => c.stop()));
+    throw error;
+  }
+  console.log(`[harness] real components for this run:\n${report.map((l) => `  - ${l}`).join('\n')}`);
+  return async () => {
+    await Promise.allSettled(started.reverse().map((c) => c.stop()));
+    await rm(dir, { recursive: true, force: true });
+  };
+}

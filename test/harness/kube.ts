@@ -1,0 +1,309 @@
+// A real Kubernetes control plane on loopback, the way controller-runtime's envtest runs one: etcd + kube-apiserver
+// as local processes (no kubelet). With `controllers: true` it adds kube-controller-manager, kube-scheduler and kwok
+// (one fake node whose pods kwok marks Running/Ready), so Deployments become Available.
+// Certificates and etcd data stay in `dir`: starting again on the same dir reuses both (`make cluster`).
+import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { existsSync, openSync, closeSync, readFileSync } from 'node:fs';
+import { mkdir, writeFile } from 'node:fs/promises';
+import { request } from 'node:https';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { freePort } from './ports.ts';
+import { tool } from './tools.ts';
+
+const run = promisify(execFile);
+
+export interface RunningControlPlane {
+  kubeconfig: string;
+  server: string;
+  describe(): string[];
+  stop(): Promise<void>;
+}
+
+interface Component {
+  name: string;
+  binary: string;
+  child: ChildProcess;
+  logFile: string;
+  exited: Promise<void>;
+  exitCode?: number | null;
+}
+
+// Children must not outlive this Node process: 'exit' handlers run synchronously, so SIGKILL is all we can do.
+const live = new Set<ChildProcess>();
+let exitHookInstalled = false;
+function track(child: ChildProcess): void {
+  live.add(child);
+  child.once('exit', () => live.delete(child));
+  if (!exitHookInstalled) {
+    exitHookInstalled = true;
+    process.once('exit', () => {
+      for (const c of live) c.kill('SIGKILL');
+    });
+  }
+}
+
+function tail(file: string, lines = 30): string {
+  try {
+    return readFileSync(file, 'utf8').trimEnd().split('\n').slice(-lines).join('\n');
+  } catch {
+    return '(no log)';
+  }
+}
+
+// One openssl config for every certificate; the `-extensions` section picks the profile.
+const OPENSSL_CNF = `[req]
+distinguished_name = dn
+[dn]
+[ca]
+basicConstraints = critical,CA:TRUE
+keyUsage = critical,keyCertSign,cRLSign,digitalSignature
+subjectKeyIdentifier = hash
+[server]
+basicConstraints = critical,CA:FALSE
+keyUsage = critical,digitalSignature,keyEncipherment
+extendedKeyUsage = serverAuth
+subjectAltName = IP:127.0.0.1,DNS:localhost,IP:10.0.0.1,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc
+[client]
+basicConstraints = critical,CA:FALSE
+keyUsage = critical,digitalSignature,keyEncipherment
+extendedKeyUsage = clientAuth
+`;
+
+/** CA, apiserver serving cert, admin client cert (system:masters) and the service-account key pair (P-256: fast). */
+async function makePki(pki: string): Promise<void> {
+  if (existsSync(join(pki, 'done'))) return; // reuse: a restarted cluster keeps its identity
+  await mkdir(pki, { recursive: true });
+  const cnf = join(pki, 'openssl.cnf');
+  await writeFile(cnf, OPENSSL_CNF);
+  const ec = ['-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes', '-days', '3650'];
+  const cert = (name: string, profile: string, subject: string, signed: boolean) =>
+    run('openssl', [
+      'req', '-x509', '-config', cnf, '-extensions', profile, ...ec, '-subj', subject,
+      '-keyout', join(pki, `${name}.key`), '-out', join(pki, `${name}.crt`),
+      ...(signed ? ['-CA', join(pki, 'ca.crt'), '-CAkey', join(pki, 'ca.key')] : []),
+    ]);
+  await cert('ca', 'ca', '/CN=boxyard-local-ca', false);
+  await Promise.all([
+    cert('apiserver', 'server', '/CN=kube-apiserver', true),
+    cert('admin', 'client', '/O=system:masters/CN=boxyard-admin', true),
+    run('openssl', ['genpkey', '-algorithm', 'EC', '-pkeyopt', 'ec_paramgen_curve:P-256', '-out', join(pki, 'sa.key')]).then(
+      () => run('openssl', ['pkey', '-in', join(pki, 'sa.key'), '-pubout', '-out', join(pki, 'sa.pub')]),
+    ),
+  ]);
+  await writeFile(join(pki, 'done'), '');
+}
+
+function kubeconfigYaml(server: string, pki: string): string {
+  const b64 = (f: string) => readFileSync(join(pki, f)).toString('base64');
+  return `apiVersion: v1
+kind: Config
+clusters:
+- name: boxyard-local
+  cluster:
+    server: ${server}
+    certificate-authority-data: ${b64('ca.crt')}
+users:
+- name: boxyard-admin
+  user:
+    client-certificate-data: ${b64('admin.crt')}
+    client-key-data: ${b64('admin.key')}
+contexts:
+- name: boxyard-local
+  context:
+    cluster: boxyard-local
+    user: boxyard-admin
+current-context: boxyard-local
+`;
+}
+
+interface AdminTls { ca: Buffer; cert: Buffer; key: Buffer }
+
+/** One request to the apiserver as admin; resolves with the status code (0 when it does not answer). */
+function admin(server: string, tls: AdminTls, method: string, path: string, body?: unknown): Promise<number> {
+  return new Promise((resolve) => {
+    const req = request(`${server}${path}`, { method, headers: { 'content-type': 'application/json' }, timeout: 2000, ...tls }, (res) => {
+      res.resume();
+      resolve(res.statusCode ?? 0);
+    });
+    req.on('timeout', () => req.destroy());
+    req.on('error', () => resolve(0));
+    req.end(body === undefined ? undefined : JSON.stringify(body));
+  });
+}
+
+async function version(binary: string, args: string[], pattern: RegExp): Promise<string> {
+  try {
+    const { stdout, stderr } = await run(binary, args);
+    return pattern.exec(stdout + stderr)?.[1] ?? '?';
+  } catch {
+    return '?';
+  }
+}
+
+// A kwok-managed node: no taint, so every pod may land on it; kwok keeps it Ready and its pods Running.
+const FAKE_NODE = {
+  apiVersion: 'v1',
+  kind: 'Node',
+  metadata: {
+    name: 'kwok-node-0',
+    annotations: { 'node.alpha.kubernetes.io/ttl': '0', 'kwok.x-k8s.io/node': 'fake' },
+    labels: { 'kubernetes.io/hostname': 'kwok-node-0', 'kubernetes.io/os': 'linux', 'kubernetes.io/arch': 'amd64', type: 'kwok' },
+  },
+  status: {
+    allocatable: { cpu: '32', memory: '256Gi', pods: '110' },
+    capacity: { cpu: '32', memory: '256Gi', pods: '110' },
+  },
+};
+
+export async function startControlPlane(options: {
+  dir: string;
+  controllers?: boolean;
+  log?: (line: string) => void;
+}): Promise<RunningControlPlane> {
+  const { dir } = options;
+  const log = options.log ?? (() => {});
+  const started = Date.now();
+  const pki = join(dir, 'pki');
+  const components: Component[] = [];
+
+  const start = (name: string, binary: string, args: string[]): Component => {
+    const logFile = join(dir, `${name}.log`);
+    const fd = openSync(logFile, 'a');
+    const child = spawn(binary, args, { stdio: ['ignore', fd, fd] });
+    closeSync(fd); // the child holds its own copy
+    track(child);
+    const component: Component = { name, binary, child, logFile, exited: Promise.resolve() };
+    component.exited = new Promise((resolve) =>
+      child.once('exit', (code, signal) => {
+        component.exitCode = code ?? (signal ? -1 : null);
+        if (!stopping) log(`${name} exited (${signal ?? code}); log: ${logFile}`);
+        resolve();
+      }),
+    );
+    child.once('error', (error) => log(`${name}: ${error.message}`));
+    components.push(component);
+    return component;
+  };
+
+  let stopping = false;
+  const stop = async (): Promise<void> => {
+    stopping = true;
+    // Controllers first, so they do not log errors against a vanishing apiserver; etcd last.
+    for (const c of [...components].reverse()) {
+      if (c.exitCode !== undefined) continue;
+      c.child.kill('SIGTERM');
+      const timer = setTimeout(() => c.child.kill('SIGKILL'), 5000);
+      await c.exited;
+      clearTimeout(timer);
+    }
+  };
+
+  /** Polls `check` until true; fails early, with the log tail, when a component exits. */
+  const waitFor = async (what: string, check: () => Promise<boolean>, timeoutMs: number): Promise<void> => {
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+      const dead = components.find((c) => c.exitCode !== undefined);
+      if (dead) throw new Error(`${dead.name} exited (code ${dead.exitCode}) while waiting for ${what}; ${dead.logFile}:\n${tail(dead.logFile)}`);
+      if (await check()) return;
+      if (Date.now() > deadline) {
+        const last = components.at(-1);
+        throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}` + (last ? `; ${last.logFile}:\n${tail(last.logFile)}` : ''));
+      }
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  };
+
+  try {
+    await mkdir(join(dir, 'etcd'), { recursive: true });
+    const [etcdBin, apiserverBin] = [tool('ETCD'), tool('KUBE_APISERVER')];
+    const [, etcdPort, peerPort, apiPort] = await Promise.all([makePki(pki), freePort(), freePort(), freePort()]);
+
+    const etcdUrl = `http://127.0.0.1:${etcdPort}`;
+    const peerUrl = `http://127.0.0.1:${peerPort}`;
+    start('etcd', etcdBin, [
+      '--name=boxyard', `--data-dir=${join(dir, 'etcd')}`,
+      `--listen-client-urls=${etcdUrl}`, `--advertise-client-urls=${etcdUrl}`,
+      `--listen-peer-urls=${peerUrl}`, `--initial-advertise-peer-urls=${peerUrl}`, `--initial-cluster=boxyard=${peerUrl}`,
+      '--unsafe-no-fsync', '--log-level=warn',
+    ]);
+
+    // Started right away, not after etcd is healthy: the apiserver retries etcd while it loads, which saves a second.
+    const server = `https://127.0.0.1:${apiPort}`;
+    start('kube-apiserver', apiserverBin, [
+      `--etcd-servers=${etcdUrl}`,
+      '--bind-address=127.0.0.1', '--advertise-address=127.0.0.1', `--secure-port=${apiPort}`,
+      `--cert-dir=${join(dir, 'apiserver-certs')}`,
+      `--tls-cert-file=${join(pki, 'apiserver.crt')}`, `--tls-private-key-file=${join(pki, 'apiserver.key')}`,
+      `--client-ca-file=${join(pki, 'ca.crt')}`,
+      '--authorization-mode=RBAC',
+      '--service-cluster-ip-range=10.0.0.0/24', '--allow-privileged',
+      '--disable-admission-plugins=ServiceAccount',
+      '--service-account-issuer=https://kubernetes.default.svc.cluster.local',
+      `--service-account-key-file=${join(pki, 'sa.pub')}`,
+      `--service-account-signing-key-file=${join(pki, 'sa.key')}`,
+      '--profiling=false',
+    ]);
+
+    const tls: AdminTls = { ca: readFileSync(join(pki, 'ca.crt')), cert: readFileSync(join(pki, 'admin.crt')), key: readFileSync(join(pki, 'admin.key')) };
+    await waitFor('etcd /health', () => fetch(`${etcdUrl}/health`).then((r) => r.ok, () => false), 30_000);
+    // /readyz covers etcd, RBAC bootstrap roles and the other post-start hooks; the default namespace comes from a
+    // separate controller, so wait for it too (tests create objects right away).
+    await waitFor('kube-apiserver /readyz', async () => (await admin(server, tls, 'GET', '/readyz')) === 200, 60_000);
+    await waitFor('the default namespace', async () => (await admin(server, tls, 'GET', '/api/v1/namespaces/default')) === 200, 30_000);
+
+    const kubeconfig = join(dir, 'kubeconfig');
+    await writeFile(kubeconfig, kubeconfigYaml(server, pki), { mode: 0o600 });
+    log(`kube-apiserver ready at ${server} in ${Date.now() - started} ms`);
+
+    const described: [string, string, string][] = [
+      ['etcd', etcdBin, `at ${etcdUrl}`],
+      ['kube-apiserver', apiserverBin, `at ${server}`],
+    ];
+
+    if (options.controllers) {
+      const [kcm, scheduler, kwok] = [tool('KUBE_CONTROLLER_MANAGER'), tool('KUBE_SCHEDULER'), tool('KWOK')];
+      start('kube-controller-manager', kcm, [
+        `--kubeconfig=${kubeconfig}`,
+        '--secure-port=0', // no serving endpoint needed (and no delegated authn lookups)
+        '--leader-elect=false',
+        // Everything that runs without a cloud provider; the cloud ones are off by default already.
+        '--controllers=*,-cloud-node-lifecycle-controller,-node-route-controller,-service-lb-controller',
+        `--service-account-private-key-file=${join(pki, 'sa.key')}`,
+        `--root-ca-file=${join(pki, 'ca.crt')}`,
+        `--cluster-signing-cert-file=${join(pki, 'ca.crt')}`, `--cluster-signing-key-file=${join(pki, 'ca.key')}`,
+        '--use-service-account-credentials=false',
+      ]);
+      start('kube-scheduler', scheduler, [`--kubeconfig=${kubeconfig}`, '--secure-port=0', '--leader-elect=false']);
+      start('kwok', kwok, [
+        `--kubeconfig=${kubeconfig}`,
+        '--manage-all-nodes=false',
+        '--manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake',
+        '--cidr=10.1.0.0/16', '--node-ip=10.1.0.1', '--node-lease-duration-seconds=40',
+        '--server-address=', // no kwok HTTP endpoint: nothing to collide on in parallel runs
+      ]);
+      // Create (or keep) the fake node; 409 means it survived in etcd from a previous run.
+      const status = await admin(server, tls, 'POST', '/api/v1/nodes', FAKE_NODE);
+      if (status !== 201 && status !== 409) throw new Error(`creating the kwok node failed with HTTP ${status}`);
+      described.push(['kube-controller-manager', kcm, ''], ['kube-scheduler', scheduler, ''], ['kwok', kwok, 'managing node kwok-node-0']);
+      log(`controllers started in ${Date.now() - started} ms`);
+    }
+
+    // Versions from each binary's --version, read once.
+    const versions = await Promise.all(
+      described.map(([name, binary]) =>
+        name === 'etcd'
+          ? version(binary, ['--version'], /etcd Version: (\S+)/)
+          : name === 'kwok'
+            ? version(binary, ['--version'], /(v\d+\.\d+\.\d+\S*)/)
+            : version(binary, ['--version'], /Kubernetes (v\S+)/),
+      ),
+    );
+    const lines = described.map(([name, binary, where], i) => `${name} ${versions[i]} (${binary})${where ? ` ${where}` : ''}`);
+
+    return { kubeconfig, server, describe: () => [...lines], stop };
+  } catch (error) {
+    await stop();
+    throw error;
+  }
+}

@@ -1,0 +1,55 @@
+// A real MinIO server (built from Go modules by test/tools/build-tools.sh) on loopback.
+import { spawn, execFileSync } from 'node:child_process';
+import { mkdir } from 'node:fs/promises';
+import { freePort, waitForHttp } from './ports.ts';
+import { tool } from './tools.ts';
+
+export interface RunningMinio {
+  endpoint: string;
+  accessKey: string;
+  secretKey: string;
+  version: string;
+  binary: string;
+  stop(): Promise<void>;
+}
+
+export async function startMinio(options: { dir: string; accessKey: string; secretKey: string }): Promise<RunningMinio> {
+  const binary = tool('MINIO');
+  const port = await freePort();
+  const consolePort = await freePort();
+  await mkdir(options.dir, { recursive: true });
+  const child = spawn(binary, ['server', options.dir, '--address', `127.0.0.1:${port}`, '--console-address', `127.0.0.1:${consolePort}`, '--quiet'], {
+    env: {
+      PATH: process.env.PATH ?? '',
+      HOME: process.env.HOME ?? '/tmp',
+      MINIO_ROOT_USER: options.accessKey,
+      MINIO_ROOT_PASSWORD: options.secretKey,
+      MINIO_BROWSER: 'off',
+      MINIO_UPDATE: 'off',
+    },
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
+  let stderr = '';
+  child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  const endpoint = `http://127.0.0.1:${port}`;
+  try {
+    await waitForHttp(`${endpoint}/minio/health/live`, 30_000);
+  } catch (error) {
+    child.kill('SIGKILL');
+    throw new Error(`MinIO did not start: ${String(error)}\n${stderr}`);
+  }
+  const version = execFileSync(binary, ['--version'], { encoding: 'utf8' }).split('\n')[0] ?? '?';
+  return {
+    endpoint,
+    accessKey: options.accessKey,
+    secretKey: options.secretKey,
+    version,
+    binary,
+    stop: async () => {
+      child.kill('SIGTERM');
+      await Promise.race([exited, new Promise((r) => setTimeout(r, 5000))]);
+      child.kill('SIGKILL');
+    },
+  };
+}
