@@ -1,7 +1,7 @@
 // Starts each real component once per test run; each test file then takes its own database and bucket
 // (test/harness/fixtures.ts), so files run in parallel without restarting servers.
 import { randomBytes } from 'node:crypto';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { chmod, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { TestProject } from 'vitest/node';
@@ -21,6 +21,7 @@ declare module 'vitest' {
 export default async function setup(project: TestProject): Promise<() => Promise<void>> {
   // /tmp, not the checkout: PostgreSQL runs as the `postgres` user and must reach its data directory.
   const dir = await mkdtemp(join(tmpdir(), 'boxyard-test-'));
+  await chmod(dir, 0o755);
   const secret = () => randomBytes(18).toString('base64url');
   const started: { stop(): Promise<void> }[] = [];
   const report: string[] = [];

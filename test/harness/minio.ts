@@ -37,7 +37,7 @@ export async function startMinio(options: { dir: string; accessKey: string; secr
     await waitForHttp(`${endpoint}/minio/health/live`, 30_000);
   } catch (error) {
     child.kill('SIGKILL');
-    throw new Error(`MinIO did not start: ${String(error)}\n${stderr}`);
+    throw new Error(`MinIO did not start: ${String(error)}\n${stderr}`, { cause: error });
   }
   const version = execFileSync(binary, ['--version'], { encoding: 'utf8' }).split('\n')[0] ?? '?';
   return {

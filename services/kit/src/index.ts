@@ -5,7 +5,7 @@ export * from './http/http-error.ts';
 export { installErrorHandling, renderError, toHttpError, type ErrorShape } from './http/error-handler.ts';
 export { resolveTls, type TlsMaterial } from './http/tls.ts';
 export { createDatabasePool, pingDatabase, type DatabasePool } from './db/pool.ts';
-export { migrate, rawSql, type MigrationSource, type MigrationResult } from './db/migrate.ts';
+export { migrate, type MigrationSource, type MigrationResult } from './db/migrate.ts';
 export { installRateLimit, rateLimitMigrations, type RateLimitOptions } from './rate-limit/rate-limit.ts';
 export { createSessionTokens, InvalidTokenError, MIN_SECRET_BYTES, type SessionTokens, type SessionClaims } from './auth/session-tokens.ts';
 export { hashPassword, verifyPassword } from './auth/passwords.ts';

@@ -186,7 +186,7 @@ export function createLocalStore(options: LocalStoreOptions): ObjectStore {
         await moveIntoPlace(temp, target, key);
       } catch (error) {
         await handle?.close().catch(() => {});
-        // rm
+        await rm(temp, { force: true });
         throw toStorageError(error, key);
       }
       return { key, size: counter.bytes, sha256: counter.sha256 };

@@ -1,0 +1,1 @@
+alter table widgets add column size integer not null default 1;
