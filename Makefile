@@ -12,7 +12,7 @@ NODE          := $(NODE_HOME)/bin/node
 # Node 24 first on PATH; native addons (node-pty) compile against its headers, not the system's Node 20.
 export PATH   := $(NODE_HOME)/bin:$(CURDIR)/node_modules/.bin:$(PATH)
 export npm_config_nodedir := $(NODE_HOME)
-APT_PACKAGES  := prometheus curl wget openssl
+APT_PACKAGES  := prometheus curl wget openssl rclone vagrant chromium
 STAMP         := node_modules/.boxyard-installed
 
 .PHONY: apt help deps tools run test bench lint cluster cluster-down clean

@@ -26,7 +26,7 @@ interface Component {
   child: ChildProcess;
   logFile: string;
   exited: Promise<void>;
-  exitCode?: number | null;
+  exitCode?: number; // set once it has exited
 }
 
 // Children must not outlive this Node process: 'exit' handlers run synchronously, so SIGKILL is all we can do.
@@ -132,10 +132,11 @@ function admin(server: string, tls: AdminTls, method: string, path: string, body
   });
 }
 
-async function version(binary: string, args: string[], pattern: RegExp): Promise<string> {
+/** The version a binary reports: `etcd Version: 3.6.16`, `Kubernetes v1.36.3`, `kwok version v0.8.0 ...`. */
+async function version(binary: string): Promise<string> {
   try {
-    const { stdout, stderr } = await run(binary, args);
-    return pattern.exec(stdout + stderr)?.[1] ?? '?';
+    const { stdout } = await run(binary, ['--version']);
+    return /(?:etcd Version: |Kubernetes |kwok version )(\S+)/.exec(stdout)?.[1] ?? '?';
   } catch {
     return '?';
   }
@@ -156,6 +157,156 @@ const FAKE_NODE = {
   },
 };
 
+// kwok's simulation stages. The kwok binary has none built in (kwokctl injects them), so these are upstream's
+// kustomize/stage/{node/fast,node/heartbeat-with-lease,pod/fast} of kwok v0.8.0, condensed.
+const KWOK_STAGES = `apiVersion: kwok.x-k8s.io/v1alpha1
+kind: Stage
+metadata: { name: node-initialize }
+spec:
+  resourceRef: { apiGroup: v1, kind: Node }
+  selector:
+    matchExpressions:
+    - { key: '.status.conditions.[] | select( .type == "Ready" ) | .status', operator: NotIn, values: ['True'] }
+  next:
+    statusTemplate: |
+      {{ $now := Now }}
+      {{ $lastTransitionTime := or .metadata.creationTimestamp $now }}
+      conditions:
+      {{ range NodeConditions }}
+      - lastHeartbeatTime: {{ $now | Quote }}
+        lastTransitionTime: {{ $lastTransitionTime | Quote }}
+        message: {{ .message | Quote }}
+        reason: {{ .reason | Quote }}
+        status: {{ .status | Quote }}
+        type: {{ .type | Quote }}
+      {{ end }}
+      addresses:
+      {{ with NodeIP }}
+      - { address: {{ . | Quote }}, type: InternalIP }
+      {{ end }}
+      {{ with NodeName }}
+      - { address: {{ . | Quote }}, type: Hostname }
+      {{ end }}
+      allocatable:
+      {{ with .status.allocatable }}
+      {{ YAML . 1 }}
+      {{ else }}
+        { cpu: 1k, memory: 1Ti, pods: 1M }
+      {{ end }}
+      capacity:
+      {{ with .status.capacity }}
+      {{ YAML . 1 }}
+      {{ else }}
+        { cpu: 1k, memory: 1Ti, pods: 1M }
+      {{ end }}
+      {{ $v := printf "kwok-%s" Version }}
+      nodeInfo: { architecture: amd64, bootID: "", containerRuntimeVersion: {{ $v }}, kernelVersion: {{ $v }}, kubeProxyVersion: {{ $v }}, kubeletVersion: {{ $v }}, machineID: "", operatingSystem: linux, osImage: "", systemUUID: "" }
+      phase: Running
+---
+apiVersion: kwok.x-k8s.io/v1alpha1
+kind: Stage
+metadata: { name: node-heartbeat-with-lease }
+spec:
+  resourceRef: { apiGroup: v1, kind: Node }
+  selector:
+    matchExpressions:
+    - { key: .status.phase, operator: In, values: [Running] }
+    - { key: '.status.conditions.[] | select( .type == "Ready" ) | .status', operator: In, values: ['True'] }
+  delay: { durationMilliseconds: 600000, jitterDurationMilliseconds: 610000 }
+  next:
+    statusTemplate: |
+      {{ $now := Now }}
+      {{ $lastTransitionTime := or .metadata.creationTimestamp $now }}
+      conditions:
+      {{ range NodeConditions }}
+      - lastHeartbeatTime: {{ $now | Quote }}
+        lastTransitionTime: {{ $lastTransitionTime | Quote }}
+        message: {{ .message | Quote }}
+        reason: {{ .reason | Quote }}
+        status: {{ .status | Quote }}
+        type: {{ .type | Quote }}
+      {{ end }}
+---
+apiVersion: kwok.x-k8s.io/v1alpha1
+kind: Stage
+metadata: { name: pod-ready }
+spec:
+  resourceRef: { apiGroup: v1, kind: Pod }
+  selector:
+    matchExpressions:
+    - { key: .metadata.deletionTimestamp, operator: DoesNotExist }
+    - { key: .status.phase, operator: In, values: [Pending] }
+    - { key: '.status.conditions.[] | select( .type == "Ready" ) | .status', operator: NotIn, values: ['True'] }
+  next:
+    statusTemplate: |
+      {{ $now := Now }}
+      conditions:
+      - { lastTransitionTime: {{ $now | Quote }}, status: "True", type: Initialized }
+      - { lastTransitionTime: {{ $now | Quote }}, status: "True", type: Ready }
+      - { lastTransitionTime: {{ $now | Quote }}, status: "True", type: ContainersReady }
+      {{ range .spec.readinessGates }}
+      - { lastTransitionTime: {{ $now | Quote }}, status: "True", type: {{ .conditionType | Quote }} }
+      {{ end }}
+      containerStatuses:
+      {{ range .spec.containers }}
+      - { image: {{ .image | Quote }}, name: {{ .name | Quote }}, ready: true, restartCount: 0, state: { running: { startedAt: {{ $now | Quote }} } } }
+      {{ end }}
+      initContainerStatuses:
+      {{ range .spec.initContainers }}
+      {{ if eq .restartPolicy "Always" }}
+      - { image: {{ .image | Quote }}, name: {{ .name | Quote }}, ready: true, restartCount: 0, started: true, state: { running: { startedAt: {{ $now | Quote }} } } }
+      {{ else }}
+      - { image: {{ .image | Quote }}, name: {{ .name | Quote }}, ready: true, restartCount: 0, state: { terminated: { exitCode: 0, reason: Completed, startedAt: {{ $now | Quote }}, finishedAt: {{ $now | Quote }} } } }
+      {{ end }}
+      {{ end }}
+      {{ with NodeIPsWith .spec.nodeName }}
+      hostIP: {{ index . 0 | Quote }}
+      hostIPs:
+      {{ range . }}
+      - ip: {{ . | Quote }}
+      {{ end }}
+      {{ end }}
+      {{ with PodIPsWith .spec.nodeName ( or .spec.hostNetwork false ) ( or .metadata.uid "" ) ( or .metadata.name "" ) ( or .metadata.namespace "" ) }}
+      podIP: {{ index . 0 | Quote }}
+      podIPs:
+      {{ range . }}
+      - ip: {{ . | Quote }}
+      {{ end }}
+      {{ end }}
+      phase: Running
+      startTime: {{ $now | Quote }}
+---
+apiVersion: kwok.x-k8s.io/v1alpha1
+kind: Stage
+metadata: { name: pod-complete }
+spec:
+  resourceRef: { apiGroup: v1, kind: Pod }
+  selector:
+    matchExpressions:
+    - { key: .metadata.deletionTimestamp, operator: DoesNotExist }
+    - { key: .status.phase, operator: In, values: [Running] }
+    - { key: '.metadata.ownerReferences.[].kind', operator: In, values: [Job] }
+  next:
+    statusTemplate: |
+      {{ $now := Now }}
+      containerStatuses:
+      {{ range .spec.containers }}
+      - { image: {{ .image | Quote }}, name: {{ .name | Quote }}, ready: false, restartCount: 0, started: false, state: { terminated: { exitCode: 0, reason: Completed, startedAt: {{ $now | Quote }}, finishedAt: {{ $now | Quote }} } } }
+      {{ end }}
+      phase: Succeeded
+---
+apiVersion: kwok.x-k8s.io/v1alpha1
+kind: Stage
+metadata: { name: pod-delete }
+spec:
+  resourceRef: { apiGroup: v1, kind: Pod }
+  selector:
+    matchExpressions:
+    - { key: .metadata.deletionTimestamp, operator: Exists }
+  next:
+    delete: true
+`;
+
 export async function startControlPlane(options: {
   dir: string;
   controllers?: boolean;
@@ -166,6 +317,7 @@ export async function startControlPlane(options: {
   const started = Date.now();
   const pki = join(dir, 'pki');
   const components: Component[] = [];
+  let stopping = false;
 
   const start = (name: string, binary: string, args: string[]): Component => {
     const logFile = join(dir, `${name}.log`);
@@ -174,19 +326,23 @@ export async function startControlPlane(options: {
     closeSync(fd); // the child holds its own copy
     track(child);
     const component: Component = { name, binary, child, logFile, exited: Promise.resolve() };
-    component.exited = new Promise((resolve) =>
+    component.exited = new Promise((resolve) => {
       child.once('exit', (code, signal) => {
-        component.exitCode = code ?? (signal ? -1 : null);
+        component.exitCode = code ?? -1;
         if (!stopping) log(`${name} exited (${signal ?? code}); log: ${logFile}`);
         resolve();
-      }),
-    );
-    child.once('error', (error) => log(`${name}: ${error.message}`));
+      });
+      // A process that could not be spawned emits 'error' and never 'exit'.
+      child.once('error', (error) => {
+        component.exitCode = -1;
+        log(`${name}: ${error.message}`);
+        resolve();
+      });
+    });
     components.push(component);
     return component;
   };
 
-  let stopping = false;
   const stop = async (): Promise<void> => {
     stopping = true;
     // Controllers first, so they do not log errors against a vanishing apiserver; etcd last.
@@ -247,8 +403,8 @@ export async function startControlPlane(options: {
 
     const tls: AdminTls = { ca: readFileSync(join(pki, 'ca.crt')), cert: readFileSync(join(pki, 'admin.crt')), key: readFileSync(join(pki, 'admin.key')) };
     await waitFor('etcd /health', () => fetch(`${etcdUrl}/health`).then((r) => r.ok, () => false), 30_000);
-    // /readyz covers etcd, RBAC bootstrap roles and the other post-start hooks; the default namespace comes from a
-    // separate controller, so wait for it too (tests create objects right away).
+    // /readyz covers etcd, the RBAC bootstrap roles and the other post-start hooks, but not the apiserver's own
+    // system-namespaces controller: wait for `default` too, tests create objects right away.
     await waitFor('kube-apiserver /readyz', async () => (await admin(server, tls, 'GET', '/readyz')) === 200, 60_000);
     await waitFor('the default namespace', async () => (await admin(server, tls, 'GET', '/api/v1/namespaces/default')) === 200, 30_000);
 
@@ -275,12 +431,12 @@ export async function startControlPlane(options: {
         '--use-service-account-credentials=false',
       ]);
       start('kube-scheduler', scheduler, [`--kubeconfig=${kubeconfig}`, '--secure-port=0', '--leader-elect=false']);
+      await writeFile(join(dir, 'kwok.yaml'), KWOK_STAGES);
       start('kwok', kwok, [
-        `--kubeconfig=${kubeconfig}`,
+        `--kubeconfig=${kubeconfig}`, `--config=${join(dir, 'kwok.yaml')}`,
         '--manage-all-nodes=false',
         '--manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake',
-        '--cidr=10.1.0.0/16', '--node-ip=10.1.0.1', '--node-lease-duration-seconds=40',
-        '--server-address=', // no kwok HTTP endpoint: nothing to collide on in parallel runs
+        '--cidr=10.244.0.0/16', '--node-ip=10.1.0.1', '--node-lease-duration-seconds=40',
       ]);
       // Create (or keep) the fake node; 409 means it survived in etcd from a previous run.
       const status = await admin(server, tls, 'POST', '/api/v1/nodes', FAKE_NODE);
@@ -289,16 +445,7 @@ export async function startControlPlane(options: {
       log(`controllers started in ${Date.now() - started} ms`);
     }
 
-    // Versions from each binary's --version, read once.
-    const versions = await Promise.all(
-      described.map(([name, binary]) =>
-        name === 'etcd'
-          ? version(binary, ['--version'], /etcd Version: (\S+)/)
-          : name === 'kwok'
-            ? version(binary, ['--version'], /(v\d+\.\d+\.\d+\S*)/)
-            : version(binary, ['--version'], /Kubernetes (v\S+)/),
-      ),
-    );
+    const versions = await Promise.all(described.map(([, binary]) => version(binary)));
     const lines = described.map(([name, binary, where], i) => `${name} ${versions[i]} (${binary})${where ? ` ${where}` : ''}`);
 
     return { kubeconfig, server, describe: () => [...lines], stop };

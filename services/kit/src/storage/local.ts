@@ -173,21 +173,23 @@ export function createLocalStore(options: LocalStoreOptions): ObjectStore {
       const counter = new HashingCounter(putOptions);
       let handle: FileHandle | undefined;
       const temp = join(tmpDir, randomUUID());
+      // Only filesystem calls are mapped: an error from `body` (the client went away) is the caller's, not a 507.
+      const disk = <T>(step: Promise<T>): Promise<T> => step.catch((error: unknown) => Promise.reject(toStorageError(error, key)));
       try {
-        await mkdir(tmpDir, { recursive: true });
-        handle = await open(temp, 'wx');
+        await disk(mkdir(tmpDir, { recursive: true }));
+        handle = await disk(open(temp, 'wx'));
         const file = handle;
         await pipeline(body, counter, async (chunks: AsyncIterable<Buffer>) => {
-          for await (const chunk of chunks) await file.write(chunk);
+          for await (const chunk of chunks) await disk(file.write(chunk));
         });
-        await file.sync(); // data on disk before the rename makes it visible
-        await file.close();
+        await disk(file.sync()); // data on disk before the rename makes it visible
         handle = undefined;
-        await moveIntoPlace(temp, target, key);
+        await disk(file.close());
+        await disk(moveIntoPlace(temp, target, key));
       } catch (error) {
         await handle?.close().catch(() => {});
         await rm(temp, { force: true });
-        throw toStorageError(error, key);
+        throw error;
       }
       return { key, size: counter.bytes, sha256: counter.sha256 };
     },

@@ -163,16 +163,18 @@ export function createS3Store(options: S3StoreOptions): ObjectStore {
         client, bucket, objectName: name, partSize, concurrency,
         ...(putOptions.contentType ? { contentType: putOptions.contentType } : {}),
       });
+      // Only backend calls are mapped: an error from `body` (the client went away) is the caller's, not a 503.
+      const backend = <T>(step: Promise<T>): Promise<T> => step.catch((error: unknown) => Promise.reject(toStorageError(error, key)));
       try {
-        await assertNoKeyConflict(key, name);
+        await backend(assertNoKeyConflict(key, name));
         await pipeline(body, counter, async (chunks: AsyncIterable<Buffer>) => {
-          for await (const chunk of chunks) await upload.write(chunk);
+          for await (const chunk of chunks) await backend(upload.write(chunk));
         });
         // Only reached after the counter ended cleanly: size within limit, checksum as announced.
-        await upload.finish();
+        await backend(upload.finish());
       } catch (error) {
         await upload.abort();
-        throw toStorageError(error, key);
+        throw error;
       }
       return { key, size: counter.bytes, sha256: counter.sha256 };
     },

@@ -17,6 +17,7 @@ import {
   ObjectNotFoundError,
   ObjectTooLargeError,
   RangeNotSatisfiableError,
+  StorageError,
   StorageUnavailableError,
   type ObjectStore,
 } from './index.ts';
@@ -201,7 +202,10 @@ describe.each(drivers)('object store contract: $driver', ({ driver, create }) =>
   it('leaves nothing behind when the upload is cut off half way', async () => {
     const data = randomBytes(12 * MiB);
     for (const after of [MiB / 2, 7 * MiB]) {
-      await expect(store.put('cut', cutOff(data, after))).rejects.toThrow('client disconnected');
+      const put = store.put('cut', cutOff(data, after));
+      // The source's own error comes back unchanged: a client disconnect is no storage failure.
+      await expect(put).rejects.toMatchObject({ message: 'client disconnected', code: 'ECONNRESET' });
+      await expect(put).rejects.not.toBeInstanceOf(StorageError);
       await expectNothingStored('cut');
     }
     // Through a Readable (what an HTTP request body is) as well.
@@ -388,6 +392,13 @@ describe('s3 driver specifics', () => {
     expect((await boxes.stat('x/y'))?.contentType).toBe('application/x-tar');
     expect(await boxes.deletePrefix('x/')).toBe(1);
     expect(await files.stat('x/y')).toBeDefined();
+  });
+  it('reports an unreachable endpoint as unavailable (503), not as a missing object', async () => {
+    const bucket = await createTestBucket('down');
+    const down = createS3Store({ ...bucket, endpoint: 'http://127.0.0.1:1' });
+    await expect(down.check()).rejects.toBeInstanceOf(StorageUnavailableError);
+    await expect(down.stat('k')).rejects.toMatchObject({ statusCode: 503, code: 'STORAGE_UNAVAILABLE' });
+    await expect(down.put('k', chunks(Buffer.from('v')))).rejects.toBeInstanceOf(StorageUnavailableError);
   });
 });
 

@@ -22,7 +22,7 @@ export interface ObjectInfo {
   key: string;
   size: number;
   lastModified: Date;
-  /** Opaque validator for conditional requests; changes when the object is replaced. */
+  /** Opaque, unquoted validator for conditional requests; changes when the object is replaced. */
   etag: string;
   /** Only the s3 driver keeps a content type; the local driver leaves it undefined. */
   contentType?: string;
@@ -42,7 +42,11 @@ export type PutBody = AsyncIterable<Uint8Array> | NodeJS.ReadableStream;
 
 export interface ObjectStore {
   readonly driver: 's3' | 'local';
-  /** Streams a body of unknown length in; the object appears whole, or not at all. Replaces an existing key atomically. */
+  /**
+   * Streams a body of unknown length in; the object appears whole, or not at all, and replaces an existing key
+   * atomically. Errors of `body` itself (a client disconnect) come back unchanged; a body refused before it
+   * was read (invalid key, KeyConflictError on s3) is left for the caller to discard.
+   */
   put(key: string, body: PutBody, options?: PutOptions): Promise<PutResult>;
   /** Throws ObjectNotFoundError, or RangeNotSatisfiableError for a range starting past the end. */
   get(key: string, range?: ByteRange): Promise<Readable>;
