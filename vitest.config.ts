@@ -9,6 +9,6 @@ export default defineConfig({
     maxWorkers: 2,
     testTimeout: 60_000,
     hookTimeout: 120_000,
-    reporters: ['default'],
+    reporters: ['default', './test/harness/summary-reporter.ts'],
   },
 });

@@ -11,3 +11,7 @@ export { createSessionTokens, InvalidTokenError, MIN_SECRET_BYTES, type SessionT
 export { hashPassword, verifyPassword } from './auth/passwords.ts';
 export { checkPassword, MIN_PASSWORD_LENGTH, type PolicyFailure } from './auth/password-policy.ts';
 export { startTelemetry, type Telemetry } from './telemetry/telemetry.ts';
+export { createAccounts, accountMigrations, generatePassword, UsernameTakenError, type Accounts, type User } from './accounts/accounts.ts';
+export { createObjectStore } from './storage/index.ts';
+export type { ObjectStore, ObjectInfo, PutResult, ByteRange } from './storage/types.ts';
+export * from './storage/errors.ts';

@@ -1,7 +1,22 @@
 // PostgreSQL through slonik. Each service works in its own schema: the pool sets search_path to it.
-import { createPool, sql, type DatabasePool } from 'slonik';
+import { SchemaValidationError, createPool, sql, type DatabasePool, type Interceptor, type QueryResultRow } from 'slonik';
 
 export type { DatabasePool } from 'slonik';
+
+/**
+ * Rows of `sql.type(schema)` queries are validated and transformed by their schema (slonik leaves this to an
+ * interceptor): a row that does not match is an error, never silently mistyped data.
+ */
+const resultParser: Interceptor = {
+  name: 'boxyard-result-parser',
+  transformRowAsync: async (context, query, row) => {
+    const parser = context.resultParser;
+    if (!parser) return row;
+    const result = await parser['~standard'].validate(row);
+    if (result.issues) throw new SchemaValidationError(query, row, result.issues);
+    return result.value as QueryResultRow;
+  },
+};
 
 export async function createDatabasePool(options: { url: string; schema?: string | undefined; poolSize?: number }): Promise<DatabasePool> {
   const url = new URL(options.url);
@@ -16,6 +31,7 @@ export async function createDatabasePool(options: { url: string; schema?: string
     idleTimeout: 10_000,
     connectionTimeout: 5_000,
     captureStackTrace: false,
+    interceptors: [resultParser],
   });
 }
 

@@ -1,0 +1,44 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createTestDatabase } from '../../../../test/harness/fixtures.ts';
+import { migrate } from '../db/migrate.ts';
+import { createDatabasePool, type DatabasePool } from '../db/pool.ts';
+import { checkPassword } from '../auth/password-policy.ts';
+import { UsernameTakenError, createAccounts, accountMigrations } from './accounts.ts';
+
+let pool: DatabasePool;
+beforeAll(async () => {
+  const url = await createTestDatabase();
+  await migrate(url, 'svc', [accountMigrations]);
+  pool = await createDatabasePool({ url, schema: 'svc' });
+});
+afterAll(() => pool.end());
+
+describe('accounts', () => {
+  it('creates users with argon2id hashes and checks credentials, usernames case-insensitively', async () => {
+    const accounts = createAccounts(pool);
+    const user = await accounts.create({ username: 'Alice', password: 'Wonder-Land-7', role: 'user', email: 'alice@example.test' });
+    expect(user).toMatchObject({ username: 'Alice', role: 'user', email: 'alice@example.test' });
+    expect(user.created_at).toBeInstanceOf(Date);
+    expect(await accounts.verifyCredentials('alice', 'Wonder-Land-7')).toMatchObject({ id: user.id });
+    expect(await accounts.verifyCredentials('alice', 'wonder-land-7')).toBeUndefined();
+    expect(await accounts.verifyCredentials('nobody', 'Wonder-Land-7')).toBeUndefined();
+    await expect(accounts.create({ username: 'ALICE', password: 'Other-Pass-8', role: 'user' })).rejects.toThrow(UsernameTakenError);
+  });
+
+  it('creates the first admin once, with a generated password that meets the policy', async () => {
+    const accounts = createAccounts(pool);
+    const first = await accounts.ensureAdmin({ username: 'admin' });
+    expect(first.created).toBe(true);
+    expect(checkPassword(first.password!)).toEqual([]);
+    expect(await accounts.verifyCredentials('admin', first.password!)).toMatchObject({ role: 'admin' });
+    expect(await accounts.ensureAdmin({ username: 'admin', password: 'Something-Else-9' })).toEqual({ created: false });
+  });
+
+  it('remembers revoked sessions', async () => {
+    const accounts = createAccounts(pool);
+    expect(await accounts.isSessionRevoked('jti-1')).toBe(false);
+    await accounts.revokeSession('jti-1', new Date(Date.now() + 60_000));
+    await accounts.revokeSession('jti-1', new Date(Date.now() + 60_000));
+    expect(await accounts.isSessionRevoked('jti-1')).toBe(true);
+  });
+});
