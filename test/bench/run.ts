@@ -9,11 +9,11 @@ import { benchStorage, type BenchRow } from './storage.ts';
 
 function print(section: string, rows: BenchRow[]): void {
   console.log(`\n## ${section}`);
-  console.log(`${'measure'.padEnd(52)} ${'value'.padStart(12)} ${'baseline'.padStart(12)}  ratio`);
+  console.log(`${'measure'.padEnd(62)} ${'value'.padStart(12)} ${'baseline'.padStart(12)}  ratio`);
   for (const row of rows) {
     const value = `${row.value.toFixed(1)} ${row.unit}`;
     const baseline = row.baseline === undefined ? '' : `${row.baseline.toFixed(1)} ${row.unit}`;
-    console.log(`${row.name.padEnd(52)} ${value.padStart(12)} ${baseline.padStart(12)}  ${row.ratio === undefined ? '' : row.ratio.toFixed(2)}`);
+    console.log(`${row.name.padEnd(62)} ${value.padStart(12)} ${baseline.padStart(12)}  ${row.ratio === undefined ? '' : row.ratio.toFixed(2)}`);
   }
 }
 

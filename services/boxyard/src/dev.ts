@@ -3,33 +3,50 @@
 import { randomBytes } from 'node:crypto';
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
+import pg from 'pg';
 import { startPostgres } from './embedded-postgres.ts';
 import { services, type RunningService } from './services.ts';
 
 const DEFAULT_DEV_POSTGRES_PORT = 15432;
 
-async function loadSecrets(home: string): Promise<Record<string, string>> {
+/** Secrets in one 0600 file: generated when first asked for, the same on every later start. */
+function secretStore(home: string) {
   const file = join(home, 'secrets.json');
-  let secrets: Record<string, string> = {};
+  let cache: Promise<Record<string, string>> | undefined;
+  const load = () => (cache ??= readFile(file, 'utf8').then((t) => JSON.parse(t) as Record<string, string>, (): Record<string, string> => ({})));
+  let writing = Promise.resolve();
+  return async (name: string): Promise<string> => {
+    const secrets = await load();
+    if (!secrets[name]) {
+      secrets[name] = randomBytes(32).toString('base64url');
+      writing = writing.then(() => writeFile(file, `${JSON.stringify(secrets, null, 2)}\n`, { mode: 0o600 }));
+      await writing;
+    }
+    return secrets[name]!;
+  };
+}
+
+async function ensureDatabase(adminUrl: string, name: string): Promise<string> {
+  const client = new pg.Client({ connectionString: adminUrl });
+  await client.connect();
   try {
-    secrets = JSON.parse(await readFile(file, 'utf8')) as Record<string, string>;
-  } catch {
-    // first start
+    const exists = await client.query('select 1 from pg_database where datname = $1', [name]);
+    if (exists.rowCount === 0) await client.query(`create database "${name}"`);
+  } finally {
+    await client.end();
   }
-  const wanted = ['postgres_password', 'session_secret'];
-  if (wanted.every((k) => secrets[k])) return secrets;
-  for (const key of wanted) secrets[key] ??= randomBytes(32).toString('base64url');
-  await writeFile(file, `${JSON.stringify(secrets, null, 2)}\n`, { mode: 0o600 });
-  return secrets;
+  const url = new URL(adminUrl);
+  url.pathname = `/${name}`;
+  return url.toString();
 }
 
 export async function dev(): Promise<void> {
   const home = resolve(process.env.BOXYARD_HOME ?? '.boxyard');
   await mkdir(home, { recursive: true, mode: 0o755 });
-  const secrets = await loadSecrets(home);
+  const secret = secretStore(home);
   const port = Number(process.env.BOXYARD_DEV_POSTGRES_PORT ?? DEFAULT_DEV_POSTGRES_PORT);
   console.log(`boxyard dev: state in ${home}`);
-  const postgres = await startPostgres({ dir: join(home, 'postgres'), port, persistent: true, password: secrets.postgres_password! });
+  const postgres = await startPostgres({ dir: join(home, 'postgres'), port, persistent: true, password: await secret('postgres_password') });
   console.log(`  postgres        ${postgres.version} on 127.0.0.1:${postgres.port} (embedded)`);
 
   const running: RunningService[] = [];
@@ -46,8 +63,9 @@ export async function dev(): Promise<void> {
   process.once('SIGINT', () => void stop(0));
   process.once('SIGTERM', () => void stop(0));
   try {
+    const databaseUrl = await ensureDatabase(postgres.adminUrl, 'boxyard');
     for (const service of services) {
-      const started = await service.dev({ home, postgresAdminUrl: postgres.adminUrl, secrets });
+      const started = await service.dev({ home, databaseUrl, secret, adminPassword: process.env.BOXYARD_ADMIN_PASSWORD || undefined });
       running.push(started);
       console.log(`  ${service.name.padEnd(15)} ${started.url}`);
     }

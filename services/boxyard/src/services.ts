@@ -9,9 +9,14 @@ export interface RunningService {
 }
 
 export interface DevContext {
+  /** $BOXYARD_HOME (default ./.boxyard): put the service's state under `${home}/<service>`. */
   home: string;
-  postgresAdminUrl: string;
-  secrets: Record<string, string>;
+  /** URL of the `boxyard` database on the embedded PostgreSQL; each service uses its own schema in it. */
+  databaseUrl: string;
+  /** A named secret, generated on first use and kept in `${home}/secrets.json` (0600) across restarts. */
+  secret(name: string): Promise<string>;
+  /** The first admin's password when BOXYARD_ADMIN_PASSWORD is set; otherwise services generate and print one. */
+  adminPassword: string | undefined;
 }
 
 export interface ServiceDefinition {
