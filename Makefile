@@ -52,6 +52,7 @@ lint: deps
 	npm run lint
 
 bench: tools
+	@echo "[bench] sections: $${ONLY:-all}"
 	npm run bench
 
 cluster: tools

@@ -1,29 +1,45 @@
 // `make bench`: throughput and memory, always as ratios against a baseline measured in the same run on the
 // same machine (wall-clock numbers alone mean little on a shared 2-core box). Starts its own real components.
+// `make bench ONLY=storage` runs one section.
 import { randomBytes } from 'node:crypto';
 import { chmod, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { startPostgres } from '../../services/boxyard/src/embedded-postgres.ts';
 import { startMinio } from '../harness/minio.ts';
-import { benchStorage, type BenchRow } from './storage.ts';
+import type { BenchEnv, BenchRow } from './env.ts';
+import { benchStorage } from './storage.ts';
 
-function print(section: string, rows: BenchRow[]): void {
-  console.log(`\n## ${section}`);
-  console.log(`${'measure'.padEnd(62)} ${'value'.padStart(12)} ${'baseline'.padStart(12)}  ratio`);
+const sections: { name: string; title: string; run: (env: BenchEnv) => Promise<BenchRow[]> }[] = [
+  { name: 'storage', title: 'storage layer (256 MiB object)', run: (env) => benchStorage({ minio: env.minio }) },
+];
+
+function print(title: string, rows: BenchRow[]): void {
+  console.log(`\n## ${title}`);
+  console.log(`${'measure'.padEnd(62)} ${'value'.padStart(14)} ${'baseline'.padStart(14)}  ratio`);
   for (const row of rows) {
     const value = `${row.value.toFixed(1)} ${row.unit}`;
     const baseline = row.baseline === undefined ? '' : `${row.baseline.toFixed(1)} ${row.unit}`;
-    console.log(`${row.name.padEnd(62)} ${value.padStart(12)} ${baseline.padStart(12)}  ${row.ratio === undefined ? '' : row.ratio.toFixed(2)}`);
+    console.log(`${row.name.padEnd(62)} ${value.padStart(14)} ${baseline.padStart(14)}  ${row.ratio === undefined ? '' : row.ratio.toFixed(2)}`);
   }
 }
 
-const dir = await mkdtemp(join(tmpdir(), 'boxyard-bench-'));
-await chmod(dir, 0o755);
-const minio = await startMinio({ dir: join(dir, 'minio'), accessKey: `bench${randomBytes(4).toString('hex')}`, secretKey: randomBytes(18).toString('base64url') });
+const only = process.env.ONLY?.split(',').filter(Boolean);
+const workDir = await mkdtemp(join(tmpdir(), 'boxyard-bench-'));
+await chmod(workDir, 0o755);
+const secret = () => randomBytes(18).toString('base64url');
+const [minio, postgres] = await Promise.all([
+  startMinio({ dir: join(workDir, 'minio'), accessKey: `bench${randomBytes(4).toString('hex')}`, secretKey: secret() }),
+  startPostgres({ dir: join(workDir, 'pg'), password: secret(), fast: true }),
+]);
 try {
-  console.log(`bench: MinIO ${minio.version}, Node ${process.version}`);
-  print('storage layer (256 MiB object)', await benchStorage({ minio }));
+  console.log(`bench: MinIO ${minio.version}, PostgreSQL ${postgres.version}, Node ${process.version}`);
+  const env: BenchEnv = { minio, postgresAdminUrl: postgres.adminUrl, workDir };
+  for (const section of sections) {
+    if (only && !only.includes(section.name)) continue;
+    print(section.title, await section.run(env));
+  }
 } finally {
-  await minio.stop();
-  await rm(dir, { recursive: true, force: true });
+  await Promise.allSettled([minio.stop(), postgres.stop()]);
+  await rm(workDir, { recursive: true, force: true });
 }
