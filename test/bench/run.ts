@@ -9,9 +9,11 @@ import { startPostgres } from '../../services/boxyard/src/embedded-postgres.ts';
 import { startMinio } from '../harness/minio.ts';
 import type { BenchEnv, BenchRow } from './env.ts';
 import { benchStorage } from './storage.ts';
+import { benchTerminal } from './terminal.ts';
 
 const sections: { name: string; title: string; run: (env: BenchEnv) => Promise<BenchRow[]> }[] = [
   { name: 'storage', title: 'storage layer (256 MiB object)', run: (env) => benchStorage({ minio: env.minio }) },
+  { name: 'terminal', title: 'terminal gateway', run: benchTerminal },
 ];
 
 function print(title: string, rows: BenchRow[]): void {

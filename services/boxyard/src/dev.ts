@@ -3,6 +3,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
+import { generatePassword } from '@boxyard/kit';
 import pg from 'pg';
 import { postgresCanReach, startPostgres } from './embedded-postgres.ts';
 import { services, type RunningService } from './services.ts';
@@ -15,10 +16,10 @@ function secretStore(home: string) {
   let cache: Promise<Record<string, string>> | undefined;
   const load = () => (cache ??= readFile(file, 'utf8').then((t) => JSON.parse(t) as Record<string, string>, (): Record<string, string> => ({})));
   let writing = Promise.resolve();
-  return async (name: string): Promise<string> => {
+  return async (name: string, generate = () => randomBytes(32).toString('base64url')): Promise<string> => {
     const secrets = await load();
     if (!secrets[name]) {
-      secrets[name] = randomBytes(32).toString('base64url');
+      secrets[name] = generate();
       writing = writing.then(() => writeFile(file, `${JSON.stringify(secrets, null, 2)}\n`, { mode: 0o600 }));
       await writing;
     }
@@ -70,8 +71,11 @@ export async function dev(): Promise<void> {
   process.once('SIGTERM', () => void stop(0));
   try {
     const databaseUrl = await ensureDatabase(postgres.adminUrl, 'boxyard');
+    // One admin password for every service: BOXYARD_ADMIN_PASSWORD, or generated once and kept with the secrets.
+    const adminPassword = process.env.BOXYARD_ADMIN_PASSWORD || (await secret('admin_password', generatePassword));
+    if (!process.env.BOXYARD_ADMIN_PASSWORD) console.log(`  admin           user "admin", password ${adminPassword} (kept in ${join(home, 'secrets.json')})`);
     for (const service of services) {
-      const started = await service.dev({ home, databaseUrl, secret, adminPassword: process.env.BOXYARD_ADMIN_PASSWORD || undefined });
+      const started = await service.dev({ home, databaseUrl, secret, adminPassword });
       running.push(started);
       console.log(`  ${service.name.padEnd(15)} ${started.url}`);
     }

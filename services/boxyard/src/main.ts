@@ -8,6 +8,7 @@ import { findService, services } from './services.ts';
 const usage = `usage: boxyard <command>
   dev                              run every service on this machine (embedded PostgreSQL, local storage)
   serve <service> [--config FILE]  run one service (${services.map((s) => s.name).join(', ')})
+  terminal-agent                   the shell agent of one terminal session (the command of a session pod)
 Configuration: a YAML file plus BOXYARD_<KEY PATH> environment overrides ('.' written as '__').`;
 
 async function main(argv: string[]): Promise<void> {
@@ -29,6 +30,11 @@ async function main(argv: string[]): Promise<void> {
     const shutdown = () => void running.close().then(() => process.exit(0));
     process.once('SIGINT', shutdown);
     process.once('SIGTERM', shutdown);
+    return;
+  }
+  if (command === 'terminal-agent') {
+    const { runAgentFromEnvironment } = await import('@boxyard/terminal');
+    await runAgentFromEnvironment();
     return;
   }
   throw new UsageError(`unknown command '${command}'`);

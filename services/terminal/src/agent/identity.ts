@@ -1,0 +1,84 @@
+// Who the shell runs as, and the clean environment it gets: an allow-list (TERM, LANG, HOME, USER, SHELL, PATH),
+// none of the server's variables.
+import { execFileSync } from 'node:child_process';
+import { accessSync, chownSync, constants, mkdtempSync, readFileSync, statSync } from 'node:fs';
+import { tmpdir, userInfo } from 'node:os';
+import { join } from 'node:path';
+
+export interface Account {
+  name: string;
+  uid: number;
+  gid: number;
+  home: string | undefined;
+}
+
+function parsePasswdLine(line: string): Account | undefined {
+  const [name, , uid, gid, , home] = line.trim().split(':');
+  if (!name || uid === undefined || gid === undefined || !/^\d+$/.test(uid) || !/^\d+$/.test(gid)) return undefined;
+  return { name, uid: Number(uid), gid: Number(gid), home: home || undefined };
+}
+
+/** The account named `name`, through NSS (`getent`) when available, else /etc/passwd. */
+export function lookupAccount(name: string): Account | undefined {
+  try {
+    return parsePasswdLine(execFileSync('getent', ['passwd', name], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }));
+  } catch {
+    try {
+      return readFileSync('/etc/passwd', 'utf8').split('\n').map(parsePasswdLine).find((a) => a?.name === name);
+    } catch {
+      return undefined;
+    }
+  }
+}
+
+/** The account the agent itself runs as. In a pod the uid may have no passwd entry. */
+export function currentAccount(): Account {
+  const uid = process.getuid?.() ?? 0;
+  const gid = process.getgid?.() ?? 0;
+  try {
+    const info = userInfo();
+    return { name: info.username, uid, gid, home: info.homedir || undefined };
+  } catch {
+    return { name: `user${uid}`, uid, gid, home: undefined };
+  }
+}
+
+function usableHome(account: Account): string | undefined {
+  if (!account.home) return undefined;
+  try {
+    const stat = statSync(account.home);
+    if (!stat.isDirectory() || stat.uid !== account.uid) return undefined;
+    accessSync(account.home, constants.W_OK);
+    return account.home;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * The account's home when it has a usable one it owns; otherwise a fresh private directory for this session
+ * (`nobody`'s home is /nonexistent; a pod's uid may have none), which the caller removes at the end.
+ */
+export function prepareHome(account: Account): { home: string; temporary: boolean } {
+  const home = usableHome(account);
+  if (home) return { home, temporary: false };
+  const dir = mkdtempSync(join(tmpdir(), 'boxyard-home-'));
+  if ((process.getuid?.() ?? -1) === 0 && account.uid !== 0) chownSync(dir, account.uid, account.gid);
+  return { home: dir, temporary: true };
+}
+
+export function shellEnvironment(input: { account: Account; home: string; shell: string; lang: string; path: string }): Record<string, string> {
+  return {
+    TERM: 'xterm-256color',
+    LANG: input.lang,
+    HOME: input.home,
+    USER: input.account.name,
+    SHELL: input.shell,
+    PATH: input.path,
+  };
+}
+
+/** Login-shell arguments for the shells that understand `-l`. */
+export function shellArguments(shell: string): string[] {
+  return /\/(bash|sh|zsh|ksh|dash|ash|fish)$/.test(shell) ? ['-l'] : [];
+}

@@ -1,0 +1,161 @@
+// The terminal gateway: REST (auth, users, sessions), the terminal WebSocket, the browser page, and the reaper.
+import websocket from '@fastify/websocket';
+import {
+  accountMigrations,
+  createAccounts,
+  createApp,
+  createDatabasePool,
+  createSessionTokens,
+  installRateLimit,
+  migrate,
+  pingDatabase,
+  rateLimitMigrations,
+  resolveTls,
+} from '@boxyard/kit';
+import { freePort } from '@boxyard/kit/net/free-port.ts';
+import type { FastifyInstance } from 'fastify';
+import { authRoutes } from './auth/routes.ts';
+import { createAuth, installAuth } from './auth/plugin.ts';
+import { createKubernetesBackend } from './backends/kubernetes.ts';
+import { createLocalBackend } from './backends/local.ts';
+import type { SessionBackend } from './backends/types.ts';
+import type { TerminalConfig } from './config.ts';
+import { createOriginPolicy } from './http/origin.ts';
+import { createSecretBox } from './sessions/agent-secret.ts';
+import { sessionRoutes } from './sessions/routes.ts';
+import { createSessionService, type SessionService } from './sessions/service.ts';
+import { sessionMigrations } from './sessions/store.ts';
+import { userRoutes } from './users/routes.ts';
+import { webRoutes } from './web/routes.ts';
+import { socketRoutes } from './ws/routes.ts';
+
+export const TERMINAL_VERSION = '0.1.0';
+const MAX_FRAME = 1_048_576;
+const HEARTBEAT_MS = 30_000;
+const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
+
+export interface TerminalService {
+  app: FastifyInstance;
+  url: string;
+  sessions: SessionService;
+  backend: SessionBackend;
+  close(): Promise<void>;
+}
+
+export interface StartOptions {
+  /** Where the generated admin password is printed (once); default stdout. */
+  print?: (line: string) => void;
+}
+
+const isLoopback = (host: string) => host === 'localhost' || host === '::1' || host.startsWith('127.');
+
+export const baseUrl = (config: TerminalConfig, port: number) =>
+  config.server.public_url?.replace(/\/$/, '') ??
+  `${config.server.tls.enabled ? 'https' : 'http'}://${config.server.host.includes(':') ? `[${config.server.host}]` : config.server.host}:${port}`;
+
+export async function startTerminal(config: TerminalConfig, options: StartOptions = {}): Promise<TerminalService> {
+  const print = options.print ?? ((line: string) => process.stdout.write(`${line}\n`));
+  const schema = config.database.schema;
+  await migrate(config.database.url, schema, [accountMigrations, rateLimitMigrations, sessionMigrations]);
+  const pool = await createDatabasePool({ url: config.database.url, schema, poolSize: config.database.pool_size });
+  let backend: SessionBackend | undefined;
+  let app: FastifyInstance | undefined;
+  try {
+    const accounts = createAccounts(pool);
+    const admin = await accounts.ensureAdmin({ username: config.admin.username, password: config.admin.password });
+    if (admin.password) {
+      print(`terminal: created the admin account "${config.admin.username}" with the generated password: ${admin.password}`);
+      print('terminal: (printed only this once; set admin.password or BOXYARD_ADMIN__PASSWORD to choose it)');
+    }
+
+    const port = config.server.port === 0 ? await freePort() : config.server.port;
+    const url = baseUrl(config, port);
+    const tls = config.server.tls.enabled
+      ? await resolveTls({ cert: config.server.tls.cert, key: config.server.tls.key, hosts: [config.server.host], cacheDir: config.state_dir })
+      : undefined;
+    app = await createApp({
+      service: 'terminal',
+      version: TERMINAL_VERSION,
+      errorShape: 'envelope',
+      logLevel: config.logging.level,
+      https: tls,
+      trustProxy: config.server.trust_proxy,
+      bodyLimit: config.server.body_limit_bytes,
+      readiness: { postgres: () => pingDatabase(pool) },
+      openapi: {
+        title: 'Boxyard terminal',
+        description: 'On-demand shell sessions: start, list and stop over REST; terminal I/O over the WebSocket at /ws/terminal/{sessionId} (frame format in the README).',
+        servers: [{ url }],
+      },
+    });
+    const log = app.log;
+
+    const sessionSecrets = [config.session.secret, ...config.session.previous_secrets];
+    backend =
+      config.backend.kind === 'kubernetes'
+        ? createKubernetesBackend({ config: config.backend.kubernetes!, sessions: config.sessions, log: { info: (m) => log.info(m), warn: (m) => log.warn(m) } })
+        : createLocalBackend({ shell: config.backend.local.shell, socketDir: config.backend.local.socket_dir, runAs: config.sessions.run_as, log: { info: (m) => log.info(m), warn: (m) => log.warn(m) } });
+    const sessions = createSessionService({
+      pool,
+      backend,
+      sessions: config.sessions,
+      secretBox: createSecretBox(sessionSecrets),
+      log,
+      startTimeoutSeconds: config.backend.kind === 'kubernetes' ? config.backend.kubernetes!.pod_ready_timeout_seconds : 15,
+    });
+
+    await app.register(websocket, {
+      options: { maxPayload: MAX_FRAME, perMessageDeflate: false },
+      // On shutdown, tell clients to come back (1001) rather than that their shell ended: it didn't.
+      preClose(done) {
+        for (const client of app!.websocketServer.clients) client.close(1001, 'gateway restarting');
+        app!.websocketServer.close(() => done());
+      },
+    });
+    if (config.rate_limiting.enabled) {
+      await installRateLimit(app, { pool, max: config.rate_limiting.max_requests, windowSeconds: config.rate_limiting.window_seconds, namespace: 'terminal' });
+    }
+    await installAuth(app);
+    const auth = createAuth({
+      accounts,
+      tokens: createSessionTokens({ secrets: sessionSecrets, issuer: config.session.issuer, audience: config.session.audience, typ: 'boxyard-terminal-session+jwt', ttlSeconds: config.session.ttl_seconds }),
+      ttlSeconds: config.session.ttl_seconds,
+    });
+    const origins = createOriginPolicy({ allowed: config.allowed_origins, publicUrl: config.server.public_url, tls: Boolean(tls), trustProxy: config.server.trust_proxy });
+    // Cookies are SameSite=Strict already; a foreign Origin on a state-changing request is refused as well.
+    app.addHook('onRequest', async (request) => {
+      if (!SAFE_METHODS.has(request.method)) await origins.check(request);
+    });
+
+    authRoutes(app, { auth, accounts });
+    userRoutes(app, { auth, accounts, pool });
+    sessionRoutes(app, { auth, sessions });
+    socketRoutes(app, { auth, origins, sessions, heartbeatMs: HEARTBEAT_MS });
+    await webRoutes(app);
+
+    await app.listen({ host: config.server.host, port });
+    sessions.startReaper();
+    if (!tls && !isLoopback(config.server.host) && !config.server.public_url?.startsWith('https:')) {
+      log.warn('terminal: serving plain HTTP beyond loopback: browsers only keep the Secure auth_token cookie over HTTPS (enable server.tls or put a TLS proxy in front and set server.public_url)');
+    }
+    const running = app;
+    const usedBackend = backend;
+    return {
+      app: running,
+      url,
+      sessions,
+      backend: usedBackend,
+      async close() {
+        await sessions.close();
+        await running.close();
+        await usedBackend.close();
+        await pool.end();
+      },
+    };
+  } catch (error) {
+    await app?.close().catch(() => {});
+    await backend?.close().catch(() => {});
+    await pool.end();
+    throw error;
+  }
+}

@@ -1,0 +1,93 @@
+// Who is calling: the session JWT in the `auth_token` cookie (HttpOnly, Secure, SameSite=Strict), checked for
+// signature, issuer, audience, type, expiry and revocation, and its user looked up (so a deleted user or a
+// changed role takes effect at once). Routes that need a caller add the `requireUser` / `requireAdmin`
+// preHandlers, which set `request.user`; nothing is looked up for static files or health probes.
+import cookie from '@fastify/cookie';
+import { forbidden, InvalidTokenError, unauthorized, type Accounts, type SessionTokens } from '@boxyard/kit';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+
+export const AUTH_COOKIE = 'auth_token';
+export const ROLES = ['admin', 'user'] as const;
+export type Role = (typeof ROLES)[number];
+
+export interface AuthenticatedUser {
+  id: string;
+  username: string;
+  role: string;
+  /** The session token's id and expiry, for sign-out. */
+  jti: string;
+  expiresAt: Date;
+}
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    user: AuthenticatedUser | null;
+  }
+}
+
+export interface AuthOptions {
+  accounts: Accounts;
+  tokens: SessionTokens;
+  ttlSeconds: number;
+}
+
+export const cookieOptions = (maxAgeSeconds: number) =>
+  ({ httpOnly: true, secure: true, sameSite: 'strict', path: '/', maxAge: maxAgeSeconds }) as const;
+
+const SIGN_IN_HINT = 'Authentication required: sign in with POST /auth/login/basic';
+
+export function createAuth(options: AuthOptions) {
+  const resolveUser = async (request: FastifyRequest): Promise<AuthenticatedUser | null> => {
+    const token = request.cookies[AUTH_COOKIE];
+    if (!token) return null;
+    try {
+      const claims = await options.tokens.verify(token);
+      if (await options.accounts.isSessionRevoked(claims.jti)) return null;
+      const user = await options.accounts.findById(claims.sub);
+      if (!user) return null;
+      return { id: user.id, username: user.username, role: user.role, jti: claims.jti, expiresAt: new Date(claims.exp * 1000) };
+    } catch (error) {
+      if (error instanceof InvalidTokenError) return null;
+      throw error;
+    }
+  };
+
+  return {
+    options,
+    resolveUser,
+
+    /** preHandler: sets request.user when the cookie holds a valid session, never refuses. */
+    optionalUser: async (request: FastifyRequest) => {
+      request.user = await resolveUser(request);
+    },
+
+    requireUser: async (request: FastifyRequest) => {
+      request.user = await resolveUser(request);
+      if (!request.user) throw unauthorized(SIGN_IN_HINT);
+    },
+
+    requireAdmin: async (request: FastifyRequest) => {
+      request.user = await resolveUser(request);
+      if (!request.user) throw unauthorized(SIGN_IN_HINT);
+      if (request.user.role !== 'admin') throw forbidden('Insufficient permissions: admins only');
+    },
+
+    async signIn(reply: FastifyReply, user: { id: string; username: string; role: string }) {
+      const issued = await options.tokens.sign(user.id, { username: user.username, role: user.role }, options.ttlSeconds);
+      reply.setCookie(AUTH_COOKIE, issued.token, cookieOptions(options.ttlSeconds));
+      return issued;
+    },
+
+    signOut(reply: FastifyReply) {
+      reply.clearCookie(AUTH_COOKIE, { ...cookieOptions(0), maxAge: undefined });
+    },
+  };
+}
+
+export type Auth = ReturnType<typeof createAuth>;
+
+/** Installs on the root instance (not encapsulated): every route can read cookies and `request.user`. */
+export async function installAuth(app: FastifyInstance): Promise<void> {
+  await app.register(cookie);
+  app.decorateRequest('user', null);
+}

@@ -1,0 +1,209 @@
+// The Kubernetes backend on the shared local apiserver. There is no kubelet, so this test plays it: for each
+// session pod the gateway creates, it runs the pod's agent locally with the environment from the pod spec,
+// then writes the pod's status (Running, Ready, podIP 127.0.0.1) and points the agent-port annotation at the
+// agent's port. The gateway code under test is the same as in a cluster.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { fileURLToPath } from 'node:url';
+import { CoreV1Api, KubeConfig, NetworkingV1Api, PatchStrategy, setHeaderOptions, type V1Pod } from '@kubernetes/client-node';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { createTestDatabase } from '../../../../test/harness/fixtures.ts';
+import { READY_PREFIX } from '../agent/main.ts';
+import { ADMIN_PASSWORD, api, createUser, login, openTerminal, startTestGateway } from '../testing.ts';
+import { AGENT_PORT_ANNOTATION, NETWORK_POLICY_NAME } from './kubernetes.ts';
+
+const AGENT_MAIN = fileURLToPath(new URL('../agent/main.ts', import.meta.url));
+const mergePatch = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
+
+/** Runs the agents of the namespace's session pods on this machine, like a kubelet would in the pods. */
+function fakeKubelet(core: CoreV1Api, namespace: string) {
+  const agents = new Map<string, ChildProcess>();
+  let stopped = false;
+
+  async function run(pod: V1Pod): Promise<void> {
+    const name = pod.metadata!.name!;
+    const container = pod.spec!.containers[0]!;
+    const env: Record<string, string> = Object.fromEntries((container.env ?? []).map((e) => [e.name, e.value ?? '']));
+    env.BOXYARD_AGENT_LISTEN = '127.0.0.1:0';
+    env.PATH = process.env.PATH ?? '/usr/bin:/bin';
+    // securityContext.runAsUser: the shell must not run as root.
+    if (process.getuid?.() === 0) env.BOXYARD_AGENT_RUN_AS = 'nobody';
+    const child = spawn(process.execPath, [AGENT_MAIN, '--session', env.BOXYARD_AGENT_SESSION_ID ?? name], { env, stdio: ['ignore', 'pipe', 'ignore'] });
+    agents.set(name, child);
+    const address = await new Promise<string>((resolve, reject) => {
+      let out = '';
+      child.stdout!.setEncoding('utf8');
+      child.stdout!.on('data', (chunk: string) => {
+        out += chunk;
+        const line = out.split('\n').find((l) => l.startsWith(READY_PREFIX));
+        if (line) resolve(line.slice(READY_PREFIX.length).trim());
+      });
+      child.once('exit', (code) => reject(new Error(`agent for ${name} exited with ${code}`)));
+    });
+    const port = address.slice(address.lastIndexOf(':') + 1);
+    await core.patchNamespacedPod({ name, namespace, body: { metadata: { annotations: { [AGENT_PORT_ANNOTATION]: port } } } }, mergePatch);
+    const now = new Date();
+    await core.patchNamespacedPodStatus(
+      {
+        name,
+        namespace,
+        body: {
+          status: {
+            phase: 'Running',
+            podIP: '127.0.0.1',
+            podIPs: [{ ip: '127.0.0.1' }],
+            startTime: now,
+            conditions: [
+              { type: 'Initialized', status: 'True', lastTransitionTime: now },
+              { type: 'ContainersReady', status: 'True', lastTransitionTime: now },
+              { type: 'Ready', status: 'True', lastTransitionTime: now },
+            ],
+          },
+        },
+      },
+      mergePatch,
+    );
+  }
+
+  const loop = (async () => {
+    while (!stopped) {
+      const pods = await core.listNamespacedPod({ namespace, labelSelector: 'app.kubernetes.io/component=terminal-session' }).catch(() => ({ items: [] as V1Pod[] }));
+      const present = new Set(pods.items.filter((p) => !p.metadata?.deletionTimestamp).map((p) => p.metadata!.name!));
+      for (const pod of pods.items) {
+        const name = pod.metadata!.name!;
+        if (present.has(name) && !agents.has(name)) void run(pod).catch((error: unknown) => console.error('fake kubelet:', error));
+      }
+      // A deleted pod's container gets SIGTERM.
+      for (const [name, child] of agents) {
+        if (!present.has(name) && child.exitCode === null) child.kill('SIGTERM');
+      }
+      await new Promise((r) => setTimeout(r, 200));
+    }
+  })();
+
+  return {
+    agents,
+    async stop() {
+      stopped = true;
+      await loop;
+      // Like a kubelet: SIGTERM, then SIGKILL after the grace period.
+      await Promise.all(
+        [...agents.values()].filter((child) => child.exitCode === null && child.signalCode === null).map(async (child) => {
+          child.kill('SIGTERM');
+          const timer = setTimeout(() => child.kill('SIGKILL'), 5000);
+          await new Promise((r) => child.once('exit', r));
+          clearTimeout(timer);
+        }),
+      );
+    },
+  };
+}
+
+describe('kubernetes backend (local control plane)', () => {
+  const kubeconfig = inject('kubeconfig');
+  const namespace = `terminal-${randomBytes(4).toString('hex')}`;
+  let core: CoreV1Api;
+  let networking: NetworkingV1Api;
+  let kubelet: ReturnType<typeof fakeKubelet>;
+  let gateway: Awaited<ReturnType<typeof startTestGateway>>;
+  let base: string;
+  let admin: string;
+  let alice: { cookie: string; id: string };
+  let sessionId: string;
+  let websocketPath: string;
+
+  beforeAll(async () => {
+    const kc = new KubeConfig();
+    kc.loadFromFile(kubeconfig);
+    core = kc.makeApiClient(CoreV1Api);
+    networking = kc.makeApiClient(NetworkingV1Api);
+    await core.createNamespace({ body: { metadata: { name: namespace } } });
+    kubelet = fakeKubelet(core, namespace);
+    gateway = await startTestGateway(await createTestDatabase('terminal_kube'), {
+      backend: {
+        kind: 'kubernetes',
+        kubernetes: { namespace, image: 'registry.example/boxyard/terminal-session:test', kubeconfig, pod_ready_timeout_seconds: 60, gateway_pod_labels: { 'app.kubernetes.io/name': 'boxyard-terminal', 'app.kubernetes.io/instance': 'test' } },
+      },
+      sessions: { reaper_interval_seconds: 1 },
+    });
+    base = gateway.url;
+    admin = await login(base, 'admin', ADMIN_PASSWORD);
+    alice = await createUser(base, admin, 'alice');
+  });
+
+  afterAll(async () => {
+    if (gateway) {
+      for (const session of (await api(base, 'GET', '/api/terminal/sessions', { cookie: admin })).json.data.sessions) await gateway.sessions.stop(session.id);
+      await gateway.close();
+    }
+    await kubelet?.stop();
+    await core?.deleteNamespace({ name: namespace }).catch(() => {});
+  });
+
+  it('starts a session in its own pod: non-root, no escalation, no capabilities, default seccomp, no token, limits, owner labels', async () => {
+    const started = await api(base, 'POST', '/api/terminal/start', { cookie: alice.cookie, body: { terminal_cookie: 'k8s' } });
+    expect(started.status, JSON.stringify(started.json)).toBe(200);
+    expect(started.json.data).toMatchObject({ reattached: false, session: { state: 'running', backend: 'kubernetes' } });
+    sessionId = started.json.data.session.id;
+    websocketPath = started.json.data.websocket_path;
+
+    const pods = await core.listNamespacedPod({ namespace, labelSelector: `boxyard.io/session=${sessionId}` });
+    expect(pods.items).toHaveLength(1);
+    const pod = pods.items[0]!;
+    expect(pod.metadata?.labels).toMatchObject({ 'app.kubernetes.io/managed-by': 'boxyard', 'boxyard.io/session': sessionId, 'boxyard.io/owner': alice.id });
+    expect(pod.spec).toMatchObject({ restartPolicy: 'Never', automountServiceAccountToken: false, enableServiceLinks: false, securityContext: { runAsNonRoot: true, seccompProfile: { type: 'RuntimeDefault' } } });
+    const container = pod.spec!.containers[0]!;
+    expect(container.image).toBe('registry.example/boxyard/terminal-session:test');
+    expect(container.securityContext).toMatchObject({ runAsNonRoot: true, allowPrivilegeEscalation: false, privileged: false, capabilities: { drop: ['ALL'] }, seccompProfile: { type: 'RuntimeDefault' } });
+    expect(container.resources?.limits).toMatchObject({ cpu: '1', memory: '512Mi' });
+    expect(container.resources?.requests).toMatchObject({ cpu: '100m', memory: '128Mi' });
+    // The pod spec holds only the secret's hash: reading pods lets no one attach.
+    const secretHash = container.env?.find((e) => e.name === 'BOXYARD_AGENT_SECRET_SHA256')?.value;
+    expect(secretHash).toMatch(/^[0-9a-f]{64}$/);
+    expect(JSON.stringify(pod)).not.toContain(gateway.sessions.secretOf((await gateway.sessions.store.get(sessionId))!));
+  });
+
+  it('admits only the gateway to session pods with a NetworkPolicy', async () => {
+    const policy = await networking.readNamespacedNetworkPolicy({ name: NETWORK_POLICY_NAME, namespace });
+    expect(policy.spec?.podSelector?.matchLabels).toMatchObject({ 'app.kubernetes.io/component': 'terminal-session' });
+    expect(policy.spec?.policyTypes).toEqual(['Ingress']);
+    expect(policy.spec?.ingress).toEqual([
+      { _from: [{ podSelector: { matchLabels: { 'app.kubernetes.io/name': 'boxyard-terminal', 'app.kubernetes.io/instance': 'test' } } }], ports: [{ protocol: 'TCP', port: 7681 }] },
+    ]);
+  });
+
+  it('proxies the WebSocket to the agent in the pod', async () => {
+    const term = await openTerminal(base, websocketPath, { cookie: alice.cookie });
+    term.type('echo $((6*7))\r');
+    await term.waitFor(/^42$/m);
+    await term.close();
+    // Reattach through the proxy replays the pod agent's scrollback.
+    const again = await openTerminal(base, websocketPath, { cookie: alice.cookie });
+    await again.waitFor(/^42$/m);
+    await again.close();
+  });
+
+  it('deletes the pod on stop, and the next session gets a new pod', async () => {
+    const term = await openTerminal(base, websocketPath, { cookie: alice.cookie });
+    const stop = await api(base, 'DELETE', `/api/terminal/sessions/${sessionId}/stop`, { cookie: alice.cookie });
+    expect(stop.status).toBe(200);
+    expect(await term.closed).toEqual({ code: 4300, reason: 'stopped' });
+    await expect.poll(async () => (await core.listNamespacedPod({ namespace, labelSelector: `boxyard.io/session=${sessionId}` })).items.length, { timeout: 20_000 }).toBe(0);
+
+    const next = await api(base, 'POST', '/api/terminal/start', { cookie: alice.cookie, body: { terminal_cookie: 'k8s' } });
+    expect(next.json.data.reattached).toBe(false);
+    expect(next.json.data.session.id).not.toBe(sessionId);
+    const pods = await core.listNamespacedPod({ namespace, labelSelector: 'app.kubernetes.io/component=terminal-session' });
+    expect(pods.items.map((p) => p.metadata?.labels?.['boxyard.io/session'])).toEqual([next.json.data.session.id]);
+  });
+
+  it('ends the session when its pod disappears behind the gateway’s back', async () => {
+    const sessions = (await api(base, 'GET', '/api/terminal/sessions', { cookie: alice.cookie })).json.data.sessions;
+    const live = sessions[0] as { id: string };
+    const [pod] = (await core.listNamespacedPod({ namespace, labelSelector: `boxyard.io/session=${live.id}` })).items;
+    await core.deleteNamespacedPod({ name: pod!.metadata!.name!, namespace });
+    await expect
+      .poll(async () => (await api(base, 'GET', '/api/terminal/sessions?include_ended=true', { cookie: alice.cookie })).json.data.sessions.find((s: { id: string }) => s.id === live.id), { timeout: 30_000, interval: 500 })
+      .toMatchObject({ state: 'exited', end_reason: expect.stringMatching(/^(lost|exited)$/) });
+  });
+});

@@ -1,0 +1,222 @@
+// Kubernetes backend: one pod per session running the agent, never reused (the pod is named after the session
+// and deleted when it ends). The pod runs non-root with no privilege escalation, no capabilities, the default
+// seccomp profile, no service-account token and resource limits; a NetworkPolicy admits only the gateway.
+// The gateway reaches the agent at <pod IP>:<port from the pod's `boxyard.io/agent-port` annotation>.
+import { createHash } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { ApiException, CoreV1Api, KubeConfig, NetworkingV1Api, type V1NetworkPolicy, type V1Pod } from '@kubernetes/client-node';
+import type { SessionsConfig, KubernetesBackendConfig } from '../config.ts';
+import type { AgentEnvironment } from '../agent/settings.ts';
+import type { AgentSpec, BackendProbe, SessionBackend, StartedAgent } from './types.ts';
+
+export const MANAGED_BY = { 'app.kubernetes.io/managed-by': 'boxyard' } as const;
+export const SESSION_POD_LABELS = { ...MANAGED_BY, 'app.kubernetes.io/name': 'boxyard-terminal-session', 'app.kubernetes.io/component': 'terminal-session' } as const;
+export const AGENT_PORT_ANNOTATION = 'boxyard.io/agent-port';
+export const NETWORK_POLICY_NAME = 'boxyard-terminal-sessions';
+const SERVICE_ACCOUNT_NAMESPACE = '/var/run/secrets/kubernetes.io/serviceaccount/namespace';
+
+export const podName = (sessionId: string) => `boxyard-term-${sessionId}`;
+
+/** A label-safe owner value: the user id is a UUID (label-safe already); anything else is hashed. */
+export const ownerLabel = (ownerId: string) =>
+  /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/i.test(ownerId) ? ownerId : createHash('sha256').update(ownerId).digest('hex').slice(0, 40);
+
+const isStatus = (error: unknown, code: number) => error instanceof ApiException && error.code === code;
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+export function sessionPod(input: { spec: AgentSpec; config: KubernetesBackendConfig; namespace: string; sessions: Pick<SessionsConfig, 'max_lifetime_seconds'> }): V1Pod {
+  const { spec, config } = input;
+  const env: AgentEnvironment = {
+    BOXYARD_AGENT_SESSION_ID: spec.sessionId,
+    BOXYARD_AGENT_LISTEN: `0.0.0.0:${config.agent_port}`,
+    BOXYARD_AGENT_SECRET_SHA256: spec.secretSha256,
+    BOXYARD_AGENT_SHELL: config.shell,
+    BOXYARD_AGENT_SCROLLBACK_BYTES: String(spec.scrollbackBytes),
+    BOXYARD_AGENT_IDLE_TIMEOUT_SECONDS: String(spec.idleTimeoutSeconds),
+    BOXYARD_AGENT_REATTACH_GRACE_SECONDS: String(spec.reattachGraceSeconds),
+    BOXYARD_AGENT_EXPIRES_AT: String(spec.expiresAt),
+  };
+  return {
+    apiVersion: 'v1',
+    kind: 'Pod',
+    metadata: {
+      name: podName(spec.sessionId),
+      namespace: input.namespace,
+      labels: { ...SESSION_POD_LABELS, 'boxyard.io/session': spec.sessionId, 'boxyard.io/owner': ownerLabel(spec.ownerId) },
+      annotations: { [AGENT_PORT_ANNOTATION]: String(config.agent_port) },
+    },
+    spec: {
+      restartPolicy: 'Never',
+      automountServiceAccountToken: false,
+      // No service environment variables of the namespace leak into the shell's pod.
+      enableServiceLinks: false,
+      // Kubernetes itself ends the pod at the session's lifetime, even if no gateway is left to do it.
+      activeDeadlineSeconds: input.sessions.max_lifetime_seconds + 60,
+      terminationGracePeriodSeconds: 5,
+      securityContext: {
+        runAsNonRoot: true,
+        runAsUser: config.run_as_user,
+        runAsGroup: config.run_as_group,
+        seccompProfile: { type: 'RuntimeDefault' },
+      },
+      containers: [
+        {
+          name: 'agent',
+          image: config.image,
+          imagePullPolicy: config.image_pull_policy,
+          command: config.agent_command,
+          env: Object.entries(env).map(([name, value]) => ({ name, value: value ?? '' })),
+          ports: [{ name: 'agent', containerPort: config.agent_port, protocol: 'TCP' }],
+          readinessProbe: { httpGet: { path: '/healthz', port: 'agent' }, periodSeconds: 2, failureThreshold: 3 },
+          resources: { requests: config.resources.requests, limits: config.resources.limits },
+          securityContext: {
+            runAsNonRoot: true,
+            allowPrivilegeEscalation: false,
+            privileged: false,
+            capabilities: { drop: ['ALL'] },
+            seccompProfile: { type: 'RuntimeDefault' },
+          },
+        },
+      ],
+    },
+  };
+}
+
+export function sessionNetworkPolicy(config: KubernetesBackendConfig, namespace: string): V1NetworkPolicy {
+  return {
+    apiVersion: 'networking.k8s.io/v1',
+    kind: 'NetworkPolicy',
+    metadata: { name: NETWORK_POLICY_NAME, namespace, labels: { ...MANAGED_BY } },
+    spec: {
+      podSelector: { matchLabels: { ...SESSION_POD_LABELS } },
+      policyTypes: ['Ingress'],
+      ingress: [
+        {
+          _from: [
+            {
+              podSelector: { matchLabels: config.gateway_pod_labels },
+              ...(config.gateway_namespace && config.gateway_namespace !== namespace
+                ? { namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': config.gateway_namespace } } }
+                : {}),
+            },
+          ],
+          ports: [{ protocol: 'TCP', port: config.agent_port }],
+        },
+      ],
+    },
+  };
+}
+
+function defaultNamespace(): string {
+  try {
+    return readFileSync(SERVICE_ACCOUNT_NAMESPACE, 'utf8').trim() || 'default';
+  } catch {
+    return 'default';
+  }
+}
+
+function isReady(pod: V1Pod): boolean {
+  return pod.status?.phase === 'Running' && Boolean(pod.status.podIP) && (pod.status.conditions ?? []).some((c) => c.type === 'Ready' && c.status === 'True');
+}
+
+function terminatedExitCode(pod: V1Pod): number | null {
+  return pod.status?.containerStatuses?.find((c) => c.name === 'agent')?.state?.terminated?.exitCode ?? null;
+}
+
+export interface KubernetesBackendOptions {
+  config: KubernetesBackendConfig;
+  sessions: SessionsConfig;
+  log: { info(message: string): void; warn(message: string): void };
+}
+
+export function createKubernetesBackend(options: KubernetesBackendOptions): SessionBackend & { namespace: string } {
+  const { config } = options;
+  const kc = new KubeConfig();
+  if (config.kubeconfig) kc.loadFromFile(config.kubeconfig);
+  else kc.loadFromDefault();
+  const core = kc.makeApiClient(CoreV1Api);
+  const networking = kc.makeApiClient(NetworkingV1Api);
+  const namespace = config.namespace ?? defaultNamespace();
+  let policyReady: Promise<void> | undefined;
+
+  const ensureNetworkPolicy = async () => {
+    const body = sessionNetworkPolicy(config, namespace);
+    try {
+      await networking.createNamespacedNetworkPolicy({ namespace, body });
+    } catch (error) {
+      if (!isStatus(error, 409)) throw error;
+      // Already there (another replica, an earlier start): keep it in line with the current config.
+      const existing = await networking.readNamespacedNetworkPolicy({ name: NETWORK_POLICY_NAME, namespace });
+      await networking.replaceNamespacedNetworkPolicy({
+        name: NETWORK_POLICY_NAME,
+        namespace,
+        body: { ...body, metadata: { ...body.metadata, resourceVersion: existing.metadata?.resourceVersion } },
+      });
+    }
+  };
+
+  const deletePod = async (name: string) => {
+    try {
+      await core.deleteNamespacedPod({ name, namespace, gracePeriodSeconds: 5 });
+    } catch (error) {
+      if (!isStatus(error, 404)) throw error;
+    }
+  };
+
+  return {
+    kind: 'kubernetes',
+    namespace,
+
+    async start(spec: AgentSpec, onResource?: (resource: string) => void): Promise<StartedAgent> {
+      if (config.network_policy) {
+        // Fail closed: no session pod without the policy that keeps everyone but the gateway out.
+        policyReady ??= ensureNetworkPolicy().catch((error: unknown) => {
+          policyReady = undefined;
+          throw new Error(`cannot create NetworkPolicy ${NETWORK_POLICY_NAME} in ${namespace}: ${(error as Error).message}`, { cause: error });
+        });
+        await policyReady;
+      }
+      const name = podName(spec.sessionId);
+      await core.createNamespacedPod({ namespace, body: sessionPod({ spec, config, namespace, sessions: options.sessions }) });
+      onResource?.(`pod/${name}`);
+      const deadline = Date.now() + config.pod_ready_timeout_seconds * 1000;
+      let delay = 250;
+      for (;;) {
+        const pod = await core.readNamespacedPod({ name, namespace });
+        if (isReady(pod)) {
+          const port = Number(pod.metadata?.annotations?.[AGENT_PORT_ANNOTATION] ?? config.agent_port);
+          const ip = pod.status!.podIP!;
+          return { address: `${ip.includes(':') ? `[${ip}]` : ip}:${port}`, resource: `pod/${name}` };
+        }
+        const phase = pod.status?.phase;
+        if (phase === 'Failed' || phase === 'Succeeded') {
+          await deletePod(name);
+          throw new Error(`session pod ${name} ended before it was ready (${phase}${pod.status?.reason ? `: ${pod.status.reason}` : ''})`);
+        }
+        if (Date.now() > deadline) {
+          await deletePod(name);
+          throw new Error(`session pod ${name} not ready within ${config.pod_ready_timeout_seconds} s (phase ${phase ?? 'unknown'})`);
+        }
+        await sleep(delay);
+        delay = Math.min(1000, delay * 2);
+      }
+    },
+
+    async release(session) {
+      await deletePod(session.resource?.startsWith('pod/') ? session.resource.slice(4) : podName(session.id));
+    },
+
+    async probe(session): Promise<BackendProbe> {
+      try {
+        const pod = await core.readNamespacedPod({ name: podName(session.id), namespace });
+        if (pod.metadata?.deletionTimestamp || pod.status?.phase === 'Succeeded' || pod.status?.phase === 'Failed') return { state: 'gone', exitCode: terminatedExitCode(pod) };
+        return { state: 'present' };
+      } catch (error) {
+        if (isStatus(error, 404)) return { state: 'gone', exitCode: null };
+        throw error;
+      }
+    },
+
+    async close() {},
+  };
+}

@@ -1,0 +1,39 @@
+// Where agents run. The gateway only ever talks to an agent through its address; a backend starts agents,
+// tells whether one still exists, and releases what a session held.
+
+export interface AgentSpec {
+  sessionId: string;
+  ownerId: string;
+  /** SHA-256 (hex) of the session's agent secret: all the agent needs to check the gateway. */
+  secretSha256: string;
+  /** Epoch ms: the absolute end of the session. */
+  expiresAt: number;
+  idleTimeoutSeconds: number;
+  reattachGraceSeconds: number;
+  scrollbackBytes: number;
+}
+
+export interface StartedAgent {
+  /** `unix:/path` or `host:port`. */
+  address: string;
+  /** What release() needs: `pid:<n>` or `pod/<name>`. */
+  resource: string;
+}
+
+export type BackendProbe = { state: 'present' } | { state: 'gone'; exitCode: number | null };
+
+export interface SessionBackend {
+  readonly kind: 'local' | 'kubernetes';
+  /**
+   * Starts an agent and resolves once it accepts connections. `onResource` is told the resource name as soon as
+   * it exists, so a start that fails half-way can still be cleaned up.
+   */
+  start(spec: AgentSpec, onResource?: (resource: string) => void): Promise<StartedAgent>;
+  /** Releases the session's process or pod (and files). Idempotent; resolves when it is gone or going. */
+  release(session: { id: string; resource: string | null; address: string | null }): Promise<void>;
+  /** Whether the session's process or pod still exists, and its exit status when known. */
+  probe(session: { id: string; resource: string | null }): Promise<BackendProbe>;
+  /** Called when an agent this replica started exits (local backend only: it sees its children end). */
+  onAgentExit?(listener: (sessionId: string, exitCode: number | null) => void): void;
+  close(): Promise<void>;
+}

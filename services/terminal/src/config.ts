@@ -1,0 +1,116 @@
+// The terminal service's configuration: the shared sections of the config contract plus `sessions`,
+// `allowed_origins` and `backend`. Every key has a default except the secrets (and the pod image on Kubernetes).
+import { databaseSchema, loggingSchema, rateLimitSchema, serverSchema, sessionSchema } from '@boxyard/kit';
+import { z } from 'zod';
+
+export const DEFAULT_PORT = 3002;
+
+const quantity = z.string().regex(/^[0-9]+(\.[0-9]+)?([EPTGMK]i?|[munk])?$/, 'must be a Kubernetes quantity (e.g. 500m, 256Mi)');
+const resourceList = z.partialRecord(z.enum(['cpu', 'memory', 'ephemeral-storage']), quantity);
+const labelKey = z.string().regex(/^([a-z0-9]([-a-z0-9.]*[a-z0-9])?\/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$/, 'must be a label key');
+const labelValue = z.string().regex(/^([A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)?$/, 'must be a label value');
+
+export const sessionsSchema = z
+  .strictObject({
+    /** No keystroke, resize or attach for this long stops the session. */
+    idle_timeout_seconds: z.number().int().positive().default(1800),
+    /** A session never lives longer than this, active or not. */
+    max_lifetime_seconds: z.number().int().positive().default(28_800),
+    /** With no socket attached for this long, the session is stopped. */
+    reattach_grace_seconds: z.number().int().positive().default(300),
+    per_user_limit: z.number().int().positive().default(3),
+    global_limit: z.number().int().positive().default(100),
+    /** Output kept per session and replayed to a socket that attaches. */
+    scrollback_bytes: z.number().int().min(1024).max(64 * 1_048_576).default(1_048_576),
+    /** Local backend, gateway running as root: the unprivileged account the shells run as. */
+    run_as: z.string().regex(/^[a-z_][a-z0-9_-]*\$?$/i, 'must be a user name').default('nobody'),
+    /** How often the reaper checks live sessions (expiry, idle, grace, vanished agents). */
+    reaper_interval_seconds: z.number().int().positive().max(3600).default(10),
+    /** Ended sessions stay listed (with their exit code) this long, then are deleted. */
+    retention_hours: z.number().int().min(0).default(24),
+  })
+  .prefault({});
+
+const kubernetesSchema = z.strictObject({
+  /** Namespace of the session pods; default: the gateway's own namespace (in a cluster), else `default`. */
+  namespace: z.string().regex(/^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/, 'must be a namespace name').optional(),
+  /** Image with the agent (`boxyard terminal-agent`) and the shell. */
+  image: z.string().min(1),
+  image_pull_policy: z.enum(['Always', 'IfNotPresent', 'Never']).default('IfNotPresent'),
+  shell: z.string().min(1).default('/bin/bash'),
+  resources: z
+    .strictObject({
+      requests: resourceList.default({ cpu: '100m', memory: '128Mi' }),
+      limits: resourceList.default({ cpu: '1', memory: '512Mi' }),
+    })
+    .prefault({}),
+  pod_ready_timeout_seconds: z.number().int().positive().default(120),
+  /** The agent's command in the image. */
+  agent_command: z.array(z.string().min(1)).min(1).default(['boxyard', 'terminal-agent']),
+  agent_port: z.number().int().min(1).max(65535).default(7681),
+  run_as_user: z.number().int().min(1).default(1000),
+  run_as_group: z.number().int().min(1).default(1000),
+  /** A kubeconfig file; default: the in-cluster service account (or $KUBECONFIG / ~/.kube/config outside). */
+  kubeconfig: z.string().optional(),
+  /** Create the NetworkPolicy that admits only the gateway's pods to the session pods (needs RBAC on networkpolicies). */
+  network_policy: z.boolean().default(true),
+  /** Labels of the gateway's pods, the only ones the NetworkPolicy admits. */
+  gateway_pod_labels: z.record(labelKey, labelValue).default({ 'app.kubernetes.io/name': 'boxyard-terminal' }),
+  /** Namespace of the gateway's pods when it differs from the session pods' namespace. */
+  gateway_namespace: z.string().optional(),
+});
+
+export const backendSchema = z
+  .strictObject({
+    kind: z.enum(['local', 'kubernetes']).default('local'),
+    local: z
+      .strictObject({
+        shell: z.string().min(1).default('/bin/bash'),
+        /** Where the agents' unix sockets live (0700); default: a directory under the OS temp dir. */
+        socket_dir: z.string().min(1).optional(),
+      })
+      .prefault({}),
+    kubernetes: kubernetesSchema.optional(),
+  })
+  .prefault({})
+  .superRefine((backend, ctx) => {
+    if (backend.kind === 'kubernetes' && !backend.kubernetes) {
+      ctx.addIssue({ code: 'custom', path: ['kubernetes'], message: 'is required when backend.kind is kubernetes (at least kubernetes.image)' });
+    }
+  });
+
+const origin = z.string().refine((value) => {
+  try {
+    const url = new URL(value);
+    return (url.protocol === 'http:' || url.protocol === 'https:') && url.origin === value.replace(/\/$/, '');
+  } catch {
+    return false;
+  }
+}, 'must be an origin: scheme://host[:port], no path');
+
+export const terminalConfigSchema = z.strictObject({
+  server: serverSchema.extend({ port: serverSchema.shape.port.default(DEFAULT_PORT) }).prefault({}),
+  logging: loggingSchema,
+  database: databaseSchema.extend({ schema: databaseSchema.shape.schema.unwrap().default('terminal') }),
+  rate_limiting: rateLimitSchema,
+  session: sessionSchema.extend({
+    issuer: z.string().min(1).default('boxyard-terminal'),
+    audience: z.string().min(1).default('boxyard-terminal'),
+  }),
+  admin: z
+    .strictObject({
+      username: z.string().min(1).default('admin'),
+      password: z.string().min(1).optional(),
+    })
+    .prefault({}),
+  sessions: sessionsSchema,
+  /** Origins allowed on the WebSocket upgrade and on state-changing requests; default: the service's own. */
+  allowed_origins: z.array(origin).optional(),
+  backend: backendSchema,
+  /** Where a generated self-signed certificate is kept (server.tls.enabled without cert/key). */
+  state_dir: z.string().optional(),
+});
+
+export type TerminalConfig = z.output<typeof terminalConfigSchema>;
+export type SessionsConfig = TerminalConfig['sessions'];
+export type KubernetesBackendConfig = z.output<typeof kubernetesSchema>;

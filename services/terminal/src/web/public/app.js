@@ -1,0 +1,214 @@
+/* global document, window, location, fetch, sessionStorage, crypto, WebSocket, EventTarget, MessageEvent, TextEncoder, FormData, setTimeout, clearTimeout, setInterval, clearInterval */
+// The browser terminal: sign in, start or reattach to this tab's session, and attach xterm.js to its socket.
+// Frame format (see protocol.ts): binary frames carry terminal data both ways, text frames carry JSON control
+// messages. xterm's AttachAddon sends typed text as text frames and writes every incoming frame to the
+// screen, so it is given a small channel object that routes control messages here and turns input into
+// binary frames.
+import { Terminal } from '/vendor/xterm.mjs';
+import { FitAddon } from '/vendor/addon-fit.mjs';
+import { AttachAddon } from '/vendor/addon-attach.mjs';
+
+const $ = (id) => document.getElementById(id);
+const encoder = new TextEncoder();
+const COOKIE_KEY = 'boxyard-terminal-cookie';
+const HEARTBEAT_MS = 25_000;
+
+function setStatus(text, isError = false) {
+  $('status').textContent = text;
+  $('status').classList.toggle('error', isError);
+}
+
+async function api(method, path, body) {
+  const response = await fetch(path, {
+    method,
+    credentials: 'same-origin',
+    headers: body ? { 'content-type': 'application/json' } : {},
+    body: body ? JSON.stringify(body) : undefined,
+  });
+  const json = await response.json().catch(() => ({}));
+  return { status: response.status, json };
+}
+
+/** One terminal_cookie per tab: a reload reattaches to the same shell, another tab gets its own. */
+function terminalCookie() {
+  let cookie = sessionStorage.getItem(COOKIE_KEY);
+  if (!cookie) {
+    const bytes = crypto.getRandomValues(new Uint8Array(12));
+    cookie = `browser-${Array.from(bytes, (b) => b.toString(16).padStart(2, '0')).join('')}`;
+    sessionStorage.setItem(COOKIE_KEY, cookie);
+  }
+  return cookie;
+}
+
+/** The WebSocket as AttachAddon sees it: only terminal data comes through; input leaves as binary frames. */
+class TerminalChannel extends EventTarget {
+  constructor(url, onControl) {
+    super();
+    this.socket = new WebSocket(url);
+    this.socket.binaryType = 'arraybuffer';
+    this.socket.addEventListener('message', (event) => {
+      if (typeof event.data === 'string') {
+        try {
+          onControl(JSON.parse(event.data));
+        } catch {
+          // not a control message: ignore
+        }
+        return;
+      }
+      this.dispatchEvent(new MessageEvent('message', { data: event.data }));
+    });
+    for (const type of ['open', 'close', 'error']) {
+      this.socket.addEventListener(type, (event) => this.dispatchEvent(new (event.constructor)(type, event)));
+    }
+  }
+  get readyState() {
+    return this.socket.readyState;
+  }
+  get binaryType() {
+    return 'arraybuffer';
+  }
+  set binaryType(_value) {
+    // always arraybuffer
+  }
+  send(data) {
+    if (this.socket.readyState !== WebSocket.OPEN) return;
+    this.socket.send(typeof data === 'string' ? encoder.encode(data) : data);
+  }
+  control(message) {
+    if (this.socket.readyState === WebSocket.OPEN) this.socket.send(JSON.stringify(message));
+  }
+  close() {
+    this.socket.close(1000, 'bye');
+  }
+}
+
+const term = new Terminal({ cursorBlink: true, fontSize: 14, scrollback: 5000, convertEol: false });
+const fit = new FitAddon();
+term.loadAddon(fit);
+let opened = false;
+let channel;
+let attach;
+let heartbeat;
+let retryDelay = 1000;
+let retryTimer;
+let ended = false;
+
+function showLogin(message = '') {
+  $('terminal').hidden = true;
+  $('logout').hidden = true;
+  $('new-session').hidden = true;
+  $('who').textContent = '';
+  $('login').hidden = false;
+  $('login-error').textContent = message;
+  setStatus('');
+}
+
+function disconnect() {
+  clearInterval(heartbeat);
+  clearTimeout(retryTimer);
+  attach?.dispose();
+  attach = undefined;
+  if (channel) {
+    const old = channel;
+    channel = undefined;
+    old.close();
+  }
+}
+
+function scheduleReconnect(reason) {
+  clearTimeout(retryTimer);
+  setStatus(`${reason}; reconnecting in ${Math.round(retryDelay / 1000)} s…`, true);
+  retryTimer = setTimeout(() => void connect(), retryDelay);
+  retryDelay = Math.min(15_000, retryDelay * 2);
+}
+
+function onControl(message) {
+  if (message.type === 'exit') {
+    ended = true;
+    const how = message.reason === 'exited' ? `shell exited with code ${message.code}` : `session ended: ${message.reason.replace('_', ' ')}`;
+    term.write(`\r\n\x1b[2m[${how}]\x1b[0m\r\n`);
+    setStatus(how);
+    $('new-session').hidden = false;
+  } else if (message.type === 'error') {
+    setStatus(message.message, true);
+  }
+}
+
+async function connect() {
+  disconnect();
+  ended = false;
+  $('new-session').hidden = true;
+  setStatus('Starting…');
+  const { status, json } = await api('POST', '/api/terminal/start', { terminal_cookie: terminalCookie() });
+  if (status === 401) return showLogin();
+  if (status !== 200) {
+    if (status === 429 || status >= 500) return scheduleReconnect(json.message ?? `start failed (${status})`);
+    return setStatus(json.message ?? `start failed (${status})`, true);
+  }
+  $('login').hidden = true;
+  $('terminal').hidden = false;
+  $('logout').hidden = false;
+  if (!opened) {
+    term.open($('terminal'));
+    opened = true;
+  }
+  fit.fit();
+  const url = `${location.protocol === 'https:' ? 'wss' : 'ws'}://${location.host}${json.data.websocket_path}`;
+  const current = new TerminalChannel(url, onControl);
+  channel = current;
+  current.addEventListener('open', () => {
+    retryDelay = 1000;
+    // The replay of the scrollback follows: start from a clean screen so nothing shows twice.
+    term.reset();
+    attach = new AttachAddon(current);
+    term.loadAddon(attach);
+    current.control({ type: 'resize', cols: term.cols, rows: term.rows });
+    heartbeat = setInterval(() => current.control({ type: 'ping' }), HEARTBEAT_MS);
+    setStatus(json.data.reattached ? 'Reattached' : 'Connected');
+    term.focus();
+  });
+  current.addEventListener('close', (event) => {
+    if (channel !== current) return;
+    clearInterval(heartbeat);
+    if (ended || (event.code >= 4000 && event.code < 4400)) {
+      ended = true;
+      $('new-session').hidden = false;
+      return;
+    }
+    scheduleReconnect(event.code === 1001 ? 'Server restarting' : 'Connection lost');
+  });
+}
+
+term.onResize(({ cols, rows }) => channel?.control({ type: 'resize', cols, rows }));
+window.addEventListener('resize', () => {
+  if (opened && !$('terminal').hidden) fit.fit();
+});
+
+$('login').addEventListener('submit', async (event) => {
+  event.preventDefault();
+  const form = new FormData($('login'));
+  const { status, json } = await api('POST', '/auth/login/basic', { username: form.get('username'), password: form.get('password') });
+  if (status !== 200) return showLogin(json.message ?? 'Sign-in failed');
+  $('who').textContent = json.data.user.username;
+  $('login').reset();
+  await connect();
+});
+
+$('logout').addEventListener('click', async () => {
+  disconnect();
+  await api('POST', '/auth/logout');
+  showLogin('Signed out');
+});
+
+$('new-session').addEventListener('click', () => {
+  term.reset();
+  void connect();
+});
+
+const { json } = await api('GET', '/auth/status');
+if (json.data?.authenticated) {
+  $('who').textContent = json.data.user.username;
+  await connect();
+} else {
+  showLogin();
+}

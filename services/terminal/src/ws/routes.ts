@@ -1,0 +1,92 @@
+// WS /ws/terminal/{sessionId}. Everything is checked before the upgrade, so a refused client gets a plain
+// HTTP status: 403 for a foreign Origin, 401 without a valid session cookie, 404 for a session that doesn't
+// exist or isn't the caller's (admins included: only the owner may attach to a shell).
+import { notFound } from '@boxyard/kit';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { WebSocket } from 'ws';
+import { connectAgent } from '../agent/client.ts';
+import type { Auth } from '../auth/plugin.ts';
+import type { OriginPolicy } from '../http/origin.ts';
+import { CLOSE_CODES, closeCodeFor, encodeServerMessage, EXIT_REASONS, type ExitReason } from '../protocol.ts';
+import type { SessionService } from '../sessions/service.ts';
+import type { SessionRow } from '../sessions/store.ts';
+import { proxyTerminal, type Ending } from './proxy.ts';
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    terminalSession: SessionRow | null;
+  }
+}
+
+export interface SocketRouteOptions {
+  auth: Auth;
+  origins: OriginPolicy;
+  sessions: SessionService;
+  heartbeatMs: number;
+}
+
+const ENDED = new Set(['exited', 'stopped', 'failed']);
+
+function endingOf(row: SessionRow): Ending {
+  const reason: ExitReason = (EXIT_REASONS as readonly string[]).includes(row.end_reason ?? '') ? (row.end_reason as ExitReason) : row.state === 'exited' ? 'exited' : 'stopped';
+  return {
+    message: { type: 'exit', code: row.exit_code, signal: null, reason },
+    code: closeCodeFor(reason, row.exit_code),
+    reason,
+  };
+}
+
+export function socketRoutes(app: FastifyInstance, options: SocketRouteOptions): void {
+  const { auth, origins, sessions } = options;
+  app.decorateRequest('terminalSession', null);
+
+  const loadOwnSession = async (request: FastifyRequest<{ Params: { sessionId: string } }>) => {
+    const row = await sessions.store.get(request.params.sessionId);
+    if (!row || row.owner_id !== request.user!.id) throw notFound('Session does not exist');
+    request.terminalSession = row;
+  };
+
+  app.get<{ Params: { sessionId: string } }>(
+    '/ws/terminal/:sessionId',
+    {
+      websocket: true,
+      schema: { params: { type: 'object', required: ['sessionId'], properties: { sessionId: { type: 'string', format: 'uuid' } } } },
+      preHandler: [origins.check, auth.requireUser, loadOwnSession],
+    },
+    async (socket: WebSocket, request) => {
+      // Hold the client's input (in the kernel's buffers) until the agent's socket is open: nothing typed early is lost.
+      socket.pause();
+      let row = request.terminalSession!;
+      const end = (ending: Ending) => {
+        socket.resume();
+        socket.send(encodeServerMessage(ending.message));
+        socket.close(ending.code, ending.reason);
+      };
+      // A second tab may attach while the first start is still bringing the agent up.
+      if (row.state === 'starting') row = (await sessions.settled(row.id)) ?? row;
+      if (ENDED.has(row.state) || row.state === 'stopping') return end(endingOf(row));
+      if (!row.agent_address) return end({ message: { type: 'error', message: 'The session is not ready' }, code: CLOSE_CODES.agentUnavailable, reason: 'not ready' });
+
+      const upstream = connectAgent(row.agent_address, sessions.secretOf(row));
+      const id = row.id;
+      proxyTerminal(socket, upstream, {
+        heartbeatMs: options.heartbeatMs,
+        onExit: (message) => {
+          if (message.reason === 'exited') void sessions.markExited(id, message.code).catch((error: unknown) => request.log.warn({ err: error }, 'could not record the exit'));
+        },
+        onUpstreamLost: async ({ wasOpen, error }) => {
+          request.log.warn({ session: id, err: error }, wasOpen ? 'lost the agent connection' : 'agent unreachable');
+          // Ended meanwhile (stopped by another replica, pod gone)? Then the client hears how it ended.
+          await sessions.store.checkSoon(id);
+          const current = await sessions.store.get(id);
+          if (current && (ENDED.has(current.state) || current.state === 'stopping')) return endingOf(current);
+          return {
+            message: { type: 'error', message: wasOpen ? 'Lost the connection to the terminal' : 'The terminal is not reachable right now' },
+            code: CLOSE_CODES.agentUnavailable,
+            reason: wasOpen ? 'agent connection lost' : 'agent unreachable',
+          };
+        },
+      });
+    },
+  );
+}

@@ -1,0 +1,301 @@
+// The terminal gateway against the plainest way to do the same thing, in the same run on the same machine:
+// - keystroke round trip (p50/p99): a byte through the browser protocol (WebSocket -> gateway -> agent -> pty
+//   -> `cat` -> back) vs the same byte written to a pty running `cat` in this process;
+// - output flood (MiB/s): 128 MiB printed by the shell, received over the WebSocket vs read from the pty;
+// - memory: the gateway's RSS with 100 idle sessions (one socket attached to each) vs with none, and what
+//   each session's agent process costs (PSS, so shared pages of the Node binary aren't counted 100 times).
+// The gateway runs as its own process (its RSS is its own), with the local backend.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { readdirSync, readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import type * as NodePty from 'node-pty';
+import type { IPty } from 'node-pty';
+import WebSocket from 'ws';
+import { freePort } from '../../services/kit/src/net/free-port.ts';
+import { createBenchDatabase, type BenchEnv, type BenchRow } from './env.ts';
+
+const TERMINAL_SRC = fileURLToPath(new URL('../../services/terminal/src/', import.meta.url));
+const require = createRequire(join(TERMINAL_SRC, 'app.ts'));
+const pty = require('node-pty') as typeof NodePty;
+
+const KEYSTROKES = 1000;
+const BLOCK = 100;
+const FLOOD_BYTES = 128 * 1024 * 1024;
+const FLOOD_REPEATS = 3;
+const IDLE_SESSIONS = 100;
+const MiB = 1024 * 1024;
+const CAT = 'stty raw -echo; exec cat';
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const percentile = (values: number[], p: number) => [...values].sort((a, b) => a - b)[Math.min(values.length - 1, Math.floor((values.length * p) / 100))]!;
+const median = (values: number[]) => percentile(values, 50);
+const row = (name: string, unit: string, value: number, baseline?: number): BenchRow => (baseline === undefined ? { name, unit, value } : { name, unit, value, baseline, ratio: value / baseline });
+
+function vm(pid: number, field: 'VmRSS'): number {
+  const line = readFileSync(`/proc/${pid}/status`, 'utf8').split('\n').find((l) => l.startsWith(`${field}:`));
+  return Number(/(\d+)/.exec(line ?? '')?.[1] ?? 0) * 1024;
+}
+
+function pss(pid: number): number {
+  try {
+    const line = readFileSync(`/proc/${pid}/smaps_rollup`, 'utf8').split('\n').find((l) => l.startsWith('Pss:'));
+    return Number(/(\d+)/.exec(line ?? '')?.[1] ?? 0) * 1024;
+  } catch {
+    return 0;
+  }
+}
+
+/** Agent processes of these sessions (found by their command line). */
+function agentPids(sessionIds: Set<string>): number[] {
+  const pids: number[] = [];
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const args = readFileSync(`/proc/${entry}/cmdline`, 'utf8').split('\0');
+      if (args.some((a) => a.endsWith('agent/main.ts')) && args.some((a) => sessionIds.has(a))) pids.push(Number(entry));
+    } catch {
+      // gone
+    }
+  }
+  return pids;
+}
+
+async function startGateway(env: BenchEnv, adminPassword: string): Promise<{ child: ChildProcess; base: string }> {
+  const databaseUrl = await createBenchDatabase(env, `bench_terminal_${randomBytes(4).toString('hex')}`);
+  const port = await freePort();
+  const launch = `
+    import { loadConfig } from '@boxyard/kit';
+    import { startTerminal } from ${JSON.stringify(join(TERMINAL_SRC, 'app.ts'))};
+    import { terminalConfigSchema } from ${JSON.stringify(join(TERMINAL_SRC, 'config.ts'))};
+    const service = await startTerminal(loadConfig(terminalConfigSchema), { print: () => {} });
+    process.on('SIGTERM', () => void service.close().then(() => process.exit(0)));
+    console.log('gateway ready');`;
+  const child = spawn(process.execPath, ['--input-type=module', '-e', launch], {
+    cwd: TERMINAL_SRC,
+    env: {
+      PATH: process.env.PATH ?? '/usr/bin:/bin',
+      BOXYARD_SERVER__PORT: String(port),
+      BOXYARD_DATABASE__URL: databaseUrl,
+      BOXYARD_SESSION__SECRET: randomBytes(32).toString('base64url'),
+      BOXYARD_ADMIN__PASSWORD: adminPassword,
+      BOXYARD_RATE_LIMITING__ENABLED: 'false',
+      BOXYARD_SESSIONS__PER_USER_LIMIT: String(IDLE_SESSIONS + 10),
+      BOXYARD_SESSIONS__GLOBAL_LIMIT: String(IDLE_SESSIONS + 10),
+      BOXYARD_LOGGING__LEVEL: 'warn',
+    },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  await new Promise<void>((resolve, reject) => {
+    let out = '';
+    child.stdout!.on('data', (chunk: Buffer) => {
+      out += chunk.toString();
+      if (out.includes('gateway ready')) resolve();
+    });
+    child.once('exit', (code) => reject(new Error(`gateway exited with ${code}`)));
+  });
+  return { child, base: `http://127.0.0.1:${port}` };
+}
+
+async function login(base: string, password: string): Promise<string> {
+  const response = await fetch(`${base}/auth/login/basic`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ username: 'admin', password }) });
+  if (response.status !== 200) throw new Error(`login: ${response.status}`);
+  return response.headers.getSetCookie().find((c) => c.startsWith('auth_token='))!.split(';')[0]!;
+}
+
+async function startSession(base: string, cookie: string, terminalCookie: string): Promise<{ id: string; path: string }> {
+  const response = await fetch(`${base}/api/terminal/start`, { method: 'POST', headers: { 'content-type': 'application/json', cookie }, body: JSON.stringify({ terminal_cookie: terminalCookie }) });
+  const json = (await response.json()) as { data: { session: { id: string }; websocket_path: string } };
+  if (response.status !== 200) throw new Error(`start: ${response.status} ${JSON.stringify(json)}`);
+  return { id: json.data.session.id, path: json.data.websocket_path };
+}
+
+async function stopSession(base: string, cookie: string, id: string): Promise<void> {
+  await fetch(`${base}/api/terminal/sessions/${id}/stop`, { method: 'DELETE', headers: { cookie } });
+}
+
+async function openSocket(base: string, path: string, cookie: string): Promise<WebSocket> {
+  const socket = new WebSocket(`${base.replace('http', 'ws')}${path}`, { headers: { cookie }, perMessageDeflate: false });
+  await new Promise<void>((resolve, reject) => {
+    socket.once('open', () => resolve());
+    socket.once('error', reject);
+  });
+  return socket;
+}
+
+/** Something that echoes bytes: write one, wait for it to come back. */
+interface Echo {
+  send(data: Buffer): void;
+  onData(listener: (data: Buffer) => void): void;
+}
+
+async function waitQuiet(echo: Echo, quietMs = 300): Promise<void> {
+  let last = Date.now();
+  echo.onData(() => (last = Date.now()));
+  while (Date.now() - last < quietMs) await sleep(50);
+}
+
+function roundTrips(echo: Echo): (count: number) => Promise<number[]> {
+  let waiting: ((data: Buffer) => void) | undefined;
+  echo.onData((data) => waiting?.(data));
+  return async (count) => {
+    const samples: number[] = [];
+    for (let i = 0; i < count; i++) {
+      const key = Buffer.from([0x61 + (i % 26)]);
+      const started = process.hrtime.bigint();
+      await new Promise<void>((resolve) => {
+        waiting = (data) => {
+          if (data.includes(key)) {
+            waiting = undefined;
+            resolve();
+          }
+        };
+        echo.send(key);
+      });
+      samples.push(Number(process.hrtime.bigint() - started) / 1e6);
+    }
+    return samples;
+  };
+}
+
+function socketEcho(socket: WebSocket): Echo {
+  return {
+    send: (data) => socket.send(data, { binary: true }),
+    onData: (listener) => socket.on('message', (data: Buffer, isBinary: boolean) => isBinary && listener(data)),
+  };
+}
+
+function ptyEcho(term: IPty): Echo {
+  return { send: (data) => term.write(data), onData: (listener) => term.onData((data) => listener(data as unknown as Buffer)) };
+}
+
+const spawnPty = (command: string) => pty.spawn('/bin/sh', ['-c', command], { name: 'xterm-256color', cols: 120, rows: 40, env: { PATH: '/usr/bin:/bin', TERM: 'xterm-256color' }, encoding: null });
+
+/** Bytes and seconds until `marker` shows up in the stream. */
+function timeUntil(echo: Echo, marker: string, begin: () => void): Promise<{ bytes: number; seconds: number }> {
+  return new Promise((resolve) => {
+    let bytes = 0;
+    let tail = '';
+    const started = process.hrtime.bigint();
+    let done = false;
+    echo.onData((data) => {
+      if (done) return;
+      bytes += data.length;
+      tail = (tail + data.subarray(Math.max(0, data.length - 64)).toString('latin1')).slice(-128);
+      if (tail.includes(marker)) {
+        done = true;
+        resolve({ bytes, seconds: Number(process.hrtime.bigint() - started) / 1e9 });
+      }
+    });
+    begin();
+  });
+}
+
+async function floodOverSocket(base: string, cookie: string, run: number): Promise<number> {
+  const session = await startSession(base, cookie, `bench-flood-${run}`);
+  const socket = await openSocket(base, session.path, cookie);
+  const echo = socketEcho(socket);
+  await waitQuiet(echo);
+  const marker = `FLOOD-END-${run}`;
+  // The quotes keep the typed command's echo from containing the marker.
+  const { bytes, seconds } = await timeUntil(echo, marker, () => echo.send(Buffer.from(`head -c ${FLOOD_BYTES} /dev/zero | tr '\\0' x; echo FLOOD-""END-${run}\r`)));
+  if (bytes < FLOOD_BYTES) throw new Error(`flood: received ${bytes} bytes`);
+  socket.close();
+  await stopSession(base, cookie, session.id);
+  return FLOOD_BYTES / MiB / seconds;
+}
+
+async function floodFromPty(run: number): Promise<number> {
+  const marker = `FLOOD-END-${run}`;
+  const started = process.hrtime.bigint();
+  const term = spawnPty(`head -c ${FLOOD_BYTES} /dev/zero | tr '\\0' x; echo ${marker}`);
+  const bytes = await new Promise<number>((resolve) => {
+    let count = 0;
+    let tail = '';
+    term.onData((chunk) => {
+      const data = chunk as unknown as Buffer;
+      count += data.length;
+      tail = (tail + data.subarray(Math.max(0, data.length - 64)).toString('latin1')).slice(-128);
+      if (tail.includes(marker)) resolve(count);
+    });
+  });
+  const seconds = Number(process.hrtime.bigint() - started) / 1e9;
+  term.kill();
+  if (bytes < FLOOD_BYTES) throw new Error(`raw flood: read ${bytes} bytes`);
+  return FLOOD_BYTES / MiB / seconds;
+}
+
+export async function benchTerminal(env: BenchEnv): Promise<BenchRow[]> {
+  const adminPassword = `Bench-${randomBytes(9).toString('base64url')}1`;
+  const { child, base } = await startGateway(env, adminPassword);
+  const rows: BenchRow[] = [];
+  const cookie = await login(base, adminPassword);
+  try {
+    // Memory first, on a gateway that has done nothing heavy yet (one session started and stopped to load
+    // every code path).
+    const warm = await startSession(base, cookie, 'bench-warm');
+    (await openSocket(base, warm.path, cookie)).close();
+    await stopSession(base, cookie, warm.id);
+    await sleep(1000);
+    const idleRss = vm(child.pid!, 'VmRSS');
+    const sessions: { id: string; socket: WebSocket }[] = [];
+    for (let i = 0; i < IDLE_SESSIONS; i += 10) {
+      const batch = await Promise.all(
+        Array.from({ length: Math.min(10, IDLE_SESSIONS - i) }, async (_, j) => {
+          const session = await startSession(base, cookie, `bench-idle-${i + j}`);
+          return { id: session.id, socket: await openSocket(base, session.path, cookie) };
+        }),
+      );
+      sessions.push(...batch);
+    }
+    await sleep(3000);
+    const loadedRss = vm(child.pid!, 'VmRSS');
+    const agents = agentPids(new Set(sessions.map((s) => s.id)));
+    const agentPss = agents.reduce((sum, pid) => sum + pss(pid), 0) / Math.max(1, agents.length);
+    rows.push(row(`gateway RSS, ${IDLE_SESSIONS} idle sessions, 1 socket each (vs none)`, 'MiB', loadedRss / MiB, idleRss / MiB));
+    rows.push(row(`gateway memory per idle session with a socket`, 'KiB', (loadedRss - idleRss) / 1024 / IDLE_SESSIONS));
+    rows.push(row(`agent process per session (PSS, ${agents.length} agents)`, 'MiB', agentPss / MiB));
+    for (const session of sessions) session.socket.close();
+    for (let i = 0; i < sessions.length; i += 10) await Promise.all(sessions.slice(i, i + 10).map((s) => stopSession(base, cookie, s.id)));
+
+    // Keystroke round trips, in alternating blocks so drift on the shared machine hits both alike.
+    const session = await startSession(base, cookie, 'bench-latency');
+    const socket = await openSocket(base, session.path, cookie);
+    const viaSocket = socketEcho(socket);
+    viaSocket.send(Buffer.from(`${CAT}\r`));
+    await waitQuiet(viaSocket);
+    const term = spawnPty(CAT);
+    const direct = ptyEcho(term);
+    await waitQuiet(direct);
+    const socketTrip = roundTrips(viaSocket);
+    const ptyTrip = roundTrips(direct);
+    await socketTrip(50);
+    await ptyTrip(50);
+    const overSocket: number[] = [];
+    const overPty: number[] = [];
+    for (let i = 0; i < KEYSTROKES / BLOCK; i++) {
+      overSocket.push(...(await socketTrip(BLOCK)));
+      overPty.push(...(await ptyTrip(BLOCK)));
+    }
+    term.kill();
+    socket.close();
+    await stopSession(base, cookie, session.id);
+    rows.push(row('keystroke round trip p50: WebSocket via gateway+agent (vs raw pty)', 'ms', percentile(overSocket, 50), percentile(overPty, 50)));
+    rows.push(row('keystroke round trip p99: WebSocket via gateway+agent (vs raw pty)', 'ms', percentile(overSocket, 99), percentile(overPty, 99)));
+
+    // Output flood, median of three, alternating.
+    const socketRates: number[] = [];
+    const ptyRates: number[] = [];
+    for (let run = 0; run < FLOOD_REPEATS; run++) {
+      socketRates.push(await floodOverSocket(base, cookie, run));
+      ptyRates.push(await floodFromPty(run));
+    }
+    rows.push(row('output flood 128 MiB: WebSocket via gateway+agent (vs raw pty)', 'MiB/s', median(socketRates), median(ptyRates)));
+    return rows;
+  } finally {
+    child.kill('SIGTERM');
+    await new Promise((r) => child.once('exit', r));
+  }
+}
