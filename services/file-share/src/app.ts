@@ -1,0 +1,202 @@
+// Assembles the file share: migrations, PostgreSQL pool, object store, accounts and the first admin, the kit's
+// app (envelope errors, health, metrics, /api-docs), rate limit, event fan-out, the sweeper, and the routes.
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { fileURLToPath } from 'node:url';
+import cookie from '@fastify/cookie';
+import multipart from '@fastify/multipart';
+import {
+  accountMigrations,
+  createAccounts,
+  createApp,
+  createDatabasePool,
+  createObjectStore,
+  createSessionTokens,
+  installRateLimit,
+  migrate,
+  pingDatabase,
+  rateLimitMigrations,
+  resolveTls,
+  type DatabasePool,
+  type ObjectStore,
+} from '@boxyard/kit';
+import type { FastifyInstance } from 'fastify';
+import { apiKeyRoutes } from './auth/api-key-routes.ts';
+import { createApiKeyStore } from './auth/api-key-store.ts';
+import { authRoutes } from './auth/auth-routes.ts';
+import { createAuthenticator } from './auth/authenticate.ts';
+import type { Principal } from './auth/principal.ts';
+import { SERVICE_NAME, type FileShareConfig } from './config.ts';
+import { createEventBus, type EventBus } from './events/event-bus.ts';
+import { eventRoutes } from './events/event-routes.ts';
+import { fileRoutes } from './files/file-routes.ts';
+import { createSweeper, type Sweeper } from './maintenance/sweeper.ts';
+import { createTree, pickCaseFoldCollation } from './tree/tree-store.ts';
+
+export const FILE_SHARE_VERSION = '0.1.0';
+
+/**
+ * A URL whose path doesn't percent-decode (`%zz`, overlong UTF-8 such as `%c0%ae`) never reaches fastify's
+ * router, which would answer in its own error format; this answers in ours. Workaround until the kit passes
+ * `frameworkErrors` to fastify (see the README).
+ */
+function refuseMalformedUrls(app: FastifyInstance): void {
+  const server = app.server;
+  const handlers = server.listeners('request') as ((req: IncomingMessage, res: ServerResponse) => void)[];
+  server.removeAllListeners('request');
+  server.on('request', (req: IncomingMessage, res: ServerResponse) => {
+    const url = req.url ?? '/';
+    const query = url.indexOf('?');
+    try {
+      decodeURIComponent(query === -1 ? url : url.slice(0, query));
+    } catch {
+      const body = JSON.stringify({ success: false, message: 'Invalid path', details: '/path: malformed percent-encoding or invalid UTF-8' });
+      res.writeHead(400, { 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(body) });
+      res.end(body);
+      return;
+    }
+    for (const handler of handlers) handler.call(server, req, res);
+  });
+}
+
+export const fileShareMigrations = { namespace: 'file-share', dir: fileURLToPath(new URL('./migrations', import.meta.url)) };
+
+export interface FileShare {
+  app: FastifyInstance;
+  pool: DatabasePool;
+  store: ObjectStore;
+  bus: EventBus;
+  sweeper: Sweeper;
+  /** The generated password of the first admin, when this start created it (print it once). */
+  generatedAdminPassword: string | undefined;
+}
+
+export interface BuildOptions {
+  /** Reconnection delay suggested to SSE clients (tests shorten it). */
+  sseRetryMs?: number;
+  /** Sweeper period (tests shorten it). */
+  sweepIntervalMs?: number;
+}
+
+export const publicUrlOf = (config: FileShareConfig, port = config.server.port) =>
+  config.server.public_url?.replace(/\/$/, '') ??
+  `${config.server.tls.enabled ? 'https' : 'http'}://${config.server.host.includes(':') ? `[${config.server.host}]` : config.server.host}:${port}`;
+
+export async function buildFileShare(config: FileShareConfig, options: BuildOptions & { port?: number } = {}): Promise<FileShare> {
+  const schema = config.database.schema;
+  await migrate(config.database.url, schema, [accountMigrations, rateLimitMigrations, fileShareMigrations]);
+  const pool = await createDatabasePool({ url: config.database.url, schema, poolSize: config.database.pool_size });
+  const closers: (() => Promise<unknown>)[] = [() => pool.end()];
+  try {
+    const store = createObjectStore(config.storage);
+    const accounts = createAccounts(pool);
+    const admin = await accounts.ensureAdmin({ username: config.admin.username, password: config.admin.password });
+    const sessions = createSessionTokens({
+      secrets: [config.session.secret, ...config.session.previous_secrets],
+      issuer: config.session.issuer,
+      audience: config.session.audience,
+      typ: 'boxyard-file-share-session+jwt',
+      ttlSeconds: config.session.ttl_seconds,
+    });
+    const keys = createApiKeyStore(pool);
+    const authenticator = createAuthenticator({ accounts, sessions, keys, publicRead: config.public_read });
+    const tree = createTree(pool, { eventChannel: `file_share_events_${schema}`, caseFoldCollation: await pickCaseFoldCollation(pool) });
+
+    const tls = config.server.tls.enabled
+      ? await resolveTls({ cert: config.server.tls.cert, key: config.server.tls.key, hosts: [config.server.host] })
+      : undefined;
+    const app = await createApp({
+      service: SERVICE_NAME,
+      version: FILE_SHARE_VERSION,
+      errorShape: 'envelope',
+      logLevel: config.logging.level,
+      https: tls,
+      trustProxy: config.server.trust_proxy,
+      bodyLimit: config.server.body_limit_bytes,
+      readiness: { postgres: () => pingDatabase(pool), storage: () => store.check() },
+      openapi: {
+        title: 'Boxyard file share',
+        description:
+          'A web file server with an API: listings for people and tools, downloads with Range, uploads with SHA-256, ' +
+          'folders, rename, delete, search, API keys and live events. Authenticate with `Authorization: Bearer <API key>`, ' +
+          'a session from POST /auth/login/basic (Bearer or the auth_token cookie), or HTTP Basic.',
+        servers: [{ url: publicUrlOf(config, options.port) }],
+      },
+    });
+    closers.unshift(() => app.close());
+    refuseMalformedUrls(app);
+
+    const bus = createEventBus({ pool, databaseUrl: config.database.url, channel: `file_share_events_${schema}`, log: app.log });
+    await bus.start();
+    closers.unshift(() => bus.close());
+    const sweeper = createSweeper({ pool, store, retentionHours: config.events.retention_hours, log: app.log, intervalMs: options.sweepIntervalMs ?? 60_000 });
+    sweeper.start();
+    closers.unshift(() => sweeper.close());
+    // Streams end before the pool does.
+    app.addHook('onClose', async () => {
+      await bus.close();
+      await sweeper.close();
+    });
+
+    await app.register(cookie);
+    await app.register(multipart, {
+      // Our limit is enforced while streaming (413, nothing stored); busboy's only one above it so it never
+      // truncates a part silently.
+      limits: { fileSize: config.uploads.max_bytes + 1, files: 5, fields: 20, parts: 40, fieldSize: 64 * 1024 },
+      throwFileSizeLimit: false,
+      // The filename exactly as sent (busboy would cut it to its last segment): our name rules refuse `../x`.
+      preservePath: true,
+    });
+    if (config.rate_limiting.enabled) {
+      await installRateLimit(app, { pool, max: config.rate_limiting.max_requests, windowSeconds: config.rate_limiting.window_seconds, namespace: SERVICE_NAME });
+    }
+    app.decorateRequest('principal', null as unknown as Principal);
+
+    await app.register(async (scope) => {
+      scope.addHook('onRequest', async (request) => {
+        request.principal = await authenticator.authenticate(request);
+      });
+      await scope.register(authRoutes, { pool, accounts, sessions, publicRead: config.public_read });
+      await scope.register(apiKeyRoutes, { pool, keys });
+      await scope.register(eventRoutes, { bus, authenticator, heartbeatSeconds: config.events.heartbeat_seconds, ...(options.sseRetryMs ? { retryMs: options.sseRetryMs } : {}) });
+      await scope.register(fileRoutes, { pool, store, tree, sweeper, maxUploadBytes: config.uploads.max_bytes });
+    });
+    await app.ready();
+    return { app, pool, store, bus, sweeper, generatedAdminPassword: admin.password };
+  } catch (error) {
+    for (const close of closers) await close().catch(() => {});
+    throw error;
+  }
+}
+
+export interface RunningFileShare extends FileShare {
+  url: string;
+  close(): Promise<void>;
+}
+
+/** Builds and listens; with port 0 the OS picks a port. Prints a generated admin password once. */
+export async function startFileShare(config: FileShareConfig, options: BuildOptions = {}): Promise<RunningFileShare> {
+  let port = config.server.port;
+  if (port === 0) port = await (await import('@boxyard/kit/net/free-port.ts')).freePort();
+  const share = await buildFileShare(config, { ...options, port });
+  try {
+    await share.app.listen({ host: config.server.host, port });
+  } catch (error) {
+    await share.app.close();
+    await share.pool.end();
+    throw error;
+  }
+  const url = publicUrlOf(config, port);
+  if (share.generatedAdminPassword) {
+    console.log(
+      `\n  file-share: created the first admin account\n    username: ${config.admin.username}\n    password: ${share.generatedAdminPassword}\n  (shown once; set admin.password or BOXYARD_ADMIN__PASSWORD to choose it)\n`,
+    );
+  }
+  return {
+    ...share,
+    url,
+    async close() {
+      await share.app.close();
+      await share.pool.end();
+    },
+  };
+}

@@ -1,0 +1,113 @@
+// Turns a request's credentials into a Principal, before the body is read. Accepted, in this order:
+//   Authorization: Basic <base64 user:password>   (curl -u, wget --user, URL userinfo)
+//   Authorization: Bearer bfs_...                 (API key)
+//   Authorization: Bearer <session JWT>           (from POST /auth/login/basic)
+//   Cookie: auth_token=<session JWT>              (set by POST /auth/login/basic for browsers)
+// Credentials that are present but wrong are a 401 — except a stale cookie, which browsers keep sending: it
+// counts as no credentials, so signing in again still works.
+import type { Accounts, SessionTokens } from '@boxyard/kit';
+import { HttpError, InvalidTokenError } from '@boxyard/kit';
+import type { FastifyRequest } from 'fastify';
+import type { ApiKeyStore } from './api-key-store.ts';
+import { looksLikeApiKey } from './api-key-store.ts';
+import { anonymous, asRole, CHALLENGE, keyPermissionsForRole, rolePermissions, type Principal } from './principal.ts';
+
+export const SESSION_COOKIE = 'auth_token';
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    principal: Principal;
+  }
+}
+
+export interface AuthenticatorDeps {
+  accounts: Accounts;
+  sessions: SessionTokens;
+  keys: ApiKeyStore;
+  publicRead: boolean;
+}
+
+const invalid = (message: string, challenge = CHALLENGE) => new HttpError(401, message, { headers: { 'www-authenticate': challenge } });
+
+export function createAuthenticator(deps: AuthenticatorDeps) {
+  async function fromSession(token: string): Promise<Principal | undefined> {
+    let claims;
+    try {
+      claims = await deps.sessions.verify(token);
+    } catch (error) {
+      if (error instanceof InvalidTokenError) return undefined;
+      throw error;
+    }
+    if (await deps.accounts.isSessionRevoked(claims.jti)) return undefined;
+    const user = await deps.accounts.findById(claims.sub).catch(() => null);
+    if (!user) return undefined;
+    const role = asRole(user.role);
+    return {
+      via: 'session',
+      user: { id: user.id, username: user.username, role },
+      permissions: new Set(rolePermissions[role]),
+      scope: '/',
+      session: { jti: claims.jti, expiresAt: new Date(claims.exp * 1000) },
+    };
+  }
+
+  async function fromBasic(encoded: string): Promise<Principal> {
+    const decoded = Buffer.from(encoded, 'base64').toString('utf8');
+    const colon = decoded.indexOf(':');
+    if (colon < 1) throw invalid('Malformed Basic credentials');
+    const user = await deps.accounts.verifyCredentials(decoded.slice(0, colon), decoded.slice(colon + 1));
+    if (!user) throw invalid('Invalid username or password');
+    const role = asRole(user.role);
+    return { via: 'basic', user: { id: user.id, username: user.username, role }, permissions: new Set(rolePermissions[role]), scope: '/' };
+  }
+
+  async function fromApiKey(token: string): Promise<Principal> {
+    const verified = await deps.keys.verify(token);
+    if ('refused' in verified) throw invalid(verified.refused, 'Bearer realm="boxyard file-share", error="invalid_token"');
+    const { key, owner } = verified;
+    // Checked on every use: a key never holds more than its owner's role allows today.
+    const allowed = keyPermissionsForRole[owner.role];
+    return {
+      via: 'api-key',
+      user: owner,
+      permissions: new Set(key.permissions.filter((p) => allowed.includes(p))),
+      scope: key.scope,
+      key: { id: key.id, expiresAt: key.expires_at === null ? null : new Date(key.expires_at) },
+    };
+  }
+
+  return {
+    async authenticate(request: FastifyRequest): Promise<Principal> {
+      const header = request.headers.authorization;
+      if (header) {
+        const space = header.indexOf(' ');
+        const scheme = (space === -1 ? header : header.slice(0, space)).toLowerCase();
+        const value = space === -1 ? '' : header.slice(space + 1).trim();
+        if (scheme === 'basic') return fromBasic(value);
+        if (scheme === 'bearer' && value) {
+          if (looksLikeApiKey(value)) return fromApiKey(value);
+          const session = await fromSession(value);
+          if (!session) throw invalid('Invalid or expired session token', 'Bearer realm="boxyard file-share", error="invalid_token"');
+          return session;
+        }
+        throw invalid('Unsupported Authorization scheme: use Basic or Bearer');
+      }
+      const cookie = request.cookies[SESSION_COOKIE];
+      if (cookie) return (await fromSession(cookie)) ?? anonymous(deps.publicRead);
+      return anonymous(deps.publicRead);
+    },
+
+    /** Whether a principal behind a long-lived stream is still allowed (key not revoked, session not ended). */
+    async stillValid(principal: Principal): Promise<boolean> {
+      if (principal.key) return deps.keys.isActive(principal.key.id);
+      if (principal.session) {
+        if (principal.session.expiresAt.getTime() <= Date.now()) return false;
+        return !(await deps.accounts.isSessionRevoked(principal.session.jti));
+      }
+      if (principal.user) return (await deps.accounts.findById(principal.user.id)) !== null;
+      return true;
+    },
+  };
+}
+
+export type Authenticator = ReturnType<typeof createAuthenticator>;

@@ -1,0 +1,131 @@
+// POST /{path} with multipart part `file`: the part is streamed into the object store under a fresh opaque key
+// (`files/<uuid>`) with the size limit and sha256 computed on the way; once the whole request has been read,
+// one transaction makes the path point at it (new file, or replacing the old bytes in one step). A failed, cut-off or refused upload leaves
+// no record and no object: the key is registered as garbage before the first byte and only leaves that list
+// in the commit.
+//
+// Which name: the URL path is the file's path (`POST /docs/a.txt`). When the URL names a folder — the root,
+// a path ending in `/`, or an existing folder — the file goes into it under the part's filename (the HTML form
+// and `curl -F file=@a.txt http://host/docs/` both work). Missing parent folders are created.
+import { randomUUID } from 'node:crypto';
+import { badRequest, conflict, HttpError, type ObjectStore } from '@boxyard/kit';
+import type { Multipart, MultipartFile } from '@fastify/multipart';
+import type { FastifyRequest } from 'fastify';
+import { sql, type DatabasePool } from 'slonik';
+import { requirePermission, type Principal } from '../auth/principal.ts';
+import { checkNewPath, joinPath, validateName, type SharePath } from '../paths/share-path.ts';
+import type { Tree, UploadResult } from '../tree/tree-store.ts';
+
+export interface UploadDeps {
+  pool: DatabasePool;
+  store: ObjectStore;
+  tree: Tree;
+  maxBytes: number;
+}
+
+/** A multipart parser failure: a limit keeps its status (413), anything else is the caller's malformed body. */
+function malformed(error: unknown): unknown {
+  if (error instanceof HttpError || typeof (error as { statusCode?: unknown }).statusCode === 'number') return error;
+  return new HttpError(400, `Malformed multipart/form-data body: ${(error as Error).message}`);
+}
+
+/** Drains a part we don't store, so the parser can move on to the next one. */
+async function discard(part: MultipartFile): Promise<void> {
+  part.file.resume();
+  await new Promise<void>((resolve) => {
+    if (part.file.readableEnded) resolve();
+    else part.file.once('end', resolve).once('error', () => resolve()).once('close', resolve);
+  });
+}
+
+interface StoredPart {
+  path: string;
+  storageKey: string;
+  size: number;
+  sha256: string;
+  mayReplace: boolean;
+}
+
+export async function handleUpload(request: FastifyRequest, target: SharePath, principal: Principal, deps: UploadDeps): Promise<UploadResult> {
+  const existing = await deps.tree.find(target.path);
+  const intoDirectory = target.path === '/' || target.trailingSlash || existing?.kind === 'dir';
+  requirePermission(principal, 'uploads', target.path);
+
+  let stored: StoredPart | undefined;
+  try {
+    const parts = request.parts();
+    for (;;) {
+      let next: IteratorResult<Multipart>;
+      try {
+        next = await parts.next();
+      } catch (error) {
+        throw malformed(error);
+      }
+      if (next.done) break;
+      const part = next.value;
+      if (part.type !== 'file' || part.fieldname !== 'file') {
+        if (part.type === 'file') await discard(part);
+        continue;
+      }
+      if (stored) {
+        await discard(part);
+        throw badRequest('Send exactly one part named "file"');
+      }
+      const path = intoDirectory ? joinPath(target.path, validateName(part.filename, '/file/filename')) : target.path;
+      checkNewPath(path);
+      requirePermission(principal, 'uploads', path);
+      // Refuse before reading the bytes when we already know the answer (checked again in the commit).
+      const current = path === target.path ? existing : await deps.tree.find(path);
+      const mayReplace = principal.permissions.has('delete');
+      if (current?.kind === 'dir') {
+        await discard(part);
+        throw conflict(`${path} is a folder`);
+      }
+      if (current && !mayReplace) {
+        await discard(part);
+        throw new HttpError(403, `${path} exists; replacing a file needs the delete permission`);
+      }
+      let bodyFailed = false;
+      part.file.once('error', () => (bodyFailed = true));
+      stored = await storeBytes(part, deps).then(
+        (bytes) => ({ ...bytes, path, mayReplace }),
+        (error: unknown) => {
+          // The body broke off (client gone, malformed multipart): nothing was stored, and it's not a server error.
+          if (error instanceof HttpError) throw error;
+          if (bodyFailed || request.raw.destroyed || (error as { code?: string }).code === 'ECONNRESET') {
+            throw new HttpError(400, 'The upload was interrupted or malformed before it completed; nothing was stored');
+          }
+          throw error;
+        },
+      );
+    }
+    if (!stored) throw badRequest('No multipart part named "file" with a file in it');
+    // The whole request has been read and was valid: now the path points at the new bytes.
+    return await deps.tree.commitUpload({ ...stored, userId: principal.user?.id ?? null });
+  } catch (error) {
+    if (stored) await forget(stored.storageKey, deps);
+    throw error;
+  }
+}
+
+async function forget(storageKey: string, deps: UploadDeps): Promise<void> {
+  await deps.store.delete(storageKey).catch(() => {});
+  await deps.pool.query(sql.unsafe`delete from object_garbage where storage_key = ${storageKey}`).catch(() => {});
+}
+
+/** Streams a part into a fresh opaque key: size limit and sha256 on the way; nothing is left on failure. */
+async function storeBytes(part: MultipartFile, deps: UploadDeps): Promise<{ storageKey: string; size: number; sha256: string }> {
+  const storageKey = `files/${randomUUID()}`;
+  // Registered first: if this process dies mid-way, the sweeper removes whatever was stored.
+  await deps.pool.query(sql.unsafe`insert into object_garbage (storage_key, delete_after) values (${storageKey}, now() + interval '1 day')`);
+  try {
+    const result = await deps.store.put(storageKey, part.file, { maxBytes: deps.maxBytes, contentType: 'application/octet-stream' });
+    // busboy ends a part cleanly at its own limit; ours is lower, so this only guards a misconfiguration.
+    if (part.file.truncated) throw new HttpError(413, `File is larger than the limit of ${deps.maxBytes} bytes`);
+    return { storageKey, size: result.size, sha256: result.sha256 };
+  } catch (error) {
+    await forget(storageKey, deps);
+    if ((error as { statusCode?: number }).statusCode === 413) throw new HttpError(413, `File is larger than the limit of ${deps.maxBytes} bytes`);
+    throw error;
+  }
+}

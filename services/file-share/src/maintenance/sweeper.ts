@@ -1,0 +1,99 @@
+// Background upkeep on every replica (safe to run on all of them at once):
+// - object garbage: deletes the bytes of replaced and deleted files right after their commit, and whatever an
+//   interrupted upload or a crash left behind; rows are claimed with SKIP LOCKED so replicas never collide, and
+//   a row is only removed once its object is gone;
+// - event retention: drops events older than `events.retention_hours` and remembers the highest id dropped,
+//   so a client resuming from before it is told to re-list instead of silently missing changes.
+import type { ObjectStore } from '@boxyard/kit';
+import { sql, type DatabasePool } from 'slonik';
+import { z } from 'zod';
+
+export interface SweeperOptions {
+  pool: DatabasePool;
+  store: ObjectStore;
+  retentionHours: number;
+  log: { warn(object: unknown, message: string): void };
+  intervalMs?: number;
+}
+
+const batch = 200;
+const deleteConcurrency = 8;
+
+export function createSweeper(options: SweeperOptions) {
+  const { pool, store, log } = options;
+  let timer: NodeJS.Timeout | undefined;
+  let running: Promise<void> | undefined;
+  let again = false;
+
+  async function sweepGarbage(): Promise<number> {
+    let total = 0;
+    for (;;) {
+      const removed = await pool.transaction(async (tx) => {
+        const keys = await tx.anyFirst(sql.type(z.object({ storage_key: z.string() }))`
+          select storage_key from object_garbage where delete_after <= now()
+          order by delete_after limit ${batch} for update skip locked`);
+        const queue = [...keys];
+        const gone: string[] = [];
+        await Promise.all(
+          Array.from({ length: deleteConcurrency }, async () => {
+            for (let key = queue.shift(); key !== undefined; key = queue.shift()) {
+              try {
+                await store.delete(key);
+                gone.push(key);
+              } catch (error) {
+                log.warn({ err: error, key }, 'could not delete an object; will retry');
+              }
+            }
+          }),
+        );
+        if (gone.length > 0) await tx.query(sql.unsafe`delete from object_garbage where storage_key = any(${sql.array(gone, 'text')})`);
+        return { claimed: keys.length, gone: gone.length };
+      });
+      total += removed.gone;
+      if (removed.claimed < batch || removed.gone === 0) return total;
+    }
+  }
+
+  async function expireEvents(): Promise<void> {
+    await pool.query(sql.unsafe`
+      with dropped as (
+        delete from events where created_at < now() - make_interval(secs => ${options.retentionHours * 3600}) returning id
+      )
+      update event_retention set purged_through = greatest(purged_through, (select coalesce(max(id), 0) from dropped))`);
+  }
+
+  function run(): Promise<void> {
+    if (running) {
+      again = true;
+      return running;
+    }
+    running = (async () => {
+      do {
+        again = false;
+        await sweepGarbage();
+        await expireEvents();
+      } while (again);
+    })()
+      .catch((error: unknown) => log.warn({ err: error }, 'sweep failed; will retry'))
+      .finally(() => {
+        running = undefined;
+      });
+    return running;
+  }
+
+  return {
+    start() {
+      timer = setInterval(() => void run(), options.intervalMs ?? 60_000);
+      timer.unref();
+      void run();
+    },
+    /** Runs a pass now (after a commit that queued garbage); resolves when it is done. */
+    sweepNow: run,
+    async close() {
+      clearInterval(timer);
+      await running;
+    },
+  };
+}
+
+export type Sweeper = ReturnType<typeof createSweeper>;
