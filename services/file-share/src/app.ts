@@ -1,6 +1,5 @@
 // Assembles the file share: migrations, PostgreSQL pool, object store, accounts and the first admin, the kit's
 // app (envelope errors, health, metrics, /api-docs), rate limit, event fan-out, the sweeper, and the routes.
-import type { IncomingMessage, ServerResponse } from 'node:http';
 import { fileURLToPath } from 'node:url';
 import cookie from '@fastify/cookie';
 import multipart from '@fastify/multipart';
@@ -33,30 +32,6 @@ import { createSweeper, type Sweeper } from './maintenance/sweeper.ts';
 import { createTree, pickCaseFoldCollation } from './tree/tree-store.ts';
 
 export const FILE_SHARE_VERSION = '0.1.0';
-
-/**
- * A URL whose path doesn't percent-decode (`%zz`, overlong UTF-8 such as `%c0%ae`) never reaches fastify's
- * router, which would answer in its own error format; this answers in ours. Workaround until the kit passes
- * `frameworkErrors` to fastify (see the README).
- */
-function refuseMalformedUrls(app: FastifyInstance): void {
-  const server = app.server;
-  const handlers = server.listeners('request') as ((req: IncomingMessage, res: ServerResponse) => void)[];
-  server.removeAllListeners('request');
-  server.on('request', (req: IncomingMessage, res: ServerResponse) => {
-    const url = req.url ?? '/';
-    const query = url.indexOf('?');
-    try {
-      decodeURIComponent(query === -1 ? url : url.slice(0, query));
-    } catch {
-      const body = JSON.stringify({ success: false, message: 'Invalid path', details: '/path: malformed percent-encoding or invalid UTF-8' });
-      res.writeHead(400, { 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(body) });
-      res.end(body);
-      return;
-    }
-    for (const handler of handlers) handler.call(server, req, res);
-  });
-}
 
 export const fileShareMigrations = { namespace: 'file-share', dir: fileURLToPath(new URL('./migrations', import.meta.url)) };
 
@@ -123,7 +98,6 @@ export async function buildFileShare(config: FileShareConfig, options: BuildOpti
       },
     });
     closers.unshift(() => app.close());
-    refuseMalformedUrls(app);
 
     const bus = createEventBus({ pool, databaseUrl: config.database.url, channel: `file_share_events_${schema}`, log: app.log });
     await bus.start();

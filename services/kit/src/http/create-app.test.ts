@@ -61,6 +61,12 @@ describe('problem-details shape (RFC 9457)', () => {
     expect(missing.json()).toMatchObject({ type: 'https://boxyard.io/problems/not-found', status: 404, instance: '/nowhere', errors: [] });
   });
 
+  it("answers a malformed URL in the same shape, not fastify's own", async () => {
+    const res = await app.inject({ method: 'GET', url: '/things/%zz' });
+    expect(res.statusCode).toBe(400);
+    expect(res.json()).toMatchObject({ type: 'https://boxyard.io/problems/bad-request', status: 400, errors: [] });
+  });
+
   it('never leaks internals on an unhandled failure', async () => {
     const res = await app.inject({ method: 'GET', url: '/boom' });
     expect(res.statusCode).toBe(500);

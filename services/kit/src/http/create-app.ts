@@ -3,10 +3,10 @@
 import { randomUUID } from 'node:crypto';
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
-import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify';
+import Fastify, { type FastifyInstance, type FastifyReply, type FastifyServerOptions } from 'fastify';
 import type { Registry } from 'prom-client';
 import { createMetricsRegistry, installMetrics } from '../metrics/metrics.ts';
-import { installErrorHandling, type ErrorShape } from './error-handler.ts';
+import { installErrorHandling, renderError, toHttpError, type ErrorShape } from './error-handler.ts';
 
 export type ReadinessCheck = () => Promise<void>;
 
@@ -40,6 +40,7 @@ declare module 'fastify' {
 const READINESS_TIMEOUT_MS = 3000;
 
 export async function createApp(options: CreateAppOptions): Promise<FastifyInstance> {
+  const problemBase = options.problemBase ?? 'https://boxyard.io/problems';
   const serverOptions: FastifyServerOptions = {
     logger: {
       level: options.logLevel ?? 'info',
@@ -51,6 +52,13 @@ export async function createApp(options: CreateAppOptions): Promise<FastifyInsta
     bodyLimit: options.bodyLimit ?? 1_048_576,
     // One errors[] entry per failing value, and no silent removal of unknown members.
     ajv: { customOptions: { allErrors: true, removeAdditional: false, coerceTypes: 'array', useDefaults: true } },
+    // Errors raised before routing (a malformed URL such as `/%zz`) are answered in the service's shape too.
+    frameworkErrors: (error, _request, reply) => {
+      const httpError = toHttpError(error, options.errorShape);
+      const { type, body } = renderError(httpError, { shape: options.errorShape, problemBase });
+      // fastify types this reply generically; it is a plain reply here.
+      void (reply as unknown as FastifyReply).status(httpError.statusCode).type(type).send(body);
+    },
     forceCloseConnections: true,
     return503OnClosing: true,
   };
@@ -62,7 +70,7 @@ export async function createApp(options: CreateAppOptions): Promise<FastifyInsta
   app.addHook('onRequest', async (request, reply) => {
     reply.header('x-request-id', request.id);
   });
-  installErrorHandling(app, { shape: options.errorShape, problemBase: options.problemBase ?? 'https://boxyard.io/problems' });
+  installErrorHandling(app, { shape: options.errorShape, problemBase });
 
   const registry = createMetricsRegistry({ service: options.service });
   app.decorate('metrics', registry);
