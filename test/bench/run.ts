@@ -8,12 +8,14 @@ import { join } from 'node:path';
 import { startPostgres } from '../../services/boxyard/src/embedded-postgres.ts';
 import { startMinio } from '../harness/minio.ts';
 import type { BenchEnv, BenchRow } from './env.ts';
+import { benchBoxRepository } from './box-repository.ts';
 import { benchFileShare } from './file-share.ts';
 import { benchStorage } from './storage.ts';
 import { benchTerminal } from './terminal.ts';
 
 const sections: { name: string; title: string; run: (env: BenchEnv) => Promise<BenchRow[]> }[] = [
   { name: 'storage', title: 'storage layer (256 MiB object)', run: (env) => benchStorage({ minio: env.minio }) },
+  { name: 'box-repository', title: 'box repository (1 GiB transfers, 5 GiB upload, metadata)', run: benchBoxRepository },
   { name: 'file-share', title: 'file share (10,000-entry listing, 256 MiB transfers)', run: benchFileShare },
   { name: 'terminal', title: 'terminal gateway', run: benchTerminal },
 ];

@@ -1,8 +1,9 @@
 // The app factory as a caller sees it: error shapes, validation pointers, no stack traces, health, metrics.
 import { execFileSync } from 'node:child_process';
+import { Writable } from 'node:stream';
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createApp } from './create-app.ts';
+import { createApp, redactUrl } from './create-app.ts';
 import { conflict } from './http-error.ts';
 
 const bodySchema = {
@@ -79,6 +80,21 @@ describe('problem-details shape (RFC 9457)', () => {
     const res = await app.inject({ method: 'GET', url: '/health', headers: { 'x-request-id': 'abc-123' } });
     expect(res.headers['x-request-id']).toBe('abc-123');
     expect((await app.inject({ method: 'GET', url: '/health' })).headers['x-request-id']).toMatch(/^[0-9a-f-]{36}$/);
+  });
+});
+
+describe('request logs', () => {
+  it('never carry credentials from the query string', async () => {
+    const lines: string[] = [];
+    const logStream = new Writable({ write: (chunk, _encoding, done) => (lines.push(String(chunk)), done()) });
+    const app = await createApp({ service: 'test', version: '1', errorShape: 'problem', logLevel: 'info', logStream, openapi: { title: 't' } });
+    await app.inject({ method: 'GET', url: '/health?access_token=bxy_sa_1_secret', headers: { authorization: 'Bearer also-secret' } });
+    await app.close();
+    expect(lines.join('')).toContain('"url":"/health?access_token=[redacted]"');
+    expect(lines.join('')).not.toMatch(/bxy_sa_1_secret|also-secret/);
+    expect(redactUrl('/org/box?access_token=bxy_sa_1_secret&x=1')).toBe('/org/box?access_token=[redacted]&x=1');
+    expect(redactUrl('/f?expires=9&signature=abc')).toBe('/f?expires=9&signature=[redacted]');
+    expect(redactUrl('/plain/path')).toBe('/plain/path');
   });
 });
 

@@ -3,7 +3,7 @@
 import { randomUUID } from 'node:crypto';
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
-import Fastify, { type FastifyInstance, type FastifyReply, type FastifyServerOptions } from 'fastify';
+import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest, type FastifyServerOptions } from 'fastify';
 import type { Registry } from 'prom-client';
 import { createMetricsRegistry, installMetrics } from '../metrics/metrics.ts';
 import { installErrorHandling, renderError, toHttpError, type ErrorShape } from './error-handler.ts';
@@ -16,6 +16,8 @@ export interface CreateAppOptions {
   errorShape: ErrorShape;
   problemBase?: string;
   logLevel?: string;
+  /** Where logs go (default stdout); tests read them from here. */
+  logStream?: NodeJS.WritableStream;
   /** PEM material: the app listens with HTTPS when given. */
   https?: { cert: string; key: string } | undefined;
   trustProxy?: boolean;
@@ -39,12 +41,22 @@ declare module 'fastify' {
 
 const READINESS_TIMEOUT_MS = 3000;
 
+/** Query parameters that carry credentials (Vagrant's `?access_token=`, signed links): never logged. */
+const SECRET_QUERY_PARAMS = /([?&](?:access_token|token|signature|sig|api_key|apikey|key)=)[^&#]*/gi;
+export const redactUrl = (url: string) => url.replace(SECRET_QUERY_PARAMS, '$1[redacted]');
+
+function serializeRequest(request: FastifyRequest) {
+  return { method: request.method, url: redactUrl(request.url), host: request.host, remoteAddress: request.ip, remotePort: request.socket?.remotePort };
+}
+
 export async function createApp(options: CreateAppOptions): Promise<FastifyInstance> {
   const problemBase = options.problemBase ?? 'https://boxyard.io/problems';
   const serverOptions: FastifyServerOptions = {
     logger: {
       level: options.logLevel ?? 'info',
       redact: ['req.headers.authorization', 'req.headers.cookie', 'req.headers["x-access-token"]', 'req.headers["x-api-key"]'],
+      serializers: { req: serializeRequest },
+      ...(options.logStream ? { stream: options.logStream } : {}),
     },
     requestIdHeader: 'x-request-id',
     genReqId: () => randomUUID(),

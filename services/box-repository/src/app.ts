@@ -1,0 +1,123 @@
+// Builds and starts the box repository: migrations, the database pool, object storage, the kit's app (errors,
+// health, metrics, OpenAPI), the rate limit, and the route plugins.
+import { readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import {
+  accountMigrations, createAccounts, createApp, createObjectStore, createSessionTokens, installRateLimit,
+  migrate, pingDatabase, rateLimitMigrations, resolveTls,
+} from '@boxyard/kit';
+import type { FastifyInstance } from 'fastify';
+import { architectureRoutes } from './architectures/routes.ts';
+import { authRoutes } from './auth/routes.ts';
+import { SESSION_TYP } from './auth/principal.ts';
+import { serviceAccountRoutes } from './auth/service-accounts.ts';
+import { boxRoutes } from './boxes/routes.ts';
+import { SERVICE_NAME, type BoxRepositoryConfig } from './config.ts';
+import type { ServiceContext, TestHooks } from './context.ts';
+import { createDownloadLinks } from './files/download-links.ts';
+import { fileRoutes } from './files/routes.ts';
+import { acceptCamelCase } from './http/camel-case.ts';
+import { installProblemTypes, PROBLEM_BASE } from './http/errors.ts';
+import { metadataRoutes } from './metadata/routes.ts';
+import { organizationRoutes } from './organizations/routes.ts';
+import { providerRoutes } from './providers/routes.ts';
+import { createDatabasePool } from '@boxyard/kit';
+import { createStorageCleanup } from './storage/cleanup.ts';
+import { versionRoutes } from './versions/routes.ts';
+
+export const VERSION = (JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string }).version;
+export const migrations = { namespace: SERVICE_NAME, dir: fileURLToPath(new URL('./migrations', import.meta.url)) };
+
+export interface BuildOptions {
+  /** The port the service will listen on, for the OpenAPI `servers` entry (default: config.server.port). */
+  port?: number;
+  hooks?: TestHooks;
+}
+
+export interface BoxRepository {
+  app: FastifyInstance;
+  ctx: ServiceContext;
+}
+
+export const baseUrl = (config: BoxRepositoryConfig, port = config.server.port) =>
+  config.server.public_url?.replace(/\/+$/, '') ??
+  `${config.server.tls.enabled ? 'https' : 'http'}://${config.server.host.includes(':') ? `[${config.server.host}]` : config.server.host}:${port}`;
+
+export async function buildBoxRepository(config: BoxRepositoryConfig, options: BuildOptions = {}): Promise<BoxRepository> {
+  const schema = config.database.schema;
+  await migrate(config.database.url, schema, [accountMigrations, rateLimitMigrations, migrations]);
+  const pool = await createDatabasePool({ url: config.database.url, schema, poolSize: config.database.pool_size });
+  const store = createObjectStore(config.storage);
+  const secrets = [config.session.secret, ...config.session.previous_secrets];
+  const tls = config.server.tls.enabled
+    ? await resolveTls({ cert: config.server.tls.cert, key: config.server.tls.key, hosts: [config.server.host] })
+    : undefined;
+  const app = await createApp({
+    service: SERVICE_NAME,
+    version: VERSION,
+    errorShape: 'problem',
+    problemBase: PROBLEM_BASE,
+    logLevel: config.logging.level,
+    https: tls,
+    trustProxy: config.server.trust_proxy,
+    bodyLimit: config.server.body_limit_bytes,
+    readiness: { postgres: () => pingDatabase(pool), storage: () => store.check() },
+    openapi: {
+      title: 'Boxyard box repository',
+      description: 'Vagrant boxes: organization > box > version > provider > architecture > file. `vagrant box add org/box` works with VAGRANT_SERVER_URL set to this service.',
+      servers: [{ url: baseUrl(config, options.port) }],
+    },
+  });
+  const ctx: ServiceContext = {
+    config,
+    pool,
+    store,
+    accounts: createAccounts(pool),
+    tokens: createSessionTokens({ secrets, issuer: config.session.issuer, audience: config.session.audience, typ: SESSION_TYP, ttlSeconds: config.session.ttl_seconds }),
+    downloadLinks: createDownloadLinks(secrets),
+    cleanup: createStorageCleanup(pool, store, app.log),
+    hooks: options.hooks ?? {},
+  };
+  if (config.rate_limiting.enabled) {
+    await installRateLimit(app, { pool, max: config.rate_limiting.max_requests, windowSeconds: config.rate_limiting.window_seconds, namespace: SERVICE_NAME });
+  }
+  await app.register(async (api) => {
+    installProblemTypes(api);
+    acceptCamelCase(api);
+    for (const routes of [authRoutes, serviceAccountRoutes, organizationRoutes, boxRoutes, versionRoutes, providerRoutes, architectureRoutes, fileRoutes, metadataRoutes]) {
+      await api.register(routes, { ctx });
+    }
+  });
+  app.addHook('onReady', async () => ctx.cleanup.start());
+  app.addHook('onClose', async () => {
+    ctx.cleanup.stop();
+    await pool.end();
+  });
+  return { app, ctx };
+}
+
+export interface RunningBoxRepository extends BoxRepository {
+  url: string;
+  close(): Promise<void>;
+}
+
+/** Builds, creates the first admin (printing a generated password once), and listens. */
+export async function startBoxRepository(config: BoxRepositoryConfig, options: BuildOptions & { print?: (line: string) => void } = {}): Promise<RunningBoxRepository> {
+  let port = options.port ?? config.server.port;
+  if (port === 0) port = await (await import('@boxyard/kit/net/free-port.ts')).freePort();
+  const built = await buildBoxRepository(config, { ...options, port });
+  try {
+    const admin = await built.ctx.accounts.ensureAdmin({ username: config.admin.username, password: config.admin.password });
+    if (admin.created && admin.password) {
+      (options.print ?? console.log)(
+        `box-repository: created the admin account '${config.admin.username}' with the generated password\n\n    ${admin.password}\n\n` +
+          'It is shown only this once. Set admin.password (or BOXYARD_ADMIN__PASSWORD) to choose it instead.',
+      );
+    }
+    await built.app.listen({ host: config.server.host, port });
+  } catch (error) {
+    await built.app.close();
+    throw error;
+  }
+  return { ...built, url: baseUrl(config, port), close: () => built.app.close() };
+}

@@ -1,0 +1,144 @@
+// Who is calling. Credentials are read in the seed's order: the session JWT in `x-access-token`, then the
+// `Authorization` header (Bearer: a service-account key or a session JWT; Basic: a user's password or a
+// service-account key as the password, which is how `user:key@host` URLs reach us), then `?access_token=`
+// (Vagrant with VAGRANT_SERVER_ACCESS_TOKEN_BY_URL). Credentials that are present but wrong are refused with
+// 401 even on public routes: a client should learn that its token is bad, not silently get less.
+import { InvalidTokenError, unauthorized } from '@boxyard/kit';
+import type { FastifyRequest } from 'fastify';
+import { sql } from 'slonik';
+import { z } from 'zod';
+import type { ServiceContext } from '../context.ts';
+import { int8 } from '../records.ts';
+import { keyIdOf, keyMatches, looksLikeServiceAccountKey } from './service-account-keys.ts';
+
+export type MemberRole = 'admin' | 'moderator' | 'user';
+
+export interface UserPrincipal {
+  kind: 'user';
+  id: string;
+  username: string;
+  email: string | null;
+  isAdmin: boolean;
+  createdAt: Date;
+  session?: { jti: string; expiresAt: Date; stayLoggedIn: boolean };
+}
+
+export interface ServiceAccountPrincipal {
+  kind: 'service_account';
+  id: number;
+  username: string;
+  ownerId: string;
+  organizationId: number;
+  role: Exclude<MemberRole, 'admin'>;
+  session?: { jti: string; expiresAt: Date; stayLoggedIn: boolean };
+}
+
+export type Principal = UserPrincipal | ServiceAccountPrincipal;
+
+export const SESSION_TYP = 'boxyard-box-session+jwt';
+const REALM = 'Bearer realm="boxyard-box-repository"';
+
+export const authenticationRequired = (message = 'Authentication required: send a session token (x-access-token) or a service-account key (Authorization: Bearer)') =>
+  unauthorized(message, { 'www-authenticate': REALM });
+const invalidCredentials = (message: string) => unauthorized(message, { 'www-authenticate': `${REALM}, error="invalid_token"` });
+
+const serviceAccountRow = z.object({
+  id: int8,
+  username: z.string(),
+  key_sha256: z.string(),
+  user_id: z.string(),
+  organization_id: int8,
+  role: z.enum(['moderator', 'user']),
+  expired: z.boolean(),
+  stale: z.boolean(),
+});
+
+const resolved = new WeakMap<FastifyRequest, Promise<Principal | null>>();
+
+/** The caller, or null for an anonymous request; throws 401 for credentials that don't verify. Memoised per request. */
+export function principalOf(ctx: ServiceContext, request: FastifyRequest): Promise<Principal | null> {
+  let found = resolved.get(request);
+  if (!found) {
+    found = resolve(ctx, request);
+    resolved.set(request, found);
+  }
+  return found;
+}
+
+/** The caller; 401 when anonymous. */
+export async function requirePrincipal(ctx: ServiceContext, request: FastifyRequest): Promise<Principal> {
+  const principal = await principalOf(ctx, request);
+  if (!principal) throw authenticationRequired();
+  return principal;
+}
+
+async function resolve(ctx: ServiceContext, request: FastifyRequest): Promise<Principal | null> {
+  const sessionHeader = request.headers['x-access-token'];
+  if (typeof sessionHeader === 'string' && sessionHeader !== '') return fromSessionToken(ctx, sessionHeader);
+  const authorization = request.headers.authorization;
+  if (authorization) {
+    const [scheme = '', ...rest] = authorization.trim().split(/\s+/);
+    const value = rest.join(' ');
+    if (/^bearer$/i.test(scheme) && value) return fromBearer(ctx, value);
+    if (/^basic$/i.test(scheme) && value) return fromBasic(ctx, value);
+    throw invalidCredentials('Unsupported Authorization header: use Bearer <token> or Basic credentials');
+  }
+  const accessToken = (request.query as Record<string, unknown> | undefined)?.access_token;
+  if (typeof accessToken === 'string' && accessToken !== '') return fromBearer(ctx, accessToken);
+  return null;
+}
+
+const fromBearer = (ctx: ServiceContext, token: string) =>
+  looksLikeServiceAccountKey(token) ? fromServiceAccountKey(ctx, token) : fromSessionToken(ctx, token);
+
+async function fromBasic(ctx: ServiceContext, encoded: string): Promise<Principal> {
+  const decoded = Buffer.from(encoded, 'base64').toString('utf8');
+  const colon = decoded.indexOf(':');
+  if (colon < 0) throw invalidCredentials('Malformed Basic credentials');
+  const username = decoded.slice(0, colon);
+  const password = decoded.slice(colon + 1);
+  // The key identifies its account by itself, so the user part is not checked (as with GitHub tokens).
+  if (looksLikeServiceAccountKey(password)) return fromServiceAccountKey(ctx, password);
+  const user = await ctx.accounts.verifyCredentials(username, password);
+  if (!user) throw invalidCredentials('Invalid username or password');
+  return { kind: 'user', id: user.id, username: user.username, email: user.email, isAdmin: user.role === 'admin', createdAt: user.created_at };
+}
+
+export async function fromServiceAccountKey(ctx: ServiceContext, key: string): Promise<ServiceAccountPrincipal> {
+  const keyId = keyIdOf(key);
+  const row = keyId
+    ? await ctx.pool.maybeOne(sql.type(serviceAccountRow)`
+        select id, username, key_sha256, user_id, organization_id, role,
+               coalesce(expires_at <= now(), false) as expired,
+               coalesce(last_used_at < now() - interval '1 minute', true) as stale
+        from service_accounts where key_id = ${keyId}`)
+    : null;
+  if (!row || !keyMatches(key, row.key_sha256)) throw invalidCredentials('Invalid service-account key');
+  if (row.expired) throw invalidCredentials('Service-account key expired');
+  // At most one write a minute per account: "last used" without a write per request.
+  if (row.stale) void ctx.pool.query(sql.unsafe`update service_accounts set last_used_at = now() where id = ${row.id}`).catch(() => {});
+  return { kind: 'service_account', id: row.id, username: row.username, ownerId: row.user_id, organizationId: row.organization_id, role: row.role };
+}
+
+async function fromSessionToken(ctx: ServiceContext, token: string): Promise<Principal> {
+  let claims;
+  try {
+    claims = await ctx.tokens.verify(token);
+  } catch (error) {
+    if (error instanceof InvalidTokenError) throw invalidCredentials(error.expired ? 'Session token expired' : 'Invalid session token');
+    throw error;
+  }
+  if (await ctx.accounts.isSessionRevoked(claims.jti)) throw invalidCredentials('Session token revoked (signed out)');
+  const session = { jti: claims.jti, expiresAt: new Date(claims.exp * 1000), stayLoggedIn: claims.stay === true };
+  if (claims.sub.startsWith('sa:')) {
+    const row = await ctx.pool.maybeOne(sql.type(serviceAccountRow)`
+      select id, username, key_sha256, user_id, organization_id, role,
+             coalesce(expires_at <= now(), false) as expired, false as stale
+      from service_accounts where id = ${Number(claims.sub.slice(3)) || 0}`);
+    if (!row || row.expired) throw invalidCredentials('The service account of this session no longer exists or has expired');
+    return { kind: 'service_account', id: row.id, username: row.username, ownerId: row.user_id, organizationId: row.organization_id, role: row.role, session };
+  }
+  const user = await ctx.accounts.findById(claims.sub);
+  if (!user) throw invalidCredentials('The user of this session no longer exists');
+  return { kind: 'user', id: user.id, username: user.username, email: user.email, isAdmin: user.role === 'admin', createdAt: user.created_at, session };
+}

@@ -1,0 +1,134 @@
+// Accounts, part 1: sign-in (a user's password, or a service account's username and key), sign-up, sign-out,
+// and the current user. The session JWT travels in `x-access-token`.
+import { checkPassword, forbidden, unauthorized, unprocessable, UsernameTakenError } from '@boxyard/kit';
+import type { FastifyInstance } from 'fastify';
+import { sql } from 'slonik';
+import { z } from 'zod';
+import type { ServiceContext } from '../context.ts';
+import { alreadyExists } from '../http/errors.ts';
+import { body, email, errors, text } from '../http/schemas.ts';
+import { messageSchema } from '../records.ts';
+import { fromServiceAccountKey, requirePrincipal, type Principal } from './principal.ts';
+import { looksLikeServiceAccountKey } from './service-account-keys.ts';
+
+/** A longer session for "stay logged in"; the refresh routes of part 2 also require it. */
+const STAY_LOGGED_IN_TTL_SECONDS = 30 * 24 * 3600;
+const USERNAME_PATTERN = '^[A-Za-z0-9_.-]{1,64}$';
+
+const organizationsSchema = {
+  type: 'array',
+  items: { type: 'object', properties: { name: { type: 'string' }, role: { type: 'string' } }, required: ['name', 'role'], additionalProperties: false },
+} as const;
+
+const userSchema = {
+  type: 'object',
+  properties: {
+    id: { type: ['string', 'integer'] }, username: { type: 'string' }, email: { type: ['string', 'null'] },
+    roles: { type: 'array', items: { type: 'string' } },
+    organization: { type: ['string', 'null'], description: 'The first organization (by name) the caller belongs to.' },
+    organizations: organizationsSchema,
+    created_at: { type: ['string', 'null'], format: 'date-time' },
+  },
+  required: ['id', 'username', 'email', 'roles', 'organization', 'organizations'],
+  additionalProperties: false,
+} as const;
+
+const signInSchema = {
+  ...userSchema,
+  properties: { ...userSchema.properties, access_token: { type: 'string' }, expires_at: { type: 'string', format: 'date-time' } },
+  required: [...userSchema.required, 'access_token', 'expires_at'],
+} as const;
+
+const membershipRow = z.object({ name: z.string(), role: z.string() });
+
+export async function describePrincipal(ctx: ServiceContext, principal: Principal) {
+  if (principal.kind === 'service_account') {
+    const name = await ctx.pool.oneFirst(sql.type(z.object({ name: z.string() }))`select name from organizations where id = ${principal.organizationId}`);
+    return {
+      id: principal.id, username: principal.username, email: null, roles: ['service_account'],
+      organization: name, organizations: [{ name, role: principal.role }], created_at: null,
+    };
+  }
+  const organizations = await ctx.pool.any(sql.type(membershipRow)`
+    select o.name, m.role from memberships m join organizations o on o.id = m.organization_id
+    where m.user_id = ${principal.id}::uuid order by lower(o.name)`);
+  return {
+    id: principal.id, username: principal.username, email: principal.email,
+    roles: principal.isAdmin ? ['user', 'admin'] : ['user'],
+    organization: organizations[0]?.name ?? null, organizations: [...organizations], created_at: principal.createdAt.toISOString(),
+  };
+}
+
+export async function authRoutes(app: FastifyInstance, { ctx }: { ctx: ServiceContext }): Promise<void> {
+  app.post<{ Body: { username: string; password: string; stay_logged_in?: boolean } }>('/api/auth/signin', {
+    schema: {
+      tags: ['auth'], summary: 'Sign in with a username and password (or a service account\'s username and key); returns the session token',
+      body: body({ username: text(254), password: text(1024), stay_logged_in: { type: 'boolean' } }, ['username', 'password']),
+      response: { 200: signInSchema, ...errors(401, 422, 429) },
+    },
+  }, async (request) => {
+    const { username, password, stay_logged_in: stay = false } = request.body;
+    let principal: Principal;
+    if (looksLikeServiceAccountKey(password)) {
+      principal = await fromServiceAccountKey(ctx, password).catch(() => {
+        throw unauthorized('Invalid username or password');
+      });
+      if (principal.username.toLowerCase() !== username.toLowerCase()) throw unauthorized('Invalid username or password');
+    } else {
+      const user = await ctx.accounts.verifyCredentials(username, password);
+      if (!user) throw unauthorized('Invalid username or password');
+      principal = { kind: 'user', id: user.id, username: user.username, email: user.email, isAdmin: user.role === 'admin', createdAt: user.created_at };
+    }
+    const subject = principal.kind === 'user' ? principal.id : `sa:${principal.id}`;
+    const issued = await ctx.tokens.sign(subject, { stay }, stay ? STAY_LOGGED_IN_TTL_SECONDS : ctx.config.session.ttl_seconds);
+    return { ...(await describePrincipal(ctx, principal)), access_token: issued.token, expires_at: issued.expiresAt.toISOString() };
+  });
+
+  app.post<{ Body: { username: string; email: string; password: string; invitation_token?: string } }>('/api/auth/signup', {
+    schema: {
+      tags: ['auth'], summary: 'Create an account (role user, no organization yet)',
+      body: body({
+        username: { type: 'string', pattern: USERNAME_PATTERN }, email, password: text(1024),
+        invitation_token: { type: 'string', description: 'Reserved for invitations (part 2); refused for now.' },
+      }, ['username', 'email', 'password']),
+      response: { 201: messageSchema, ...errors(409, 422, 429) },
+    },
+  }, async (request, reply) => {
+    const { username, email: address, password, invitation_token: invitation } = request.body;
+    if (invitation !== undefined) {
+      throw unprocessable('Invitations are not supported yet', [{ pointer: '/invitation_token', rule: 'unsupported', params: {}, detail: 'invitations are not available on this server yet' }]);
+    }
+    const failures = checkPassword(password);
+    if (failures.length > 0) {
+      throw unprocessable('The password does not meet the password rules', failures.map((f) => ({ pointer: '/password', rule: f.rule, params: {}, detail: f.detail })));
+    }
+    if (username.toLowerCase().startsWith('sa-')) {
+      throw unprocessable('Reserved username', [{ pointer: '/username', rule: 'reserved', params: { prefix: 'sa-' }, detail: 'names starting with "sa-" are reserved for service accounts' }]);
+    }
+    try {
+      await ctx.accounts.create({ username, email: address, password, role: 'user' });
+    } catch (error) {
+      if (error instanceof UsernameTakenError) {
+        const byName = await ctx.accounts.findByUsername(username);
+        throw byName ? alreadyExists(`The username '${username}' is taken`, '/username', username) : alreadyExists('An account with this e-mail address exists', '/email', address);
+      }
+      throw error;
+    }
+    return reply.status(201).send({ message: `User '${username}' registered; sign in at /api/auth/signin` });
+  });
+
+  app.post('/api/auth/signout', {
+    schema: { tags: ['auth'], summary: 'End the current session (its token is refused from now on)', response: { 200: messageSchema, ...errors(401) } },
+  }, async (request) => {
+    const principal = await requirePrincipal(ctx, request);
+    if (!principal.session) throw forbidden('Only a session token (x-access-token) can be signed out; delete a service-account key instead');
+    await ctx.accounts.revokeSession(principal.session.jti, principal.session.expiresAt);
+    return { message: 'Signed out' };
+  });
+
+  for (const url of ['/api/user', '/api/user/profile']) {
+    app.get(url, {
+      schema: { tags: ['auth'], summary: 'The signed-in user (or service account): roles and organizations', response: { 200: userSchema, ...errors(401) } },
+    }, async (request) => describePrincipal(ctx, await requirePrincipal(ctx, request)));
+  }
+}

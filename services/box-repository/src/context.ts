@@ -1,0 +1,25 @@
+// What the route plugins share: configuration, the database, object storage and the auth primitives.
+import type { Accounts, DatabasePool, ObjectStore, SessionTokens } from '@boxyard/kit';
+import type { Transform } from 'node:stream';
+import type { BoxRepositoryConfig } from './config.ts';
+import type { DownloadLinks } from './files/download-links.ts';
+import type { StorageCleanup } from './storage/cleanup.ts';
+
+/** Seams for tests only (never set from configuration). */
+export interface TestHooks {
+  /** Wraps every file download stream (e.g. to throttle or stall it mid-way). */
+  downloadTransform?: () => Transform;
+  /** Called with the Range header of every file download request. */
+  onDownloadRequest?: (range: string | undefined) => void;
+}
+
+export interface ServiceContext {
+  config: BoxRepositoryConfig;
+  pool: DatabasePool;
+  store: ObjectStore;
+  accounts: Accounts;
+  tokens: SessionTokens;
+  downloadLinks: DownloadLinks;
+  cleanup: StorageCleanup;
+  hooks: TestHooks;
+}

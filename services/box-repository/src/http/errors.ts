@@ -1,0 +1,34 @@
+// The seed's problem `type`s where they differ from the kit's defaults: a uniqueness failure (409) and an
+// unreadable body (400) belong to the validation family.
+import { HttpError, renderError, toHttpError } from '@boxyard/kit';
+import type { FastifyInstance } from 'fastify';
+import { UniqueIntegrityConstraintViolationError } from 'slonik';
+
+export const PROBLEM_BASE = 'https://boxyard.io/problems';
+
+export const alreadyExists = (message: string, pointer: string, value: string) =>
+  new HttpError(409, message, { kind: 'validation', errors: [{ pointer, rule: 'unique', params: { value }, detail: `'${value}' is already taken` }] });
+
+/** Runs a write; a unique-constraint violation becomes the 409 described by `conflict`. */
+export async function uniquely<T>(write: () => Promise<T>, conflict: () => HttpError): Promise<T> {
+  try {
+    return await write();
+  } catch (error) {
+    if (error instanceof UniqueIntegrityConstraintViolationError) throw conflict();
+    throw error;
+  }
+}
+
+export function installProblemTypes(app: FastifyInstance): void {
+  app.setErrorHandler((error, request, reply) => {
+    let httpError = toHttpError(error, 'problem');
+    if (httpError.statusCode === 400 && httpError.kind !== 'validation') {
+      httpError = new HttpError(400, httpError.message, { kind: 'validation', errors: httpError.errors, headers: httpError.headers });
+    }
+    if (httpError.statusCode >= 500 && httpError.statusCode !== 503 && httpError.statusCode !== 507) request.log.error({ err: error }, 'unhandled error');
+    else request.log.info({ status: httpError.statusCode, reason: httpError.message }, 'request refused');
+    const { type, body } = renderError(httpError, { shape: 'problem', problemBase: PROBLEM_BASE }, request.url.split('?')[0]);
+    for (const [name, value] of Object.entries(httpError.headers)) reply.header(name, value);
+    return reply.status(httpError.statusCode).type(type).send(body);
+  });
+}

@@ -1,0 +1,36 @@
+// Lists are plain arrays (the seed's shape); pages are chosen with `page` / `per_page` and described by the
+// `X-Total-Count` and `Link` (rel="next"/"prev") headers, as GitHub does.
+import type { FastifyReply, FastifyRequest } from 'fastify';
+
+export const MAX_PER_PAGE = 100;
+
+export const paginationQuery = {
+  page: { type: 'integer', minimum: 1, default: 1, description: 'Page number, from 1.' },
+  per_page: { type: 'integer', minimum: 1, maximum: MAX_PER_PAGE, default: 25, description: `Items per page (at most ${MAX_PER_PAGE}).` },
+} as const;
+
+export interface Page {
+  limit: number;
+  offset: number;
+  page: number;
+}
+
+export function pageOf(query: { page?: number; per_page?: number }): Page {
+  const page = query.page ?? 1;
+  const limit = query.per_page ?? 25;
+  return { page, limit, offset: (page - 1) * limit };
+}
+
+export function describePage(request: FastifyRequest, reply: FastifyReply, page: Page, total: number): void {
+  reply.header('x-total-count', String(total));
+  const links: string[] = [];
+  const url = new URL(request.url, 'http://placeholder');
+  const link = (n: number, rel: string) => {
+    url.searchParams.set('page', String(n));
+    url.searchParams.set('per_page', String(page.limit));
+    links.push(`<${url.pathname}${url.search}>; rel="${rel}"`);
+  };
+  if (page.offset + page.limit < total) link(page.page + 1, 'next');
+  if (page.page > 1) link(page.page - 1, 'prev');
+  if (links.length > 0) reply.header('link', links.join(', '));
+}

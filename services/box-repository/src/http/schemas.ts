@@ -1,0 +1,33 @@
+// JSON-schema pieces shared by the routes.
+export const SLUG_PATTERN = '^[A-Za-z0-9_-]{1,100}$';
+export const SLUG_DETAIL = 'letters, digits, "-" and "_" only, 1 to 100 characters';
+export const VERSION_PATTERN = '^(0|[1-9][0-9]{0,8})\\.(0|[1-9][0-9]{0,8})\\.(0|[1-9][0-9]{0,8})$';
+
+/** Organization names that would shadow the service's own top-level paths in `/{org}/{box}`. */
+export const RESERVED_ORGANIZATION_NAMES = ['api', 'api-docs', 'health', 'metrics', 'openapi.json'];
+
+export const slug = { type: 'string', pattern: SLUG_PATTERN } as const;
+export const text = (maxLength: number) => ({ type: 'string', maxLength }) as const;
+export const email = { type: 'string', format: 'email', maxLength: 254 } as const;
+
+export const params = (...names: string[]) =>
+  ({ type: 'object', properties: Object.fromEntries(names.map((n) => [n, { type: 'string' }])), required: names }) as const;
+
+export const problemResponse = { description: 'Problem details (RFC 9457)', type: 'object', additionalProperties: true } as const;
+
+/** Standard error responses for the OpenAPI description. */
+export function errors(...statuses: number[]): Record<number, typeof problemResponse> {
+  return Object.fromEntries(statuses.map((s) => [s, problemResponse]));
+}
+
+export const body = (properties: Record<string, unknown>, required: string[] = []) =>
+  ({ type: 'object', properties, required, additionalProperties: false }) as const;
+
+/** PUT and PATCH both take partial updates of the listed members (PUT is kept for the seed's clients). */
+export const updateBody = (properties: Record<string, unknown>) => ({ ...body(properties), minProperties: 1 }) as const;
+
+export const ORG_PREFIX = '/api/organization/:org';
+export const BOX_PREFIX = `${ORG_PREFIX}/box/:box`;
+export const VERSION_PREFIX = `${BOX_PREFIX}/version/:version`;
+export const PROVIDER_PREFIX = `${VERSION_PREFIX}/provider/:provider`;
+export const ARCH_PREFIX = `${PROVIDER_PREFIX}/architecture/:arch`;

@@ -1,0 +1,32 @@
+// The box repository service: `boxyard serve box-repository` and `boxyard dev` start it through serviceDefinition.
+import { mkdir } from 'node:fs/promises';
+import { join } from 'node:path';
+import { loadConfig } from '@boxyard/kit';
+import type { ServiceDefinition } from '../../boxyard/src/services.ts';
+import { startBoxRepository } from './app.ts';
+import { boxRepositoryConfigSchema, SERVICE_NAME } from './config.ts';
+
+export { boxRepositoryConfigSchema, DEFAULT_PORT, SERVICE_NAME, type BoxRepositoryConfig, type BoxRepositoryConfigInput } from './config.ts';
+export { buildBoxRepository, startBoxRepository, VERSION, type BoxRepository, type RunningBoxRepository } from './app.ts';
+
+export const serviceDefinition: ServiceDefinition = {
+  name: SERVICE_NAME,
+  async serve(configFile) {
+    const running = await startBoxRepository(loadConfig(boxRepositoryConfigSchema, { file: configFile }));
+    return { name: SERVICE_NAME, url: running.url, close: running.close };
+  },
+  async dev(context) {
+    const root = join(context.home, SERVICE_NAME);
+    await mkdir(root, { recursive: true, mode: 0o700 });
+    const config = loadConfig(boxRepositoryConfigSchema, {
+      defaults: {
+        database: { url: context.databaseUrl },
+        storage: { driver: 'local', root },
+        session: { secret: await context.secret('box_repository_session_secret') },
+        ...(context.adminPassword ? { admin: { password: context.adminPassword } } : {}),
+      },
+    });
+    const running = await startBoxRepository(config);
+    return { name: SERVICE_NAME, url: running.url, close: running.close };
+  },
+};

@@ -1,0 +1,119 @@
+// Box metadata in the Vagrant Cloud format, at the seed's path and at the two paths the Vagrant client asks
+// (`{server}/{org}/{box}` for 2.3, `{server}/api/v2/vagrant/{org}/{box}` for 2.4), for any User-Agent, GET and
+// HEAD, always `application/json`. Listed: `active` versions that have at least one file; for each provider, one
+// entry per architecture with the server-computed sha256, the default architecture's entry last (Vagrant 2.3
+// keeps the last entry of a provider name). Download URLs are absolute, on the host asked, and stable.
+import { notFound } from '@boxyard/kit';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { sql } from 'slonik';
+import { z } from 'zod';
+import { canReadBox, canReadOrganization, refuseRead, roleIn, type Access } from '../access/hierarchy.ts';
+import { principalOf } from '../auth/principal.ts';
+import type { ServiceContext } from '../context.ts';
+import { baseUrlOf, downloadUrl } from '../http/base-url.ts';
+import { errors, params, RESERVED_ORGANIZATION_NAMES } from '../http/schemas.ts';
+import { boxRow, int8, organizationRow } from '../records.ts';
+
+const entryRow = z.object({
+  version: z.string(),
+  version_description: z.string(),
+  provider: z.string(),
+  architecture: z.string(),
+  default_box: z.boolean(),
+  file_name: z.string(),
+  size: int8,
+  sha256: z.string(),
+});
+
+const providerEntrySchema = {
+  type: 'object',
+  properties: {
+    name: { type: 'string' }, url: { type: 'string', format: 'uri' }, checksum: { type: 'string' }, checksum_type: { type: 'string' },
+    architecture: { type: 'string' }, default_architecture: { type: 'boolean' }, file_size: { type: 'integer' },
+  },
+} as const;
+
+export const metadataSchema = {
+  type: 'object',
+  properties: {
+    name: { type: 'string', description: '`org/box`' },
+    description: { type: 'string' },
+    versions: {
+      type: 'array',
+      items: { type: 'object', properties: { version: { type: 'string' }, status: { type: 'string' }, description: { type: 'string' }, providers: { type: 'array', items: providerEntrySchema } } },
+    },
+  },
+} as const;
+
+const metadataRow = z.object({
+  org: organizationRow,
+  member_role: z.enum(['admin', 'moderator', 'user']).nullable(),
+  box: boxRow.nullable(),
+  entries: z.array(entryRow),
+});
+
+/** One query: the organization, the caller's membership, the box and its listed entries, newest version first. */
+export async function buildMetadata(ctx: ServiceContext, request: FastifyRequest, orgName: string, boxName: string) {
+  const principal = await principalOf(ctx, request);
+  const userId = principal?.kind === 'user' ? principal.id : null;
+  const row = await ctx.pool.maybeOne(sql.type(metadataRow)`
+    select to_jsonb(o) as org,
+           (select m.role from memberships m where m.organization_id = o.id and m.user_id = ${userId}::uuid) as member_role,
+           to_jsonb(b) as box,
+           coalesce((
+             select jsonb_agg(jsonb_build_object(
+                      'version', v.version_number, 'version_description', v.description, 'provider', p.name, 'architecture', a.name,
+                      'default_box', a.default_box, 'file_name', f.file_name, 'size', f.size, 'sha256', f.sha256)
+                    order by v.major desc, v.minor desc, v.patch desc, lower(p.name), a.default_box, lower(a.name))
+             from versions v
+             join providers p on p.version_id = v.id
+             join architectures a on a.provider_id = p.id
+             join files f on f.architecture_id = a.id
+             where v.box_id = b.id and v.status = 'active'), '[]'::jsonb) as entries
+    from organizations o
+    left join boxes b on b.organization_id = o.id and lower(b.name) = lower(${boxName})
+    where lower(o.name) = lower(${orgName})`);
+  if (!row) throw notFound(`Organization '${orgName}' not found`);
+  const access: Access = { principal, role: roleIn(principal, row.org.id, row.member_role), isGlobalAdmin: principal?.kind === 'user' && principal.isAdmin };
+  if (!canReadOrganization(row.org, access)) refuseRead(access, `Organization '${row.org.name}'`);
+  const box = row.box;
+  if (!box) throw notFound(`Box '${orgName}/${boxName}' not found`);
+  if (!canReadBox(row.org, box, access)) refuseRead(access, `Box '${row.org.name}/${box.name}'`);
+  const base = baseUrlOf(ctx, request);
+  const versions: { version: string; status: string; description: string; providers: object[] }[] = [];
+  for (const entry of row.entries) {
+    let version = versions.at(-1);
+    if (version?.version !== entry.version) {
+      version = { version: entry.version, status: 'active', description: entry.version_description, providers: [] };
+      versions.push(version);
+    }
+    version.providers.push({
+      name: entry.provider,
+      url: downloadUrl(base, { org: row.org.name, box: box.name, version: entry.version, provider: entry.provider, arch: entry.architecture, fileName: entry.file_name }),
+      checksum: entry.sha256,
+      checksum_type: 'sha256',
+      architecture: entry.architecture,
+      default_architecture: entry.default_box,
+      file_size: entry.size,
+    });
+  }
+  return { name: `${row.org.name}/${box.name}`, description: box.description, versions };
+}
+
+export async function metadataRoutes(app: FastifyInstance, { ctx }: { ctx: ServiceContext }): Promise<void> {
+  const handler = async (request: FastifyRequest<{ Params: { org: string; box: string } }>, reply: FastifyReply) => {
+    const { org, box } = request.params;
+    // `/{org}/{box}` also matches any two-segment path the service doesn't serve, like /api/unknown.
+    if (RESERVED_ORGANIZATION_NAMES.includes(org.toLowerCase())) throw notFound(`No route for ${request.method} ${request.url.split('?')[0]}`);
+    const metadata = await buildMetadata(ctx, request, org, box);
+    reply.type('application/json; charset=utf-8');
+    return metadata;
+  };
+  const schema = (summary: string, hide = false) => ({
+    tags: ['metadata'], summary, hide, params: params('org', 'box'),
+    response: { 200: metadataSchema, ...errors(401, 403, 404) },
+  });
+  app.get('/api/organization/:org/box/:box/metadata', { schema: schema('Box metadata in the Vagrant format') }, handler);
+  app.get('/api/v2/vagrant/:org/:box', { schema: schema('Box metadata for Vagrant 2.4 (`vagrant box add org/box` with VAGRANT_SERVER_URL)') }, handler);
+  app.get('/:org/:box', { schema: schema('Box metadata for Vagrant 2.3 (`vagrant box add org/box` with VAGRANT_SERVER_URL)') }, handler);
+}

@@ -1,0 +1,92 @@
+// Deleting objects safely around transactions. Rows of `storage_cleanup` name objects that must go:
+//  - an upload in progress is registered with a deadline far ahead; committing the file row removes the entry,
+//    so an upload that dies with its process is swept once the deadline passes;
+//  - objects replaced or deleted are queued (due now) in the transaction that stops referencing them, then
+//    deleted right after the commit; if that fails or the process dies, the periodic sweep retries.
+import { sql, type CommonQueryMethods, type DatabasePool } from 'slonik';
+import { z } from 'zod';
+import type { ObjectStore } from '@boxyard/kit';
+
+/** An upload still unfinished after this long is considered dead (stalls end uploads far sooner). */
+const UPLOAD_DEADLINE_HOURS = 48;
+const SWEEP_EVERY_MS = 10 * 60 * 1000;
+
+export interface StorageCleanup {
+  registerUpload(key: string): Promise<void>;
+  forgetUpload(connection: CommonQueryMethods, key: string): Promise<void>;
+  /** Queues objects (in the caller's transaction) for deletion after commit. */
+  queue(connection: CommonQueryMethods, keys: readonly string[]): Promise<void>;
+  /** Queues the objects of every file under the given rows (in the caller's transaction); returns their keys. */
+  queueFilesWhere(connection: CommonQueryMethods, scope: { organizationId?: number; boxId?: number; versionId?: number; providerId?: number; architectureId?: number }): Promise<string[]>;
+  /** Deletes these objects now (after commit) and drops their entries; failures are left for the sweep. */
+  deleteNow(keys: readonly string[]): Promise<void>;
+  /** Deletes everything due; returns how many objects went. */
+  sweep(): Promise<number>;
+  start(): void;
+  stop(): void;
+}
+
+export function createStorageCleanup(pool: DatabasePool, store: ObjectStore, log: { warn: (obj: object, msg: string) => void }): StorageCleanup {
+  let timer: NodeJS.Timeout | undefined;
+
+  async function deleteNow(keys: readonly string[]): Promise<void> {
+    for (const key of keys) {
+      try {
+        await store.delete(key);
+        await pool.query(sql.unsafe`delete from storage_cleanup where storage_key = ${key}`);
+      } catch (error) {
+        log.warn({ err: error, key }, 'could not delete a stored object; the clean-up sweep will retry');
+      }
+    }
+  }
+
+  const cleanup: StorageCleanup = {
+    async registerUpload(key) {
+      await pool.query(sql.unsafe`
+        insert into storage_cleanup (storage_key, delete_after) values (${key}, now() + make_interval(hours => ${UPLOAD_DEADLINE_HOURS}))`);
+    },
+    async forgetUpload(connection, key) {
+      await connection.query(sql.unsafe`delete from storage_cleanup where storage_key = ${key}`);
+    },
+    async queue(connection, keys) {
+      if (keys.length === 0) return;
+      await connection.query(sql.unsafe`
+        insert into storage_cleanup (storage_key, delete_after)
+        select unnest(${sql.array([...keys], 'text')}::text[]), now()
+        on conflict (storage_key) do update set delete_after = now()`);
+    },
+    async queueFilesWhere(connection, scope) {
+      const keys = await connection.anyFirst(sql.type(z.object({ storage_key: z.string() }))`
+        select f.storage_key
+        from files f
+        join architectures a on a.id = f.architecture_id
+        join providers p on p.id = a.provider_id
+        join versions v on v.id = p.version_id
+        join boxes b on b.id = v.box_id
+        where (${scope.organizationId ?? null}::bigint is null or b.organization_id = ${scope.organizationId ?? null})
+          and (${scope.boxId ?? null}::bigint is null or b.id = ${scope.boxId ?? null})
+          and (${scope.versionId ?? null}::bigint is null or v.id = ${scope.versionId ?? null})
+          and (${scope.providerId ?? null}::bigint is null or p.id = ${scope.providerId ?? null})
+          and (${scope.architectureId ?? null}::bigint is null or a.id = ${scope.architectureId ?? null})`);
+      await cleanup.queue(connection, keys);
+      return [...keys];
+    },
+    deleteNow,
+    async sweep() {
+      const due = await pool.anyFirst(sql.type(z.object({ storage_key: z.string() }))`
+        select storage_key from storage_cleanup where delete_after <= now() order by delete_after limit 1000`);
+      await deleteNow(due);
+      return due.length;
+    },
+    start() {
+      const run = () => void cleanup.sweep().catch((error: unknown) => log.warn({ err: error }, 'storage clean-up sweep failed'));
+      run();
+      timer = setInterval(run, SWEEP_EVERY_MS);
+      timer.unref();
+    },
+    stop() {
+      clearInterval(timer);
+    },
+  };
+  return cleanup;
+}
