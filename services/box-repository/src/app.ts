@@ -4,7 +4,7 @@ import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import {
   accountMigrations, createAccounts, createApp, createObjectStore, createSessionTokens, installRateLimit,
-  migrate, pingDatabase, rateLimitMigrations, resolveTls,
+  migrate, pingDatabase, rateLimitMigrations, serverTls, publicBaseUrl,
 } from '@boxyard/kit';
 import type { FastifyInstance } from 'fastify';
 import { architectureRoutes } from './architectures/routes.ts';
@@ -39,9 +39,7 @@ export interface BoxRepository {
   ctx: ServiceContext;
 }
 
-export const baseUrl = (config: BoxRepositoryConfig, port = config.server.port) =>
-  config.server.public_url?.replace(/\/+$/, '') ??
-  `${config.server.tls.enabled ? 'https' : 'http'}://${config.server.host.includes(':') ? `[${config.server.host}]` : config.server.host}:${port}`;
+export const baseUrl = (config: BoxRepositoryConfig, port = config.server.port) => publicBaseUrl(config.server, port);
 
 export async function buildBoxRepository(config: BoxRepositoryConfig, options: BuildOptions = {}): Promise<BoxRepository> {
   const schema = config.database.schema;
@@ -49,9 +47,7 @@ export async function buildBoxRepository(config: BoxRepositoryConfig, options: B
   const pool = await createDatabasePool({ url: config.database.url, schema, poolSize: config.database.pool_size });
   const store = createObjectStore(config.storage);
   const secrets = [config.session.secret, ...config.session.previous_secrets];
-  const tls = config.server.tls.enabled
-    ? await resolveTls({ cert: config.server.tls.cert, key: config.server.tls.key, hosts: [config.server.host] })
-    : undefined;
+  const tls = await serverTls(config.server);
   const app = await createApp({
     service: SERVICE_NAME,
     version: VERSION,

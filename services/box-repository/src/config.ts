@@ -1,6 +1,6 @@
 // The box repository's configuration: the sections every service shares (contract.md) plus `uploads` and
 // `download_links`. Secrets have no defaults: `boxyard dev` and the operator generate them.
-import { databaseSchema, loggingSchema, rateLimitSchema, serverSchema, sessionSchema, storageSchema } from '@boxyard/kit';
+import { serviceSections, storageSchema } from '@boxyard/kit';
 import { z } from 'zod';
 
 export const SERVICE_NAME = 'box-repository';
@@ -8,22 +8,8 @@ export const DEFAULT_PORT = 3000;
 const GiB = 1024 ** 3;
 
 export const boxRepositoryConfigSchema = z.strictObject({
-  server: serverSchema.extend({ port: serverSchema.shape.port.default(DEFAULT_PORT) }).prefault({}),
-  logging: loggingSchema,
-  database: databaseSchema.extend({ schema: databaseSchema.shape.schema.unwrap().default('box_repository') }),
+  ...serviceSections({ name: SERVICE_NAME, port: DEFAULT_PORT, schema: 'box_repository' }),
   storage: storageSchema,
-  rate_limiting: rateLimitSchema,
-  session: sessionSchema.extend({
-    issuer: sessionSchema.shape.issuer.default('boxyard-box-repository'),
-    audience: sessionSchema.shape.audience.default('boxyard-box-repository'),
-  }),
-  admin: z
-    .strictObject({
-      username: z.string().regex(/^[A-Za-z0-9_.-]{1,64}$/, 'letters, digits, ".", "_" and "-" only, 1 to 64 characters').default('admin'),
-      /** Absent: generated on first start and printed once. */
-      password: z.string().min(8).optional(),
-    })
-    .prefault({}),
   uploads: z
     .strictObject({
       max_bytes: z.number().int().positive().default(10 * GiB),

@@ -14,7 +14,7 @@ import {
   migrate,
   pingDatabase,
   rateLimitMigrations,
-  resolveTls,
+  serverTls, publicBaseUrl,
   type DatabasePool,
   type ObjectStore,
 } from '@boxyard/kit';
@@ -52,9 +52,7 @@ export interface BuildOptions {
   sweepIntervalMs?: number;
 }
 
-export const publicUrlOf = (config: FileShareConfig, port = config.server.port) =>
-  config.server.public_url?.replace(/\/$/, '') ??
-  `${config.server.tls.enabled ? 'https' : 'http'}://${config.server.host.includes(':') ? `[${config.server.host}]` : config.server.host}:${port}`;
+export const publicUrlOf = (config: FileShareConfig, port = config.server.port) => publicBaseUrl(config.server, port);
 
 export async function buildFileShare(config: FileShareConfig, options: BuildOptions & { port?: number } = {}): Promise<FileShare> {
   const schema = config.database.schema;
@@ -76,9 +74,7 @@ export async function buildFileShare(config: FileShareConfig, options: BuildOpti
     const authenticator = createAuthenticator({ accounts, sessions, keys, publicRead: config.public_read });
     const tree = createTree(pool, { eventChannel: `file_share_events_${schema}`, caseFoldCollation: await pickCaseFoldCollation(pool) });
 
-    const tls = config.server.tls.enabled
-      ? await resolveTls({ cert: config.server.tls.cert, key: config.server.tls.key, hosts: [config.server.host] })
-      : undefined;
+    const tls = await serverTls(config.server);
     const app = await createApp({
       service: SERVICE_NAME,
       version: FILE_SHARE_VERSION,

@@ -15,3 +15,4 @@ export { createAccounts, accountMigrations, generatePassword, UsernameTakenError
 export { createObjectStore } from './storage/index.ts';
 export type { ObjectStore, ObjectInfo, PutResult, ByteRange } from './storage/types.ts';
 export * from './storage/errors.ts';
+export { adminSchema, serviceSections, publicBaseUrl, serverTls } from './config/service-sections.ts';

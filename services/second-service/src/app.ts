@@ -1,7 +1,7 @@
 // The second service of seed 3: an HTTPS listener that publishes an OpenAPI 3.0.3 description, version 0.3.7,
 // whose path list is empty. Nothing else is specified, so nothing else is served beyond the kit's
 // operational routes (/health, /health/ready, /metrics, /api-docs), which stay out of the description.
-import { createApp, resolveTls } from '@boxyard/kit';
+import { createApp, serverTls, publicBaseUrl } from '@boxyard/kit';
 import type { FastifyInstance } from 'fastify';
 import type { SecondServiceConfig } from './config.ts';
 
@@ -13,13 +13,10 @@ export interface SecondService {
   close(): Promise<void>;
 }
 
-export const baseUrl = (config: SecondServiceConfig, port = config.server.port) =>
-  config.server.public_url?.replace(/\/$/, '') ?? `${config.server.tls.enabled ? 'https' : 'http'}://${config.server.host.includes(':') ? `[${config.server.host}]` : config.server.host}:${port}`;
+export const baseUrl = (config: SecondServiceConfig, port = config.server.port) => publicBaseUrl(config.server, port);
 
 export async function buildSecondService(config: SecondServiceConfig, port = config.server.port): Promise<FastifyInstance> {
-  const tls = config.server.tls.enabled
-    ? await resolveTls({ cert: config.server.tls.cert, key: config.server.tls.key, hosts: [config.server.host], cacheDir: config.state_dir })
-    : undefined;
+  const tls = await serverTls(config.server, config.state_dir);
   return createApp({
     service: 'second-service',
     version: SECOND_SERVICE_VERSION,

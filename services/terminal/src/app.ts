@@ -10,7 +10,7 @@ import {
   migrate,
   pingDatabase,
   rateLimitMigrations,
-  resolveTls,
+  serverTls, publicBaseUrl,
 } from '@boxyard/kit';
 import { freePort } from '@boxyard/kit/net/free-port.ts';
 import type { FastifyInstance } from 'fastify';
@@ -49,9 +49,7 @@ export interface StartOptions {
 
 const isLoopback = (host: string) => host === 'localhost' || host === '::1' || host.startsWith('127.');
 
-export const baseUrl = (config: TerminalConfig, port: number) =>
-  config.server.public_url?.replace(/\/$/, '') ??
-  `${config.server.tls.enabled ? 'https' : 'http'}://${config.server.host.includes(':') ? `[${config.server.host}]` : config.server.host}:${port}`;
+export const baseUrl = (config: TerminalConfig, port: number) => publicBaseUrl(config.server, port);
 
 export async function startTerminal(config: TerminalConfig, options: StartOptions = {}): Promise<TerminalService> {
   const print = options.print ?? ((line: string) => process.stdout.write(`${line}\n`));
@@ -70,9 +68,7 @@ export async function startTerminal(config: TerminalConfig, options: StartOption
 
     const port = config.server.port === 0 ? await freePort() : config.server.port;
     const url = baseUrl(config, port);
-    const tls = config.server.tls.enabled
-      ? await resolveTls({ cert: config.server.tls.cert, key: config.server.tls.key, hosts: [config.server.host], cacheDir: config.state_dir })
-      : undefined;
+    const tls = await serverTls(config.server, config.state_dir);
     app = await createApp({
       service: 'terminal',
       version: TERMINAL_VERSION,

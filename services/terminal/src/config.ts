@@ -1,6 +1,6 @@
 // The terminal service's configuration: the shared sections of the config contract plus `sessions`,
 // `allowed_origins` and `backend`. Every key has a default except the secrets (and the pod image on Kubernetes).
-import { databaseSchema, loggingSchema, rateLimitSchema, serverSchema, sessionSchema } from '@boxyard/kit';
+import { serviceSections } from '@boxyard/kit';
 import { z } from 'zod';
 
 export const DEFAULT_PORT = 3002;
@@ -89,20 +89,7 @@ const origin = z.string().refine((value) => {
 }, 'must be an origin: scheme://host[:port], no path');
 
 export const terminalConfigSchema = z.strictObject({
-  server: serverSchema.extend({ port: serverSchema.shape.port.default(DEFAULT_PORT) }).prefault({}),
-  logging: loggingSchema,
-  database: databaseSchema.extend({ schema: databaseSchema.shape.schema.unwrap().default('terminal') }),
-  rate_limiting: rateLimitSchema,
-  session: sessionSchema.extend({
-    issuer: z.string().min(1).default('boxyard-terminal'),
-    audience: z.string().min(1).default('boxyard-terminal'),
-  }),
-  admin: z
-    .strictObject({
-      username: z.string().min(1).default('admin'),
-      password: z.string().min(1).optional(),
-    })
-    .prefault({}),
+  ...serviceSections({ name: 'terminal', port: DEFAULT_PORT, schema: 'terminal' }),
   sessions: sessionsSchema,
   /** Origins allowed on the WebSocket upgrade and on state-changing requests; default: the service's own. */
   allowed_origins: z.array(origin).optional(),

@@ -1,0 +1,41 @@
+// The config sections every Boxyard service starts with (the operator writes them), with each service's own
+// defaults, and what follows from `server`: the public base URL and the TLS material.
+import { z } from 'zod';
+import { resolveTls, type TlsMaterial } from '../http/tls.ts';
+import { databaseSchema, loggingSchema, rateLimitSchema, serverSchema, sessionSchema, type ServerConfig } from './common.ts';
+
+/** The first admin: created on first start; without a password one is generated and printed once. */
+export const adminSchema = z
+  .strictObject({
+    username: z.string().regex(/^[A-Za-z0-9_.-]{1,64}$/, 'letters, digits, ".", "_" and "-" only, 1 to 64 characters').default('admin'),
+    password: z.string().min(8).optional(),
+  })
+  .prefault({});
+
+/** server, logging, database, rate_limiting, session, admin — spread into the service's strictObject. */
+export function serviceSections(service: { name: string; port: number; schema: string }) {
+  return {
+    server: serverSchema.extend({ port: serverSchema.shape.port.default(service.port) }).prefault({}),
+    logging: loggingSchema,
+    database: databaseSchema.extend({ schema: databaseSchema.shape.schema.unwrap().default(service.schema) }),
+    rate_limiting: rateLimitSchema,
+    session: sessionSchema.extend({
+      issuer: sessionSchema.shape.issuer.default(`boxyard-${service.name}`),
+      audience: sessionSchema.shape.audience.default(`boxyard-${service.name}`),
+    }),
+    admin: adminSchema,
+  };
+}
+
+/** The URL users reach the service at: `server.public_url`, else the listener's own address. */
+export function publicBaseUrl(server: ServerConfig, port = server.port): string {
+  if (server.public_url) return server.public_url.replace(/\/+$/, '');
+  const host = server.host.includes(':') ? `[${server.host}]` : server.host;
+  return `${server.tls.enabled ? 'https' : 'http'}://${host}:${port}`;
+}
+
+/** TLS material when `server.tls.enabled`: the given files, or a self-signed certificate kept in `stateDir`. */
+export async function serverTls(server: ServerConfig, stateDir?: string): Promise<TlsMaterial | undefined> {
+  if (!server.tls.enabled) return undefined;
+  return resolveTls({ cert: server.tls.cert, key: server.tls.key, hosts: [server.host], cacheDir: stateDir });
+}
