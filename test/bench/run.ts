@@ -10,6 +10,7 @@ import { startMinio } from '../harness/minio.ts';
 import type { BenchEnv, BenchRow } from './env.ts';
 import { benchBoxRepository } from './box-repository.ts';
 import { benchFileShare } from './file-share.ts';
+import { benchOperator } from './operator.ts';
 import { benchStorage } from './storage.ts';
 import { benchTerminal } from './terminal.ts';
 
@@ -18,6 +19,7 @@ const sections: { name: string; title: string; run: (env: BenchEnv) => Promise<B
   { name: 'box-repository', title: 'box repository (1 GiB transfers, 5 GiB upload, metadata)', run: benchBoxRepository },
   { name: 'file-share', title: 'file share (10,000-entry listing, 256 MiB transfers)', run: benchFileShare },
   { name: 'terminal', title: 'terminal gateway', run: benchTerminal },
+  { name: 'operator', title: 'operator (1,000 custom resources)', run: benchOperator },
 ];
 
 function print(title: string, rows: BenchRow[]): void {

@@ -9,9 +9,17 @@ const usage = `usage: boxyard <command>
   dev                              run every service on this machine (embedded PostgreSQL, local storage)
   serve <service> [--config FILE]  run one service (${services.map((s) => s.name).join(', ')})
   terminal-agent                   the shell agent of one terminal session (the command of a session pod)
+  operator [flags]                 the Kubernetes operator (boxyard operator --help)
 Configuration: a YAML file plus BOXYARD_<KEY PATH> environment overrides ('.' written as '__').`;
 
 async function main(argv: string[]): Promise<void> {
+  // The operator parses its own flags.
+  if (argv[0] === 'operator') {
+    const { operatorCli, operatorUsage } = await import('@boxyard/operator');
+    if (argv.includes('--help') || argv.includes('-h')) return void console.log(operatorUsage);
+    startTelemetry('boxyard-operator');
+    return operatorCli(argv.slice(1));
+  }
   const { positionals, values } = parseArgs({ args: argv, allowPositionals: true, options: { config: { type: 'string', short: 'c' }, help: { type: 'boolean', short: 'h' } } });
   const [command, name] = positionals;
   if (values.help || !command) {
@@ -43,8 +51,11 @@ async function main(argv: string[]): Promise<void> {
 class UsageError extends Error {}
 
 main(process.argv.slice(2)).catch((error: unknown) => {
-  if (error instanceof ConfigError || error instanceof UsageError) {
-    console.error(`boxyard: ${error.message}`);
+  // Bad flags (node's parseArgs, the operator's own checks) are usage errors, not crashes.
+  const failure = error as { code?: string; constructor?: { name?: string } };
+  const badArguments = Boolean(failure.code?.startsWith('ERR_PARSE_ARGS')) || failure.constructor?.name === 'OperatorUsageError';
+  if (error instanceof ConfigError || error instanceof UsageError || badArguments) {
+    console.error(`boxyard: ${(error as Error).message}`);
     if (error instanceof UsageError) console.error(usage);
     process.exit(2);
   }

@@ -1,0 +1,48 @@
+# syntax=docker/dockerfile:1.7
+# The one Boxyard image: the operator (`boxyard operator`) and every service (`boxyard serve <service>`), run from
+# their TypeScript sources by Node 24 (type stripping, no build step).
+#
+#   docker build -t ghcr.io/boxyard/boxyard:0.1.0 .
+#   docker run --rm ghcr.io/boxyard/boxyard:0.1.0 --help
+#
+# Not built by this repository's checks: its build machines have no Docker engine. The chart
+# (charts/boxyard) and the operator's generated Deployments assume what this file sets up: user and group 10001,
+# the entrypoint below, a writable /tmp only (the root filesystem is mounted read-only).
+ARG NODE_IMAGE=node:24-bookworm-slim
+
+# --- dependencies: production packages only; node-pty (terminal) compiles a native addon here --------------------
+FROM ${NODE_IMAGE} AS build
+WORKDIR /app
+RUN apt-get update \
+ && apt-get install -y --no-install-recommends python3 make g++ \
+ && rm -rf /var/lib/apt/lists/*
+# Manifests first, so a source change does not reinstall packages.
+COPY package.json package-lock.json ./
+COPY services/kit/package.json services/kit/
+COPY services/second-service/package.json services/second-service/
+COPY services/box-repository/package.json services/box-repository/
+COPY services/file-share/package.json services/file-share/
+COPY services/terminal/package.json services/terminal/
+COPY services/boxyard/package.json services/boxyard/
+COPY operator/package.json operator/
+COPY test/package.json test/
+RUN --mount=type=cache,target=/root/.npm npm ci --omit=dev --no-audit --no-fund
+COPY services/ services/
+COPY operator/ operator/
+COPY crds/ crds/
+
+# --- runtime: no compilers, no npm cache, sources owned by root and read-only to the service user ------------------
+FROM ${NODE_IMAGE}
+LABEL org.opencontainers.image.title="boxyard" \
+      org.opencontainers.image.description="Boxyard operator and services: Vagrant box repository, file share, cloud terminals" \
+      org.opencontainers.image.licenses="Apache-2.0"
+ENV NODE_ENV=production
+RUN groupadd --system --gid 10001 boxyard \
+ && useradd --system --uid 10001 --gid 10001 --home-dir /nonexistent --no-create-home --shell /usr/sbin/nologin boxyard
+WORKDIR /app
+COPY --from=build /app /app
+USER 10001:10001
+# box-repository, file-share, terminal, operator metrics
+EXPOSE 3000 3001 3002 8080
+ENTRYPOINT ["node", "services/boxyard/src/main.ts"]
+CMD ["--help"]

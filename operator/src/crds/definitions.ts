@@ -1,0 +1,390 @@
+// The three CustomResourceDefinitions, built from shared schema fragments so the kinds stay consistent.
+// `node operator/src/crds/generate.ts` writes them to crds/ (the single source kubectl and the chart use) and
+// copies them into charts/boxyard/crds/; crds.test.ts fails when either copy drifts from this file.
+import { GROUP, VERSION } from '../kube/resources.ts';
+
+type Schema = Record<string, unknown>;
+
+const string = (description: string, extra: Schema = {}): Schema => ({ type: 'string', description, ...extra });
+const integer = (description: string, extra: Schema = {}): Schema => ({ type: 'integer', description, ...extra });
+const boolean = (description: string, defaultValue: boolean): Schema => ({ type: 'boolean', description, default: defaultValue });
+const object = (description: string, properties: Record<string, Schema>, extra: Schema = {}): Schema => ({ type: 'object', description, properties, ...extra });
+const stringMap = (description: string): Schema => ({ type: 'object', description, additionalProperties: { type: 'string' } });
+const immutable = (what: string): Schema => ({
+  'x-kubernetes-validations': [{ rule: 'self == oldSelf', message: `${what} is immutable: the data lives there; create a new resource to move it` }],
+});
+
+const QUANTITY: Schema = {
+  anyOf: [{ type: 'integer' }, { type: 'string' }],
+  pattern: '^(\\+|-)?(([0-9]+(\\.[0-9]*)?)|(\\.[0-9]+))(([KMGTPE]i)|[numkMGTPE]|([eE](\\+|-)?(([0-9]+(\\.[0-9]*)?)|(\\.[0-9]+))))?$',
+  'x-kubernetes-int-or-string': true,
+};
+
+const resources = (description: string, defaults: Schema): Schema =>
+  object(
+    description,
+    {
+      requests: { type: 'object', description: 'Minimum resources the scheduler reserves (cpu, memory, ephemeral-storage).', additionalProperties: QUANTITY },
+      limits: { type: 'object', description: 'Maximum resources the container may use.', additionalProperties: QUANTITY },
+    },
+    { default: defaults },
+  );
+
+const secretKeyRef = (description: string, defaultKey: string): Schema =>
+  object(
+    description,
+    {
+      name: string('Name of a Secret in the same namespace.', { minLength: 1, maxLength: 253 }),
+      key: string('Key in the Secret.', { default: defaultKey, minLength: 1, maxLength: 253 }),
+    },
+    { required: ['name'] },
+  );
+
+const PULL_POLICY = string('When the kubelet pulls the image.', { enum: ['Always', 'IfNotPresent', 'Never'], default: 'IfNotPresent' });
+
+/** Fields every kind has: the Deployment, database, auth, exposure, limits and what happens to data on deletion. */
+function commonSpec(schemaDefault: string): Record<string, Schema> {
+  return {
+    replicas: integer('Number of pods. Above 1 a PodDisruptionBudget keeps at least one serving during node drains.', { default: 1, minimum: 0, maximum: 100 }),
+    image: string('Container image of the service (default: the operator\'s own image; all Boxyard services share one).', { maxLength: 512 }),
+    imagePullPolicy: PULL_POLICY,
+    imagePullSecrets: {
+      type: 'array',
+      description: 'Secrets for pulling the image from a private registry.',
+      items: object('A docker-registry Secret.', { name: string('Secret name.', { minLength: 1 }) }, { required: ['name'] }),
+    },
+    resources: resources('CPU and memory of each pod.', { requests: { cpu: '100m', memory: '128Mi' }, limits: { memory: '512Mi' } }),
+    podAnnotations: stringMap('Extra annotations on the pods.'),
+    nodeSelector: stringMap('Node labels the pods must run on.'),
+    tolerations: { type: 'array', description: 'Tolerations of the pods (core/v1 Toleration).', items: { type: 'object', 'x-kubernetes-preserve-unknown-fields': true } },
+    affinity: { type: 'object', description: 'Affinity of the pods (core/v1 Affinity).', 'x-kubernetes-preserve-unknown-fields': true },
+    logging: object('Service logs.', { level: string('Log level.', { enum: ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'], default: 'info' }) }, { default: {} }),
+    database: object(
+      'PostgreSQL holding the service\'s metadata. The operator checks that the URL connects before rolling out.',
+      {
+        secretRef: secretKeyRef('Secret key holding the postgres:// connection URL.', 'url'),
+        schema: string('Schema the service keeps its tables in (immutable). Two resources sharing a database need different schemas.', {
+          default: schemaDefault,
+          pattern: '^[a-z_][a-z0-9_]{0,62}$',
+          maxLength: 63,
+          ...immutable('database.schema'),
+        }),
+        poolSize: integer('Connections per pod.', { default: 10, minimum: 1, maximum: 100 }),
+      },
+      { required: ['secretRef'] },
+    ),
+    auth: object(
+      'Sign-in: the session signing key, the first admin account and, optionally, an OpenID provider whose (DPoP-bound) access tokens the service accepts.',
+      {
+        sessionSecretRef: secretKeyRef('Secret key holding the session signing key (at least 32 characters). Default: generated once into the Secret <name>-<service>-session and never overwritten.', 'secret'),
+        sessionTTLSeconds: integer('Lifetime of a session token.', { default: 3600, minimum: 60, maximum: 2_592_000 }),
+        adminUsername: string('Username of the first admin account, created on first start.', { default: 'admin', minLength: 1, maxLength: 64 }),
+        adminPasswordSecretRef: secretKeyRef('Secret key holding the first admin\'s password. Default: generated once into the Secret <name>-<service>-admin (key password).', 'password'),
+        oidc: object(
+          'An OpenID provider whose JWT access tokens are accepted (RFC 9068), optionally DPoP-bound (RFC 9449).',
+          {
+            issuer: string('Issuer URL; its discovery document names the signing keys.', { pattern: '^https?://', maxLength: 2048 }),
+            audience: string('Audience the access tokens must carry.', { minLength: 1, maxLength: 512 }),
+            dpop: object(
+              'Proof-of-possession of access tokens.',
+              {
+                required: boolean('Refuse bearer tokens: every access token must be DPoP-bound.', false),
+                proofMaxAgeSeconds: integer('How old a DPoP proof may be.', { default: 300, minimum: 10, maximum: 3600 }),
+              },
+              { default: {} },
+            ),
+          },
+          { required: ['issuer', 'audience'] },
+        ),
+      },
+      { default: {} },
+    ),
+    publicURL: string('The address users reach the service at (default: https://<ingress host>, or the in-cluster Service URL).', { pattern: '^https?://[^\\s]+$', maxLength: 2048 }),
+    ingress: object(
+      'Exposes the service through an Ingress when set.',
+      {
+        host: string('Host name of the service.', { pattern: '^(\\*\\.)?[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$', maxLength: 253 }),
+        className: string('IngressClass to use (default: the cluster\'s default class).', { maxLength: 253 }),
+        path: string('Path prefix routed to the service.', { default: '/', pattern: '^/', maxLength: 1024 }),
+        annotations: stringMap('Annotations of the Ingress (e.g. cert-manager.io/cluster-issuer).'),
+        tls: object('Terminate TLS at the Ingress.', { secretName: string('kubernetes.io/tls Secret for the host.', { minLength: 1, maxLength: 253 }) }, { required: ['secretName'] }),
+      },
+      { 'x-kubernetes-validations': [{ rule: '!has(self.tls) || has(self.host)', message: 'ingress.tls requires ingress.host: a certificate is issued for a host name', fieldPath: '.tls' }] },
+    ),
+    rateLimiting: object(
+      'Request rate limit per client, shared across replicas.',
+      {
+        enabled: boolean('Apply the limit.', true),
+        maxRequests: integer('Requests allowed per window.', { default: 100, minimum: 1 }),
+        windowSeconds: integer('Window length.', { default: 600, minimum: 1 }),
+      },
+      { default: {} },
+    ),
+    networkPolicy: object(
+      'A NetworkPolicy that admits traffic to the service port only.',
+      {
+        enabled: boolean('Create the NetworkPolicy.', true),
+        from: {
+          type: 'array',
+          description: 'Who may connect (networking.k8s.io/v1 NetworkPolicyPeer); empty: anyone, on the service port only.',
+          items: { type: 'object', 'x-kubernetes-preserve-unknown-fields': true },
+        },
+      },
+      { default: {} },
+    ),
+    monitoring: object(
+      'Prometheus scraping of /metrics.',
+      {
+        serviceMonitor: object(
+          'A ServiceMonitor for the Prometheus Operator, created only when its CRD (monitoring.coreos.com) is installed.',
+          {
+            enabled: boolean('Create the ServiceMonitor when possible.', true),
+            interval: string('Scrape interval.', { default: '30s', pattern: '^[0-9]+(ms|s|m|h)$' }),
+          },
+          { default: {} },
+        ),
+      },
+      { default: {} },
+    ),
+    deletionPolicy: string(
+      'What happens to the data outside the cluster when this resource is deleted: Retain keeps the database schema and stored objects (and the generated Secrets, so a new resource of the same name finds them); Delete drops the schema and deletes the stored objects (and the bucket, if the operator created it).',
+      { enum: ['Retain', 'Delete'], default: 'Retain' },
+    ),
+  };
+}
+
+const STORAGE: Schema = object(
+  'S3-compatible object storage (MinIO or any S3). The operator checks that the bucket exists, or creates it, before rolling out.',
+  {
+    endpoint: string('http(s)://host[:port] of the S3 API.', { pattern: '^https?://[^/\\s]+/?$', maxLength: 2048 }),
+    bucket: string('Bucket name (immutable).', { pattern: '^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$', maxLength: 63, ...immutable('storage.bucket') }),
+    region: string('Bucket region.', { default: 'us-east-1', maxLength: 64 }),
+    prefix: string('Key prefix inside the bucket (immutable); empty: the bucket is this resource\'s alone. Resources sharing a bucket need different prefixes.', {
+      default: '',
+      pattern: '^$|^[A-Za-z0-9!_.*\'()-]+(/[A-Za-z0-9!_.*\'()-]+)*$',
+      maxLength: 512,
+      ...immutable('storage.prefix'),
+    }),
+    credentialsSecretRef: object(
+      'Secret with the access key pair.',
+      {
+        name: string('Name of a Secret in the same namespace.', { minLength: 1, maxLength: 253 }),
+        accessKeyKey: string('Key holding the access key id.', { default: 'accessKey', minLength: 1 }),
+        secretKeyKey: string('Key holding the secret access key.', { default: 'secretKey', minLength: 1 }),
+      },
+      { required: ['name'] },
+    ),
+    createBucket: boolean('Create the bucket when it does not exist (it is then deleted with deletionPolicy Delete).', true),
+  },
+  { required: ['endpoint', 'bucket', 'credentialsSecretRef'] },
+);
+
+const CONDITIONS: Schema = {
+  type: 'array',
+  description: 'Ready, Reconciling and Stalled (kstatus): Ready is True when the Deployment is Available at the current generation.',
+  'x-kubernetes-list-type': 'map',
+  'x-kubernetes-list-map-keys': ['type'],
+  items: object(
+    'A condition.',
+    {
+      type: string('Condition type.', { maxLength: 316 }),
+      status: string('True, False or Unknown.', { enum: ['True', 'False', 'Unknown'] }),
+      reason: string('Machine-readable reason (CamelCase).', { maxLength: 1024 }),
+      message: string('What happened and what to do about it.', { maxLength: 32768 }),
+      lastTransitionTime: string('When the status last changed.', { format: 'date-time' }),
+      observedGeneration: integer('Generation the condition was computed for.', { format: 'int64', minimum: 0 }),
+    },
+    { required: ['type', 'status', 'lastTransitionTime'] },
+  ),
+};
+
+const STATUS: Schema = object('Observed state, written by the operator.', {
+  observedGeneration: integer('The generation of the spec the status describes.', { format: 'int64' }),
+  conditions: CONDITIONS,
+  url: string('Where users reach the service.'),
+  replicas: integer('Pods of the current Deployment.'),
+  readyReplicas: integer('Pods ready to serve.'),
+  updatedReplicas: integer('Pods running the current spec.'),
+  selector: string('Label selector of the pods (for the scale subresource).'),
+  image: string('Image the pods run.'),
+  sessionSecretName: string('Secret holding the session signing key.'),
+  adminSecretName: string('Secret holding the first admin\'s password (key `password`, or the key named in spec.auth.adminPasswordSecretRef).'),
+  storage: object('What the operator did in object storage.', { bucketCreated: { type: 'boolean', description: 'The operator created the bucket.' } }),
+});
+
+const PRINTER_COLUMNS = [
+  { name: 'Ready', type: 'string', jsonPath: '.status.conditions[?(@.type=="Ready")].status' },
+  { name: 'Status', type: 'string', jsonPath: '.status.conditions[?(@.type=="Ready")].reason' },
+  { name: 'Replicas', type: 'integer', jsonPath: '.spec.replicas' },
+  { name: 'Available', type: 'integer', jsonPath: '.status.readyReplicas' },
+  { name: 'URL', type: 'string', jsonPath: '.status.url' },
+  { name: 'Policy', type: 'string', jsonPath: '.spec.deletionPolicy', priority: 1 },
+  { name: 'Image', type: 'string', jsonPath: '.status.image', priority: 1 },
+  { name: 'Message', type: 'string', jsonPath: '.status.conditions[?(@.type=="Ready")].message', priority: 1 },
+  { name: 'Age', type: 'date', jsonPath: '.metadata.creationTimestamp' },
+];
+
+export interface KindDefinition {
+  kind: string;
+  plural: string;
+  singular: string;
+  shortNames: string[];
+  description: string;
+  spec: Schema;
+}
+
+export const kinds: KindDefinition[] = [
+  {
+    kind: 'BoxRepository',
+    plural: 'boxrepositories',
+    singular: 'boxrepository',
+    shortNames: ['boxrepo', 'boxrepos'],
+    description: 'A Vagrant box repository (`vagrant box add org/box`), backed by PostgreSQL and S3-compatible storage.',
+    spec: object(
+      'Desired state of the box repository.',
+      {
+        ...commonSpec('box_repository'),
+        storage: STORAGE,
+        uploads: object(
+          'Box file uploads.',
+          {
+            maxBytes: integer('Largest box file accepted (413 above).', { format: 'int64', default: 10 * 1024 ** 3, minimum: 1 }),
+            stallTimeoutSeconds: integer('An upload that sends nothing for this long is cut off (408).', { default: 60, minimum: 1 }),
+          },
+          { default: {} },
+        ),
+        downloadLinks: object('Signed download links.', { ttlSeconds: integer('Lifetime of a download link.', { default: 300, minimum: 1, maximum: 604_800 }) }, { default: {} }),
+      },
+      { required: ['database', 'storage'] },
+    ),
+  },
+  {
+    kind: 'FileShare',
+    plural: 'fileshares',
+    singular: 'fileshare',
+    shortNames: ['fshare', 'fshares'],
+    description: 'A web file server with an API (list, download, upload, search, API keys, live events), backed by PostgreSQL and S3-compatible storage.',
+    spec: object(
+      'Desired state of the file share.',
+      {
+        ...commonSpec('file_share'),
+        storage: STORAGE,
+        uploads: object('File uploads.', { maxBytes: integer('Largest file accepted (413 above).', { format: 'int64', default: 5 * 1024 ** 3, minimum: 1 }) }, { default: {} }),
+        events: object(
+          'Live events (server-sent events).',
+          {
+            heartbeatSeconds: integer('Heartbeat interval on open event streams.', { default: 15, minimum: 1, maximum: 300 }),
+            retentionHours: integer('How long events stay available for replay (Last-Event-ID).', { default: 24, minimum: 1 }),
+          },
+          { default: {} },
+        ),
+      },
+      { required: ['database', 'storage'] },
+    ),
+  },
+  {
+    kind: 'TerminalPool',
+    plural: 'terminalpools',
+    singular: 'terminalpool',
+    shortNames: ['tpool', 'tpools'],
+    description: 'Cloud terminals: a gateway Deployment that starts one pod per shell session in this namespace.',
+    spec: object(
+      'Desired state of the terminal pool.',
+      {
+        ...commonSpec('terminal'),
+        sessionPod: object(
+          'The pod each session runs in: non-root, no privilege escalation, no capabilities, default seccomp, no service-account token.',
+          {
+            image: string('Image of the session pods (default: the gateway\'s image).', { maxLength: 512 }),
+            imagePullPolicy: PULL_POLICY,
+            shell: string('Shell started in the session pod.', { default: '/bin/bash', minLength: 1, maxLength: 256 }),
+            resources: resources('CPU and memory of each session pod.', { requests: { cpu: '50m', memory: '64Mi' }, limits: { cpu: '1', memory: '512Mi' } }),
+            readyTimeoutSeconds: integer('How long the gateway waits for a session pod to become ready.', { default: 60, minimum: 5, maximum: 600 }),
+          },
+          { default: {} },
+        ),
+        sessions: object(
+          'Session limits.',
+          {
+            idleTimeoutSeconds: integer('A session without input or output for this long is stopped.', { default: 1800, minimum: 60 }),
+            maxLifetimeSeconds: integer('Absolute lifetime of a session.', { default: 28_800, minimum: 60 }),
+            reattachGraceSeconds: integer('How long a session survives without an attached socket.', { default: 300, minimum: 0 }),
+            perUserLimit: integer('Concurrent sessions per user.', { default: 3, minimum: 1 }),
+            globalLimit: integer('Concurrent sessions in the pool.', { default: 100, minimum: 1 }),
+            scrollbackBytes: integer('Output kept for replay on reattach.', { default: 1_048_576, minimum: 0, maximum: 67_108_864 }),
+          },
+          {
+            default: {},
+            'x-kubernetes-validations': [
+              // has(): the rules also run against the bare `{}` default, before its members are defaulted.
+              { rule: '!has(self.maxLifetimeSeconds) || !has(self.idleTimeoutSeconds) || self.maxLifetimeSeconds >= self.idleTimeoutSeconds', message: 'sessions.maxLifetimeSeconds must not be shorter than sessions.idleTimeoutSeconds' },
+              { rule: '!has(self.perUserLimit) || !has(self.globalLimit) || self.perUserLimit <= self.globalLimit', message: 'sessions.perUserLimit must not exceed sessions.globalLimit' },
+            ],
+          },
+        ),
+        allowedOrigins: {
+          type: 'array',
+          description: 'Origins allowed to open terminal WebSockets (default: the service\'s own public origin).',
+          maxItems: 32,
+          items: string('An origin, scheme://host[:port].', { pattern: '^https?://[^/\\s]+$', maxLength: 2048 }),
+        },
+      },
+      { required: ['database'] },
+    ),
+  },
+];
+
+export function crdFor(definition: KindDefinition): Record<string, unknown> {
+  return {
+    apiVersion: 'apiextensions.k8s.io/v1',
+    kind: 'CustomResourceDefinition',
+    metadata: {
+      name: `${definition.plural}.${GROUP}`,
+      labels: { 'app.kubernetes.io/name': 'boxyard', 'app.kubernetes.io/part-of': 'boxyard' },
+    },
+    spec: {
+      group: GROUP,
+      scope: 'Namespaced',
+      names: {
+        kind: definition.kind,
+        listKind: `${definition.kind}List`,
+        plural: definition.plural,
+        singular: definition.singular,
+        shortNames: definition.shortNames,
+        categories: ['boxyard'],
+      },
+      versions: [
+        {
+          name: VERSION,
+          served: true,
+          storage: true,
+          subresources: {
+            status: {},
+            scale: { specReplicasPath: '.spec.replicas', statusReplicasPath: '.status.replicas', labelSelectorPath: '.status.selector' },
+          },
+          additionalPrinterColumns: PRINTER_COLUMNS,
+          schema: {
+            openAPIV3Schema: {
+              type: 'object',
+              description: definition.description,
+              required: ['spec'],
+              properties: {
+                apiVersion: { type: 'string' },
+                kind: { type: 'string' },
+                metadata: { type: 'object' },
+                spec: definition.spec,
+                status: STATUS,
+              },
+              'x-kubernetes-validations': [
+                {
+                  rule: 'size(self.metadata.name) <= 40',
+                  message: 'metadata.name must be at most 40 characters: the names of the generated objects add a suffix',
+                },
+              ],
+            },
+          },
+        },
+      ],
+    },
+  };
+}

@@ -1,0 +1,122 @@
+// The Deployment of a service: restricted pod security, probes on /health and /health/ready, config from the
+// ConfigMap and secrets as files, and a checksum annotation so any change of either rolls the pods.
+import type { V1Deployment, V1PodSpec, V1ResourceRequirements, V1VolumeProjection } from '@kubernetes/client-node';
+import type { Resources, ServiceResource } from '../crds/types.ts';
+import type { KubeObject } from '../kube/types.ts';
+import { CHECKSUM_ANNOTATION, CONFIG_FILE, RUN_AS_USER, SECRETS_DIR, asObject, childMeta, childName, selectorLabels, labelsFor, type SecretSources } from './common.ts';
+import type { KindInfo } from './kinds.ts';
+
+export const resourceRequirements = (resources: Resources): V1ResourceRequirements => {
+  const strings = (map?: Record<string, string | number>) => (map && Object.keys(map).length ? Object.fromEntries(Object.entries(map).map(([k, v]) => [k, String(v)])) : undefined);
+  const requests = strings(resources.requests);
+  const limits = strings(resources.limits);
+  return { ...(requests ? { requests } : {}), ...(limits ? { limits } : {}) };
+};
+
+/** One read-only volume with every secret file the config names (paths: config.ts secretFiles). */
+function secretProjections(sources: SecretSources): V1VolumeProjection[] {
+  const projections: V1VolumeProjection[] = [
+    { secret: { name: sources.database.name, items: [{ key: sources.database.key, path: 'database/url' }] } },
+    { secret: { name: sources.session.name, items: [{ key: sources.session.key, path: 'session/secret' }] } },
+    { secret: { name: sources.admin.name, items: [{ key: sources.admin.key, path: 'admin/password' }] } },
+  ];
+  if (sources.storage) {
+    projections.push({
+      secret: {
+        name: sources.storage.name,
+        items: [
+          { key: sources.storage.accessKey, path: 'storage/access_key' },
+          { key: sources.storage.secretKey, path: 'storage/secret_key' },
+        ],
+      },
+    });
+  }
+  return projections;
+}
+
+export interface DeploymentInput {
+  kind: KindInfo;
+  resource: ServiceResource;
+  image: string;
+  sources: SecretSources;
+  /** Digest of config.yaml and of the secret values the pods read. */
+  checksum: string;
+}
+
+export function desiredDeployment({ kind, resource, image, sources, checksum }: DeploymentInput): KubeObject {
+  const { spec } = resource;
+  const name = childName(kind, resource.metadata.name);
+  const selector = selectorLabels(kind, resource.metadata.name);
+  const podSpec: V1PodSpec = {
+    ...(kind.managesPods ? { serviceAccountName: name } : {}),
+    // Only the terminal gateway talks to the Kubernetes API (to start session pods).
+    automountServiceAccountToken: kind.managesPods,
+    enableServiceLinks: false,
+    securityContext: {
+      runAsNonRoot: true,
+      runAsUser: RUN_AS_USER,
+      runAsGroup: RUN_AS_USER,
+      fsGroup: RUN_AS_USER,
+      seccompProfile: { type: 'RuntimeDefault' },
+    },
+    ...(spec.imagePullSecrets?.length ? { imagePullSecrets: spec.imagePullSecrets.map((s) => ({ name: s.name })) } : {}),
+    ...(spec.nodeSelector && Object.keys(spec.nodeSelector).length ? { nodeSelector: spec.nodeSelector } : {}),
+    ...(spec.tolerations?.length ? { tolerations: spec.tolerations as V1PodSpec['tolerations'] } : {}),
+    ...(spec.affinity && Object.keys(spec.affinity).length ? { affinity: spec.affinity as V1PodSpec['affinity'] } : {}),
+    ...(spec.replicas > 1
+      ? { topologySpreadConstraints: [{ maxSkew: 1, topologyKey: 'kubernetes.io/hostname', whenUnsatisfiable: 'ScheduleAnyway', labelSelector: { matchLabels: selector } }] }
+      : {}),
+    terminationGracePeriodSeconds: 30,
+    containers: [
+      {
+        name: kind.service,
+        image,
+        imagePullPolicy: spec.imagePullPolicy,
+        args: ['serve', kind.service, '--config', CONFIG_FILE],
+        ports: [{ name: 'http', containerPort: kind.port, protocol: 'TCP' }],
+        resources: resourceRequirements(spec.resources),
+        // Migrations run before the listener opens: the startup probe gives them two minutes.
+        startupProbe: { httpGet: { path: '/health', port: 'http' }, periodSeconds: 2, timeoutSeconds: 2, failureThreshold: 60 },
+        livenessProbe: { httpGet: { path: '/health', port: 'http' }, periodSeconds: 10, timeoutSeconds: 3, failureThreshold: 3 },
+        readinessProbe: { httpGet: { path: '/health/ready', port: 'http' }, periodSeconds: 5, timeoutSeconds: 3, failureThreshold: 3 },
+        securityContext: {
+          allowPrivilegeEscalation: false,
+          readOnlyRootFilesystem: true,
+          runAsNonRoot: true,
+          capabilities: { drop: ['ALL'] },
+          seccompProfile: { type: 'RuntimeDefault' },
+        },
+        volumeMounts: [
+          { name: 'config', mountPath: CONFIG_FILE, subPath: 'config.yaml', readOnly: true },
+          { name: 'secrets', mountPath: SECRETS_DIR, readOnly: true },
+          { name: 'tmp', mountPath: '/tmp' },
+        ],
+      },
+    ],
+    volumes: [
+      { name: 'config', configMap: { name: `${name}-config`, items: [{ key: 'config.yaml', path: 'config.yaml' }] } },
+      { name: 'secrets', projected: { defaultMode: 0o440, sources: secretProjections(sources) } },
+      { name: 'tmp', emptyDir: { sizeLimit: '1Gi' } },
+    ],
+  };
+  const deployment: V1Deployment = {
+    apiVersion: 'apps/v1',
+    kind: 'Deployment',
+    metadata: childMeta(kind, resource),
+    spec: {
+      replicas: spec.replicas,
+      revisionHistoryLimit: 5,
+      selector: { matchLabels: selector },
+      // Surge first: a new pod must be ready before an old one goes.
+      strategy: { type: 'RollingUpdate', rollingUpdate: { maxUnavailable: 0, maxSurge: 1 } },
+      template: {
+        metadata: {
+          labels: labelsFor(kind, resource.metadata.name),
+          annotations: { ...(spec.podAnnotations ?? {}), [CHECKSUM_ANNOTATION]: checksum },
+        },
+        spec: podSpec,
+      },
+    },
+  };
+  return asObject(deployment);
+}

@@ -1,0 +1,299 @@
+// The desired children are pure functions of the spec: checked here without a cluster. The generated config is
+// also loaded with the kit's own loader and shared schemas, the way a service will read it.
+import { mkdtempSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { z } from 'zod';
+import { databaseSchema, loadConfig, loggingSchema, rateLimitSchema, serverSchema, sessionSchema, storageSchema } from '@boxyard/kit';
+import type { BoxRepositorySpec, FileShareSpec, ServiceResource, TerminalPoolSpec } from '../crds/types.ts';
+import type { KubeObject } from '../kube/types.ts';
+import { CHECKSUM_ANNOTATION, SECRETS_DIR } from './common.ts';
+import { desiredState, type DesiredInput } from './index.ts';
+import { boxRepository, fileShare, terminalPool, type KindInfo } from './kinds.ts';
+import { desiredGeneratedSecrets, generateValues } from './secrets.ts';
+
+// Specs as the apiserver hands them to the operator: every CRD default filled in.
+const common = {
+  replicas: 1,
+  imagePullPolicy: 'IfNotPresent' as const,
+  resources: { requests: { cpu: '100m', memory: '128Mi' }, limits: { memory: '512Mi' } },
+  logging: { level: 'info' },
+  auth: { sessionTTLSeconds: 3600, adminUsername: 'admin' },
+  rateLimiting: { enabled: true, maxRequests: 100, windowSeconds: 600 },
+  networkPolicy: { enabled: true },
+  monitoring: { serviceMonitor: { enabled: true, interval: '30s' } },
+  deletionPolicy: 'Retain' as const,
+};
+const storage = {
+  endpoint: 'http://minio.storage.svc:9000',
+  bucket: 'boxes',
+  region: 'us-east-1',
+  prefix: '',
+  credentialsSecretRef: { name: 's3', accessKeyKey: 'accessKey', secretKeyKey: 'secretKey' },
+  createBucket: true,
+};
+
+function resource<S>(kind: string, name: string, spec: S): ServiceResource {
+  return {
+    apiVersion: 'boxyard.io/v1alpha1',
+    kind,
+    metadata: { name, namespace: 'team', uid: `uid-${name}`, generation: 1 },
+    spec: spec as unknown as ServiceResource['spec'],
+  };
+}
+
+const box = (over: Partial<BoxRepositorySpec> = {}) =>
+  resource<BoxRepositorySpec>('BoxRepository', 'boxes', {
+    ...common,
+    database: { secretRef: { name: 'db', key: 'url' }, schema: 'box_repository', poolSize: 10 },
+    storage,
+    uploads: { maxBytes: 10 * 1024 ** 3, stallTimeoutSeconds: 60 },
+    downloadLinks: { ttlSeconds: 300 },
+    ...over,
+  });
+const share = (over: Partial<FileShareSpec> = {}) =>
+  resource<FileShareSpec>('FileShare', 'files', {
+    ...common,
+    database: { secretRef: { name: 'db', key: 'url' }, schema: 'file_share', poolSize: 10 },
+    storage: { ...storage, bucket: 'files', prefix: 'team-a' },
+    uploads: { maxBytes: 5 * 1024 ** 3 },
+    events: { heartbeatSeconds: 15, retentionHours: 24 },
+    ...over,
+  });
+const pool = (over: Partial<TerminalPoolSpec> = {}) =>
+  resource<TerminalPoolSpec>('TerminalPool', 'shells', {
+    ...common,
+    database: { secretRef: { name: 'db', key: 'url' }, schema: 'terminal', poolSize: 10 },
+    sessionPod: { imagePullPolicy: 'IfNotPresent', shell: '/bin/bash', resources: { requests: { cpu: '50m' }, limits: { cpu: 1, memory: '512Mi' } }, readyTimeoutSeconds: 60 },
+    sessions: { idleTimeoutSeconds: 1800, maxLifetimeSeconds: 28800, reattachGraceSeconds: 300, perUserLimit: 3, globalLimit: 100, scrollbackBytes: 1048576 },
+    ...over,
+  });
+
+const input = (kind: KindInfo, r: ServiceResource, over: Partial<DesiredInput> = {}): DesiredInput => ({
+  kind,
+  resource: r,
+  defaultImage: 'registry.example/boxyard:1.0',
+  serviceMonitorAvailable: false,
+  secretDigest: 'digest-1',
+  ...over,
+});
+
+const find = (objects: KubeObject[], kind: string) => objects.find((o) => o.kind === kind) as (KubeObject & Record<string, any>) | undefined; // eslint-disable-line @typescript-eslint/no-explicit-any
+const kinds = (objects: KubeObject[]) => objects.map((o) => o.kind);
+
+describe('desired Deployment', () => {
+  const { objects } = desiredState(input(boxRepository, box()));
+  const deployment = find(objects, 'Deployment')!;
+  const pod = deployment.spec.template.spec;
+  const container = pod.containers[0];
+
+  it('runs `boxyard serve <service>` with the config file, the service port and the image', () => {
+    expect(deployment.metadata.name).toBe('boxes-box-repository');
+    expect(container.args).toEqual(['serve', 'box-repository', '--config', '/etc/boxyard/config.yaml']);
+    expect(container.ports).toEqual([{ name: 'http', containerPort: 3000, protocol: 'TCP' }]);
+    expect(container.image).toBe('registry.example/boxyard:1.0');
+  });
+
+  it('probes /health for liveness and startup, /health/ready for readiness', () => {
+    expect(container.livenessProbe.httpGet).toEqual({ path: '/health', port: 'http' });
+    expect(container.startupProbe.httpGet).toEqual({ path: '/health', port: 'http' });
+    expect(container.readinessProbe.httpGet).toEqual({ path: '/health/ready', port: 'http' });
+  });
+
+  it('meets the restricted pod security standard', () => {
+    expect(pod.securityContext).toMatchObject({ runAsNonRoot: true, seccompProfile: { type: 'RuntimeDefault' } });
+    expect(container.securityContext).toEqual({
+      allowPrivilegeEscalation: false,
+      readOnlyRootFilesystem: true,
+      runAsNonRoot: true,
+      capabilities: { drop: ['ALL'] },
+      seccompProfile: { type: 'RuntimeDefault' },
+    });
+    expect(pod.automountServiceAccountToken).toBe(false); // no API access for this service
+    expect(pod.volumes.find((v: { name: string }) => v.name === 'tmp').emptyDir).toBeDefined(); // writable /tmp on a read-only root
+  });
+
+  it('mounts config.yaml from the ConfigMap and every secret as a file', () => {
+    expect(container.volumeMounts).toContainEqual({ name: 'config', mountPath: '/etc/boxyard/config.yaml', subPath: 'config.yaml', readOnly: true });
+    expect(container.volumeMounts).toContainEqual({ name: 'secrets', mountPath: SECRETS_DIR, readOnly: true });
+    const sources = pod.volumes.find((v: { name: string }) => v.name === 'secrets').projected.sources.map((s: { secret: unknown }) => s.secret);
+    expect(sources).toEqual([
+      { name: 'db', items: [{ key: 'url', path: 'database/url' }] },
+      { name: 'boxes-box-repository-session', items: [{ key: 'secret', path: 'session/secret' }] },
+      { name: 'boxes-box-repository-admin', items: [{ key: 'password', path: 'admin/password' }] },
+      { name: 's3', items: [{ key: 'accessKey', path: 'storage/access_key' }, { key: 'secretKey', path: 'storage/secret_key' }] },
+    ]);
+    expect(container.env).toBeUndefined(); // no secret in the environment
+  });
+
+  it('names the Secrets the spec references instead of generating them', () => {
+    const r = box({ auth: { ...common.auth, sessionSecretRef: { name: 'keys', key: 'jwt' }, adminPasswordSecretRef: { name: 'admin', key: 'pw' } } });
+    const state = desiredState(input(boxRepository, r));
+    expect(state.sources.session).toEqual({ name: 'keys', key: 'jwt', generated: false });
+    expect(desiredGeneratedSecrets(boxRepository, r, state.sources, generateValues())).toEqual([]);
+  });
+
+  it('rolls the pods (new checksum) when the config or a secret changes, and only then', () => {
+    const checksum = (r: ServiceResource, digest = 'digest-1') => desiredState(input(boxRepository, r, { secretDigest: digest })).checksum;
+    const base = checksum(box());
+    expect(checksum(box())).toBe(base);
+    expect(find(objects, 'Deployment')!.spec.template.metadata.annotations[CHECKSUM_ANNOTATION]).toBe(base);
+    expect(checksum(box({ uploads: { maxBytes: 1024, stallTimeoutSeconds: 60 } }))).not.toBe(base);
+    expect(checksum(box(), 'digest-2')).not.toBe(base);
+    expect(checksum(box({ replicas: 3 }))).toBe(base); // scaling is not a config change
+  });
+
+  it('spreads replicas over nodes and adds a PodDisruptionBudget only with more than one replica', () => {
+    expect(pod.topologySpreadConstraints).toBeUndefined();
+    expect(kinds(objects)).not.toContain('PodDisruptionBudget');
+    const scaled = desiredState(input(boxRepository, box({ replicas: 3 }))).objects;
+    expect(find(scaled, 'Deployment')!.spec.template.spec.topologySpreadConstraints[0]).toMatchObject({ topologyKey: 'kubernetes.io/hostname', whenUnsatisfiable: 'ScheduleAnyway' });
+    expect(find(scaled, 'PodDisruptionBudget')!.spec).toEqual({ maxUnavailable: 1, selector: { matchLabels: { 'app.kubernetes.io/name': 'box-repository', 'app.kubernetes.io/instance': 'boxes' } } });
+  });
+
+  it('owns every child through a controller reference', () => {
+    for (const object of objects) {
+      expect(object.metadata.ownerReferences).toEqual([{ apiVersion: 'boxyard.io/v1alpha1', kind: 'BoxRepository', name: 'boxes', uid: 'uid-boxes', controller: true, blockOwnerDeletion: true }]);
+      expect(object.metadata.labels?.['app.kubernetes.io/managed-by']).toBe('boxyard-operator');
+      expect(object.metadata.namespace).toBe('team');
+    }
+  });
+});
+
+describe('desired exposure', () => {
+  it('always has a Service and NetworkPolicy on the service port; an Ingress (with TLS) only when asked', () => {
+    const plain = desiredState(input(fileShare, share())).objects;
+    expect(kinds(plain)).toEqual(['ConfigMap', 'Service', 'Deployment', 'NetworkPolicy']);
+    expect(find(plain, 'Service')!.spec.ports).toEqual([{ name: 'http', port: 80, targetPort: 'http', protocol: 'TCP' }]);
+    expect(find(plain, 'NetworkPolicy')!.spec.ingress).toEqual([{ ports: [{ port: 3001, protocol: 'TCP' }] }]);
+    const exposed = desiredState(input(fileShare, share({ ingress: { host: 'files.example.com', className: 'nginx', path: '/', tls: { secretName: 'files-tls' } } })));
+    const ingress = find(exposed.objects, 'Ingress')!;
+    expect(ingress.spec).toEqual({
+      ingressClassName: 'nginx',
+      rules: [{ host: 'files.example.com', http: { paths: [{ path: '/', pathType: 'Prefix', backend: { service: { name: 'files-file-share', port: { name: 'http' } } } }] } }],
+      tls: [{ hosts: ['files.example.com'], secretName: 'files-tls' }],
+    });
+    expect(exposed.url).toBe('https://files.example.com');
+    expect(desiredState(input(fileShare, share())).url).toBe('http://files-file-share.team.svc');
+  });
+
+  it('drops the NetworkPolicy when disabled and restricts its peers when given', () => {
+    expect(kinds(desiredState(input(fileShare, share({ networkPolicy: { enabled: false } }))).objects)).not.toContain('NetworkPolicy');
+    const from = [{ namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'ingress-nginx' } } }];
+    expect(find(desiredState(input(fileShare, share({ networkPolicy: { enabled: true, from } }))).objects, 'NetworkPolicy')!.spec.ingress[0].from).toEqual(from);
+  });
+
+  it('adds a ServiceMonitor only when its CRD exists and the spec allows it', () => {
+    expect(kinds(desiredState(input(fileShare, share(), { serviceMonitorAvailable: true })).objects)).toContain('ServiceMonitor');
+    expect(kinds(desiredState(input(fileShare, share(), { serviceMonitorAvailable: false })).objects)).not.toContain('ServiceMonitor');
+    const off = share({ monitoring: { serviceMonitor: { enabled: false, interval: '30s' } } });
+    expect(kinds(desiredState(input(fileShare, off, { serviceMonitorAvailable: true })).objects)).not.toContain('ServiceMonitor');
+  });
+});
+
+describe('terminal gateway identity', () => {
+  const { objects } = desiredState(input(terminalPool, pool()));
+
+  it('gets its own ServiceAccount, bound to a Role for session pods in its namespace only', () => {
+    expect(kinds(objects)).toEqual(['ServiceAccount', 'Role', 'RoleBinding', 'ConfigMap', 'Service', 'Deployment', 'NetworkPolicy']);
+    expect(find(objects, 'Role')!.rules).toEqual([
+      { apiGroups: [''], resources: ['pods'], verbs: ['get', 'list', 'watch', 'create', 'delete', 'patch'] },
+      { apiGroups: ['networking.k8s.io'], resources: ['networkpolicies'], verbs: ['get', 'list', 'watch', 'create', 'delete', 'patch'] },
+    ]);
+    expect(find(objects, 'RoleBinding')).toMatchObject({
+      roleRef: { kind: 'Role', name: 'shells-terminal' },
+      subjects: [{ kind: 'ServiceAccount', name: 'shells-terminal', namespace: 'team' }],
+    });
+    const pod = find(objects, 'Deployment')!.spec.template.spec;
+    expect(pod.serviceAccountName).toBe('shells-terminal');
+    expect(pod.automountServiceAccountToken).toBe(true);
+  });
+});
+
+describe('config.yaml', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'boxyard-config-'));
+  afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+  // The shared sections with the kit's own schemas; service sections are the services' business, checked by name.
+  const shared = {
+    server: serverSchema,
+    logging: loggingSchema,
+    database: databaseSchema,
+    rate_limiting: rateLimitSchema,
+    session: sessionSchema,
+    admin: z.strictObject({ username: z.string(), password: z.string().min(8) }),
+  };
+
+  /** Loads the rendered config like a pod would, with the secret files written where the volume puts them. */
+  function load(yamlText: string, schema: z.ZodType): Record<string, unknown> {
+    const root = mkdtempSync(join(dir, 'pod-'));
+    const files: Record<string, string> = {
+      'database/url': 'postgres://u:p@db:5432/boxyard\n',
+      'storage/access_key': 'AKIA',
+      'storage/secret_key': 'secret',
+      'session/secret': 'x'.repeat(64),
+      'admin/password': 'Str0ngPassw0rd',
+    };
+    for (const [path, content] of Object.entries(files)) {
+      mkdirSync(dirname(join(root, path)), { recursive: true });
+      writeFileSync(join(root, path), content);
+    }
+    const file = join(root, 'config.yaml');
+    writeFileSync(file, yamlText.replaceAll(SECRETS_DIR, root));
+    return loadConfig(schema, { file, env: {} }) as Record<string, unknown>;
+  }
+
+  it('box-repository: loads with the kit, secrets from files, the contract\'s sections only', () => {
+    const { configYaml } = desiredState(input(boxRepository, box({ ingress: { host: 'boxes.example.com', path: '/', tls: { secretName: 't' } } })));
+    const config = load(configYaml, z.strictObject({ ...shared, storage: storageSchema, uploads: z.strictObject({ max_bytes: z.number(), stall_timeout_seconds: z.number() }), download_links: z.strictObject({ ttl_seconds: z.number() }) }));
+    expect(config.database).toEqual({ url: 'postgres://u:p@db:5432/boxyard', schema: 'box_repository', pool_size: 10 });
+    expect(config.storage).toMatchObject({ driver: 's3', endpoint: 'http://minio.storage.svc:9000', access_key: 'AKIA', secret_key: 'secret', bucket: 'boxes', prefix: '' });
+    expect(config.server).toMatchObject({ host: '0.0.0.0', port: 3000, public_url: 'https://boxes.example.com', trust_proxy: true });
+    expect(config.session).toMatchObject({ secret: 'x'.repeat(64), issuer: 'https://boxes.example.com', audience: 'box-repository' });
+    expect(config.admin).toEqual({ username: 'admin', password: 'Str0ngPassw0rd' });
+    expect(config.uploads).toEqual({ max_bytes: 10 * 1024 ** 3, stall_timeout_seconds: 60 });
+    expect(configYaml).not.toMatch(/Str0ng|AKIA/); // values never in the ConfigMap
+  });
+
+  it('file-share: uploads and events sections; forwarded headers not trusted without an Ingress', () => {
+    const { configYaml } = desiredState(input(fileShare, share()));
+    const config = load(configYaml, z.strictObject({ ...shared, storage: storageSchema, uploads: z.strictObject({ max_bytes: z.number() }), events: z.strictObject({ heartbeat_seconds: z.number(), retention_hours: z.number() }) }));
+    expect(config.events).toEqual({ heartbeat_seconds: 15, retention_hours: 24 });
+    expect(config.server).toMatchObject({ port: 3001, trust_proxy: false });
+    expect(config.storage).toMatchObject({ prefix: 'team-a', bucket: 'files' });
+  });
+
+  it('terminal: sessions and a kubernetes backend in the pool\'s namespace, no storage', () => {
+    const { configYaml } = desiredState(input(terminalPool, pool({ allowedOrigins: ['https://portal.example.com'] })));
+    const config = load(configYaml, z.strictObject({ ...shared, sessions: z.record(z.string(), z.number()), allowed_origins: z.array(z.string()), backend: z.unknown() }));
+    expect(config.sessions).toEqual({ idle_timeout_seconds: 1800, max_lifetime_seconds: 28800, reattach_grace_seconds: 300, per_user_limit: 3, global_limit: 100, scrollback_bytes: 1048576 });
+    expect(config.backend).toEqual({
+      kind: 'kubernetes',
+      kubernetes: {
+        namespace: 'team',
+        image: 'registry.example/boxyard:1.0',
+        image_pull_policy: 'IfNotPresent',
+        shell: '/bin/bash',
+        resources: { requests: { cpu: '50m' }, limits: { cpu: '1', memory: '512Mi' } },
+        pod_ready_timeout_seconds: 60,
+      },
+    });
+    expect(config.allowed_origins).toEqual(['https://portal.example.com']);
+    expect(config).not.toHaveProperty('storage');
+  });
+});
+
+describe('generated Secrets', () => {
+  it('hold a 384-bit session key and an admin password that meets the password policy', () => {
+    const r = box();
+    const values = generateValues();
+    const secrets = desiredGeneratedSecrets(boxRepository, r, desiredState(input(boxRepository, r)).sources, values);
+    expect(secrets.map((s) => s.metadata.name)).toEqual(['boxes-box-repository-session', 'boxes-box-repository-admin']);
+    const decode = (s: KubeObject, key: string) => Buffer.from((s.data as Record<string, string>)[key]!, 'base64').toString();
+    expect(decode(secrets[0]!, 'secret')).toBe(values.sessionSecret);
+    expect(Buffer.from(values.sessionSecret, 'base64url')).toHaveLength(48);
+    expect(decode(secrets[1]!, 'password')).toMatch(/^(?=.*[A-Z])(?=.*[a-z])(?=.*\d).{24,}$/);
+    expect(generateValues().sessionSecret).not.toBe(values.sessionSecret);
+  });
+});

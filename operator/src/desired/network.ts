@@ -1,0 +1,66 @@
+// How the service is reached: a ClusterIP Service on port 80, an optional Ingress, and a NetworkPolicy that admits
+// traffic to the service port only (from the peers the spec names, or from anywhere).
+import type { V1Ingress, V1Service } from '@kubernetes/client-node';
+import type { ServiceResource } from '../crds/types.ts';
+import type { KubeObject } from '../kube/types.ts';
+import { asObject, childMeta, childName, selectorLabels } from './common.ts';
+import type { KindInfo } from './kinds.ts';
+
+export function desiredService(kind: KindInfo, resource: ServiceResource): KubeObject {
+  const service: V1Service = {
+    apiVersion: 'v1',
+    kind: 'Service',
+    metadata: childMeta(kind, resource),
+    spec: {
+      type: 'ClusterIP',
+      selector: selectorLabels(kind, resource.metadata.name),
+      ports: [{ name: 'http', port: 80, targetPort: 'http', protocol: 'TCP' }],
+    },
+  };
+  return asObject(service);
+}
+
+export function desiredIngress(kind: KindInfo, resource: ServiceResource): KubeObject | undefined {
+  const ingress = resource.spec.ingress;
+  if (!ingress) return undefined;
+  const name = childName(kind, resource.metadata.name);
+  const meta = childMeta(kind, resource);
+  const object: V1Ingress = {
+    apiVersion: 'networking.k8s.io/v1',
+    kind: 'Ingress',
+    metadata: { ...meta, ...(ingress.annotations && Object.keys(ingress.annotations).length ? { annotations: ingress.annotations } : {}) },
+    spec: {
+      ...(ingress.className ? { ingressClassName: ingress.className } : {}),
+      rules: [
+        {
+          ...(ingress.host ? { host: ingress.host } : {}),
+          http: { paths: [{ path: ingress.path ?? '/', pathType: 'Prefix', backend: { service: { name, port: { name: 'http' } } } }] },
+        },
+      ],
+      ...(ingress.tls && ingress.host ? { tls: [{ hosts: [ingress.host], secretName: ingress.tls.secretName }] } : {}),
+    },
+  };
+  return asObject(object);
+}
+
+export function desiredNetworkPolicy(kind: KindInfo, resource: ServiceResource): KubeObject | undefined {
+  const policy = resource.spec.networkPolicy;
+  if (!policy?.enabled) return undefined;
+  // Written as plain JSON: client-node's model names the `from` member `_from`.
+  const object = {
+    apiVersion: 'networking.k8s.io/v1',
+    kind: 'NetworkPolicy',
+    metadata: childMeta(kind, resource),
+    spec: {
+      podSelector: { matchLabels: selectorLabels(kind, resource.metadata.name) },
+      policyTypes: ['Ingress'],
+      ingress: [
+        {
+          ports: [{ port: kind.port, protocol: 'TCP' }],
+          ...(policy.from?.length ? { from: policy.from } : {}),
+        },
+      ],
+    },
+  };
+  return asObject(object);
+}
