@@ -7,6 +7,7 @@ import type { KubeClient } from '../kube/client.ts';
 import { KubeApiError, isGone } from '../kube/client.ts';
 import { apiVersionOf, type ResourceType } from '../kube/resources.ts';
 import { keyOf, type KubeObject, type KubeStatus, type WatchEvent } from '../kube/types.ts';
+import { sleep } from './sleep.ts';
 
 export type InformerEventType = 'add' | 'update' | 'delete' | 'resync';
 export type InformerHandler<T extends KubeObject> = (type: InformerEventType, object: T, old?: T) => void;
@@ -27,15 +28,6 @@ export interface InformerOptions {
   log?: (message: string) => void;
 }
 
-const sleep = (ms: number, signal: AbortSignal) =>
-  new Promise<void>((resolve) => {
-    if (signal.aborted) return resolve();
-    const timer = setTimeout(resolve, ms);
-    signal.addEventListener('abort', () => {
-      clearTimeout(timer);
-      resolve();
-    }, { once: true });
-  });
 
 export class Informer<T extends KubeObject = KubeObject> {
   readonly type: ResourceType;

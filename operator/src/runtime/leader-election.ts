@@ -6,6 +6,7 @@
 import { isConflict, isNotFound, type KubeClient } from '../kube/client.ts';
 import { resources } from '../kube/resources.ts';
 import type { KubeObject } from '../kube/types.ts';
+import { sleep } from './sleep.ts';
 
 export interface LeaderElectionOptions {
   namespace: string;
@@ -29,15 +30,6 @@ type Lease = KubeObject & { spec?: LeaseSpec };
 /** RFC 3339 with microseconds: the MicroTime format the Lease fields require. */
 export const microTime = (date = new Date()): string => date.toISOString().replace(/\.(\d{3})Z$/, '.$1000Z');
 
-const sleep = (ms: number, signal: AbortSignal) =>
-  new Promise<void>((resolve) => {
-    if (signal.aborted) return resolve();
-    const timer = setTimeout(resolve, ms);
-    signal.addEventListener('abort', () => {
-      clearTimeout(timer);
-      resolve();
-    }, { once: true });
-  });
 
 export class LeaderElector {
   private readonly client: KubeClient;
