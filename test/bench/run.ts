@@ -7,6 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startPostgres } from '../../services/boxyard/src/embedded-postgres.ts';
 import { startMinio } from '../harness/minio.ts';
+import { startTogether } from '../harness/start-together.ts';
 import type { BenchEnv, BenchRow } from './env.ts';
 import { benchBoxRepository } from './box-repository.ts';
 import { benchFileShare } from './file-share.ts';
@@ -36,10 +37,10 @@ const only = process.env.ONLY?.split(',').filter(Boolean);
 const workDir = await mkdtemp(join(tmpdir(), 'boxyard-bench-'));
 await chmod(workDir, 0o755);
 const secret = () => randomBytes(18).toString('base64url');
-const [minio, postgres] = await Promise.all([
+const [minio, postgres] = await startTogether([
   startMinio({ dir: join(workDir, 'minio'), accessKey: `bench${randomBytes(4).toString('hex')}`, secretKey: secret() }),
   startPostgres({ dir: join(workDir, 'pg'), password: secret(), fast: true }),
-]);
+] as const);
 try {
   console.log(`bench: MinIO ${minio.version}, PostgreSQL ${postgres.version}, Node ${process.version}`);
   const env: BenchEnv = { minio, postgresAdminUrl: postgres.adminUrl, workDir };

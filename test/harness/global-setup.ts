@@ -8,6 +8,7 @@ import type { TestProject } from 'vitest/node';
 import { startMinio } from './minio.ts';
 import { startPostgres } from '../../services/boxyard/src/embedded-postgres.ts';
 import { startControlPlane } from './kube.ts';
+import { startTogether } from './start-together.ts';
 
 declare module 'vitest' {
   export interface ProvidedContext {
@@ -23,29 +24,26 @@ export default async function setup(project: TestProject): Promise<() => Promise
   const dir = await mkdtemp(join(tmpdir(), 'boxyard-test-'));
   await chmod(dir, 0o755);
   const secret = () => randomBytes(18).toString('base64url');
-  const started: { stop(): Promise<void> }[] = [];
   const report: string[] = [];
-  try {
-    const [postgres, minio, kube] = await Promise.all([
-      startPostgres({ dir: join(dir, 'pg'), password: secret(), fast: true }),
-      startMinio({ dir: join(dir, 'minio'), accessKey: `test${randomBytes(4).toString('hex')}`, secretKey: secret() }),
-      startControlPlane({ dir: join(dir, 'kube') }),
-    ]);
-    started.push(postgres, minio, kube);
-    report.push(`PostgreSQL ${postgres.version} (embedded-postgres) on 127.0.0.1:${postgres.port}`);
-    report.push(`MinIO ${minio.version} (${minio.binary}) at ${minio.endpoint}`);
-    report.push(...kube.describe());
-    project.provide('postgresAdminUrl', postgres.adminUrl);
-    project.provide('minio', { endpoint: minio.endpoint, accessKey: minio.accessKey, secretKey: minio.secretKey });
-    project.provide('kubeconfig', kube.kubeconfig);
-    project.provide('componentsDir', dir);
-  } catch (error) {
-    await Promise.allSettled(started.map((c) => c.stop()));
+  const started = await startTogether([
+    startPostgres({ dir: join(dir, 'pg'), password: secret(), fast: true }),
+    startMinio({ dir: join(dir, 'minio'), accessKey: `test${randomBytes(4).toString('hex')}`, secretKey: secret() }),
+    startControlPlane({ dir: join(dir, 'kube') }),
+  ] as const).catch(async (error: unknown) => {
+    await rm(dir, { recursive: true, force: true });
     throw error;
-  }
+  });
+  const [postgres, minio, kube] = started;
+  report.push(`PostgreSQL ${postgres.version} (embedded-postgres) on 127.0.0.1:${postgres.port}`);
+  report.push(`MinIO ${minio.version} (${minio.binary}) at ${minio.endpoint}`);
+  report.push(...kube.describe());
+  project.provide('postgresAdminUrl', postgres.adminUrl);
+  project.provide('minio', { endpoint: minio.endpoint, accessKey: minio.accessKey, secretKey: minio.secretKey });
+  project.provide('kubeconfig', kube.kubeconfig);
+  project.provide('componentsDir', dir);
   console.log(`[harness] real components for this run:\n${report.map((l) => `  - ${l}`).join('\n')}`);
   return async () => {
-    await Promise.allSettled(started.reverse().map((c) => c.stop()));
+    await Promise.allSettled([...started].reverse().map((c) => c.stop()));
     await rm(dir, { recursive: true, force: true });
   };
 }

@@ -32,11 +32,15 @@ export async function startMinio(options: { dir: string; accessKey: string; secr
   let stderr = '';
   child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  // Never outlive the process that started it (a crashed test run, a failed start).
+  const killOnExit = () => child.kill('SIGKILL');
+  process.once('exit', killOnExit);
   const endpoint = `http://127.0.0.1:${port}`;
   try {
     await waitForHttp(`${endpoint}/minio/health/live`, 30_000);
   } catch (error) {
     child.kill('SIGKILL');
+    process.removeListener('exit', killOnExit);
     throw new Error(`MinIO did not start: ${String(error)}\n${stderr}`, { cause: error });
   }
   const version = execFileSync(binary, ['--version'], { encoding: 'utf8' }).split('\n')[0] ?? '?';
@@ -47,6 +51,7 @@ export async function startMinio(options: { dir: string; accessKey: string; secr
     version,
     binary,
     stop: async () => {
+      process.removeListener('exit', killOnExit);
       child.kill('SIGTERM');
       await Promise.race([exited, new Promise((r) => setTimeout(r, 5000))]);
       child.kill('SIGKILL');
