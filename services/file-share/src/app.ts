@@ -125,7 +125,7 @@ export async function buildFileShare(config: FileShareConfig, options: BuildOpti
       scope.addHook('onRequest', async (request) => {
         request.principal = await authenticator.authenticate(request);
       });
-      await scope.register(authRoutes, { pool, accounts, sessions, publicRead: config.public_read });
+      await scope.register(authRoutes, { accounts, sessions, publicRead: config.public_read });
       await scope.register(apiKeyRoutes, { pool, keys });
       await scope.register(eventRoutes, { bus, authenticator, heartbeatSeconds: config.events.heartbeat_seconds, ...(options.sseRetryMs ? { retryMs: options.sseRetryMs } : {}) });
       await scope.register(fileRoutes, { pool, store, tree, sweeper, maxUploadBytes: config.uploads.max_bytes });

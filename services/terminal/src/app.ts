@@ -124,7 +124,7 @@ export async function startTerminal(config: TerminalConfig, options: StartOption
     });
 
     authRoutes(app, { auth, accounts });
-    userRoutes(app, { auth, accounts, pool });
+    userRoutes(app, { auth, accounts });
     sessionRoutes(app, { auth, sessions });
     socketRoutes(app, { auth, origins, sessions, heartbeatMs: HEARTBEAT_MS });
     await webRoutes(app);

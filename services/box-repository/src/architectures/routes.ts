@@ -102,12 +102,9 @@ export async function architectureRoutes(app: FastifyInstance, { ctx }: { ctx: S
     const found = await findPath(ctx, request, request.params, { checkRead: false });
     requireBoxManager(found, found.box!, found.org.name);
     const arch = found.architecture!;
-    const keys = await pool.transaction(async (tx) => {
-      const queued = await ctx.cleanup.queueFilesWhere(tx, { architectureId: arch.id });
+    await ctx.cleanup.deleteWithFiles({ architectureId: arch.id }, async (tx) => {
       await tx.query(sql.unsafe`delete from architectures where id = ${arch.id}`);
-      return queued;
     });
-    await ctx.cleanup.deleteNow(keys);
     return { message: `Architecture '${arch.name}' deleted` };
   });
 }

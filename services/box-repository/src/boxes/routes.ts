@@ -106,13 +106,10 @@ export async function boxRoutes(app: FastifyInstance, { ctx }: { ctx: ServiceCon
     const found = await findPath(ctx, request, request.params, { checkRead: false });
     const box = found.box!;
     requireBoxManager(found, box, found.org.name);
-    const keys = await pool.transaction(async (tx) => {
-      const queued = await ctx.cleanup.queueFilesWhere(tx, { boxId: box.id });
+    await ctx.cleanup.deleteWithFiles({ boxId: box.id }, async (tx) => {
       await tx.query(sql.unsafe`delete from boxes where id = ${box.id}`);
       await recordEvent(tx, { type: 'box.deleted', data: { organization: found.org.name, box: box.name } });
-      return queued;
     });
-    await ctx.cleanup.deleteNow(keys);
     return { message: `Box '${found.org.name}/${box.name}' deleted` };
   });
 }

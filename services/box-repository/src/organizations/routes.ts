@@ -128,13 +128,10 @@ export async function organizationRoutes(app: FastifyInstance, { ctx }: { ctx: S
   }, async (request) => {
     const found = await findPath(ctx, request, request.params, { checkRead: false });
     requireGlobalAdmin(found);
-    const keys = await pool.transaction(async (tx) => {
-      const queued = await ctx.cleanup.queueFilesWhere(tx, { organizationId: found.org.id });
+    await ctx.cleanup.deleteWithFiles({ organizationId: found.org.id }, async (tx) => {
       await recordOrganizationBoxesDeleted(tx, found.org.id, found.org.name);
       await tx.query(sql.unsafe`delete from organizations where id = ${found.org.id}`);
-      return queued;
     });
-    await ctx.cleanup.deleteNow(keys);
     return { message: `Organization '${found.org.name}' deleted` };
   });
 

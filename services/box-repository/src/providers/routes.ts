@@ -81,12 +81,9 @@ export async function providerRoutes(app: FastifyInstance, { ctx }: { ctx: Servi
     const found = await findPath(ctx, request, request.params, { checkRead: false });
     requireBoxManager(found, found.box!, found.org.name);
     const provider = found.provider!;
-    const keys = await pool.transaction(async (tx) => {
-      const queued = await ctx.cleanup.queueFilesWhere(tx, { providerId: provider.id });
+    await ctx.cleanup.deleteWithFiles({ providerId: provider.id }, async (tx) => {
       await tx.query(sql.unsafe`delete from providers where id = ${provider.id}`);
-      return queued;
     });
-    await ctx.cleanup.deleteNow(keys);
     return { message: `Provider '${provider.name}' deleted` };
   });
 }

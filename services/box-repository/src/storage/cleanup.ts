@@ -3,7 +3,7 @@
 //    so an upload that dies with its process is swept once the deadline passes;
 //  - objects replaced or deleted are queued (due now) in the transaction that stops referencing them, then
 //    deleted right after the commit; if that fails or the process dies, the periodic sweep retries.
-import { sql, type CommonQueryMethods, type DatabasePool } from 'slonik';
+import { sql, type CommonQueryMethods, type DatabasePool, type DatabaseTransactionConnection } from 'slonik';
 import { z } from 'zod';
 import type { ObjectStore } from '@boxyard/kit';
 
@@ -17,7 +17,12 @@ export interface StorageCleanup {
   /** Queues objects (in the caller's transaction) for deletion after commit. */
   queue(connection: CommonQueryMethods, keys: readonly string[]): Promise<void>;
   /** Queues the objects of every file under the given rows (in the caller's transaction); returns their keys. */
-  queueFilesWhere(connection: CommonQueryMethods, scope: { organizationId?: number; boxId?: number; versionId?: number; providerId?: number; architectureId?: number }): Promise<string[]>;
+  queueFilesWhere(connection: CommonQueryMethods, scope: FileScope): Promise<string[]>;
+  /**
+   * Deletes records and the files below them: in one transaction, queues the scope's objects and runs `remove`;
+   * after commit, deletes the objects (failures are left for the sweep).
+   */
+  deleteWithFiles(scope: FileScope, remove: (tx: DatabaseTransactionConnection) => Promise<unknown>): Promise<void>;
   /** Deletes these objects now (after commit) and drops their entries; failures are left for the sweep. */
   deleteNow(keys: readonly string[]): Promise<void>;
   /** Deletes everything due; returns how many objects went. */
@@ -25,6 +30,8 @@ export interface StorageCleanup {
   start(): void;
   stop(): void;
 }
+
+export type FileScope = { organizationId?: number; boxId?: number; versionId?: number; providerId?: number; architectureId?: number };
 
 export function createStorageCleanup(pool: DatabasePool, store: ObjectStore, log: { warn: (obj: object, msg: string) => void }): StorageCleanup {
   let timer: NodeJS.Timeout | undefined;
@@ -70,6 +77,14 @@ export function createStorageCleanup(pool: DatabasePool, store: ObjectStore, log
           and (${scope.architectureId ?? null}::bigint is null or a.id = ${scope.architectureId ?? null})`);
       await cleanup.queue(connection, keys);
       return [...keys];
+    },
+    async deleteWithFiles(scope, remove) {
+      const keys = await pool.transaction(async (tx) => {
+        const queued = await cleanup.queueFilesWhere(tx, scope);
+        await remove(tx);
+        return queued;
+      });
+      await deleteNow(keys);
     },
     deleteNow,
     async sweep() {

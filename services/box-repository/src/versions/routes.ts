@@ -98,12 +98,9 @@ export async function versionRoutes(app: FastifyInstance, { ctx }: { ctx: Servic
     const found = await findPath(ctx, request, request.params, { checkRead: false });
     requireBoxManager(found, found.box!, found.org.name);
     const version = found.version!;
-    const keys = await pool.transaction(async (tx) => {
-      const queued = await ctx.cleanup.queueFilesWhere(tx, { versionId: version.id });
+    await ctx.cleanup.deleteWithFiles({ versionId: version.id }, async (tx) => {
       await tx.query(sql.unsafe`delete from versions where id = ${version.id}`);
-      return queued;
     });
-    await ctx.cleanup.deleteNow(keys);
     return { message: `Version ${version.version_number} of '${found.org.name}/${found.box!.name}' deleted` };
   });
 }

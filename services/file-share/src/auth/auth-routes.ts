@@ -2,15 +2,12 @@
 // (GET/POST /api/users; not in the seed, but without it the `user` role could never be given to anyone).
 import { checkPassword, UsernameTakenError, type Accounts, type SessionTokens } from '@boxyard/kit';
 import { badRequest, conflict, HttpError } from '@boxyard/kit';
-import { userRow } from '@boxyard/kit/accounts/accounts.ts';
 import type { FastifyInstance } from 'fastify';
-import { sql, type DatabasePool } from 'slonik';
 import { envelopeSchema, errorSchema, ok } from '../http/envelope.ts';
 import { SESSION_COOKIE } from './authenticate.ts';
 import { asRole, CHALLENGE, keyPermissionsForRole, requireAdmin, rolePermissions, ROLES } from './principal.ts';
 
 export interface AuthRoutesOptions {
-  pool: DatabasePool;
   accounts: Accounts;
   sessions: SessionTokens;
   publicRead: boolean;
@@ -107,7 +104,7 @@ export async function authRoutes(app: FastifyInstance, options: AuthRoutesOption
 
   app.get('/api/users', { schema: { summary: 'List users (admins)', tags: ['users'] } }, async (request) => {
     requireAdmin(request.principal);
-    const rows = await options.pool.any(sql.type(userRow)`select id, username, email, role, created_at from users order by created_at, username`);
+    const rows = await accounts.list();
     return ok('Users', { users: rows.map(userView) });
   });
 

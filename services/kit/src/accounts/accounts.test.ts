@@ -23,6 +23,8 @@ describe('accounts', () => {
     expect(await accounts.verifyCredentials('alice', 'wonder-land-7')).toBeUndefined();
     expect(await accounts.verifyCredentials('nobody', 'Wonder-Land-7')).toBeUndefined();
     await expect(accounts.create({ username: 'ALICE', password: 'Other-Pass-8', role: 'user' })).rejects.toThrow(UsernameTakenError);
+    await accounts.create({ username: 'bob', password: 'Builder-Bob-3', role: 'user' });
+    expect((await accounts.list()).map((u) => u.username)).toEqual(['Alice', 'bob']);
   });
 
   it('creates the first admin once, with a generated password that meets the policy', async () => {

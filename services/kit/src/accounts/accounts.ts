@@ -38,6 +38,9 @@ export function createAccounts(pool: DatabasePool) {
   return {
     findByUsername,
 
+    /** Every account, by username (case-insensitive). */
+    list: () => pool.any(sql.type(userRow)`select ${userColumns} from users order by lower(username), username`),
+
     findById: (id: string) => pool.maybeOne(sql.type(userRow)`select ${userColumns} from users where id = ${id}::uuid`),
 
     async create(input: { username: string; password: string; role: string; email?: string | null }): Promise<User> {

@@ -1,8 +1,6 @@
 // Accounts are managed by admins: POST /api/users creates one, GET /api/users lists them.
 import { badRequest, checkPassword, conflict, UsernameTakenError, type Accounts } from '@boxyard/kit';
 import type { FastifyInstance } from 'fastify';
-import { sql, type DatabasePool } from 'slonik';
-import { userRow } from '@boxyard/kit/accounts/accounts.ts';
 import type { Auth } from '../auth/plugin.ts';
 import { envelope, errors, ok, userSchema } from '../http/envelope.ts';
 
@@ -13,7 +11,7 @@ interface CreateUserBody {
   email?: string;
 }
 
-export function userRoutes(app: FastifyInstance, deps: { auth: Auth; accounts: Accounts; pool: DatabasePool }): void {
+export function userRoutes(app: FastifyInstance, deps: { auth: Auth; accounts: Accounts }): void {
   const tags = ['users'];
   const present = (user: { id: string; username: string; role: string; email: string | null; created_at: Date }) => ({
     id: user.id,
@@ -67,7 +65,7 @@ export function userRoutes(app: FastifyInstance, deps: { auth: Auth; accounts: A
       schema: { tags, summary: 'List accounts (admins only)', response: { 200: envelope({ type: 'object', properties: { users: { type: 'array', items: listed } } }), ...errors(401, 403, 429) } },
     },
     async () => {
-      const users = await deps.pool.any(sql.type(userRow)`select id, username, email, role, created_at from users order by lower(username)`);
+      const users = await deps.accounts.list();
       return ok('Users', { users: users.map(present) });
     },
   );
