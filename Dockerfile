@@ -5,9 +5,11 @@
 #   docker build -t ghcr.io/boxyard/boxyard:0.1.0 .
 #   docker run --rm ghcr.io/boxyard/boxyard:0.1.0 --help
 #
-# Not built by this repository's checks: its build machines have no Docker engine. The chart
-# (charts/boxyard) and the operator's generated Deployments assume what this file sets up: user and group 10001,
-# the entrypoint below, a writable /tmp only (the root filesystem is mounted read-only).
+# The repository's machines have no Docker engine: `make image` (test/image/build-image.sh) builds the same image
+# without one, as a docker-archive for `ctr images import`, and test/image/image-layout.test.ts checks that its
+# config and this file agree. The chart (charts/boxyard) and the operator's generated Deployments assume what both
+# set up: user and group 10001, `boxyard` on PATH as the entrypoint (session pods run `boxyard terminal-agent`),
+# a writable /tmp only (the root filesystem is mounted read-only).
 ARG NODE_IMAGE=node:24-bookworm-slim
 
 # --- dependencies: production packages only; node-pty (terminal) compiles a native addon here --------------------
@@ -36,13 +38,15 @@ FROM ${NODE_IMAGE}
 LABEL org.opencontainers.image.title="boxyard" \
       org.opencontainers.image.description="Boxyard operator and services: Vagrant box repository, file share, cloud terminals" \
       org.opencontainers.image.licenses="Apache-2.0"
-ENV NODE_ENV=production
+ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin NODE_ENV=production HOME=/tmp
 RUN groupadd --system --gid 10001 boxyard \
  && useradd --system --uid 10001 --gid 10001 --home-dir /nonexistent --no-create-home --shell /usr/sbin/nologin boxyard
 WORKDIR /app
 COPY --from=build /app /app
+# `boxyard` on PATH: `exec node /app/services/boxyard/src/main.ts "$@"`; build-image.sh installs the same file.
+COPY --chmod=0755 services/boxyard/bin/boxyard /usr/local/bin/boxyard
 USER 10001:10001
 # box-repository, file-share, terminal, operator metrics
 EXPOSE 3000 3001 3002 8080
-ENTRYPOINT ["node", "services/boxyard/src/main.ts"]
+ENTRYPOINT ["boxyard"]
 CMD ["--help"]

@@ -13,16 +13,21 @@ NODE          := $(NODE_HOME)/bin/node
 export PATH   := $(NODE_HOME)/bin:$(CURDIR)/node_modules/.bin:$(PATH)
 export npm_config_nodedir := $(NODE_HOME)
 APT_PACKAGES  := prometheus curl wget openssl rclone vagrant chromium
+# The real node (make cluster, the real-cluster suite) and the image build: container runtime, CNI plugins, the
+# kernel tools kube-proxy and kube-router drive, and debootstrap for the image's Debian base.
+NODE_PACKAGES := containerd runc containernetworking-plugins iptables ipset conntrack ethtool iproute2 gcc libc6-dev
+IMAGE_PACKAGES := debootstrap
 STAMP         := node_modules/.boxyard-installed
 
-.PHONY: apt help deps tools run test bench lint cluster cluster-down clean
+.PHONY: apt help deps tools run test bench lint cluster cluster-down image clean
 help:
 	@echo "make run          start Boxyard on this machine (embedded PostgreSQL, local storage)"
 	@echo "make test         install everything needed and run all tests against real components"
 	@echo "make lint         type-check and lint"
 	@echo "make bench        measure throughput and memory (ratios against direct baselines)"
-	@echo "make cluster      start a local kube-apiserver (kubeconfig in .boxyard/kubeconfig)"
-	@echo "make cluster-down stop it"
+	@echo "make image        build the container image without Docker (a docker-archive under \$$BOXYARD_CACHE/images) and load it into the local node"
+	@echo "make cluster      start a local cluster with a real node, DNS, NetworkPolicy and an ingress on 127.0.0.1:80/443 (kubeconfig in .boxyard/kubeconfig)"
+	@echo "make cluster-down stop it and remove what its node left on the host (pods, mounts, iptables rules, the bridge)"
 
 $(NODE):
 	@echo "[deps] installing Node $(NODE_VERSION) into $(BOXYARD_CACHE) (the system node is $$(node --version 2>/dev/null || echo missing))"
@@ -40,12 +45,14 @@ apt:
 deps: $(STAMP) apt
 
 tools: deps
+	@test/tools/apt-install.sh $(NODE_PACKAGES)
 	test/tools/build-tools.sh
 
 run: deps
 	node services/boxyard/src/main.ts dev
 
-test: tools
+# The real-cluster suite (test/cluster) runs the image on a real node.
+test: tools image
 	npm test
 
 lint: deps
@@ -55,11 +62,19 @@ bench: tools
 	@echo "[bench] sections: $${ONLY:-all}"
 	npm run bench
 
-cluster: tools
+cluster: tools image
 	node test/harness/cluster-cli.ts up
 
 cluster-down: deps
 	node test/harness/cluster-cli.ts down
+
+# Prints IMAGE=<ref> last and writes it, with TAR=<archive>, to $(BOXYARD_CACHE)/images/latest.env.
+image: deps
+	@test/tools/apt-install.sh $(IMAGE_PACKAGES)
+	NODE_HOME=$(NODE_HOME) test/image/build-image.sh
+	@# Loaded into the node of a running `make cluster` (its containerd), so a Deployment can use it at once.
+	@if [ -S /run/boxyard-node/containerd.sock ]; then . $(BOXYARD_CACHE)/images/latest.env; \
+	  ctr --address /run/boxyard-node/containerd.sock --namespace k8s.io images import --no-unpack "$$TAR" >/dev/null && echo "[image] loaded $$IMAGE into the local node"; fi
 
 clean:
 	rm -rf node_modules .boxyard

@@ -1,11 +1,16 @@
-// `make cluster` / `make cluster-down`: a local control plane (apiserver + controllers + kwok) that outlives the make
-// command. `up` re-spawns this file as a detached `serve` process and waits for it to report ready; `down` signals it.
-// State (certificates, etcd data) lives in $BOXYARD_HOME/cluster (default .boxyard/cluster) and survives down/up.
+// `make cluster` / `make cluster-down`: a local cluster (apiserver + controllers + one real node with DNS,
+// NetworkPolicy and an ingress controller) that outlives the make command. `up` re-spawns this file as a detached
+// `serve` process and waits for it to report ready; `down` signals it and removes what the node left on the host.
+// State (certificates, etcd data, imported images) lives in $BOXYARD_HOME/cluster (default .boxyard/cluster) and
+// survives down/up. `up` imports the image `make image` built last, when there is one.
 import { spawn } from 'node:child_process';
 import { closeSync, copyFileSync, existsSync, mkdirSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { startControlPlane } from './kube.ts';
+import { nodeOwner, releaseNode } from './node/network.ts';
+import { teardownNode } from './node/teardown.ts';
+import { builtImage } from '../cluster/fixture.ts';
 import { tool } from './tools.ts';
 
 const self = fileURLToPath(import.meta.url);
@@ -36,6 +41,7 @@ function printUsage(describe: string[]): void {
   console.log(`  export KUBECONFIG=${kubeconfig}`);
   console.log(`kubectl (pinned, matches the apiserver): ${tool('KUBECTL')}`);
   console.log(`  ${tool('KUBECTL')} get nodes`);
+  console.log('ingress (Traefik) on 127.0.0.1:80 and :443; point your Ingress hosts there (/etc/hosts or curl --resolve)');
   console.log(`stop it with: make cluster-down (logs in ${stateDir})`);
 }
 
@@ -73,7 +79,14 @@ async function up(): Promise<number> {
 
 async function serve(): Promise<void> {
   const log = (line: string) => console.log(`${new Date().toISOString()} ${line}`);
-  const plane = await startControlPlane({ dir: stateDir, controllers: true, log });
+  const plane = await startControlPlane({ dir: stateDir, node: true, log });
+  try {
+    const { image, tar } = builtImage();
+    await plane.node!.importImage(tar);
+    log(`imported ${image}`);
+  } catch (error) {
+    log(`no image imported (${(error as Error).message})`);
+  }
   copyFileSync(plane.kubeconfig, kubeconfig);
   writeFileSync(readyFile, JSON.stringify({ server: plane.server, describe: plane.describe() }));
   log(`ready: ${plane.server}`);
@@ -91,10 +104,19 @@ async function serve(): Promise<void> {
   process.on('SIGHUP', () => void shutdown('SIGHUP'));
 }
 
+/** A serve that was killed could not clean up after its node: pods, mounts, iptables rules, the bridge. */
+async function removeLeftovers(): Promise<void> {
+  if (nodeOwner()) return; // another process (a test run) holds the node
+  if (!existsSync(join(stateDir, 'node'))) return; // this checkout never ran a node
+  await teardownNode([join(stateDir, 'node', 'kubelet'), join(stateDir, 'node', 'cni-ipam')]);
+  await releaseNode();
+}
+
 async function down(): Promise<number> {
   const pid = runningPid();
   if (!pid) {
     rmSync(pidFile, { force: true });
+    await removeLeftovers();
     console.log('cluster not running');
     return 0;
   }
@@ -104,6 +126,7 @@ async function down(): Promise<number> {
   // Still there: kill its whole process group (serve was started detached, so the group is its own).
   if (runningPid() === pid) process.kill(-pid, 'SIGKILL');
   rmSync(pidFile, { force: true });
+  await removeLeftovers();
   console.log(`cluster stopped (pid ${pid}); data kept in ${stateDir}`);
   return 0;
 }

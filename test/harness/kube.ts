@@ -1,6 +1,8 @@
 // A real Kubernetes control plane on loopback, the way controller-runtime's envtest runs one: etcd + kube-apiserver
 // as local processes (no kubelet). With `controllers: true` it adds kube-controller-manager, kube-scheduler and kwok
-// (one fake node whose pods kwok marks Running/Ready), so Deployments become Available.
+// (one fake node whose pods kwok marks Running/Ready), so Deployments become Available. With `node: true` it adds a
+// real node (node/node.ts) whose pods really run: the apiserver then listens on the node's bridge address, where
+// pods can reach it, and authorizes kubelets with the Node authorizer.
 // Certificates and etcd data stay in `dir`: starting again on the same dir reuses both (`make cluster`).
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, openSync, closeSync, readFileSync } from 'node:fs';
@@ -10,12 +12,17 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { freePort } from './ports.ts';
 import { tool } from './tools.ts';
+import { NODE, claimNode, createBridge, releaseNode } from './node/network.ts';
+import { startNode, type RunningNode } from './node/node.ts';
+import { teardownNode } from './node/teardown.ts';
 
 const run = promisify(execFile);
 
 export interface RunningControlPlane {
   kubeconfig: string;
   server: string;
+  /** Present with `node: true`. */
+  node?: RunningNode;
   describe(): string[];
   stop(): Promise<void>;
 }
@@ -63,7 +70,7 @@ subjectKeyIdentifier = hash
 basicConstraints = critical,CA:FALSE
 keyUsage = critical,digitalSignature,keyEncipherment
 extendedKeyUsage = serverAuth
-subjectAltName = IP:127.0.0.1,DNS:localhost,IP:10.0.0.1,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc
+subjectAltName = IP:127.0.0.1,DNS:localhost,IP:10.0.0.1,IP:10.245.0.1,DNS:boxyard-node,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc
 [client]
 basicConstraints = critical,CA:FALSE
 keyUsage = critical,digitalSignature,keyEncipherment
@@ -72,7 +79,7 @@ extendedKeyUsage = clientAuth
 
 /** CA, apiserver serving cert, admin client cert (system:masters) and the service-account key pair (P-256: fast). */
 async function makePki(pki: string): Promise<void> {
-  if (existsSync(join(pki, 'done'))) return; // reuse: a restarted cluster keeps its identity
+  if (existsSync(join(pki, PKI_DONE))) return; // reuse: a restarted cluster keeps its identity
   await mkdir(pki, { recursive: true });
   const cnf = join(pki, 'openssl.cnf');
   await writeFile(cnf, OPENSSL_CNF);
@@ -87,14 +94,22 @@ async function makePki(pki: string): Promise<void> {
   await Promise.all([
     cert('apiserver', 'server', '/CN=kube-apiserver', true),
     cert('admin', 'client', '/O=system:masters/CN=boxyard-admin', true),
+    // The real node: the kubelet's client (Node authorizer) and serving certificates, kube-proxy's client, and the
+    // apiserver's client for logs/exec/port-forward on the kubelet.
+    cert('node', 'client', `/O=system:nodes/CN=system:node:${NODE.name}`, true),
+    cert('kubelet', 'server', `/CN=${NODE.name}`, true),
+    cert('kube-proxy', 'client', '/CN=system:kube-proxy', true),
+    cert('apiserver-kubelet-client', 'client', '/O=system:masters/CN=kube-apiserver-kubelet-client', true),
     run('openssl', ['genpkey', '-algorithm', 'EC', '-pkeyopt', 'ec_paramgen_curve:P-256', '-out', join(pki, 'sa.key')]).then(
       () => run('openssl', ['pkey', '-in', join(pki, 'sa.key'), '-pubout', '-out', join(pki, 'sa.pub')]),
     ),
   ]);
-  await writeFile(join(pki, 'done'), '');
+  await writeFile(join(pki, PKI_DONE), '');
 }
+/** Bumped when the set of certificates changes: an older cluster directory gets a new PKI. */
+const PKI_DONE = 'done-2';
 
-function kubeconfigYaml(server: string, pki: string): string {
+function kubeconfigYaml(server: string, pki: string, user = 'admin'): string {
   const b64 = (f: string) => readFileSync(join(pki, f)).toString('base64');
   return `apiVersion: v1
 kind: Config
@@ -106,8 +121,8 @@ clusters:
 users:
 - name: boxyard-admin
   user:
-    client-certificate-data: ${b64('admin.crt')}
-    client-key-data: ${b64('admin.key')}
+    client-certificate-data: ${b64(`${user}.crt`)}
+    client-key-data: ${b64(`${user}.key`)}
 contexts:
 - name: boxyard-local
   context:
@@ -310,6 +325,8 @@ spec:
 export async function startControlPlane(options: {
   dir: string;
   controllers?: boolean;
+  /** A real node (implies controllers); one per machine. */
+  node?: boolean;
   log?: (line: string) => void;
 }): Promise<RunningControlPlane> {
   const { dir } = options;
@@ -319,10 +336,11 @@ export async function startControlPlane(options: {
   const components: Component[] = [];
   let stopping = false;
 
-  const start = (name: string, binary: string, args: string[]): Component => {
+  const withNode = options.node === true;
+  const start = (name: string, binary: string, args: string[], env?: Record<string, string>): Component => {
     const logFile = join(dir, `${name}.log`);
     const fd = openSync(logFile, 'a');
-    const child = spawn(binary, args, { stdio: ['ignore', fd, fd] });
+    const child = spawn(binary, args, { stdio: ['ignore', fd, fd], env: env ? { ...process.env, ...env } : process.env });
     closeSync(fd); // the child holds its own copy
     track(child);
     const component: Component = { name, binary, child, logFile, exited: Promise.resolve() };
@@ -343,8 +361,11 @@ export async function startControlPlane(options: {
     return component;
   };
 
+  const stopHooks: (() => Promise<void>)[] = [];
   const stop = async (): Promise<void> => {
     stopping = true;
+    // In-process parts first (the network policy enforcer), while the apiserver still answers.
+    for (const hook of stopHooks.splice(0).reverse()) await hook().catch(() => {});
     // Controllers first, so they do not log errors against a vanishing apiserver; etcd last.
     for (const c of [...components].reverse()) {
       if (c.exitCode !== undefined) continue;
@@ -353,7 +374,12 @@ export async function startControlPlane(options: {
       await c.exited;
       clearTimeout(timer);
     }
+    if (withNode) {
+      await teardownNode(node?.ephemeralDirs ?? []);
+      await releaseNode();
+    }
   };
+  let node: RunningNode | undefined;
 
   /** Polls `check` until true; fails early, with the log tail, when a component exits. */
   const waitFor = async (what: string, check: () => Promise<boolean>, timeoutMs: number): Promise<void> => {
@@ -371,6 +397,11 @@ export async function startControlPlane(options: {
   };
 
   try {
+    if (withNode) {
+      await claimNode();
+      await teardownNode([]); // whatever a killed run left behind
+      await createBridge();
+    }
     await mkdir(join(dir, 'etcd'), { recursive: true });
     const [etcdBin, apiserverBin] = [tool('ETCD'), tool('KUBE_APISERVER')];
     const [, etcdPort, peerPort, apiPort] = await Promise.all([makePki(pki), freePort(), freePort(), freePort()]);
@@ -385,16 +416,25 @@ export async function startControlPlane(options: {
     ]);
 
     // Started right away, not after etcd is healthy: the apiserver retries etcd while it loads, which saves a second.
-    const server = `https://127.0.0.1:${apiPort}`;
+    // With a node, the apiserver lives on the bridge address: the host reaches it there, and so do pods (through the
+    // `kubernetes` Service, whose endpoint is the advertise address).
+    const host = withNode ? NODE.address : '127.0.0.1';
+    const server = `https://${host}:${apiPort}`;
     start('kube-apiserver', apiserverBin, [
       `--etcd-servers=${etcdUrl}`,
-      '--bind-address=127.0.0.1', '--advertise-address=127.0.0.1', `--secure-port=${apiPort}`,
+      `--bind-address=${host}`, `--advertise-address=${host}`, `--secure-port=${apiPort}`,
       `--cert-dir=${join(dir, 'apiserver-certs')}`,
       `--tls-cert-file=${join(pki, 'apiserver.crt')}`, `--tls-private-key-file=${join(pki, 'apiserver.key')}`,
       `--client-ca-file=${join(pki, 'ca.crt')}`,
-      '--authorization-mode=RBAC',
       '--service-cluster-ip-range=10.0.0.0/24', '--allow-privileged',
-      '--disable-admission-plugins=ServiceAccount',
+      ...(withNode
+        ? [
+            // Real pods: ServiceAccount admission mounts tokens; kubelets are authorized as nodes and reached by IP.
+            '--authorization-mode=Node,RBAC', '--enable-admission-plugins=NodeRestriction',
+            `--kubelet-client-certificate=${join(pki, 'apiserver-kubelet-client.crt')}`, `--kubelet-client-key=${join(pki, 'apiserver-kubelet-client.key')}`,
+            `--kubelet-certificate-authority=${join(pki, 'ca.crt')}`, '--kubelet-preferred-address-types=InternalIP',
+          ]
+        : ['--authorization-mode=RBAC', '--disable-admission-plugins=ServiceAccount']),
       '--service-account-issuer=https://kubernetes.default.svc.cluster.local',
       `--service-account-key-file=${join(pki, 'sa.pub')}`,
       `--service-account-signing-key-file=${join(pki, 'sa.key')}`,
@@ -412,13 +452,14 @@ export async function startControlPlane(options: {
     await writeFile(kubeconfig, kubeconfigYaml(server, pki), { mode: 0o600 });
     log(`kube-apiserver ready at ${server} in ${Date.now() - started} ms`);
 
-    const described: [string, string, string][] = [
+    // name, binary, where, and the version when the binary has no `--version` of the usual shape.
+    const described: [string, string, string, string?][] = [
       ['etcd', etcdBin, `at ${etcdUrl}`],
       ['kube-apiserver', apiserverBin, `at ${server}`],
     ];
 
-    if (options.controllers) {
-      const [kcm, scheduler, kwok] = [tool('KUBE_CONTROLLER_MANAGER'), tool('KUBE_SCHEDULER'), tool('KWOK')];
+    if (options.controllers || withNode) {
+      const [kcm, scheduler] = [tool('KUBE_CONTROLLER_MANAGER'), tool('KUBE_SCHEDULER')];
       start('kube-controller-manager', kcm, [
         `--kubeconfig=${kubeconfig}`,
         '--secure-port=0', // no serving endpoint needed (and no delegated authn lookups)
@@ -429,8 +470,17 @@ export async function startControlPlane(options: {
         `--root-ca-file=${join(pki, 'ca.crt')}`,
         `--cluster-signing-cert-file=${join(pki, 'ca.crt')}`, `--cluster-signing-key-file=${join(pki, 'ca.key')}`,
         '--use-service-account-credentials=false',
+        ...(withNode ? ['--node-monitor-grace-period=40s'] : []),
       ]);
       start('kube-scheduler', scheduler, [`--kubeconfig=${kubeconfig}`, '--secure-port=0', '--leader-elect=false']);
+      described.push(['kube-controller-manager', kcm, ''], ['kube-scheduler', scheduler, '']);
+    }
+
+    if (withNode) {
+      // Pods go to the real node only: a fake node kept in etcd by an earlier kwok cluster would take some.
+      await admin(server, tls, 'DELETE', `/api/v1/nodes/${FAKE_NODE.metadata.name}`);
+    } else if (options.controllers) {
+      const kwok = tool('KWOK');
       await writeFile(join(dir, 'kwok.yaml'), KWOK_STAGES);
       start('kwok', kwok, [
         `--kubeconfig=${kubeconfig}`, `--config=${join(dir, 'kwok.yaml')}`,
@@ -441,14 +491,34 @@ export async function startControlPlane(options: {
       // Create (or keep) the fake node; 409 means it survived in etcd from a previous run.
       const status = await admin(server, tls, 'POST', '/api/v1/nodes', FAKE_NODE);
       if (status !== 201 && status !== 409) throw new Error(`creating the kwok node failed with HTTP ${status}`);
-      described.push(['kube-controller-manager', kcm, ''], ['kube-scheduler', scheduler, ''], ['kwok', kwok, 'managing node kwok-node-0']);
+      described.push(['kwok', kwok, 'managing node kwok-node-0']);
       log(`controllers started in ${Date.now() - started} ms`);
     }
 
-    const versions = await Promise.all(described.map(([, binary]) => version(binary)));
+    if (withNode) {
+      const kubectl = async (args: string[], stdin?: string) => {
+        const child = run(tool('KUBECTL'), [`--kubeconfig=${kubeconfig}`, ...args], { maxBuffer: 16 * 1024 * 1024 });
+        if (stdin !== undefined) child.child.stdin?.end(stdin);
+        return (await child).stdout;
+      };
+      node = await startNode({
+        dir, pki, server, log, kubectl,
+        onStop: (hook) => void stopHooks.push(hook),
+        start: (name, binary, args, env) => void start(name, binary, args, env),
+        waitFor,
+        kubeconfigFor: async (user) => {
+          const file = join(dir, `${user}.kubeconfig`);
+          await writeFile(file, kubeconfigYaml(server, pki, user), { mode: 0o600 });
+          return file;
+        },
+      });
+      described.push(...node.describe);
+    }
+
+    const versions = await Promise.all(described.map(([, binary, , known]) => known ?? version(binary)));
     const lines = described.map(([name, binary, where], i) => `${name} ${versions[i]} (${binary})${where ? ` ${where}` : ''}`);
 
-    return { kubeconfig, server, describe: () => [...lines], stop };
+    return { kubeconfig, server, node, describe: () => [...lines], stop };
   } catch (error) {
     await stop();
     throw error;

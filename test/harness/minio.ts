@@ -13,12 +13,14 @@ export interface RunningMinio {
   stop(): Promise<void>;
 }
 
-export async function startMinio(options: { dir: string; accessKey: string; secretKey: string }): Promise<RunningMinio> {
+/** `host`: the address to listen on (default loopback; the real node's bridge address for pods). */
+export async function startMinio(options: { dir: string; accessKey: string; secretKey: string; host?: string }): Promise<RunningMinio> {
+  const host = options.host ?? '127.0.0.1';
   const binary = tool('MINIO');
   const port = await freePort();
   const consolePort = await freePort();
   await mkdir(options.dir, { recursive: true });
-  const child = spawn(binary, ['server', options.dir, '--address', `127.0.0.1:${port}`, '--console-address', `127.0.0.1:${consolePort}`, '--quiet'], {
+  const child = spawn(binary, ['server', options.dir, '--address', `${host}:${port}`, '--console-address', `127.0.0.1:${consolePort}`, '--quiet'], {
     env: {
       PATH: process.env.PATH ?? '',
       HOME: process.env.HOME ?? '/tmp',
@@ -35,7 +37,7 @@ export async function startMinio(options: { dir: string; accessKey: string; secr
   // Never outlive the process that started it (a crashed test run, a failed start).
   const killOnExit = () => child.kill('SIGKILL');
   process.once('exit', killOnExit);
-  const endpoint = `http://127.0.0.1:${port}`;
+  const endpoint = `http://${host}:${port}`;
   try {
     await waitForHttp(`${endpoint}/minio/health/live`, 30_000);
   } catch (error) {

@@ -2,7 +2,7 @@
 // Secrets never appear in it: `*_file` keys point at the files of the mounted Secret volume.
 import { stringify } from 'yaml';
 import { hasStorage, type ServiceResource } from '../crds/types.ts';
-import { SECRETS_DIR, publicUrl } from './common.ts';
+import { SECRETS_DIR, publicUrl, selectorLabels } from './common.ts';
 import type { KindInfo } from './kinds.ts';
 
 /** Paths of the secret files inside the pod (see deployment.ts for the projected volume). */
@@ -50,7 +50,7 @@ export function serviceConfig(kind: KindInfo, resource: ServiceResource, image: 
       dpop: { required: spec.auth.oidc.dpop.required, proof_max_age_seconds: spec.auth.oidc.dpop.proofMaxAgeSeconds },
     };
   }
-  Object.assign(config, kind.serviceConfig(spec, { namespace: resource.metadata.namespace ?? 'default', image }));
+  Object.assign(config, kind.serviceConfig(spec, { namespace: resource.metadata.namespace ?? 'default', image, podLabels: selectorLabels(kind, resource.metadata.name) }));
   return config;
 }
 

@@ -199,6 +199,8 @@ describe('terminal gateway identity', () => {
     expect(kinds(objects)).toEqual(['ServiceAccount', 'Role', 'RoleBinding', 'ConfigMap', 'Service', 'Deployment', 'NetworkPolicy']);
     expect(find(objects, 'Role')!.rules).toEqual([
       { apiGroups: [''], resources: ['pods'], verbs: ['get', 'list', 'watch', 'create', 'delete', 'patch'] },
+      // No update: a restarted or second gateway patches the existing session policy (backends/kubernetes.ts), and
+      // the operator could not grant a verb it does not hold itself (RBAC escalation check).
       { apiGroups: ['networking.k8s.io'], resources: ['networkpolicies'], verbs: ['get', 'list', 'watch', 'create', 'delete', 'patch'] },
     ]);
     expect(find(objects, 'RoleBinding')).toMatchObject({
@@ -277,8 +279,12 @@ describe('config.yaml', () => {
         shell: '/bin/bash',
         resources: { requests: { cpu: '50m' }, limits: { cpu: '1', memory: '512Mi' } },
         pod_ready_timeout_seconds: 60,
+        gateway_pod_labels: { 'app.kubernetes.io/name': 'terminal', 'app.kubernetes.io/instance': 'shells' },
       },
     });
+    // The session NetworkPolicy admits pods with gateway_pod_labels: they must be the gateway pods' own labels.
+    const podLabels = find(desiredState(input(terminalPool, pool())).objects, 'Deployment')!.spec.template.metadata.labels;
+    expect(podLabels).toMatchObject((config.backend as { kubernetes: { gateway_pod_labels: object } }).kubernetes.gateway_pod_labels);
     expect(config.allowed_origins).toEqual(['https://portal.example.com']);
     expect(config).not.toHaveProperty('storage');
   });

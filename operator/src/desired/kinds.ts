@@ -7,6 +7,8 @@ export interface ConfigContext {
   namespace: string;
   /** Image of the gateway pods (the session pods default to it). */
   image: string;
+  /** The selector labels of the service's own pods (the gateway's, for the session NetworkPolicy). */
+  podLabels: Record<string, string>;
 }
 
 export interface KindInfo {
@@ -83,6 +85,8 @@ export const terminalPool: KindInfo = {
           shell: s.sessionPod.shell,
           resources: prune({ requests: quantities(s.sessionPod.resources.requests), limits: quantities(s.sessionPod.resources.limits) }),
           pod_ready_timeout_seconds: s.sessionPod.readyTimeoutSeconds,
+          // Session pods admit only these: the labels this operator gives the gateway pods.
+          gateway_pod_labels: context.podLabels,
         },
       },
     };

@@ -31,6 +31,8 @@ export interface PostgresOptions {
   password: string;
   /** Trade durability for speed: tests only. */
   fast?: boolean;
+  /** Also listen on `address` and admit password logins from `clients` (a CIDR): pods of the test cluster. */
+  alsoListen?: { address: string; clients: string };
   log?: (message: string) => void;
 }
 
@@ -140,8 +142,15 @@ export async function startPostgres(options: PostgresOptions): Promise<RunningPo
   const bin = await binaries(user);
   if (!existsSync(join(dir, 'PG_VERSION'))) await initdb(bin, dir, options.password, user, log);
 
+  if (options.alsoListen) {
+    const hba = join(dir, 'pg_hba.conf');
+    const line = `host all all ${options.alsoListen.clients} scram-sha-256`;
+    const current = await readFile(hba, 'utf8');
+    if (!current.includes(line)) await writeFile(hba, `${current.trimEnd()}\n${line}\n`);
+  }
+  const listen = ['127.0.0.1', ...(options.alsoListen ? [options.alsoListen.address] : [])].join(',');
   const port = options.port ?? (await freePort());
-  const flags = ['-D', dir, '-p', String(port), '-c', 'listen_addresses=127.0.0.1', '-c', 'unix_socket_directories=', '-c', 'max_connections=300'];
+  const flags = ['-D', dir, '-p', String(port), '-c', `listen_addresses=${listen}`, '-c', 'unix_socket_directories=', '-c', 'max_connections=300'];
   if (options.fast) flags.push('-c', 'fsync=off', '-c', 'synchronous_commit=off', '-c', 'full_page_writes=off');
   let output = '';
   const child = spawnLogged(join(bin, 'bin', 'postgres'), flags, user, (m) => {

@@ -55,7 +55,7 @@ const kubernetesSchema = z.strictObject({
   /** Create the NetworkPolicy that admits only the gateway's pods to the session pods (needs RBAC on networkpolicies). */
   network_policy: z.boolean().default(true),
   /** Labels of the gateway's pods, the only ones the NetworkPolicy admits. */
-  gateway_pod_labels: z.record(labelKey, labelValue).default({ 'app.kubernetes.io/name': 'boxyard-terminal' }),
+  gateway_pod_labels: z.record(labelKey, labelValue).default({ 'app.kubernetes.io/name': 'terminal' }),
   /** Namespace of the gateway's pods when it differs from the session pods' namespace. */
   gateway_namespace: z.string().optional(),
 });

@@ -4,7 +4,7 @@
 // The gateway reaches the agent at <pod IP>:<port from the pod's `boxyard.io/agent-port` annotation>.
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
-import { ApiException, CoreV1Api, KubeConfig, NetworkingV1Api, type V1NetworkPolicy, type V1Pod } from '@kubernetes/client-node';
+import { ApiException, CoreV1Api, KubeConfig, NetworkingV1Api, PatchStrategy, setHeaderOptions, type V1NetworkPolicy, type V1Pod } from '@kubernetes/client-node';
 import type { SessionsConfig, KubernetesBackendConfig } from '../config.ts';
 import type { AgentEnvironment } from '../agent/settings.ts';
 import type { AgentSpec, BackendProbe, SessionBackend, StartedAgent } from './types.ts';
@@ -145,13 +145,15 @@ export function createKubernetesBackend(options: KubernetesBackendOptions): Sess
       await networking.createNamespacedNetworkPolicy({ namespace, body });
     } catch (error) {
       if (!isStatus(error, 409)) throw error;
-      // Already there (another replica, an earlier start): keep it in line with the current config.
-      const existing = await networking.readNamespacedNetworkPolicy({ name: NETWORK_POLICY_NAME, namespace });
-      await networking.replaceNamespacedNetworkPolicy({
-        name: NETWORK_POLICY_NAME,
-        namespace,
-        body: { ...body, metadata: { ...body.metadata, resourceVersion: existing.metadata?.resourceVersion } },
-      });
+      // Already there (another replica, an earlier start): keep it in line with the current config. A JSON patch
+      // (the Role grants patch, not update) that replaces the whole spec, so no stale selector key survives; the
+      // body goes out as is, so it carries the wire name `from` where client-node's model says `_from`.
+      const spec = body.spec!;
+      const wireSpec = { ...spec, ingress: spec.ingress?.map(({ _from, ...rule }) => ({ ...rule, from: _from })) };
+      await networking.patchNamespacedNetworkPolicy(
+        { name: NETWORK_POLICY_NAME, namespace, body: [{ op: 'replace', path: '/spec', value: wireSpec }] },
+        setHeaderOptions('Content-Type', PatchStrategy.JsonPatch),
+      );
     }
   };
 

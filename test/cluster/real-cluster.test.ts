@@ -1,0 +1,377 @@
+// Boxyard on a real node, the way a platform team and its users meet it: `helm install` of the chart with the image
+// `make image` built (two operator replicas, leader election on), the three example resources applied with kubectl
+// and Ready with their pods really running; then the real clients through the Ingress hosts: `vagrant box add`,
+// `wget --mirror` and curl, a terminal session in its own pod over a WebSocket; NetworkPolicy enforced; a helm
+// upgrade that rolls every service; kill -9 of the leader; deletion with deletionPolicy Delete.
+// PostgreSQL and MinIO are the harness's, on the node's bridge address, behind Services without selectors (as an
+// external database and object store are reached from a cluster).
+import { execFile, spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { chmod, mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { getCACertificates, setDefaultCACertificates } from 'node:tls';
+import { promisify } from 'node:util';
+import * as Minio from 'minio';
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { makeBox } from '../../services/box-repository/src/testing/boxes.ts';
+import { startPostgres, type RunningPostgres } from '../../services/boxyard/src/embedded-postgres.ts';
+import { api, login, openTerminal } from '../../services/terminal/src/testing.ts';
+import { startControlPlane, type RunningControlPlane } from '../harness/kube.ts';
+import { startMinio, type RunningMinio } from '../harness/minio.ts';
+import { NODE } from '../harness/node/network.ts';
+import { addHostsEntries, builtImage, helmFor, issueCertificates, kubectlFor, removeHostsEntries, until, type Cli } from './fixture.ts';
+
+const run = promisify(execFile);
+const NS = 'team';
+const SYSTEM_NS = 'boxyard-system';
+const HOSTS = { boxes: 'boxes.example.com', files: 'files.example.com', shells: 'shells.example.com' };
+const repoRoot = join(import.meta.dirname, '..', '..');
+const VAGRANT = process.env.VAGRANT_BIN ?? '/usr/bin/vagrant';
+
+interface Pod {
+  metadata: { name: string; labels?: Record<string, string>; deletionTimestamp?: string };
+  spec: { serviceAccountName?: string; containers: { image: string }[] };
+  status: { phase?: string; podIP?: string; conditions?: { type: string; status: string }[]; containerStatuses?: { containerID?: string; image: string; ready: boolean }[] };
+}
+
+const podReady = (pod: Pod) => pod.status.phase === 'Running' && (pod.status.conditions ?? []).some((c) => c.type === 'Ready' && c.status === 'True');
+
+describe.runIf(process.getuid?.() === 0)('Boxyard on a real node (kubelet + containerd + CNI + kube-proxy + CoreDNS + Traefik + an iptables NetworkPolicy enforcer)', () => {
+  let dir: string;
+  let plane: RunningControlPlane;
+  let postgres: RunningPostgres;
+  let minio: RunningMinio;
+  let s3: Minio.Client;
+  let kubectl: Cli;
+  let helm: Cli;
+  let image: { image: string; tar: string };
+  let caFile: string;
+  const started: Record<string, number> = {};
+
+  const json = async <T>(args: string[]): Promise<T> => JSON.parse(await kubectl([...args, '-o', 'json'])) as T;
+  const pods = async (selector: string, namespace = NS) => (await json<{ items: Pod[] }>(['get', 'pods', '-n', namespace, '-l', selector])).items;
+  const secretValue = async (name: string, key: string) => Buffer.from((await kubectl(['get', 'secret', '-n', NS, name, '-o', `jsonpath={.data.${key}}`])).trim(), 'base64').toString();
+  const sql = async (text: string) => {
+    const client = new pg.Client({ connectionString: postgres.adminUrl.replace(/\/postgres$/, '/boxyard') });
+    await client.connect();
+    try {
+      return (await client.query(text)).rows as Record<string, unknown>[];
+    } finally {
+      await client.end();
+    }
+  };
+
+  beforeAll(async () => {
+    image = builtImage();
+    dir = await mkdtemp(join(tmpdir(), 'boxyard-cluster-'));
+    await chmod(dir, 0o755); // PostgreSQL runs as `postgres`
+    const log = (line: string) => console.log(`[real-cluster] ${line}`);
+    const t0 = Date.now();
+    plane = await startControlPlane({ dir: join(dir, 'kube'), node: true, log });
+    started.cluster = Date.now() - t0;
+    log(plane.describe().join('\n  '));
+    kubectl = kubectlFor(plane.kubeconfig);
+    helm = helmFor(plane.kubeconfig);
+
+    const secret = () => randomBytes(18).toString('base64url');
+    [postgres, minio] = await Promise.all([
+      startPostgres({ dir: join(dir, 'pg'), password: secret(), fast: true, alsoListen: { address: NODE.address, clients: NODE.podCidr } }),
+      startMinio({ dir: join(dir, 'minio'), accessKey: `e2e${randomBytes(4).toString('hex')}`, secretKey: secret(), host: NODE.address }),
+      plane.node!.importImage(image.tar),
+    ]);
+    const admin = new pg.Client({ connectionString: postgres.adminUrl });
+    await admin.connect();
+    await admin.query('create database boxyard');
+    await admin.end();
+    const minioUrl = new URL(minio.endpoint);
+    s3 = new Minio.Client({ endPoint: minioUrl.hostname, port: Number(minioUrl.port), useSSL: false, accessKey: minio.accessKey, secretKey: minio.secretKey });
+    await Promise.all(['vagrant-boxes', 'shared-files'].map((bucket) => s3.makeBucket(bucket)));
+
+    // TLS for the Ingress hosts from a private CA that every client here trusts, and the names in /etc/hosts.
+    const pki = await issueCertificates(await mkdtemp(join(dir, 'tls-')), Object.values(HOSTS));
+    caFile = join(dir, 'ca.crt');
+    await writeFile(caFile, pki.ca);
+    setDefaultCACertificates([...getCACertificates('default'), pki.ca]);
+    await addHostsEntries(Object.values(HOSTS));
+
+    // What the examples' comments ask for: Secrets `db` and `s3`, the object store at minio.storage.svc:9000,
+    // and (ours) the TLS Secrets the Ingresses name.
+    const pgPort = new URL(postgres.adminUrl).port;
+    const external = (name: string, namespace: string, port: number, targetPort: string) => `apiVersion: v1
+kind: Service
+metadata: { name: ${name}, namespace: ${namespace} }
+spec: { ports: [{ name: tcp, port: ${port}, targetPort: ${targetPort} }] }
+---
+apiVersion: discovery.k8s.io/v1
+kind: EndpointSlice
+metadata: { name: ${name}-external, namespace: ${namespace}, labels: { kubernetes.io/service-name: ${name} } }
+addressType: IPv4
+ports: [{ name: tcp, port: ${targetPort}, protocol: TCP }]
+endpoints: [{ addresses: ["${NODE.address}"] }]
+`;
+    await kubectl(['create', 'namespace', NS]);
+    await kubectl(['create', 'namespace', 'storage']);
+    await kubectl(['apply', '-f', '-'], [external('postgres', NS, 5432, pgPort), external('minio', 'storage', 9000, minioUrl.port)].join('---\n'));
+    await kubectl(['create', 'secret', 'generic', 'db', '-n', NS, `--from-literal=url=${postgres.adminUrl.replace(/@[^/]+\/postgres$/, `@postgres.${NS}.svc:5432/boxyard`)}`]);
+    await kubectl(['create', 'secret', 'generic', 's3', '-n', NS, `--from-literal=accessKey=${minio.accessKey}`, `--from-literal=secretKey=${minio.secretKey}`]);
+    for (const [name, host] of Object.entries(HOSTS)) {
+      const files = join(dir, `${name}-tls`);
+      await mkdir(files);
+      await writeFile(join(files, 'tls.crt'), pki.certs[host]!.cert);
+      await writeFile(join(files, 'tls.key'), pki.certs[host]!.key);
+      await kubectl(['create', 'secret', 'tls', `${name}-tls`, '-n', NS, `--cert=${join(files, 'tls.crt')}`, `--key=${join(files, 'tls.key')}`]);
+    }
+
+    const [repository, tag] = [image.image.slice(0, image.image.lastIndexOf(':')), image.image.slice(image.image.lastIndexOf(':') + 1)];
+    const t1 = Date.now();
+    await helm(['install', 'boxyard', join(repoRoot, 'charts', 'boxyard'), '-n', SYSTEM_NS, '--create-namespace', '--set', `image.repository=${repository}`, '--set', `image.tag=${tag}`, '--wait', '--timeout=5m']);
+    started.helm = Date.now() - t1;
+    const t2 = Date.now();
+    await kubectl(['apply', '-n', NS, '-f', join(repoRoot, 'crds', 'examples')]);
+    await kubectl(['wait', '-n', NS, '--for=condition=Ready', 'boxrepository/boxes', 'fileshare/files', 'terminalpool/shells', '--timeout=300s']).catch(async (error: unknown) => {
+      // What a platform engineer would look at: the resources' conditions, the pods, the logs of the unready ones.
+      const report = [await kubectl(['get', 'boxyard,pods', '-n', NS, '-o', 'wide']).catch(String)];
+      for (const pod of (await pods('app.kubernetes.io/part-of=boxyard')).filter((p) => !podReady(p))) {
+        report.push(`--- ${pod.metadata.name}`, await kubectl(['logs', '-n', NS, pod.metadata.name, '--tail=30']).catch(String));
+      }
+      report.push(await kubectl(['get', 'boxrepository,fileshare,terminalpool', '-n', NS, '-o', 'jsonpath={range .items[*]}{.kind}/{.metadata.name}: {.status.conditions}{"\\n"}{end}']).catch(String));
+      throw new Error(`${(error as Error).message}\n${report.join('\n')}`, { cause: error });
+    });
+    started.ready = Date.now() - t2;
+    log(`cluster ${started.cluster} ms, helm install ${started.helm} ms, three resources Ready ${started.ready} ms`);
+  }, 900_000);
+
+  afterAll(async () => {
+    await removeHostsEntries().catch(() => {});
+    if (plane) {
+      await plane.stop();
+    }
+    await Promise.allSettled([postgres?.stop(), minio?.stop()]);
+    if (dir && !process.env.BOXYARD_KEEP_CLUSTER_LOGS) await rm(dir, { recursive: true, force: true });
+  }, 120_000);
+
+  it('runs the operator (2 replicas, one leader) and every service pod from the image, ready', async () => {
+    const operators = await pods('app.kubernetes.io/name=boxyard', SYSTEM_NS);
+    expect(operators).toHaveLength(2);
+    expect(operators.every(podReady)).toBe(true);
+    const lease = await json<{ spec: { holderIdentity?: string } }>(['get', 'lease', '-n', SYSTEM_NS, 'boxyard']);
+    expect(operators.map((p) => p.metadata.name)).toContain(lease.spec.holderIdentity);
+
+    const services = await pods('app.kubernetes.io/part-of=boxyard,app.kubernetes.io/component=server');
+    expect(services.map((p) => p.metadata.labels?.['app.kubernetes.io/name']).sort()).toEqual(['box-repository', 'box-repository', 'file-share', 'terminal']);
+    for (const pod of services) {
+      expect(podReady(pod), pod.metadata.name).toBe(true);
+      expect(pod.spec.containers[0]!.image).toBe(image.image);
+    }
+    // Through the Ingress: the controller picks up a new Ingress and its endpoints within seconds, not at once.
+    for (const host of Object.values(HOSTS)) {
+      await until(`https://${host}/health/ready to answer 200`, async () => ((await fetch(`https://${host}/health/ready`)).status === 200 ? true : undefined), 30_000);
+    }
+  });
+
+  it('serves `vagrant box add` of a public and of a private box through the BoxRepository Ingress', async () => {
+    const base = `https://${HOSTS.boxes}`;
+    const password = await secretValue('boxes-box-repository-admin', 'password');
+    const call = async (method: string, path: string, body?: unknown, headers: Record<string, string> = {}) => {
+      const response = await fetch(`${base}${path}`, { method, headers: { 'content-type': 'application/json', ...headers }, ...(body !== undefined ? { body: JSON.stringify(body) } : {}) });
+      return { status: response.status, body: (await response.json().catch(() => ({}))) as Record<string, unknown> };
+    };
+    const signin = await call('POST', '/api/auth/signin', { username: 'admin', password });
+    expect(signin.status).toBe(200);
+    const auth = { authorization: `Bearer ${signin.body.access_token as string}` };
+    expect((await call('POST', '/api/organization', { name: 'acme' }, auth)).status).toBe(201);
+    const publish = async (box: string, isPublic: boolean) => {
+      const root = `/api/organization/acme/box`;
+      expect((await call('POST', root, { name: box, isPublic }, auth)).status).toBe(201);
+      expect((await call('POST', `${root}/${box}/version`, { versionNumber: '1.0.0' }, auth)).status).toBe(201);
+      expect((await call('POST', `${root}/${box}/version/1.0.0/provider`, { name: 'virtualbox' }, auth)).status).toBe(201);
+      expect((await call('POST', `${root}/${box}/version/1.0.0/provider/virtualbox/architecture`, { name: 'amd64' }, auth)).status).toBe(201);
+      const uploaded = await fetch(`${base}${root}/${box}/version/1.0.0/provider/virtualbox/architecture/amd64/file/upload`, {
+        method: 'POST',
+        headers: { ...auth, 'content-type': 'application/octet-stream', 'x-file-name': 'vagrant.box' },
+        body: await makeBox(),
+      });
+      expect(uploaded.status, await uploaded.clone().text()).toBeLessThan(300);
+    };
+    await publish('public-box', true);
+    await publish('private-box', false);
+    const key = await call('POST', '/api/service-accounts', { organization: 'acme', description: 'vagrant in CI' }, auth);
+    expect(key.status).toBe(201);
+
+    const home = await mkdtemp(join(dir, 'vagrant-'));
+    const vagrant = (args: string[], env: Record<string, string> = {}) =>
+      new Promise<{ code: number | null; output: string }>((resolve, reject) => {
+        const child = spawn(VAGRANT, args, {
+          env: {
+            PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: home, VAGRANT_HOME: join(home, 'vagrant.d'), VAGRANT_CHECKPOINT_DISABLE: '1',
+            VAGRANT_SERVER_URL: base, SSL_CERT_FILE: caFile, CURL_CA_BUNDLE: caFile, ...env,
+          },
+          stdio: ['ignore', 'pipe', 'pipe'],
+        });
+        let output = '';
+        child.stdout.on('data', (c: Buffer) => (output += c.toString()));
+        child.stderr.on('data', (c: Buffer) => (output += c.toString()));
+        child.on('error', reject);
+        child.on('close', (code) => resolve({ code, output }));
+      });
+    const added = await vagrant(['box', 'add', 'acme/public-box', '--cacert', caFile]);
+    expect(added.code, added.output).toBe(0);
+    expect(added.output).toContain("Successfully added box 'acme/public-box' (v1.0.0) for 'virtualbox'");
+    const refused = await vagrant(['box', 'add', 'acme/private-box', '--cacert', caFile]);
+    expect(refused.code).not.toBe(0);
+    const privateAdded = await vagrant(['box', 'add', 'acme/private-box', '--cacert', caFile], { VAGRANT_CLOUD_TOKEN: key.body.token as string });
+    expect(privateAdded.code, privateAdded.output).toBe(0);
+    expect((await vagrant(['box', 'list'])).output).toMatch(/acme\/private-box\s+\(virtualbox, 1\.0\.0\)/);
+  }, 180_000);
+
+  it('takes a curl upload and serves `wget --mirror` of a folder through the FileShare Ingress', async () => {
+    const password = await secretValue('files-file-share-admin', 'password');
+    const work = await mkdtemp(join(dir, 'files-'));
+    const files = { 'a.txt': 'alpha\n', 'nested/b.bin': randomBytes(100_000).toString('base64') };
+    for (const [name, content] of Object.entries(files)) {
+      await mkdir(join(work, 'src', name, '..'), { recursive: true });
+      await writeFile(join(work, 'src', name), content);
+      const { stdout } = await run('curl', ['-sS', '--cacert', caFile, '-u', `admin:${password}`, '-o', '/dev/null', '-w', '%{http_code}', '-F', `file=@${join(work, 'src', name)}`, `https://${HOSTS.files}/docs/${name}`]);
+      expect(stdout, name).toBe('201');
+    }
+    await run('wget', ['--mirror', '--no-parent', '--no-host-directories', '-e', 'robots=off', '--ca-certificate', caFile, '--user=admin', `--password=${password}`, '-P', join(work, 'mirror'), `https://${HOSTS.files}/docs/`]).catch((e: Error & { stderr?: string }) => {
+      throw new Error(`wget --mirror failed: ${e.stderr ?? e.message}`);
+    });
+    for (const [name, content] of Object.entries(files)) expect(await readFile(join(work, 'mirror', 'docs', name), 'utf8'), name).toBe(content);
+  }, 120_000);
+
+  describe('terminal sessions in their own pods', () => {
+    const base = `https://${HOSTS.shells}`;
+    let cookie: string;
+
+    const startSession = async (name: string) => {
+      const startedAt = Date.now();
+      const response = await api(base, 'POST', '/api/terminal/start', { cookie, body: { terminal_cookie: name }, origin: base });
+      expect(response.status, JSON.stringify(response.json)).toBe(200);
+      return { ...(response.json.data as { session: { id: string }; websocket_path: string }), ms: Date.now() - startedAt };
+    };
+    const sessionPod = async (id: string) => (await pods(`boxyard.io/session=${id}`))[0];
+
+    beforeAll(async () => {
+      cookie = await login(base, 'admin', await secretValue('shells-terminal-admin', 'password'));
+    });
+
+    it('starts a pod from the image that runs the agent; the WebSocket echoes 42; stop removes the pod', async () => {
+      const session = await startSession('e2e-one');
+      const pod = await sessionPod(session.session.id);
+      expect(pod && podReady(pod)).toBe(true);
+      expect(pod!.spec.containers[0]!.image).toBe(image.image);
+
+      const terminal = await openTerminal(base, session.websocket_path, { cookie, origin: base });
+      terminal.type('echo $((6*7))\r');
+      await terminal.waitFor(/^42$/m, 30_000);
+      await terminal.close();
+
+      const stopped = await api(base, 'DELETE', `/api/terminal/sessions/${session.session.id}/stop`, { cookie, origin: base });
+      expect(stopped.status).toBe(200);
+      await until('the session pod to be gone', async () => ((await sessionPod(session.session.id)) ? undefined : true), 60_000);
+    }, 180_000);
+
+    it('creates session pods with the gateway’s own ServiceAccount, and keeps working after the gateway restarts', async () => {
+      const [gateway] = await pods('app.kubernetes.io/name=terminal,app.kubernetes.io/instance=shells');
+      expect(gateway!.spec.serviceAccountName).toBe('shells-terminal');
+      // A restarted gateway finds its NetworkPolicy in place and must replace it (Role: update), then start pods.
+      await kubectl(['delete', 'pod', '-n', NS, gateway!.metadata.name, '--wait=true']);
+      await kubectl(['rollout', 'status', '-n', NS, 'deployment/shells-terminal', '--timeout=180s']);
+      await until('the new gateway to answer', async () => ((await fetch(`${base}/health/ready`)).status === 200 ? true : undefined));
+      cookie = await login(base, 'admin', await secretValue('shells-terminal-admin', 'password'));
+      const session = await startSession('e2e-two');
+      await api(base, 'DELETE', `/api/terminal/sessions/${session.session.id}/stop`, { cookie, origin: base });
+    }, 300_000);
+
+    it('enforces the NetworkPolicy: only the gateway reaches an agent', async () => {
+      const session = await startSession('e2e-policy');
+      const pod = (await sessionPod(session.session.id))!;
+      const target = `${pod.status.podIP}`;
+      const probe = `const s=require('net').connect(7681,'${target}');s.setTimeout(3000);s.on('connect',()=>{console.log('connected');process.exit(0)});s.on('timeout',()=>{console.log('timeout');process.exit(2)});s.on('error',e=>{console.log(e.code);process.exit(3)})`;
+      const [gateway] = await pods('app.kubernetes.io/name=terminal,app.kubernetes.io/instance=shells');
+      const fromGateway = await kubectl(['exec', '-n', NS, gateway!.metadata.name, '--', 'node', '-e', probe]);
+      expect(fromGateway.trim()).toBe('connected');
+
+      await kubectl(['run', 'intruder', '-n', NS, `--image=${image.image}`, '--image-pull-policy=Never', '--restart=Never', '--labels=app=intruder', '--command', '--', 'node', '-e', probe]);
+      const phase = await until('the intruder pod to finish', async () => {
+        const p = await json<Pod>(['get', 'pod', '-n', NS, 'intruder']);
+        return p.status.phase === 'Succeeded' || p.status.phase === 'Failed' ? p.status.phase : undefined;
+      }, 60_000);
+      const logs = await kubectl(['logs', '-n', NS, 'intruder']);
+      expect({ phase, logs: logs.trim() }).toEqual({ phase: 'Failed', logs: 'timeout' });
+      await kubectl(['delete', 'pod', '-n', NS, 'intruder', '--wait=false']);
+      await api(base, 'DELETE', `/api/terminal/sessions/${session.session.id}/stop`, { cookie, origin: base });
+    }, 180_000);
+  });
+
+  it('rolls every service to another image tag on `helm upgrade`', async () => {
+    const next = `${image.image}-next`;
+    await run('ctr', ['--address', `${NODE.runDir}/containerd.sock`, '--namespace', 'k8s.io', 'images', 'tag', '--force', image.image, next]);
+    await helm(['upgrade', 'boxyard', join(repoRoot, 'charts', 'boxyard'), '-n', SYSTEM_NS, '--reuse-values', '--set', `image.tag=${next.slice(next.lastIndexOf(':') + 1)}`, '--wait', '--timeout=5m']);
+    for (const deployment of ['boxes-box-repository', 'files-file-share', 'shells-terminal']) {
+      await until(`${deployment} on ${next}`, async () => {
+        const d = await json<{ spec: { template: { spec: { containers: { image: string }[] } } } }>(['get', 'deployment', '-n', NS, deployment]);
+        return d.spec.template.spec.containers[0]!.image === next ? true : undefined;
+      });
+      await kubectl(['rollout', 'status', '-n', NS, `deployment/${deployment}`, '--timeout=300s']);
+    }
+    const services = await pods('app.kubernetes.io/part-of=boxyard,app.kubernetes.io/component=server');
+    expect(services.filter((p) => !p.metadata.deletionTimestamp).every((p) => p.spec.containers[0]!.image === next)).toBe(true);
+  }, 600_000);
+
+  it('survives kill -9 of the leader with no duplicate children', async () => {
+    const lease = async () => (await json<{ spec: { holderIdentity?: string } }>(['get', 'lease', '-n', SYSTEM_NS, 'boxyard'])).spec.holderIdentity;
+    const leader = (await lease())!;
+    const pod = await json<Pod>(['get', 'pod', '-n', SYSTEM_NS, leader]);
+    const restarts = (p: Pod) => (p.status.containerStatuses?.[0] as { restartCount?: number } | undefined)?.restartCount ?? 0;
+    const restartsBefore = restarts(pod);
+    const containerId = pod.status.containerStatuses![0]!.containerID!.replace(/^containerd:\/\//, '');
+    const { stdout } = await run('ctr', ['--address', `${NODE.runDir}/containerd.sock`, '--namespace', 'k8s.io', 'tasks', 'ls']);
+    const pid = Number(stdout.split('\n').find((l) => l.startsWith(containerId))!.trim().split(/\s+/)[1]);
+    process.kill(pid, 'SIGKILL');
+    // While no one leads, change a resource: the next leader must reconcile it.
+    await kubectl(['patch', 'boxrepository', 'boxes', '-n', NS, '--type=merge', '-p', '{"spec":{"replicas":1}}']);
+    // The other replica takes the lease, or the killed one's restarted container (same pod name) renews it.
+    await until('a live operator to lead', async () => {
+      const holder = await lease();
+      if (holder && holder !== leader) return holder;
+      return restarts(await json<Pod>(['get', 'pod', '-n', SYSTEM_NS, leader])) > restartsBefore ? leader : undefined;
+    }, 90_000);
+    await kubectl(['wait', '-n', NS, '--for=jsonpath={.status.readyReplicas}=1', 'deployment/boxes-box-repository', '--timeout=180s']);
+    for (const kind of ['deployments', 'services', 'configmaps', 'ingresses']) {
+      const items = (await json<{ items: { metadata: { name: string } }[] }>(['get', kind, '-n', NS, '-l', 'app.kubernetes.io/managed-by=boxyard-operator'])).items.map((i) => i.metadata.name);
+      expect(new Set(items).size, kind).toBe(items.length);
+      expect(items.filter((n) => n.startsWith('boxes-')).length, `${kind} of boxes`).toBeLessThanOrEqual(1);
+    }
+    await until('one box-repository pod', async () => ((await pods('app.kubernetes.io/name=box-repository')).filter((p) => !p.metadata.deletionTimestamp).length === 1 ? true : undefined));
+  }, 300_000);
+
+  it('drops the schema and the stored objects when a resource with deletionPolicy Delete is deleted', async () => {
+    const schemas = async () => (await sql('select schema_name from information_schema.schemata')).map((r) => r.schema_name);
+    expect(await schemas()).toContain('file_share');
+    await kubectl(['patch', 'fileshare', 'files', '-n', NS, '--type=merge', '-p', '{"spec":{"deletionPolicy":"Delete"}}']);
+    await kubectl(['delete', 'fileshare', 'files', '-n', NS, '--timeout=120s']);
+    expect(await schemas()).not.toContain('file_share');
+    const left: string[] = [];
+    for await (const item of s3.listObjectsV2('shared-files', 'team-a/', true)) left.push((item as { name: string }).name);
+    expect(left).toEqual([]);
+    await until('the file-share pods to go', async () => ((await pods('app.kubernetes.io/name=file-share')).length === 0 ? true : undefined));
+  }, 300_000);
+
+  it('stops with nothing left on the host: no node process, mount, iptables chain, cgroup or bridge', async () => {
+    await plane.stop();
+    // Zombies (state Z) are not running: reaping re-parented shims is the machine's init's job, not ours.
+    const { stdout: processes } = await run('ps', ['-eo', 'stat=,args=']);
+    const live = processes.split('\n').filter((p) => !p.trimStart().startsWith('Z'));
+    expect(live.filter((p) => /containerd-shim|kubelet-v|kube-proxy-v|coredns-v|traefik-v|\scontainerd /.test(p))).toEqual([]);
+    expect((await readFile('/proc/self/mountinfo', 'utf8')).split('\n').filter((l) => l.includes(dir) || l.includes(NODE.runDir))).toEqual([]);
+    const { stdout: rules } = await run('iptables-save');
+    expect(rules.split('\n').filter((l) => /KUBE-|CNI-|BOXYARD-/.test(l))).toEqual([]);
+    expect(await run('ip', ['link', 'show', NODE.bridge]).then(() => 'present', () => 'gone')).toBe('gone');
+    const { stdout: cgroups } = await run('find', ['/sys/fs/cgroup', '-maxdepth', '2', '-name', 'kubepods']);
+    expect(cgroups.trim()).toBe('');
+  }, 120_000);
+});
