@@ -58,7 +58,7 @@ test: tools image
 lint: deps
 	npm run lint
 
-bench: tools
+bench: tools image
 	@echo "[bench] sections: $${ONLY:-all}"
 	npm run bench
 

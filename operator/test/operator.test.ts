@@ -152,9 +152,11 @@ describe('the operator under the chart\'s RBAC', { timeout: 150_000 }, () => {
     expect(await bucket.client.bucketExists(`vagrant-boxes-${suffix}`)).toBe(true); // created by the pre-rollout check
     expect(await secretValue('boxes-box-repository-session', 'secret')).toMatch(/^[\w-]{64}$/);
 
-    // FileShare: one replica, no Ingress, no PDB.
-    expect(files.status?.url).toBe(`http://files-file-share.${NS}.svc`);
-    expect(await get(resources.ingress, 'files-file-share')).toBeUndefined();
+    // FileShare: one replica behind an Ingress of the default class (the example names none), no PDB.
+    expect(files.status?.url).toBe('https://files.example.com');
+    const filesIngress = await get<{ spec: { rules: unknown[]; ingressClassName?: string } } & KubeObject>(resources.ingress, 'files-file-share');
+    expect(filesIngress?.spec.rules).toEqual([expect.objectContaining({ host: 'files.example.com' })]);
+    expect(filesIngress?.spec.ingressClassName).toBeUndefined();
     expect(await get(resources.podDisruptionBudget, 'files-file-share')).toBeUndefined();
 
     // TerminalPool: the gateway's ServiceAccount may manage pods in its namespace, and nowhere else.

@@ -10,6 +10,7 @@ import { startMinio } from '../harness/minio.ts';
 import { startTogether } from '../harness/start-together.ts';
 import type { BenchEnv, BenchRow } from './env.ts';
 import { benchBoxRepository } from './box-repository.ts';
+import { benchCluster } from './cluster.ts';
 import { benchFileShare } from './file-share.ts';
 import { benchOperator } from './operator.ts';
 import { benchStorage } from './storage.ts';
@@ -21,6 +22,7 @@ const sections: { name: string; title: string; run: (env: BenchEnv) => Promise<B
   { name: 'file-share', title: 'file share (10,000-entry listing, 256 MiB transfers)', run: benchFileShare },
   { name: 'terminal', title: 'terminal gateway', run: benchTerminal },
   { name: 'operator', title: 'operator (1,000 custom resources)', run: benchOperator },
+  { name: 'cluster', title: 'real node: apply → Ready per kind, terminal session start (pod vs local backend)', run: benchCluster },
 ];
 
 function print(title: string, rows: BenchRow[]): void {

@@ -30,9 +30,9 @@ const MiB = 1024 * 1024;
 const CAT = 'stty raw -echo; exec cat';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-const percentile = (values: number[], p: number) => [...values].sort((a, b) => a - b)[Math.min(values.length - 1, Math.floor((values.length * p) / 100))]!;
-const median = (values: number[]) => percentile(values, 50);
-const row = (name: string, unit: string, value: number, baseline?: number): BenchRow => (baseline === undefined ? { name, unit, value } : { name, unit, value, baseline, ratio: value / baseline });
+export const percentile = (values: number[], p: number) => [...values].sort((a, b) => a - b)[Math.min(values.length - 1, Math.floor((values.length * p) / 100))]!;
+export const median = (values: number[]) => percentile(values, 50);
+export const row = (name: string, unit: string, value: number, baseline?: number): BenchRow => (baseline === undefined ? { name, unit, value } : { name, unit, value, baseline, ratio: value / baseline });
 
 function vm(pid: number, field: 'VmRSS'): number {
   const line = readFileSync(`/proc/${pid}/status`, 'utf8').split('\n').find((l) => l.startsWith(`${field}:`));
@@ -63,7 +63,7 @@ function agentPids(sessionIds: Set<string>): number[] {
   return pids;
 }
 
-async function startGateway(env: BenchEnv, adminPassword: string): Promise<{ child: ChildProcess; base: string }> {
+export async function startGateway(env: BenchEnv, adminPassword: string): Promise<{ child: ChildProcess; base: string }> {
   const databaseUrl = await createBenchDatabase(env, `bench_terminal_${randomBytes(4).toString('hex')}`);
   const port = await freePort();
   const launch = `
@@ -99,24 +99,24 @@ async function startGateway(env: BenchEnv, adminPassword: string): Promise<{ chi
   return { child, base: `http://127.0.0.1:${port}` };
 }
 
-async function login(base: string, password: string): Promise<string> {
+export async function login(base: string, password: string): Promise<string> {
   const response = await fetch(`${base}/auth/login/basic`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ username: 'admin', password }) });
   if (response.status !== 200) throw new Error(`login: ${response.status}`);
   return response.headers.getSetCookie().find((c) => c.startsWith('auth_token='))!.split(';')[0]!;
 }
 
-async function startSession(base: string, cookie: string, terminalCookie: string): Promise<{ id: string; path: string }> {
+export async function startSession(base: string, cookie: string, terminalCookie: string): Promise<{ id: string; path: string }> {
   const response = await fetch(`${base}/api/terminal/start`, { method: 'POST', headers: { 'content-type': 'application/json', cookie }, body: JSON.stringify({ terminal_cookie: terminalCookie }) });
   const json = (await response.json()) as { data: { session: { id: string }; websocket_path: string } };
   if (response.status !== 200) throw new Error(`start: ${response.status} ${JSON.stringify(json)}`);
   return { id: json.data.session.id, path: json.data.websocket_path };
 }
 
-async function stopSession(base: string, cookie: string, id: string): Promise<void> {
+export async function stopSession(base: string, cookie: string, id: string): Promise<void> {
   await fetch(`${base}/api/terminal/sessions/${id}/stop`, { method: 'DELETE', headers: { cookie } });
 }
 
-async function openSocket(base: string, path: string, cookie: string): Promise<WebSocket> {
+export async function openSocket(base: string, path: string, cookie: string): Promise<WebSocket> {
   const socket = new WebSocket(`${base.replace('http', 'ws')}${path}`, { headers: { cookie }, perMessageDeflate: false });
   await new Promise<void>((resolve, reject) => {
     socket.once('open', () => resolve());

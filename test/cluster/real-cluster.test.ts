@@ -7,149 +7,38 @@
 // external database and object store are reached from a cluster).
 import { execFile, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { chmod, mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { mkdir, mkdtemp, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { getCACertificates, setDefaultCACertificates } from 'node:tls';
 import { promisify } from 'node:util';
-import * as Minio from 'minio';
-import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { makeBox } from '../../services/box-repository/src/testing/boxes.ts';
-import { startPostgres, type RunningPostgres } from '../../services/boxyard/src/embedded-postgres.ts';
 import { api, login, openTerminal } from '../../services/terminal/src/testing.ts';
-import { startControlPlane, type RunningControlPlane } from '../harness/kube.ts';
-import { startMinio, type RunningMinio } from '../harness/minio.ts';
 import { NODE } from '../harness/node/network.ts';
-import { addHostsEntries, builtImage, helmFor, issueCertificates, kubectlFor, removeHostsEntries, until, type Cli } from './fixture.ts';
+import { HOSTS, NS, SYSTEM_NS, podReady, repoRoot, startBoxyardCluster, type BoxyardCluster, type Pod } from './boxyard-cluster.ts';
+import { until } from './fixture.ts';
 
 const run = promisify(execFile);
-const NS = 'team';
-const SYSTEM_NS = 'boxyard-system';
-const HOSTS = { boxes: 'boxes.example.com', files: 'files.example.com', shells: 'shells.example.com' };
-const repoRoot = join(import.meta.dirname, '..', '..');
 const VAGRANT = process.env.VAGRANT_BIN ?? '/usr/bin/vagrant';
 
-interface Pod {
-  metadata: { name: string; labels?: Record<string, string>; deletionTimestamp?: string };
-  spec: { serviceAccountName?: string; containers: { image: string }[] };
-  status: { phase?: string; podIP?: string; conditions?: { type: string; status: string }[]; containerStatuses?: { containerID?: string; image: string; ready: boolean }[] };
-}
-
-const podReady = (pod: Pod) => pod.status.phase === 'Running' && (pod.status.conditions ?? []).some((c) => c.type === 'Ready' && c.status === 'True');
-
 describe.runIf(process.getuid?.() === 0)('Boxyard on a real node (kubelet + containerd + CNI + kube-proxy + CoreDNS + Traefik + an iptables NetworkPolicy enforcer)', () => {
-  let dir: string;
-  let plane: RunningControlPlane;
-  let postgres: RunningPostgres;
-  let minio: RunningMinio;
-  let s3: Minio.Client;
-  let kubectl: Cli;
-  let helm: Cli;
-  let image: { image: string; tar: string };
-  let caFile: string;
-  const started: Record<string, number> = {};
-
-  const json = async <T>(args: string[]): Promise<T> => JSON.parse(await kubectl([...args, '-o', 'json'])) as T;
-  const pods = async (selector: string, namespace = NS) => (await json<{ items: Pod[] }>(['get', 'pods', '-n', namespace, '-l', selector])).items;
-  const secretValue = async (name: string, key: string) => Buffer.from((await kubectl(['get', 'secret', '-n', NS, name, '-o', `jsonpath={.data.${key}}`])).trim(), 'base64').toString();
-  const sql = async (text: string) => {
-    const client = new pg.Client({ connectionString: postgres.adminUrl.replace(/\/postgres$/, '/boxyard') });
-    await client.connect();
-    try {
-      return (await client.query(text)).rows as Record<string, unknown>[];
-    } finally {
-      await client.end();
-    }
-  };
+  let cluster: BoxyardCluster;
+  // Shorthands for what every test uses.
+  let dir: string, caFile: string, image: BoxyardCluster['image'];
+  let kubectl: BoxyardCluster['kubectl'], helm: BoxyardCluster['helm'], s3: BoxyardCluster['s3'];
+  let json: BoxyardCluster['json'], pods: BoxyardCluster['pods'], secretValue: BoxyardCluster['secretValue'], sql: BoxyardCluster['sql'];
 
   beforeAll(async () => {
-    image = builtImage();
-    dir = await mkdtemp(join(tmpdir(), 'boxyard-cluster-'));
-    await chmod(dir, 0o755); // PostgreSQL runs as `postgres`
     const log = (line: string) => console.log(`[real-cluster] ${line}`);
-    const t0 = Date.now();
-    plane = await startControlPlane({ dir: join(dir, 'kube'), node: true, log });
-    started.cluster = Date.now() - t0;
-    log(plane.describe().join('\n  '));
-    kubectl = kubectlFor(plane.kubeconfig);
-    helm = helmFor(plane.kubeconfig);
-
-    const secret = () => randomBytes(18).toString('base64url');
-    [postgres, minio] = await Promise.all([
-      startPostgres({ dir: join(dir, 'pg'), password: secret(), fast: true, alsoListen: { address: NODE.address, clients: NODE.podCidr } }),
-      startMinio({ dir: join(dir, 'minio'), accessKey: `e2e${randomBytes(4).toString('hex')}`, secretKey: secret(), host: NODE.address }),
-      plane.node!.importImage(image.tar),
-    ]);
-    const admin = new pg.Client({ connectionString: postgres.adminUrl });
-    await admin.connect();
-    await admin.query('create database boxyard');
-    await admin.end();
-    const minioUrl = new URL(minio.endpoint);
-    s3 = new Minio.Client({ endPoint: minioUrl.hostname, port: Number(minioUrl.port), useSSL: false, accessKey: minio.accessKey, secretKey: minio.secretKey });
-    await Promise.all(['vagrant-boxes', 'shared-files'].map((bucket) => s3.makeBucket(bucket)));
-
-    // TLS for the Ingress hosts from a private CA that every client here trusts, and the names in /etc/hosts.
-    const pki = await issueCertificates(await mkdtemp(join(dir, 'tls-')), Object.values(HOSTS));
-    caFile = join(dir, 'ca.crt');
-    await writeFile(caFile, pki.ca);
-    setDefaultCACertificates([...getCACertificates('default'), pki.ca]);
-    await addHostsEntries(Object.values(HOSTS));
-
-    // What the examples' comments ask for: Secrets `db` and `s3`, the object store at minio.storage.svc:9000,
-    // and (ours) the TLS Secrets the Ingresses name.
-    const pgPort = new URL(postgres.adminUrl).port;
-    const external = (name: string, namespace: string, port: number, targetPort: string) => `apiVersion: v1
-kind: Service
-metadata: { name: ${name}, namespace: ${namespace} }
-spec: { ports: [{ name: tcp, port: ${port}, targetPort: ${targetPort} }] }
----
-apiVersion: discovery.k8s.io/v1
-kind: EndpointSlice
-metadata: { name: ${name}-external, namespace: ${namespace}, labels: { kubernetes.io/service-name: ${name} } }
-addressType: IPv4
-ports: [{ name: tcp, port: ${targetPort}, protocol: TCP }]
-endpoints: [{ addresses: ["${NODE.address}"] }]
-`;
-    await kubectl(['create', 'namespace', NS]);
-    await kubectl(['create', 'namespace', 'storage']);
-    await kubectl(['apply', '-f', '-'], [external('postgres', NS, 5432, pgPort), external('minio', 'storage', 9000, minioUrl.port)].join('---\n'));
-    await kubectl(['create', 'secret', 'generic', 'db', '-n', NS, `--from-literal=url=${postgres.adminUrl.replace(/@[^/]+\/postgres$/, `@postgres.${NS}.svc:5432/boxyard`)}`]);
-    await kubectl(['create', 'secret', 'generic', 's3', '-n', NS, `--from-literal=accessKey=${minio.accessKey}`, `--from-literal=secretKey=${minio.secretKey}`]);
-    for (const [name, host] of Object.entries(HOSTS)) {
-      const files = join(dir, `${name}-tls`);
-      await mkdir(files);
-      await writeFile(join(files, 'tls.crt'), pki.certs[host]!.cert);
-      await writeFile(join(files, 'tls.key'), pki.certs[host]!.key);
-      await kubectl(['create', 'secret', 'tls', `${name}-tls`, '-n', NS, `--cert=${join(files, 'tls.crt')}`, `--key=${join(files, 'tls.key')}`]);
-    }
-
-    const [repository, tag] = [image.image.slice(0, image.image.lastIndexOf(':')), image.image.slice(image.image.lastIndexOf(':') + 1)];
-    const t1 = Date.now();
-    await helm(['install', 'boxyard', join(repoRoot, 'charts', 'boxyard'), '-n', SYSTEM_NS, '--create-namespace', '--set', `image.repository=${repository}`, '--set', `image.tag=${tag}`, '--wait', '--timeout=5m']);
-    started.helm = Date.now() - t1;
-    const t2 = Date.now();
+    cluster = await startBoxyardCluster(log);
+    ({ dir, caFile, image, kubectl, helm, s3, json, pods, secretValue, sql } = cluster);
+    const started = Date.now();
     await kubectl(['apply', '-n', NS, '-f', join(repoRoot, 'crds', 'examples')]);
-    await kubectl(['wait', '-n', NS, '--for=condition=Ready', 'boxrepository/boxes', 'fileshare/files', 'terminalpool/shells', '--timeout=300s']).catch(async (error: unknown) => {
-      // What a platform engineer would look at: the resources' conditions, the pods, the logs of the unready ones.
-      const report = [await kubectl(['get', 'boxyard,pods', '-n', NS, '-o', 'wide']).catch(String)];
-      for (const pod of (await pods('app.kubernetes.io/part-of=boxyard')).filter((p) => !podReady(p))) {
-        report.push(`--- ${pod.metadata.name}`, await kubectl(['logs', '-n', NS, pod.metadata.name, '--tail=30']).catch(String));
-      }
-      report.push(await kubectl(['get', 'boxrepository,fileshare,terminalpool', '-n', NS, '-o', 'jsonpath={range .items[*]}{.kind}/{.metadata.name}: {.status.conditions}{"\\n"}{end}']).catch(String));
-      throw new Error(`${(error as Error).message}\n${report.join('\n')}`, { cause: error });
-    });
-    started.ready = Date.now() - t2;
-    log(`cluster ${started.cluster} ms, helm install ${started.helm} ms, three resources Ready ${started.ready} ms`);
+    await cluster.waitReady(['boxrepository/boxes', 'fileshare/files', 'terminalpool/shells']);
+    log(`cluster ${cluster.timings.cluster} ms, helm install ${cluster.timings.helm} ms, three resources Ready ${Date.now() - started} ms`);
   }, 900_000);
 
   afterAll(async () => {
-    await removeHostsEntries().catch(() => {});
-    if (plane) {
-      await plane.stop();
-    }
-    await Promise.allSettled([postgres?.stop(), minio?.stop()]);
-    if (dir && !process.env.BOXYARD_KEEP_CLUSTER_LOGS) await rm(dir, { recursive: true, force: true });
+    await cluster?.stop();
   }, 120_000);
 
   it('runs the operator (2 replicas, one leader) and every service pod from the image, ready', async () => {
@@ -362,7 +251,7 @@ endpoints: [{ addresses: ["${NODE.address}"] }]
   }, 300_000);
 
   it('stops with nothing left on the host: no node process, mount, iptables chain, cgroup or bridge', async () => {
-    await plane.stop();
+    await cluster.plane.stop();
     // Zombies (state Z) are not running: reaping re-parented shims is the machine's init's job, not ours.
     const { stdout: processes } = await run('ps', ['-eo', 'stat=,args=']);
     const live = processes.split('\n').filter((p) => !p.trimStart().startsWith('Z'));
