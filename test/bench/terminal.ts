@@ -116,7 +116,7 @@ export async function stopSession(base: string, cookie: string, id: string): Pro
   await fetch(`${base}/api/terminal/sessions/${id}/stop`, { method: 'DELETE', headers: { cookie } });
 }
 
-export async function openSocket(base: string, path: string, cookie: string): Promise<WebSocket> {
+async function openSocket(base: string, path: string, cookie: string): Promise<WebSocket> {
   const socket = new WebSocket(`${base.replace('http', 'ws')}${path}`, { headers: { cookie }, perMessageDeflate: false });
   await new Promise<void>((resolve, reject) => {
     socket.once('open', () => resolve());

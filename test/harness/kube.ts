@@ -374,12 +374,14 @@ export async function startControlPlane(options: {
       await c.exited;
       clearTimeout(timer);
     }
-    if (withNode) {
+    // Only a node we claimed: a start refused because another process holds the node must leave that one alone.
+    if (claimed) {
       await teardownNode(node?.ephemeralDirs ?? []);
       await releaseNode();
     }
   };
   let node: RunningNode | undefined;
+  let claimed = false;
 
   /** Polls `check` until true; fails early, with the log tail, when a component exits. */
   const waitFor = async (what: string, check: () => Promise<boolean>, timeoutMs: number): Promise<void> => {
@@ -399,6 +401,7 @@ export async function startControlPlane(options: {
   try {
     if (withNode) {
       await claimNode();
+      claimed = true;
       await teardownNode([]); // whatever a killed run left behind
       await createBridge();
     }
