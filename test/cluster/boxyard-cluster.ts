@@ -15,7 +15,8 @@ import { startPostgres, type RunningPostgres } from '../../services/boxyard/src/
 import { startControlPlane, type RunningControlPlane } from '../harness/kube.ts';
 import { startMinio, type RunningMinio } from '../harness/minio.ts';
 import { NODE } from '../harness/node/network.ts';
-import { addHostsEntries, builtImage, helmFor, issueCertificates, kubectlFor, removeHostsEntries, type Cli } from './fixture.ts';
+import { builtImage, helmFor, kubectlFor, type Cli } from '../harness/clients.ts';
+import { addHostsEntries, issueCertificates, removeHostsEntries } from './fixture.ts';
 
 export const NS = 'team';
 export const SYSTEM_NS = 'boxyard-system';

@@ -10,7 +10,7 @@ import { fileURLToPath } from 'node:url';
 import { startControlPlane } from './kube.ts';
 import { nodeOwner, releaseNode } from './node/network.ts';
 import { teardownNode } from './node/teardown.ts';
-import { builtImage } from '../cluster/fixture.ts';
+import { builtImage } from './clients.ts';
 import { tool } from './tools.ts';
 
 const self = fileURLToPath(import.meta.url);

@@ -12,6 +12,7 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { freePort } from './ports.ts';
 import { tool } from './tools.ts';
+import { kubectlFor } from './clients.ts';
 import { NODE, claimNode, createBridge, releaseNode } from './node/network.ts';
 import { startNode, type RunningNode } from './node/node.ts';
 import { teardownNode } from './node/teardown.ts';
@@ -499,13 +500,8 @@ export async function startControlPlane(options: {
     }
 
     if (withNode) {
-      const kubectl = async (args: string[], stdin?: string) => {
-        const child = run(tool('KUBECTL'), [`--kubeconfig=${kubeconfig}`, ...args], { maxBuffer: 16 * 1024 * 1024 });
-        if (stdin !== undefined) child.child.stdin?.end(stdin);
-        return (await child).stdout;
-      };
       node = await startNode({
-        dir, pki, server, log, kubectl,
+        dir, pki, server, log, kubectl: kubectlFor(kubeconfig),
         onStop: (hook) => void stopHooks.push(hook),
         start: (name, binary, args, env) => void start(name, binary, args, env),
         waitFor,
