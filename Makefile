@@ -12,14 +12,16 @@ NODE          := $(NODE_HOME)/bin/node
 # Node 24 first on PATH; native addons (node-pty) compile against its headers, not the system's Node 20.
 export PATH   := $(NODE_HOME)/bin:$(CURDIR)/node_modules/.bin:$(PATH)
 export npm_config_nodedir := $(NODE_HOME)
-APT_PACKAGES  := prometheus curl wget openssl rclone vagrant chromium
+# `make run` needs none of these (Node, the npm packages and PostgreSQL's binaries from npm are all it runs on);
+# the tests and the bench drive the real clients users have.
+TEST_PACKAGES := prometheus curl wget openssl rclone vagrant chromium
 # The real node (make cluster, the real-cluster suite) and the image build: container runtime, CNI plugins, the
 # kernel tools kube-proxy and kube-router drive, and debootstrap for the image's Debian base.
 NODE_PACKAGES := containerd runc containernetworking-plugins iptables ipset conntrack ethtool iproute2 gcc libc6-dev
 IMAGE_PACKAGES := debootstrap
 STAMP         := node_modules/.boxyard-installed
 
-.PHONY: apt help deps tools run test bench lint cluster cluster-down image clean
+.PHONY: help deps test-deps tools run test bench lint cluster cluster-down image clean
 help:
 	@echo "make run          start Boxyard on this machine (embedded PostgreSQL, local storage)"
 	@echo "make test         install everything needed and run all tests against real components"
@@ -39,12 +41,14 @@ $(STAMP): $(NODE) package.json package-lock.json $(wildcard */package.json servi
 	npm ci --no-audit --no-fund
 	touch $@
 
-apt:
-	@test/tools/apt-install.sh $(APT_PACKAGES)
+# What running needs: Node 24 and the npm packages.
+deps: $(STAMP)
 
-deps: $(STAMP) apt
+# What testing adds: the real clients and test tools from Debian.
+test-deps: deps
+	@test/tools/apt-install.sh $(TEST_PACKAGES)
 
-tools: deps
+tools: test-deps
 	@test/tools/apt-install.sh $(NODE_PACKAGES)
 	test/tools/build-tools.sh
 

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { loadConfig } from '@boxyard/kit';
 import type { ServiceDefinition } from '../../boxyard/src/services.ts';
 import { startBoxRepository } from './app.ts';
-import { boxRepositoryConfigSchema, SERVICE_NAME } from './config.ts';
+import { boxRepositoryConfigSchema, SERVICE_NAME, type BoxRepositoryConfig } from './config.ts';
 
 export { boxRepositoryConfigSchema, DEFAULT_PORT, SERVICE_NAME, type BoxRepositoryConfig, type BoxRepositoryConfigInput } from './config.ts';
 export { buildBoxRepository, startBoxRepository, VERSION, type BoxRepository, type RunningBoxRepository } from './app.ts';
@@ -15,18 +15,21 @@ export const serviceDefinition: ServiceDefinition = {
     const running = await startBoxRepository(loadConfig(boxRepositoryConfigSchema, { file: configFile }));
     return { name: SERVICE_NAME, url: running.url, close: running.close };
   },
-  async dev(context) {
+  async devConfig(context) {
     const root = join(context.home, SERVICE_NAME);
     await mkdir(root, { recursive: true, mode: 0o700 });
-    const config = loadConfig(boxRepositoryConfigSchema, {
+    return loadConfig(boxRepositoryConfigSchema, {
       defaults: {
         database: { url: context.databaseUrl },
         storage: { driver: 'local', root },
         session: { secret: await context.secret('box_repository_session_secret') },
         ...(context.adminPassword ? { admin: { password: context.adminPassword } } : {}),
       },
+      overrides: context.overrides,
     });
-    const running = await startBoxRepository(config);
+  },
+  async dev(context) {
+    const running = await startBoxRepository(await this.devConfig(context) as BoxRepositoryConfig);
     return { name: SERVICE_NAME, url: running.url, close: running.close };
   },
 };

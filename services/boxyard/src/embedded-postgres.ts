@@ -20,6 +20,10 @@ export interface RunningPostgres {
   adminUrl: string;
   port: number;
   version: string;
+  /** The postmaster's process id. */
+  pid: number;
+  /** Settles when the server process exits, for whatever reason (a supervisor restarts it). */
+  exited: Promise<number | null>;
   stop(): Promise<void>;
 }
 
@@ -186,6 +190,8 @@ export async function startPostgres(options: PostgresOptions): Promise<RunningPo
     adminUrl,
     port,
     version,
+    pid: child.pid!,
+    exited,
     stop: async () => {
       process.removeListener('exit', killOnExit);
       if (child.exitCode === null) {

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { loadConfig } from '@boxyard/kit';
 import type { ServiceDefinition } from '../../boxyard/src/services.ts';
 import { startFileShare } from './app.ts';
-import { fileShareConfigSchema, SERVICE_NAME } from './config.ts';
+import { fileShareConfigSchema, SERVICE_NAME, type FileShareConfig } from './config.ts';
 
 export const serviceDefinition: ServiceDefinition = {
   name: SERVICE_NAME,
@@ -14,20 +14,24 @@ export const serviceDefinition: ServiceDefinition = {
     return { name: SERVICE_NAME, url: share.url, close: () => share.close() };
   },
 
-  async dev(context) {
+  async devConfig(context) {
     // Local storage under $BOXYARD_HOME/file-share (the driver wants an existing directory), PostgreSQL schema
     // `file_share` in the dev database, a session secret generated once and kept in the home's secrets file.
     const root = join(context.home, 'file-share');
     await mkdir(root, { recursive: true, mode: 0o700 });
-    const config = loadConfig(fileShareConfigSchema, {
+    return loadConfig(fileShareConfigSchema, {
       defaults: {
         database: { url: context.databaseUrl },
         storage: { driver: 'local', root },
         session: { secret: await context.secret('file_share_session_secret') },
         ...(context.adminPassword ? { admin: { password: context.adminPassword } } : {}),
       },
+      overrides: context.overrides,
     });
-    const share = await startFileShare(config);
+  },
+
+  async dev(context) {
+    const share = await startFileShare((await this.devConfig(context)) as FileShareConfig);
     return { name: SERVICE_NAME, url: share.url, close: () => share.close() };
   },
 };

@@ -2,7 +2,7 @@
 import { loadConfig } from '@boxyard/kit';
 import type { ServiceDefinition } from '@boxyard/kit/service-definition.ts';
 import { startSecondService } from './app.ts';
-import { secondServiceConfigSchema } from './config.ts';
+import { secondServiceConfigSchema, type SecondServiceConfig } from './config.ts';
 
 export const serviceDefinition: ServiceDefinition = {
   name: 'second-service',
@@ -10,9 +10,11 @@ export const serviceDefinition: ServiceDefinition = {
     const running = await startSecondService(loadConfig(secondServiceConfigSchema, { file: configFile }));
     return { name: 'second-service', ...running };
   },
+  async devConfig(context) {
+    return loadConfig(secondServiceConfigSchema, { defaults: { state_dir: `${context.home}/tls` }, overrides: context.overrides });
+  },
   async dev(context) {
-    const config = loadConfig(secondServiceConfigSchema, { defaults: { state_dir: `${context.home}/tls` } });
-    const running = await startSecondService(config);
+    const running = await startSecondService((await this.devConfig(context)) as SecondServiceConfig);
     return { name: 'second-service', ...running };
   },
 };

@@ -3,7 +3,7 @@ import { resolve } from 'node:path';
 import { loadConfig } from '@boxyard/kit';
 import type { DevContext, RunningService, ServiceDefinition } from '../../boxyard/src/services.ts';
 import { startTerminal } from './app.ts';
-import { terminalConfigSchema } from './config.ts';
+import { terminalConfigSchema, type TerminalConfig } from './config.ts';
 
 export { startTerminal, baseUrl, TERMINAL_VERSION, type TerminalService } from './app.ts';
 export { terminalConfigSchema, DEFAULT_PORT, type TerminalConfig } from './config.ts';
@@ -17,9 +17,9 @@ export const serviceDefinition: ServiceDefinition = {
   async serve(configFile) {
     return running(await startTerminal(loadConfig(terminalConfigSchema, { file: configFile })));
   },
-  async dev(context: DevContext) {
+  async devConfig(context: DevContext) {
     const home = resolve(context.home, 'terminal');
-    const config = loadConfig(terminalConfigSchema, {
+    return loadConfig(terminalConfigSchema, {
       defaults: {
         database: { url: context.databaseUrl, schema: 'terminal' },
         session: { secret: await context.secret('terminal_session_secret') },
@@ -27,7 +27,10 @@ export const serviceDefinition: ServiceDefinition = {
         backend: { kind: 'local', local: { socket_dir: resolve(home, 'agents') } },
         state_dir: home,
       },
+      overrides: context.overrides,
     });
-    return running(await startTerminal(config));
+  },
+  async dev(context: DevContext) {
+    return running(await startTerminal((await this.devConfig(context)) as TerminalConfig));
   },
 };

@@ -15,15 +15,20 @@ export interface LoadConfigOptions {
   prefix?: string;
   /** Values applied under the file and the environment (e.g. `boxyard dev`'s embedded defaults). */
   defaults?: Record<string, unknown>;
+  /** Values applied over the defaults and the file, under the environment (`boxyard serve all`'s per-service keys). */
+  overrides?: Record<string, unknown>;
 }
 
 type Json = Record<string, unknown>;
 const isObject = (value: unknown): value is Json => typeof value === 'object' && value !== null && !Array.isArray(value);
 
+/** Mappings merge key by key; a section naming another `driver` (another variant of a union) replaces the base's. */
 function deepMerge(base: Json, over: Json): Json {
   const out: Json = { ...base };
   for (const [key, value] of Object.entries(over)) {
-    out[key] = isObject(value) && isObject(out[key]) ? deepMerge(out[key], value) : value;
+    const current = out[key];
+    const otherVariant = isObject(value) && isObject(current) && 'driver' in value && value.driver !== current.driver;
+    out[key] = isObject(value) && isObject(current) && !otherVariant ? deepMerge(current, value) : value;
   }
   return out;
 }
@@ -126,7 +131,8 @@ export function loadConfig<S extends z.ZodType>(schema: S, options: LoadConfigOp
     if (!isObject(parsed)) throw new ConfigError(`config: ${options.file} must hold a mapping of keys at the top level`);
     fromFile = parsed;
   }
-  const merged = deepMerge(deepMerge(options.defaults ?? {}, fromFile), envOverrides(schema, options.env ?? process.env, prefix));
+  const layered = deepMerge(deepMerge(options.defaults ?? {}, fromFile), options.overrides ?? {});
+  const merged = deepMerge(layered, envOverrides(schema, options.env ?? process.env, prefix));
   const result = schema.safeParse(resolveFileKeys(merged, schema));
   if (!result.success) throw new ConfigError(formatIssues(result.error.issues));
   return result.data;

@@ -1,0 +1,84 @@
+// The embedded PostgreSQL of a one-machine Boxyard, kept alive: when the server dies (killed, out of memory, a
+// crash) it is started again on the same port and data directory with exponential backoff, so the services'
+// pools reconnect to the same URL by themselves. PostgreSQL's own crash recovery replays the WAL on that start.
+import { startPostgres, type RunningPostgres } from './embedded-postgres.ts';
+
+export interface SupervisedPostgres {
+  adminUrl: string;
+  port: number;
+  version: string;
+  /** The current server's process id (changes on every restart). */
+  pid(): number;
+  /** How many times the server was restarted after dying. */
+  restarts(): number;
+  stop(): Promise<void>;
+}
+
+export interface SuperviseOptions {
+  dir: string;
+  port: number;
+  password: string;
+  log: (message: string) => void;
+  /** First and longest wait between restart attempts. */
+  backoff?: { initialMs: number; maxMs: number };
+}
+
+/** A server that stayed up this long resets the backoff: the next death is a new incident, not a crash loop. */
+const STABLE_AFTER_MS = 60_000;
+
+export async function superviseEmbeddedPostgres(options: SuperviseOptions): Promise<SupervisedPostgres> {
+  const backoff = options.backoff ?? { initialMs: 500, maxMs: 30_000 };
+  const start = () => startPostgres({ dir: options.dir, port: options.port, persistent: true, password: options.password });
+  let current: RunningPostgres = await start();
+  let stopping = false;
+  let restarts = 0;
+  let delay = backoff.initialMs;
+  let timer: NodeJS.Timeout | undefined;
+
+  const watch = (server: RunningPostgres) => {
+    const startedAt = Date.now();
+    void server.exited.then((code) => {
+      if (stopping || server !== current) return;
+      if (Date.now() - startedAt > STABLE_AFTER_MS) delay = backoff.initialMs;
+      options.log(`PostgreSQL (pid ${server.pid}) exited (${code ?? 'killed'}); restarting in ${delay} ms`);
+      scheduleRestart();
+    });
+  };
+
+  /** Waits `delay`, then tries once; every attempt doubles the next wait (reset once a server stays up). */
+  const scheduleRestart = () => {
+    const wait = delay;
+    delay = Math.min(delay * 2, backoff.maxMs);
+    timer = setTimeout(() => {
+      timer = undefined;
+      if (stopping) return;
+      start().then(
+        (server) => {
+          if (stopping) return void server.stop();
+          current = server;
+          restarts++;
+          options.log(`PostgreSQL restarted (pid ${server.pid}); services reconnect by themselves`);
+          watch(server);
+        },
+        (error: unknown) => {
+          options.log(`PostgreSQL did not start again (${(error as Error).message.split('\n')[0]}); next attempt in ${delay} ms`);
+          scheduleRestart();
+        },
+      );
+    }, wait);
+  };
+
+  watch(current);
+  return {
+    adminUrl: current.adminUrl,
+    port: current.port,
+    version: current.version,
+    pid: () => current.pid,
+    restarts: () => restarts,
+    stop: async () => {
+      stopping = true;
+      if (timer) clearTimeout(timer);
+      await current.stop();
+    },
+  };
+}
