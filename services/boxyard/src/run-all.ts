@@ -10,13 +10,17 @@ import { services, type RunningService } from './services.ts';
 
 export type ServiceOverrides = Record<string, unknown>;
 
-export interface RunAllOptions {
-  /** How the process names itself in its output (`boxyard dev`, `boxyard serve all`). */
-  label: string;
+/** Where a one-machine Boxyard keeps its state and which PostgreSQL it uses: `boxyard dev`'s or a host config's. */
+export interface Installation {
   home: string;
   database: { url: string } | { embedded: { port: number } };
   /** Each service's own config keys, merged over the embedded defaults; `false` leaves the service out. */
   services?: Record<string, ServiceOverrides | false>;
+}
+
+export interface RunAllOptions extends Installation {
+  /** How the process names itself in its output (`boxyard dev`, `boxyard serve all`). */
+  label: string;
 }
 
 async function ensureDatabase(adminUrl: string, name: string): Promise<string> {
