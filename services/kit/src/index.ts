@@ -2,7 +2,8 @@ export { loadConfig, ConfigError, formatIssues } from './config/load-config.ts';
 export * from './config/common.ts';
 export { createApp, type CreateAppOptions, type ReadinessCheck } from './http/create-app.ts';
 export * from './http/http-error.ts';
-export { installErrorHandling, renderError, toHttpError, type ErrorShape } from './http/error-handler.ts';
+export { installErrorHandling, logFailure, renderError, toHttpError, type ErrorShape } from './http/error-handler.ts';
+export { isDatabaseUnavailable, unavailableError, RETRY_AFTER_SECONDS } from './http/unavailable.ts';
 export { resolveTls, type TlsMaterial } from './http/tls.ts';
 export { createDatabasePool, pingDatabase, type DatabasePool } from './db/pool.ts';
 export { migrate, type MigrationSource, type MigrationResult } from './db/migrate.ts';
@@ -15,4 +16,5 @@ export { createAccounts, accountMigrations, generatePassword, UsernameTakenError
 export { createObjectStore } from './storage/index.ts';
 export type { ObjectStore, ObjectInfo, PutResult, ByteRange } from './storage/types.ts';
 export * from './storage/errors.ts';
+export { createUploadDiscarder, type UploadDiscarder } from './storage/discard-upload.ts';
 export { adminSchema, serviceSections, publicBaseUrl, serverTls } from './config/service-sections.ts';

@@ -115,7 +115,7 @@ export async function receiveUpload(ctx: ServiceContext, found: Found, input: Up
       ...(input.checksum?.type === 'sha256' ? { expectedSha256: input.checksum.value } : {}),
     });
   } catch (error) {
-    await ctx.cleanup.deleteNow([key]); // nothing is stored; this drops the registration
+    await ctx.cleanup.discardUpload(key); // nothing is stored; this drops the registration
     throw mapUploadError(error, maxBytes);
   }
 
@@ -154,7 +154,7 @@ export async function receiveUpload(ctx: ServiceContext, found: Found, input: Up
     return { file: result.file, replaced: result.previousKey !== undefined };
   } catch (error) {
     log.info({ key }, 'upload not committed; deleting its object');
-    await ctx.cleanup.deleteNow([key]);
+    await ctx.cleanup.discardUpload(key);
     throw error;
   }
 }

@@ -1,6 +1,6 @@
 // The seed's problem `type`s where they differ from the kit's defaults: a uniqueness failure (409) and an
 // unreadable body (400) belong to the validation family.
-import { HttpError, renderError, toHttpError } from '@boxyard/kit';
+import { HttpError, logFailure, renderError, toHttpError } from '@boxyard/kit';
 import type { FastifyInstance } from 'fastify';
 import { UniqueIntegrityConstraintViolationError } from 'slonik';
 
@@ -25,8 +25,7 @@ export function installProblemTypes(app: FastifyInstance): void {
     if (httpError.statusCode === 400 && httpError.kind !== 'validation') {
       httpError = new HttpError(400, httpError.message, { kind: 'validation', errors: httpError.errors, headers: httpError.headers });
     }
-    if (httpError.statusCode >= 500 && httpError.statusCode !== 503 && httpError.statusCode !== 507) request.log.error({ err: error }, 'unhandled error');
-    else request.log.info({ status: httpError.statusCode, reason: httpError.message }, 'request refused');
+    logFailure(request, error, httpError);
     const { type, body } = renderError(httpError, { shape: 'problem', problemBase: PROBLEM_BASE }, request.url.split('?')[0]);
     for (const [name, value] of Object.entries(httpError.headers)) reply.header(name, value);
     return reply.status(httpError.statusCode).type(type).send(body);

@@ -5,7 +5,7 @@
 //    deleted right after the commit; if that fails or the process dies, the periodic sweep retries.
 import { sql, type CommonQueryMethods, type DatabasePool, type DatabaseTransactionConnection } from 'slonik';
 import { z } from 'zod';
-import type { ObjectStore } from '@boxyard/kit';
+import { createUploadDiscarder, type ObjectStore } from '@boxyard/kit';
 
 /** An upload still unfinished after this long is considered dead (stalls end uploads far sooner). */
 const UPLOAD_DEADLINE_HOURS = 48;
@@ -25,6 +25,8 @@ export interface StorageCleanup {
   deleteWithFiles(scope: FileScope, remove: (tx: DatabaseTransactionConnection) => Promise<unknown>): Promise<void>;
   /** Deletes these objects now (after commit) and drops their entries; failures are left for the sweep. */
   deleteNow(keys: readonly string[]): Promise<void>;
+  /** After an upload that did not commit: its object goes once the database confirms no row refers to it. */
+  discardUpload(key: string): Promise<void>;
   /** Deletes everything due; returns how many objects went. */
   sweep(): Promise<number>;
   start(): void;
@@ -35,15 +37,23 @@ export type FileScope = { organizationId?: number; boxId?: number; versionId?: n
 
 export function createStorageCleanup(pool: DatabasePool, store: ObjectStore, log: { warn: (obj: object, msg: string) => void }): StorageCleanup {
   let timer: NodeJS.Timeout | undefined;
+  const dropEntry = async (key: string) => void (await pool.query(sql.unsafe`delete from storage_cleanup where storage_key = ${key}`));
+  const discarder = createUploadDiscarder({
+    store,
+    isReferenced: (key) => pool.exists(sql.unsafe`select 1 from files where storage_key = ${key}`),
+    dropRegistration: dropEntry,
+    log,
+  });
 
   async function deleteNow(keys: readonly string[]): Promise<void> {
     for (const key of keys) {
       try {
         await store.delete(key);
-        await pool.query(sql.unsafe`delete from storage_cleanup where storage_key = ${key}`);
       } catch (error) {
         log.warn({ err: error, key }, 'could not delete a stored object; the clean-up sweep will retry');
+        continue;
       }
+      await dropEntry(key).catch((error: unknown) => log.warn({ err: error, key }, 'object deleted; its clean-up entry stays until the next sweep'));
     }
   }
 
@@ -87,7 +97,12 @@ export function createStorageCleanup(pool: DatabasePool, store: ObjectStore, log
       await deleteNow(keys);
     },
     deleteNow,
+    discardUpload: (key) => discarder.discard(key),
     async sweep() {
+      // An entry whose key a file row still holds is stale (an upload whose commit outcome was unknown): keep
+      // the bytes, drop the entry.
+      await pool.query(sql.unsafe`
+        delete from storage_cleanup c where delete_after <= now() and exists (select 1 from files f where f.storage_key = c.storage_key)`);
       const due = await pool.anyFirst(sql.type(z.object({ storage_key: z.string() }))`
         select storage_key from storage_cleanup where delete_after <= now() order by delete_after limit 1000`);
       await deleteNow(due);
@@ -101,6 +116,7 @@ export function createStorageCleanup(pool: DatabasePool, store: ObjectStore, log
     },
     stop() {
       clearInterval(timer);
+      discarder.stop();
     },
   };
   return cleanup;

@@ -204,6 +204,7 @@ export async function fileRoutes(app: FastifyInstance, options: FileRoutesOption
           store,
           tree,
           maxBytes: options.maxUploadBytes,
+          discardUpload: options.sweeper.discardUpload,
         });
         if (replacedKey) void options.sweeper.sweepNow(); // the replaced bytes
         if (wantsHtmlPage(request.headers.accept)) return reply.redirect(encodePath(parentOf(entry.path), true), 303);

@@ -8,7 +8,7 @@
 // a path ending in `/`, or an existing folder — the file goes into it under the part's filename (the HTML form
 // and `curl -F file=@a.txt http://host/docs/` both work). Missing parent folders are created.
 import { randomUUID } from 'node:crypto';
-import { badRequest, conflict, HttpError, type ObjectStore } from '@boxyard/kit';
+import { badRequest, conflict, HttpError, StorageError, type ObjectStore } from '@boxyard/kit';
 import type { Multipart, MultipartFile } from '@fastify/multipart';
 import type { FastifyRequest } from 'fastify';
 import { sql, type DatabasePool } from 'slonik';
@@ -21,6 +21,8 @@ export interface UploadDeps {
   store: ObjectStore;
   tree: Tree;
   maxBytes: number;
+  /** Removes the bytes of an upload that did not commit (once no entry refers to them). */
+  discardUpload(key: string): Promise<void>;
 }
 
 /** A multipart parser failure: a limit keeps its status (413), anything else is the caller's malformed body. */
@@ -91,7 +93,8 @@ export async function handleUpload(request: FastifyRequest, target: SharePath, p
         (bytes) => ({ ...bytes, path, mayReplace }),
         (error: unknown) => {
           // The body broke off (client gone, malformed multipart): nothing was stored, and it's not a server error.
-          if (error instanceof HttpError) throw error;
+          // A storage failure stays what it is (a 503 for an unwritable disk), whatever it did to the body.
+          if (error instanceof HttpError || error instanceof StorageError) throw error;
           if (bodyFailed || request.raw.destroyed || (error as { code?: string }).code === 'ECONNRESET') {
             throw new HttpError(400, 'The upload was interrupted or malformed before it completed; nothing was stored');
           }
@@ -103,14 +106,9 @@ export async function handleUpload(request: FastifyRequest, target: SharePath, p
     // The whole request has been read and was valid: now the path points at the new bytes.
     return await deps.tree.commitUpload({ ...stored, userId: principal.user?.id ?? null });
   } catch (error) {
-    if (stored) await forget(stored.storageKey, deps);
+    if (stored) await deps.discardUpload(stored.storageKey);
     throw error;
   }
-}
-
-async function forget(storageKey: string, deps: UploadDeps): Promise<void> {
-  await deps.store.delete(storageKey).catch(() => {});
-  await deps.pool.query(sql.unsafe`delete from object_garbage where storage_key = ${storageKey}`).catch(() => {});
 }
 
 /** Streams a part into a fresh opaque key: size limit and sha256 on the way; nothing is left on failure. */
@@ -124,7 +122,7 @@ async function storeBytes(part: MultipartFile, deps: UploadDeps): Promise<{ stor
     if (part.file.truncated) throw new HttpError(413, `File is larger than the limit of ${deps.maxBytes} bytes`);
     return { storageKey, size: result.size, sha256: result.sha256 };
   } catch (error) {
-    await forget(storageKey, deps);
+    await deps.discardUpload(storageKey);
     if ((error as { statusCode?: number }).statusCode === 413) throw new HttpError(413, `File is larger than the limit of ${deps.maxBytes} bytes`);
     throw error;
   }

@@ -4,7 +4,7 @@
 //   a row is only removed once its object is gone;
 // - event retention: drops events older than `events.retention_hours` and remembers the highest id dropped,
 //   so a client resuming from before it is told to re-list instead of silently missing changes.
-import type { ObjectStore } from '@boxyard/kit';
+import { createUploadDiscarder, type ObjectStore } from '@boxyard/kit';
 import { sql, type DatabasePool } from 'slonik';
 import { z } from 'zod';
 
@@ -24,11 +24,21 @@ export function createSweeper(options: SweeperOptions) {
   let timer: NodeJS.Timeout | undefined;
   let running: Promise<void> | undefined;
   let again = false;
+  const discarder = createUploadDiscarder({
+    store,
+    isReferenced: (key) => pool.exists(sql.unsafe`select 1 from entries where storage_key = ${key}`),
+    dropRegistration: async (key) => void (await pool.query(sql.unsafe`delete from object_garbage where storage_key = ${key}`)),
+    log,
+  });
 
   async function sweepGarbage(): Promise<number> {
     let total = 0;
     for (;;) {
       const removed = await pool.transaction(async (tx) => {
+        // A due row whose key an entry still holds is stale (an upload whose commit outcome was unknown): keep
+        // the bytes, drop the row.
+        await tx.query(sql.unsafe`
+          delete from object_garbage g where delete_after <= now() and exists (select 1 from entries e where e.storage_key = g.storage_key)`);
         const keys = await tx.anyFirst(sql.type(z.object({ storage_key: z.string() }))`
           select storage_key from object_garbage where delete_after <= now()
           order by delete_after limit ${batch} for update skip locked`);
@@ -89,8 +99,11 @@ export function createSweeper(options: SweeperOptions) {
     },
     /** Runs a pass now (after a commit that queued garbage); resolves when it is done. */
     sweepNow: run,
+    /** After an upload that did not commit: its object goes once the database confirms no entry refers to it. */
+    discardUpload: (key: string) => discarder.discard(key),
     async close() {
       clearInterval(timer);
+      discarder.stop();
       await running;
     },
   };

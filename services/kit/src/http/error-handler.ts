@@ -1,6 +1,7 @@
 // Renders every failure in the service's error shape; never a stack trace, never a 500 for a caller's mistake.
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { HttpError, kindOf, type FieldError } from './http-error.ts';
+import { unavailableError } from './unavailable.ts';
 import { toFieldErrors } from './validation.ts';
 
 /** `problem`: RFC 9457 problem details (box repository). `envelope`: `{success:false, message, details}`. */
@@ -35,6 +36,8 @@ const exposedServerStatuses = new Set([503, 507]);
 
 export function toHttpError(error: unknown, shape: ErrorShape): HttpError {
   if (error instanceof HttpError) return error;
+  const unavailable = unavailableError(error);
+  if (unavailable) return unavailable;
   const e = error as Partial<FastifyError> & { validation?: unknown[]; validationContext?: string };
   if (Array.isArray(e.validation)) {
     const errors = toFieldErrors(e.validation as never[], e.validationContext);
@@ -68,6 +71,13 @@ export function renderError(error: HttpError, options: ErrorHandlerOptions, inst
   };
 }
 
+/** Bugs are errors; a dependency away (503, 507) is a warning with its cause; a caller's mistake is info. */
+export function logFailure(request: FastifyRequest, error: unknown, httpError: HttpError): void {
+  if (httpError.statusCode >= 500 && !exposedServerStatuses.has(httpError.statusCode)) request.log.error({ err: error }, 'unhandled error');
+  else if (httpError.statusCode >= 500) request.log.warn({ status: httpError.statusCode, err: error }, 'dependency unavailable');
+  else request.log.info({ status: httpError.statusCode, reason: httpError.message }, 'request refused');
+}
+
 const envelopeDetails = (errors: FieldError[]) => errors.map((e) => `${e.pointer}: ${e.detail}`).join('; ');
 
 export function installErrorHandling(app: FastifyInstance, options: ErrorHandlerOptions): void {
@@ -78,11 +88,7 @@ export function installErrorHandling(app: FastifyInstance, options: ErrorHandler
   };
   app.setErrorHandler((error, request, reply) => {
     const httpError = toHttpError(error, options.shape);
-    if (httpError.statusCode >= 500 && !exposedServerStatuses.has(httpError.statusCode)) {
-      request.log.error({ err: error }, 'unhandled error');
-    } else {
-      request.log.info({ status: httpError.statusCode, reason: httpError.message }, 'request refused');
-    }
+    logFailure(request, error, httpError);
     return send(httpError, request, reply);
   });
   app.setNotFoundHandler((request, reply) => send(new HttpError(404, `No route for ${request.method} ${request.url.split('?')[0]}`), request, reply));

@@ -1,0 +1,77 @@
+// `boxyard dev` as a real child process for tests: a temporary home PostgreSQL (running as `postgres` when we are
+// root) can reach, a free port for its embedded PostgreSQL, every service on a free port (BOXYARD_SERVER__PORT=0),
+// and the URLs it prints.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { chmod, mkdtemp, readFile, rm } from 'node:fs/promises';
+import { join } from 'node:path';
+import { freePort } from './ports.ts';
+
+const MAIN = new URL('../../services/boxyard/src/main.ts', import.meta.url).pathname;
+
+export interface DevProcess {
+  home: string;
+  postgresPort: number;
+  /** Service name → base URL, as printed. */
+  urls: Record<string, string>;
+  /** Everything it printed so far (stdout and stderr; JSON log lines included). */
+  output(): string;
+  /** URL of the `boxyard` database as the superuser (password from the home's secrets). */
+  databaseUrl(): Promise<string>;
+  /** The embedded PostgreSQL's current postmaster pid (postmaster.pid in its data directory). */
+  postgresPid(): Promise<number>;
+  /** SIGTERM and wait; `discard` also removes the home. */
+  stop(options?: { discard?: boolean }): Promise<void>;
+}
+
+/** A fresh home under /var/tmp that the `postgres` user can traverse. */
+export async function makeHome(prefix = 'boxyard-dev-'): Promise<string> {
+  const home = await mkdtemp(join('/var/tmp', prefix));
+  await chmod(home, 0o755);
+  return home;
+}
+
+export async function startDevProcess(options: { home?: string; env?: Record<string, string> } = {}): Promise<DevProcess> {
+  const home = options.home ?? (await makeHome());
+  const postgresPort = await freePort();
+  let text = '';
+  const child: ChildProcess = spawn(process.execPath, [MAIN, 'dev'], {
+    env: { ...process.env, BOXYARD_HOME: home, BOXYARD_DEV_POSTGRES_PORT: String(postgresPort), BOXYARD_SERVER__PORT: '0', BOXYARD_LOGGING__LEVEL: 'warn', ...options.env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  child.stdout!.on('data', (c: Buffer) => (text += c.toString()));
+  child.stderr!.on('data', (c: Buffer) => (text += c.toString()));
+  const exited = new Promise<number | null>((r) => child.once('exit', r));
+  await new Promise<void>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`boxyard dev did not get ready in 90 s:\n${text.slice(-3000)}`)), 90_000);
+    const check = () => {
+      if (text.includes('Ready. Press Ctrl-C')) {
+        clearTimeout(timer);
+        resolve();
+      }
+    };
+    child.stdout!.on('data', check);
+    void exited.then((code) => {
+      clearTimeout(timer);
+      reject(new Error(`boxyard dev exited (${code}) before it was ready:\n${text.slice(-3000)}`));
+    });
+  });
+  const urls = Object.fromEntries([...text.matchAll(/^ {2}([a-z-]+) +(https?:\/\/\S+)$/gm)].map((m) => [m[1]!, m[2]!]));
+  const secrets = async () => JSON.parse(await readFile(join(home, 'secrets.json'), 'utf8')) as Record<string, string>;
+  return {
+    home,
+    postgresPort,
+    urls,
+    output: () => text,
+    databaseUrl: async () => `postgres://postgres:${encodeURIComponent((await secrets()).postgres_password!)}@127.0.0.1:${postgresPort}/boxyard`,
+    postgresPid: async () => Number((await readFile(join(home, 'postgres', 'postmaster.pid'), 'utf8')).split('\n')[0]),
+    async stop(stopOptions = {}) {
+      if (child.exitCode === null) {
+        child.kill('SIGTERM');
+        const timer = setTimeout(() => child.kill('SIGKILL'), 30_000);
+        await exited;
+        clearTimeout(timer);
+      }
+      if (stopOptions.discard) await rm(home, { recursive: true, force: true });
+    },
+  };
+}
