@@ -197,28 +197,43 @@ describe('boxyard dev supervises its PostgreSQL and storage', () => {
     }
   });
 
-  it('answers 503 while the storage directory is read-only and recovers when it is writable again', async () => {
-    const root = join(dev.home, 'file-share');
+  it('answers 503 while the storage directories are read-only and recovers when they are writable again', async () => {
+    const roots = ['file-share', 'box-repository'].map((service) => join(dev.home, service));
     const form = multipart('file', 'later.txt', Buffer.from('written after the disk came back\n'));
-    const upload = () => uploadInTwoHalves(`${files}/later.txt`, { 'content-type': form.contentType, authorization: basic }, form.body);
-    // A read-only bind mount: refused even to root, like a disk remounted read-only after an error.
-    await run('mount', ['--bind', root, root]);
+    const uploadFile = () => uploadInTwoHalves(`${files}/later.txt`, { 'content-type': form.contentType, authorization: basic }, form.body);
+    const box = await makeBoxFile(1 << 20);
+    const uploadBox = () =>
+      uploadInTwoHalves(`${boxes}${arch}/file/upload?replace=true`, { 'content-type': 'application/octet-stream', 'x-file-name': 'base.box', 'x-access-token': token }, box);
+    // Read-only bind mounts: refused even to root, like a disk remounted read-only after an error.
+    const mounted: string[] = [];
     try {
-      await run('mount', ['-o', 'remount,bind,ro', root]);
-      const refused = await upload();
-      expect(refused.status, refused.text).toBe(503);
-      expect(refused.headers['retry-after']).toMatch(/^\d+$/);
-      expect(JSON.parse(refused.text)).toMatchObject({ success: false, message: expect.stringMatching(/storage/i) });
-      expect(refused.text).not.toContain(root);
-      const ready = await fetch(`${files}/health/ready`);
-      expect(ready.status).toBe(503);
-      expect(await ready.json()).toMatchObject({ checks: { storage: 'failing', postgres: 'ok' } });
+      for (const root of roots) {
+        await run('mount', ['--bind', root, root]);
+        mounted.push(root);
+        await run('mount', ['-o', 'remount,bind,ro', root]);
+      }
+      const refusedFile = await uploadFile();
+      expect(refusedFile.status, refusedFile.text).toBe(503);
+      expect(refusedFile.headers['retry-after']).toMatch(/^\d+$/);
+      expect(JSON.parse(refusedFile.text)).toMatchObject({ success: false, message: expect.stringMatching(/storage/i) });
+      const refusedBox = await uploadBox();
+      expect(refusedBox.status, refusedBox.text).toBe(503);
+      expect(refusedBox.headers['retry-after']).toMatch(/^\d+$/);
+      expect(JSON.parse(refusedBox.text)).toMatchObject({ type: 'https://boxyard.io/problems/unavailable', detail: expect.stringMatching(/storage/i) });
+      for (const text of [refusedFile.text, refusedBox.text]) expect(text).not.toContain(dev.home);
+      for (const url of [files, boxes]) {
+        const ready = await fetch(`${url}/health/ready`);
+        expect(ready.status).toBe(503);
+        expect(await ready.json()).toMatchObject({ checks: { storage: 'failing', postgres: 'ok' } });
+      }
     } finally {
-      await run('umount', [root]);
+      for (const root of mounted) await run('umount', [root]);
     }
-    await waitUntilReady([files]);
-    const stored = await upload();
+    await waitUntilReady([files, boxes]);
+    const stored = await uploadFile();
     expect(stored.status, stored.text).toBe(201);
     expect(await (await fetch(`${files}/later.txt`, { headers: { authorization: basic } })).text()).toBe('written after the disk came back\n');
+    const replaced = await uploadBox();
+    expect(replaced.status, replaced.text).toBe(200);
   });
 });
