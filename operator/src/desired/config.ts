@@ -42,12 +42,15 @@ export function serviceConfig(kind: KindInfo, resource: ServiceResource, image: 
   config.rate_limiting = { enabled: spec.rateLimiting.enabled, max_requests: spec.rateLimiting.maxRequests, window_seconds: spec.rateLimiting.windowSeconds };
   config.session = { secret_file: secretFiles.sessionSecret, issuer: url, audience: kind.service, ttl_seconds: spec.auth.sessionTTLSeconds };
   config.admin = { username: spec.auth.adminUsername, password_file: secretFiles.adminPassword };
-  // Not (yet) in the shared contract: rendered only when asked for, so services without OIDC support never see it.
+  // The provider's (optionally DPoP-bound) access tokens, in the keys every service's `auth` section accepts.
   if (spec.auth.oidc) {
-    config.oidc = {
-      issuer: spec.auth.oidc.issuer,
-      audience: spec.auth.oidc.audience,
-      dpop: { required: spec.auth.oidc.dpop.required, proof_max_age_seconds: spec.auth.oidc.dpop.proofMaxAgeSeconds },
+    config.auth = {
+      resource_server: {
+        enabled: true,
+        issuer: spec.auth.oidc.issuer,
+        audience: spec.auth.oidc.audience,
+        dpop: { required: spec.auth.oidc.dpop.required, proof_max_age_seconds: spec.auth.oidc.dpop.proofMaxAgeSeconds },
+      },
     };
   }
   Object.assign(config, kind.serviceConfig(spec, { namespace: resource.metadata.namespace ?? 'default', image, podLabels: selectorLabels(kind, resource.metadata.name) }));

@@ -2,6 +2,7 @@
 // defaults, and what follows from `server`: the public base URL and the TLS material.
 import { z } from 'zod';
 import { resolveTls, type TlsMaterial } from '../http/tls.ts';
+import { authSchema } from './auth-section.ts';
 import { databaseSchema, loggingSchema, rateLimitSchema, serverSchema, sessionSchema, type ServerConfig } from './common.ts';
 
 /** The first admin: created on first start; without a password one is generated and printed once. */
@@ -12,7 +13,7 @@ export const adminSchema = z
   })
   .prefault({});
 
-/** server, logging, database, rate_limiting, session, admin — spread into the service's strictObject. */
+/** server, logging, database, rate_limiting, session, admin, auth — spread into the service's strictObject. */
 export function serviceSections(service: { name: string; port: number; schema: string }) {
   return {
     server: serverSchema.extend({ port: serverSchema.shape.port.default(service.port) }).prefault({}),
@@ -24,6 +25,7 @@ export function serviceSections(service: { name: string; port: number; schema: s
       audience: sessionSchema.shape.audience.default(`boxyard-${service.name}`),
     }),
     admin: adminSchema,
+    auth: authSchema,
   };
 }
 
