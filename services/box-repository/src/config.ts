@@ -17,6 +17,15 @@ export const boxRepositoryConfigSchema = z.strictObject({
     })
     .prefault({}),
   download_links: z.strictObject({ ttl_seconds: z.number().int().min(1).max(7 * 24 * 3600).default(300) }).prefault({}),
+  /** What an identity provider's groups grant (admins: auth.resource_server.admin_groups). */
+  group_mapping: z
+    .strictObject({
+      /** Membership of `organization` with `role` while the user is in `group` (kept in sync on every sign-in). */
+      organizations: z
+        .array(z.strictObject({ group: z.string().min(1), organization: z.string().min(1), role: z.enum(['admin', 'moderator', 'user']).default('user') }))
+        .default([]),
+    })
+    .prefault({}),
 });
 
 export type BoxRepositoryConfig = z.output<typeof boxRepositoryConfigSchema>;
