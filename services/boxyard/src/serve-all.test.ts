@@ -193,6 +193,16 @@ describe('boxyard serve all', () => {
     expect(full.services?.['box-repository']).toMatchObject({ server: { public_url: 'https://boxes.example.com' }, storage: { driver: 's3', secret_key_file: `${dir}/s3-secret-key` } });
     expect(full.services?.['second-service']).toMatchObject({ server: { port: 8099 } });
     await checkServiceConfigs({ ...full, home: join(dir, 'home') });
+
+    // No --config and no default file: every default, the state in systemd's StateDirectory.
+    const saved = process.env.STATE_DIRECTORY;
+    process.env.STATE_DIRECTORY = '/var/lib/boxyard-test-state';
+    try {
+      expect(loadHostConfig(join(dir, 'absent.yaml'), { missingOk: true })).toEqual({ home: '/var/lib/boxyard-test-state', database: { embedded: { port: 15432 } }, services: {} });
+    } finally {
+      if (saved === undefined) delete process.env.STATE_DIRECTORY;
+      else process.env.STATE_DIRECTORY = saved;
+    }
   });
 
   it('refuses a mistake in the file with exit 2 and a line naming the key, before starting anything', async () => {
@@ -278,7 +288,7 @@ describe('host install (deploy/)', () => {
 
   /** The unit with its paths pointing at this install instead of /opt/boxyard. */
   async function unitFor(install: string, edit: (text: string) => string = (t) => t): Promise<string> {
-    const dir = await mkdtemp(join('/tmp', 'boxyard-unit-'));
+    const dir = await mkdtemp(join(prefix, '..', 'unit-')); // removed with the install
     const unit = join(dir, 'boxyard.service');
     await writeFile(unit, edit((await readFile(join(root, 'deploy/systemd/boxyard.service'), 'utf8')).replaceAll('/opt/boxyard', install)));
     return unit;
