@@ -1,5 +1,6 @@
 #!/usr/bin/env node
-// The `boxyard` command: dev (everything on one machine), serve <service> (one service from a config file).
+// The `boxyard` command: dev (everything on one machine), serve <service> (one service from a config file), serve all
+// (every service from one host config file).
 import { parseArgs } from 'node:util';
 import { ConfigError, startTelemetry } from '@boxyard/kit';
 import { dev } from './dev.ts';
@@ -8,6 +9,7 @@ import { findService, services } from './services.ts';
 const usage = `usage: boxyard <command>
   dev                              run every service on this machine (embedded PostgreSQL, local storage)
   serve <service> [--config FILE]  run one service (${services.map((s) => s.name).join(', ')})
+  serve all [--config FILE]        run every service on a host from one file (default /etc/boxyard/boxyard.yaml)
   terminal-agent                   the shell agent of one terminal session (the command of a session pod)
   operator [flags]                 the Kubernetes operator (boxyard operator --help)
 Configuration: a YAML file plus BOXYARD_<KEY PATH> environment overrides ('.' written as '__').`;
@@ -30,9 +32,14 @@ async function main(argv: string[]): Promise<void> {
     startTelemetry('boxyard-dev');
     return dev();
   }
+  if (command === 'serve' && name === 'all') {
+    startTelemetry('boxyard');
+    const { serveAll } = await import('./serve-all.ts');
+    return serveAll(values.config);
+  }
   if (command === 'serve') {
     const service = name ? findService(name) : undefined;
-    if (!service) throw new UsageError(`unknown service '${name ?? ''}'; one of: ${services.map((s) => s.name).join(', ')}`);
+    if (!service) throw new UsageError(`unknown service '${name ?? ''}'; one of: ${services.map((s) => s.name).join(', ')}, all`);
     startTelemetry(`boxyard-${service.name}`);
     const running = await service.serve(values.config);
     const shutdown = () => void running.close().then(() => process.exit(0));

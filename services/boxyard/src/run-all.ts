@@ -2,11 +2,11 @@
 // (a host install, one config file). PostgreSQL is either external (a URL) or embedded under the home and
 // supervised: restarted with backoff when it dies, while the services answer 503 and recover by themselves.
 import { mkdir } from 'node:fs/promises';
-import { generatePassword } from '@boxyard/kit';
+import { ConfigError, generatePassword } from '@boxyard/kit';
 import pg from 'pg';
 import { DATABASE_NAME, embeddedPostgresDir, secretStore } from './home.ts';
 import { superviseEmbeddedPostgres, type SupervisedPostgres } from './postgres-supervisor.ts';
-import { services, type RunningService } from './services.ts';
+import { services, type RunningService, type ServiceDefinition } from './services.ts';
 
 export type ServiceOverrides = Record<string, unknown>;
 
@@ -37,9 +37,39 @@ async function ensureDatabase(adminUrl: string, name: string): Promise<string> {
   return url.toString();
 }
 
+/** The services to start, each with its own keys from the installation (`false` leaves a service out). */
+const chosenServices = (options: Installation) =>
+  services.flatMap((service) => {
+    const overrides = options.services?.[service.name];
+    return overrides === false ? [] : [{ service, overrides: overrides ?? {} }];
+  });
+
+/**
+ * Every chosen service's config, checked before anything starts: a typo in the file stops start-up at once with
+ * the key's full path (`services.terminal.server.port`), not after PostgreSQL and the services before it started.
+ * Placeholders stand for what only exists later (the database URL, generated secrets), so no secret is written.
+ */
+export async function checkServiceConfigs(options: Installation): Promise<void> {
+  const problems: string[] = [];
+  for (const { service, overrides } of chosenServices(options)) {
+    const context = { home: options.home, databaseUrl: 'postgres://check@127.0.0.1/boxyard', secret: async () => 'x'.repeat(43), adminPassword: undefined, overrides };
+    await service.devConfig(context).catch((error: unknown) => {
+      if (!(error instanceof ConfigError)) throw error;
+      problems.push(prefixKeys(error.message, service));
+    });
+  }
+  if (problems.length) throw new ConfigError(problems.join('\n'));
+}
+
+/** `config: server.port: …` of one service becomes `config: services.<name>.server.port: …`. */
+const prefixKeys = (message: string, service: ServiceDefinition) =>
+  message.replace(/^config: (\(root\)|\S+?):/gm, (_, key: string) => `config: services.${service.name}${key === '(root)' ? '' : `.${key}`}:`);
+
 export async function runAll(options: RunAllOptions): Promise<void> {
   const { home, label } = options;
   await mkdir(home, { recursive: true, mode: 0o755 });
+  // A config mistake is the user's (exit 2 through the caller), not a failure to start.
+  await checkServiceConfigs(options);
   const secrets = secretStore(home);
   console.log(`${label}: state in ${home}`);
 
@@ -85,10 +115,8 @@ export async function runAll(options: RunAllOptions): Promise<void> {
           : `  admin           user "admin", password kept in ${secrets.file} (admin_password)`,
       );
     }
-    for (const service of services) {
-      const overrides = options.services?.[service.name];
-      if (overrides === false) continue;
-      const started = await service.dev({ home, databaseUrl, secret: (name) => secrets.get(name), adminPassword, overrides: overrides ?? {} });
+    for (const { service, overrides } of chosenServices(options)) {
+      const started = await service.dev({ home, databaseUrl, secret: (name) => secrets.get(name), adminPassword, overrides });
       running.push(started);
       console.log(`  ${service.name.padEnd(15)} ${started.url}`);
     }
