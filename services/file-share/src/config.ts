@@ -18,6 +18,15 @@ export const fileShareConfigSchema = z.strictObject({
     .prefault({}),
   /** Anonymous callers may list, download, search and follow events. Off by default: a share is private. */
   public_read: z.boolean().default(false),
+  /** What an identity provider's groups grant (admins, with every permission: auth.resource_server.admin_groups). */
+  group_mapping: z
+    .strictObject({
+      /** A provider user holds the union of the permissions of its groups listed here ... */
+      permissions: z.array(z.strictObject({ group: z.string().min(1), permissions: z.array(z.enum(['downloads', 'uploads', 'delete'])).min(1) })).default([]),
+      /** ... or these when none of its groups is listed (a password user's default). */
+      default_permissions: z.array(z.enum(['downloads', 'uploads', 'delete'])).default(['downloads', 'uploads']),
+    })
+    .prefault({}),
 });
 
 export type FileShareConfig = z.output<typeof fileShareConfigSchema>;
