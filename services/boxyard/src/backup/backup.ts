@@ -2,6 +2,7 @@
 // one snapshot (snapshot.ts) and then the objects its rows name; an object deleted after the snapshot makes us
 // take a new snapshot and copy only what is still missing. Everything is written into a hidden sibling of <dir>
 // and renamed into place at the end, so a failed backup never leaves something that looks like a backup.
+import { rmSync } from 'node:fs';
 import { mkdir, rename, rm, writeFile } from 'node:fs/promises';
 import { basename, dirname, join, resolve } from 'node:path';
 import { Readable } from 'node:stream';
@@ -51,8 +52,20 @@ export async function backup(dir: string, options: BackupOptions = {}): Promise<
   await mkdir(dirname(target), { recursive: true });
   const staging = join(dirname(target), `.${basename(target)}.partial-${process.pid}`);
   await mkdir(staging, { mode: 0o700 }); // a backup holds secrets: private from the start
-  const database = await openInstallationDatabase(installation, { password: secrets.values.postgres_password ?? '', create: false, log }).catch(async (error: unknown) => {
+  // Ctrl-C mid-way: no half backup left behind either.
+  const interrupted = (signal: NodeJS.Signals) => {
+    rmSync(staging, { recursive: true, force: true });
+    process.exit(signal === 'SIGINT' ? 130 : 143);
+  };
+  process.once('SIGINT', interrupted);
+  process.once('SIGTERM', interrupted);
+  const forget = async () => {
+    process.removeListener('SIGINT', interrupted);
+    process.removeListener('SIGTERM', interrupted);
     await rm(staging, { recursive: true, force: true });
+  };
+  const database = await openInstallationDatabase(installation, { password: secrets.values.postgres_password ?? '', create: false, log }).catch(async (error: unknown) => {
+    await forget();
     throw error;
   });
   try {
@@ -85,10 +98,8 @@ export async function backup(dir: string, options: BackupOptions = {}): Promise<
     await rename(staging, target); // over an empty directory too
     await syncDirectory(dirname(target));
     return { dir: target, manifest, snapshots };
-  } catch (error) {
-    await rm(staging, { recursive: true, force: true });
-    throw error;
   } finally {
+    await forget(); // a failed backup's files; after the rename there is nothing left to remove
     await database.close();
   }
 }

@@ -28,7 +28,7 @@ export async function checkTargetIsEmpty(target: ServiceTarget): Promise<Checked
       const counts = [];
       for (const table of tables) {
         const rows = Number((await client.query<{ n: string }>(`select count(*) as n from ${qualified(target.schema, table)}`)).rows[0]!.n);
-        if (rows > 0) counts.push(`${table}: ${rows} rows`);
+        if (rows > 0) counts.push(`${table}: ${rows} row${rows === 1 ? '' : 's'}`);
       }
       throw new BackupError(
         `${where} already holds ${counts.length > 0 ? `data (${counts.slice(0, 3).join(', ')}${counts.length > 3 ? ', ...' : ''})` : `tables (${tables.join(', ')})`}: ` +
