@@ -74,7 +74,8 @@ async function checkRunningServerIsOurs(adminUrl: string, dir: string, port: num
     if (errorCode(error) === '28P01') {
       throw new BackupError(`the PostgreSQL on port ${port} refused the home's postgres password: it belongs to another installation (set BOXYARD_DEV_POSTGRES_PORT or the config's database.embedded.port)`);
     }
-    throw error;
+    if (errorCode(error) === 'ECONNREFUSED') throw error; // nothing listens: the caller starts the server
+    throw new BackupError(`cannot connect to PostgreSQL on port ${port}: ${(error as Error).message}`);
   }
   try {
     const served = (await client.query<{ data_directory: string }>('show data_directory')).rows[0]!.data_directory;

@@ -6,10 +6,11 @@ import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import pg from 'pg';
 import { to as copyTo } from 'pg-copy-streams';
+import { BackupError } from './errors.ts';
 import { writeStreamToFile } from './files.ts';
 import type { SequenceRecord, TableRecord } from './manifest.ts';
 import { copyableColumns, foreignKeys, listTables, qualified, quoteIdent, schemaExists, sequenceStates } from './schema-catalog.ts';
-import type { ServiceTarget } from './service-targets.ts';
+import { describeDatabase, type ServiceTarget } from './service-targets.ts';
 import { loadOrder } from './table-order.ts';
 
 export interface ServiceSnapshot {
@@ -30,7 +31,9 @@ export interface DatabaseSnapshot {
 /** Reads the snapshot; table files go to `<backupDir>/<tablesDir>/<service>/<table>.copy` (replaced on a retry). */
 export async function takeSnapshot(url: string, targets: readonly ServiceTarget[], backupDir: string, tablesDir: string): Promise<DatabaseSnapshot> {
   const client = new pg.Client({ connectionString: url, application_name: 'boxyard-backup' });
-  await client.connect();
+  await client.connect().catch((error: unknown) => {
+    throw new BackupError(`cannot connect to ${describeDatabase(url)}: ${(error as Error).message}`);
+  });
   try {
     await client.query('begin isolation level repeatable read, read only');
     const postgresVersion = (await client.query<{ server_version: string }>('show server_version')).rows[0]!.server_version;
