@@ -10,6 +10,8 @@ const usage = `usage: boxyard <command>
   dev                              run every service on this machine (embedded PostgreSQL, local storage)
   serve <service> [--config FILE]  run one service (${services.map((s) => s.name).join(', ')})
   serve all [--config FILE]        run every service on a host from one file (default /etc/boxyard/boxyard.yaml)
+  backup <dir> [--config FILE]     copy the installation (boxyard dev's, or --config's) into a new directory, while it runs
+  restore <dir> [--config FILE]    restore a backup into an empty installation
   terminal-agent                   the shell agent of one terminal session (the command of a session pod)
   operator [flags]                 the Kubernetes operator (boxyard operator --help)
 Configuration: a YAML file plus BOXYARD_<KEY PATH> environment overrides ('.' written as '__').`;
@@ -46,6 +48,11 @@ async function main(argv: string[]): Promise<void> {
     process.once('SIGINT', shutdown);
     process.once('SIGTERM', shutdown);
     return;
+  }
+  if (command === 'backup' || command === 'restore') {
+    if (!name || positionals.length > 2) throw new UsageError(`${command} takes one directory: boxyard ${command} <dir> [--config FILE]`);
+    const { backupCli } = await import('./backup/cli.ts');
+    return backupCli(command, name, values.config);
   }
   if (command === 'terminal-agent') {
     const { runAgentFromEnvironment } = await import('@boxyard/terminal');

@@ -7,7 +7,7 @@ import { sql } from 'slonik';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { createTestDatabase } from '../../../../test/harness/fixtures.ts';
-import { migrate } from './migrate.ts';
+import { listMigrations, migrate } from './migrate.ts';
 import { createDatabasePool, pingDatabase, type DatabasePool } from './pool.ts';
 
 const fixtures = fileURLToPath(new URL('./test-migrations', import.meta.url));
@@ -52,5 +52,18 @@ describe('migrate', () => {
     await migrate(url, 'edited', [{ namespace: 'e', dir }]);
     writeFileSync(join(dir, '0002_widget_size.sql'), 'alter table widgets add column size bigint;\n');
     await expect(migrate(url, 'edited', [{ namespace: 'e', dir }])).rejects.toThrow('migration e:0002_widget_size was changed after it was applied');
+  });
+
+  it('applies only the given ids when asked (a restore recreates the backup\'s schema), and refuses unknown ids', async () => {
+    const source = { namespace: 'o', dir: join(fixtures, 'a') };
+    expect((await listMigrations([source])).map((m) => m.id)).toEqual(['o:0001_widgets', 'o:0002_widget_size']);
+    const result = await migrate(url, 'only', [source], { only: new Set(['o:0001_widgets']) });
+    expect(result.applied).toEqual(['o:0001_widgets']);
+    const p = await pool('only');
+    const columns = await p.anyFirst(sql.type(z.object({ c: z.string() }))`select column_name as c from information_schema.columns where table_schema = 'only' and table_name = 'widgets' order by 1`);
+    expect(columns).not.toContain('size');
+    await expect(migrate(url, 'only', [source], { only: new Set(['o:0009_missing']) })).rejects.toThrow('unknown migrations: o:0009_missing');
+    // The next ordinary start applies the rest.
+    expect((await migrate(url, 'only', [source])).applied).toEqual(['o:0002_widget_size']);
   });
 });

@@ -13,6 +13,14 @@ export interface MigrationSource {
   dir: string;
 }
 
+export interface MigrateOptions {
+  /**
+   * Apply only these ids (and fail if one is unknown): a restore recreates the schema exactly as the backup had
+   * it, and the service applies its newer migrations itself on its next start.
+   */
+  only?: ReadonlySet<string>;
+}
+
 export interface MigrationResult {
   applied: string[];
   skipped: number;
@@ -28,10 +36,21 @@ async function readMigrations(source: MigrationSource) {
   );
 }
 
+/** Ids and checksums of the migrations these sources hold, in the order `migrate` applies them. */
+export async function listMigrations(sources: MigrationSource[]): Promise<{ id: string; checksum: string }[]> {
+  return (await Promise.all(sources.map(readMigrations))).flat().map(({ id, checksum }) => ({ id, checksum }));
+}
+
 const ident = (name: string) => `"${name.replaceAll('"', '""')}"`;
 
-export async function migrate(url: string, schema: string, sources: MigrationSource[]): Promise<MigrationResult> {
-  const migrations = (await Promise.all(sources.map(readMigrations))).flat();
+export async function migrate(url: string, schema: string, sources: MigrationSource[], options: MigrateOptions = {}): Promise<MigrationResult> {
+  let migrations = (await Promise.all(sources.map(readMigrations))).flat();
+  if (options.only) {
+    const { only } = options;
+    const unknown = [...only].filter((id) => !migrations.some((m) => m.id === id));
+    if (unknown.length > 0) throw new Error(`unknown migrations: ${unknown.join(', ')}`);
+    migrations = migrations.filter((m) => only.has(m.id));
+  }
   const client = new pg.Client({ connectionString: url, application_name: `boxyard-migrate-${schema}` });
   await client.connect();
   const lockKey = `boxyard-migrate:${schema}`;

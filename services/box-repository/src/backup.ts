@@ -1,0 +1,27 @@
+// What `boxyard backup` keeps of the box repository. Box files are stored under fresh opaque keys
+// (`boxes/<uuid>`, files/upload.ts) before the row that names them commits, and a replaced file gets a new key
+// (the old one is queued for deletion), so a consistent snapshot of `files` only names complete objects.
+import { accountsBackup, backupDescriptor, rateLimitBackup } from '@boxyard/kit/backup.ts';
+import { migrations } from './app.ts';
+import { SERVICE_NAME } from './config.ts';
+
+export const boxRepositoryBackup = backupDescriptor(SERVICE_NAME, [
+  accountsBackup,
+  rateLimitBackup,
+  {
+    migrations,
+    tables: {
+      organizations: { backup: true },
+      memberships: { backup: true },
+      service_accounts: { backup: true },
+      boxes: { backup: true },
+      versions: { backup: true },
+      providers: { backup: true },
+      architectures: { backup: true },
+      files: { backup: true, objectKeys: ['storage_key'] },
+      // The webhook outbox, delivered or not: restored so that pending deliveries still go out.
+      events: { backup: true },
+      storage_cleanup: { backup: false, reason: 'objects to delete (replaced files, uploads in progress); none of them is referenced' },
+    },
+  },
+]);

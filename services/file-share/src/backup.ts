@@ -1,0 +1,23 @@
+// What `boxyard backup` keeps of the file share. An upload streams into a fresh opaque key (`files/<uuid>`,
+// files/upload.ts) and the entry that names it commits only after the bytes are stored; replacing a file points
+// the entry at a new key and queues the old one as garbage. So a consistent snapshot of `entries` only names
+// complete objects.
+import { accountsBackup, backupDescriptor, rateLimitBackup } from '@boxyard/kit/backup.ts';
+import { fileShareMigrations } from './app.ts';
+import { SERVICE_NAME } from './config.ts';
+
+export const fileShareBackup = backupDescriptor(SERVICE_NAME, [
+  accountsBackup,
+  rateLimitBackup,
+  {
+    migrations: fileShareMigrations,
+    tables: {
+      entries: { backup: true, objectKeys: ['storage_key'] },
+      api_keys: { backup: true },
+      // Kept with their ids, so the id sequence continues and Last-Event-ID keeps its meaning.
+      events: { backup: true },
+      event_retention: { backup: true },
+      object_garbage: { backup: false, reason: 'objects to delete (replaced files, uploads in progress); none of them is referenced' },
+    },
+  },
+]);
