@@ -30,9 +30,9 @@ export async function makeHome(prefix = 'boxyard-dev-'): Promise<string> {
   return home;
 }
 
-export async function startDevProcess(options: { home?: string; env?: Record<string, string> } = {}): Promise<DevProcess> {
+export async function startDevProcess(options: { home?: string; postgresPort?: number; env?: Record<string, string> } = {}): Promise<DevProcess> {
   const home = options.home ?? (await makeHome());
-  const postgresPort = await freePort();
+  const postgresPort = options.postgresPort ?? (await freePort());
   let text = '';
   const child: ChildProcess = spawn(process.execPath, [MAIN, 'dev'], {
     env: { ...process.env, BOXYARD_HOME: home, BOXYARD_DEV_POSTGRES_PORT: String(postgresPort), BOXYARD_SERVER__PORT: '0', BOXYARD_LOGGING__LEVEL: 'warn', ...options.env },

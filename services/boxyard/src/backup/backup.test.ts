@@ -3,7 +3,7 @@
 // real clients against the restored installation (`vagrant box add`, `wget --mirror`, sign-in). Also: a corrupted
 // backup and a non-empty target are refused, an object deleted right after the snapshot makes the backup take
 // another one, and a restore with --config into another database and an S3 bucket.
-import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
 import { once } from 'node:events';
 import { chmod, cp, mkdir, mkdtemp, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
@@ -15,6 +15,7 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freePort } from '@boxyard/kit/net/free-port.ts';
 import { makeBox } from '../../../box-repository/src/testing/boxes.ts';
+import { startDevProcess, type DevProcess } from '../../../../test/harness/dev-process.ts';
 import { createTestBucket, createTestDatabase, type TestBucket } from '../../../../test/harness/fixtures.ts';
 import { backup } from './backup.ts';
 import { readManifest, type Manifest } from './manifest.ts';
@@ -44,12 +45,6 @@ const inFlight = Array.from({ length: 5 }, (_, i) => ({ path: `inflight/file-${i
 /** Uploads whose last bytes arrive only once the backup has finished: certainly not in it. */
 const held = { path: 'inflight/held.bin', data: randomBytes(300 * 1024) };
 
-interface Dev {
-  urls: Record<string, string>;
-  port: number;
-  stop(): Promise<void>;
-}
-
 const devEnv = (home: string, port: number) => ({
   BOXYARD_HOME: home,
   BOXYARD_DEV_POSTGRES_PORT: String(port),
@@ -59,40 +54,12 @@ const devEnv = (home: string, port: number) => ({
   BOXYARD_RATE_LIMITING__ENABLED: 'false',
 });
 
-const children = new Set<ChildProcess>();
+const running = new Set<DevProcess>();
 
-async function startDev(home: string, port: number): Promise<Dev> {
-  const child = spawn(process.execPath, [MAIN, 'dev'], { env: { ...process.env, ...devEnv(home, port) }, stdio: ['ignore', 'pipe', 'pipe'] });
-  children.add(child);
-  let output = '';
-  const urls: Record<string, string> = {};
-  await new Promise<void>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`boxyard dev did not get ready in 60 s:\n${output}`)), 60_000);
-    child.stdout!.on('data', (chunk: Buffer) => {
-      output += chunk.toString();
-      for (const m of output.matchAll(/^ {2}([a-z-]+)\s+(https?:\/\/\S+)$/gm)) urls[m[1]!] = m[2]!;
-      if (output.includes('Ready.')) {
-        clearTimeout(timer);
-        resolve();
-      }
-    });
-    child.stderr!.on('data', (chunk: Buffer) => (output += chunk.toString()));
-    child.once('exit', (code) => {
-      clearTimeout(timer);
-      reject(new Error(`boxyard dev exited (${code}):\n${output}`));
-    });
-  });
-  return {
-    urls,
-    port,
-    stop: async () => {
-      if (child.exitCode === null && child.signalCode === null) {
-        child.kill('SIGTERM');
-        await once(child, 'exit');
-      }
-      children.delete(child);
-    },
-  };
+async function startDev(home: string, port: number): Promise<DevProcess> {
+  const dev = await startDevProcess({ home, postgresPort: port, env: devEnv(home, port) });
+  running.add(dev);
+  return dev;
 }
 
 async function boxyard(args: string[], env: Record<string, string>): Promise<{ code: number | null; stdout: string; stderr: string }> {
@@ -218,7 +185,7 @@ async function referencedKeys(client: pg.Client): Promise<{ 'box-repository': st
 let work: string;
 let homeA: string;
 let homeB: string;
-let devB: Dev | undefined;
+let devB: DevProcess | undefined;
 let backupDir: string;
 let manifest: Manifest;
 const box = await makeBox({ fillerBytes: 2 * MiB });
@@ -263,7 +230,7 @@ beforeAll(async () => {
     ];
     await sleep(100);
     try {
-      backupRun = await boxyard(['backup', backupDir], devEnv(homeA, devA.port));
+      backupRun = await boxyard(['backup', backupDir], devEnv(homeA, devA.postgresPort));
     } finally {
       release();
     }
@@ -277,7 +244,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await devB?.stop();
-  for (const child of children) child.kill('SIGKILL');
+  await Promise.all([...running].map((dev) => dev.stop()));
   if (work) await rm(work, { recursive: true, force: true });
 });
 
