@@ -1,6 +1,7 @@
 // Access tokens of the provider: RFC 9068 JWTs verified against its published keys, or opaque tokens through
 // introspection. Both end as a claims set checked the same way (issuer, audience, time), ready for the binding
 // check and the claim mapping.
+import { createHash } from 'node:crypto';
 import { errors as joseErrors, jwtVerify, type JWTPayload, type JWTVerifyGetKey } from 'jose';
 import { ProviderUnavailableError, TokenError, type Scheme } from './errors.ts';
 import type { IntrospectionResponse } from './introspection.ts';
@@ -18,6 +19,36 @@ export interface TokenExpectations {
 
 /** RFC 9068 §2.2: what every JWT access token carries. */
 const REQUIRED_CLAIMS = ['iss', 'exp', 'aud', 'sub', 'iat', 'jti', 'client_id'];
+
+/**
+ * A client sends the same token with many requests. Verified tokens are kept (by hash) this long, bounded by
+ * their exp, so a repeat costs a lookup instead of a signature check. It adds no exposure: a key the provider
+ * withdraws is trusted for longer than this anyway, until the cached JWKS is refetched.
+ */
+export const VERIFIED_TOKEN_CACHE_SECONDS = 60;
+const MAX_CACHED_TOKENS = 10_000;
+
+export type JwtAccessTokenVerifier = (token: string, keys: JWTVerifyGetKey, expect: TokenExpectations) => Promise<JWTPayload>;
+
+export function createJwtAccessTokenVerifier(): JwtAccessTokenVerifier {
+  // Insertion order is age order: the oldest entry is the first key, dropped when the cache is full.
+  const verified = new Map<string, { until: number; payload: JWTPayload }>();
+  return async (token, keys, expect) => {
+    const id = createHash('sha256').update(token).digest('base64url');
+    const hit = verified.get(id);
+    if (hit && hit.until > expect.now) {
+      // Everything but time was settled by the first check; time moves on.
+      const exp = hit.payload.exp!;
+      if (exp <= expect.now - expect.skewSeconds) throw new TokenError(expect.scheme, 'invalid_token', 'the access token has expired');
+      return hit.payload;
+    }
+    verified.delete(id);
+    const payload = await verifyJwtAccessToken(token, keys, expect);
+    verified.set(id, { until: Math.min(expect.now + VERIFIED_TOKEN_CACHE_SECONDS, payload.exp!), payload });
+    if (verified.size > MAX_CACHED_TOKENS) verified.delete(verified.keys().next().value!);
+    return payload;
+  };
+}
 
 export async function verifyJwtAccessToken(token: string, keys: JWTVerifyGetKey, expect: TokenExpectations): Promise<JWTPayload> {
   const refuse = (description: string) => new TokenError(expect.scheme, 'invalid_token', description);

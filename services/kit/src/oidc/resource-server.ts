@@ -6,7 +6,7 @@ import type { JWTPayload } from 'jose';
 import type { DatabasePool } from 'slonik';
 import type { ResourceServerConfig } from '../config/auth-section.ts';
 import { HttpError } from '../http/http-error.ts';
-import { boundKey, checkIntrospection, verifyJwtAccessToken, type TokenExpectations } from './access-token.ts';
+import { boundKey, checkIntrospection, createJwtAccessTokenVerifier, type TokenExpectations } from './access-token.ts';
 import { createNonceIssuer, type NonceCheck } from './dpop-nonce.ts';
 import { verifyDpopProof } from './dpop-proof.ts';
 import { challengeFor, ProviderUnavailableError, providerUnavailable, toHttpError, TokenError, type ChallengeOptions, type Scheme } from './errors.ts';
@@ -71,6 +71,7 @@ export function createResourceServer(config: ResourceServerConfig, deps: Resourc
   const audiences = typeof audience === 'string' ? [audience] : audience;
   const source = createProviderSource({ ...config, issuer }, deps.log);
   const introspector = createIntrospector();
+  const verifyJwt = createJwtAccessTokenVerifier();
   const replay = createReplayCache(deps.pool);
   const nonces = config.dpop.use_nonce && deps.nonceSecret ? createNonceIssuer(deps.nonceSecret) : undefined;
   const challengeOptions: ChallengeOptions = { dpopAlgorithms: config.dpop.algorithms, dpopRequired: config.dpop.required };
@@ -82,7 +83,7 @@ export function createResourceServer(config: ResourceServerConfig, deps: Resourc
     if (parts !== 3 && (parts !== 1 || !config.introspection)) throw new TokenError(scheme, 'invalid_token', 'the access token is not a JWT and introspection is not configured');
     const provider = await source.get();
     const expect: TokenExpectations = { issuer, audiences, algorithms: config.algorithms, skewSeconds: skew, now, scheme };
-    if (parts === 3) return verifyJwtAccessToken(token, provider.keys, expect);
+    if (parts === 3) return verifyJwt(token, provider.keys, expect);
     return checkIntrospection(await introspector.introspect(provider.introspection!, token), expect);
   };
 
