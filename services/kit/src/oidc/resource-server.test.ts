@@ -358,6 +358,17 @@ describe('policy options', () => {
     }
   });
 
+  it('re-checks exp when a verified token comes again (the verification is cached)', async () => {
+    const { app } = await replica({ clock_skew_seconds: 0 });
+    const attempt = { authorization: `Bearer ${await idp.sign(claims({ exp: now() + 2 }))}` };
+    await expectAccepted(app, attempt);
+    await new Promise((resolve) => setTimeout(resolve, 3000));
+    const refused = await send(app, attempt);
+    expect(refused.status).toBe(401);
+    expect(refused.challenge).toMatch(/^Bearer error="invalid_token", error_description="the access token has expired"/);
+    expect(await oracleAccepts(attempt)).toBe(false);
+  });
+
   it('answers 503 with Retry-After while the provider cannot be reached', async () => {
     const { app } = await replica({ issuer: `http://127.0.0.1:${await freePort()}` });
     const result = await send(app, { authorization: `Bearer ${await idp.token({ resource: AUD, client: alice })}` });
