@@ -9,6 +9,7 @@ import { startPostgres } from '../../services/boxyard/src/embedded-postgres.ts';
 import { startMinio } from '../harness/minio.ts';
 import { startTogether } from '../harness/start-together.ts';
 import type { BenchEnv, BenchRow } from './env.ts';
+import { benchAuth } from './auth.ts';
 import { benchBoxRepository } from './box-repository.ts';
 import { benchCluster } from './cluster.ts';
 import { benchFileShare } from './file-share.ts';
@@ -21,6 +22,7 @@ const sections: { name: string; title: string; run: (env: BenchEnv) => Promise<B
   { name: 'box-repository', title: 'box repository (1 GiB transfers, 5 GiB upload, metadata)', run: benchBoxRepository },
   { name: 'file-share', title: 'file share (10,000-entry listing, 256 MiB transfers)', run: benchFileShare },
   { name: 'terminal', title: 'terminal gateway', run: benchTerminal },
+  { name: 'auth', title: 'auth: verified requests/s on one route (session JWT vs provider Bearer vs provider DPoP)', run: benchAuth },
   { name: 'operator', title: 'operator (1,000 custom resources)', run: benchOperator },
   { name: 'cluster', title: 'real node: apply → Ready per kind, terminal session start (pod vs local backend)', run: benchCluster },
 ];

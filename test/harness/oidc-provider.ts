@@ -5,7 +5,7 @@
 // the same port with a new signing key, as a provider rotating its keys would.
 import { randomBytes, randomUUID, type webcrypto } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
-import { calculateJwkThumbprint, exportJWK, generateKeyPair, SignJWT, type JWK } from 'jose';
+import { calculateJwkThumbprint, exportJWK, generateKeyPair, importJWK, SignJWT, type JWK, type JWTHeaderParameters, type JWTPayload } from 'jose';
 import * as oauth from 'oauth4webapi';
 import Provider, { errors, type Configuration } from 'oidc-provider';
 import { freePort } from './ports.ts';
@@ -24,6 +24,8 @@ export interface TestClient {
   actsAs?: TestUser;
   redirect_uris?: string[];
   post_logout_redirect_uris?: string[];
+  /** How it authenticates at the token and introspection endpoints (default client_secret_post). */
+  token_endpoint_auth_method?: 'client_secret_basic' | 'client_secret_post';
 }
 
 export interface OidcProviderOptions {
@@ -32,6 +34,8 @@ export interface OidcProviderOptions {
   clients?: TestClient[];
   users?: TestUser[];
   accessTokenTtlSeconds?: number;
+  /** Resources (also accepted without being in `resources`) whose access tokens are opaque: introspection only. */
+  opaqueResources?: string[];
 }
 
 export interface DpopKey {
@@ -48,6 +52,14 @@ export interface RunningOidcProvider {
   kid(): string;
   /** A client_credentials access token for `resource`, DPoP-bound to `dpop` when given. */
   token(options: { resource: string; dpop?: DpopKey; client?: TestClient; scope?: string }): Promise<string>;
+  /**
+   * Signs a JWT with the provider's current key (header: its kid, ES256, typ at+jwt unless overridden), for tests
+   * of what a verifier must refuse although the signature is good (expired, wrong typ...). A real provider never
+   * offers this.
+   */
+  sign(claims: JWTPayload, header?: Partial<Omit<JWTHeaderParameters, 'alg'>>): Promise<string>;
+  /** How many times the JWKS was fetched since start. */
+  jwksRequests(): number;
   /** Restarts on the same port with a new signing key (old tokens no longer verify). */
   rotateKeys(): Promise<void>;
   stop(): Promise<void>;
@@ -86,6 +98,7 @@ export async function startOidcProvider(options: OidcProviderOptions): Promise<R
   for (const c of clients) if (c.actsAs) users.set(c.actsAs.login, c.actsAs);
   let key = await signingKey();
   let server: Server | undefined;
+  let jwksRequests = 0;
 
   const configuration = (): Configuration => ({
     jwks: { keys: [key] },
@@ -96,7 +109,7 @@ export async function startOidcProvider(options: OidcProviderOptions): Promise<R
       response_types: c.redirect_uris ? ['code'] : [],
       redirect_uris: c.redirect_uris ?? [],
       post_logout_redirect_uris: c.post_logout_redirect_uris ?? [],
-      token_endpoint_auth_method: 'client_secret_post',
+      token_endpoint_auth_method: c.token_endpoint_auth_method ?? 'client_secret_post',
       id_token_signed_response_alg: 'ES256',
     })),
     pkce: { required: () => true },
@@ -117,8 +130,10 @@ export async function startOidcProvider(options: OidcProviderOptions): Promise<R
         defaultResource: () => options.resources[0]!,
         useGrantedResource: () => true,
         getResourceServerInfo: (_ctx, resource) => {
+          const ttl = options.accessTokenTtlSeconds ?? 600;
+          if (options.opaqueResources?.includes(resource)) return { scope: 'openid profile email groups read write', audience: resource, accessTokenTTL: ttl, accessTokenFormat: 'opaque' };
           if (!options.resources.includes(resource)) throw new errors.InvalidTarget();
-          return { scope: 'openid profile email groups read write', audience: resource, accessTokenTTL: options.accessTokenTtlSeconds ?? 600, accessTokenFormat: 'jwt', jwt: { sign: { alg: 'ES256' } } };
+          return { scope: 'openid profile email groups read write', audience: resource, accessTokenTTL: ttl, accessTokenFormat: 'jwt', jwt: { sign: { alg: 'ES256' } } };
         },
       },
     },
@@ -135,7 +150,11 @@ export async function startOidcProvider(options: OidcProviderOptions): Promise<R
 
   const listen = async () => {
     const provider = new Provider(issuer, configuration());
-    server = createServer(provider.callback());
+    const callback = provider.callback();
+    server = createServer((request, response) => {
+      if (request.url?.startsWith('/jwks')) jwksRequests++;
+      void callback(request, response);
+    });
     await new Promise<void>((resolve) => server!.listen(port, '127.0.0.1', resolve));
   };
   const close = () =>
@@ -159,7 +178,8 @@ export async function startOidcProvider(options: OidcProviderOptions): Promise<R
       const c: oauth.Client = { client_id: who.client_id };
       const DPoP = dpop ? oauth.DPoP(c, dpop.keyPair) : undefined;
       const parameters = new URLSearchParams({ resource, ...(scope ? { scope } : {}) });
-      const request = () => oauth.clientCredentialsGrantRequest(as, c, oauth.ClientSecretPost(who.client_secret), parameters, { [oauth.allowInsecureRequests]: true, ...(DPoP ? { DPoP } : {}) });
+      const auth = who.token_endpoint_auth_method === 'client_secret_basic' ? oauth.ClientSecretBasic(who.client_secret) : oauth.ClientSecretPost(who.client_secret);
+      const request = () => oauth.clientCredentialsGrantRequest(as, c, auth, parameters, { [oauth.allowInsecureRequests]: true, ...(DPoP ? { DPoP } : {}) });
       let result;
       try {
         result = await oauth.processClientCredentialsResponse(as, c, await request());
@@ -169,6 +189,10 @@ export async function startOidcProvider(options: OidcProviderOptions): Promise<R
       }
       return result.access_token;
     },
+    async sign(claims, header) {
+      return new SignJWT(claims).setProtectedHeader({ alg: 'ES256', typ: 'at+jwt', kid: key.kid!, ...header }).sign(await importJWK(key, 'ES256'));
+    },
+    jwksRequests: () => jwksRequests,
     async rotateKeys() {
       await close();
       key = await signingKey();

@@ -19,3 +19,5 @@ export type { ObjectStore, ObjectInfo, PutResult, ByteRange } from './storage/ty
 export * from './storage/errors.ts';
 export { createUploadDiscarder, type UploadDiscarder } from './storage/discard-upload.ts';
 export { adminSchema, serviceSections, publicBaseUrl, serverTls } from './config/service-sections.ts';
+export { createResourceServer, type ResourceServer, type ResourceServerDeps, type ProviderIdentity } from './oidc/resource-server.ts';
+export { resourceServerMigrations } from './oidc/replay-cache.ts';

@@ -53,6 +53,8 @@ export const resourceServerSchema = z
         endpoint: httpsOrLoopback.optional(),
         client_id: z.string().min(1),
         client_secret: z.string().min(1),
+        /** How the service authenticates at the endpoint: as its client is registered at the provider. */
+        auth_method: z.enum(['client_secret_basic', 'client_secret_post']).default('client_secret_basic'),
       })
       .optional(),
   })
