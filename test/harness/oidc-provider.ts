@@ -24,6 +24,8 @@ export interface TestClient {
   actsAs?: TestUser;
   redirect_uris?: string[];
   post_logout_redirect_uris?: string[];
+  /** `none`: a public client (authorization code + PKCE alone; its secret is ignored). Default client_secret_post. */
+  token_endpoint_auth_method?: 'client_secret_post' | 'none';
 }
 
 export interface OidcProviderOptions {
@@ -32,6 +34,11 @@ export interface OidcProviderOptions {
   clients?: TestClient[];
   users?: TestUser[];
   accessTokenTtlSeconds?: number;
+  /**
+   * The issuer's host name. `localhost` puts the provider on another site than services on 127.0.0.1 (as a real
+   * provider is), so browser tests meet SameSite rules as users do. Default 127.0.0.1.
+   */
+  host?: 'localhost' | '127.0.0.1';
 }
 
 export interface DpopKey {
@@ -79,7 +86,7 @@ async function signingKey(): Promise<JWK> {
 
 export async function startOidcProvider(options: OidcProviderOptions): Promise<RunningOidcProvider> {
   const port = await freePort();
-  const issuer = `http://127.0.0.1:${port}`;
+  const issuer = `http://${options.host ?? '127.0.0.1'}:${port}`;
   const client: TestClient = { client_id: `svc-${randomBytes(4).toString('hex')}`, client_secret: randomBytes(24).toString('base64url') };
   const clients = [client, ...(options.clients ?? [])];
   const users = new Map((options.users ?? []).map((u) => [u.login, u]));
@@ -91,12 +98,12 @@ export async function startOidcProvider(options: OidcProviderOptions): Promise<R
     jwks: { keys: [key] },
     clients: clients.map((c) => ({
       client_id: c.client_id,
-      client_secret: c.client_secret,
-      grant_types: c.redirect_uris ? ['authorization_code', 'client_credentials'] : ['client_credentials'],
+      ...(c.token_endpoint_auth_method === 'none' ? {} : { client_secret: c.client_secret }),
+      grant_types: c.redirect_uris ? (c.token_endpoint_auth_method === 'none' ? ['authorization_code'] : ['authorization_code', 'client_credentials']) : ['client_credentials'],
       response_types: c.redirect_uris ? ['code'] : [],
       redirect_uris: c.redirect_uris ?? [],
       post_logout_redirect_uris: c.post_logout_redirect_uris ?? [],
-      token_endpoint_auth_method: 'client_secret_post',
+      token_endpoint_auth_method: c.token_endpoint_auth_method ?? 'client_secret_post',
       id_token_signed_response_alg: 'ES256',
     })),
     pkce: { required: () => true },
