@@ -194,7 +194,7 @@ describe('terminal: sign-in with an OpenID provider', () => {
   it("signs out of the service and, through RP-initiated logout, of the provider", async () => {
     const { jar, cookie } = await signIn('alice');
     expect(await providerAsksToLogIn(jar)).toBe(false);
-    const out = await request(jar, `${gateway.url}/auth/oidc/logout`, { method: 'POST' });
+    const out = await request(jar, `${gateway.url}/auth/oidc/logout`, { method: 'POST', headers: { accept: '*/*' } });
     expect(out.status).toBe(303);
     const end = out.location!;
     expect(end.origin + end.pathname).toBe(`${idp.issuer}/session/end`);
@@ -208,6 +208,17 @@ describe('terminal: sign-in with an OpenID provider', () => {
     // The provider confirms and sends the browser back here; its session is over.
     expect((await signOutAtProvider(jar, end)).href).toBe(`${gateway.url}/`);
     expect(await providerAsksToLogIn(jar)).toBe(true);
+  });
+
+  it('answers a browser form with a page that goes on to the provider by itself', async () => {
+    const { jar } = await signIn('bob');
+    const out = await request(jar, `${gateway.url}/auth/oidc/logout`, { method: 'POST', form: {} });
+    expect(out.status).toBe(200);
+    expect(out.headers.get('content-type')).toMatch(/^text\/html/);
+    const refresh = /<meta http-equiv="refresh" content="0;url=([^"]+)">/.exec(out.body)?.[1]?.replaceAll('&amp;', '&');
+    expect(refresh).toMatch(new RegExp(`^${idp.issuer}/session/end\\?`));
+    expect(new URL(refresh!).searchParams.get('id_token_hint')).toBeTruthy();
+    expect(jar.get(base(), 'auth_token')).toBeUndefined();
   });
 
   it('answers JSON sign-out with the provider URL for pages that navigate themselves', async () => {

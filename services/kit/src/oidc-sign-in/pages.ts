@@ -1,5 +1,5 @@
-// The few pages the sign-in routes show a browser: "continue" (a same-site hop after the provider's cross-site
-// redirect, see plugin.ts) and errors. No script, nothing loaded: a CSP that allows nothing but the meta refresh.
+// The few pages the sign-in routes show a browser: "continue" (a page that moves on by itself where a redirect
+// would not do, see plugin.ts) and errors. No script, nothing loaded: a CSP that allows nothing but the meta refresh.
 import type { FastifyReply } from 'fastify';
 
 export function escapeHtml(value: string): string {

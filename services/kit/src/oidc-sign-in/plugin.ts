@@ -4,7 +4,7 @@
 //   GET  /auth/oidc/login?return_to=/path   → 303 to the provider (state, nonce, PKCE S256 in a sealed cookie)
 //   GET  /auth/oidc/callback                → code exchange, ID token checked, user found or created,
 //                                             the service's session cookie set, then on to return_to
-//   POST /auth/oidc/logout                  → the service session revoked, then 303 to the provider's
+//   POST /auth/oidc/logout                  → the service session revoked, then on to the provider's
 //                                             end_session_endpoint (id_token_hint, post_logout_redirect_uri)
 //
 // The service hands in how it starts and ends its own sessions, so the cookie is exactly the one password
@@ -146,6 +146,12 @@ export async function oidcSignIn(app: FastifyInstance, options: OidcSignInOption
     }
   }
 
+  // Sign-out is also a plain HTML form (pages without script): its (empty) form body is accepted and ignored.
+  // Only within these routes: the plugin's context is its own.
+  if (!app.hasContentTypeParser('application/x-www-form-urlencoded')) {
+    app.addContentTypeParser('application/x-www-form-urlencoded', { parseAs: 'string', bodyLimit: 1024 }, (_request, _body, done) => done(null, {}));
+  }
+
   app.get<{ Querystring: { return_to?: string } }>(
     LOGIN_PATH,
     {
@@ -248,7 +254,8 @@ export async function oidcSignIn(app: FastifyInstance, options: OidcSignInOption
         description:
           'Revokes the session and clears its cookie, then (for a session signed in with the provider) redirects (303) to the ' +
           "provider's end_session_endpoint with id_token_hint and post_logout_redirect_uri. With `Accept: application/json` " +
-          'it answers 200 with that URL as `end_session_url` instead, for pages that navigate themselves.',
+          'it answers 200 with that URL as `end_session_url` instead, for pages that navigate themselves; a browser form ' +
+          '(`Accept: text/html`) gets a page that goes there by itself (a redirect would meet the CSP form-action of strict pages).',
       },
     },
     async (request, reply) => {
@@ -268,6 +275,9 @@ export async function oidcSignIn(app: FastifyInstance, options: OidcSignInOption
       }
       noStore(reply);
       if (wants(request, 'application/json')) return options.ok(jti ? 'Signed out' : 'Not signed in', { signed_out: Boolean(jti), end_session_url: endSessionUrl ?? null });
+      // A browser's form: browsers apply the page's CSP form-action to the redirects that follow a form post, so
+      // a strict page ('self') could not reach the provider through a 303. A page that moves on by itself can.
+      if (wants(request, 'text/html')) return sendPage(reply, 200, continuePage(endSessionUrl ?? '/', endSessionUrl ? `Signed out; signing out of ${auth.sign_in.display_name}` : 'Signed out'));
       return reply.redirect(endSessionUrl ?? '/', 303);
     },
   );
