@@ -109,6 +109,9 @@ export async function oidcSignIn(app: FastifyInstance, options: OidcSignInOption
   const mapping: RoleMapping = { admin: options.roles?.admin ?? 'admin', user: options.roles?.user ?? 'user', adminGroups: auth.resource_server.admin_groups };
   const tags = ['auth'];
 
+  if (/^https?:\/\/(0\.0\.0\.0|\[::\])(:|\/|$)/.test(base)) {
+    app.log.warn(`${options.service}: provider sign-in sends ${callbackUrl} as its redirect URI: set server.public_url to the address users reach the service at`);
+  }
   // Discovery before the first user arrives; a provider that is down now is tried again at sign-in.
   provider.configuration().catch((error: unknown) => app.log.warn({ err: error }, `${options.service}: OpenID provider discovery failed; retried at the next sign-in`));
 
