@@ -39,6 +39,12 @@ export interface OidcProviderOptions {
    * provider is), so browser tests meet SameSite rules as users do. Default 127.0.0.1.
    */
   host?: 'localhost' | '127.0.0.1';
+  /**
+   * Authorization-code sign-ins that name no resource get an access token for userinfo instead of one for
+   * `resources[0]`; the ID token then carries only `sub` and the protocol claims, the rest is at userinfo (as
+   * with providers that keep profile claims there). Default false.
+   */
+  userinfoTokens?: boolean;
 }
 
 export interface DpopKey {
@@ -121,7 +127,7 @@ export async function startOidcProvider(options: OidcProviderOptions): Promise<R
       dPoP: { enabled: true },
       resourceIndicators: {
         enabled: true,
-        defaultResource: () => options.resources[0]!,
+        defaultResource: (_ctx, _client, oneOf) => (options.userinfoTokens && !oneOf ? undefined : options.resources[0]!),
         useGrantedResource: () => true,
         getResourceServerInfo: (_ctx, resource) => {
           if (!options.resources.includes(resource)) throw new errors.InvalidTarget();

@@ -255,6 +255,28 @@ describe('terminal: provider sign-in variants', () => {
     }
   });
 
+  it('takes the claims from userinfo when the ID token carries only sub', async () => {
+    const { gateway, idp } = await gatewayFor(async (uris) => ({
+      idp: await startOidcProvider({
+        userinfoTokens: true,
+        resources: ['https://terminal.example.test'],
+        clients: [{ client_id: 'terminal-web', client_secret: 'terminal-web-secret-0123456789', ...uris }],
+        users: [{ login: 'erin', groups: ['ops'] }],
+      }),
+      client: { client_id: 'terminal-web', client_secret: 'terminal-web-secret-0123456789' },
+    }));
+    try {
+      const jar = new CookieJar();
+      const start = await request(jar, `${gateway.url}/auth/oidc/login`);
+      expect((await request(jar, await signInAtProvider(jar, start.location!, 'erin'))).status).toBe(303);
+      const status = await api(gateway.url, 'GET', '/auth/status', { cookie: `auth_token=${jar.get(new URL(gateway.url), 'auth_token')}` });
+      expect(status.json.data.user).toMatchObject({ username: 'erin', role: 'admin' });
+    } finally {
+      await gateway.close();
+      await idp.stop();
+    }
+  });
+
   it('starts while the provider is away, and says so at sign-in', async () => {
     const issuer = `http://127.0.0.1:${await freePort()}`;
     const gateway = await startTestGateway(await createTestDatabase('terminal_oidc_down'), {

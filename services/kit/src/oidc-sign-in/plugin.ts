@@ -137,7 +137,9 @@ export async function oidcSignIn(app: FastifyInstance, options: OidcSignInOption
   async function claimsOf(config: client.Configuration, tokens: client.TokenEndpointResponse & client.TokenEndpointResponseHelpers, request: FastifyRequest) {
     const idClaims = tokens.claims();
     if (!idClaims) throw new SignInFailure(401, 'Sign-in refused', 'The provider returned no ID token.');
-    const missing = [claimNames.username, claimNames.email, claimNames.groups].some((name) => !(name in idClaims));
+    // Groups matter only when they make admins: a provider without a groups claim costs no userinfo call then.
+    const wanted = [claimNames.username, claimNames.email, ...(mapping.adminGroups.length > 0 ? [claimNames.groups] : [])];
+    const missing = wanted.some((name) => !(name in idClaims));
     if (!missing || !config.serverMetadata().userinfo_endpoint) return idClaims;
     try {
       const info = await client.fetchUserInfo(config, tokens.access_token, idClaims.sub);
