@@ -24,8 +24,11 @@ export interface TestClient {
   actsAs?: TestUser;
   redirect_uris?: string[];
   post_logout_redirect_uris?: string[];
-  /** How it authenticates at the token and introspection endpoints (default client_secret_post). */
-  token_endpoint_auth_method?: 'client_secret_basic' | 'client_secret_post';
+  /**
+   * How it authenticates at the token and introspection endpoints (default client_secret_post); `none`: a public
+   * client (authorization code + PKCE alone; its secret is ignored).
+   */
+  token_endpoint_auth_method?: 'client_secret_basic' | 'client_secret_post' | 'none';
 }
 
 export interface OidcProviderOptions {
@@ -36,6 +39,17 @@ export interface OidcProviderOptions {
   accessTokenTtlSeconds?: number;
   /** Resources (also accepted without being in `resources`) whose access tokens are opaque: introspection only. */
   opaqueResources?: string[];
+  /**
+   * The issuer's host name. `localhost` puts the provider on another site than services on 127.0.0.1 (as a real
+   * provider is), so browser tests meet SameSite rules as users do. Default 127.0.0.1.
+   */
+  host?: 'localhost' | '127.0.0.1';
+  /**
+   * Authorization-code sign-ins that name no resource get an access token for userinfo instead of one for
+   * `resources[0]`; the ID token then carries only `sub` and the protocol claims, the rest is at userinfo (as
+   * with providers that keep profile claims there). Default false.
+   */
+  userinfoTokens?: boolean;
 }
 
 export interface DpopKey {
@@ -91,7 +105,7 @@ async function signingKey(): Promise<JWK> {
 
 export async function startOidcProvider(options: OidcProviderOptions): Promise<RunningOidcProvider> {
   const port = await freePort();
-  const issuer = `http://127.0.0.1:${port}`;
+  const issuer = `http://${options.host ?? '127.0.0.1'}:${port}`;
   const client: TestClient = { client_id: `svc-${randomBytes(4).toString('hex')}`, client_secret: randomBytes(24).toString('base64url') };
   const clients = [client, ...(options.clients ?? [])];
   const users = new Map((options.users ?? []).map((u) => [u.login, u]));
@@ -104,8 +118,8 @@ export async function startOidcProvider(options: OidcProviderOptions): Promise<R
     jwks: { keys: [key] },
     clients: clients.map((c) => ({
       client_id: c.client_id,
-      client_secret: c.client_secret,
-      grant_types: c.redirect_uris ? ['authorization_code', 'client_credentials'] : ['client_credentials'],
+      ...(c.token_endpoint_auth_method === 'none' ? {} : { client_secret: c.client_secret }),
+      grant_types: c.redirect_uris ? (c.token_endpoint_auth_method === 'none' ? ['authorization_code'] : ['authorization_code', 'client_credentials']) : ['client_credentials'],
       response_types: c.redirect_uris ? ['code'] : [],
       redirect_uris: c.redirect_uris ?? [],
       post_logout_redirect_uris: c.post_logout_redirect_uris ?? [],
@@ -127,7 +141,7 @@ export async function startOidcProvider(options: OidcProviderOptions): Promise<R
       dPoP: { enabled: true },
       resourceIndicators: {
         enabled: true,
-        defaultResource: () => options.resources[0]!,
+        defaultResource: (_ctx, _client, oneOf) => (options.userinfoTokens && !oneOf ? undefined : options.resources[0]!),
         useGrantedResource: () => true,
         getResourceServerInfo: (_ctx, resource) => {
           const ttl = options.accessTokenTtlSeconds ?? 600;

@@ -18,15 +18,17 @@ import {
   type DatabasePool,
   type ObjectStore,
 } from '@boxyard/kit';
+import { oidcSignIn, oidcSignInMethod, oidcSignInMigrations } from '@boxyard/kit/oidc-sign-in/index.ts';
 import type { FastifyInstance } from 'fastify';
 import { apiKeyRoutes } from './auth/api-key-routes.ts';
 import { createApiKeyStore } from './auth/api-key-store.ts';
-import { authRoutes } from './auth/auth-routes.ts';
+import { authRoutes, endSession, startSession } from './auth/auth-routes.ts';
 import { createAuthenticator } from './auth/authenticate.ts';
 import type { Principal } from './auth/principal.ts';
 import { SERVICE_NAME, type FileShareConfig } from './config.ts';
 import { createEventBus, type EventBus } from './events/event-bus.ts';
 import { eventRoutes } from './events/event-routes.ts';
+import { ok } from './http/envelope.ts';
 import { fileRoutes } from './files/file-routes.ts';
 import { createSweeper, type Sweeper } from './maintenance/sweeper.ts';
 import { createTree, pickCaseFoldCollation } from './tree/tree-store.ts';
@@ -56,7 +58,7 @@ export const publicUrlOf = (config: FileShareConfig, port = config.server.port) 
 
 export async function buildFileShare(config: FileShareConfig, options: BuildOptions & { port?: number } = {}): Promise<FileShare> {
   const schema = config.database.schema;
-  await migrate(config.database.url, schema, [accountMigrations, rateLimitMigrations, fileShareMigrations]);
+  await migrate(config.database.url, schema, [accountMigrations, oidcSignInMigrations, rateLimitMigrations, fileShareMigrations]);
   const pool = await createDatabasePool({ url: config.database.url, schema, poolSize: config.database.pool_size });
   const closers: (() => Promise<unknown>)[] = [() => pool.end()];
   try {
@@ -125,10 +127,33 @@ export async function buildFileShare(config: FileShareConfig, options: BuildOpti
       scope.addHook('onRequest', async (request) => {
         request.principal = await authenticator.authenticate(request);
       });
-      await scope.register(authRoutes, { accounts, sessions, publicRead: config.public_read });
+      const signIn = config.auth.sign_in.enabled ? oidcSignInMethod(config.auth) : undefined;
+      await scope.register(authRoutes, { accounts, sessions, publicRead: config.public_read, signIn });
+      if (signIn) {
+        // Provider sign-in ends in the same auth_token session as POST /auth/login/basic.
+        await scope.register(oidcSignIn, {
+          service: SERVICE_NAME,
+          auth: config.auth,
+          publicUrl: publicUrlOf(config, options.port),
+          secret: config.session.secret,
+          pool,
+          ok,
+          session: {
+            start: (reply, user) => startSession(sessions, reply, user),
+            end: (request, reply) => endSession(accounts, request, reply),
+          },
+        });
+      }
       await scope.register(apiKeyRoutes, { pool, keys });
       await scope.register(eventRoutes, { bus, authenticator, heartbeatSeconds: config.events.heartbeat_seconds, ...(options.sseRetryMs ? { retryMs: options.sseRetryMs } : {}) });
-      await scope.register(fileRoutes, { pool, store, tree, sweeper, maxUploadBytes: config.uploads.max_bytes });
+      await scope.register(fileRoutes, {
+        pool,
+        store,
+        tree,
+        sweeper,
+        maxUploadBytes: config.uploads.max_bytes,
+        signIn: signIn ? { displayName: signIn.display_name } : undefined,
+      });
     });
     await app.ready();
     return { app, pool, store, bus, sweeper, generatedAdminPassword: admin.password };

@@ -13,6 +13,7 @@ import {
   serverTls, publicBaseUrl,
 } from '@boxyard/kit';
 import { freePort } from '@boxyard/kit/net/free-port.ts';
+import { oidcSignIn, oidcSignInMethod, oidcSignInMigrations } from '@boxyard/kit/oidc-sign-in/index.ts';
 import type { FastifyInstance } from 'fastify';
 import { authRoutes } from './auth/routes.ts';
 import { createAuth, installAuth } from './auth/plugin.ts';
@@ -20,6 +21,7 @@ import { createKubernetesBackend } from './backends/kubernetes.ts';
 import { createLocalBackend } from './backends/local.ts';
 import type { SessionBackend } from './backends/types.ts';
 import type { TerminalConfig } from './config.ts';
+import { ok } from './http/envelope.ts';
 import { createOriginPolicy } from './http/origin.ts';
 import { createSecretBox } from './sessions/agent-secret.ts';
 import { sessionRoutes } from './sessions/routes.ts';
@@ -54,7 +56,7 @@ export const baseUrl = (config: TerminalConfig, port: number) => publicBaseUrl(c
 export async function startTerminal(config: TerminalConfig, options: StartOptions = {}): Promise<TerminalService> {
   const print = options.print ?? ((line: string) => process.stdout.write(`${line}\n`));
   const schema = config.database.schema;
-  await migrate(config.database.url, schema, [accountMigrations, rateLimitMigrations, sessionMigrations]);
+  await migrate(config.database.url, schema, [accountMigrations, oidcSignInMigrations, rateLimitMigrations, sessionMigrations]);
   const pool = await createDatabasePool({ url: config.database.url, schema, poolSize: config.database.pool_size });
   let backend: SessionBackend | undefined;
   let app: FastifyInstance | undefined;
@@ -123,7 +125,28 @@ export async function startTerminal(config: TerminalConfig, options: StartOption
       if (!SAFE_METHODS.has(request.method)) await origins.check(request);
     });
 
-    authRoutes(app, { auth, accounts });
+    const signIn = config.auth.sign_in.enabled ? oidcSignInMethod(config.auth) : undefined;
+    authRoutes(app, { auth, accounts, signIn });
+    if (signIn) {
+      // Provider sign-in ends in the same session cookie as a password; signing out revokes it the same way.
+      await app.register(oidcSignIn, {
+        service: 'terminal',
+        auth: config.auth,
+        publicUrl: url,
+        secret: config.session.secret,
+        pool,
+        ok,
+        session: {
+          start: (reply, user) => auth.signIn(reply, user),
+          async end(request, reply) {
+            const user = await auth.resolveUser(request);
+            if (user) await accounts.revokeSession(user.jti, user.expiresAt);
+            auth.signOut(reply);
+            return user?.jti;
+          },
+        },
+      });
+    }
     userRoutes(app, { auth, accounts });
     sessionRoutes(app, { auth, sessions });
     socketRoutes(app, { auth, origins, sessions, heartbeatMs: HEARTBEAT_MS });

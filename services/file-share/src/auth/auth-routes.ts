@@ -2,7 +2,7 @@
 // (GET/POST /api/users; not in the seed, but without it the `user` role could never be given to anyone).
 import { checkPassword, UsernameTakenError, type Accounts, type SessionTokens } from '@boxyard/kit';
 import { badRequest, conflict, HttpError } from '@boxyard/kit';
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { envelopeSchema, errorSchema, ok } from '../http/envelope.ts';
 import { SESSION_COOKIE } from './authenticate.ts';
 import { asRole, CHALLENGE, keyPermissionsForRole, requireAdmin, rolePermissions, ROLES } from './principal.ts';
@@ -11,9 +11,27 @@ export interface AuthRoutesOptions {
   accounts: Accounts;
   sessions: SessionTokens;
   publicRead: boolean;
+  /** Provider sign-in (auth.sign_in), listed by GET /auth/methods when enabled. */
+  signIn?: Record<string, unknown> | undefined;
 }
 
 const cookieOptions = { httpOnly: true, secure: true, sameSite: 'strict', path: '/' } as const;
+
+/** Signs a user in: the session JWT and its HttpOnly cookie. Password and provider sign-in both end here. */
+export async function startSession(sessions: SessionTokens, reply: FastifyReply, user: { id: string; username: string; role: string }) {
+  const role = asRole(user.role);
+  const issued = await sessions.sign(user.id, { username: user.username, role });
+  reply.setCookie(SESSION_COOKIE, issued.token, { ...cookieOptions, expires: issued.expiresAt });
+  return { ...issued, role };
+}
+
+/** Ends the caller's session (revoked until it would have expired) and clears its cookie. */
+export async function endSession(accounts: Accounts, request: FastifyRequest, reply: FastifyReply): Promise<string | undefined> {
+  const session = request.principal.session;
+  if (session) await accounts.revokeSession(session.jti, session.expiresAt);
+  reply.clearCookie(SESSION_COOKIE, cookieOptions);
+  return session?.jti;
+}
 
 const userView = (user: { id: string; username: string; email: string | null; role: string; created_at: Date }) => ({
   id: user.id,
@@ -42,6 +60,7 @@ export async function authRoutes(app: FastifyInstance, options: AuthRoutesOption
             scheme: 'Bearer',
           },
           { type: 'basic', description: 'HTTP Basic with username and password (header or URL userinfo)', header: 'Authorization', scheme: 'Basic' },
+          ...(options.signIn ? [{ ...options.signIn, description: 'Browser sign-in with the OpenID provider; ends in the auth_token cookie', cookie: SESSION_COOKIE }] : []),
         ],
         anonymousRead: options.publicRead,
         roles: Object.fromEntries(ROLES.map((role) => [role, { permissions: rolePermissions[role], apiKeyPermissions: keyPermissionsForRole[role] }])),
@@ -78,9 +97,7 @@ export async function authRoutes(app: FastifyInstance, options: AuthRoutesOption
       const { username, password } = request.body as { username: string; password: string };
       const user = await accounts.verifyCredentials(username, password);
       if (!user) throw new HttpError(401, 'Invalid username or password', { headers: { 'www-authenticate': CHALLENGE } });
-      const role = asRole(user.role);
-      const issued = await sessions.sign(user.id, { username: user.username, role });
-      reply.setCookie(SESSION_COOKIE, issued.token, { ...cookieOptions, expires: issued.expiresAt });
+      const { role, ...issued } = await startSession(sessions, reply, user);
       reply.header('cache-control', 'no-store');
       return ok('Signed in', {
         token: issued.token,
@@ -95,10 +112,8 @@ export async function authRoutes(app: FastifyInstance, options: AuthRoutesOption
     '/auth/logout',
     { schema: { summary: 'Sign out: revokes the session token and clears the cookie', tags: ['auth'] } },
     async (request, reply) => {
-      const session = request.principal.session;
-      if (session) await accounts.revokeSession(session.jti, session.expiresAt);
-      reply.clearCookie(SESSION_COOKIE, cookieOptions);
-      return ok(session ? 'Signed out' : 'No session to end', { revoked: Boolean(session) });
+      const ended = await endSession(accounts, request, reply);
+      return ok(ended ? 'Signed out' : 'No session to end', { revoked: Boolean(ended) });
     },
   );
 

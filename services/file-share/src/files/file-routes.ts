@@ -5,14 +5,14 @@ import { badRequest, HttpError, notFound, type ObjectStore } from '@boxyard/kit'
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { DatabasePool } from 'slonik';
 import { z } from 'zod';
-import { refuse, requirePermission } from '../auth/principal.ts';
+import { mayRead, refuse, requirePermission } from '../auth/principal.ts';
 import { envelopeSchema, ok } from '../http/envelope.ts';
 import { listingFormat, wantsHtmlPage } from '../http/negotiate.ts';
 import { encodePath, parentOf, parseRequestPath, validateName, type SharePath } from '../paths/share-path.ts';
 import type { Sweeper } from '../maintenance/sweeper.ts';
 import type { Entry, Tree } from '../tree/tree-store.ts';
 import { FILE_SECURITY_HEADERS, sendFile } from './download.ts';
-import { escapeHtml, renderListing } from './listing-html.ts';
+import { escapeHtml, renderListing, renderSignInRequired } from './listing-html.ts';
 import { handleUpload } from './upload.ts';
 
 export const DEFAULT_JSON_LIMIT = 1000;
@@ -25,6 +25,8 @@ export interface FileRoutesOptions {
   tree: Tree;
   sweeper: Sweeper;
   maxUploadBytes: number;
+  /** Provider sign-in (auth.sign_in), when enabled: the listing links to it. */
+  signIn?: { displayName: string } | undefined;
 }
 
 /** A file entry as the seed lists it. */
@@ -111,6 +113,14 @@ function htmlNotFound(reply: FastifyReply, path: string): FastifyReply {
     .send(`<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8"><title>Not found</title></head><body><h1>Not found</h1><p>${escapeHtml(path)} does not exist.</p><p><a href="/">Back to the share</a></p></body></html>\n`);
 }
 
+function htmlSignInRequired(reply: FastifyReply, html: string): FastifyReply {
+  return reply
+    .status(401)
+    .headers({ 'www-authenticate': 'Bearer realm="boxyard file-share"', 'x-content-type-options': 'nosniff', 'content-security-policy': "default-src 'none'; style-src 'unsafe-inline'", 'cache-control': 'no-store' })
+    .type('text/html; charset=utf-8')
+    .send(html);
+}
+
 export async function fileRoutes(app: FastifyInstance, options: FileRoutesOptions): Promise<void> {
   const { tree, store } = options;
 
@@ -141,12 +151,18 @@ export async function fileRoutes(app: FastifyInstance, options: FileRoutesOption
       const { pathname, search } = rawPathOf(request);
       const target = parseRequestPath(pathname);
       const query = request.query as { format?: 'json' | 'html'; page: number; limit?: number };
+      const htmlPage = wantsHtmlPage(request.headers.accept) && query.format !== 'json';
+      if (options.signIn && htmlPage && request.principal.via === 'anonymous' && !mayRead(request.principal, target.path)) {
+        // A browser is offered provider sign-in. The challenge leaves Basic out so the browser shows this page
+        // instead of its password prompt; tools (Accept without text/html preferred) still get the Basic one.
+        return htmlSignInRequired(reply, renderSignInRequired(target.path, options.signIn.displayName, `${pathname}${search}`));
+      }
       requirePermission(request.principal, 'downloads', target.path);
       const entry = await lookup(target.path);
       const format = listingFormat(query.format, request.headers.accept);
       reply.header('vary', 'Accept');
       if (!entry || (entry.kind === 'file' && target.trailingSlash)) {
-        if (wantsHtmlPage(request.headers.accept) && query.format !== 'json') return htmlNotFound(reply, target.path);
+        if (htmlPage) return htmlNotFound(reply, target.path);
         throw notFound(`${target.path} does not exist`);
       }
       if (entry.kind === 'dir' && !target.trailingSlash) return reply.redirect(`${pathname}/${search}`, 301);
@@ -169,6 +185,7 @@ export async function fileRoutes(app: FastifyInstance, options: FileRoutesOption
         limit,
         canUpload: principal.permissions.has('uploads') && principal.via !== 'anonymous',
         username: principal.user?.username ?? null,
+        signIn: options.signIn ? { displayName: options.signIn.displayName, returnTo: `${pathname}${search}`, signedInBySession: principal.via === 'session' } : undefined,
       });
       return reply
         .headers({ 'x-content-type-options': 'nosniff', 'content-security-policy': "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'" })

@@ -28,12 +28,47 @@ export interface ListingPage {
   /** Show the upload form (the caller may upload here). */
   canUpload: boolean;
   username: string | null;
+  /** Provider sign-in (auth.sign_in), when enabled: a sign-in link for anonymous readers, sign-out for sessions. */
+  signIn?: { displayName: string; returnTo: string; signedInBySession: boolean } | undefined;
+}
+
+const LOGIN_PATH = '/auth/oidc/login';
+const LOGOUT_PATH = '/auth/oidc/logout';
+
+const signInLink = (displayName: string, returnTo: string) =>
+  `<a href="${escapeHtml(`${LOGIN_PATH}?return_to=${encodeURIComponent(returnTo)}`)}">Sign in with ${escapeHtml(displayName)}</a>`;
+
+/** Who is reading, and the way to sign in or out (plain links and forms: the page has no script). */
+function account(listing: ListingPage): string {
+  const signIn = listing.signIn;
+  if (!listing.username) return signIn ? `<p>${signInLink(signIn.displayName, signIn.returnTo)}</p>` : '';
+  const signOut = signIn?.signedInBySession ? ` <form class="inline" method="post" action="${LOGOUT_PATH}"><button type="submit">Sign out</button></form>` : '';
+  return `<p>Signed in as ${escapeHtml(listing.username)}${signOut}</p>`;
+}
+
+/** The 401 page a browser gets where anonymous readers may not read, when provider sign-in is enabled. */
+export function renderSignInRequired(path: string, displayName: string, returnTo: string): string {
+  return `<!DOCTYPE html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>Sign in required</title>
+<style>body{font-family:system-ui,sans-serif;margin:2rem;color:#222}</style>
+</head>
+<body>
+<h1>Sign in required</h1>
+<p>Signing in is required to read ${escapeHtml(path)}.</p>
+<p>${signInLink(displayName, returnTo)}</p>
+</body>
+</html>
+`;
 }
 
 const style = `body{font-family:system-ui,sans-serif;margin:2rem;color:#222}
 table{border-collapse:collapse;width:100%}th,td{padding:.25rem .75rem;text-align:left;border-bottom:1px solid #eee}
 td.size{text-align:right;white-space:nowrap}td.sum{font-family:monospace;font-size:.8rem;color:#666}
-nav{margin:1rem 0}form{margin:1rem 0;padding:.5rem;border:1px solid #ddd}`;
+nav{margin:1rem 0}form{margin:1rem 0;padding:.5rem;border:1px solid #ddd}form.inline{display:inline;margin:0 0 0 .5rem;padding:0;border:0}`;
 
 function breadcrumbs(path: string): string {
   const names = path === '/' ? [] : path.slice(1).split('/');
@@ -66,7 +101,7 @@ export function renderListing(listing: ListingPage): string {
   const upload = listing.canUpload
     ? `<form method="post" enctype="multipart/form-data"><label>Upload a file here: <input type="file" name="file" required></label> <button type="submit">Upload</button></form>`
     : '';
-  const who = listing.username ? `<p>Signed in as ${escapeHtml(listing.username)}</p>` : '';
+  const who = account(listing);
   return `<!DOCTYPE html>
 <html lang="en">
 <head>

@@ -9,7 +9,16 @@ interface LoginBody {
   password: string;
 }
 
-export function authRoutes(app: FastifyInstance, deps: { auth: Auth; accounts: Accounts }): void {
+/** A provider sign-in (auth.sign_in) as GET /auth/methods lists it. */
+export interface SignInMethod {
+  type: string;
+  method: string;
+  path: string;
+  logout: string;
+  display_name: string;
+}
+
+export function authRoutes(app: FastifyInstance, deps: { auth: Auth; accounts: Accounts; signIn?: SignInMethod | undefined }): void {
   const { auth, accounts } = deps;
   const tags = ['auth'];
 
@@ -92,7 +101,15 @@ export function authRoutes(app: FastifyInstance, deps: { auth: Auth; accounts: A
                 type: 'array',
                 items: {
                   type: 'object',
-                  properties: { type: { type: 'string' }, path: { type: 'string' }, method: { type: 'string' }, fields: { type: 'array', items: { type: 'string' } }, cookie: { type: 'string' } },
+                  properties: {
+                    type: { type: 'string' },
+                    path: { type: 'string' },
+                    method: { type: 'string' },
+                    fields: { type: 'array', items: { type: 'string' } },
+                    cookie: { type: 'string' },
+                    logout: { type: 'string' },
+                    display_name: { type: 'string' },
+                  },
                 },
               },
             },
@@ -101,6 +118,9 @@ export function authRoutes(app: FastifyInstance, deps: { auth: Auth; accounts: A
         },
       },
     },
-    async () => ok('Available authentication methods', { methods: [{ type: 'basic', method: 'POST', path: '/auth/login/basic', fields: ['username', 'password'], cookie: 'auth_token' }] }),
+    async () =>
+      ok('Available authentication methods', {
+        methods: [{ type: 'basic', method: 'POST', path: '/auth/login/basic', fields: ['username', 'password'], cookie: 'auth_token' }, ...(deps.signIn ? [{ ...deps.signIn, cookie: 'auth_token' }] : [])],
+      }),
   );
 }

@@ -22,7 +22,7 @@ async function api(method, path, body) {
   const response = await fetch(path, {
     method,
     credentials: 'same-origin',
-    headers: body ? { 'content-type': 'application/json' } : {},
+    headers: body ? { 'content-type': 'application/json', accept: 'application/json' } : { accept: 'application/json' },
     body: body ? JSON.stringify(body) : undefined,
   });
   const json = await response.json().catch(() => ({}));
@@ -92,6 +92,18 @@ let heartbeat;
 let retryDelay = 1000;
 let retryTimer;
 let ended = false;
+/** The provider sign-in (auth.sign_in) when the service offers one: GET /auth/methods. */
+let sso;
+
+/** Offers "Sign in with <provider>" when the service has provider sign-in. */
+async function offerSso() {
+  const { json } = await api('GET', '/auth/methods');
+  sso = json.data?.methods?.find((method) => method.type === 'oidc');
+  if (!sso) return;
+  $('sso-link').textContent = `Sign in with ${sso.display_name}`;
+  $('sso-link').href = `${sso.path.split('?')[0]}?return_to=${encodeURIComponent(location.pathname)}`;
+  $('sso').hidden = false;
+}
 
 function showLogin(message = '') {
   $('terminal').hidden = true;
@@ -196,7 +208,13 @@ $('login').addEventListener('submit', async (event) => {
 
 $('logout').addEventListener('click', async () => {
   disconnect();
-  await api('POST', '/auth/logout');
+  if (sso) {
+    // Ends this service's session, then the provider's: it answers where the provider's sign-out is.
+    const { json } = await api('POST', sso.logout);
+    if (json.data?.end_session_url) return location.assign(json.data.end_session_url);
+  } else {
+    await api('POST', '/auth/logout');
+  }
   showLogin('Signed out');
 });
 
@@ -205,6 +223,7 @@ $('new-session').addEventListener('click', () => {
   void connect();
 });
 
+await offerSso();
 const { json } = await api('GET', '/auth/status');
 if (json.data?.authenticated) {
   $('who').textContent = json.data.user.username;
