@@ -2,8 +2,9 @@
 // health, metrics, OpenAPI), the rate limit, and the route plugins.
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
+import { oidcSignInMigrations } from '@boxyard/kit/oidc-sign-in/index.ts';
 import {
-  accountMigrations, createAccounts, createApp, createObjectStore, createSessionTokens, installRateLimit,
+  accountMigrations, createAccounts, createProviderAccounts, resourceServerMigrations, createApp, createObjectStore, createSessionTokens, installRateLimit,
   migrate, pingDatabase, rateLimitMigrations, serverTls, publicBaseUrl,
 } from '@boxyard/kit';
 import type { FastifyInstance } from 'fastify';
@@ -11,6 +12,7 @@ import { architectureRoutes } from './architectures/routes.ts';
 import { authRoutes } from './auth/routes.ts';
 import { SESSION_TYP } from './auth/principal.ts';
 import { serviceAccountRoutes } from './auth/service-accounts.ts';
+import { createGroupMembershipSync } from './provider-identity/group-memberships.ts';
 import { boxRoutes } from './boxes/routes.ts';
 import { SERVICE_NAME, type BoxRepositoryConfig } from './config.ts';
 import type { ServiceContext, TestHooks } from './context.ts';
@@ -43,7 +45,7 @@ export const baseUrl = (config: BoxRepositoryConfig, port = config.server.port) 
 
 export async function buildBoxRepository(config: BoxRepositoryConfig, options: BuildOptions = {}): Promise<BoxRepository> {
   const schema = config.database.schema;
-  await migrate(config.database.url, schema, [accountMigrations, rateLimitMigrations, migrations]);
+  await migrate(config.database.url, schema, [accountMigrations, oidcSignInMigrations, resourceServerMigrations, rateLimitMigrations, migrations]);
   const pool = await createDatabasePool({ url: config.database.url, schema, poolSize: config.database.pool_size });
   const store = createObjectStore(config.storage);
   const secrets = [config.session.secret, ...config.session.previous_secrets];
@@ -72,6 +74,9 @@ export async function buildBoxRepository(config: BoxRepositoryConfig, options: B
     tokens: createSessionTokens({ secrets, issuer: config.session.issuer, audience: config.session.audience, typ: SESSION_TYP, ttlSeconds: config.session.ttl_seconds }),
     downloadLinks: createDownloadLinks(secrets),
     cleanup: createStorageCleanup(pool, store, app.log),
+    // Tokens of the identity provider (auth.resource_server), when configured; their groups keep memberships.
+    provider: createProviderAccounts(config.auth, { pool, publicUrl: baseUrl(config, options.port), log: app.log, nonceSecret: config.session.secret }),
+    groupMemberships: createGroupMembershipSync(pool, config.group_mapping.organizations),
     hooks: options.hooks ?? {},
   };
   if (config.rate_limiting.enabled) {
@@ -87,6 +92,7 @@ export async function buildBoxRepository(config: BoxRepositoryConfig, options: B
   app.addHook('onReady', async () => ctx.cleanup.start());
   app.addHook('onClose', async () => {
     ctx.cleanup.stop();
+    await ctx.provider?.close();
     await pool.end();
   });
   return { app, ctx };

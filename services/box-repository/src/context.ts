@@ -1,9 +1,10 @@
 // What the route plugins share: configuration, the database, object storage and the auth primitives.
-import type { Accounts, DatabasePool, ObjectStore, SessionTokens } from '@boxyard/kit';
+import type { Accounts, DatabasePool, ObjectStore, ProviderAccounts, SessionTokens } from '@boxyard/kit';
 import type { Transform } from 'node:stream';
 import type { BoxRepositoryConfig } from './config.ts';
 import type { DownloadLinks } from './files/download-links.ts';
 import type { StorageCleanup } from './storage/cleanup.ts';
+import type { createGroupMembershipSync } from './provider-identity/group-memberships.ts';
 
 /** Seams for tests only (never set from configuration). */
 export interface TestHooks {
@@ -21,5 +22,8 @@ export interface ServiceContext {
   tokens: SessionTokens;
   downloadLinks: DownloadLinks;
   cleanup: StorageCleanup;
+  /** Identity-provider tokens (auth.resource_server); undefined when off. */
+  provider: ProviderAccounts | undefined;
+  groupMemberships: ReturnType<typeof createGroupMembershipSync>;
   hooks: TestHooks;
 }

@@ -9,11 +9,13 @@ import {
   createApp,
   createDatabasePool,
   createObjectStore,
+  createProviderAccounts,
   createSessionTokens,
   installRateLimit,
   migrate,
   pingDatabase,
   rateLimitMigrations,
+  resourceServerMigrations,
   serverTls, publicBaseUrl,
   type DatabasePool,
   type ObjectStore,
@@ -58,7 +60,7 @@ export const publicUrlOf = (config: FileShareConfig, port = config.server.port) 
 
 export async function buildFileShare(config: FileShareConfig, options: BuildOptions & { port?: number } = {}): Promise<FileShare> {
   const schema = config.database.schema;
-  await migrate(config.database.url, schema, [accountMigrations, oidcSignInMigrations, rateLimitMigrations, fileShareMigrations]);
+  await migrate(config.database.url, schema, [accountMigrations, oidcSignInMigrations, resourceServerMigrations, rateLimitMigrations, fileShareMigrations]);
   const pool = await createDatabasePool({ url: config.database.url, schema, poolSize: config.database.pool_size });
   const closers: (() => Promise<unknown>)[] = [() => pool.end()];
   try {
@@ -73,7 +75,6 @@ export async function buildFileShare(config: FileShareConfig, options: BuildOpti
       ttlSeconds: config.session.ttl_seconds,
     });
     const keys = createApiKeyStore(pool);
-    const authenticator = createAuthenticator({ accounts, sessions, keys, publicRead: config.public_read });
     const tree = createTree(pool, { eventChannel: `file_share_events_${schema}`, caseFoldCollation: await pickCaseFoldCollation(pool) });
 
     const tls = await serverTls(config.server);
@@ -96,6 +97,10 @@ export async function buildFileShare(config: FileShareConfig, options: BuildOpti
       },
     });
     closers.unshift(() => app.close());
+    // Tokens of the identity provider (auth.resource_server), when configured.
+    const provider = createProviderAccounts(config.auth, { pool, publicUrl: publicUrlOf(config, options.port), log: app.log, nonceSecret: config.session.secret });
+    if (provider) app.addHook('onClose', () => provider.close());
+    const authenticator = createAuthenticator({ accounts, sessions, keys, publicRead: config.public_read, provider, groupMapping: config.group_mapping });
 
     const bus = createEventBus({ pool, databaseUrl: config.database.url, channel: `file_share_events_${schema}`, log: app.log });
     await bus.start();

@@ -21,3 +21,4 @@ export { createUploadDiscarder, type UploadDiscarder } from './storage/discard-u
 export { adminSchema, serviceSections, publicBaseUrl, serverTls } from './config/service-sections.ts';
 export { createResourceServer, type ResourceServer, type ResourceServerDeps, type ProviderIdentity } from './oidc/resource-server.ts';
 export { resourceServerMigrations } from './oidc/replay-cache.ts';
+export { createProviderAccounts, type ProviderAccounts, type ProviderCaller } from './oidc/provider-accounts.ts';

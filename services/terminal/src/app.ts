@@ -5,11 +5,13 @@ import {
   createAccounts,
   createApp,
   createDatabasePool,
+  createProviderAccounts,
   createSessionTokens,
   installRateLimit,
   migrate,
   pingDatabase,
   rateLimitMigrations,
+  resourceServerMigrations,
   serverTls, publicBaseUrl,
 } from '@boxyard/kit';
 import { freePort } from '@boxyard/kit/net/free-port.ts';
@@ -56,7 +58,7 @@ export const baseUrl = (config: TerminalConfig, port: number) => publicBaseUrl(c
 export async function startTerminal(config: TerminalConfig, options: StartOptions = {}): Promise<TerminalService> {
   const print = options.print ?? ((line: string) => process.stdout.write(`${line}\n`));
   const schema = config.database.schema;
-  await migrate(config.database.url, schema, [accountMigrations, oidcSignInMigrations, rateLimitMigrations, sessionMigrations]);
+  await migrate(config.database.url, schema, [accountMigrations, oidcSignInMigrations, resourceServerMigrations, rateLimitMigrations, sessionMigrations]);
   const pool = await createDatabasePool({ url: config.database.url, schema, poolSize: config.database.pool_size });
   let backend: SessionBackend | undefined;
   let app: FastifyInstance | undefined;
@@ -114,10 +116,14 @@ export async function startTerminal(config: TerminalConfig, options: StartOption
       await installRateLimit(app, { pool, max: config.rate_limiting.max_requests, windowSeconds: config.rate_limiting.window_seconds, namespace: 'terminal' });
     }
     await installAuth(app);
+    // Tokens of the identity provider (auth.resource_server), when configured.
+    const provider = createProviderAccounts(config.auth, { pool, publicUrl: url, log, nonceSecret: config.session.secret });
+    if (provider) app.addHook('onClose', () => provider.close());
     const auth = createAuth({
       accounts,
       tokens: createSessionTokens({ secrets: sessionSecrets, issuer: config.session.issuer, audience: config.session.audience, typ: 'boxyard-terminal-session+jwt', ttlSeconds: config.session.ttl_seconds }),
       ttlSeconds: config.session.ttl_seconds,
+      provider,
     });
     const origins = createOriginPolicy({ allowed: config.allowed_origins, publicUrl: config.server.public_url, tls: Boolean(tls), trustProxy: config.server.trust_proxy });
     // Cookies are SameSite=Strict already; a foreign Origin on a state-changing request is refused as well.

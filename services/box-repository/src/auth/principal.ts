@@ -1,6 +1,7 @@
 // Who is calling. Credentials are read in the seed's order: the session JWT in `x-access-token`, then the
-// `Authorization` header (Bearer: a service-account key or a session JWT; Basic: a user's password or a
-// service-account key as the password, which is how `user:key@host` URLs reach us), then `?access_token=`
+// `Authorization` header (Bearer: a session JWT, then an identity provider's access token, then a raw
+// service-account key — told apart by their form; DPoP: a provider token with its proof; Basic: a user's
+// password or a service-account key as the password, which is how `user:key@host` URLs reach us), then `?access_token=`
 // (Vagrant with VAGRANT_SERVER_ACCESS_TOKEN_BY_URL). Credentials that are present but wrong are refused with
 // 401 even on public routes: a client should learn that its token is bad, not silently get less.
 import { InvalidTokenError, unauthorized } from '@boxyard/kit';
@@ -65,10 +66,14 @@ export function principalOf(ctx: ServiceContext, request: FastifyRequest): Promi
   return found;
 }
 
-/** The caller; 401 when anonymous. */
+/** The caller; 401 when anonymous (also naming the provider's schemes when provider tokens are accepted). */
 export async function requirePrincipal(ctx: ServiceContext, request: FastifyRequest): Promise<Principal> {
   const principal = await principalOf(ctx, request);
-  if (!principal) throw authenticationRequired();
+  if (!principal) {
+    const required = authenticationRequired();
+    if (ctx.provider) required.headers['www-authenticate'] = `${REALM}, ${ctx.provider.challenge()}`;
+    throw required;
+  }
   return principal;
 }
 
@@ -79,7 +84,8 @@ async function resolve(ctx: ServiceContext, request: FastifyRequest): Promise<Pr
   if (authorization) {
     const [scheme = '', ...rest] = authorization.trim().split(/\s+/);
     const value = rest.join(' ');
-    if (/^bearer$/i.test(scheme) && value) return fromBearer(ctx, value);
+    if (/^bearer$/i.test(scheme) && value) return fromBearer(ctx, value, request);
+    if (/^dpop$/i.test(scheme) && ctx.provider) return fromProvider(ctx, request);
     if (/^basic$/i.test(scheme) && value) return fromBasic(ctx, value);
     throw invalidCredentials('Unsupported Authorization header: use Bearer <token> or Basic credentials');
   }
@@ -88,8 +94,19 @@ async function resolve(ctx: ServiceContext, request: FastifyRequest): Promise<Pr
   return null;
 }
 
-const fromBearer = (ctx: ServiceContext, token: string) =>
-  looksLikeServiceAccountKey(token) ? fromServiceAccountKey(ctx, token) : fromSessionToken(ctx, token);
+/** A service-account key has its own prefix; a provider token names the provider as its issuer; else a session. */
+function fromBearer(ctx: ServiceContext, token: string, request?: FastifyRequest): Promise<Principal> {
+  if (looksLikeServiceAccountKey(token)) return fromServiceAccountKey(ctx, token);
+  if (request && ctx.provider?.recognizes(request)) return fromProvider(ctx, request);
+  return fromSessionToken(ctx, token);
+}
+
+/** An identity provider's access token: its user (created on first sight) and the memberships its groups grant. */
+async function fromProvider(ctx: ServiceContext, request: FastifyRequest): Promise<Principal> {
+  const { identity, user } = await ctx.provider!.authenticate(request);
+  await ctx.groupMemberships.apply(user.id, identity.groups);
+  return { kind: 'user', id: user.id, username: user.username, email: user.email, isAdmin: user.role === 'admin', createdAt: user.created_at };
+}
 
 async function fromBasic(ctx: ServiceContext, encoded: string): Promise<Principal> {
   const decoded = Buffer.from(encoded, 'base64').toString('utf8');

@@ -2,15 +2,17 @@
 //   Authorization: Basic <base64 user:password>   (curl -u, wget --user, URL userinfo)
 //   Authorization: Bearer bfs_...                 (API key)
 //   Authorization: Bearer <session JWT>           (from POST /auth/login/basic)
+//   Authorization: Bearer|DPoP <provider token>    (an identity provider's access token: auth.resource_server)
 //   Cookie: auth_token=<session JWT>              (set by POST /auth/login/basic for browsers)
 // Credentials that are present but wrong are a 401 — except a stale cookie, which browsers keep sending: it
 // counts as no credentials, so signing in again still works.
-import type { Accounts, SessionTokens } from '@boxyard/kit';
+import type { Accounts, ProviderAccounts, SessionTokens } from '@boxyard/kit';
 import { HttpError, InvalidTokenError } from '@boxyard/kit';
 import type { FastifyRequest } from 'fastify';
 import type { ApiKeyStore } from './api-key-store.ts';
 import { looksLikeApiKey } from './api-key-store.ts';
-import { anonymous, asRole, CHALLENGE, keyPermissionsForRole, rolePermissions, type Principal } from './principal.ts';
+import type { FileShareConfig } from '../config.ts';
+import { anonymous, asRole, CHALLENGE, keyPermissionsForRole, rolePermissions, type Permission, type Principal } from './principal.ts';
 
 export const SESSION_COOKIE = 'auth_token';
 
@@ -25,6 +27,16 @@ export interface AuthenticatorDeps {
   sessions: SessionTokens;
   keys: ApiKeyStore;
   publicRead: boolean;
+  /** Identity-provider tokens (auth.resource_server); undefined when off. */
+  provider?: ProviderAccounts | undefined;
+  groupMapping?: FileShareConfig['group_mapping'];
+}
+
+/** A provider user's permissions: every permission for admins, else those its groups grant, else the default. */
+export function providerPermissions(role: 'admin' | 'user', groups: readonly string[], mapping: FileShareConfig['group_mapping'] | undefined): Permission[] {
+  if (role === 'admin') return [...rolePermissions.admin];
+  const granted = (mapping?.permissions ?? []).filter((entry) => groups.includes(entry.group)).flatMap((entry) => entry.permissions);
+  return granted.length > 0 ? [...new Set(granted)] : [...(mapping?.default_permissions ?? rolePermissions.user)];
 }
 
 const invalid = (message: string, challenge = CHALLENGE) => new HttpError(401, message, { headers: { 'www-authenticate': challenge } });
@@ -61,6 +73,20 @@ export function createAuthenticator(deps: AuthenticatorDeps) {
     return { via: 'basic', user: { id: user.id, username: user.username, role }, permissions: new Set(rolePermissions[role]), scope: '/' };
   }
 
+  async function fromProvider(request: FastifyRequest): Promise<Principal> {
+    const { identity, user } = await deps.provider!.authenticate(request);
+    const role = asRole(user.role);
+    const expires = typeof identity.claims.exp === 'number' ? new Date(identity.claims.exp * 1000) : new Date(Date.now() + 3600_000);
+    return {
+      via: 'provider',
+      user: { id: user.id, username: user.username, role },
+      permissions: new Set(providerPermissions(role, identity.groups, deps.groupMapping)),
+      scope: '/',
+      // Long-lived streams (events) end when the token would have.
+      session: { jti: `provider:${identity.claims.jti ?? identity.subject}`, expiresAt: expires },
+    };
+  }
+
   async function fromApiKey(token: string): Promise<Principal> {
     const verified = await deps.keys.verify(token);
     if ('refused' in verified) throw invalid(verified.refused, 'Bearer realm="boxyard file-share", error="invalid_token"');
@@ -84,8 +110,10 @@ export function createAuthenticator(deps: AuthenticatorDeps) {
         const scheme = (space === -1 ? header : header.slice(0, space)).toLowerCase();
         const value = space === -1 ? '' : header.slice(space + 1).trim();
         if (scheme === 'basic') return fromBasic(value);
+        if (scheme === 'dpop' && deps.provider) return fromProvider(request);
         if (scheme === 'bearer' && value) {
           if (looksLikeApiKey(value)) return fromApiKey(value);
+          if (deps.provider?.recognizes(request)) return fromProvider(request);
           const session = await fromSession(value);
           if (!session) throw invalid('Invalid or expired session token', 'Bearer realm="boxyard file-share", error="invalid_token"');
           return session;

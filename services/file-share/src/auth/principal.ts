@@ -33,7 +33,7 @@ export interface PrincipalUser {
 }
 
 export interface Principal {
-  via: 'session' | 'basic' | 'api-key' | 'anonymous';
+  via: 'session' | 'basic' | 'api-key' | 'provider' | 'anonymous';
   user: PrincipalUser | null;
   permissions: ReadonlySet<Permission>;
   /** The folder the principal is limited to (`/` = the whole share). */

@@ -64,9 +64,6 @@ export function createIdentityLinks(pool: DatabasePool) {
     /** The user for this provider identity, created on first sight; its role and email refreshed from the claims. */
     async signIn(identity: ProviderIdentity, mapping: RoleMapping): Promise<User> {
       const role = roleFor(identity.groups, mapping);
-      // Hashed outside the transaction (argon2 takes a while): an unknown random password, so the account
-      // can't be signed into with a password, and a password attempt on it costs what any other does.
-      const unusableHash = await hashPassword(randomBytes(32).toString('base64url'));
       return pool.transaction(async (tx) => {
         // Two first sign-ins of the same identity at once (two tabs, two replicas) must make one user.
         await tx.query(sql.unsafe`select pg_advisory_xact_lock(hashtext(${`oidc:${identity.issuer}\n${identity.subject}`}))`);
@@ -83,6 +80,9 @@ export function createIdentityLinks(pool: DatabasePool) {
             where u.id = ${linked.id}::uuid
             returning ${userColumns}`);
         }
+        // Only a new user needs it (argon2 takes a while; provider tokens reach here on every cache miss): an
+        // unknown random password, so the account can't be signed into with a password.
+        const unusableHash = await hashPassword(randomBytes(32).toString('base64url'));
         const emailTaken = identity.email ? await tx.exists(sql.unsafe`select 1 from users where lower(email) = lower(${identity.email})`) : false;
         const email = emailTaken ? null : (identity.email ?? null);
         for (const username of candidateUsernames(identity)) {

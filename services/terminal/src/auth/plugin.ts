@@ -1,9 +1,10 @@
 // Who is calling: the session JWT in the `auth_token` cookie (HttpOnly, Secure, SameSite=Strict), checked for
 // signature, issuer, audience, type, expiry and revocation, and its user looked up (so a deleted user or a
-// changed role takes effect at once). Routes that need a caller add the `requireUser` / `requireAdmin`
+// changed role takes effect at once); or, for programs, an identity provider's access token (`Authorization:
+// Bearer|DPoP`, auth.resource_server) — on REST and on the WebSocket upgrade alike. Routes that need a caller add the `requireUser` / `requireAdmin`
 // preHandlers, which set `request.user`; nothing is looked up for static files or health probes.
 import cookie from '@fastify/cookie';
-import { forbidden, InvalidTokenError, unauthorized, type Accounts, type SessionTokens } from '@boxyard/kit';
+import { forbidden, InvalidTokenError, unauthorized, type Accounts, type ProviderAccounts, type SessionTokens } from '@boxyard/kit';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 
 export const AUTH_COOKIE = 'auth_token';
@@ -29,6 +30,8 @@ export interface AuthOptions {
   accounts: Accounts;
   tokens: SessionTokens;
   ttlSeconds: number;
+  /** Identity-provider tokens (auth.resource_server); undefined when off. */
+  provider?: ProviderAccounts | undefined;
 }
 
 export const cookieOptions = (maxAgeSeconds: number) =>
@@ -37,7 +40,18 @@ export const cookieOptions = (maxAgeSeconds: number) =>
 const SIGN_IN_HINT = 'Authentication required: sign in with POST /auth/login/basic';
 
 export function createAuth(options: AuthOptions) {
+  const fromProvider = async (request: FastifyRequest): Promise<AuthenticatedUser> => {
+    const { identity, user } = await options.provider!.authenticate(request);
+    const exp = typeof identity.claims.exp === 'number' ? identity.claims.exp * 1000 : Date.now() + 3600_000;
+    // Signing out with a provider token revokes that token here until it expires.
+    return { id: user.id, username: user.username, role: user.role, jti: `provider:${identity.claims.jti ?? identity.subject}`, expiresAt: new Date(exp) };
+  };
+
   const resolveUser = async (request: FastifyRequest): Promise<AuthenticatedUser | null> => {
+    if (options.provider && request.headers.authorization && (/^dpop /i.test(request.headers.authorization) || options.provider.recognizes(request))) {
+      const user = await fromProvider(request);
+      return (await options.accounts.isSessionRevoked(user.jti)) ? null : user;
+    }
     const token = request.cookies[AUTH_COOKIE];
     if (!token) return null;
     try {
