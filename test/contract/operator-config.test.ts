@@ -3,18 +3,17 @@
 // defaults (server-side dry run), the operator renders the config, and the service's strict schema loads it with
 // the secret files where the pod mounts them. A spec option that the service refuses would crash-loop its pods.
 // A new spec field fails here until the "every field" resources set it.
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
+import { join } from 'node:path';
 import { parse } from 'yaml';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import type { z } from 'zod';
-import { loadConfig } from '../../services/kit/src/config/load-config.ts';
 import { boxRepositoryConfigSchema } from '../../services/box-repository/src/config.ts';
 import { fileShareConfigSchema } from '../../services/file-share/src/config.ts';
 import { terminalConfigSchema } from '../../services/terminal/src/config.ts';
-import { SECRETS_DIR } from '../../operator/src/desired/common.ts';
 import { desiredState } from '../../operator/src/desired/index.ts';
+import { loadAsPod } from '../../operator/src/desired/pod-config.ts';
 import { allKinds, type KindInfo } from '../../operator/src/desired/kinds.ts';
 import type { ServiceResource } from '../../operator/src/crds/types.ts';
 import { kubectlFor } from '../harness/clients.ts';
@@ -103,23 +102,8 @@ describe('the operator renders only config the services load', () => {
     JSON.parse(await kubectl(['create', '--dry-run=server', '-n', 'default', '-o', 'json', '-f', '-'], JSON.stringify(resource))) as ServiceResource;
 
   /** Loads config.yaml as the pod would: the secret files where the volume puts them, no environment. */
-  function loadAsPod(kind: KindInfo, resource: ServiceResource): Json {
-    const { configYaml } = desiredState({ kind, resource, defaultImage: 'registry.example/boxyard:1.0', serviceMonitorAvailable: true, secretDigest: 'd' });
-    const pod = mkdtempSync(join(dir, 'pod-'));
-    const secrets: Record<string, string> = {
-      'database/url': 'postgres://u:p@db:5432/boxyard\n',
-      'storage/access_key': 'AKIA',
-      'storage/secret_key': 'secret',
-      'session/secret': 'x'.repeat(64),
-      'admin/password': 'Str0ngPassw0rd-For-Contract',
-    };
-    for (const [path, content] of Object.entries(secrets)) {
-      mkdirSync(dirname(join(pod, path)), { recursive: true });
-      writeFileSync(join(pod, path), content);
-    }
-    writeFileSync(join(pod, 'config.yaml'), configYaml.replaceAll(SECRETS_DIR, pod));
-    return loadConfig(serviceSchemas[kind.kind]!, { file: join(pod, 'config.yaml'), env: {} }) as Json;
-  }
+  const loadPodConfig = (kind: KindInfo, resource: ServiceResource): Json =>
+    loadAsPod(desiredState({ kind, resource, defaultImage: 'registry.example/boxyard:1.0', serviceMonitorAvailable: true, secretDigest: 'd' }).configYaml, serviceSchemas[kind.kind]!, dir);
 
   it('has an example for every kind', () => {
     expect(examples.map((e) => e.resource.kind).sort()).toEqual(allKinds.map((k) => k.kind).sort());
@@ -129,7 +113,7 @@ describe('the operator renders only config the services load', () => {
     const kind = allKinds.find((k) => k.kind === resource.kind)!;
 
     it(`${file}: loads with ${kind.service}'s own schema`, async () => {
-      const config = loadAsPod(kind, await defaulted(resource));
+      const config = loadPodConfig(kind, await defaulted(resource));
       expect(config).toMatchObject({ database: { url: 'postgres://u:p@db:5432/boxyard' }, session: { secret: 'x'.repeat(64) } });
       expect((config.auth as Json | undefined)?.resource_server).toMatchObject({ enabled: false });
     });
@@ -140,7 +124,7 @@ describe('the operator renders only config the services load', () => {
       expect(fields.length).toBeGreaterThan(40);
       const unset = fields.filter((path) => !has(everything.spec, path));
       expect(unset, 'spec fields this test does not set yet').toEqual([]);
-      const config = loadAsPod(kind, await defaulted(everything));
+      const config = loadPodConfig(kind, await defaulted(everything));
       expect(config.auth).toMatchObject({
         resource_server: { enabled: true, issuer: 'https://idp.example.com/realms/acme', audience: 'https://svc.example.com', dpop: { required: true, proof_max_age_seconds: 120 } },
       });

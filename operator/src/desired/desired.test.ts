@@ -1,14 +1,15 @@
 // The desired children are pure functions of the spec: checked here without a cluster. The generated config is
 // also loaded with the kit's own loader and shared schemas, the way a service will read it.
-import { mkdtempSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
+import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { databaseSchema, loadConfig, loggingSchema, rateLimitSchema, serverSchema, sessionSchema, storageSchema } from '@boxyard/kit';
+import { databaseSchema, loggingSchema, rateLimitSchema, serverSchema, sessionSchema, storageSchema } from '@boxyard/kit';
 import type { BoxRepositorySpec, FileShareSpec, ServiceResource, TerminalPoolSpec } from '../crds/types.ts';
 import type { KubeObject } from '../kube/types.ts';
 import { CHECKSUM_ANNOTATION, SECRETS_DIR } from './common.ts';
+import { loadAsPod } from './pod-config.ts';
 import { desiredState, type DesiredInput } from './index.ts';
 import { boxRepository, fileShare, terminalPool, type KindInfo } from './kinds.ts';
 import { desiredGeneratedSecrets, generateValues } from './secrets.ts';
@@ -228,23 +229,7 @@ describe('config.yaml', () => {
   };
 
   /** Loads the rendered config like a pod would, with the secret files written where the volume puts them. */
-  function load(yamlText: string, schema: z.ZodType): Record<string, unknown> {
-    const root = mkdtempSync(join(dir, 'pod-'));
-    const files: Record<string, string> = {
-      'database/url': 'postgres://u:p@db:5432/boxyard\n',
-      'storage/access_key': 'AKIA',
-      'storage/secret_key': 'secret',
-      'session/secret': 'x'.repeat(64),
-      'admin/password': 'Str0ngPassw0rd',
-    };
-    for (const [path, content] of Object.entries(files)) {
-      mkdirSync(dirname(join(root, path)), { recursive: true });
-      writeFileSync(join(root, path), content);
-    }
-    const file = join(root, 'config.yaml');
-    writeFileSync(file, yamlText.replaceAll(SECRETS_DIR, root));
-    return loadConfig(schema, { file, env: {} }) as Record<string, unknown>;
-  }
+  const load = (yamlText: string, schema: z.ZodType) => loadAsPod(yamlText, schema, dir);
 
   it('box-repository: loads with the kit, secrets from files, the contract\'s sections only', () => {
     const { configYaml } = desiredState(input(boxRepository, box({ ingress: { host: 'boxes.example.com', path: '/', tls: { secretName: 't' } } })));
