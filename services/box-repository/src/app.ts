@@ -29,6 +29,8 @@ import { versionRoutes } from './versions/routes.ts';
 
 export const VERSION = (JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string }).version;
 export const migrations = { namespace: SERVICE_NAME, dir: fileURLToPath(new URL('./migrations', import.meta.url)) };
+/** Every migration source, in the order they apply (backup restores exactly these). */
+export const migrationSources = [accountMigrations, oidcSignInMigrations, resourceServerMigrations, rateLimitMigrations, migrations];
 
 export interface BuildOptions {
   /** The port the service will listen on, for the OpenAPI `servers` entry (default: config.server.port). */
@@ -45,7 +47,7 @@ export const baseUrl = (config: BoxRepositoryConfig, port = config.server.port) 
 
 export async function buildBoxRepository(config: BoxRepositoryConfig, options: BuildOptions = {}): Promise<BoxRepository> {
   const schema = config.database.schema;
-  await migrate(config.database.url, schema, [accountMigrations, oidcSignInMigrations, resourceServerMigrations, rateLimitMigrations, migrations]);
+  await migrate(config.database.url, schema, migrationSources);
   const pool = await createDatabasePool({ url: config.database.url, schema, poolSize: config.database.pool_size });
   const store = createObjectStore(config.storage);
   const secrets = [config.session.secret, ...config.session.previous_secrets];

@@ -1,12 +1,14 @@
 // What `boxyard backup` keeps of the box repository. Box files are stored under fresh opaque keys
 // (`boxes/<uuid>`, files/upload.ts) before the row that names them commits, and a replaced file gets a new key
 // (the old one is queued for deletion), so a consistent snapshot of `files` only names complete objects.
-import { accountsBackup, backupDescriptor, rateLimitBackup } from '@boxyard/kit/backup.ts';
+import { accountsBackup, backupDescriptor, oidcSignInBackup, rateLimitBackup, resourceServerBackup } from '@boxyard/kit/backup.ts';
 import { migrations } from './app.ts';
 import { SERVICE_NAME } from './config.ts';
 
 export const boxRepositoryBackup = backupDescriptor(SERVICE_NAME, [
   accountsBackup,
+  oidcSignInBackup,
+  resourceServerBackup,
   rateLimitBackup,
   {
     migrations,

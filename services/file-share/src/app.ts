@@ -38,6 +38,8 @@ import { createTree, pickCaseFoldCollation } from './tree/tree-store.ts';
 export const FILE_SHARE_VERSION = '0.1.0';
 
 export const fileShareMigrations = { namespace: 'file-share', dir: fileURLToPath(new URL('./migrations', import.meta.url)) };
+/** Every migration source, in the order they apply (backup restores exactly these). */
+export const migrationSources = [accountMigrations, oidcSignInMigrations, resourceServerMigrations, rateLimitMigrations, fileShareMigrations];
 
 export interface FileShare {
   app: FastifyInstance;
@@ -60,7 +62,7 @@ export const publicUrlOf = (config: FileShareConfig, port = config.server.port) 
 
 export async function buildFileShare(config: FileShareConfig, options: BuildOptions & { port?: number } = {}): Promise<FileShare> {
   const schema = config.database.schema;
-  await migrate(config.database.url, schema, [accountMigrations, oidcSignInMigrations, resourceServerMigrations, rateLimitMigrations, fileShareMigrations]);
+  await migrate(config.database.url, schema, migrationSources);
   const pool = await createDatabasePool({ url: config.database.url, schema, poolSize: config.database.pool_size });
   const closers: (() => Promise<unknown>)[] = [() => pool.end()];
   try {

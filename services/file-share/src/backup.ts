@@ -2,12 +2,14 @@
 // files/upload.ts) and the entry that names it commits only after the bytes are stored; replacing a file points
 // the entry at a new key and queues the old one as garbage. So a consistent snapshot of `entries` only names
 // complete objects.
-import { accountsBackup, backupDescriptor, rateLimitBackup } from '@boxyard/kit/backup.ts';
+import { accountsBackup, backupDescriptor, oidcSignInBackup, rateLimitBackup, resourceServerBackup } from '@boxyard/kit/backup.ts';
 import { fileShareMigrations } from './app.ts';
 import { SERVICE_NAME } from './config.ts';
 
 export const fileShareBackup = backupDescriptor(SERVICE_NAME, [
   accountsBackup,
+  oidcSignInBackup,
+  resourceServerBackup,
   rateLimitBackup,
   {
     migrations: fileShareMigrations,

@@ -4,6 +4,8 @@
 // until someone decides which it is.
 import { accountMigrations } from './accounts/accounts.ts';
 import type { MigrationSource } from './db/migrate.ts';
+import { resourceServerMigrations } from './oidc/replay-cache.ts';
+import { oidcSignInMigrations } from './oidc-sign-in/identities.ts';
 import { rateLimitMigrations } from './rate-limit/rate-limit.ts';
 
 export type TableRule =
@@ -42,4 +44,20 @@ export const accountsBackup: BackupPart = {
 export const rateLimitBackup: BackupPart = {
   migrations: rateLimitMigrations,
   tables: { rate_limit_counters: { backup: false, reason: 'per-client request counters of the current window' } },
+};
+
+/** Provider identities linked to users (kept: without them a restored user would be created again on sign-in). */
+export const oidcSignInBackup: BackupPart = {
+  migrations: oidcSignInMigrations,
+  tables: {
+    oidc_identities: { backup: true },
+    // Restored sessions keep their sign-out at the provider.
+    oidc_sessions: { backup: true },
+    oidc_used_states: { backup: false, reason: 'sign-in states redeemed in the last minutes (callback replay protection)' },
+  },
+};
+
+export const resourceServerBackup: BackupPart = {
+  migrations: resourceServerMigrations,
+  tables: { dpop_proof_jtis: { backup: false, reason: 'DPoP proof ids seen within the proof window (replay protection)' } },
 };

@@ -55,10 +55,13 @@ const isLoopback = (host: string) => host === 'localhost' || host === '::1' || h
 
 export const baseUrl = (config: TerminalConfig, port: number) => publicBaseUrl(config.server, port);
 
+/** Every migration source, in the order they apply (backup restores exactly these). */
+export const migrationSources = [accountMigrations, oidcSignInMigrations, resourceServerMigrations, rateLimitMigrations, sessionMigrations];
+
 export async function startTerminal(config: TerminalConfig, options: StartOptions = {}): Promise<TerminalService> {
   const print = options.print ?? ((line: string) => process.stdout.write(`${line}\n`));
   const schema = config.database.schema;
-  await migrate(config.database.url, schema, [accountMigrations, oidcSignInMigrations, resourceServerMigrations, rateLimitMigrations, sessionMigrations]);
+  await migrate(config.database.url, schema, migrationSources);
   const pool = await createDatabasePool({ url: config.database.url, schema, poolSize: config.database.pool_size });
   let backend: SessionBackend | undefined;
   let app: FastifyInstance | undefined;
