@@ -2,7 +2,7 @@
 import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { loadConfig } from '@boxyard/kit';
-import type { ServiceDefinition } from '../../boxyard/src/services.ts';
+import type { ServiceDefinition } from '@boxyard/kit/service-definition.ts';
 import { startFileShare } from './app.ts';
 import { fileShareConfigSchema, SERVICE_NAME, type FileShareConfig } from './config.ts';
 

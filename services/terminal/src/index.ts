@@ -1,7 +1,7 @@
 // The terminal service as the `boxyard` command runs it: `boxyard serve terminal` and `boxyard dev`.
 import { resolve } from 'node:path';
 import { loadConfig } from '@boxyard/kit';
-import type { DevContext, RunningService, ServiceDefinition } from '../../boxyard/src/services.ts';
+import type { DevContext, RunningService, ServiceDefinition } from '@boxyard/kit/service-definition.ts';
 import { startTerminal } from './app.ts';
 import { terminalConfigSchema, type TerminalConfig } from './config.ts';
 

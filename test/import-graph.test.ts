@@ -1,0 +1,32 @@
+// The import graph has no cycle through the `boxyard` command (issue 12): the command imports the services, so no
+// service (nor the kit) may import the command's package; what they share (ServiceDefinition) lives in the kit.
+import { readdir, readFile } from 'node:fs/promises';
+import { join, relative } from 'node:path';
+import { describe, expect, it } from 'vitest';
+
+const root = new URL('../', import.meta.url).pathname;
+const packages = ['kit', 'box-repository', 'file-share', 'terminal', 'second-service'];
+const IMPORT = /(?:^|\n)\s*(?:import|export)\b[^'"]*?from\s+['"]([^'"]+)['"]|import\(\s*['"]([^'"]+)['"]\s*\)/g;
+
+async function sources(dir: string): Promise<string[]> {
+  const entries = await readdir(dir, { withFileTypes: true, recursive: true });
+  return entries.filter((e) => e.isFile() && e.name.endsWith('.ts') && !e.name.endsWith('.test.ts')).map((e) => join(e.parentPath, e.name));
+}
+
+describe('import graph', () => {
+  it('no service and not the kit imports the boxyard command', async () => {
+    const offenders: string[] = [];
+    let files = 0;
+    for (const name of packages) {
+      for (const file of await sources(join(root, 'services', name, 'src'))) {
+        files++;
+        for (const match of (await readFile(file, 'utf8')).matchAll(IMPORT)) {
+          const target = match[1] ?? match[2]!;
+          if (/(^|\/)boxyard\/src\//.test(target) || target === 'boxyard' || target.startsWith('boxyard/')) offenders.push(`${relative(root, file)} → ${target}`);
+        }
+      }
+    }
+    expect(files).toBeGreaterThan(50);
+    expect(offenders).toEqual([]);
+  });
+});
