@@ -9,12 +9,14 @@ import {
   createApp,
   createDatabasePool,
   createObjectStore,
+  createOriginPolicy,
   createProviderAccounts,
   createSessionTokens,
   installRateLimit,
   migrate,
   pingDatabase,
   rateLimitMigrations,
+  refuseCrossSiteWrites,
   resourceServerMigrations,
   serverTls, publicBaseUrl,
   type DatabasePool,
@@ -129,6 +131,9 @@ export async function buildFileShare(config: FileShareConfig, options: BuildOpti
       await installRateLimit(app, { pool, max: config.rate_limiting.max_requests, windowSeconds: config.rate_limiting.window_seconds, namespace: SERVICE_NAME });
     }
     app.decorateRequest('principal', null as unknown as Principal);
+    // Cookies and cached Basic credentials ride along on any request a browser makes: a state-changing request
+    // from another site's page is refused (cross-site request forgery), as in the terminal.
+    refuseCrossSiteWrites(app, createOriginPolicy({ publicUrl: config.server.public_url, tls: Boolean(tls), trustProxy: config.server.trust_proxy }));
 
     await app.register(async (scope) => {
       scope.addHook('onRequest', async (request) => {

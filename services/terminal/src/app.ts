@@ -5,12 +5,14 @@ import {
   createAccounts,
   createApp,
   createDatabasePool,
+  createOriginPolicy,
   createProviderAccounts,
   createSessionTokens,
   installRateLimit,
   migrate,
   pingDatabase,
   rateLimitMigrations,
+  refuseCrossSiteWrites,
   resourceServerMigrations,
   serverTls, publicBaseUrl,
 } from '@boxyard/kit';
@@ -24,7 +26,6 @@ import { createLocalBackend } from './backends/local.ts';
 import type { SessionBackend } from './backends/types.ts';
 import type { TerminalConfig } from './config.ts';
 import { ok } from './http/envelope.ts';
-import { createOriginPolicy } from './http/origin.ts';
 import { createSecretBox } from './sessions/agent-secret.ts';
 import { sessionRoutes } from './sessions/routes.ts';
 import { createSessionService, type SessionService } from './sessions/service.ts';
@@ -36,7 +37,6 @@ import { socketRoutes } from './ws/routes.ts';
 export const TERMINAL_VERSION = '0.1.0';
 const MAX_FRAME = 1_048_576;
 const HEARTBEAT_MS = 30_000;
-const SAFE_METHODS = new Set(['GET', 'HEAD', 'OPTIONS']);
 
 export interface TerminalService {
   app: FastifyInstance;
@@ -130,9 +130,7 @@ export async function startTerminal(config: TerminalConfig, options: StartOption
     });
     const origins = createOriginPolicy({ allowed: config.allowed_origins, publicUrl: config.server.public_url, tls: Boolean(tls), trustProxy: config.server.trust_proxy });
     // Cookies are SameSite=Strict already; a foreign Origin on a state-changing request is refused as well.
-    app.addHook('onRequest', async (request) => {
-      if (!SAFE_METHODS.has(request.method)) await origins.check(request);
-    });
+    refuseCrossSiteWrites(app, origins);
 
     const signIn = config.auth.sign_in.enabled ? oidcSignInMethod(config.auth) : undefined;
     authRoutes(app, { auth, accounts, signIn });

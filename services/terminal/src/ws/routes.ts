@@ -6,7 +6,7 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { WebSocket } from 'ws';
 import { connectAgent } from '../agent/client.ts';
 import type { Auth } from '../auth/plugin.ts';
-import type { OriginPolicy } from '../http/origin.ts';
+import type { OriginPolicy } from '@boxyard/kit';
 import { CLOSE_CODES, closeCodeFor, encodeServerMessage, EXIT_REASONS, type ExitReason } from '../protocol.ts';
 import type { SessionService } from '../sessions/service.ts';
 import type { SessionRow } from '../sessions/store.ts';

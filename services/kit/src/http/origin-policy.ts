@@ -1,8 +1,9 @@
-// Which browser origins may open a terminal socket or change state with the user's cookie. Browsers always
-// send Origin on WebSocket upgrades, so a page on another origin (cross-site WebSocket hijacking) is refused;
-// a client without Origin (curl, websocat, scripts) is not a browser and carries its cookie on purpose.
-import type { FastifyRequest } from 'fastify';
-import { forbidden } from '@boxyard/kit';
+// Which browser origins may change state with a user's ambient credentials (a cookie, cached Basic credentials)
+// or open a socket. Browsers send Origin on every state-changing request and WebSocket upgrade, and
+// Sec-Fetch-Site on all requests, so a page on another site (cross-site request forgery, WebSocket hijacking) is
+// refused; a client without them (curl, websocat, scripts) is not a browser and sends its credentials on purpose.
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import { forbidden } from './http-error.ts';
 
 export interface OriginPolicyOptions {
   /** Explicit list (config `allowed_origins`). */
@@ -41,8 +42,19 @@ export function createOriginPolicy(options: OriginPolicyOptions) {
     /** preHandler / onRequest: 403 for a browser request from a foreign origin. */
     check: async (request: FastifyRequest) => {
       if (!isAllowed(request)) throw forbidden(`Origin ${request.headers.origin} is not allowed`);
+      // A browser that sent no Origin still says where the request comes from.
+      if (request.headers.origin === undefined && request.headers['sec-fetch-site'] === 'cross-site') throw forbidden('Cross-site requests may not change anything here');
     },
   };
 }
 
 export type OriginPolicy = ReturnType<typeof createOriginPolicy>;
+
+export const SAFE_METHODS: ReadonlySet<string> = new Set(['GET', 'HEAD', 'OPTIONS']);
+
+/** Refuses state-changing requests from foreign origins on every route of `app`. */
+export function refuseCrossSiteWrites(app: FastifyInstance, policy: OriginPolicy): void {
+  app.addHook('onRequest', async (request) => {
+    if (!SAFE_METHODS.has(request.method)) await policy.check(request);
+  });
+}
