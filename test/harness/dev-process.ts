@@ -41,6 +41,10 @@ export async function startDevProcess(options: { home?: string; postgresPort?: n
   child.stdout!.on('data', (c: Buffer) => (text += c.toString()));
   child.stderr!.on('data', (c: Buffer) => (text += c.toString()));
   const exited = new Promise<number | null>((r) => child.once('exit', r));
+  // A test that times out while it starts never reaches its stop(): end it (and so its PostgreSQL) with the worker.
+  const stopWithWorker = () => child.kill('SIGTERM');
+  process.once('exit', stopWithWorker);
+  void exited.then(() => process.removeListener('exit', stopWithWorker));
   await new Promise<void>((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`boxyard dev did not get ready in 90 s:\n${text.slice(-3000)}`)), 90_000);
     const check = () => {
