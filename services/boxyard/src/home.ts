@@ -3,6 +3,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { readFile, rename, writeFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
+import pg from 'pg';
 import { postgresCanReach } from './embedded-postgres.ts';
 
 export const DEFAULT_EMBEDDED_POSTGRES_PORT = 15432;
@@ -61,4 +62,25 @@ export async function embeddedPostgresDir(home: string): Promise<{ dir: string; 
   const dir = join(home, 'postgres');
   if (await postgresCanReach(dir)) return { dir, moved: false };
   return { dir: join('/var/lib/boxyard', `postgres-${createHash('sha256').update(home).digest('hex').slice(0, 12)}`), moved: true };
+}
+
+/**
+ * The URL of the `boxyard` database on an embedded server (`adminUrl`: its superuser URL): created when missing and
+ * `create` is set, else undefined when missing.
+ */
+export async function installationDatabase(adminUrl: string, options: { create: boolean }): Promise<string | undefined> {
+  const client = new pg.Client({ connectionString: adminUrl });
+  await client.connect();
+  try {
+    const exists = (await client.query('select 1 from pg_database where datname = $1', [DATABASE_NAME])).rowCount === 1;
+    if (!exists) {
+      if (!options.create) return undefined;
+      await client.query(`create database ${pg.escapeIdentifier(DATABASE_NAME)}`);
+    }
+  } finally {
+    await client.end();
+  }
+  const url = new URL(adminUrl);
+  url.pathname = `/${DATABASE_NAME}`;
+  return url.toString();
 }

@@ -3,8 +3,7 @@
 // supervised: restarted with backoff when it dies, while the services answer 503 and recover by themselves.
 import { mkdir } from 'node:fs/promises';
 import { ConfigError, generatePassword } from '@boxyard/kit';
-import pg from 'pg';
-import { DATABASE_NAME, embeddedPostgresDir, secretStore } from './home.ts';
+import { embeddedPostgresDir, installationDatabase, secretStore } from './home.ts';
 import { superviseEmbeddedPostgres, type SupervisedPostgres } from './postgres-supervisor.ts';
 import { services, type RunningService, type ServiceDefinition } from './services.ts';
 
@@ -21,20 +20,6 @@ export interface Installation {
 export interface RunAllOptions extends Installation {
   /** How the process names itself in its output (`boxyard dev`, `boxyard serve all`). */
   label: string;
-}
-
-async function ensureDatabase(adminUrl: string, name: string): Promise<string> {
-  const client = new pg.Client({ connectionString: adminUrl });
-  await client.connect();
-  try {
-    const exists = await client.query('select 1 from pg_database where datname = $1', [name]);
-    if (exists.rowCount === 0) await client.query(`create database ${pg.escapeIdentifier(name)}`);
-  } finally {
-    await client.end();
-  }
-  const url = new URL(adminUrl);
-  url.pathname = `/${name}`;
-  return url.toString();
 }
 
 /** The services to start, each with its own keys from the installation (`false` leaves a service out). */
@@ -102,7 +87,7 @@ export async function runAll(options: RunAllOptions): Promise<void> {
         log: (line) => console.log(`${label}: ${line}`),
       });
       console.log(`  postgres        ${postgres.version} on 127.0.0.1:${postgres.port} (embedded, restarted if it dies)`);
-      databaseUrl = await ensureDatabase(postgres.adminUrl, DATABASE_NAME);
+      databaseUrl = (await installationDatabase(postgres.adminUrl, { create: true }))!;
     }
     // One admin password for every service: BOXYARD_ADMIN_PASSWORD, or generated once and kept with the secrets.
     let adminPassword = process.env.BOXYARD_ADMIN_PASSWORD;

@@ -6,7 +6,7 @@ import { mkdir, realpath } from 'node:fs/promises';
 import { join } from 'node:path';
 import pg from 'pg';
 import { startPostgres, type RunningPostgres } from '../embedded-postgres.ts';
-import { DATABASE_NAME, embeddedPostgresDir } from '../home.ts';
+import { DATABASE_NAME, embeddedPostgresDir, installationDatabase } from '../home.ts';
 import type { Installation } from '../run-all.ts';
 import { BackupError } from './errors.ts';
 
@@ -56,7 +56,8 @@ export async function openInstallationDatabase(installation: Installation, optio
     description = `embedded, port ${port} (started for this command)`;
   }
   try {
-    const url = await boxyardDatabase(adminUrl, options.create);
+    const url = await installationDatabase(adminUrl, { create: options.create });
+    if (!url) throw new BackupError(`the embedded PostgreSQL has no database ${DATABASE_NAME}: nothing to back up`);
     return { url, description, createdDataDir, close: async () => server?.stop() };
   } catch (error) {
     await server?.stop();
@@ -86,22 +87,4 @@ async function checkRunningServerIsOurs(adminUrl: string, dir: string, port: num
   } finally {
     await client.end();
   }
-}
-
-/** The URL of the `boxyard` database, created first when asked (an empty installation). */
-async function boxyardDatabase(adminUrl: string, create: boolean): Promise<string> {
-  const client = new pg.Client({ connectionString: adminUrl });
-  await client.connect();
-  try {
-    const exists = (await client.query('select 1 from pg_database where datname = $1', [DATABASE_NAME])).rowCount === 1;
-    if (!exists) {
-      if (!create) throw new BackupError(`the embedded PostgreSQL has no database ${DATABASE_NAME}: nothing to back up`);
-      await client.query(`create database ${pg.escapeIdentifier(DATABASE_NAME)}`);
-    }
-  } finally {
-    await client.end();
-  }
-  const url = new URL(adminUrl);
-  url.pathname = `/${DATABASE_NAME}`;
-  return url.toString();
 }
