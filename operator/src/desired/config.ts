@@ -22,8 +22,9 @@ export function serviceConfig(kind: KindInfo, resource: ServiceResource, image: 
       host: '0.0.0.0',
       port: kind.port,
       public_url: url,
-      // Forwarded headers are trusted only behind the Ingress; otherwise a client could forge its address.
-      trust_proxy: spec.ingress !== undefined,
+      // Forwarded headers are trusted only behind the Ingress, and only the one hop its controller adds: a client
+      // could otherwise forge its address (rate limits) or the scheme and host of links.
+      trust_proxy: spec.ingress !== undefined ? 1 : false,
     },
     logging: { level: spec.logging.level },
     database: { url_file: secretFiles.databaseUrl, schema: spec.database.schema, pool_size: spec.database.poolSize },

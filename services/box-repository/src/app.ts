@@ -82,7 +82,7 @@ export async function buildBoxRepository(config: BoxRepositoryConfig, options: B
     hooks: options.hooks ?? {},
   };
   if (config.rate_limiting.enabled) {
-    await installRateLimit(app, { pool, max: config.rate_limiting.max_requests, windowSeconds: config.rate_limiting.window_seconds, namespace: SERVICE_NAME });
+    await installRateLimit(app, { pool, max: config.rate_limiting.max_requests, windowSeconds: config.rate_limiting.window_seconds, onStoreError: config.rate_limiting.on_store_error, namespace: SERVICE_NAME });
   }
   await app.register(async (api) => {
     installProblemTypes(api);

@@ -128,12 +128,12 @@ export async function buildFileShare(config: FileShareConfig, options: BuildOpti
       preservePath: true,
     });
     if (config.rate_limiting.enabled) {
-      await installRateLimit(app, { pool, max: config.rate_limiting.max_requests, windowSeconds: config.rate_limiting.window_seconds, namespace: SERVICE_NAME });
+      await installRateLimit(app, { pool, max: config.rate_limiting.max_requests, windowSeconds: config.rate_limiting.window_seconds, onStoreError: config.rate_limiting.on_store_error, namespace: SERVICE_NAME });
     }
     app.decorateRequest('principal', null as unknown as Principal);
     // Cookies and cached Basic credentials ride along on any request a browser makes: a state-changing request
     // from another site's page is refused (cross-site request forgery), as in the terminal.
-    refuseCrossSiteWrites(app, createOriginPolicy({ publicUrl: config.server.public_url, tls: Boolean(tls), trustProxy: config.server.trust_proxy }));
+    refuseCrossSiteWrites(app, createOriginPolicy({ publicUrl: config.server.public_url }));
 
     await app.register(async (scope) => {
       scope.addHook('onRequest', async (request) => {

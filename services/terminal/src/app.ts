@@ -116,7 +116,7 @@ export async function startTerminal(config: TerminalConfig, options: StartOption
       },
     });
     if (config.rate_limiting.enabled) {
-      await installRateLimit(app, { pool, max: config.rate_limiting.max_requests, windowSeconds: config.rate_limiting.window_seconds, namespace: 'terminal' });
+      await installRateLimit(app, { pool, max: config.rate_limiting.max_requests, windowSeconds: config.rate_limiting.window_seconds, onStoreError: config.rate_limiting.on_store_error, namespace: 'terminal' });
     }
     await installAuth(app);
     // Tokens of the identity provider (auth.resource_server), when configured.
@@ -128,7 +128,7 @@ export async function startTerminal(config: TerminalConfig, options: StartOption
       ttlSeconds: config.session.ttl_seconds,
       provider,
     });
-    const origins = createOriginPolicy({ allowed: config.allowed_origins, publicUrl: config.server.public_url, tls: Boolean(tls), trustProxy: config.server.trust_proxy });
+    const origins = createOriginPolicy({ allowed: config.allowed_origins, publicUrl: config.server.public_url });
     // Cookies are SameSite=Strict already; a foreign Origin on a state-changing request is refused as well.
     refuseCrossSiteWrites(app, origins);
 

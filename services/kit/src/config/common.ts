@@ -3,6 +3,21 @@ import { z } from 'zod';
 
 const port = z.number().int().min(0).max(65535);
 
+/**
+ * Which X-Forwarded-* values to believe (client address for rate limits and logs, scheme and host for links):
+ * `false` none; the proxies' addresses/CIDRs (safest: only they are believed); or a number of proxy hops in front
+ * of the service (1 behind one Ingress controller) — which believes whoever connects, so use it only where the
+ * port is reachable through those proxies alone. `true` (every hop) is refused: any client could pick its address.
+ */
+export const trustProxySchema = z
+  .union([z.boolean(), z.number().int().min(1).max(16), z.array(z.union([z.ipv4(), z.ipv6(), z.cidrv4(), z.cidrv6()])).min(1)])
+  .transform((value, context) => {
+    if (value !== true) return value;
+    context.addIssue({ code: 'custom', message: 'true would trust every X-Forwarded-For hop, so any client could pick its address; give the number of proxies in front of the service (e.g. 1 behind an Ingress) or their addresses' });
+    return z.NEVER;
+  });
+export type TrustProxy = z.output<typeof trustProxySchema>;
+
 export const serverSchema = z.strictObject({
   host: z.string().min(1).default('127.0.0.1'),
   port,
@@ -15,7 +30,7 @@ export const serverSchema = z.strictObject({
       key: z.string().optional(),
     })
     .prefault({}),
-  trust_proxy: z.boolean().default(false),
+  trust_proxy: trustProxySchema.default(false),
   body_limit_bytes: z.number().int().positive().default(1_048_576),
 });
 
@@ -48,6 +63,8 @@ export const rateLimitSchema = z
     enabled: z.boolean().default(true),
     max_requests: z.number().int().positive().default(100),
     window_seconds: z.number().int().positive().default(600),
+    /** When the shared counters cannot be read: let requests through uncounted, or refuse them with 503. */
+    on_store_error: z.enum(['allow', 'refuse']).default('allow'),
   })
   .prefault({});
 

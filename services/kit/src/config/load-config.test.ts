@@ -22,7 +22,7 @@ const file = (name: string, text: string) => {
 
 describe('loadConfig', () => {
   it('applies schema defaults when nothing is given', () => {
-    expect(loadConfig(schema, { env: {} })).toEqual({ name: 'svc', rate_limiting: { enabled: true, max_requests: 100, window_seconds: 600 } });
+    expect(loadConfig(schema, { env: {} })).toEqual({ name: 'svc', rate_limiting: { enabled: true, max_requests: 100, window_seconds: 600, on_store_error: 'allow' } });
   });
 
   it('reads the YAML file and lets BOXYARD_<KEY PATH> variables override it, typed by the schema', () => {
@@ -32,7 +32,7 @@ describe('loadConfig', () => {
       env: { BOXYARD_RATE_LIMITING__MAX_REQUESTS: '7', BOXYARD_RATE_LIMITING__ENABLED: 'false', BOXYARD_NAME: '123', BOXYARD_CACHE: '/not/a/key' },
     });
     expect(config.name).toBe('123'); // a string key stays a string even when it looks like a number
-    expect(config.rate_limiting).toEqual({ enabled: false, max_requests: 7, window_seconds: 600 });
+    expect(config.rate_limiting).toEqual({ enabled: false, max_requests: 7, window_seconds: 600, on_store_error: 'allow' });
   });
 
   it('reads *_file keys from files (secrets), trimming the final newline', () => {

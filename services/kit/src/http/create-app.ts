@@ -5,6 +5,7 @@ import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest, type FastifyServerOptions } from 'fastify';
 import type { Registry } from 'prom-client';
+import type { TrustProxy } from '../config/common.ts';
 import { createMetricsRegistry, installMetrics } from '../metrics/metrics.ts';
 import { installErrorHandling, renderError, toHttpError, type ErrorShape } from './error-handler.ts';
 
@@ -20,7 +21,8 @@ export interface CreateAppOptions {
   logStream?: NodeJS.WritableStream;
   /** PEM material: the app listens with HTTPS when given. */
   https?: { cert: string; key: string } | undefined;
-  trustProxy?: boolean;
+  /** `server.trust_proxy`: which forwarded headers fastify believes (request.ip, .protocol, .host). */
+  trustProxy?: TrustProxy;
   bodyLimit?: number;
   /** Named readiness checks (PostgreSQL, storage...) run by GET /health/ready. */
   readiness?: Record<string, ReadinessCheck>;
@@ -49,6 +51,14 @@ function serializeRequest(request: FastifyRequest) {
   return { method: request.method, url: redactUrl(request.url), host: request.host, remoteAddress: request.ip, remotePort: request.socket?.remotePort };
 }
 
+/**
+ * fastify reads a hop count as "trust nobody" (it cannot tell a proxy from a client); we mean the n nearest hops,
+ * as Express does: the peer and the n-1 entries it forwarded. Addresses and `false` go to fastify as they are.
+ */
+function trustProxyFunction(trust: TrustProxy): boolean | string[] | ((address: string, hop: number) => boolean) {
+  return typeof trust === 'number' ? (_address, hop) => hop < trust : trust;
+}
+
 export async function createApp(options: CreateAppOptions): Promise<FastifyInstance> {
   const problemBase = options.problemBase ?? 'https://boxyard.io/problems';
   const serverOptions: FastifyServerOptions = {
@@ -60,7 +70,7 @@ export async function createApp(options: CreateAppOptions): Promise<FastifyInsta
     },
     requestIdHeader: 'x-request-id',
     genReqId: () => randomUUID(),
-    trustProxy: options.trustProxy ?? false,
+    trustProxy: trustProxyFunction(options.trustProxy ?? false),
     bodyLimit: options.bodyLimit ?? 1_048_576,
     // One errors[] entry per failing value, and no silent removal of unknown members.
     ajv: { customOptions: { allErrors: true, removeAdditional: false, coerceTypes: 'array', useDefaults: true } },

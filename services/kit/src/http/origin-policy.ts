@@ -10,9 +10,6 @@ export interface OriginPolicyOptions {
   allowed?: string[] | undefined;
   /** `server.public_url`: its origin is the service's own. */
   publicUrl?: string | undefined;
-  /** Whether the listener itself speaks TLS (for the Host-based default). */
-  tls: boolean;
-  trustProxy: boolean;
 }
 
 const normalise = (origin: string) => origin.replace(/\/$/, '').toLowerCase();
@@ -20,14 +17,12 @@ const normalise = (origin: string) => origin.replace(/\/$/, '').toLowerCase();
 export function createOriginPolicy(options: OriginPolicyOptions) {
   const fixed = options.allowed?.length ? options.allowed.map(normalise) : options.publicUrl ? [normalise(new URL(options.publicUrl).origin)] : undefined;
 
-  /** Without a configured origin, the service's own origin is the one the request was addressed to. */
-  const ownOrigin = (request: FastifyRequest): string | undefined => {
-    const host = request.headers.host;
-    if (!host) return undefined;
-    const forwarded = options.trustProxy ? request.headers['x-forwarded-proto'] : undefined;
-    const proto = typeof forwarded === 'string' ? forwarded.split(',')[0]!.trim() : options.tls ? 'https' : 'http';
-    return normalise(`${proto}://${host}`);
-  };
+  /**
+   * Without a configured origin, the service's own origin is the one the request was addressed to. fastify
+   * takes scheme and host from the listener and Host, or from X-Forwarded-Proto/-Host only when the hop that
+   * sent them is trusted (`server.trust_proxy`).
+   */
+  const ownOrigin = (request: FastifyRequest): string | undefined => (request.host ? normalise(`${request.protocol}://${request.host}`) : undefined);
 
   const isAllowed = (request: FastifyRequest): boolean => {
     const origin = request.headers.origin;

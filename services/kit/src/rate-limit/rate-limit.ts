@@ -2,10 +2,12 @@
 // IETF draft (RateLimit-Limit / -Remaining / -Reset, Retry-After on 429).
 import { fileURLToPath } from 'node:url';
 import rateLimit, { type FastifyRateLimitStore } from '@fastify/rate-limit';
-import type { FastifyInstance } from 'fastify';
+import type { FastifyBaseLogger, FastifyInstance } from 'fastify';
+import { Counter } from 'prom-client';
 import { sql, type DatabasePool } from 'slonik';
 import { z } from 'zod';
 import { HttpError } from '../http/http-error.ts';
+import { RETRY_AFTER_SECONDS } from '../http/unavailable.ts';
 import type { MigrationSource } from '../db/migrate.ts';
 
 export const rateLimitMigrations: MigrationSource = {
@@ -29,17 +31,32 @@ export async function hit(pool: DatabasePool, key: string, windowMs: number): Pr
   return { current: row.hits, ttl: row.ttl_ms };
 }
 
-function pgStore(pool: DatabasePool, prefix = ''): new () => FastifyRateLimitStore {
+/** What the counter store reports when it cannot count (its database is away or failing). */
+interface StoreFailure {
+  (error: Error): Error;
+}
+
+function pgStore(pool: DatabasePool, onFailure: StoreFailure, prefix = ''): new () => FastifyRateLimitStore {
   return class PgRateLimitStore implements FastifyRateLimitStore {
     incr(key: string, callback: (error: Error | null, result?: { current: number; ttl: number }) => void, timeWindow: number): void {
-      hit(pool, prefix + key, timeWindow).then((r) => callback(null, r), (error: Error) => callback(error));
+      hit(pool, prefix + key, timeWindow).then(
+        (r) => callback(null, r),
+        (error: Error) => callback(onFailure(error)),
+      );
     }
     child(routeOptions: { routeOptions?: { url?: string }; path?: string; url?: string }): FastifyRateLimitStore {
-      const Child = pgStore(pool, `${prefix}${routeOptions.path ?? routeOptions.url ?? ''}:`);
+      const Child = pgStore(pool, onFailure, `${prefix}${routeOptions.path ?? routeOptions.url ?? ''}:`);
       return new Child();
     }
   };
 }
+
+/**
+ * When the counters cannot be read: `allow` lets the request through uncounted (availability first: a database
+ * hiccup must not lock every user out), `refuse` answers 503 (a deployment that relies on the limit to protect
+ * something behind it). Either way it is logged and counted, so a limit that silently stopped holding shows.
+ */
+export type OnStoreError = 'allow' | 'refuse';
 
 export interface RateLimitOptions {
   pool: DatabasePool;
@@ -47,17 +64,55 @@ export interface RateLimitOptions {
   windowSeconds: number;
   /** Counter key namespace: the service name, so two services sharing a database never share a counter. */
   namespace: string;
+  onStoreError?: OnStoreError;
+}
+
+const LOG_EVERY_MS = 10_000;
+
+/** Logs the first store error and then at most one per interval (an outage fails every request), with a count. */
+function throttledWarning(log: FastifyBaseLogger, onStoreError: OnStoreError) {
+  let lastLogged = 0;
+  let suppressed = 0;
+  return (error: Error) => {
+    const now = Date.now();
+    if (now - lastLogged < LOG_EVERY_MS) {
+      suppressed++;
+      return;
+    }
+    log.warn({ err: error, suppressed, onStoreError }, `rate limiting cannot count requests; ${onStoreError === 'allow' ? 'letting them through uncounted' : 'refusing them with 503'}`);
+    lastLogged = now;
+    suppressed = 0;
+  };
 }
 
 export async function installRateLimit(app: FastifyInstance, options: RateLimitOptions): Promise<void> {
+  const onStoreError = options.onStoreError ?? 'allow';
+  const storeErrors = new Counter({
+    name: 'boxyard_rate_limit_store_errors_total',
+    help: 'Requests whose rate-limit counter could not be updated, by what was done with them (allowed uncounted or refused).',
+    labelNames: ['outcome'] as const,
+    registers: [app.metrics],
+  });
+  const refusals = new Counter({
+    name: 'boxyard_rate_limit_refusals_total',
+    help: 'Requests refused with 429 because the client exceeded its rate limit.',
+    registers: [app.metrics],
+  });
+  const warn = throttledWarning(app.log, onStoreError);
+  const onFailure: StoreFailure = (error) => {
+    storeErrors.inc({ outcome: onStoreError === 'allow' ? 'allowed' : 'refused' });
+    warn(error);
+    // With skipOnError the plugin drops this error and serves the request; otherwise it is the answer.
+    return onStoreError === 'allow' ? error : new HttpError(503, 'Rate limiting is unavailable; try again shortly', { headers: { 'Retry-After': String(RETRY_AFTER_SECONDS) } });
+  };
   await app.register(rateLimit, {
     global: true,
     max: options.max,
     timeWindow: options.windowSeconds * 1000,
     enableDraftSpec: true,
-    store: pgStore(options.pool, `${options.namespace}:`) as never,
-    // A database hiccup must not lock users out; the request goes on and the error is logged.
-    skipOnError: true,
+    store: pgStore(options.pool, onFailure, `${options.namespace}:`) as never,
+    skipOnError: onStoreError === 'allow',
+    onExceeded: () => refusals.inc(),
     errorResponseBuilder: (_request, context) =>
       new HttpError(429, `Rate limit exceeded: ${context.max} requests per ${Math.round(options.windowSeconds)} s; retry in ${context.after}`),
   });
