@@ -157,9 +157,10 @@ describe('downloads and metadata (s3 driver)', () => {
       const response = await fetch(url);
       expect(response.status).toBe(200);
       expect((await bytes(response)).equals(box)).toBe(true);
-      // The same signature on another file's URL, a tampered one, an expired one: refused.
+      // The same signature on another file's URL proves nothing: that URL is answered by the read rules (a public
+      // file is served as to anyone, and the bogus link does not turn that into a 401).
       const other = await fetch(`${service.url}${fileUrl({ ...privatePath, box: 'public' })}${url.search}`);
-      expect(other.status).toBe(401);
+      expect(other.status).toBe(200);
       await other.arrayBuffer();
       url.searchParams.set('signature', `${url.searchParams.get('signature')!.slice(0, -2)}AA`);
       expect((await fetch(url)).status).toBe(401);
@@ -168,6 +169,26 @@ describe('downloads and metadata (s3 driver)', () => {
       const expiredResponse = await get(`${fileUrl(privatePath)}?expires=${expired.expires}&signature=${expired.signature}`);
       expect(expiredResponse.status).toBe(401);
       expect(((await expiredResponse.json()) as { detail: string }).detail).toBe('Download link expired');
+    });
+    it('a forged link tells an anonymous caller nothing about private names: the same answer as without one', async () => {
+      const forged = '?expires=9999999999&signature=AAAA';
+      const paths = {
+        'existing file': fileUrl(privatePath),
+        'missing file name': fileUrl(privatePath).replace(/[^/]+$/, 'nope.box'),
+        'missing version': fileUrl({ ...privatePath, version: '9.9.9' }),
+        'missing architecture': fileUrl({ ...privatePath, arch: 'riscv64' }),
+      };
+      const answers = new Set<string>();
+      for (const [what, path] of Object.entries(paths)) {
+        const [withLink, without] = [await get(`${path}${forged}`), await get(path)];
+        const [a, b] = [{ status: withLink.status, body: await withLink.text() }, { status: without.status, body: await without.text() }];
+        expect(a.status, what).toBe(b.status);
+        expect(JSON.parse(a.body).detail, what).toBe(JSON.parse(b.body).detail);
+        answers.add(`${a.status} ${JSON.parse(a.body).detail}`);
+      }
+      // Private paths below the box all answer alike (before: 404 for what does not exist, 401 for what does).
+      expect([...answers]).toHaveLength(1);
+      expect([...answers][0]).toMatch(/^401 /);
     });
   });
 

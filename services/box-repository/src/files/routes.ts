@@ -12,7 +12,9 @@ import { baseUrlOf, downloadUrl } from '../http/base-url.ts';
 import { ARCH_PREFIX, errors, params } from '../http/schemas.ts';
 import { fileSchema, messageSchema, toFileRecord, type BoxFile } from '../records.ts';
 import { serveFile } from './serve-file.ts';
-import { assertReplaceAllowed, checkFileName, CHECKSUM_TYPES, parseClientChecksum, receiveUpload } from './upload.ts';
+import {
+  assertReplaceAllowed, checkFileName, CHECKSUM_TYPES, commitUpload, discardStoredUpload, parseClientChecksum, receiveUpload, storeUpload, verifyFinalChecksum, type StoredUpload,
+} from './upload.ts';
 
 type ArchParams = { org: string; box: string; version: string; provider: string; arch: string };
 type UploadQuery = { checksum?: string; checksum_type?: string; replace?: boolean; file_name?: string };
@@ -64,7 +66,7 @@ export async function fileRoutes(app: FastifyInstance, { ctx }: { ctx: ServiceCo
 
     scope.post<{ Params: ArchParams; Querystring: UploadQuery }>(`${ARCH_PREFIX}/file`, {
       schema: {
-        tags: ['files'], summary: 'Upload the box file (multipart/form-data, part `file`; fields checksum and checksum_type before it, or in the query)',
+        tags: ['files'], summary: 'Upload the box file (multipart/form-data, part `file`; fields file_name, checksum and checksum_type — a checksum of a type other than sha256 must come before the file part, or in the query)',
         consumes: ['multipart/form-data'], params: params(...A), querystring: uploadQuery,
         response: { 200: fileSchema, 201: fileSchema, ...errors(400, 401, 403, 404, 408, 409, 413, 415, 422, 507) },
       },
@@ -72,22 +74,34 @@ export async function fileRoutes(app: FastifyInstance, { ctx }: { ctx: ServiceCo
       if (!request.isMultipart()) throw new HttpError(415, 'Send multipart/form-data with the box in the part `file` (or POST the raw body to .../file/upload)');
       const found = await prepareUpload(ctx, request);
       const fields: Record<string, string> = {};
-      let result: { file: BoxFile; replaced: boolean } | undefined;
-      for await (const part of request.parts()) {
-        if (part.type === 'field') {
-          fields[part.fieldname.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`)] = String(part.value);
-          continue;
+      let stored: StoredUpload | undefined;
+      let partFileName = '';
+      // Nothing is committed until the whole body was read: a later part or a parser limit can still refuse the
+      // request, and then the stored bytes are dropped, so the answer always tells whether the box was stored.
+      try {
+        for await (const part of request.parts()) {
+          if (part.type === 'field') {
+            fields[part.fieldname.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`)] = String(part.value);
+            continue;
+          }
+          if (part.fieldname !== 'file' || stored) {
+            part.file.resume();
+            throw unprocessable('Unexpected file part', [{ pointer: `/${part.fieldname}`, rule: 'additionalProperties', params: {}, detail: 'only one file part, named `file`, is accepted' }]);
+          }
+          partFileName = baseName(part.filename);
+          const checksum = parseClientChecksum(request.query.checksum ?? fields.checksum, request.query.checksum_type ?? fields.checksum_type);
+          stored = await storeUpload(ctx, { source: part.file as Readable, checksum });
         }
-        if (part.fieldname !== 'file' || result) {
-          part.file.resume();
-          throw unprocessable('Unexpected file part', [{ pointer: `/${part.fieldname}`, rule: 'additionalProperties', params: {}, detail: 'only one file part, named `file`, is accepted' }]);
-        }
-        const fileName = checkFileName(request.query.file_name ?? fields.file_name ?? (baseName(part.filename) || DEFAULT_FILE_NAME), '/file_name');
-        const checksum = parseClientChecksum(request.query.checksum ?? fields.checksum, request.query.checksum_type ?? fields.checksum_type);
-        result = await receiveUpload(ctx, found, { source: part.file as Readable, fileName, checksum, replace: request.query.replace ?? false }, request.log);
+        if (!stored) throw unprocessable('No file uploaded', [{ pointer: '/file', rule: 'required', params: { missingProperty: 'file' }, detail: 'the multipart part `file` is missing' }]);
+        const fileName = checkFileName(request.query.file_name ?? fields.file_name ?? (partFileName || DEFAULT_FILE_NAME), '/file_name');
+        const checksum = verifyFinalChecksum(stored, parseClientChecksum(request.query.checksum ?? fields.checksum, request.query.checksum_type ?? fields.checksum_type));
+        const toCommit = stored;
+        stored = undefined; // from here commitUpload owns the bytes: the row takes them, or it drops them
+        const result = await commitUpload(ctx, found, toCommit, { fileName, checksum, replace: request.query.replace ?? false }, request.log);
+        return respond(request, reply, found, result);
+      } finally {
+        if (stored) await discardStoredUpload(ctx, stored);
       }
-      if (!result) throw unprocessable('No file uploaded', [{ pointer: '/file', rule: 'required', params: { missingProperty: 'file' }, detail: 'the multipart part `file` is missing' }]);
-      return respond(request, reply, found, result);
     });
   });
 
@@ -165,20 +179,44 @@ export async function fileRoutes(app: FastifyInstance, { ctx }: { ctx: ServiceCo
     return { download_url: url.toString(), expires_at: new Date(expires * 1000).toISOString() };
   });
 
+  /** The file the path names, or 404 (also when the URL's file name is not the stored one). */
+  const fileAt = (found: Found, fileName: string | undefined): BoxFile => {
+    const file = found.file;
+    if (!file || (fileName !== undefined && fileName !== file.file_name)) {
+      throw notFound(fileName ? `File '${fileName}' not found` : 'No file has been uploaded for this architecture');
+    }
+    return file;
+  };
+
   const download = async (request: FastifyRequest<{ Params: PathParams & { file_name?: string }; Querystring: { expires?: string; signature?: string } }>, reply: FastifyReply) => {
     const { expires, signature } = request.query;
-    const signed = expires !== undefined || signature !== undefined;
-    const found = await findPath(ctx, request, request.params, { checkRead: !signed });
-    const file = found.file;
-    if (!file || (request.params.file_name !== undefined && request.params.file_name !== file.file_name)) {
-      throw notFound(request.params.file_name ? `File '${request.params.file_name}' not found` : 'No file has been uploaded for this architecture');
+    const serve = (found: Found, file: BoxFile) => {
+      const isPublic = found.org.is_public && found.box!.is_public && found.box!.published && found.version!.status === 'active';
+      return serveFile(ctx, request, reply, file, { isPublic });
+    };
+    let linkVerdict: 'valid' | 'expired' | 'invalid' | undefined;
+    if (expires !== undefined || signature !== undefined) {
+      // A signed link is verified before anything is said about the path: the signature covers the file's id, so
+      // the path is looked up without the read rules, but only a genuine link is served from that lookup. Any
+      // other answer comes from the read rules below, as for a request without a link, so a forged link learns
+      // nothing about private names.
+      const unchecked = await findPath(ctx, request, request.params, { checkRead: false }).catch((error: unknown) => {
+        if (error instanceof HttpError && error.statusCode === 404) return undefined;
+        throw error;
+      });
+      const file = unchecked?.file;
+      linkVerdict = file && (request.params.file_name === undefined || request.params.file_name === file.file_name) ? ctx.downloadLinks.check(file.id, expires, signature) : 'invalid';
+      if (linkVerdict === 'valid') return serve(unchecked!, file!);
     }
-    if (signed) {
-      const verdict = ctx.downloadLinks.check(file.id, expires, signature);
-      if (verdict !== 'valid') throw unauthorized(verdict === 'expired' ? 'Download link expired' : 'Invalid download link');
+    let found: Found;
+    try {
+      found = await findPath(ctx, request, request.params);
+    } catch (error) {
+      // Only the holder of a genuine link hears that it expired.
+      if (linkVerdict === 'expired' && error instanceof HttpError && [401, 403, 404].includes(error.statusCode)) throw unauthorized('Download link expired');
+      throw error;
     }
-    const isPublic = found.org.is_public && found.box!.is_public && found.box!.published && found.version!.status === 'active';
-    return serveFile(ctx, request, reply, file, { isPublic });
+    return serve(found, fileAt(found, request.params.file_name));
   };
   const downloadSchema = (summary: string, names: readonly string[]) => ({
     tags: ['files'], summary, params: params(...names),

@@ -82,8 +82,17 @@ function mapUploadError(error: unknown, maxBytes: number): unknown {
   return error;
 }
 
-export async function receiveUpload(ctx: ServiceContext, found: Found, input: UploadInput, log: FastifyBaseLogger): Promise<{ file: BoxFile; replaced: boolean }> {
-  const architecture = found.architecture!;
+/** Bytes that are in storage under `key` but not yet referenced by a row (registered for the sweep). */
+export interface StoredUpload {
+  key: string;
+  size: number;
+  sha256: string;
+  /** The client's checksum the bytes were verified against while streaming, if one was given in time. */
+  verified: ClientChecksum | undefined;
+}
+
+/** Streams the body into storage under a fresh key; a refused or cut-off body leaves nothing behind. */
+export async function storeUpload(ctx: ServiceContext, input: { source: Readable; checksum: ClientChecksum | undefined }): Promise<StoredUpload> {
   const { max_bytes: maxBytes, stall_timeout_seconds: stallSeconds } = ctx.config.uploads;
   const key = `boxes/${randomUUID()}`;
   await ctx.cleanup.registerUpload(key);
@@ -107,19 +116,46 @@ export async function receiveUpload(ctx: ServiceContext, found: Found, input: Up
     }
   }
 
-  let stored;
   try {
-    stored = await ctx.store.put(key, inspected(), {
+    const stored = await ctx.store.put(key, inspected(), {
       maxBytes,
       contentType: 'application/octet-stream',
       ...(input.checksum?.type === 'sha256' ? { expectedSha256: input.checksum.value } : {}),
     });
+    return { key, size: stored.size, sha256: stored.sha256, verified: input.checksum };
   } catch (error) {
     await ctx.cleanup.discardUpload(key); // nothing is stored; this drops the registration
     throw mapUploadError(error, maxBytes);
   }
+}
 
-  const checksum = input.checksum ?? { type: 'sha256' as const, value: stored.sha256 };
+/** Drops stored bytes no row will refer to (an upload refused after its body was stored). */
+export const discardStoredUpload = (ctx: ServiceContext, stored: StoredUpload) => ctx.cleanup.discardUpload(stored.key);
+
+/**
+ * The client's checksum as known once the whole request was read (multipart fields may follow the file part).
+ * One verified while streaming, or a sha256 (known for every upload), is checked; another type that arrived too
+ * late to be computed is refused rather than accepted unverified.
+ */
+export function verifyFinalChecksum(stored: StoredUpload, final: ClientChecksum | undefined): ClientChecksum {
+  if (!final) return stored.verified ?? { type: 'sha256', value: stored.sha256 };
+  if (stored.verified && stored.verified.type === final.type && stored.verified.value === final.value) return final;
+  if (final.type === 'sha256') {
+    if (final.value !== stored.sha256) throw checksumMismatch('sha256', final.value, stored.sha256);
+    return final;
+  }
+  throw unprocessable(`A ${final.type} checksum can only be verified when it comes before the file: send the fields checksum and checksum_type before the part \`file\`, or in the query; nothing was stored`, [
+    { pointer: '/checksum_type', rule: 'field_order', params: { checksum_type: final.type }, detail: 'must come before the part `file` (or in the query) for types other than sha256' },
+  ]);
+}
+
+/** In one transaction: the file row created or swapped to the stored bytes, and `box.uploaded` recorded. */
+export async function commitUpload(
+  ctx: ServiceContext, found: Found, stored: StoredUpload, input: { fileName: string; checksum: ClientChecksum; replace: boolean }, log: FastifyBaseLogger,
+): Promise<{ file: BoxFile; replaced: boolean }> {
+  const architecture = found.architecture!;
+  const { key } = stored;
+  const { checksum } = input;
   try {
     const result = await ctx.pool.transaction(async (tx) => {
       // Serialises uploads to one architecture; also proves it still exists.
@@ -157,4 +193,10 @@ export async function receiveUpload(ctx: ServiceContext, found: Found, input: Up
     await ctx.cleanup.discardUpload(key);
     throw error;
   }
+}
+
+/** A body whose name and checksum are known before it is read (the raw upload route): store, then commit. */
+export async function receiveUpload(ctx: ServiceContext, found: Found, input: UploadInput, log: FastifyBaseLogger): Promise<{ file: BoxFile; replaced: boolean }> {
+  const stored = await storeUpload(ctx, input);
+  return commitUpload(ctx, found, stored, { fileName: input.fileName, checksum: verifyFinalChecksum(stored, input.checksum), replace: input.replace }, log);
 }

@@ -88,6 +88,70 @@ describe('uploads', () => {
     });
   });
 
+  describe('multipart fields after the file part', () => {
+    const formWith = (entries: [string, string | [Buffer, string]][]) => {
+      const form = new FormData();
+      for (const [name, value] of entries) {
+        if (typeof value === 'string') form.append(name, value);
+        else form.append(name, new Blob([value[0]]), value[1]);
+      }
+      return form;
+    };
+
+    it('a sha256 checksum and a file name sent after the file are applied and verified', async () => {
+      const path = await freshPath();
+      const box = await makeBox();
+      const response = await service.request('POST', `${archPath(path)}/file`, { token: token(), body: formWith([['file', [box, 'x.box']], ['checksum', sha256(box)], ['file_name', 'late-name.box']]) });
+      expect(response.status, response.text).toBe(201);
+      expect(response.body).toMatchObject({ file_name: 'late-name.box', checksum: sha256(box), checksum_type: 'sha256' });
+    });
+
+    it('a wrong sha256 after the file: 422, nothing stored (was: accepted unverified)', async () => {
+      const path = await freshPath();
+      const before = await snapshot();
+      const response = await service.request('POST', `${archPath(path)}/file`, { token: token(), body: formWith([['file', [await makeBox(), 'x.box']], ['checksum', sha256('other')]]) });
+      expect(response.status).toBe(422);
+      expect(response.body.errors[0]).toMatchObject({ pointer: '/checksum', rule: 'checksum', params: { checksum_type: 'sha256' } });
+      await expectNothingLeft(before);
+    });
+
+    it('an md5 after the file cannot be verified: 422 saying to send it first, nothing stored', async () => {
+      const path = await freshPath();
+      const before = await snapshot();
+      const box = await makeBox();
+      const response = await service.request('POST', `${archPath(path)}/file`, { token: token(), body: formWith([['file', [box, 'x.box']], ['checksum_type', 'md5'], ['checksum', md5(box)]]) });
+      expect(response.status).toBe(422);
+      expect(response.body.errors[0]).toMatchObject({ pointer: '/checksum_type', rule: 'field_order' });
+      expect(response.body.detail).toMatch(/before the part `file`/);
+      await expectNothingLeft(before);
+    });
+
+    it('a second file part after a stored file: refused and the first file is not kept (was: stored, then an error)', async () => {
+      const path = await freshPath();
+      const before = await snapshot();
+      const response = await service.request('POST', `${archPath(path)}/file`, { token: token(), body: formWith([['file', [await makeBox(), 'a.box']], ['file', [await makeBox(), 'b.box']]]) });
+      expect(response.status).toBeGreaterThanOrEqual(400);
+      expect(response.status).toBeLessThan(500);
+      await expectNothingLeft(before);
+      expect((await service.request('GET', `${archPath(path)}/file`, { token: token() })).status).toBe(404);
+    });
+
+    it('too many fields after the file: refused, and with replace=true the old file is still there (was: replaced, then an error)', async () => {
+      const path = await freshPath('active');
+      const old = await makeBox({ fillerBytes: 7 });
+      const first = await uploadRaw(service, path, old, { token: token(), query: 'replace=true' });
+      expect(first.status, first.text).toBe(201);
+      const before = await snapshot();
+      const fields: [string, string][] = Array.from({ length: 25 }, (_, i) => [`extra${i}`, 'x']);
+      const response = await service.request('POST', `${archPath(path)}/file?replace=true`, { token: token(), body: formWith([['file', [await makeBox(), 'new.box']], ...fields]) });
+      expect(response.status).toBeGreaterThanOrEqual(400);
+      expect(response.status).toBeLessThan(500);
+      await expectNothingLeft(before);
+      const info = await service.request('GET', `${archPath(path)}/file`, { token: token() });
+      expect(info.body.sha256).toBe(sha256(old));
+    });
+  });
+
   describe('replacing a file', () => {
     it('of a released version needs replace=true, swaps in one step and deletes the old object', async () => {
       const path = await freshPath();
