@@ -116,7 +116,7 @@ async function fromBasic(ctx: ServiceContext, encoded: string): Promise<Principa
   const password = decoded.slice(colon + 1);
   // The key identifies its account by itself, so the user part is not checked (as with GitHub tokens).
   if (looksLikeServiceAccountKey(password)) return fromServiceAccountKey(ctx, password);
-  const user = await ctx.accounts.verifyCredentials(username, password);
+  const user = await ctx.accounts.verifyCredentials(username, password, { cached: true });
   if (!user) throw invalidCredentials('Invalid username or password');
   return { kind: 'user', id: user.id, username: user.username, email: user.email, isAdmin: user.role === 'admin', createdAt: user.created_at };
 }

@@ -67,7 +67,7 @@ export function createAuthenticator(deps: AuthenticatorDeps) {
     const decoded = Buffer.from(encoded, 'base64').toString('utf8');
     const colon = decoded.indexOf(':');
     if (colon < 1) throw invalid('Malformed Basic credentials');
-    const user = await deps.accounts.verifyCredentials(decoded.slice(0, colon), decoded.slice(colon + 1));
+    const user = await deps.accounts.verifyCredentials(decoded.slice(0, colon), decoded.slice(colon + 1), { cached: true });
     if (!user) throw invalid('Invalid username or password');
     const role = asRole(user.role);
     return { via: 'basic', user: { id: user.id, username: user.username, role }, permissions: new Set(rolePermissions[role]), scope: '/' };

@@ -6,6 +6,7 @@ import { UniqueIntegrityConstraintViolationError, sql, type DatabasePool } from 
 import { z } from 'zod';
 import type { MigrationSource } from '../db/migrate.ts';
 import { hashPassword, verifyPassword } from '../auth/passwords.ts';
+import { createVerifiedCredentials } from './verified-credentials.ts';
 
 export const accountMigrations: MigrationSource = {
   namespace: 'kit-accounts',
@@ -32,6 +33,7 @@ export class UsernameTakenError extends Error {
 let dummyHash: Promise<string> | undefined;
 
 export function createAccounts(pool: DatabasePool) {
+  const verified = createVerifiedCredentials();
   const findByUsername = (username: string) =>
     pool.maybeOne(sql.type(userRow)`select ${userColumns} from users where lower(username) = lower(${username})`);
 
@@ -56,16 +58,23 @@ export function createAccounts(pool: DatabasePool) {
       }
     },
 
-    /** The user for these credentials, or undefined; the same work is done whether or not the user exists. */
-    async verifyCredentials(username: string, password: string): Promise<User | undefined> {
+    /**
+     * The user for these credentials, or undefined; the same work is done whether or not the user exists.
+     * `cached` (for credentials sent with every request, HTTP Basic): a success is remembered for a minute and
+     * answered without argon2 while the stored hash is unchanged. Failures are never cached.
+     */
+    async verifyCredentials(username: string, password: string, options: { cached?: boolean } = {}): Promise<User | undefined> {
       const row = await pool.maybeOne(sql.type(userRow.extend({ password_hash: z.string() }))`
         select ${userColumns}, password_hash from users where lower(username) = lower(${username})`);
       if (!row) {
         await verifyPassword(await (dummyHash ??= hashPassword(randomBytes(16).toString('hex'))), password);
         return undefined;
       }
-      if (!(await verifyPassword(row.password_hash, password))) return undefined;
-      const { password_hash: _ignored, ...user } = row;
+      const { password_hash: passwordHash, ...user } = row;
+      const known = { id: user.id, passwordHash };
+      if (options.cached && verified.has(username, password, known)) return user;
+      if (!(await verifyPassword(passwordHash, password))) return undefined;
+      if (options.cached) verified.remember(username, password, known);
       return user;
     },
 
