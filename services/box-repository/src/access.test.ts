@@ -1,302 +1,344 @@
-// Every route for the roles that must pass and those that must be refused: anonymous, a signed-in non-member,
-// a member (user role), the box's creator, a moderator, an organization admin, a global admin (not a member),
-// a service-account key of the organization, and one of another organization.
+// The box repository's access matrix: every route of the running app × every role, each cell a real request
+// on the run's PostgreSQL and MinIO. Roles: anonymous, a user of another organization, a member (user role), the
+// box's creator, a moderator, an organization admin, a global admin (not a member), service-account keys
+// (variant A) of the organization with each role a key can hold and one of another organization, variant B
+// (not implemented yet), and credentials that no longer work: an expired and a signed-out session, an expired
+// and a deleted service-account key. Below the matrix: what a status code alone does not show.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describeAccessMatrix, outcomes, type MatrixRow, type RoleSpec } from '../../../test/harness/access-matrix.ts';
+import { operationalRows } from '../../../test/harness/operational-rows.ts';
 import { makeBox } from './testing/boxes.ts';
-import { addMember, archPath, createBoxPath, createOrganization, startTestService, uploadRaw, type BoxPath, type TestService } from './testing/service.ts';
+import { ADMIN_PASSWORD, addMember, archPath, createBoxPath, createOrganization, startTestService, USER_PASSWORD, type BoxPath, type TestService } from './testing/service.ts';
 
-type Role = 'anonymous' | 'outsider' | 'member' | 'creator' | 'moderator' | 'orgAdmin' | 'globalAdmin' | 'serviceAccount' | 'foreignServiceAccount';
-const ROLES: Role[] = ['anonymous', 'outsider', 'member', 'creator', 'moderator', 'orgAdmin', 'globalAdmin', 'serviceAccount', 'foreignServiceAccount'];
+type Role =
+  | 'anonymous' | 'outsider' | 'member' | 'creator' | 'moderator' | 'orgAdmin' | 'globalAdmin'
+  | 'serviceAccount' | 'moderatorServiceAccount' | 'foreignServiceAccount' | 'serviceAccountB'
+  | 'expiredSession' | 'signedOutSession' | 'expiredKey' | 'deletedKey';
 
-/** Expected status per role; roles not named get `otherwise`. */
-const expectFor = (passing: Partial<Record<Role, number>>, otherwise = 403): Record<Role, number> =>
-  Object.fromEntries(ROLES.map((role) => [role, passing[role] ?? (role === 'anonymous' ? 401 : otherwise)])) as Record<Role, number>;
+const ROLES: RoleSpec<Role>[] = [
+  { name: 'anonymous' }, { name: 'outsider' }, { name: 'member' }, { name: 'creator' }, { name: 'moderator' }, { name: 'orgAdmin' }, { name: 'globalAdmin' },
+  { name: 'serviceAccount' }, { name: 'moderatorServiceAccount' }, { name: 'foreignServiceAccount' },
+  { name: 'serviceAccountB', notImplemented: 'organization-scoped clientId/clientSecret service accounts (issue 11)' },
+  { name: 'expiredSession' }, { name: 'signedOutSession' }, { name: 'expiredKey' }, { name: 'deletedKey' },
+];
+/** Roles whose request carries no working credential: 401 wherever a caller must be known. */
+const UNAUTHENTICATED: Role[] = ['anonymous', 'expiredSession', 'signedOutSession', 'expiredKey', 'deletedKey'];
+const INVALID: Role[] = UNAUTHENTICATED.filter((role) => role !== 'anonymous');
+/** Users signing in with a password (the fixtures' users). */
+const USERS: Partial<Record<Role, string>> = { outsider: 'outsider', member: 'member', creator: 'creator', moderator: 'moderator', orgAdmin: 'orgadmin' };
 
-const readers = { member: 200, creator: 200, moderator: 200, orgAdmin: 200, globalAdmin: 200, serviceAccount: 200 };
-const everyone = { anonymous: 200, outsider: 200, foreignServiceAccount: 200, ...readers };
-const managers = (status: number) => ({ creator: status, moderator: status, orgAdmin: status, globalAdmin: status });
+const expect_ = (granted: Partial<Record<Role, number>>, otherwise = 403) => outcomes(ROLES, UNAUTHENTICATED, granted, otherwise);
+const all = (status: number) => expect_(Object.fromEntries(ROLES.map((r) => [r.name, status])));
+const grant = (roles: Role[], status: number) => Object.fromEntries(roles.map((role) => [role, status])) as Partial<Record<Role, number>>;
+const signedIn = (status: number) => grant(ROLES.map((r) => r.name).filter((r) => !UNAUTHENTICATED.includes(r)), status);
+const MEMBERS: Role[] = ['member', 'creator', 'moderator', 'orgAdmin', 'globalAdmin', 'serviceAccount', 'moderatorServiceAccount'];
+const MANAGERS: Role[] = ['creator', 'moderator', 'orgAdmin', 'globalAdmin', 'moderatorServiceAccount'];
+/** Anyone may read public things; a credential that no longer works is refused even there (never read as anonymous). */
+const everyone = (status = 200) => expect_({ ...grant(ROLES.map((r) => r.name).filter((r) => !INVALID.includes(r)), status) });
+const readers = (status = 200) => expect_(grant(MEMBERS, status));
 
-describe('access rules per route and role', () => {
-  let service: TestService;
-  const headers: Record<Role, Record<string, string>> = {} as never;
-  let counter = 0;
-  const unique = (prefix: string) => `${prefix}-${++counter}`;
+let service: TestService;
+const headers = {} as Record<Role, Record<string, string>>;
+let counter = 0;
+const unique = (prefix: string) => `${prefix}-${++counter}`;
+let boxFile: Buffer;
 
-  const call = (role: Role, method: string, path: string, json?: unknown) =>
-    service.request(method, path, { headers: headers[role], ...(json !== undefined ? { json } : {}) });
+interface Call {
+  json?: unknown;
+  body?: Buffer | FormData;
+  headers?: Record<string, string>;
+}
 
-  /** A fresh box (created by `creator`) with one version, provider, architecture and file. */
-  async function freshBox(options: { isPublic: boolean; upload?: boolean }): Promise<BoxPath> {
-    const path = { org: 'acme', box: unique(options.isPublic ? 'pub' : 'priv'), version: '1.0.0', provider: 'virtualbox', arch: 'amd64' };
-    await createBoxPath(service, '', path, { isPublic: options.isPublic });
-    if (options.upload !== false) {
-      const uploaded = await uploadRaw(service, path, await makeBox(), { headers: headers.creator });
-      expect(uploaded.status).toBe(201);
-    }
-    return path;
+async function send(role: Role, method: string, path: string, call: Call = {}): Promise<number> {
+  const sent: Record<string, string> = { ...headers[role], ...call.headers };
+  let body: string | Buffer | FormData | undefined = call.body;
+  if (call.json !== undefined) {
+    sent['content-type'] = 'application/json';
+    body = JSON.stringify(call.json);
   }
+  const response = await fetch(`${service.url}${path}`, { method, headers: sent, ...(body !== undefined ? { body } : {}), redirect: 'manual' } as RequestInit);
+  await response.arrayBuffer();
+  return response.status;
+}
 
-  async function expectStatuses(expected: Record<Role, number>, attempt: (role: Role) => Promise<{ status: number; text: string }>) {
-    const seen: Partial<Record<Role, number>> = {};
-    for (const role of ROLES) seen[role] = (await attempt(role)).status;
-    expect(seen).toEqual(expected);
+/**
+ * A fixture reused across roles until a call succeeds (a success may have changed or removed it): a refusal
+ * leaves it as it was, so only the roles that pass cost a new one.
+ */
+function reusable<T>(make: () => Promise<T>) {
+  let current: Promise<T> | undefined;
+  return async (use: (value: T) => Promise<number>): Promise<number> => {
+    current ??= make();
+    const status = await use(await current);
+    if (status < 300) current = undefined;
+    return status;
+  };
+}
+
+/** A box created by `creator` in acme, with one version, provider, architecture and (unless `upload: false`) file. */
+async function freshBox(options: { isPublic: boolean; upload?: boolean; org?: string }): Promise<BoxPath> {
+  const path = { org: options.org ?? 'acme', box: unique(options.isPublic ? 'pub' : 'priv'), version: '1.0.0', provider: 'virtualbox', arch: 'amd64' };
+  await createBoxPath(service, headers.creator['x-access-token']!, path, { isPublic: options.isPublic });
+  if (options.upload !== false) {
+    const response = await fetch(`${service.url}${archPath(path)}/file/upload`, {
+      method: 'POST', headers: { ...headers.creator, 'content-type': 'application/octet-stream' }, body: boxFile,
+    });
+    if (response.status !== 201) throw new Error(`upload failed: ${response.status} ${await response.text()}`);
   }
+  return path;
+}
 
-  beforeAll(async () => {
-    service = await startTestService();
-    await createOrganization(service, 'acme');
-    await createOrganization(service, 'other');
-    // The global admin created both (and became their admin): leave acme so only the global role counts.
-    expect((await service.request('DELETE', '/api/organization/acme/members/admin', { token: service.adminToken })).status).toBe(200);
-    headers.anonymous = {};
-    headers.globalAdmin = { 'x-access-token': service.adminToken };
-    for (const [role, memberRole] of [['outsider', null], ['member', 'user'], ['creator', 'user'], ['moderator', 'moderator'], ['orgAdmin', 'admin']] as const) {
-      const user = await service.createUser(role.toLowerCase());
-      if (memberRole) await addMember(service, 'acme', user.username, memberRole);
-      headers[role] = { 'x-access-token': user.token };
-    }
-    for (const [role, org] of [['serviceAccount', 'acme'], ['foreignServiceAccount', 'other']] as const) {
-      const created = await service.request('POST', '/api/service-accounts', { token: service.adminToken, json: { organization: org } });
-      expect(created.status).toBe(201);
-      headers[role] = { authorization: `Bearer ${created.body.token}` };
-    }
-    // createBoxPath sends a session token; route it through the creator's.
-    const original = service.request;
-    service.request = (method, path, options = {}) => original(method, path, options.token === '' ? { ...options, token: headers.creator['x-access-token']! } : options);
+const boxUrl = (p: BoxPath) => `/api/organization/${p.org}/box/${p.box}`;
+const versionUrl = (p: BoxPath) => `${boxUrl(p)}/version/${p.version}`;
+const providerUrl = (p: BoxPath) => `${versionUrl(p)}/provider/${p.provider}`;
+const vagrantDownload = (p: BoxPath) => `/${p.org}/boxes/${p.box}/versions/${p.version}/providers/${p.provider}/${p.arch}/vagrant.box`;
+
+const A = '/api/organization/:org/box/:box/version/:version/provider/:provider/architecture/:arch';
+const P = '/api/organization/:org/box/:box/version/:version/provider/:provider';
+const V = '/api/organization/:org/box/:box/version/:version';
+
+let publicBox: BoxPath;
+let privateBox: BoxPath;
+
+function rows(): MatrixRow<Role>[] {
+  const rows: MatrixRow<Role>[] = operationalRows(ROLES, (role, method, path) => send(role, method, path));
+  const add = (route: string, expected: Partial<Record<Role, number>>, call: MatrixRow<Role>['call'], name?: string) =>
+    rows.push({ route, expected, call, ...(name ? { name } : {}) });
+  /** A read of the public and of the private fixture box. */
+  const read = (route: string, url: (p: BoxPath) => string, method = 'GET', ok = 200) => {
+    add(`${method} ${route}`, everyone(ok), (role, m) => send(role, m, url(publicBox)), 'public box');
+    add(`${method} ${route}`, readers(ok), (role, m) => send(role, m, url(privateBox)), 'private box');
+  };
+  /** A change of a fresh box (made again after each success). */
+  const change = (route: string, granted: Role[], status: number, request: (p: BoxPath) => [string, Call?], options: { upload?: boolean } = {}) => {
+    const fixture = reusable(() => freshBox({ isPublic: true, ...options }));
+    add(route, expect_(grant(granted, status)), (role) => fixture((p) => {
+      const [url, call] = request(p);
+      return send(role, route.split(' ')[0]!, url, call);
+    }));
+  };
+
+  // Accounts and sessions.
+  add('POST /api/auth/signin', all(200), (role) => send(role, 'POST', '/api/auth/signin', { json: { username: 'member', password: USER_PASSWORD } }));
+  add('POST /api/auth/signup', all(201), (role) => {
+    const username = unique(`signup-${role.toLowerCase()}`);
+    return send(role, 'POST', '/api/auth/signup', { json: { username, email: `${username}@example.test`, password: USER_PASSWORD } });
   });
-  afterAll(async () => service?.close());
-
-  describe('reads', () => {
-    const readRoutes: [string, (p: BoxPath) => string][] = [
-      ['box', (p) => `/api/organization/${p.org}/box/${p.box}`],
-      ['version list', (p) => `/api/organization/${p.org}/box/${p.box}/version`],
-      ['version', (p) => `/api/organization/${p.org}/box/${p.box}/version/${p.version}`],
-      ['provider list', (p) => `/api/organization/${p.org}/box/${p.box}/version/${p.version}/provider`],
-      ['provider', (p) => `/api/organization/${p.org}/box/${p.box}/version/${p.version}/provider/${p.provider}`],
-      ['architecture list', (p) => `/api/organization/${p.org}/box/${p.box}/version/${p.version}/provider/${p.provider}/architecture`],
-      ['architecture', (p) => archPath(p)],
-      ['file information', (p) => `${archPath(p)}/file`],
-      ['metadata', (p) => `/api/organization/${p.org}/box/${p.box}/metadata`],
-      ['metadata for Vagrant 2.3', (p) => `/${p.org}/${p.box}`],
-      ['metadata for Vagrant 2.4', (p) => `/api/v2/vagrant/${p.org}/${p.box}`],
-      ['download', (p) => `/${p.org}/boxes/${p.box}/versions/${p.version}/providers/${p.provider}/${p.arch}/vagrant.box`],
-      ['download (API path)', (p) => `${archPath(p)}/file/download`],
-    ];
-    let publicBox: BoxPath;
-    let privateBox: BoxPath;
-    beforeAll(async () => {
-      publicBox = await freshBox({ isPublic: true });
-      privateBox = await freshBox({ isPublic: false });
-    });
-
-    for (const [name, url] of readRoutes) {
-      it(`GET ${name}: anyone for a public box, members only for a private one`, async () => {
-        await expectStatuses(expectFor(everyone), (role) => call(role, 'GET', url(publicBox)));
-        await expectStatuses(expectFor(readers), (role) => call(role, 'GET', url(privateBox)));
-      });
-    }
-
-    it('HEAD of the Vagrant metadata and the download follow the same rules', async () => {
-      await expectStatuses(expectFor(readers), (role) => call(role, 'HEAD', `/acme/${privateBox.box}`));
-      await expectStatuses(expectFor(readers), (role) => call(role, 'HEAD', `/acme/boxes/${privateBox.box}/versions/1.0.0/providers/virtualbox/amd64/vagrant.box`));
-      await expectStatuses(expectFor(everyone), (role) => call(role, 'HEAD', `/acme/${publicBox.box}`));
-    });
-
-    it('POST get-download-link: like reading the file', async () => {
-      await expectStatuses(expectFor(everyone), (role) => call(role, 'POST', `${archPath(publicBox)}/file/get-download-link`));
-      await expectStatuses(expectFor(readers), (role) => call(role, 'POST', `${archPath(privateBox)}/file/get-download-link`));
-    });
-
-    it('lists show private boxes to members only', async () => {
-      for (const role of ROLES) {
-        const list = await call(role, 'GET', '/api/organization/acme/box?per_page=100');
-        expect(list.status).toBe(200);
-        const names = (list.body as { name: string }[]).map((b) => b.name);
-        expect(names).toContain(publicBox.box);
-        expect(names.includes(privateBox.box), role).toBe(role in readers);
-      }
-    });
-
-    it('a private organization and everything in it is for its members only', async () => {
-      await createOrganization(service, 'secret-org', { isPublic: false });
-      const admin = { 'x-access-token': service.adminToken };
-      expect((await service.request('PUT', '/api/organization/secret-org/members/member', { headers: admin, json: { role: 'user' } })).status).toBe(200);
-      expect((await call('member', 'POST', '/api/organization/secret-org/box', { name: 'inside', isPublic: true })).status).toBe(201);
-      for (const url of ['/api/organization/secret-org', '/api/organization/secret-org/box', '/api/organization/secret-org/box/inside', '/secret-org/inside']) {
-        expect((await call('anonymous', 'GET', url)).status, url).toBe(401);
-        expect((await call('outsider', 'GET', url)).status, url).toBe(403);
-        expect((await call('member', 'GET', url)).status, url).toBe(200);
-      }
-      const visible = async (role: Role) => ((await call(role, 'GET', '/api/organization?per_page=100')).body as { name: string }[]).map((o) => o.name);
-      expect(await visible('outsider')).not.toContain('secret-org');
-      expect(await visible('member')).toContain('secret-org');
-      expect(await visible('globalAdmin')).toContain('secret-org');
-    });
-
-    it('GET organization and the organization list: anyone for a public organization', async () => {
-      await expectStatuses(expectFor(everyone), (role) => call(role, 'GET', '/api/organization/acme'));
-      await expectStatuses(expectFor(everyone), (role) => call(role, 'GET', '/api/organization'));
-    });
-
-    it('GET members: members and global admins', async () => {
-      await expectStatuses(expectFor(readers), (role) => call(role, 'GET', '/api/organization/acme/members'));
-    });
+  // Each signed-in role signs out a session of its own made for the purpose (the matrix's token must live on).
+  add('POST /api/auth/signout', expect_({ ...grant(['outsider', 'member', 'creator', 'moderator', 'orgAdmin', 'globalAdmin'], 200) }), async (role) => {
+    const username = role === 'globalAdmin' ? 'admin' : USERS[role];
+    const token = username ? await service.signIn(username, username === 'admin' ? ADMIN_PASSWORD : USER_PASSWORD) : undefined;
+    return token ? send('anonymous', 'POST', '/api/auth/signout', { headers: { 'x-access-token': token } }) : send(role, 'POST', '/api/auth/signout');
   });
+  add('GET /api/user', expect_(signedIn(200)), (role, m) => send(role, m, '/api/user'));
+  add('GET /api/user/profile', expect_(signedIn(200)), (role, m) => send(role, m, '/api/user/profile'));
 
-  describe('writes', () => {
-    it('POST organization: global admins only', async () => {
-      await expectStatuses(expectFor({ globalAdmin: 201 }), (role) => call(role, 'POST', '/api/organization', { name: unique('org') }));
-    });
+  // Service accounts (variant A): people create and delete them; a key cannot make more keys.
+  add('POST /api/service-accounts', expect_(grant(['orgAdmin', 'globalAdmin'], 201)), (role) => send(role, 'POST', '/api/service-accounts', { json: { organization: 'acme', expirationDays: 30 } }));
+  add('GET /api/service-accounts', expect_(grant(['outsider', 'member', 'creator', 'moderator', 'orgAdmin', 'globalAdmin'], 200)), (role, m) => send(role, m, '/api/service-accounts'));
+  const doomedAccount = reusable(async () => {
+    const created = await service.request('POST', '/api/service-accounts', { token: service.adminToken, json: { organization: 'acme' } });
+    return created.body.id as number;
+  });
+  add('DELETE /api/service-accounts/:id', expect_(grant(['orgAdmin', 'globalAdmin'], 200)), (role) => doomedAccount((id) => send(role, 'DELETE', `/api/service-accounts/${id}`)));
 
-    it('PUT/PATCH organization: its admins and global admins', async () => {
-      await expectStatuses(expectFor({ orgAdmin: 200, globalAdmin: 200 }), (role) => call(role, 'PATCH', '/api/organization/acme', { description: `by ${role}` }));
-      await expectStatuses(expectFor({ orgAdmin: 200, globalAdmin: 200 }), (role) => call(role, 'PUT', '/api/organization/acme', { email: `${role.toLowerCase()}@example.test` }));
-    });
+  // Organizations and members.
+  add('POST /api/organization', expect_(grant(['globalAdmin'], 201)), (role) => send(role, 'POST', '/api/organization', { json: { name: unique('org') } }));
+  add('GET /api/organization', everyone(), (role, m) => send(role, m, '/api/organization'));
+  add('GET /api/organization/:org', everyone(), (role, m) => send(role, m, '/api/organization/acme'), 'public organization');
+  add('GET /api/organization/:org', expect_(grant(['member', 'globalAdmin'], 200)), (role, m) => send(role, m, '/api/organization/vault'), 'private organization');
+  add('PUT /api/organization/:org', expect_(grant(['orgAdmin', 'globalAdmin'], 200)), (role) => send(role, 'PUT', '/api/organization/acme', { json: { email: 'acme@example.test' } }));
+  add('PATCH /api/organization/:org', expect_(grant(['orgAdmin', 'globalAdmin'], 200)), (role) => send(role, 'PATCH', '/api/organization/acme', { json: { description: `by ${role}` } }));
+  const doomedOrg = reusable(async () => {
+    const name = unique('doomed');
+    await createOrganization(service, name);
+    // Its members hold the same roles as in acme: only a global admin deletes an organization.
+    for (const [user, memberRole] of [['member', 'user'], ['creator', 'user'], ['moderator', 'moderator'], ['orgadmin', 'admin']] as const) await addMember(service, name, user, memberRole);
+    return name;
+  });
+  add('DELETE /api/organization/:org', expect_(grant(['globalAdmin'], 200)), (role) => doomedOrg((name) => send(role, 'DELETE', `/api/organization/${name}`)));
+  add('GET /api/organization/:org/members', readers(), (role, m) => send(role, m, '/api/organization/acme/members'));
+  const newcomer = reusable(async () => (await service.createUser(unique('newbie'))).username);
+  add('PUT /api/organization/:org/members/:username', expect_(grant(['moderator', 'orgAdmin', 'globalAdmin'], 200)),
+    (role) => newcomer((user) => send(role, 'PUT', `/api/organization/acme/members/${user}`, { json: { role: 'user' } })), 'add a plain user');
+  add('PUT /api/organization/:org/members/:username', expect_(grant(['orgAdmin', 'globalAdmin'], 200)),
+    (role) => newcomer((user) => send(role, 'PUT', `/api/organization/acme/members/${user}`, { json: { role: 'moderator' } })), 'make a moderator');
+  const leaver = reusable(async () => {
+    const { username } = await service.createUser(unique('leaver'));
+    await addMember(service, 'acme', username, 'user');
+    return username;
+  });
+  add('DELETE /api/organization/:org/members/:username', expect_(grant(['moderator', 'orgAdmin', 'globalAdmin'], 200)),
+    (role) => leaver((user) => send(role, 'DELETE', `/api/organization/acme/members/${user}`)), 'remove a plain user');
+  add('DELETE /api/organization/:org/members/:username', expect_(grant(['orgAdmin', 'globalAdmin'], 200)),
+    (role) => send(role, 'DELETE', '/api/organization/acme/members/fellow-moderator').then(async (status) => {
+      if (status === 200) await addMember(service, 'acme', 'fellow-moderator', 'moderator');
+      return status;
+    }), 'remove a moderator');
 
-    it('DELETE organization: global admins only', async () => {
-      await expectStatuses(expectFor({ globalAdmin: 200 }), async (role) => {
-        const name = unique('doomed');
-        await createOrganization(service, name);
-        for (const [user, memberRole] of [['member', 'user'], ['creator', 'user'], ['moderator', 'moderator'], ['orgadmin', 'admin']]) {
-          await service.request('PUT', `/api/organization/${name}/members/${user}`, { token: service.adminToken, json: { role: memberRole } });
-        }
-        return call(role, 'DELETE', `/api/organization/${name}`);
-      });
-    });
+  // Boxes and what is in them.
+  add('POST /api/organization/:org/box', expect_(grant(MEMBERS, 201)), (role) => send(role, 'POST', '/api/organization/acme/box', { json: { name: unique('box') } }));
+  add('GET /api/organization/:org/box', everyone(), (role, m) => send(role, m, '/api/organization/acme/box'), 'public organization');
+  add('GET /api/organization/:org/box', expect_(grant(['member', 'globalAdmin'], 200)), (role, m) => send(role, m, '/api/organization/vault/box'), 'private organization');
+  read('/api/organization/:org/box/:box', boxUrl);
+  change('PUT /api/organization/:org/box/:box', MANAGERS, 200, (p) => [boxUrl(p), { json: { description: 'changed' } }], { upload: false });
+  change('PATCH /api/organization/:org/box/:box', MANAGERS, 200, (p) => [boxUrl(p), { json: { description: 'patched' } }], { upload: false });
+  change('DELETE /api/organization/:org/box/:box', MANAGERS, 200, (p) => [boxUrl(p)], { upload: false });
 
-    it('PUT member (as a plain user): org admins, moderators, global admins; only admins make moderators', async () => {
-      await expectStatuses(expectFor({ moderator: 200, orgAdmin: 200, globalAdmin: 200 }), async (role) => {
-        const user = await service.createUser(unique('newbie'));
-        return call(role, 'PUT', `/api/organization/acme/members/${user.username}`, { role: 'user' });
-      });
-      await expectStatuses(expectFor({ orgAdmin: 200, globalAdmin: 200 }), async (role) => {
-        const user = await service.createUser(unique('promoted'));
-        return call(role, 'PUT', `/api/organization/acme/members/${user.username}`, { role: 'moderator' });
-      });
-    });
+  change('POST /api/organization/:org/box/:box/version', MANAGERS, 201, (p) => [`${boxUrl(p)}/version`, { json: { versionNumber: '2.0.0' } }], { upload: false });
+  read('/api/organization/:org/box/:box/version', (p) => `${boxUrl(p)}/version`);
+  read(V, versionUrl);
+  change(`PUT ${V}`, MANAGERS, 200, (p) => [versionUrl(p), { json: { description: 'changed' } }], { upload: false });
+  change(`PATCH ${V}`, MANAGERS, 200, (p) => [versionUrl(p), { json: { status: 'revoked' } }], { upload: false });
+  change(`DELETE ${V}`, MANAGERS, 200, (p) => [versionUrl(p)], { upload: false });
 
-    it('DELETE member: org admins, global admins, and moderators for plain users', async () => {
-      await expectStatuses(expectFor({ moderator: 200, orgAdmin: 200, globalAdmin: 200 }), async (role) => {
-        const user = await service.createUser(unique('leaver'));
-        await addMember(service, 'acme', user.username, 'user');
-        return call(role, 'DELETE', `/api/organization/acme/members/${user.username}`);
-      });
-      // A moderator can't remove another moderator.
-      expect((await call('moderator', 'DELETE', '/api/organization/acme/members/orgadmin')).status).toBe(403);
-    });
+  change(`POST ${V}/provider`, MANAGERS, 201, (p) => [`${versionUrl(p)}/provider`, { json: { name: 'libvirt' } }], { upload: false });
+  read(`${V}/provider`, (p) => `${versionUrl(p)}/provider`);
+  read(P, providerUrl);
+  change(`PUT ${P}`, MANAGERS, 200, (p) => [providerUrl(p), { json: { description: 'changed' } }], { upload: false });
+  change(`PATCH ${P}`, MANAGERS, 200, (p) => [providerUrl(p), { json: { description: 'patched' } }], { upload: false });
+  change(`DELETE ${P}`, MANAGERS, 200, (p) => [providerUrl(p)], { upload: false });
 
-    it('POST box: any member of the organization, its service account, global admins', async () => {
-      await expectStatuses(expectFor({ member: 201, creator: 201, moderator: 201, orgAdmin: 201, globalAdmin: 201, serviceAccount: 201 }), (role) =>
-        call(role, 'POST', '/api/organization/acme/box', { name: unique('box') }));
-    });
+  change(`POST ${P}/architecture`, MANAGERS, 201, (p) => [`${providerUrl(p)}/architecture`, { json: { name: 'arm64' } }], { upload: false });
+  read(`${P}/architecture`, (p) => `${providerUrl(p)}/architecture`);
+  read(A, archPath);
+  change(`PUT ${A}`, MANAGERS, 200, (p) => [archPath(p), { json: { defaultBox: true } }], { upload: false });
+  change(`PATCH ${A}`, MANAGERS, 200, (p) => [archPath(p), { json: { defaultBox: true } }], { upload: false });
+  change(`DELETE ${A}`, MANAGERS, 200, (p) => [archPath(p)], { upload: false });
 
-    // Everything that changes a box or what is in it: the creator, moderators, org admins, global admins.
-    const boxWrites: [string, (p: BoxPath) => [string, string, unknown?], number][] = [
-      ['PUT box', (p) => ['PUT', `/api/organization/acme/box/${p.box}`, { description: 'changed' }], 200],
-      ['PATCH box', (p) => ['PATCH', `/api/organization/acme/box/${p.box}`, { isPublic: true }], 200],
-      ['DELETE box', (p) => ['DELETE', `/api/organization/acme/box/${p.box}`], 200],
-      ['POST version', (p) => ['POST', `/api/organization/acme/box/${p.box}/version`, { versionNumber: '2.0.0' }], 201],
-      ['PUT version', (p) => ['PUT', `/api/organization/acme/box/${p.box}/version/1.0.0`, { description: 'changed' }], 200],
-      ['PATCH version', (p) => ['PATCH', `/api/organization/acme/box/${p.box}/version/1.0.0`, { status: 'revoked' }], 200],
-      ['DELETE version', (p) => ['DELETE', `/api/organization/acme/box/${p.box}/version/1.0.0`], 200],
-      ['POST provider', (p) => ['POST', `/api/organization/acme/box/${p.box}/version/1.0.0/provider`, { name: 'libvirt' }], 201],
-      ['PUT provider', (p) => ['PUT', `/api/organization/acme/box/${p.box}/version/1.0.0/provider/virtualbox`, { description: 'changed' }], 200],
-      ['DELETE provider', (p) => ['DELETE', `/api/organization/acme/box/${p.box}/version/1.0.0/provider/virtualbox`], 200],
-      ['POST architecture', (p) => ['POST', `/api/organization/acme/box/${p.box}/version/1.0.0/provider/virtualbox/architecture`, { name: 'arm64' }], 201],
-      ['PATCH architecture', (p) => ['PATCH', archPath(p), { defaultBox: true }], 200],
-      ['DELETE architecture', (p) => ['DELETE', archPath(p)], 200],
-      ['DELETE file', (p) => ['DELETE', `${archPath(p)}/file`], 200],
-    ];
-    for (const [name, request, status] of boxWrites) {
-      it(`${name}: the creator, moderators, org admins, global admins`, async () => {
-        await expectStatuses(expectFor(managers(status)), async (role) => {
-          const path = await freshBox({ isPublic: true });
-          const [method, url, json] = request(path);
-          return call(role, method, url, json);
-        });
-      });
+  // The box file: uploads (multipart and raw), its information, links, downloads, removal.
+  change(`POST ${A}/file`, MANAGERS, 201, (p) => {
+    const form = new FormData();
+    form.append('file', new Blob([boxFile]), 'vagrant.box');
+    return [`${archPath(p)}/file`, { body: form }];
+  }, { upload: false });
+  change(`POST ${A}/file/upload`, MANAGERS, 201, (p) => [`${archPath(p)}/file/upload`, { body: boxFile, headers: { 'content-type': 'application/octet-stream', 'x-file-name': 'vagrant.box' } }], { upload: false });
+  read(`${A}/file`, (p) => `${archPath(p)}/file`);
+  change(`DELETE ${A}/file`, MANAGERS, 200, (p) => [`${archPath(p)}/file`]);
+  read(`${A}/file/get-download-link`, (p) => `${archPath(p)}/file/get-download-link`, 'POST');
+  read(`${A}/file/download`, (p) => `${archPath(p)}/file/download`);
+  read('/:org/boxes/:box/versions/:version/providers/:provider/:arch/:file_name', vagrantDownload);
+
+  // What Vagrant reads.
+  read('/api/organization/:org/box/:box/metadata', (p) => `${boxUrl(p)}/metadata`);
+  read('/api/v2/vagrant/:org/:box', (p) => `/api/v2/vagrant/${p.org}/${p.box}`);
+  read('/:org/:box', (p) => `/${p.org}/${p.box}`);
+  return rows;
+}
+
+beforeAll(async () => {
+  service = await startTestService({ storage: 's3' });
+  boxFile = await makeBox();
+  await createOrganization(service, 'acme');
+  await createOrganization(service, 'other');
+  await createOrganization(service, 'vault', { isPublic: false });
+  // The global admin created them (and became their admin): leave acme and vault so only the global role counts.
+  for (const org of ['acme', 'vault']) expect((await service.request('DELETE', `/api/organization/${org}/members/admin`, { token: service.adminToken })).status).toBe(200);
+  headers.anonymous = {};
+  headers.globalAdmin = { 'x-access-token': service.adminToken };
+  const memberships: [Role, string, 'user' | 'moderator' | 'admin'][] = [['outsider', 'other', 'user'], ['member', 'acme', 'user'], ['member', 'vault', 'user'], ['creator', 'acme', 'user'], ['moderator', 'acme', 'moderator'], ['orgAdmin', 'acme', 'admin']];
+  for (const [role, username] of Object.entries(USERS) as [Role, string][]) headers[role] = { 'x-access-token': (await service.createUser(username)).token };
+  for (const [role, org, memberRole] of memberships) await addMember(service, org, USERS[role]!, memberRole);
+  await service.createUser('fellow-moderator');
+  await addMember(service, 'acme', 'fellow-moderator', 'moderator');
+
+  const key = async (org: string, role: 'user' | 'moderator' = 'user') => {
+    const created = await service.request('POST', '/api/service-accounts', { token: service.adminToken, json: { organization: org, role } });
+    expect(created.status).toBe(201);
+    return { id: created.body.id as number, authorization: `Bearer ${created.body.token}` };
+  };
+  headers.serviceAccount = { authorization: (await key('acme')).authorization };
+  headers.moderatorServiceAccount = { authorization: (await key('acme', 'moderator')).authorization };
+  headers.foreignServiceAccount = { authorization: (await key('other')).authorization };
+  const expiring = await key('acme', 'moderator');
+  await service.sql(`update service_accounts set expires_at = now() - interval '1 hour' where id = $1`, [expiring.id]);
+  headers.expiredKey = { authorization: expiring.authorization };
+  const deleted = await key('acme', 'moderator');
+  expect((await service.request('DELETE', `/api/service-accounts/${deleted.id}`, { token: service.adminToken })).status).toBe(200);
+  headers.deletedKey = { authorization: deleted.authorization };
+  // A moderator's session that expired an hour ago, signed with the service's own key; and one signed out.
+  const moderatorId = (await service.request('GET', '/api/user', { headers: headers.moderator })).body.id as string;
+  headers.expiredSession = { 'x-access-token': (await service.running.ctx.tokens.sign(moderatorId, {}, -3600)).token };
+  const signedOut = await service.signIn('moderator', USER_PASSWORD);
+  expect((await service.request('POST', '/api/auth/signout', { token: signedOut })).status).toBe(200);
+  headers.signedOutSession = { 'x-access-token': signedOut };
+
+  publicBox = await freshBox({ isPublic: true });
+  privateBox = await freshBox({ isPublic: false });
+  await createBoxPath(service, headers.member['x-access-token']!, { org: 'vault', box: 'inside', version: '1.0.0', provider: 'virtualbox', arch: 'amd64' }, { isPublic: true });
+});
+afterAll(async () => service?.close());
+
+describeAccessMatrix<Role>({
+  service: 'box-repository',
+  roles: ROLES,
+  routeTable: () => service?.running.app.routeTable ?? [],
+  rows,
+});
+
+describe('what the status alone does not show', () => {
+  const call = (role: Role, method: string, path: string, json?: unknown) => service.request(method, path, { headers: headers[role], ...(json !== undefined ? { json } : {}) });
+
+  it('lists show private boxes to members only', async () => {
+    for (const { name: role } of ROLES.filter((r) => !r.notImplemented && !INVALID.includes(r.name))) {
+      const list = await call(role, 'GET', '/api/organization/acme/box?per_page=100');
+      expect(list.status).toBe(200);
+      const names = (list.body as { name: string }[]).map((b) => b.name);
+      expect(names).toContain(publicBox.box);
+      expect(names.includes(privateBox.box), role).toBe(MEMBERS.includes(role));
     }
-
-    it('uploads (multipart and raw): the creator, moderators, org admins, global admins', async () => {
-      const box = await makeBox();
-      await expectStatuses(expectFor(managers(201)), async (role) => {
-        const path = await freshBox({ isPublic: true, upload: false });
-        return uploadRaw(service, path, box, { headers: headers[role] });
-      });
-      await expectStatuses(expectFor(managers(201)), async (role) => {
-        const path = await freshBox({ isPublic: true, upload: false });
-        const form = new FormData();
-        form.append('file', new Blob([box]), 'vagrant.box');
-        return service.request('POST', `${archPath(path)}/file`, { headers: headers[role], body: form });
-      });
-    });
-
-    it('a service account manages the boxes it created, in its organization only', async () => {
-      const key = headers.serviceAccount;
-      const created = await service.request('POST', '/api/organization/acme/box', { headers: key, json: { name: 'by-robot' } });
-      expect(created.status).toBe(201);
-      expect((await service.request('POST', '/api/organization/acme/box/by-robot/version', { headers: key, json: { version_number: '0.1.0' } })).status).toBe(201);
-      expect((await service.request('PATCH', '/api/organization/acme/box/by-robot', { headers: key, json: { description: 'mine' } })).status).toBe(200);
-      // The member who did not create it can't; the service account can't act in another organization.
-      expect((await call('member', 'PATCH', '/api/organization/acme/box/by-robot', { description: 'not mine' })).status).toBe(403);
-      expect((await service.request('POST', '/api/organization/other/box', { headers: key, json: { name: 'elsewhere' } })).status).toBe(403);
-    });
-
-    it('a moderator service account manages any box of its organization', async () => {
-      const created = await service.request('POST', '/api/service-accounts', { headers: headers.orgAdmin, json: { organization: 'acme', role: 'moderator' } });
-      expect(created.status).toBe(201);
-      const path = await freshBox({ isPublic: false });
-      const response = await service.request('PATCH', `/api/organization/acme/box/${path.box}`, { headers: { authorization: `Bearer ${created.body.token}` }, json: { description: 'moderated' } });
-      expect(response.status).toBe(200);
-    });
   });
 
-  describe('accounts and service accounts', () => {
-    it('GET /api/user and /api/user/profile: any signed-in caller', async () => {
-      const signedIn = Object.fromEntries(ROLES.filter((r) => r !== 'anonymous').map((r) => [r, 200]));
-      await expectStatuses(expectFor(signedIn), (role) => call(role, 'GET', '/api/user'));
-      await expectStatuses(expectFor(signedIn), (role) => call(role, 'GET', '/api/user/profile'));
-      const profile = await call('moderator', 'GET', '/api/user/profile');
-      expect(profile.body).toMatchObject({ username: 'moderator', roles: ['user'], organization: 'acme', organizations: expect.arrayContaining([{ name: 'acme', role: 'moderator' }]) });
-      const robot = await call('serviceAccount', 'GET', '/api/user');
-      expect(robot.body).toMatchObject({ roles: ['service_account'], organization: 'acme' });
-    });
+  it('the organization list hides private organizations from non-members', async () => {
+    const visible = async (role: Role) => ((await call(role, 'GET', '/api/organization?per_page=100')).body as { name: string }[]).map((o) => o.name);
+    expect(await visible('anonymous')).not.toContain('vault');
+    expect(await visible('outsider')).not.toContain('vault');
+    expect(await visible('member')).toContain('vault');
+    expect(await visible('globalAdmin')).toContain('vault');
+    // And what is inside a private organization stays inside, even a box marked public.
+    for (const url of ['/api/organization/vault/box/inside', '/vault/inside']) {
+      expect((await call('anonymous', 'GET', url)).status, url).toBe(401);
+      expect((await call('outsider', 'GET', url)).status, url).toBe(403);
+      expect((await call('member', 'GET', url)).status, url).toBe(200);
+    }
+  });
 
-    it('POST service account: global admins and admins of that organization', async () => {
-      await expectStatuses(expectFor({ orgAdmin: 201, globalAdmin: 201 }), (role) => call(role, 'POST', '/api/service-accounts', { organization: 'acme', expirationDays: 30 }));
-    });
+  it('who is calling: roles and organizations of users and keys', async () => {
+    const profile = await call('moderator', 'GET', '/api/user/profile');
+    expect(profile.body).toMatchObject({ username: 'moderator', roles: ['user'], organization: 'acme', organizations: expect.arrayContaining([{ name: 'acme', role: 'moderator' }]) });
+    const robot = await call('serviceAccount', 'GET', '/api/user');
+    expect(robot.body).toMatchObject({ roles: ['service_account'], organization: 'acme' });
+  });
 
-    it('GET service accounts: signed-in users see their own; keys are never shown again', async () => {
-      const users = { outsider: 200, member: 200, creator: 200, moderator: 200, orgAdmin: 200, globalAdmin: 200 };
-      await expectStatuses(expectFor(users), (role) => call(role, 'GET', '/api/service-accounts'));
-      const own = await call('orgAdmin', 'GET', '/api/service-accounts');
-      expect(own.body.length).toBeGreaterThan(0);
-      expect(JSON.stringify(own.body)).not.toContain('bxy_sa_');
-      expect((await call('member', 'GET', '/api/service-accounts')).body).toEqual([]);
-    });
+  it('service-account keys are never shown again, and each user sees only the accounts they may manage', async () => {
+    const own = await call('orgAdmin', 'GET', '/api/service-accounts');
+    expect(own.body.length).toBeGreaterThan(0);
+    expect(JSON.stringify(own.body)).not.toContain('bxy_sa_');
+    expect((await call('member', 'GET', '/api/service-accounts')).body).toEqual([]);
+  });
 
-    it('DELETE service account: its creator, admins of its organization, global admins; its key stops working', async () => {
-      await expectStatuses(expectFor({ orgAdmin: 200, globalAdmin: 200 }), async (role) => {
-        const created = await service.request('POST', '/api/service-accounts', { token: service.adminToken, json: { organization: 'acme' } });
-        return call(role, 'DELETE', `/api/service-accounts/${created.body.id}`);
-      });
-      const created = await service.request('POST', '/api/service-accounts', { token: service.adminToken, json: { organization: 'acme' } });
-      const key = { authorization: `Bearer ${created.body.token}` };
-      expect((await service.request('GET', '/api/user', { headers: key })).status).toBe(200);
-      expect((await service.request('DELETE', `/api/service-accounts/${created.body.id}`, { token: service.adminToken })).status).toBe(200);
-      const after = await service.request('GET', '/api/user', { headers: key });
-      expect(after.status).toBe(401);
-      expect(after.headers.get('www-authenticate')).toContain('invalid_token');
-    });
+  it('a service account manages the boxes it created, in its organization only', async () => {
+    const key = headers.serviceAccount;
+    expect((await service.request('POST', '/api/organization/acme/box', { headers: key, json: { name: 'by-robot' } })).status).toBe(201);
+    expect((await service.request('POST', '/api/organization/acme/box/by-robot/version', { headers: key, json: { version_number: '0.1.0' } })).status).toBe(201);
+    expect((await service.request('PATCH', '/api/organization/acme/box/by-robot', { headers: key, json: { description: 'mine' } })).status).toBe(200);
+    // The member who did not create it can't; the service account can't act in another organization.
+    expect((await call('member', 'PATCH', '/api/organization/acme/box/by-robot', { description: 'not mine' })).status).toBe(403);
+    expect((await service.request('POST', '/api/organization/other/box', { headers: key, json: { name: 'elsewhere' } })).status).toBe(403);
+  });
 
-    it('POST signout: the session token is refused afterwards', async () => {
-      const user = await service.createUser('signs-out');
-      expect((await service.request('GET', '/api/user', { token: user.token })).status).toBe(200);
-      expect((await service.request('POST', '/api/auth/signout', { token: user.token })).status).toBe(200);
-      const after = await service.request('GET', '/api/user', { token: user.token });
-      expect(after.status).toBe(401);
-      expect(after.body.detail).toContain('revoked');
-      expect((await call('anonymous', 'POST', '/api/auth/signout')).status).toBe(401);
-    });
+  it('a moderator may not remove another moderator, and a refused change leaves the box as it was', async () => {
+    expect((await call('moderator', 'DELETE', '/api/organization/acme/members/fellow-moderator')).status).toBe(403);
+    expect((await call('member', 'DELETE', boxUrl(publicBox))).status).toBe(403);
+    expect((await call('anonymous', 'GET', boxUrl(publicBox))).status).toBe(200);
+  });
+
+  it('credentials that no longer work say why', async () => {
+    const deleted = await call('deletedKey', 'GET', '/api/user');
+    expect(deleted.status).toBe(401);
+    expect(deleted.headers.get('www-authenticate')).toContain('invalid_token');
+    expect((await call('signedOutSession', 'GET', '/api/user')).body.detail).toContain('revoked');
+    expect((await call('expiredSession', 'GET', '/api/user')).body.detail).toContain('expired');
+    expect((await call('expiredKey', 'GET', '/api/user')).body.detail).toContain('expired');
   });
 });

@@ -40,6 +40,9 @@ export async function eventRoutes(app: FastifyInstance, options: EventRoutesOpti
     async (request, reply) => {
       const principal = request.principal;
       requirePermission(principal, 'downloads', principal.scope);
+      // HEAD answers what a GET would, then ends: node sends a HEAD response's headers only when it ends, so a
+      // stream would keep the client waiting with no answer and a subscription open here.
+      if (request.method === 'HEAD') return reply.status(200).headers({ 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache, no-transform' }).send();
       const lastEventHeader = request.headers['last-event-id'];
       const header = Array.isArray(lastEventHeader) ? lastEventHeader[0] : lastEventHeader;
       const resumeFrom = header !== undefined && /^\d{1,18}$/.test(header.trim()) ? Number(header.trim()) : (request.query as { lastEventId?: string }).lastEventId;

@@ -8,6 +8,7 @@ import type { Registry } from 'prom-client';
 import type { TrustProxy } from '../config/common.ts';
 import { createMetricsRegistry, installMetrics } from '../metrics/metrics.ts';
 import { installErrorHandling, renderError, toHttpError, type ErrorShape } from './error-handler.ts';
+import { recordRouteTable } from './route-table.ts';
 
 export type ReadinessCheck = () => Promise<void>;
 
@@ -88,6 +89,7 @@ export async function createApp(options: CreateAppOptions): Promise<FastifyInsta
   const app = (options.https
     ? Fastify({ ...serverOptions, https: { cert: options.https.cert, key: options.https.key } } as FastifyServerOptions)
     : Fastify(serverOptions)) as unknown as FastifyInstance;
+  recordRouteTable(app);
 
   app.addHook('onRequest', async (request, reply) => {
     reply.header('x-request-id', request.id);
