@@ -109,7 +109,7 @@ export function createAccountResolver(config: LocalAccountsConfig, ability: Swit
       await run('useradd', ['--system', '--user-group', '--create-home', '--home-dir', home, '--shell', shell, '--comment', accountComment(userId), name]);
     } catch (error) {
       // 9: the name is taken, e.g. another replica on this host created it a moment ago; checked below.
-      if ((error as { code?: number }).code !== 9) throw new Error(`could not create the OS account ${name}: ${String((error as { stderr?: string }).stderr ?? error).trim()}`);
+      if ((error as { code?: number }).code !== 9) throw new Error(`could not create the OS account ${name}: ${String((error as { stderr?: string }).stderr ?? error).trim()}`, { cause: error });
     }
     const account = lookupAccount(name);
     if (!account) throw new Error(`the OS account ${name} was created but cannot be found`);
