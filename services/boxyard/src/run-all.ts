@@ -1,7 +1,8 @@
 // Every service in one process: `boxyard dev` (state in ./.boxyard, embedded defaults) and `boxyard serve all`
 // (a host install, one config file). PostgreSQL is either external (a URL) or embedded under the home and
 // supervised: restarted with backoff when it dies, while the services answer 503 and recover by themselves.
-import { mkdir } from 'node:fs/promises';
+import { chmod, mkdir, readdir, stat } from 'node:fs/promises';
+import { join } from 'node:path';
 import { ConfigError, generatePassword } from '@boxyard/kit';
 import { embeddedPostgresDir, installationDatabase, secretStore } from './home.ts';
 import { superviseEmbeddedPostgres, type SupervisedPostgres } from './postgres-supervisor.ts';
@@ -49,6 +50,21 @@ export async function checkServiceConfigs(options: Installation): Promise<void> 
 /** `config: server.port: …` of one service becomes `config: services.<name>.server.port: …`. */
 const prefixKeys = (message: string, service: ServiceDefinition) =>
   message.replace(/^config: (\(root\)|\S+?):/gm, (_, key: string) => `config: services.${service.name}${key === '(root)' ? '' : `.${key}`}:`);
+
+/**
+ * Nobody but the server reads its state: the terminal's shells run on this host (as other OS accounts when the
+ * server is root). The home stays traversable (0711) for the `postgres` user when PostgreSQL's data lives in it;
+ * everything in it but that data directory (PostgreSQL keeps it 0700 itself) becomes private to its owner.
+ */
+export async function protectHome(home: string): Promise<void> {
+  await chmod(home, (process.getuid?.() ?? 0) === 0 ? 0o711 : 0o700);
+  for (const entry of await readdir(home, { withFileTypes: true })) {
+    if (entry.name === 'postgres' || entry.isSymbolicLink()) continue;
+    const path = join(home, entry.name);
+    const { mode } = await stat(path);
+    if ((mode & 0o077) !== 0) await chmod(path, mode & 0o700);
+  }
+}
 
 export async function runAll(options: RunAllOptions): Promise<void> {
   const { home, label } = options;
@@ -105,6 +121,7 @@ export async function runAll(options: RunAllOptions): Promise<void> {
       running.push(started);
       console.log(`  ${service.name.padEnd(15)} ${started.url}`);
     }
+    await protectHome(home);
   } catch (error) {
     console.error(`${label}: ${(error as Error).message}`);
     await stop(1);

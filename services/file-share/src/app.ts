@@ -5,6 +5,7 @@ import cookie from '@fastify/cookie';
 import multipart from '@fastify/multipart';
 import {
   accountMigrations,
+  createAccountWatch,
   createAccounts,
   createApp,
   createDatabasePool,
@@ -109,11 +110,16 @@ export async function buildFileShare(config: FileShareConfig, options: BuildOpti
     const bus = createEventBus({ pool, databaseUrl: config.database.url, channel: `file_share_events_${schema}`, log: app.log });
     await bus.start();
     closers.unshift(() => bus.close());
+    // Sign-outs, account and key changes (any replica) reach open event streams at once.
+    const changes = createAccountWatch({ databaseUrl: config.database.url, schema, log: app.log });
+    await changes.start();
+    closers.unshift(() => changes.close());
     const sweeper = createSweeper({ pool, store, retentionHours: config.events.retention_hours, log: app.log, intervalMs: options.sweepIntervalMs ?? 60_000 });
     sweeper.start();
     closers.unshift(() => sweeper.close());
     // Streams end before the pool does.
     app.addHook('onClose', async () => {
+      await changes.close();
       await bus.close();
       await sweeper.close();
     });
@@ -157,7 +163,7 @@ export async function buildFileShare(config: FileShareConfig, options: BuildOpti
         });
       }
       await scope.register(apiKeyRoutes, { pool, keys });
-      await scope.register(eventRoutes, { bus, authenticator, heartbeatSeconds: config.events.heartbeat_seconds, ...(options.sseRetryMs ? { retryMs: options.sseRetryMs } : {}) });
+      await scope.register(eventRoutes, { bus, authenticator, changes, heartbeatSeconds: config.events.heartbeat_seconds, ...(options.sseRetryMs ? { retryMs: options.sseRetryMs } : {}) });
       await scope.register(fileRoutes, {
         pool,
         store,

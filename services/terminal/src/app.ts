@@ -3,6 +3,7 @@ import websocket from '@fastify/websocket';
 import {
   accountMigrations,
   createAccounts,
+  createAccountWatch,
   createApp,
   createDatabasePool,
   createOriginPolicy,
@@ -30,8 +31,9 @@ import { createSecretBox } from './sessions/agent-secret.ts';
 import { sessionRoutes } from './sessions/routes.ts';
 import { createSessionService, type SessionService } from './sessions/service.ts';
 import { sessionMigrations } from './sessions/store.ts';
-import { userRoutes } from './users/routes.ts';
+import { userAdministrationRoutes, userRoutes } from './users/routes.ts';
 import { webRoutes } from './web/routes.ts';
+import { createAccessWatch } from './ws/access-watch.ts';
 import { socketRoutes } from './ws/routes.ts';
 
 export const TERMINAL_VERSION = '0.1.0';
@@ -97,7 +99,7 @@ export async function startTerminal(config: TerminalConfig, options: StartOption
     backend =
       config.backend.kind === 'kubernetes'
         ? createKubernetesBackend({ config: config.backend.kubernetes!, sessions: config.sessions, log: { info: (m) => log.info(m), warn: (m) => log.warn(m) } })
-        : createLocalBackend({ shell: config.backend.local.shell, socketDir: config.backend.local.socket_dir, runAs: config.sessions.run_as, log: { info: (m) => log.info(m), warn: (m) => log.warn(m) } });
+        : createLocalBackend({ shell: config.backend.local.shell, socketDir: config.backend.local.socket_dir, accounts: config.backend.local.accounts, log: { info: (m) => log.info(m), warn: (m) => log.warn(m) } });
     const sessions = createSessionService({
       pool,
       backend,
@@ -154,9 +156,25 @@ export async function startTerminal(config: TerminalConfig, options: StartOption
         },
       });
     }
-    userRoutes(app, { auth, accounts });
+    // Attached sockets keep only the access they still have: sign-outs and account changes from any replica arrive
+    // through PostgreSQL notifications; every socket is re-checked periodically as well.
+    const access = createAccessWatch({
+      accounts,
+      refusal: (user) => sessions.refusal(user),
+      recheckMs: config.sessions.access_recheck_seconds * 1000,
+      log,
+    });
+    const accountWatch = createAccountWatch({ databaseUrl: config.database.url, schema, log });
+    accountWatch.subscribe((change) => access.onChange(change));
+    await accountWatch.start();
+    app.addHook('onClose', async () => {
+      access.close();
+      await accountWatch.close();
+    });
+    userRoutes(app, { auth, accounts, sessions });
+    userAdministrationRoutes(app, { auth, accounts, sessions });
     sessionRoutes(app, { auth, sessions });
-    socketRoutes(app, { auth, origins, sessions, heartbeatMs: HEARTBEAT_MS });
+    socketRoutes(app, { auth, origins, sessions, heartbeatMs: HEARTBEAT_MS, access });
     await webRoutes(app);
 
     await app.listen({ host: config.server.host, port });

@@ -22,8 +22,11 @@ export const sessionsSchema = z
     global_limit: z.number().int().positive().default(100),
     /** Output kept per session and replayed to a socket that attaches. */
     scrollback_bytes: z.number().int().min(1024).max(64 * 1_048_576).default(1_048_576),
-    /** Local backend, gateway running as root: the unprivileged account the shells run as. */
-    run_as: z.string().regex(/^[a-z_][a-z0-9_-]*\$?$/i, 'must be a user name').default('nobody'),
+    /**
+     * How often every attached socket's credential is checked again (sign-out, expiry, account changes arrive at
+     * once through PostgreSQL notifications; this bounds what a missed one could cost).
+     */
+    access_recheck_seconds: z.number().int().positive().max(3600).default(30),
     /** How often the reaper checks live sessions (expiry, idle, grace, vanished agents). */
     reaper_interval_seconds: z.number().int().positive().max(3600).default(10),
     /** Ended sessions stay listed (with their exit code) this long, then are deleted. */
@@ -68,6 +71,17 @@ export const backendSchema = z
         shell: z.string().min(1).default('/bin/bash'),
         /** Where the agents' unix sockets live (0700); default: a directory under the OS temp dir. */
         socket_dir: z.string().min(1).optional(),
+        /** The OS accounts shells run as when the server can switch users (see backends/local-accounts.ts). */
+        accounts: z
+          .strictObject({
+            /** Prefix of the accounts created per terminal user: `<prefix><12 hex digits of the user id>`. */
+            prefix: z.string().regex(/^[a-z_][a-z0-9_-]{0,19}$/, 'must start a user name: a-z, 0-9, _ or -, at most 20 characters').default('boxyard-'),
+            /** Where created accounts' homes go. */
+            home_base: z.string().regex(/^\//, 'must be an absolute path').default('/home'),
+            /** Terminal username → an existing OS account (takes precedence over creating one). */
+            map: z.record(z.string().min(1), z.string().regex(/^[a-z_][a-z0-9_.-]*\$?$/i, 'must be a user name')).default({}),
+          })
+          .prefault({}),
       })
       .prefault({}),
     kubernetes: kubernetesSchema.optional(),

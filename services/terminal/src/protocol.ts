@@ -39,6 +39,10 @@ export const CLOSE_CODES = {
   agentUnavailable: 4500,
   /** No pong to the server's ping in time. */
   heartbeatTimeout: 4408,
+  /** The credential the socket was opened with ended: signed out (any replica) or expired. Sign in, then reattach. */
+  sessionEnded: 4401,
+  /** The account was disabled or deleted, or may no longer use terminals here. */
+  accessWithdrawn: 4403,
 } as const;
 
 export function closeCodeFor(reason: ExitReason, code: number | null): number {

@@ -165,7 +165,7 @@ describe('terminal service (local backend)', () => {
       await term.close();
     });
 
-    it('gives the shell a clean environment, as an unprivileged user when the gateway is root', async () => {
+    it("gives the shell a clean environment, as the user's own OS account when the gateway is root", async () => {
       const term = await attach(path, alice.cookie);
       // The quotes keep the echoed command line from matching what the command prints.
       term.type('echo user=$(id -un) uid=$(id -u) groups=$(id -G); env | cut -d= -f1 | sort | tr "\\n" " "; echo E""ND\r');
@@ -173,9 +173,14 @@ describe('terminal service (local backend)', () => {
       const names = /^((?:[A-Z_]+ )+)END$/m.exec(out)?.[1]?.trim().split(' ');
       expect(names).toBeDefined();
       // Only the allow-list (bash adds PWD, SHLVL and _ itself); none of the gateway's variables.
-      expect(names!.filter((n) => !['PWD', 'SHLVL', '_', 'OLDPWD'].includes(n)).sort()).toEqual(['HOME', 'LANG', 'PATH', 'SHELL', 'TERM', 'USER']);
+      // LS_COLORS: the account's own ~/.bashrc (from /etc/skel) sets it.
+      expect(names!.filter((n) => !['PWD', 'SHLVL', '_', 'OLDPWD', 'LS_COLORS'].includes(n)).sort()).toEqual(['HOME', 'LANG', 'PATH', 'SHELL', 'TERM', 'USER']);
       if (process.getuid?.() === 0) {
-        expect(out).toMatch(/user=nobody uid=65534 groups=65534\b/);
+        // `<prefix><12 hex digits of the user id>`, created on first use, with only its own group.
+        const name = `${gateway.config.backend.local.accounts.prefix}${alice.id.replace(/-/g, '').slice(0, 12)}`;
+        const match = new RegExp(`user=${name} uid=(\\d+) groups=(\\d+)$`, 'm').exec(out);
+        expect(match, out).not.toBeNull();
+        expect(Number(match![1])).toBeGreaterThan(0);
       }
       await term.close();
     });

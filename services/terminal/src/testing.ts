@@ -1,6 +1,8 @@
 // Test helpers: a gateway on a fresh database, signing in, REST calls, and a terminal client over the real
 // WebSocket protocol (the way a script or the browser page would use it).
-import { randomBytes } from 'node:crypto';
+import { execFileSync } from 'node:child_process';
+import { createHash, randomBytes } from 'node:crypto';
+import { mkdirSync, readFileSync, rmSync } from 'node:fs';
 import WebSocket from 'ws';
 import { startTerminal, type TerminalService } from './app.ts';
 import { terminalConfigSchema, type TerminalConfig } from './config.ts';
@@ -8,7 +10,37 @@ import type { ServerMessage } from './protocol.ts';
 
 export const ADMIN_PASSWORD = `Admin-${randomBytes(9).toString('base64url')}1`;
 
+/** OS accounts a root test gateway creates: a prefix per database (replicas share it), homes under /var/tmp. */
+export function testAccounts(databaseUrl: string) {
+  const prefix = `bxt${createHash('sha256').update(databaseUrl).digest('hex').slice(0, 6)}-`;
+  return { prefix, home_base: `/var/tmp/boxyard-test-homes/${prefix}` };
+}
+
+/** The OS accounts whose names start with `prefix` (from /etc/passwd, where useradd writes them). */
+export function accountsWithPrefix(prefix: string): { name: string; uid: number; home: string }[] {
+  return readFileSync('/etc/passwd', 'utf8')
+    .split('\n')
+    .map((line) => line.split(':'))
+    .filter((fields) => fields[0]?.startsWith(prefix))
+    .map((fields) => ({ name: fields[0]!, uid: Number(fields[2]), home: fields[5]! }));
+}
+
+/** Removes the accounts (and homes) a test gateway created. */
+export function removeTestAccounts(prefix: string, homeBase: string): void {
+  for (const account of accountsWithPrefix(prefix)) {
+    try {
+      execFileSync('userdel', ['--force', account.name], { stdio: 'ignore' });
+    } catch {
+      // already gone
+    }
+  }
+  rmSync(homeBase, { recursive: true, force: true });
+}
+
+const openGateways = new Map<string, number>();
+
 export async function startTestGateway(databaseUrl: string, overrides: Record<string, unknown> = {}): Promise<TerminalService & { config: TerminalConfig }> {
+  const accounts = testAccounts(databaseUrl);
   const base = {
     server: { host: '127.0.0.1', port: 0 },
     logging: { level: process.env.TERMINAL_TEST_LOG ?? 'silent' },
@@ -16,6 +48,7 @@ export async function startTestGateway(databaseUrl: string, overrides: Record<st
     rate_limiting: { max_requests: 100_000 },
     session: { secret: randomBytes(32).toString('base64url') },
     admin: { password: ADMIN_PASSWORD },
+    backend: { local: { accounts } },
   };
   const merge = (a: Record<string, unknown>, b: Record<string, unknown>): Record<string, unknown> => {
     const out = { ...a };
@@ -26,8 +59,21 @@ export async function startTestGateway(databaseUrl: string, overrides: Record<st
     return out;
   };
   const config = terminalConfigSchema.parse(merge(base, overrides));
+  const root = process.getuid?.() === 0;
+  if (root) mkdirSync(accounts.home_base, { recursive: true, mode: 0o755 });
   const service = await startTerminal(config, { print: () => {} });
-  return Object.assign(service, { config });
+  openGateways.set(accounts.prefix, (openGateways.get(accounts.prefix) ?? 0) + 1);
+  const close = service.close.bind(service);
+  return Object.assign(service, {
+    config,
+    async close() {
+      await close();
+      // The last gateway of this database removes the OS accounts its sessions got.
+      const left = (openGateways.get(accounts.prefix) ?? 1) - 1;
+      openGateways.set(accounts.prefix, left);
+      if (left === 0 && root) removeTestAccounts(accounts.prefix, accounts.home_base);
+    },
+  });
 }
 
 export interface ApiResult {

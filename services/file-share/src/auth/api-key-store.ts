@@ -41,7 +41,7 @@ export function createApiKeyStore(pool: DatabasePool) {
       const [, id, secret] = match as unknown as [string, string, string];
       const row = await pool.maybeOne(sql.type(apiKeyRow.extend({ secret_sha256: z.string(), username: z.string(), role: z.string() }))`
         select ${keyColumns}, k.secret_sha256, u.username, u.role
-        from api_keys k join users u on u.id = k.user_id where k.id = ${id}`);
+        from api_keys k join users u on u.id = k.user_id where k.id = ${id} and u.disabled_at is null`);
       const expected = Buffer.from(row?.secret_sha256 ?? digest('no such key'), 'hex');
       const matches = timingSafeEqual(expected, Buffer.from(digest(secret), 'hex'));
       if (!row || !matches) return { refused: 'unknown or revoked API key' };
@@ -51,6 +51,17 @@ export function createApiKeyStore(pool: DatabasePool) {
         void pool.query(sql.unsafe`update api_keys set last_used_at = now() where id = ${id}`).catch(() => {});
       }
       const { secret_sha256: _s, username, role, ...key } = row;
+      return { key, owner: { id: row.user_id, username, role: asRole(role) } };
+    },
+
+    /** The key as it is now, with its owner's current role; null when deleted, expired or its owner is disabled. */
+    async current(id: string): Promise<VerifiedKey | null> {
+      const row = await pool.maybeOne(sql.type(apiKeyRow.extend({ username: z.string(), role: z.string() }))`
+        select ${keyColumns}, u.username, u.role
+        from api_keys k join users u on u.id = k.user_id
+        where k.id = ${id} and (k.expires_at is null or k.expires_at > now()) and u.disabled_at is null`);
+      if (!row) return null;
+      const { username, role, ...key } = row;
       return { key, owner: { id: row.user_id, username, role: asRole(role) } };
     },
 

@@ -75,6 +75,7 @@ export function createAuthenticator(deps: AuthenticatorDeps) {
 
   async function fromProvider(request: FastifyRequest): Promise<Principal> {
     const { identity, user } = await deps.provider!.authenticate(request);
+    if (user.disabled) throw invalid('This account is disabled', 'Bearer realm="boxyard file-share", error="invalid_token"');
     const role = asRole(user.role);
     const expires = typeof identity.claims.exp === 'number' ? new Date(identity.claims.exp * 1000) : new Date(Date.now() + 3600_000);
     return {
@@ -123,6 +124,37 @@ export function createAuthenticator(deps: AuthenticatorDeps) {
       const cookie = request.cookies[SESSION_COOKIE];
       if (cookie) return (await fromSession(cookie)) ?? anonymous(deps.publicRead);
       return anonymous(deps.publicRead);
+    },
+
+    /**
+     * The principal behind a long-lived stream as it stands now: today's permissions (a changed role, a key's
+     * owner demoted), or null when its credential has ended (signed out, expired, key deleted, account disabled
+     * or deleted). Provider callers keep the permissions their token's groups gave them.
+     */
+    async refresh(principal: Principal): Promise<Principal | null> {
+      const now = Date.now();
+      if (principal.key) {
+        const current = await deps.keys.current(principal.key.id);
+        if (!current) return null;
+        const allowed = keyPermissionsForRole[current.owner.role];
+        return {
+          ...principal,
+          user: current.owner,
+          permissions: new Set(current.key.permissions.filter((p) => allowed.includes(p))),
+          scope: current.key.scope,
+          key: { id: current.key.id, expiresAt: current.key.expires_at === null ? null : new Date(current.key.expires_at) },
+        };
+      }
+      if (principal.session) {
+        if (principal.session.expiresAt.getTime() <= now) return null;
+        if (await deps.accounts.isSessionRevoked(principal.session.jti)) return null;
+      }
+      if (!principal.user) return principal;
+      const user = await deps.accounts.findById(principal.user.id);
+      if (!user) return null;
+      if (principal.via === 'provider') return principal;
+      const role = asRole(user.role);
+      return { ...principal, user: { id: user.id, username: user.username, role }, permissions: new Set(rolePermissions[role]) };
     },
 
     /** Whether a principal behind a long-lived stream is still allowed (key not revoked, session not ended). */

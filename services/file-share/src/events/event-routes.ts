@@ -1,11 +1,14 @@
 // GET /events: server-sent events. Every event carries `id:` (its row id in PostgreSQL); a client reconnecting
 // with Last-Event-ID (to this or any other replica) first receives what it missed from the table, then live
 // events, without gaps or duplicates. A comment line every `events.heartbeat_seconds` keeps proxies from
-// closing the stream, and the caller's credentials are checked again at each heartbeat (a revoked key or an
-// ended session ends the stream). Only events about paths the caller may read are sent.
+// closing the stream. The caller's access is re-read while the stream lasts — at each heartbeat, at once when a
+// notification names its session, user or key (sign-out, account or key changed, on any replica), and at the
+// expiry of its token or key — so only events about paths the caller may read *now* are sent, and the stream
+// ends (after an `access-ended` event saying why) once its credential has ended or lost `downloads`.
+import type { AccountChange } from '@boxyard/kit';
 import type { FastifyInstance } from 'fastify';
 import type { Authenticator } from '../auth/authenticate.ts';
-import { mayRead, requirePermission } from '../auth/principal.ts';
+import { mayRead, requirePermission, type Principal } from '../auth/principal.ts';
 import type { EventBus } from './event-bus.ts';
 import type { ShareEvent } from './event-types.ts';
 
@@ -15,7 +18,18 @@ export interface EventRoutesOptions {
   heartbeatSeconds: number;
   /** Reconnection delay suggested to clients (`retry:`). */
   retryMs?: number;
+  /** Account and key changes (the kit's account watch). */
+  changes?: { subscribe(listener: (change: AccountChange) => void): () => void };
 }
+
+/** setTimeout's limit; later expiries are caught by the heartbeat's re-check. */
+const MAX_TIMER_MS = 2_147_483_647;
+
+const concerns = (principal: Principal, change: AccountChange) =>
+  change.kind === 'resync' ||
+  (change.kind === 'revoked' && principal.session?.jti === change.jti) ||
+  (change.kind === 'user' && principal.user?.id === change.id) ||
+  (change.kind === 'key' && principal.key?.id === change.id);
 
 /** A client that can't keep up is disconnected (it resumes with Last-Event-ID) rather than buffered forever. */
 const maxQueuedEvents = 10_000;
@@ -32,13 +46,15 @@ export async function eventRoutes(app: FastifyInstance, options: EventRoutesOpti
         description:
           'Events: `checksum-update` {filePath, checksum, size, mtime}, `file-deleted` {filePath, isDirectory}, ' +
           '`folder-created` {folderPath}, `file-renamed` {oldPath, newPath, isDirectory}; `resync` {reason} when a ' +
-          'resume point is older than the retention. Send `Last-Event-ID` (or `?lastEventId=`) to resume.',
+          'resume point is older than the retention; `access-ended` {reason} just before the stream ends because the ' +
+          "caller's credential ended (signed out, expired, key deleted, account disabled) or lost the downloads " +
+          'permission (reconnecting then gets 401/403). Send `Last-Event-ID` (or `?lastEventId=`) to resume.',
         tags: ['events'],
         querystring: { type: 'object', properties: { lastEventId: { type: 'string', pattern: '^[0-9]{1,18}$' } } },
       },
     },
     async (request, reply) => {
-      const principal = request.principal;
+      let principal = request.principal;
       requirePermission(principal, 'downloads', principal.scope);
       // HEAD answers what a GET would, then ends: node sends a HEAD response's headers only when it ends, so a
       // stream would keep the client waiting with no answer and a subscription open here.
@@ -68,9 +84,49 @@ export async function eventRoutes(app: FastifyInstance, options: EventRoutesOpti
         if (closed) return;
         closed = true;
         unsubscribe();
+        stopWatching();
         clearInterval(heartbeat);
+        clearTimeout(expiry);
         raw.end();
       };
+
+      const endAccess = (reason: string) => {
+        if (closed) return;
+        raw.write(`event: access-ended\ndata: ${JSON.stringify({ reason })}\n\n`);
+        close();
+      };
+
+      /** Re-reads the caller's access; ends the stream when it has ended. True while the stream goes on. */
+      let rechecking: Promise<boolean> | undefined;
+      const recheck = (): Promise<boolean> =>
+        (rechecking ??= options.authenticator
+          .refresh(principal)
+          .then(
+            (current) => {
+              if (closed) return false;
+              if (!current) {
+                endAccess('the credential of this stream has ended (signed out, expired, key deleted or account disabled)');
+                return false;
+              }
+              principal = current;
+              if (!principal.permissions.has('downloads')) {
+                endAccess('the downloads permission was withdrawn');
+                return false;
+              }
+              return true;
+            },
+            // PostgreSQL away: keep what we had, try again at the next heartbeat.
+            () => !closed,
+          )
+          .finally(() => (rechecking = undefined)));
+
+      const expiresAt = principal.key?.expiresAt ?? principal.session?.expiresAt;
+      const untilExpiry = expiresAt ? expiresAt.getTime() - Date.now() : undefined;
+      const expiry = untilExpiry !== undefined && untilExpiry < MAX_TIMER_MS ? setTimeout(() => void recheck(), Math.max(0, untilExpiry) + 50) : undefined;
+      expiry?.unref();
+      const stopWatching = options.changes?.subscribe((change) => {
+        if (concerns(principal, change)) void recheck();
+      }) ?? (() => {});
 
       const deliver = (event: ShareEvent) => {
         if (closed || event.id <= sentUpTo) return;
@@ -82,15 +138,9 @@ export async function eventRoutes(app: FastifyInstance, options: EventRoutesOpti
 
       // `close` runs only from the callbacks below, so both constants exist by then.
       const heartbeat = setInterval(() => {
-        void options.authenticator.stillValid(principal).then(
-          (valid) => {
-            if (!valid) close();
-            else if (!closed) raw.write(`: heartbeat ${new Date().toISOString()}\n\n`);
-          },
-          () => {
-            if (!closed) raw.write(': heartbeat\n\n');
-          },
-        );
+        void recheck().then((going) => {
+          if (going) raw.write(`: heartbeat ${new Date().toISOString()}\n\n`);
+        });
       }, options.heartbeatSeconds * 1000);
       heartbeat.unref();
       // Subscribed before the replay reads the table: whatever commits meanwhile is queued, then de-duplicated by id.

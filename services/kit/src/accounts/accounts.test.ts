@@ -44,3 +44,30 @@ describe('accounts', () => {
     expect(await accounts.isSessionRevoked('jti-1')).toBe(true);
   });
 });
+
+describe('account administration', () => {
+  it('disables (no sign-in, not found by credential checks, still listed), re-enables, changes roles and deletes', async () => {
+    const accounts = createAccounts(pool);
+    const user = await accounts.create({ username: 'carol', password: 'Carol-Pass-42', role: 'user' });
+    expect(user.disabled).toBe(false);
+    expect(await accounts.update(user.id, { disabled: true })).toMatchObject({ id: user.id, disabled: true, role: 'user' });
+    expect(await accounts.verifyCredentials('carol', 'Carol-Pass-42')).toBeUndefined();
+    expect(await accounts.findById(user.id)).toBeNull();
+    expect(await accounts.findAnyById(user.id)).toMatchObject({ disabled: true });
+    expect((await accounts.list()).find((u) => u.id === user.id)).toMatchObject({ disabled: true });
+    expect((await accounts.activeAmong([user.id])).size).toBe(0);
+    expect(await accounts.update(user.id, { disabled: false, role: 'admin' })).toMatchObject({ disabled: false, role: 'admin' });
+    expect(await accounts.verifyCredentials('carol', 'Carol-Pass-42')).toMatchObject({ role: 'admin' });
+    expect([...(await accounts.activeAmong([user.id])).keys()]).toEqual([user.id]);
+    expect(await accounts.update('00000000-0000-4000-8000-000000000000', { disabled: true })).toBeNull();
+    expect(await accounts.remove(user.id)).toBe(true);
+    expect(await accounts.remove(user.id)).toBe(false);
+  });
+
+  it('finds which of many sessions are revoked in one query', async () => {
+    const accounts = createAccounts(pool);
+    await accounts.revokeSession('jti-a', new Date(Date.now() + 60_000));
+    expect([...(await accounts.revokedAmong(['jti-a', 'jti-b']))]).toEqual(['jti-a']);
+    expect((await accounts.revokedAmong([])).size).toBe(0);
+  });
+});

@@ -1,5 +1,6 @@
-// Password accounts shared by the services: users with a role, argon2id hashes, the first admin, and revoked
-// sessions (sign-out), all in the service's own PostgreSQL schema.
+// Password accounts shared by the services: users with a role, argon2id hashes, the first admin, revoked
+// sessions (sign-out) and disabled accounts, all in the service's own PostgreSQL schema. A disabled account is
+// invisible to sign-in and to credential checks (findById, verifyCredentials); admins still see it in list().
 import { randomBytes } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
 import { UniqueIntegrityConstraintViolationError, sql, type DatabasePool } from 'slonik';
@@ -18,11 +19,12 @@ export const userRow = z.object({
   username: z.string(),
   email: z.string().nullable(),
   role: z.string(),
+  disabled: z.boolean(),
   created_at: z.number().transform((ms) => new Date(ms)),
 });
 export type User = z.output<typeof userRow>;
 
-const userColumns = sql.fragment`id, username, email, role, created_at`;
+const userColumns = sql.fragment`id, username, email, role, disabled_at is not null as disabled, created_at`;
 
 export class UsernameTakenError extends Error {
   override name = 'UsernameTakenError';
@@ -43,7 +45,25 @@ export function createAccounts(pool: DatabasePool) {
     /** Every account, by username (case-insensitive). */
     list: () => pool.any(sql.type(userRow)`select ${userColumns} from users order by lower(username), username`),
 
-    findById: (id: string) => pool.maybeOne(sql.type(userRow)`select ${userColumns} from users where id = ${id}::uuid`),
+    /** The account if it exists and is not disabled: what every credential check asks. */
+    findById: (id: string) => pool.maybeOne(sql.type(userRow)`select ${userColumns} from users where id = ${id}::uuid and disabled_at is null`),
+
+    /** The account whatever its state (administration). */
+    findAnyById: (id: string) => pool.maybeOne(sql.type(userRow)`select ${userColumns} from users where id = ${id}::uuid`),
+
+    /** Changes the role and/or disables or re-enables an account; null when it doesn't exist. */
+    update: (id: string, change: { role?: string | undefined; disabled?: boolean | undefined }) =>
+      pool.maybeOne(sql.type(userRow)`
+        update users set
+          role = coalesce(${change.role ?? null}::text, role),
+          disabled_at = case when ${change.disabled ?? null}::boolean is null then disabled_at
+                             when ${change.disabled ?? null}::boolean then coalesce(disabled_at, now()) else null end,
+          updated_at = now()
+        where id = ${id}::uuid
+        returning ${userColumns}`),
+
+    /** Deletes an account (rows that reference it go with it); false when it didn't exist. */
+    remove: async (id: string) => (await pool.query(sql.unsafe`delete from users where id = ${id}::uuid`)).rowCount === 1,
 
     async create(input: { username: string; password: string; role: string; email?: string | null }): Promise<User> {
       const hash = await hashPassword(input.password);
@@ -65,7 +85,7 @@ export function createAccounts(pool: DatabasePool) {
      */
     async verifyCredentials(username: string, password: string, options: { cached?: boolean } = {}): Promise<User | undefined> {
       const row = await pool.maybeOne(sql.type(userRow.extend({ password_hash: z.string() }))`
-        select ${userColumns}, password_hash from users where lower(username) = lower(${username})`);
+        select ${userColumns}, password_hash from users where lower(username) = lower(${username}) and disabled_at is null`);
       if (!row) {
         await verifyPassword(await (dummyHash ??= hashPassword(randomBytes(16).toString('hex'))), password);
         return undefined;
@@ -110,6 +130,20 @@ export function createAccounts(pool: DatabasePool) {
     },
 
     isSessionRevoked: (jti: string) => pool.exists(sql.unsafe`select 1 from revoked_sessions where jti = ${jti}`),
+
+    /** Which of these session ids are revoked (one query for a whole re-check round). */
+    async revokedAmong(jtis: readonly string[]): Promise<Set<string>> {
+      if (jtis.length === 0) return new Set();
+      const rows = await pool.anyFirst(sql.type(z.object({ jti: z.string() }))`select jti from revoked_sessions where jti = any(${sql.array([...jtis], 'text')})`);
+      return new Set(rows);
+    },
+
+    /** The active (existing, not disabled) accounts among these ids. */
+    async activeAmong(ids: readonly string[]): Promise<Map<string, User>> {
+      if (ids.length === 0) return new Map();
+      const rows = await pool.any(sql.type(userRow)`select ${userColumns} from users where id = any(${sql.array([...ids], 'uuid')}) and disabled_at is null`);
+      return new Map(rows.map((row) => [row.id, row]));
+    },
   };
 }
 

@@ -30,7 +30,7 @@ export interface RoleMapping {
   adminGroups: readonly string[];
 }
 
-const userColumns = sql.fragment`u.id, u.username, u.email, u.role, u.created_at`;
+const userColumns = sql.fragment`u.id, u.username, u.email, u.role, u.disabled_at is not null as disabled, u.created_at`;
 const MAX_USERNAME = 64;
 
 /**

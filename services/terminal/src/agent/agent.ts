@@ -62,18 +62,17 @@ interface Peer {
 
 const sha256 = (value: string | Buffer) => createHash('sha256').update(value).digest();
 
-/** The account the shell runs as: `run_as` when the agent is root and may switch, else the agent's own. */
-function shellAccount(settings: AgentSettings, log: (message: string) => void): Account {
+/**
+ * The account the shell runs as: `BOXYARD_AGENT_RUN_AS` when given (the gateway gives it only when this agent can
+ * switch: root, or CAP_SETUID/CAP_SETGID), else the agent's own.
+ */
+function shellAccount(settings: AgentSettings): Account {
   const self = currentAccount();
   const wanted = settings.BOXYARD_AGENT_RUN_AS;
   if (!wanted || wanted === self.name) return self;
-  if (self.uid !== 0) {
-    log(`not running as root: the shell runs as ${self.name} (uid ${self.uid}), not ${wanted}`);
-    return self;
-  }
   const account = lookupAccount(wanted);
-  if (!account) throw new Error(`terminal agent: user ${wanted} (sessions.run_as) does not exist on this host`);
-  if (account.uid === 0) throw new Error(`terminal agent: refusing to run shells as root (sessions.run_as=${wanted})`);
+  if (!account) throw new Error(`terminal agent: user ${wanted} does not exist on this host`);
+  if (account.uid === 0) throw new Error(`terminal agent: refusing to run shells as root (${wanted})`);
   return account;
 }
 
@@ -100,7 +99,7 @@ function killSessionProcesses(sessionLeader: number): void {
 export async function startAgent(settings: AgentSettings, options: { log?: (message: string) => void } = {}): Promise<RunningAgent> {
   const log = options.log ?? ((message: string) => process.stderr.write(`${message}\n`));
   const secretHash = Buffer.from(settings.BOXYARD_AGENT_SECRET_SHA256, 'hex');
-  const account = shellAccount(settings, log);
+  const account = shellAccount(settings);
   const switching = account.uid !== (process.getuid?.() ?? account.uid);
   const shell = settings.BOXYARD_AGENT_SHELL;
   try {

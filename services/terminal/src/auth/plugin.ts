@@ -40,8 +40,9 @@ export const cookieOptions = (maxAgeSeconds: number) =>
 const SIGN_IN_HINT = 'Authentication required: sign in with POST /auth/login/basic';
 
 export function createAuth(options: AuthOptions) {
-  const fromProvider = async (request: FastifyRequest): Promise<AuthenticatedUser> => {
+  const fromProvider = async (request: FastifyRequest): Promise<AuthenticatedUser | null> => {
     const { identity, user } = await options.provider!.authenticate(request);
+    if (user.disabled) return null;
     const exp = typeof identity.claims.exp === 'number' ? identity.claims.exp * 1000 : Date.now() + 3600_000;
     // Signing out with a provider token revokes that token here until it expires.
     return { id: user.id, username: user.username, role: user.role, jti: `provider:${identity.claims.jti ?? identity.subject}`, expiresAt: new Date(exp) };
@@ -50,13 +51,14 @@ export function createAuth(options: AuthOptions) {
   const resolveUser = async (request: FastifyRequest): Promise<AuthenticatedUser | null> => {
     if (options.provider && request.headers.authorization && (/^dpop /i.test(request.headers.authorization) || options.provider.recognizes(request))) {
       const user = await fromProvider(request);
-      return (await options.accounts.isSessionRevoked(user.jti)) ? null : user;
+      return !user || (await options.accounts.isSessionRevoked(user.jti)) ? null : user;
     }
     const token = request.cookies[AUTH_COOKIE];
     if (!token) return null;
     try {
       const claims = await options.tokens.verify(token);
       if (await options.accounts.isSessionRevoked(claims.jti)) return null;
+      // Only an active account: a disabled or deleted one has no session any more.
       const user = await options.accounts.findById(claims.sub);
       if (!user) return null;
       return { id: user.id, username: user.username, role: user.role, jti: claims.jti, expiresAt: new Date(claims.exp * 1000) };

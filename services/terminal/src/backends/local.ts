@@ -1,6 +1,8 @@
 // Local backend: each session's agent is a process on this host, listening on a unix socket in a private
 // (0700) directory. Agents are started detached so they outlive a gateway restart (reattach still works);
-// they end themselves at their limits when no gateway is left to stop them.
+// they end themselves at their limits when no gateway is left to stop them. Whose account a shell runs as, and
+// who may have one at all, is local-accounts.ts's business. Agents start with only their own settings: nothing of
+// the gateway's environment (database URL, secrets) reaches them or their shells.
 import { spawn } from 'node:child_process';
 import { closeSync, mkdirSync, openSync, readFileSync, rmSync, statSync, chmodSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -8,6 +10,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { READY_PREFIX } from '../agent/main.ts';
 import { DEFAULT_PATH, type AgentEnvironment } from '../agent/settings.ts';
+import { adminsOnlyMessage, createAccountResolver, switchAbility, type LocalAccountsConfig, type SwitchAbility } from './local-accounts.ts';
 import type { AgentSpec, BackendProbe, SessionBackend, StartedAgent } from './types.ts';
 
 const AGENT_MAIN = fileURLToPath(new URL('../agent/main.ts', import.meta.url));
@@ -18,8 +21,9 @@ const MAX_SOCKET_DIR = 60;
 export interface LocalBackendOptions {
   shell: string;
   socketDir?: string | undefined;
-  /** The shells' account when the gateway runs as root. */
-  runAs: string;
+  accounts: LocalAccountsConfig;
+  /** What the process may do; measured when not given (tests pass what they want to see). */
+  ability?: SwitchAbility;
   log: { info(message: string): void; warn(message: string): void };
 }
 
@@ -52,8 +56,12 @@ export function createLocalBackend(options: LocalBackendOptions): SessionBackend
     dir = fallback;
   }
   privateDirectory(dir);
-  const root = (process.getuid?.() ?? -1) === 0;
-  if (!root) options.log.info(`terminal: the gateway is not root, so shells run as its own user (sessions.run_as=${options.runAs} applies only to a root gateway)`);
+  const ability = options.ability ?? switchAbility();
+  const resolver = createAccountResolver(options.accounts, ability, options.shell);
+  const refusedMessage = adminsOnlyMessage(ability.self);
+  if (!ability.canSwitch) {
+    options.log.warn(`terminal: running as ${ability.self.name} (uid ${ability.self.uid}), which cannot switch users: only admins get terminals (as this account)`);
+  }
   const exitListeners: ((sessionId: string, exitCode: number | null) => void)[] = [];
   const exitCodes = new Map<string, number | null>();
   const paths = (id: string) => ({ socket: join(dir, `${id}.sock`), log: join(dir, `${id}.log`) });
@@ -61,8 +69,12 @@ export function createLocalBackend(options: LocalBackendOptions): SessionBackend
   return {
     kind: 'local',
 
+    refusal: (user) => (ability.canSwitch || user.role === 'admin' ? undefined : refusedMessage),
+
     async start(spec: AgentSpec, onResource?: (resource: string) => void): Promise<StartedAgent> {
       privateDirectory(dir);
+      // Switching: the user's own account. Not switching (admins only, see refusal): the server's.
+      const account = ability.canSwitch ? await resolver.accountFor({ id: spec.ownerId, username: spec.ownerName }) : undefined;
       const { socket, log } = paths(spec.sessionId);
       const env: AgentEnvironment = {
         BOXYARD_AGENT_SESSION_ID: spec.sessionId,
@@ -74,7 +86,7 @@ export function createLocalBackend(options: LocalBackendOptions): SessionBackend
         BOXYARD_AGENT_REATTACH_GRACE_SECONDS: String(spec.reattachGraceSeconds),
         BOXYARD_AGENT_EXPIRES_AT: String(spec.expiresAt),
         BOXYARD_AGENT_PATH: DEFAULT_PATH,
-        ...(root ? { BOXYARD_AGENT_RUN_AS: options.runAs } : {}),
+        ...(account ? { BOXYARD_AGENT_RUN_AS: account.name } : {}),
       };
       const logFd = openSync(log, 'a', 0o600);
       // Only the agent's own settings: nothing of the gateway's environment (database URL, secrets) goes along.

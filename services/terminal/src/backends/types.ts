@@ -4,6 +4,8 @@
 export interface AgentSpec {
   sessionId: string;
   ownerId: string;
+  /** The owner's username (the local backend's account mapping is by username). */
+  ownerName: string;
   /** SHA-256 (hex) of the session's agent secret: all the agent needs to check the gateway. */
   secretSha256: string;
   /** Epoch ms: the absolute end of the session. */
@@ -24,6 +26,11 @@ export type BackendProbe = { state: 'present' } | { state: 'gone'; exitCode: num
 
 export interface SessionBackend {
   readonly kind: 'local' | 'kubernetes';
+  /**
+   * Why this backend won't run shells for a user of this role, or undefined. The local backend refuses
+   * non-admins when it cannot give each user an OS account of their own (their shell would be the server's).
+   */
+  refusal?(user: { role: string }): string | undefined;
   /**
    * Starts an agent and resolves once it accepts connections. `onResource` is told the resource name as soon as
    * it exists, so a start that fails half-way can still be cleaned up.

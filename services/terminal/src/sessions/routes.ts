@@ -1,5 +1,5 @@
 // POST /api/terminal/start, GET /api/terminal/sessions, DELETE /api/terminal/sessions/{id}/stop.
-import { notFound } from '@boxyard/kit';
+import { forbidden, notFound } from '@boxyard/kit';
 import type { FastifyInstance } from 'fastify';
 import type { Auth } from '../auth/plugin.ts';
 import { envelope, errors, ok } from '../http/envelope.ts';
@@ -69,11 +69,14 @@ export function sessionRoutes(app: FastifyInstance, deps: { auth: Auth; sessions
         },
         response: {
           200: envelope({ type: 'object', properties: { session: sessionSchema, reattached: { type: 'boolean' }, websocket_path: { type: 'string' } } }),
-          ...errors(400, 401, 429, 503),
+          ...errors(400, 401, 403, 429, 503),
         },
       },
     },
     async (request) => {
+      // The backend may refuse this caller (local backend that cannot give each user an account of its own).
+      const refusal = sessions.refusal(request.user!);
+      if (refusal) throw forbidden(refusal);
       const { session, reattached } = await sessions.start(request.user!, request.body.terminal_cookie);
       return ok(reattached ? 'Reattached to the live session' : 'Session started', {
         session: presentSession(session),

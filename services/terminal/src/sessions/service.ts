@@ -15,6 +15,7 @@ import { createSessionStore, type SessionRow } from './store.ts';
 
 export interface Caller {
   id: string;
+  username: string;
   role: string;
 }
 
@@ -62,6 +63,7 @@ export function createSessionService(options: SessionServiceOptions) {
         {
           sessionId: row.id,
           ownerId: row.owner_id,
+          ownerName: row.owner_username,
           secretSha256,
           expiresAt: row.expires_at,
           idleTimeoutSeconds: sessions.idle_timeout_seconds,
@@ -188,6 +190,16 @@ export function createSessionService(options: SessionServiceOptions) {
   return {
     store,
     secretOf,
+
+    /** Why the backend won't run shells for this user, or undefined (then it will). */
+    refusal: (caller: { role: string }) => backend.refusal?.(caller),
+
+    /** Stops every live session of a user (disabled or deleted account). */
+    async stopAllOf(ownerId: string, reason: ExitReason = 'stopped'): Promise<number> {
+      const live = await store.list({ ownerId, includeEnded: false });
+      await Promise.all(live.map((row) => stopSession(row.id, reason)));
+      return live.length;
+    },
 
     async start(caller: Caller, cookie: string): Promise<{ session: SessionRow; reattached: boolean }> {
       const id = randomUUID();

@@ -1,7 +1,9 @@
 // WS /ws/terminal/{sessionId}. Everything is checked before the upgrade, so a refused client gets a plain
-// HTTP status: 403 for a foreign Origin, 401 without a valid session cookie, 404 for a session that doesn't
-// exist or isn't the caller's (admins included: only the owner may attach to a shell).
-import { notFound } from '@boxyard/kit';
+// HTTP status: 403 for a foreign Origin, 401 without a valid session cookie, 403 when the backend refuses the
+// caller (see SessionBackend.refusal), 404 for a session that doesn't exist or isn't the caller's (admins
+// included: only the owner may attach to a shell). Once attached, the access watch closes the socket when that
+// authorisation ends (sign-out, expiry, account disabled or deleted, rights lost): 4401 / 4403.
+import { forbidden, notFound } from '@boxyard/kit';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { WebSocket } from 'ws';
 import { connectAgent } from '../agent/client.ts';
@@ -10,6 +12,7 @@ import type { OriginPolicy } from '@boxyard/kit';
 import { CLOSE_CODES, closeCodeFor, encodeServerMessage, EXIT_REASONS, type ExitReason } from '../protocol.ts';
 import type { SessionService } from '../sessions/service.ts';
 import type { SessionRow } from '../sessions/store.ts';
+import type { AccessWatch } from './access-watch.ts';
 import { proxyTerminal, type Ending } from './proxy.ts';
 
 declare module 'fastify' {
@@ -23,6 +26,7 @@ export interface SocketRouteOptions {
   origins: OriginPolicy;
   sessions: SessionService;
   heartbeatMs: number;
+  access: AccessWatch;
 }
 
 const ENDED = new Set(['exited', 'stopped', 'failed']);
@@ -41,6 +45,8 @@ export function socketRoutes(app: FastifyInstance, options: SocketRouteOptions):
   app.decorateRequest('terminalSession', null);
 
   const loadOwnSession = async (request: FastifyRequest<{ Params: { sessionId: string } }>) => {
+    const refusal = sessions.refusal(request.user!);
+    if (refusal) throw forbidden(refusal);
     const row = await sessions.store.get(request.params.sessionId);
     if (!row || row.owner_id !== request.user!.id) throw notFound('Session does not exist');
     request.terminalSession = row;
@@ -66,6 +72,19 @@ export function socketRoutes(app: FastifyInstance, options: SocketRouteOptions):
       if (row.state === 'starting') row = (await sessions.settled(row.id)) ?? row;
       if (ENDED.has(row.state) || row.state === 'stopping') return end(endingOf(row));
       if (!row.agent_address) return end({ message: { type: 'error', message: 'The session is not ready' }, code: CLOSE_CODES.agentUnavailable, reason: 'not ready' });
+
+      const user = request.user!;
+      const unwatch = options.access.register({
+        jti: user.jti,
+        userId: user.id,
+        expiresAt: user.expiresAt,
+        end: (ending) => {
+          if (socket.readyState !== socket.OPEN) return;
+          socket.send(encodeServerMessage({ type: 'error', message: ending.message }));
+          socket.close(ending.code, ending.reason);
+        },
+      });
+      socket.once('close', unwatch);
 
       const upstream = connectAgent(row.agent_address, sessions.secretOf(row));
       const id = row.id;

@@ -89,6 +89,8 @@ let opened = false;
 let channel;
 let attach;
 let heartbeat;
+/** The last error the server explained (shown when it then closes the socket). */
+let lastError;
 let retryDelay = 1000;
 let retryTimer;
 let ended = false;
@@ -142,12 +144,14 @@ function onControl(message) {
     setStatus(how);
     $('new-session').hidden = false;
   } else if (message.type === 'error') {
+    lastError = message.message;
     setStatus(message.message, true);
   }
 }
 
 async function connect() {
   disconnect();
+  lastError = undefined;
   ended = false;
   $('new-session').hidden = true;
   setStatus('Starting…');
@@ -182,6 +186,15 @@ async function connect() {
   current.addEventListener('close', (event) => {
     if (channel !== current) return;
     clearInterval(heartbeat);
+    // 4401: the sign-in ended (signed out elsewhere, expired): sign in again. 4403: access withdrawn: say why.
+    if (event.code === 4401) {
+      disconnect();
+      return showLogin(event.reason === 'session ended: token expired' ? 'Your session expired; sign in again' : 'You were signed out');
+    }
+    if (event.code === 4403) {
+      ended = true;
+      return setStatus(lastError ?? 'Access withdrawn', true);
+    }
     if (ended || (event.code >= 4000 && event.code < 4400)) {
       ended = true;
       $('new-session').hidden = false;
