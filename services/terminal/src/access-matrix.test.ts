@@ -76,6 +76,10 @@ function rows(): MatrixRow<Role>[] {
   // Users: administrators only.
   add('GET /api/users', expect_(grant(['admin'], 200)), (role, m) => send(role, m, '/api/users'));
   add('POST /api/users', expect_(grant(['admin'], 200)), (role) => send(role, 'POST', '/api/users', { username: unique('made'), password: `Pw-${unique('secret')}-long-7a`, role: 'user' }));
+  // Changing and deleting an account: a throwaway user, made again once a call succeeded.
+  const target = reusable(async () => (await createUser(gateway.url, cookies.admin!, unique('target'))).id);
+  add('PATCH /api/users/:id', expect_(grant(['admin'], 200)), (role) => target((id) => send(role, 'PATCH', `/api/users/${id}`, { disabled: true })));
+  add('DELETE /api/users/:id', expect_(grant(['admin'], 200)), (role) => target((id) => send(role, 'DELETE', `/api/users/${id}`)));
 
   // Sessions: everyone signed in starts and lists their own (admins see all); stopping is for the owner or an
   // admin (someone else's session does not exist for another user); attaching is for the owner alone.
