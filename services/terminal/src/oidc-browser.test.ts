@@ -95,7 +95,8 @@ describe('browser terminal with provider sign-in (Chromium)', () => {
     await page.waitForURL((url) => url.origin === idp.issuer);
     await page.getByRole('button', { name: 'Yes, sign me out' }).click();
     await page.waitForURL(`${gateway.url}/`);
-    await expect(page.getByRole('link', { name: 'Sign in with Test IdP' }).isVisible()).resolves.toBe(true);
+    // Wait for it: the page renders its sign-in choices after asking /auth/status (isVisible() would not wait).
+    await page.getByRole('link', { name: 'Sign in with Test IdP' }).waitFor({ state: 'visible' });
     expect((await page.context().cookies(gateway.url)).find((c) => c.name === 'auth_token')).toBeUndefined();
     // The old session cookie is revoked, not just forgotten by the browser.
     expect((await api(gateway.url, 'GET', '/auth/status', { cookie: oldCookie })).json.data.authenticated).toBe(false);
@@ -103,7 +104,7 @@ describe('browser terminal with provider sign-in (Chromium)', () => {
     // Signing in again asks the provider for credentials: its session ended too.
     await page.getByRole('link', { name: 'Sign in with Test IdP' }).click();
     await page.waitForURL((url) => url.origin === idp.issuer);
-    await expect(page.locator('input[name="login"]').isVisible()).resolves.toBe(true);
+    await page.locator('input[name="login"]').waitFor({ state: 'visible' });
     expect(problems).toEqual([]);
   });
 });
