@@ -69,11 +69,12 @@ export function generatedBox(disk: StreamBody): GeneratedBody {
   const vagrantfile = 'Vagrant.configure("2") do |config|\nend\n';
   // Each entry: a 512-byte header and its content padded to 512; then the 1024 zero bytes that end a tar.
   const length = [metadata.length, vagrantfile.length, disk.length].reduce((sum, size) => sum + 512 + tarPadded(size), 0) + 1024;
+  const mtime = new Date(); // fixed: the headers, and so the bytes, are the same on every read
   return remembersSha256(length, async function* () {
     const archive = pack();
-    archive.entry({ name: 'metadata.json' }, metadata);
-    archive.entry({ name: 'Vagrantfile' }, vagrantfile);
-    const entry = archive.entry({ name: 'box-disk.img', size: disk.length }, () => archive.finalize());
+    archive.entry({ name: 'metadata.json', mtime }, metadata);
+    archive.entry({ name: 'Vagrantfile', mtime }, vagrantfile);
+    const entry = archive.entry({ name: 'box-disk.img', size: disk.length, mtime }, () => archive.finalize());
     const filling = pipeline(Readable.from(disk.chunks()), entry).catch(() => {}); // ends early when the reader stops
     try {
       for await (const chunk of archive) yield chunk as Buffer;
