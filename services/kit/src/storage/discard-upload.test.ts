@@ -91,9 +91,16 @@ describe('discarding an uncommitted upload', () => {
     const later = `${bucket.bucket}-later`;
     const s3 = createS3Store({ ...bucket, bucket: later, prefix: 'svc' });
     await pool.query(sql.unsafe`insert into cleanup values ('c/lost')`);
+    // Retries wait until the storage is usable and holds the parts, so none runs in between.
+    let usable!: () => void;
+    const becameUsable = new Promise<void>((resolve) => (usable = resolve));
+    let attempts = 0;
     const waiting = createUploadDiscarder({
       store: s3,
-      isReferenced: (key) => pool.exists(sql.unsafe`select 1 from files where storage_key = ${key}`),
+      isReferenced: async (key) => {
+        if (attempts++ > 0) await becameUsable;
+        return pool.exists(sql.unsafe`select 1 from files where storage_key = ${key}`);
+      },
       dropRegistration: async (key) => void (await pool.query(sql.unsafe`delete from cleanup where storage_key = ${key}`)),
       log: { warn: (o) => warnings.push(o) },
       retryMs: 50,
@@ -103,6 +110,7 @@ describe('discarding an uncommitted upload', () => {
     await bucket.client.makeBucket(later, bucket.region);
     const uploadId = await bucket.client.initiateNewMultipartUpload(later, 'svc/c/lost', {});
     await bucket.client.uploadPart({ bucketName: later, objectName: 'svc/c/lost', uploadID: uploadId, partNumber: 1, headers: {} }, Buffer.alloc(1024));
+    usable();
     await expect.poll(() => waiting.pending(), { timeout: 10_000 }).toBe(0);
     expect((await bucket.client.listIncompleteUploadsQuery(later, 'svc/c/lost', '', '', '')).uploads).toEqual([]);
     expect(await registered('c/lost')).toBe(false);
