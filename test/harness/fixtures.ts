@@ -6,9 +6,9 @@ import { inject } from 'vitest';
 
 const suffix = () => randomBytes(6).toString('hex');
 
-/** Creates an empty database on the run's PostgreSQL and returns its URL. */
-export async function createTestDatabase(prefix = 't'): Promise<string> {
-  const admin = new URL(inject('postgresAdminUrl'));
+/** Creates an empty database on the run's PostgreSQL (or the one at `adminUrl`) and returns its URL. */
+export async function createTestDatabase(prefix = 't', adminUrl?: string): Promise<string> {
+  const admin = new URL(adminUrl ?? inject('postgresAdminUrl'));
   const name = `${prefix}_${suffix()}`;
   const client = new pg.Client({ connectionString: admin.toString() });
   await client.connect();
@@ -30,9 +30,9 @@ export interface TestBucket {
   client: Minio.Client;
 }
 
-/** Creates an empty bucket on the run's MinIO. */
-export async function createTestBucket(prefix = 't'): Promise<TestBucket> {
-  const { endpoint, accessKey, secretKey } = inject('minio');
+/** Creates an empty bucket on the run's MinIO (or on `server`). */
+export async function createTestBucket(prefix = 't', server?: { endpoint: string; accessKey: string; secretKey: string }): Promise<TestBucket> {
+  const { endpoint, accessKey, secretKey } = server ?? inject('minio');
   const url = new URL(endpoint);
   const client = new Minio.Client({
     endPoint: url.hostname,

@@ -10,14 +10,21 @@ export interface RunningMinio {
   secretKey: string;
   version: string;
   binary: string;
+  /** The server's process id (a fault test kills it). */
+  pid: number;
+  /** Settles when the server process exits, for whatever reason. */
+  exited: Promise<void>;
   stop(): Promise<void>;
 }
 
-/** `host`: the address to listen on (default loopback; the real node's bridge address for pods). */
-export async function startMinio(options: { dir: string; accessKey: string; secretKey: string; host?: string }): Promise<RunningMinio> {
+/**
+ * `host`: the address to listen on (default loopback; the real node's bridge address for pods). `port`: a fixed
+ * one (a server started again after a fault, so its clients find it where it was); a free one otherwise.
+ */
+export async function startMinio(options: { dir: string; accessKey: string; secretKey: string; host?: string; port?: number }): Promise<RunningMinio> {
   const host = options.host ?? '127.0.0.1';
   const binary = tool('MINIO');
-  const port = await freePort();
+  const port = options.port ?? (await freePort());
   const consolePort = await freePort();
   await mkdir(options.dir, { recursive: true });
   const child = spawn(binary, ['server', options.dir, '--address', `${host}:${port}`, '--console-address', `127.0.0.1:${consolePort}`, '--quiet'], {
@@ -52,6 +59,8 @@ export async function startMinio(options: { dir: string; accessKey: string; secr
     secretKey: options.secretKey,
     version,
     binary,
+    pid: child.pid!,
+    exited,
     stop: async () => {
       process.removeListener('exit', killOnExit);
       child.kill('SIGTERM');

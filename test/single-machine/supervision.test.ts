@@ -2,16 +2,19 @@
 // repository and the file share → both clients get 503 with Retry-After in the service's error shape, the
 // supervisor starts PostgreSQL again, the services become ready by themselves, the same uploads retried succeed,
 // and no row points at missing bytes nor any stored object lacks a row. Then the file share's storage directory
-// turns read-only (a read-only bind mount): 503 again, and uploads work once it is writable again.
+// turns read-only (a read-only bind mount): 503 again, and uploads work once it is writable again. Last, the whole
+// of `boxyard dev` is stopped and started again on the same home (issue 12): every service's data is intact.
 import { execFile } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
 import { request as httpRequest, type IncomingHttpHeaders } from 'node:http';
+import { get as httpsGet } from 'node:https';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { createLocalStore } from '@boxyard/kit/storage/local.ts';
 import pg from 'pg';
 import { pack } from 'tar-stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { api as terminalApi, createUser as createTerminalUser, login as terminalLogin } from '../../services/terminal/src/testing.ts';
 import { startDevProcess, type DevProcess } from '../harness/dev-process.ts';
 
 const run = promisify(execFile);
@@ -83,6 +86,23 @@ async function waitUntilReady(urls: string[], timeoutMs = 60_000): Promise<void>
     }
   }
 }
+
+/** The second service's OpenAPI document (HTTPS with a self-signed certificate). */
+function secondServiceOpenApi(base: string): Promise<{ status: number; document: Record<string, unknown> }> {
+  return new Promise((resolve, reject) => {
+    httpsGet(`${base}/api-docs/json`, { rejectUnauthorized: false }, (res) => {
+      let text = '';
+      res.setEncoding('utf8');
+      res.on('data', (c: string) => (text += c));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, document: JSON.parse(text) as Record<string, unknown> }));
+    }).on('error', reject);
+  });
+}
+
+const sha256Of = async (url: string, headers: Record<string, string> = {}) => {
+  const response = await fetch(url, { headers });
+  return { status: response.status, sha256: sha256(Buffer.from(await response.arrayBuffer())) };
+};
 
 async function json<T>(response: Response): Promise<T> {
   const text = await response.text();
@@ -235,5 +255,53 @@ describe('boxyard dev supervises its PostgreSQL and storage', () => {
     expect(await (await fetch(`${files}/later.txt`, { headers: { authorization: basic } })).text()).toBe('written after the disk came back\n');
     const replaced = await uploadBox();
     expect(replaced.status, replaced.text).toBe(200);
+  });
+
+  it('keeps every service\'s data, sessions and credentials across a restart', async () => {
+    // Data written through each service: boxes and files come from the tests above; a terminal user and a
+    // terminal session are written here.
+    const terminal = dev.urls.terminal!;
+    const adminCookie = await terminalLogin(terminal, 'admin', ADMIN_PASSWORD);
+    const carol = await createTerminalUser(terminal, adminCookie, 'carol');
+    const started = await terminalApi(terminal, 'POST', '/api/terminal/start', { cookie: adminCookie, body: { terminal_cookie: 'before-restart' } });
+    expect(started.status, JSON.stringify(started.json)).toBe(200);
+    expect((await terminalApi(terminal, 'DELETE', `/api/terminal/sessions/${started.json.data.session.id}/stop`, { cookie: adminCookie })).status).toBe(200);
+
+    /** What users see, read in an order that changes nothing (downloads count, so they come after the metadata). */
+    const snapshot = async (urls: Record<string, string>, cookie: string) => {
+      const [b, f, t] = [urls['box-repository']!, urls['file-share']!, urls.terminal!];
+      const box = await fetch(`${b}/api/organization/acme/box/base`, { headers: { 'x-access-token': token } }).then((r) => r.json());
+      const vagrantMetadata = await fetch(`${b}/acme/base`).then((r) => r.json());
+      const fileEntries = await Promise.all(['/disk.img', '/later.txt', '/'].map((p) => fetch(`${f}${p}?format=json`, { headers: { authorization: basic } }).then((r) => r.json())));
+      const users = (await terminalApi(t, 'GET', '/api/users', { cookie })).json;
+      const sessions = (await terminalApi(t, 'GET', '/api/terminal/sessions?include_ended=true', { cookie })).json;
+      const openapi = await secondServiceOpenApi(urls['second-service']!);
+      const bytes = {
+        box: await sha256Of(`${b}/acme/boxes/base/versions/1.0.0/providers/virtualbox/amd64/base.box`),
+        disk: await sha256Of(`${f}/disk.img`, { authorization: basic }),
+        later: await sha256Of(`${f}/later.txt`, { authorization: basic }),
+      };
+      return { box, vagrantMetadata, fileEntries, users, sessions, openapi: { status: openapi.status, info: openapi.document.info, paths: openapi.document.paths }, bytes };
+    };
+    const before = await snapshot(dev.urls, adminCookie);
+    expect(before.bytes.box.status).toBe(200);
+    expect(before.sessions.data.sessions).toHaveLength(1);
+
+    const { home, postgresPort } = dev;
+    const boxesBefore = boxes;
+    await dev.stop();
+    dev = await startDevProcess({ home, postgresPort, env: { BOXYARD_ADMIN_PASSWORD: ADMIN_PASSWORD } });
+    boxes = dev.urls['box-repository']!;
+    files = dev.urls['file-share']!;
+
+    // The same credentials still sign in everywhere, and a token issued before the restart is still honoured.
+    const signin = await fetch(`${boxes}/api/auth/signin`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ username: 'admin', password: ADMIN_PASSWORD }) });
+    expect(signin.status).toBe(200);
+    expect((await fetch(`${files}/api/users`, { headers: { authorization: basic } })).status).toBe(200);
+    const cookieAfter = await terminalLogin(dev.urls.terminal!, 'admin', ADMIN_PASSWORD);
+    await terminalLogin(dev.urls.terminal!, 'carol', carol.password);
+    const after = await snapshot(dev.urls, cookieAfter);
+    // Each start here takes free ports (`make run` keeps 3000...): download URLs name the new one; nothing else differs.
+    expect(after).toEqual(JSON.parse(JSON.stringify(before).replaceAll(boxesBefore, boxes)));
   });
 });

@@ -20,6 +20,10 @@ export interface TestServiceOptions {
   config?: { [K in keyof BoxRepositoryConfig]?: Record<string, unknown> };
   /** An existing directory for the local driver. */
   localRoot?: string;
+  /** A database of the caller's own PostgreSQL instead of a fresh one on the run's (a fault test kills its own). */
+  databaseUrl?: string;
+  /** A bucket of the caller's own MinIO instead of a fresh one on the run's (s3 storage). */
+  bucket?: TestBucket;
 }
 
 export interface ApiResponse<T = unknown> {
@@ -69,13 +73,13 @@ const deepMerge = (base: Record<string, unknown>, over: Record<string, unknown> 
 };
 
 export async function startTestService(options: TestServiceOptions = {}): Promise<TestService> {
-  const databaseUrl = await createTestDatabase('boxrepo');
+  const databaseUrl = options.databaseUrl ?? (await createTestDatabase('boxrepo'));
   let bucket: TestBucket | undefined;
   let localRoot: string | undefined;
   let ownRoot = false;
   let storage: Record<string, unknown>;
   if (options.storage === 's3') {
-    bucket = await createTestBucket('boxrepo');
+    bucket = options.bucket ?? (await createTestBucket('boxrepo'));
     storage = { driver: 's3', endpoint: bucket.endpoint, access_key: bucket.accessKey, secret_key: bucket.secretKey, bucket: bucket.bucket, region: bucket.region, prefix: 'box-repository' };
   } else {
     localRoot = options.localRoot ?? (ownRoot = true, await mkdtemp(join(tmpdir(), 'boxrepo-')));

@@ -7,11 +7,12 @@ import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import { sql } from 'slonik';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createTestDatabase } from '../../../../test/harness/fixtures.ts';
+import { createTestBucket, createTestDatabase } from '../../../../test/harness/fixtures.ts';
 import { createDatabasePool, type DatabasePool } from '../db/pool.ts';
 import { startTcpProxy, type TcpProxy } from '../../../../test/harness/tcp-proxy.ts';
 import { createUploadDiscarder } from './discard-upload.ts';
 import { createLocalStore } from './local.ts';
+import { createS3Store } from './s3.ts';
 
 describe('discarding an uncommitted upload', () => {
   let root: string;
@@ -79,6 +80,40 @@ describe('discarding an uncommitted upload', () => {
     expect(await store().stat('b/lost')).toBeUndefined();
     expect(await registered('b/lost')).toBe(false);
     expect(await store().stat('b/committed')).toBeDefined();
+    waiting.stop();
+    expect(warnings).toEqual([]);
+  });
+
+  it('waits for the storage while it is not usable, then deletes the object and its upload\'s leftover parts', async () => {
+    // Storage that answers but is not usable yet (its bucket missing, as while MinIO initialises: no socket error
+    // to recognise); once usable, the upload's parts (its abort failed when the storage went away) go too.
+    const bucket = await createTestBucket('discard');
+    const later = `${bucket.bucket}-later`;
+    const s3 = createS3Store({ ...bucket, bucket: later, prefix: 'svc' });
+    await pool.query(sql.unsafe`insert into cleanup values ('c/lost')`);
+    // Retries wait until the storage is usable and holds the parts, so none runs in between.
+    let usable!: () => void;
+    const becameUsable = new Promise<void>((resolve) => (usable = resolve));
+    let attempts = 0;
+    const waiting = createUploadDiscarder({
+      store: s3,
+      isReferenced: async (key) => {
+        if (attempts++ > 0) await becameUsable;
+        return pool.exists(sql.unsafe`select 1 from files where storage_key = ${key}`);
+      },
+      dropRegistration: async (key) => void (await pool.query(sql.unsafe`delete from cleanup where storage_key = ${key}`)),
+      log: { warn: (o) => warnings.push(o) },
+      retryMs: 50,
+    });
+    await waiting.discard('c/lost');
+    expect(waiting.pending()).toBe(1);
+    await bucket.client.makeBucket(later, bucket.region);
+    const uploadId = await bucket.client.initiateNewMultipartUpload(later, 'svc/c/lost', {});
+    await bucket.client.uploadPart({ bucketName: later, objectName: 'svc/c/lost', uploadID: uploadId, partNumber: 1, headers: {} }, Buffer.alloc(1024));
+    usable();
+    await expect.poll(() => waiting.pending(), { timeout: 10_000 }).toBe(0);
+    expect((await bucket.client.listIncompleteUploadsQuery(later, 'svc/c/lost', '', '', '')).uploads).toEqual([]);
+    expect(await registered('c/lost')).toBe(false);
     waiting.stop();
     expect(warnings).toEqual([]);
   });

@@ -1,9 +1,11 @@
 // Discarding the bytes of an upload that did not commit. When the database fails during the commit, the outcome
 // is unknown: the COMMIT may have gone through before the connection died, and deleting the object then would
 // leave a row pointing at missing bytes. So the object goes only once the database confirms that no row refers
-// to it; while the database is away the check is retried in the background (the service's periodic sweep, with
-// the same check, covers a process that dies meanwhile).
+// to it; while the database or the storage is away (a storage that died mid-upload also left the upload's parts
+// behind) the attempt is retried in the background (the service's periodic sweep, with the same check, covers a
+// process that dies meanwhile).
 import { isDatabaseUnavailable } from '../http/unavailable.ts';
+import { StorageUnavailableError } from './errors.ts';
 import type { ObjectStore } from './types.ts';
 
 export interface UploadDiscarderOptions {
@@ -19,7 +21,7 @@ export interface UploadDiscarderOptions {
 export interface UploadDiscarder {
   /** Deletes the object unless a committed row refers to it; never throws. */
   discard(key: string): Promise<void>;
-  /** Keys waiting for the database to come back. */
+  /** Keys waiting for the database or the storage to come back. */
   pending(): number;
   stop(): void;
 }
@@ -37,7 +39,7 @@ export function createUploadDiscarder(options: UploadDiscarderOptions): UploadDi
       }
       return true;
     } catch (error) {
-      if (isDatabaseUnavailable(error)) return false;
+      if (isDatabaseUnavailable(error) || error instanceof StorageUnavailableError) return false;
       options.log.warn({ err: error, key }, 'could not discard the object of an uncommitted upload; the clean-up sweep will');
       return true;
     }

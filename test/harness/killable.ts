@@ -1,0 +1,96 @@
+// A PostgreSQL and a MinIO that a fault test owns: it kills them (SIGKILL, as a crash or the OOM killer would)
+// and starts them again on the same port and data directory, so the services' configured URLs find them again.
+// Never the run's shared servers (global-setup.ts): other test files use those at the same time.
+import { randomBytes } from 'node:crypto';
+import { chmod, mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { startPostgres, type RunningPostgres } from '../../services/boxyard/src/embedded-postgres.ts';
+import { startMinio, type RunningMinio } from './minio.ts';
+
+export interface Killable {
+  /** SIGKILLs the server and waits until it is gone. */
+  kill(): Promise<void>;
+  /** Starts it again on the same port and data directory. */
+  restart(): Promise<void>;
+  stop(): Promise<void>;
+}
+
+export interface KillablePostgres extends Killable {
+  adminUrl: string;
+}
+
+export interface KillableMinio extends Killable {
+  /** Its data directory (what an operator would look at for disk space). */
+  dir: string;
+  endpoint: string;
+  accessKey: string;
+  secretKey: string;
+}
+
+const secret = () => randomBytes(18).toString('base64url');
+
+/** A directory under /tmp the `postgres` user can traverse (PostgreSQL runs as that user when we are root). */
+async function reachableTempDir(prefix: string): Promise<string> {
+  const dir = await mkdtemp(join(tmpdir(), prefix));
+  await chmod(dir, 0o755);
+  return dir;
+}
+
+export async function startKillablePostgres(): Promise<KillablePostgres> {
+  const root = await reachableTempDir('boxyard-fault-pg-');
+  const options = { dir: join(root, 'data'), password: secret(), fast: true, persistent: true };
+  let current: RunningPostgres = await startPostgres(options);
+  const port = current.port;
+  return {
+    adminUrl: current.adminUrl,
+    async kill() {
+      process.kill(current.pid, 'SIGKILL');
+      await current.exited;
+      await current.stop(); // only forgets its exit hook: the process is gone
+    },
+    async restart() {
+      // Backends of the killed postmaster hold its shared memory for a moment; PostgreSQL refuses to start until
+      // they have exited, so try again for a while (as the boxyard dev supervisor does).
+      const deadline = Date.now() + 30_000;
+      for (;;) {
+        try {
+          current = await startPostgres({ ...options, port });
+          return;
+        } catch (error) {
+          if (Date.now() > deadline) throw error;
+          await new Promise((r) => setTimeout(r, 200));
+        }
+      }
+    },
+    async stop() {
+      await current.stop();
+      await rm(root, { recursive: true, force: true });
+    },
+  };
+}
+
+export async function startKillableMinio(): Promise<KillableMinio> {
+  const root = await reachableTempDir('boxyard-fault-minio-');
+  const options = { dir: root, accessKey: `fault${randomBytes(4).toString('hex')}`, secretKey: secret() };
+  let current: RunningMinio = await startMinio(options);
+  const port = Number(new URL(current.endpoint).port);
+  return {
+    dir: root,
+    endpoint: current.endpoint,
+    accessKey: options.accessKey,
+    secretKey: options.secretKey,
+    async kill() {
+      process.kill(current.pid, 'SIGKILL');
+      await current.exited;
+      await current.stop(); // only forgets its exit hook: the process is gone
+    },
+    async restart() {
+      current = await startMinio({ ...options, port });
+    },
+    async stop() {
+      await current.stop();
+      await rm(root, { recursive: true, force: true });
+    },
+  };
+}
