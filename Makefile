@@ -21,10 +21,11 @@ NODE_PACKAGES := containerd runc containernetworking-plugins iptables ipset conn
 IMAGE_PACKAGES := debootstrap
 STAMP         := node_modules/.boxyard-installed
 
-.PHONY: help deps test-deps tools run test bench lint cluster cluster-down image clean
+.PHONY: help deps test-deps tools run test fuzz bench lint cluster cluster-down image clean
 help:
 	@echo "make run          start Boxyard on this machine (embedded PostgreSQL, local storage)"
 	@echo "make test         install everything needed and run all tests against real components"
+	@echo "make fuzz         fuzz every service's API with schemathesis, long pass (make test runs a short one)"
 	@echo "make lint         type-check and lint"
 	@echo "make bench        measure throughput and memory (ratios against direct baselines)"
 	@echo "make image        build the container image without Docker (a docker-archive under \$$BOXYARD_CACHE/images) and load it into the local node"
@@ -44,9 +45,11 @@ $(STAMP): $(NODE) package.json package-lock.json $(wildcard */package.json servi
 # What running needs: Node 24 and the npm packages.
 deps: $(STAMP)
 
-# What testing adds: the real clients and test tools from Debian.
+# What testing adds: the real clients and test tools from Debian, and schemathesis (the API fuzzer, PyPI) in a
+# cached virtualenv.
 test-deps: deps
 	@test/tools/apt-install.sh $(TEST_PACKAGES)
+	@test/tools/schemathesis.sh
 
 tools: test-deps
 	@test/tools/apt-install.sh $(NODE_PACKAGES)
@@ -58,6 +61,10 @@ run: deps
 # The real-cluster suite (test/cluster) runs the image on a real node.
 test: tools image
 	npm test
+
+# The fuzz test of `make test` with many more cases per operation, every check and stateful sequences.
+fuzz: test-deps
+	FUZZ_LONG=1 npx vitest run test/fuzz
 
 lint: deps
 	npm run lint

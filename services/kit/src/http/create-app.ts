@@ -7,7 +7,10 @@ import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest, 
 import type { Registry } from 'prom-client';
 import type { TrustProxy } from '../config/common.ts';
 import { createMetricsRegistry, installMetrics } from '../metrics/metrics.ts';
+import { documentErrors } from './documented-errors.ts';
 import { installErrorHandling, renderError, toHttpError, type ErrorShape } from './error-handler.ts';
+import { trackRoutes } from './method-not-allowed.ts';
+import { partAwareValidator } from './validator.ts';
 import { recordRouteTable } from './route-table.ts';
 
 export type ReadinessCheck = () => Promise<void>;
@@ -73,8 +76,8 @@ export async function createApp(options: CreateAppOptions): Promise<FastifyInsta
     genReqId: () => randomUUID(),
     trustProxy: trustProxyFunction(options.trustProxy ?? false),
     bodyLimit: options.bodyLimit ?? 1_048_576,
-    // One errors[] entry per failing value, and no silent removal of unknown members.
-    ajv: { customOptions: { allErrors: true, removeAdditional: false, coerceTypes: 'array', useDefaults: true } },
+    // Query, path and header values are coerced to their schema's types; JSON bodies are not (validator.ts).
+    schemaController: { compilersFactory: { buildValidator: partAwareValidator() } },
     // Errors raised before routing (a malformed URL such as `/%zz`) are answered in the service's shape too.
     frameworkErrors: (error, _request, reply) => {
       const httpError = toHttpError(error, options.errorShape);
@@ -94,7 +97,10 @@ export async function createApp(options: CreateAppOptions): Promise<FastifyInsta
   app.addHook('onRequest', async (request, reply) => {
     reply.header('x-request-id', request.id);
   });
-  installErrorHandling(app, { shape: options.errorShape, problemBase });
+  // Both watch every route added from here on.
+  const routes = trackRoutes(app);
+  documentErrors(app, options.errorShape);
+  installErrorHandling(app, { shape: options.errorShape, problemBase, routes });
 
   const registry = createMetricsRegistry({ service: options.service });
   app.decorate('metrics', registry);

@@ -1,6 +1,7 @@
 // Renders every failure in the service's error shape; never a stack trace, never a 500 for a caller's mistake.
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { HttpError, kindOf, type FieldError } from './http-error.ts';
+import type { RouteTable } from './method-not-allowed.ts';
 import { unavailableError } from './unavailable.ts';
 import { toFieldErrors } from './validation.ts';
 
@@ -11,6 +12,11 @@ export interface ErrorHandlerOptions {
   shape: ErrorShape;
   /** Prefix of problem `type` URIs. */
   problemBase: string;
+}
+
+export interface ErrorHandlingOptions extends ErrorHandlerOptions {
+  /** The app's routes: a path served with other methods answers 405 with `Allow` instead of 404. */
+  routes?: RouteTable;
 }
 
 const titles: Record<string, string> = {
@@ -80,7 +86,7 @@ export function logFailure(request: FastifyRequest, error: unknown, httpError: H
 
 const envelopeDetails = (errors: FieldError[]) => errors.map((e) => `${e.pointer}: ${e.detail}`).join('; ');
 
-export function installErrorHandling(app: FastifyInstance, options: ErrorHandlerOptions): void {
+export function installErrorHandling(app: FastifyInstance, options: ErrorHandlingOptions): void {
   const send = (error: HttpError, request: FastifyRequest, reply: FastifyReply) => {
     const { type, body } = renderError(error, options, request.url.split('?')[0]);
     for (const [name, value] of Object.entries(error.headers)) reply.header(name, value);
@@ -91,5 +97,18 @@ export function installErrorHandling(app: FastifyInstance, options: ErrorHandler
     logFailure(request, error, httpError);
     return send(httpError, request, reply);
   });
+  const routes = options.routes;
+  if (routes) {
+    // Before the body is read: fastify would otherwise refuse a body-carrying method's missing Content-Type first.
+    app.addHook('onRequest', async (request) => {
+      if (!request.is404) return;
+      const path = request.url.split('?')[0]!;
+      const allowed = routes.allowed(path);
+      // A route that exists for this very method and called notFound() means the resource, not the path.
+      if (allowed.length > 0 && !allowed.includes(request.method)) {
+        throw new HttpError(405, `${request.method} is not allowed on ${path}; allowed: ${allowed.join(', ')}`, { headers: { allow: allowed.join(', ') } });
+      }
+    });
+  }
   app.setNotFoundHandler((request, reply) => send(new HttpError(404, `No route for ${request.method} ${request.url.split('?')[0]}`), request, reply));
 }

@@ -1,0 +1,92 @@
+// Every error a route can answer is in the OpenAPI description, with the media type and body it really has.
+// The statuses any route can produce are added centrally (a malformed request, input validation, a body too
+// large or of a type the route does not read, a resource named in the path not found, rate limiting, a
+// dependency away); services add what their own rules answer (401, 403, 409...).
+import type { FastifyInstance, HTTPMethods, RouteOptions } from 'fastify';
+import type { ErrorShape } from './error-handler.ts';
+
+export const problemSchema = {
+  type: 'object',
+  description: 'Problem details (RFC 9457)',
+  properties: {
+    type: { type: 'string', description: 'A URI naming the kind of problem' },
+    title: { type: 'string' },
+    status: { type: 'integer' },
+    detail: { type: 'string' },
+    instance: { type: 'string', description: 'The path of the request' },
+    errors: {
+      type: 'array',
+      description: 'One entry per failing value',
+      items: {
+        type: 'object',
+        properties: {
+          pointer: { type: 'string', description: 'JSON pointer to the value (`/query/...`, `/params/...` outside the body)' },
+          rule: { type: 'string' },
+          params: { type: 'object', additionalProperties: true },
+          detail: { type: 'string' },
+        },
+        required: ['pointer', 'rule', 'params', 'detail'],
+      },
+    },
+  },
+  required: ['type', 'title', 'status', 'detail', 'errors'],
+} as const;
+
+export const envelopeErrorSchema = {
+  type: 'object',
+  properties: { success: { type: 'boolean', const: false }, message: { type: 'string' }, details: { type: 'string' } },
+  required: ['success', 'message', 'details'],
+} as const;
+
+export const errorMediaType = (shape: ErrorShape) => (shape === 'problem' ? 'application/problem+json' : 'application/json');
+
+const descriptions: Record<number, string> = {
+  400: 'Malformed request',
+  401: 'Authentication required or credentials refused',
+  403: 'Not allowed for this caller',
+  404: 'Not found',
+  408: 'The request body took too long',
+  409: 'Conflict with the current state',
+  413: 'Request body too large',
+  415: 'Unsupported request body type',
+  416: 'Range not satisfiable',
+  422: 'Validation failed',
+  429: 'Too many requests',
+  503: 'A dependency (database, storage) is unavailable, or the service is shutting down',
+  507: 'Storage full',
+};
+
+const BODY_METHODS = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
+
+/** The statuses any route of this kind can answer, whatever it does. */
+function commonStatuses(route: RouteOptions, shape: ErrorShape): number[] {
+  const schema = route.schema ?? {};
+  const statuses = [400, 503];
+  if (schema.body || schema.querystring || schema.params || schema.headers) statuses.push(shape === 'problem' ? 422 : 400);
+  if (([] as HTTPMethods[]).concat(route.method).some((m) => BODY_METHODS.has(m))) statuses.push(413, 415);
+  if (/[:*]/.test(route.url)) statuses.push(404);
+  if ((route.config as { rateLimit?: unknown } | undefined)?.rateLimit !== false) statuses.push(429);
+  return statuses;
+}
+
+type ResponseSchema = Record<string, Record<string, unknown>>;
+
+/** Adds the common statuses to every documented route and gives each error its real media type and body. */
+export function documentErrors(app: FastifyInstance, shape: ErrorShape): void {
+  const mediaType = errorMediaType(shape);
+  const body = shape === 'problem' ? problemSchema : envelopeErrorSchema;
+  app.addHook('onRoute', (route) => {
+    const schema = route.schema as (RouteOptions['schema'] & { hide?: boolean; response?: ResponseSchema }) | undefined;
+    // Undocumented routes (health, metrics, the description itself) and routes without a documented answer.
+    if (!schema || schema.hide || !schema.response) return;
+    const response: ResponseSchema = { ...schema.response };
+    for (const status of commonStatuses(route, shape)) response[status] ??= {};
+    for (const [key, given] of Object.entries(response)) {
+      const status = Number(key);
+      if (!(status >= 400) || given.content) continue;
+      const description = typeof given.description === 'string' ? given.description : (descriptions[status] ?? 'Error');
+      response[key] = { description, content: { [mediaType]: { schema: body } } };
+    }
+    schema.response = response;
+  });
+}
