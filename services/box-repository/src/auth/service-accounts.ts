@@ -55,7 +55,7 @@ export async function serviceAccountRoutes(app: FastifyInstance, { ctx }: { ctx:
         description: text(1000),
         expiration_days: { type: 'integer', minimum: 1, maximum: MAX_EXPIRATION_DAYS, description: 'Days until the key stops working (default: never).' },
         organization: { type: 'string', description: 'Name of the organization it acts in (or organization_id).' },
-        organization_id: { type: 'integer' },
+        organization_id: { type: 'integer', minimum: 1, maximum: Number.MAX_SAFE_INTEGER },
         role: { type: 'string', enum: ['user', 'moderator'], default: 'user', description: 'Its role in the organization.' },
       }),
       response: { 201: createdSchema, ...errors(401, 403, 404, 422) },

@@ -221,6 +221,12 @@ export async function fileRoutes(app: FastifyInstance, { ctx }: { ctx: ServiceCo
   const downloadSchema = (summary: string, names: readonly string[]) => ({
     tags: ['files'], summary, params: params(...names),
     querystring: { type: 'object', properties: { expires: { type: 'string' }, signature: { type: 'string' }, access_token: { type: 'string' } } },
+    response: {
+      200: { description: 'The box file', content: { 'application/octet-stream': { schema: { type: 'string', format: 'binary' } } } },
+      206: { description: 'The requested range of the box file (Range)', content: { 'application/octet-stream': { schema: { type: 'string', format: 'binary' } } } },
+      304: { description: 'Not modified (If-None-Match matched the ETag)' },
+      ...errors(401, 403, 404, 416),
+    },
   });
   // GET and HEAD in one route: HEAD answers the same headers (Content-Length included) without touching storage.
   app.route({

@@ -3,9 +3,11 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 
 export const MAX_PER_PAGE = 100;
+/** Far past any real list, and small enough that the offset stays an exact integer PostgreSQL accepts. */
+export const MAX_PAGE = 1_000_000;
 
 export const paginationQuery = {
-  page: { type: 'integer', minimum: 1, default: 1, description: 'Page number, from 1.' },
+  page: { type: 'integer', minimum: 1, maximum: MAX_PAGE, default: 1, description: `Page number, from 1 (at most ${MAX_PAGE}).` },
   per_page: { type: 'integer', minimum: 1, maximum: MAX_PER_PAGE, default: 25, description: `Items per page (at most ${MAX_PER_PAGE}).` },
 } as const;
 

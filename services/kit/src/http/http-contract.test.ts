@@ -17,7 +17,7 @@ async function build(errorShape: 'problem' | 'envelope'): Promise<FastifyInstanc
   });
   app.delete('/items/:id', async () => ({}));
   app.post('/items', {
-    schema: { body: { type: 'object', required: ['name'], properties: { name: { type: 'string' } } }, response: { 201: { type: 'object', properties: { name: { type: 'string' } } } } },
+    schema: { body: { type: 'object', required: ['name'], properties: { name: { type: 'string' }, size: { type: 'integer', maximum: 10 } } }, response: { 201: { type: 'object', properties: { name: { type: 'string' } } } } },
   }, async (request, reply) => reply.status(201).send(request.body));
   await app.ready();
   return app;
@@ -59,6 +59,15 @@ describe('type coercion', () => {
     const res = await app.inject({ method: 'POST', url: '/items', payload: { name: 12 } });
     expect(res.statusCode).toBe(400);
     expect(res.json()).toMatchObject({ success: false, details: '/name: must be string' });
+  });
+
+  it('refuses numbers too large to be finite (1e400 is Infinity), in the query and in a body', async () => {
+    const query = await app.inject({ method: 'GET', url: '/items/7?page=1e400' });
+    expect(query.statusCode).toBe(400);
+    expect(query.json().details).toBe('/query/page: must be a finite number');
+    const body = await app.inject({ method: 'POST', url: '/items', headers: { 'content-type': 'application/json' }, payload: '{"name":"x","size":1e400}' });
+    expect(body.statusCode).toBe(400);
+    expect(body.json().details).toMatch(/^\/size: must be/);
   });
 
   it('still reads query and path values as the types their schema names', async () => {
