@@ -19,7 +19,7 @@ import {
   rateLimitMigrations,
   refuseCrossSiteWrites,
   resourceServerMigrations,
-  serverTls, publicBaseUrl,
+  serverTls, publicBaseUrl, documentStatuses,
   type DatabasePool,
   type ObjectStore,
 } from '@boxyard/kit';
@@ -142,6 +142,8 @@ export async function buildFileShare(config: FileShareConfig, options: BuildOpti
     refuseCrossSiteWrites(app, createOriginPolicy({ publicUrl: config.server.public_url }));
 
     await app.register(async (scope) => {
+      // Every route below reads credentials and permissions first.
+      documentStatuses(scope, 'envelope', [401, 403]);
       scope.addHook('onRequest', async (request) => {
         request.principal = await authenticator.authenticate(request);
       });

@@ -33,6 +33,12 @@ export async function endSession(accounts: Accounts, request: FastifyRequest, re
   return session?.jti;
 }
 
+const userSchema = {
+  type: 'object',
+  properties: { id: { type: 'string' }, username: { type: 'string' }, email: { type: ['string', 'null'] }, role: { type: 'string' }, createdAt: { type: 'string', format: 'date-time' } },
+  required: ['id', 'username', 'email', 'role', 'createdAt'],
+};
+
 const userView = (user: { id: string; username: string; email: string | null; role: string; created_at: Date }) => ({
   id: user.id,
   username: user.username,
@@ -141,6 +147,7 @@ export async function authRoutes(app: FastifyInstance, options: AuthRoutesOption
           required: ['username', 'password', 'role'],
           additionalProperties: false,
         },
+        response: { 201: envelopeSchema({ type: 'object', properties: { user: userSchema } }, 'The user, created'), 409: {} },
       },
     },
     async (request, reply) => {

@@ -1,14 +1,14 @@
 // The share's own paths: GET/HEAD /{path} (file bytes or a listing), POST /{path} (upload, or /folders and
 // /search with a JSON body), PUT /{path}?action=rename, DELETE /{path}. The raw URL path is parsed once by
 // paths/share-path.ts; the router's own decoding of the wildcard is never used.
-import { badRequest, HttpError, notFound, type ObjectStore } from '@boxyard/kit';
+import { badRequest, HttpError, methodNotAllowed, notFound, type ObjectStore } from '@boxyard/kit';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { DatabasePool } from 'slonik';
 import { z } from 'zod';
 import { mayRead, refuse, requirePermission } from '../auth/principal.ts';
-import { envelopeSchema, ok } from '../http/envelope.ts';
+import { envelopeSchema, errorSchema, ok } from '../http/envelope.ts';
 import { listingFormat, wantsHtmlPage } from '../http/negotiate.ts';
-import { encodePath, parentOf, parseRequestPath, validateName, type SharePath } from '../paths/share-path.ts';
+import { encodePath, parentOf, parseRequestPath, RESERVED_TOP_LEVEL_NAMES, validateName, type SharePath } from '../paths/share-path.ts';
 import type { Sweeper } from '../maintenance/sweeper.ts';
 import type { Entry, Tree } from '../tree/tree-store.ts';
 import { FILE_SECURITY_HEADERS, sendFile } from './download.ts';
@@ -18,6 +18,8 @@ import { handleUpload } from './upload.ts';
 export const DEFAULT_JSON_LIMIT = 1000;
 export const DEFAULT_HTML_LIMIT = 10_000;
 export const MAX_LIMIT = 10_000;
+/** Far past any real folder, and small enough that the offset stays an exact integer PostgreSQL accepts. */
+export const MAX_PAGE = 1_000_000;
 
 export interface FileRoutesOptions {
   pool: DatabasePool;
@@ -74,7 +76,7 @@ const rawPathOf = (request: FastifyRequest) => {
 };
 
 const pageQuery = {
-  page: { type: 'integer', minimum: 1, default: 1 },
+  page: { type: 'integer', minimum: 1, maximum: MAX_PAGE, default: 1 },
   limit: { type: 'integer', minimum: 1, maximum: MAX_LIMIT, description: `Entries per page (default ${DEFAULT_JSON_LIMIT} for JSON, ${DEFAULT_HTML_LIMIT} for HTML)` },
 };
 
@@ -86,7 +88,7 @@ const pathParams = {
 
 const searchBody = z.strictObject({
   query: z.string().min(1).max(1024),
-  page: z.number().int().min(1).default(1),
+  page: z.number().int().min(1).max(MAX_PAGE).default(1),
   limit: z.number().int().min(1).max(MAX_LIMIT).default(DEFAULT_JSON_LIMIT),
 });
 const folderBody = z.strictObject({ folderName: z.string() });
@@ -121,8 +123,25 @@ function htmlSignInRequired(reply: FastifyReply, html: string): FastifyReply {
     .send(html);
 }
 
+const binary = { type: 'string', format: 'binary' };
+const fileBytes = { 'application/octet-stream': { schema: binary }, '*/*': { schema: binary } };
+const fileEntrySchema = envelopeSchema({ type: 'object', properties: { file: entrySchema }, required: ['file'] });
+/** A browser asking for a page gets these as HTML; everyone else in the envelope. */
+const pageOrEnvelope = (description: string) => ({ description, content: { 'application/json': { schema: errorSchema }, 'text/html': { schema: { type: 'string' } } } });
+
 export async function fileRoutes(app: FastifyInstance, options: FileRoutesOptions): Promise<void> {
   const { tree, store } = options;
+
+  // Top-level names the service's own routes use are never share paths: a method those routes lack answers 405
+  // (or 404 where nothing is routed) before the share's catch-all reads a body meant for something else.
+  app.addHook('onRequest', async (request) => {
+    const { pathname } = rawPathOf(request);
+    const top = pathname.split('/')[1] ?? '';
+    if (!RESERVED_TOP_LEVEL_NAMES.has(top)) return;
+    const allowed = app.routeTable.allowed(pathname, { except: ['/*'] });
+    if (allowed.length > 0) throw methodNotAllowed(request.method, pathname, allowed);
+    throw notFound(`No route for ${request.method} ${pathname}`);
+  });
 
   async function lookup(path: string): Promise<Entry | null> {
     return tree.find(path);
@@ -144,7 +163,18 @@ export async function fileRoutes(app: FastifyInstance, options: FileRoutesOption
           type: 'object',
           properties: { format: { type: 'string', enum: ['json', 'html'] }, ...pageQuery },
         },
-        response: { 200: listingSchema },
+        response: {
+          200: {
+            description: 'A folder listing or a file entry (JSON), a listing page (HTML), or the file\'s bytes',
+            content: { 'application/json': { schema: { anyOf: [listingSchema, fileEntrySchema] } }, 'text/html': { schema: { type: 'string' } }, ...fileBytes },
+          },
+          206: { description: 'The requested range of the file (Range)', content: fileBytes },
+          301: { description: 'A folder without its trailing slash: redirected to it' },
+          304: { description: 'Not modified (If-None-Match / If-Modified-Since)' },
+          401: pageOrEnvelope('Authentication required'),
+          404: pageOrEnvelope('Not found'),
+          416: {},
+        },
       },
     },
     async (request, reply) => {

@@ -71,21 +71,38 @@ function commonStatuses(route: RouteOptions, shape: ErrorShape): number[] {
 
 type ResponseSchema = Record<string, Record<string, unknown>>;
 
+const errorResponse = (shape: ErrorShape, status: number, description?: unknown) => ({
+  description: typeof description === 'string' ? description : (descriptions[status] ?? 'Error'),
+  content: { [errorMediaType(shape)]: { schema: shape === 'problem' ? problemSchema : envelopeErrorSchema } },
+});
+
+/**
+ * Documents `statuses` on every route of `scope` (registered after this call) that does not document them
+ * already: what a whole scope answers, such as 401 and 403 behind its authentication.
+ */
+export function documentStatuses(scope: FastifyInstance, shape: ErrorShape, statuses: number[]): void {
+  scope.addHook('onRoute', (route) => {
+    const schema = route.schema as { hide?: boolean; response?: ResponseSchema } | undefined;
+    if (!schema || schema.hide) return;
+    const response: ResponseSchema = { ...(schema.response ?? { 200: { description: 'Default Response' } }) };
+    for (const status of statuses) response[status] ??= errorResponse(shape, status);
+    schema.response = response;
+  });
+}
+
 /** Adds the common statuses to every documented route and gives each error its real media type and body. */
 export function documentErrors(app: FastifyInstance, shape: ErrorShape): void {
-  const mediaType = errorMediaType(shape);
-  const body = shape === 'problem' ? problemSchema : envelopeErrorSchema;
   app.addHook('onRoute', (route) => {
     const schema = route.schema as (RouteOptions['schema'] & { hide?: boolean; response?: ResponseSchema }) | undefined;
-    // Undocumented routes (health, metrics, the description itself) and routes without a documented answer.
-    if (!schema || schema.hide || !schema.response) return;
-    const response: ResponseSchema = { ...schema.response };
+    // Undocumented routes (health, metrics, the description itself).
+    if (!schema || schema.hide) return;
+    // A route that documents no answer keeps the description's default one (any 200 body) beside its errors.
+    const response: ResponseSchema = { ...(schema.response ?? { 200: { description: 'Default Response' } }) };
     for (const status of commonStatuses(route, shape)) response[status] ??= {};
     for (const [key, given] of Object.entries(response)) {
       const status = Number(key);
       if (!(status >= 400) || given.content) continue;
-      const description = typeof given.description === 'string' ? given.description : (descriptions[status] ?? 'Error');
-      response[key] = { description, content: { [mediaType]: { schema: body } } };
+      response[key] = errorResponse(shape, status, given.description);
     }
     schema.response = response;
   });

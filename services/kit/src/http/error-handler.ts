@@ -1,7 +1,7 @@
 // Renders every failure in the service's error shape; never a stack trace, never a 500 for a caller's mistake.
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { HttpError, kindOf, type FieldError } from './http-error.ts';
-import type { RouteTable } from './method-not-allowed.ts';
+import { methodNotAllowed, type RouteTable } from './method-not-allowed.ts';
 import { unavailableError } from './unavailable.ts';
 import { toFieldErrors } from './validation.ts';
 
@@ -106,7 +106,7 @@ export function installErrorHandling(app: FastifyInstance, options: ErrorHandlin
       const allowed = routes.allowed(path);
       // A route that exists for this very method and called notFound() means the resource, not the path.
       if (allowed.length > 0 && !allowed.includes(request.method)) {
-        throw new HttpError(405, `${request.method} is not allowed on ${path}; allowed: ${allowed.join(', ')}`, { headers: { allow: allowed.join(', ') } });
+        throw methodNotAllowed(request.method, path, allowed);
       }
     });
   }

@@ -2,11 +2,21 @@
 // "no route", so a second router of the same paths tells which methods a path has.
 import FindMyWay from 'find-my-way';
 import type { FastifyInstance, HTTPMethods } from 'fastify';
+import { HttpError } from './http-error.ts';
 
 export interface RouteTable {
-  /** The methods `path` is routed for (empty: the path does not exist). */
-  allowed(path: string): string[];
+  /** The methods `path` is routed for (empty: the path does not exist), leaving out routes of the `except` URLs. */
+  allowed(path: string, options?: { except?: string[] }): string[];
 }
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    routeTable: RouteTable;
+  }
+}
+
+export const methodNotAllowed = (method: string, path: string, allowed: string[]) =>
+  new HttpError(405, `${method} is not allowed on ${path}; allowed: ${allowed.join(', ')}`, { headers: { allow: allowed.join(', ') } });
 
 export function trackRoutes(app: FastifyInstance): RouteTable {
   const router = FindMyWay();
@@ -14,7 +24,7 @@ export function trackRoutes(app: FastifyInstance): RouteTable {
   app.addHook('onRoute', (route) => {
     for (const method of ([] as HTTPMethods[]).concat(route.method)) {
       try {
-        router.on(method as never, route.url, () => {});
+        router.on(method as never, route.url, () => {}, { url: route.url });
         methods.add(method);
       } catch {
         // The same method and path registered twice with constraints (host, version): one entry is enough.
@@ -22,8 +32,12 @@ export function trackRoutes(app: FastifyInstance): RouteTable {
     }
   });
   return {
-    allowed(path) {
-      return [...methods].filter((method) => router.find(method as never, path) !== null).sort();
+    allowed(path, options = {}) {
+      const except = new Set(options.except ?? []);
+      return [...methods].filter((method) => {
+        const found = router.find(method as never, path);
+        return found !== null && !except.has((found.store as { url: string }).url);
+      }).sort();
     },
   };
 }
