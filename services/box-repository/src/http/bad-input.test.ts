@@ -1,5 +1,6 @@
 // Inputs the fuzzer (test/fuzz) found answered with a 500 or outside the OpenAPI description: each is a caller's
 // mistake and gets a clear 4xx in the problem-details shape.
+import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestService, type TestService } from '../testing/service.ts';
 
@@ -22,3 +23,36 @@ describe('numbers past what the database holds', () => {
     expect(res.body).toMatchObject({ errors: [expect.objectContaining({ pointer: '/organization_id', rule: 'maximum' })] });
   });
 });
+
+describe('a resource deleted while a request on it runs', () => {
+  it('answers 404 to an update whose organization another request deleted meanwhile, not 500', async () => {
+    const { createOrganization } = await import('../testing/service.ts');
+    await createOrganization(service, 'racing');
+    const locker = new pg.Client({ connectionString: service.databaseUrl });
+    const watcher = new pg.Client({ connectionString: service.databaseUrl });
+    await Promise.all([locker.connect(), watcher.connect()]);
+    try {
+      // Hold the row, so the update below waits after its request has found the organization.
+      await locker.query(`set search_path to ${service.config.database.schema}`);
+      await locker.query('begin');
+      await locker.query(`select id from organizations where name = 'racing' for update`);
+      const update = service.request('PATCH', '/api/organization/racing', { token: service.adminToken, json: { description: 'x' } });
+      await waitFor(async () => (await watcher.query(`select 1 from pg_stat_activity where wait_event_type = 'Lock' and query like '%update organizations%' and pid <> pg_backend_pid()`)).rowCount === 1);
+      await locker.query(`delete from organizations where name = 'racing'`);
+      await locker.query('commit');
+      const res = await update;
+      expect(res.status).toBe(404);
+      expect(res.headers.get('content-type')).toMatch(/^application\/problem\+json/);
+    } finally {
+      await Promise.all([locker.end(), watcher.end()]);
+    }
+  });
+});
+
+async function waitFor(check: () => Promise<boolean>): Promise<void> {
+  for (let i = 0; i < 400; i++) {
+    if (await check()) return;
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+  throw new Error('the update never waited on the row lock');
+}

@@ -2,7 +2,7 @@
 // unreadable body (400) belong to the validation family.
 import { HttpError, logFailure, renderError, toHttpError } from '@boxyard/kit';
 import type { FastifyInstance } from 'fastify';
-import { UniqueIntegrityConstraintViolationError } from 'slonik';
+import { NotFoundError, UniqueIntegrityConstraintViolationError } from 'slonik';
 
 export const PROBLEM_BASE = 'https://boxyard.io/problems';
 
@@ -21,7 +21,8 @@ export async function uniquely<T>(write: () => Promise<T>, conflict: () => HttpE
 
 export function installProblemTypes(app: FastifyInstance): void {
   app.setErrorHandler((error, request, reply) => {
-    let httpError = toHttpError(error, 'problem');
+    // A row found at the start of a request and deleted by another before its write: the write found nothing.
+    let httpError = error instanceof NotFoundError ? new HttpError(404, 'Not found: it was deleted while this request ran') : toHttpError(error, 'problem');
     if (httpError.statusCode === 400 && httpError.kind !== 'validation') {
       httpError = new HttpError(400, httpError.message, { kind: 'validation', errors: httpError.errors, headers: httpError.headers });
     }
