@@ -1,6 +1,6 @@
 // Every error a route can answer is in the OpenAPI description, with the media type and body it really has.
 // The statuses any route can produce are added centrally (a malformed request, input validation, a body too
-// large or of a type the route does not read, a resource named in the path not found, rate limiting, a
+// large or of a type the route does not read, a resource named in the path not found or too long, rate limiting, a
 // dependency away); services add what their own rules answer (401, 403, 409...).
 import type { FastifyInstance, HTTPMethods, RouteOptions } from 'fastify';
 import type { ErrorShape } from './error-handler.ts';
@@ -48,6 +48,7 @@ const descriptions: Record<number, string> = {
   408: 'The request body took too long',
   409: 'Conflict with the current state',
   413: 'Request body too large',
+  414: 'A path parameter is too long',
   415: 'Unsupported request body type',
   416: 'Range not satisfiable',
   422: 'Validation failed',
@@ -64,7 +65,8 @@ function commonStatuses(route: RouteOptions, shape: ErrorShape): number[] {
   const statuses = [400, 503];
   if (schema.body || schema.querystring || schema.params || schema.headers) statuses.push(shape === 'problem' ? 422 : 400);
   if (([] as HTTPMethods[]).concat(route.method).some((m) => BODY_METHODS.has(m))) statuses.push(413, 415);
-  if (/[:*]/.test(route.url)) statuses.push(404);
+  // A path parameter longer than fastify's maxParamLength (100) is refused before routing.
+  if (/[:*]/.test(route.url)) statuses.push(404, 414);
   if ((route.config as { rateLimit?: unknown } | undefined)?.rateLimit !== false) statuses.push(429);
   return statuses;
 }

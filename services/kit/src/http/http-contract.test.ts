@@ -42,6 +42,12 @@ describe('methods a path does not have', () => {
     expect(query.headers.allow).toBe('DELETE, GET, HEAD');
   });
 
+  it('documents 414 where a path parameter can be too long, and answers it in the error shape', async () => {
+    const res = await app.inject({ method: 'GET', url: `/items/${'x'.repeat(200)}` });
+    expect(res.statusCode).toBe(414);
+    expect(res.headers['content-type']).toBe('application/problem+json; charset=utf-8');
+  });
+
   it('still answers 404 for a path nobody serves, and for a resource its route did not find', async () => {
     expect((await app.inject({ method: 'GET', url: '/nothing/here' })).statusCode).toBe(404);
     const gone = await app.inject({ method: 'GET', url: '/items/gone' });
@@ -82,7 +88,7 @@ describe('errors in the OpenAPI description', () => {
     const app = await build('problem');
     const spec = (await app.inject({ method: 'GET', url: '/openapi.json' })).json();
     const get = spec.paths['/items/{id}'].get.responses;
-    expect(Object.keys(get).sort()).toEqual(['200', '400', '403', '404', '422', '429', '503']);
+    expect(Object.keys(get).sort()).toEqual(['200', '400', '403', '404', '414', '422', '429', '503']);
     expect(Object.keys(get['404'].content)).toEqual(['application/problem+json']);
     expect(get['404'].content['application/problem+json'].schema.required).toEqual(['type', 'title', 'status', 'detail', 'errors']);
     // A body-taking route can also be sent too much or the wrong type; no path parameter, no 404.
