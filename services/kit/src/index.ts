@@ -9,7 +9,7 @@ export { isDatabaseUnavailable, unavailableError, RETRY_AFTER_SECONDS } from './
 export { resolveTls, type TlsMaterial } from './http/tls.ts';
 export { createOriginPolicy, refuseCrossSiteWrites, SAFE_METHODS, type OriginPolicy, type OriginPolicyOptions } from './http/origin-policy.ts';
 export { documentStatuses } from './http/documented-errors.ts';
-export { methodNotAllowed, type RouteTable } from './http/method-not-allowed.ts';
+export { methodNotAllowed, type MethodTable } from './http/method-not-allowed.ts';
 export { createDatabasePool, pingDatabase, type DatabasePool } from './db/pool.ts';
 export { migrate, type MigrationSource, type MigrationResult } from './db/migrate.ts';
 export { installRateLimit, rateLimitMigrations, type RateLimitOptions } from './rate-limit/rate-limit.ts';

@@ -138,7 +138,7 @@ export async function fileRoutes(app: FastifyInstance, options: FileRoutesOption
     const { pathname } = rawPathOf(request);
     const top = pathname.split('/')[1] ?? '';
     if (!RESERVED_TOP_LEVEL_NAMES.has(top)) return;
-    const allowed = app.routeTable.allowed(pathname, { except: ['/*'] });
+    const allowed = app.methodTable.allowed(pathname, { except: ['/*'] });
     if (allowed.length > 0) throw methodNotAllowed(request.method, pathname, allowed);
     throw notFound(`No route for ${request.method} ${pathname}`);
   });

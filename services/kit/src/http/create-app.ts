@@ -99,7 +99,7 @@ export async function createApp(options: CreateAppOptions): Promise<FastifyInsta
   });
   // Both watch every route added from here on.
   const routes = trackRoutes(app);
-  app.decorate('routeTable', routes);
+  app.decorate('methodTable', routes);
   documentErrors(app, options.errorShape);
   installErrorHandling(app, { shape: options.errorShape, problemBase, routes });
 

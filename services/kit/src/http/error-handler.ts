@@ -1,7 +1,7 @@
 // Renders every failure in the service's error shape; never a stack trace, never a 500 for a caller's mistake.
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { HttpError, kindOf, type FieldError } from './http-error.ts';
-import { methodNotAllowed, type RouteTable } from './method-not-allowed.ts';
+import { methodNotAllowed, type MethodTable } from './method-not-allowed.ts';
 import { unavailableError } from './unavailable.ts';
 import { toFieldErrors } from './validation.ts';
 
@@ -16,7 +16,7 @@ export interface ErrorHandlerOptions {
 
 export interface ErrorHandlingOptions extends ErrorHandlerOptions {
   /** The app's routes: a path served with other methods answers 405 with `Allow` instead of 404. */
-  routes?: RouteTable;
+  routes?: MethodTable;
 }
 
 const titles: Record<string, string> = {

@@ -4,21 +4,22 @@ import FindMyWay from 'find-my-way';
 import type { FastifyInstance, HTTPMethods } from 'fastify';
 import { HttpError } from './http-error.ts';
 
-export interface RouteTable {
+export interface MethodTable {
   /** The methods `path` is routed for (empty: the path does not exist), leaving out routes of the `except` URLs. */
   allowed(path: string, options?: { except?: string[] }): string[];
 }
 
 declare module 'fastify' {
   interface FastifyInstance {
-    routeTable: RouteTable;
+    /** Which methods a concrete path is routed for (405 and `Allow`). */
+    methodTable: MethodTable;
   }
 }
 
 export const methodNotAllowed = (method: string, path: string, allowed: string[]) =>
   new HttpError(405, `${method} is not allowed on ${path}; allowed: ${allowed.join(', ')}`, { headers: { allow: allowed.join(', ') } });
 
-export function trackRoutes(app: FastifyInstance): RouteTable {
+export function trackRoutes(app: FastifyInstance): MethodTable {
   const router = FindMyWay();
   const methods = new Set<string>();
   app.addHook('onRoute', (route) => {
