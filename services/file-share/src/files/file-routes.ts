@@ -133,12 +133,14 @@ export async function fileRoutes(app: FastifyInstance, options: FileRoutesOption
   const { tree, store } = options;
 
   // Top-level names the service's own routes use are never share paths: a method those routes lack answers 405
-  // (or 404 where nothing is routed) before the share's catch-all reads a body meant for something else.
+  // (or 404 where nothing is routed) before the share's catch-all reads a body meant for something else, and the
+  // catch-all's methods are not in their Allow.
+  const reserved = (pathname: string) => RESERVED_TOP_LEVEL_NAMES.has(pathname.split('/')[1] ?? '');
+  app.methodTable.shadow('/*', reserved);
   app.addHook('onRequest', async (request) => {
     const { pathname } = rawPathOf(request);
-    const top = pathname.split('/')[1] ?? '';
-    if (!RESERVED_TOP_LEVEL_NAMES.has(top)) return;
-    const allowed = app.methodTable.allowed(pathname, { except: ['/*'] });
+    if (!reserved(pathname)) return;
+    const allowed = app.methodTable.allowed(pathname);
     if (allowed.length > 0) throw methodNotAllowed(request.method, pathname, allowed);
     throw notFound(`No route for ${request.method} ${pathname}`);
   });

@@ -17,6 +17,12 @@ describe('the service\'s own paths', () => {
     expect(key.headers.get('allow')).toBe('DELETE, PUT');
   });
 
+  it('advertise only their own methods in Allow, also to a method no route has (OPTIONS)', async () => {
+    const res = await fetch(`${test.url}/api/users`, { method: 'OPTIONS', headers: { authorization: adminAuth } });
+    expect(res.status).toBe(405);
+    expect(res.headers.get('allow')).toBe('GET, HEAD, POST');
+  });
+
   it('answer 404 under a reserved name nothing serves, for any method', async () => {
     const res = await postJson(test.url, '/api/nothing', { newName: 'x' }, adminAuth, 'PUT');
     expect(res.status).toBe(404);

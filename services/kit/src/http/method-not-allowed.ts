@@ -5,8 +5,13 @@ import type { FastifyInstance, HTTPMethods } from 'fastify';
 import { HttpError } from './http-error.ts';
 
 export interface MethodTable {
-  /** The methods `path` is routed for (empty: the path does not exist), leaving out routes of the `except` URLs. */
-  allowed(path: string, options?: { except?: string[] }): string[];
+  /** The methods `path` is routed for (empty: the path does not exist). */
+  allowed(path: string): string[];
+  /**
+   * Routes of `url` (a catch-all such as `/*`) do not count for the paths `shadowed` picks: the file share's
+   * catch-all never serves the service's own top-level names, so it must not add its methods to their `Allow`.
+   */
+  shadow(url: string, shadowed: (path: string) => boolean): void;
 }
 
 declare module 'fastify' {
@@ -22,6 +27,7 @@ export const methodNotAllowed = (method: string, path: string, allowed: string[]
 export function trackRoutes(app: FastifyInstance): MethodTable {
   const router = FindMyWay();
   const methods = new Set<string>();
+  const shadows = new Map<string, (path: string) => boolean>();
   app.addHook('onRoute', (route) => {
     for (const method of ([] as HTTPMethods[]).concat(route.method)) {
       try {
@@ -33,12 +39,16 @@ export function trackRoutes(app: FastifyInstance): MethodTable {
     }
   });
   return {
-    allowed(path, options = {}) {
-      const except = new Set(options.except ?? []);
+    allowed(path) {
       return [...methods].filter((method) => {
         const found = router.find(method as never, path);
-        return found !== null && !except.has((found.store as { url: string }).url);
+        if (found === null) return false;
+        const shadowed = shadows.get((found.store as { url: string }).url);
+        return !shadowed?.(path);
       }).sort();
+    },
+    shadow(url, shadowed) {
+      shadows.set(url, shadowed);
     },
   };
 }
