@@ -62,14 +62,7 @@ export interface FileShareSpec extends CommonSpec {
 }
 
 export interface TerminalPoolSpec extends CommonSpec {
-  sessionPod: {
-    image?: string;
-    imagePullPolicy: PullPolicy;
-    shell: string;
-    resources: Resources;
-    readyTimeoutSeconds: number;
-    egress?: { clusterDNS?: boolean; internet?: boolean; excludedCIDRs?: string[]; allow?: Record<string, unknown>[] };
-  };
+  sessionPod: { image?: string; imagePullPolicy: PullPolicy; shell: string; resources: Resources; readyTimeoutSeconds: number };
   sessions: {
     idleTimeoutSeconds: number;
     maxLifetimeSeconds: number;
