@@ -9,6 +9,9 @@ describe('boxyard operator flags', () => {
       namespaces: [],
       metricsPort: 8080,
       metricsHost: undefined,
+      metricsAuth: 'kubernetes',
+      allowedImages: [],
+      gatewayClusterRole: 'boxyard-terminal-gateway',
       identity: undefined,
       defaultImage: DEFAULT_IMAGE,
       workers: undefined,
@@ -35,5 +38,15 @@ describe('boxyard operator flags', () => {
     expect(() => parseOperatorArgs(['--leader-elect'], {})).toThrow(OperatorUsageError);
     expect(() => parseOperatorArgs(['--metrics-port=http'], {})).toThrow(/--metrics-port must be a non-negative number/);
     expect(() => parseOperatorArgs(['--frobnicate'], {})).toThrow(/Unknown option/);
+    expect(() => parseOperatorArgs(['--metrics-auth=maybe'], {})).toThrow(/--metrics-auth must be kubernetes or none/);
+  });
+
+  it('reads the image allow-list, the gateway ClusterRole and the metrics authentication', () => {
+    expect(parseOperatorArgs(['--allowed-images=ghcr.io/boxyard/boxyard, registry.example/*', '--gateway-cluster-role=rel-terminal-gateway', '--metrics-auth=none'], {})).toMatchObject({
+      allowedImages: ['ghcr.io/boxyard/boxyard', 'registry.example/*'],
+      gatewayClusterRole: 'rel-terminal-gateway',
+      metricsAuth: 'none',
+    });
+    expect(parseOperatorArgs([], { BOXYARD_ALLOWED_IMAGES: 'a/b,c/d:1' }).allowedImages).toEqual(['a/b', 'c/d:1']);
   });
 });

@@ -9,10 +9,12 @@ import { KubeClient, KubeApiError } from './kube/client.ts';
 import { loadCredentials } from './kube/credentials.ts';
 import { resources, type ResourceType } from './kube/resources.ts';
 import { keyOf, type KubeObject } from './kube/types.ts';
+import { ImagePolicy, repositoryOf } from './reconcile/image-policy.ts';
 import { OWNER_INDEX, SECRET_INDEX, ServiceReconciler, controllerUid, referencedSecrets } from './reconcile/service-reconciler.ts';
 import { Controller } from './runtime/controller.ts';
 import { EventRecorder } from './runtime/events.ts';
 import { startHttpServer } from './runtime/http-server.ts';
+import { kubernetesMetricsAuth } from './runtime/metrics-auth.ts';
 import { Informer } from './runtime/informer.ts';
 import { LeaderElector } from './runtime/leader-election.ts';
 import { OperatorMetrics } from './runtime/metrics.ts';
@@ -42,8 +44,17 @@ export interface OperatorOptions {
   leaderElection?: LeaderElectionSettings;
   /** This replica's name in the Lease and in Events (default: hostname + random suffix). */
   identity?: string;
-  /** Image of the service pods when a resource names none. */
+  /** Image of the service pods when a resource names none (always allowed). */
   defaultImage?: string;
+  /**
+   * Images resources may name (spec.image, spec.sessionPod.image): repositories, full references, or prefixes
+   * ending in `*`; `*` alone allows any. Default: the default image's repository.
+   */
+  allowedImages?: string[];
+  /** The ClusterRole the terminal gateways are bound to (the chart's `<release>-terminal-gateway`). */
+  gatewayClusterRole?: string;
+  /** `kubernetes`: /metrics needs a bearer token the apiserver accepts, of a user allowed to get /metrics. */
+  metricsAuth?: 'kubernetes' | 'none';
   /** Concurrent reconciles per kind (default 4). */
   workers?: number;
   /** How often every resource is reconciled even without events (default 10 minutes). */
@@ -64,7 +75,6 @@ const CHILD_TYPES: ResourceType[] = [
   resources.service,
   resources.configMap,
   resources.serviceAccount,
-  resources.role,
   resources.roleBinding,
   resources.ingress,
   resources.networkPolicy,
@@ -101,6 +111,8 @@ export async function runOperator(options: OperatorOptions = {}): Promise<Runnin
   });
   const namespaces = options.namespaces?.filter(Boolean).length ? options.namespaces.filter(Boolean) : undefined;
   const resyncMs = options.resyncMs ?? 10 * 60_000;
+  const defaultImage = options.defaultImage ?? DEFAULT_IMAGE;
+  const imagePolicy = new ImagePolicy(options.allowedImages?.length ? options.allowedImages : [repositoryOf(defaultImage)], [defaultImage]);
   let synced = false;
 
   /** Runs the informers and controllers until `stop` aborts. */
@@ -127,7 +139,20 @@ export async function runOperator(options: OperatorOptions = {}): Promise<Runnin
       const primary = informer<ServiceResource>(kind.resource, { resyncMs });
       primary.addIndex(SECRET_INDEX, referencedSecrets);
       primaries.push(primary);
-      const reconciler = new ServiceReconciler({ client, kind, primary, children, secrets, events, defaultImage: options.defaultImage ?? DEFAULT_IMAGE, serviceMonitorAvailable, log });
+      const reconciler = new ServiceReconciler({
+        client,
+        kind,
+        primary,
+        children,
+        secrets,
+        events,
+        defaultImage,
+        imagePolicy,
+        gatewayClusterRole: options.gatewayClusterRole,
+        peers: () => primaries.flatMap((p) => p.list()),
+        serviceMonitorAvailable,
+        log,
+      });
       const controller = new Controller<ServiceResource>({
         name: kind.resource.plural,
         primary,
@@ -159,10 +184,13 @@ export async function runOperator(options: OperatorOptions = {}): Promise<Runnin
     metrics.leader.set(0);
   };
 
+  // Its own client: token reviews are neither the leader's writes nor counted with the reconcilers' requests.
+  const reviewClient = options.metricsAuth === 'none' ? undefined : new KubeClient(credentials, { userAgent: `boxyard-operator/${identity}` });
   const http = await startHttpServer({
     host: options.metricsHost,
     port: options.metricsPort ?? 8080,
     registry: metrics.registry,
+    authorizeMetrics: reviewClient ? kubernetesMetricsAuth(reviewClient) : undefined,
     // A standby replica is ready (it serves /metrics and waits); the leader once its caches are synced.
     ready: () => (elector ? !elector.isLeader() || synced : synced),
   });
@@ -186,6 +214,7 @@ export async function runOperator(options: OperatorOptions = {}): Promise<Runnin
     log(`operator ${identity} started without leader election`);
     running = lead(shutdown.signal);
   }
+  log(`images allowed: ${imagePolicy.describe()}; /metrics ${reviewClient ? 'needs a bearer token allowed to get /metrics' : 'is open (--metrics-auth=none)'}`);
   running.catch((error: unknown) => log(`operator stopped with an error: ${String(error)}`));
 
   return {
@@ -197,6 +226,7 @@ export async function runOperator(options: OperatorOptions = {}): Promise<Runnin
       await running.catch(() => {});
       await http.close();
       client.close();
+      reviewClient?.close();
     },
   };
 }

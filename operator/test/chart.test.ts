@@ -3,7 +3,8 @@ import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { chartDir, helm, kubectl, renderChart, type RenderedObject } from './support.ts';
+import { GATEWAY_RULES } from '../src/desired/rbac.ts';
+import { chartDir, helm, installChartRbac, kubectl, renderChart, type RenderedObject } from './support.ts';
 
 const kubeconfig = inject('kubeconfig');
 const id = randomBytes(3).toString('hex');
@@ -12,6 +13,7 @@ const teams = [`team-a-${id}`, `team-b-${id}`];
 
 type Rule = { apiGroups: string[]; resources: string[]; verbs: string[]; resourceNames?: string[] };
 const byKind = (objects: RenderedObject[], kind: string) => objects.filter((o) => o.kind === kind);
+const named = (objects: RenderedObject[], kind: string, name: string) => objects.find((o) => o.kind === kind && o.metadata.name === name) as unknown as { rules: Rule[]; metadata: { namespace?: string } } | undefined;
 const args = (objects: RenderedObject[]) =>
   ((byKind(objects, 'Deployment')[0] as unknown as { spec: { template: { spec: { containers: { args: string[] }[] } } } }).spec.template.spec.containers[0]!.args);
 
@@ -29,13 +31,17 @@ describe('charts/boxyard', () => {
 
   it('renders two replicas with leader election, a ClusterRole, a metrics Service and a PodDisruptionBudget by default', async () => {
     const { objects } = await renderChart(system);
-    expect(objects.map((o) => o.kind).sort()).toEqual(['ClusterRole', 'ClusterRoleBinding', 'Deployment', 'PodDisruptionBudget', 'Role', 'RoleBinding', 'Service', 'ServiceAccount']);
+    expect(objects.map((o) => `${o.kind} ${o.metadata.name}`).sort()).toEqual([
+      'ClusterRole boxyard', 'ClusterRole boxyard-metrics-auth', 'ClusterRole boxyard-metrics-reader', 'ClusterRole boxyard-terminal-gateway',
+      'ClusterRoleBinding boxyard', 'ClusterRoleBinding boxyard-metrics-auth',
+      'Deployment boxyard', 'PodDisruptionBudget boxyard', 'Role boxyard-leader-election', 'RoleBinding boxyard-leader-election', 'Service boxyard-metrics', 'ServiceAccount boxyard',
+    ]);
     const deployment = byKind(objects, 'Deployment')[0] as unknown as { spec: { replicas: number } };
     expect(deployment.spec.replicas).toBe(2);
     expect(args(objects)).toEqual(expect.arrayContaining(['operator', '--leader-elect', '--leader-election-namespace=$(POD_NAMESPACE)', '--leader-election-id=boxyard']));
     expect(args(objects).some((a) => a.startsWith('--namespaces'))).toBe(false);
     // The leader-election Role reaches only the operator's own Lease.
-    const leaseRole = byKind(objects, 'Role')[0] as unknown as { metadata: { namespace: string }; rules: Rule[] };
+    const leaseRole = named(objects, 'Role', 'boxyard-leader-election')!;
     expect(leaseRole.metadata.namespace).toBe(system);
     expect(leaseRole.rules).toEqual([
       { apiGroups: ['coordination.k8s.io'], resources: ['leases'], verbs: ['create'] },
@@ -45,15 +51,24 @@ describe('charts/boxyard', () => {
 
   it('grants least privilege: no wildcards, Secrets never deleted, nothing beyond what the operator writes', async () => {
     const { objects } = await renderChart(system);
-    const rules = (byKind(objects, 'ClusterRole')[0] as unknown as { rules: Rule[] }).rules;
+    const rules = named(objects, 'ClusterRole', 'boxyard')!.rules;
     for (const rule of rules) {
       expect(rule.verbs).not.toContain('*');
       expect(rule.resources).not.toContain('*');
       expect(rule.apiGroups).not.toContain('*');
       expect(rule.verbs).not.toContain('escalate');
-      expect(rule.verbs).not.toContain('bind');
     }
     const verbsOn = (group: string, resource: string) => rules.filter((r) => r.apiGroups.includes(group) && r.resources.includes(resource)).flatMap((r) => r.verbs);
+    // `bind` on the gateway's ClusterRole alone; no pod rights and no Roles of its own to grant them.
+    expect(rules.filter((r) => r.verbs.includes('bind'))).toEqual([
+      { apiGroups: ['rbac.authorization.k8s.io'], resources: ['clusterroles'], resourceNames: ['boxyard-terminal-gateway'], verbs: ['bind'] },
+    ]);
+    expect(verbsOn('', 'pods')).toEqual([]);
+    expect(verbsOn('rbac.authorization.k8s.io', 'roles')).toEqual([]);
+    expect(verbsOn('rbac.authorization.k8s.io', 'clusterrolebindings')).toEqual([]);
+    // The gateway's ClusterRole is exactly what the operator's code says the gateway needs.
+    expect(named(objects, 'ClusterRole', 'boxyard-terminal-gateway')!.rules).toEqual(GATEWAY_RULES);
+    expect(args(objects)).toContain('--gateway-cluster-role=boxyard-terminal-gateway');
     expect(verbsOn('', 'secrets')).not.toContain('delete');
     expect(verbsOn('', 'nodes')).toEqual([]);
     expect(verbsOn('apiextensions.k8s.io', 'customresourcedefinitions')).toEqual([]);
@@ -63,15 +78,64 @@ describe('charts/boxyard', () => {
 
   it('renders namespaced Roles instead of a ClusterRole when watchNamespaces is set', async () => {
     const { objects } = await renderChart(system, [`watchNamespaces={${teams.join(',')}}`]);
-    expect(byKind(objects, 'ClusterRole')).toEqual([]);
+    // Only the cluster-scoped roles that are not the operator's own: the gateway's (bound per namespace) and metrics.
+    expect(byKind(objects, 'ClusterRole').map((r) => r.metadata.name).sort()).toEqual(['boxyard-metrics-auth', 'boxyard-metrics-reader', 'boxyard-terminal-gateway']);
+    expect(byKind(objects, 'ClusterRoleBinding').map((r) => r.metadata.name)).toEqual(['boxyard-metrics-auth']);
     expect(byKind(objects, 'Role').map((r) => r.metadata.namespace).sort()).toEqual([system, ...teams].sort());
     expect(byKind(objects, 'RoleBinding').map((r) => r.metadata.namespace).sort()).toEqual([system, ...teams].sort());
     expect(args(objects)).toContain(`--namespaces=${teams.join(',')}`);
   });
 
-  it('renders a ServiceMonitor only when asked', async () => {
+  it('renders a ServiceMonitor only when asked, sending Prometheus\'s token to the authenticated /metrics', async () => {
     const { objects } = await renderChart(system, ['metrics.serviceMonitor.enabled=true']);
     expect(byKind(objects, 'ServiceMonitor')).toHaveLength(1);
+    expect(JSON.stringify(byKind(objects, 'ServiceMonitor')[0])).toContain('"bearerTokenFile":"/var/run/secrets/kubernetes.io/serviceaccount/token"');
+  });
+
+  it('authenticates /metrics by default, binds the listed readers, and can turn it off', async () => {
+    const { objects } = await renderChart(system, ['metrics.readers[0].name=prometheus', 'metrics.readers[0].namespace=monitoring']);
+    expect(args(objects)).toContain('--metrics-auth=kubernetes');
+    expect(named(objects, 'ClusterRole', 'boxyard-metrics-auth')!.rules).toEqual([
+      { apiGroups: ['authentication.k8s.io'], resources: ['tokenreviews'], verbs: ['create'] },
+      { apiGroups: ['authorization.k8s.io'], resources: ['subjectaccessreviews'], verbs: ['create'] },
+    ]);
+    expect(named(objects, 'ClusterRole', 'boxyard-metrics-reader')!.rules).toEqual([{ nonResourceURLs: ['/metrics'], verbs: ['get'] }]);
+    expect((objects.find((o) => o.metadata.name === 'boxyard-metrics-reader' && o.kind === 'ClusterRoleBinding') as unknown as { subjects: unknown[] }).subjects)
+      .toEqual([{ kind: 'ServiceAccount', name: 'prometheus', namespace: 'monitoring' }]);
+    const open = await renderChart(system, ['metrics.authentication.enabled=false']);
+    expect(args(open.objects)).toContain('--metrics-auth=none');
+    expect(open.objects.filter((o) => o.metadata.name.startsWith('boxyard-metrics-') && o.kind.startsWith('Cluster'))).toEqual([]);
+  });
+
+  it('passes the image allow-list: the chart\'s repository by default, else allowedImages', async () => {
+    expect(args((await renderChart(system)).objects)).toContain('--allowed-images=ghcr.io/boxyard/boxyard');
+    expect(args((await renderChart(system, ['image.repository=registry.example/boxyard'])).objects)).toContain('--allowed-images=registry.example/boxyard');
+    expect(args((await renderChart(system, ['allowedImages={registry.example/boxyard,registry.example/shells/*}'])).objects)).toContain('--allowed-images=registry.example/boxyard,registry.example/shells/*');
+    await expect(renderChart(system, ['allowedImages={a b}'])).rejects.toThrow(/allowedImages/);
+  });
+
+  it('lets the real apiserver accept the gateway binding from the operator, and nothing wider (RBAC escalation check)', async () => {
+    for (const [label, set] of [['cluster-wide', []], ['watchNamespaces', [`watchNamespaces={${teams.join(',')}}`]]] as const) {
+      const user = await installChartRbac(kubeconfig, system, [...set]);
+      const as = [`--as=${user}`, '-n', teams[0]!];
+      const binding = (name: string, role: string) =>
+        JSON.stringify({
+          apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'RoleBinding', metadata: { name, namespace: teams[0] },
+          roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: role },
+          subjects: [{ kind: 'ServiceAccount', name: 'shells-terminal', namespace: teams[0] }],
+        });
+      // The operator holds no pod rights itself, yet may grant the gateway's.
+      // `kubectl auth can-i` exits 1 for "no".
+      const canI = (...what: string[]) => kubectl(kubeconfig, ['auth', 'can-i', ...what, ...as]).then((out) => out.trim(), () => 'no');
+      expect(await canI('create', 'pods'), label).toBe('no');
+      expect(await canI('bind', 'clusterroles/boxyard-terminal-gateway'), label).toBe('yes');
+      expect(await canI('bind', 'clusterroles/cluster-admin'), label).toBe('no');
+      expect(await kubectl(kubeconfig, ['apply', '--server-side', ...as, '-f', '-'], binding(`gateway-${id}`, 'boxyard-terminal-gateway')), label).toMatch(/serverside-applied/);
+      // Any other ClusterRole is refused: the apiserver's escalation check (it holds neither the rights nor `bind`).
+      // (cluster-admin: `admin` and `edit` are empty here, with no controller-manager to aggregate them.)
+      await expect(kubectl(kubeconfig, ['apply', '--server-side', ...as, '-f', '-'], binding(`admin-${id}`, 'cluster-admin')), label).rejects.toThrow(/forbidden: user .* is attempting to grant RBAC permissions not currently held/);
+      await kubectl(kubeconfig, ['delete', 'rolebinding', '-n', teams[0]!, `gateway-${id}`]);
+    }
   });
 
   it('refuses values its schema does not allow, naming them', async () => {

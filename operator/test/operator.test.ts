@@ -38,6 +38,8 @@ let operator: OperatorProcess;
 let databaseUrl: string;
 let minio: { endpoint: string; accessKey: string; secretKey: string };
 let bucket: TestBucket;
+let operatorUser: string;
+const tokens: Record<'reader' | 'stranger', string> = { reader: '', stranger: '' };
 
 const apply = (manifest: unknown) => kubectl(plane.kubeconfig, ['apply', '-n', NS, '-f', '-'], stringify(manifest));
 const get = <T extends KubeObject = KubeObject>(type: ResourceType, name: string, namespace = NS) => admin.get<T>(type, namespace, name);
@@ -54,9 +56,9 @@ async function example(file: string, edit: (spec: Record<string, any>) => void =
   return manifest;
 }
 
-async function ready(type: ResourceType, name: string, timeoutMs = 90_000): Promise<ServiceResource> {
+async function ready(type: ResourceType, name: string, timeoutMs = 90_000, namespace = NS): Promise<ServiceResource> {
   return waitFor(`${type.kind} ${name} to be Ready at its generation`, async () => {
-    const r = await get<ServiceResource>(type, name);
+    const r = await get<ServiceResource>(type, name, namespace);
     return r && r.status?.observedGeneration === r.metadata.generation && condition(r, 'Ready')?.status === 'True' ? r : undefined;
   }, timeoutMs);
 }
@@ -101,7 +103,12 @@ beforeAll(async () => {
     },
   }));
   await kubectl(plane.kubeconfig, ['wait', '--for=condition=Established', '--timeout=60s', 'crd/servicemonitors.monitoring.coreos.com']);
-  const user = await installChartRbac(plane.kubeconfig, 'boxyard-system');
+  // As a platform team installs it: Prometheus's ServiceAccount listed as a metrics reader.
+  const user = await installChartRbac(plane.kubeconfig, 'boxyard-system', ['metrics.readers[0].name=prometheus', 'metrics.readers[0].namespace=boxyard-system']);
+  operatorUser = user;
+  for (const account of ['prometheus', 'stranger']) await kubectl(plane.kubeconfig, ['create', 'serviceaccount', account, '-n', 'boxyard-system']);
+  tokens.reader = (await kubectl(plane.kubeconfig, ['create', 'token', 'prometheus', '-n', 'boxyard-system'])).trim();
+  tokens.stranger = (await kubectl(plane.kubeconfig, ['create', 'token', 'stranger', '-n', 'boxyard-system'])).trim();
   const kubeconfig = await impersonatingKubeconfig(plane.kubeconfig, user, join(dir, 'operator-kubeconfig'));
   await kubectl(plane.kubeconfig, ['create', 'namespace', NS]);
   await kubectl(plane.kubeconfig, ['create', 'secret', 'generic', 'db', '-n', NS, `--from-literal=url=${databaseUrl}`]);
@@ -110,7 +117,11 @@ beforeAll(async () => {
   operator = await startOperatorProcess({
     kubeconfig,
     logFile: join(dir, 'operator.log'),
-    args: ['--leader-elect', '--leader-election-namespace', 'boxyard-system', '--leader-election-id', 'boxyard', '--resync-period', '3', '--default-image', 'registry.invalid/boxyard:test'],
+    args: [
+      '--leader-elect', '--leader-election-namespace', 'boxyard-system', '--leader-election-id', 'boxyard', '--resync-period', '3', '--default-image', 'registry.invalid/boxyard:test',
+      '--allowed-images', 'registry.invalid/boxyard',
+    ],
+    metricsToken: tokens.reader,
   });
 }, 180_000);
 
@@ -168,6 +179,13 @@ describe('the operator under the chart\'s RBAC', { timeout: 150_000 }, () => {
     expect(await can('delete', 'pods', NS)).toBe('yes');
     expect(await can('create', 'pods', 'default')).not.toBe('yes');
     expect(await can('get', 'secrets', NS)).not.toBe('yes');
+    // ...through the chart's ClusterRole, bound here by the operator, which holds no pod rights itself.
+    expect(await get(resources.roleBinding, 'shells-terminal-gateway')).toMatchObject({ roleRef: { kind: 'ClusterRole', name: 'boxyard-terminal-gateway' } });
+    expect(await get(resources.role, 'shells-terminal')).toBeUndefined();
+    expect((await kubectl(plane.kubeconfig, ['auth', 'can-i', 'create', 'pods', '-n', NS, `--as=${operatorUser}`]).catch(() => 'no')).trim()).toBe('no');
+    // The session pods' NetworkPolicy gets the pool's egress (its name and the pool label come with the config).
+    const shellsConfig = parse(((await get(resources.configMap, 'shells-terminal-config')) as KubeObject & { data: Record<string, string> }).data['config.yaml']!);
+    expect(shellsConfig.backend.kubernetes).toMatchObject({ pool: 'shells', egress: {} });
 
     // What `kubectl get` shows a platform engineer.
     const table = await kubectl(plane.kubeconfig, ['get', 'boxrepositories', '-n', NS]);
@@ -253,6 +271,110 @@ describe('the operator under the chart\'s RBAC', { timeout: 150_000 }, () => {
     expect(await objectNames(shared)).toEqual(['other/keep.txt']); // only the prefix went
     expect(await bucket.client.bucketExists(`temp-${suffix}`)).toBe(false); // the bucket it created went too
     expect(await get(resources.fileShare, 'scratch')).toBeUndefined(); // the finalizer was removed
+  });
+
+  it('refuses deletionPolicy Delete of data it did not create alone, and deletes nothing', async () => {
+    const shared = bucket.bucket;
+    await kubectl(plane.kubeconfig, ['create', 'namespace', 'apps2']);
+    await kubectl(plane.kubeconfig, ['create', 'secret', 'generic', 'db', '-n', 'apps2', `--from-literal=url=${databaseUrl}`]);
+    const share = (name: string, schema: string, prefix: string, bucketName = shared) => example('file-share.yaml', (spec) => {
+      spec.storage = { endpoint: minio.endpoint, bucket: bucketName, prefix, credentialsSecretRef: { name: 's3' }, createBucket: false };
+      spec.database = { secretRef: { name: 'db' }, schema };
+      spec.deletionPolicy = 'Delete';
+      delete spec.ingress;
+    }).then((m) => ({ ...m, metadata: { name } }));
+    // A schema another resource (another kind, another namespace, the same database) uses; an empty prefix in a
+    // bucket the operator did not create; the public schema.
+    await apply(await share('dup', 'dup_schema', 'dup'));
+    await kubectl(plane.kubeconfig, ['apply', '-n', 'apps2', '-f', '-'], stringify(await example('terminal-pool.yaml', (spec) => {
+      spec.database = { secretRef: { name: 'db' }, schema: 'dup_schema' };
+      spec.deletionPolicy = 'Retain';
+      delete spec.ingress;
+    }).then((m) => ({ ...m, metadata: { name: 'twin' } }))));
+    const whole = `whole-${suffix}`; // a bucket someone else made (and filled)
+    await bucket.client.makeBucket(whole);
+    await bucket.client.putObject(whole, 'not-boxyards.txt', Buffer.from('x'));
+    await apply(await share('whole', 'whole_share', '', whole));
+    await apply(await share('pub', 'public', 'pub'));
+    await Promise.all([ready(resources.fileShare, 'dup'), ready(resources.fileShare, 'whole'), ready(resources.fileShare, 'pub'), ready(resources.terminalPool, 'twin', 90_000, 'apps2')]);
+    await query('create schema if not exists dup_schema; create table dup_schema.sessions (id int); create table if not exists public.keep_me (id int); create schema if not exists whole_share; create table whole_share.files (id int)');
+    for (const key of ['dup/a.txt', 'pub/b.txt', 'elsewhere/c.txt']) await bucket.client.putObject(shared, key, Buffer.from(key));
+    const before = await objectNames(shared);
+
+    await kubectl(plane.kubeconfig, ['delete', 'fileshare/dup', 'fileshare/whole', 'fileshare/pub', '-n', NS, '--wait=false']);
+    const refused = async (name: string) => waitFor(`the deletion of ${name} to be refused`, async () => {
+      const r = await get<ServiceResource>(resources.fileShare, name);
+      return condition(r, 'Stalled')?.reason === 'DeletionRefused' ? condition(r, 'Stalled')!.message : undefined;
+    });
+    expect(await refused('dup')).toMatch(/^Deletion blocked: deletionPolicy Delete refused: TerminalPool apps2\/twin uses the same schema "dup_schema" in the same database\. Nothing was deleted; set spec\.deletionPolicy: Retain/);
+    expect(await refused('whole')).toMatch(/spec\.storage\.prefix is empty, so the data is the whole bucket "[^"]+", which the operator did not create/);
+    expect(await refused('pub')).toMatch(/the schema "public" is not the service's own/);
+    // Nothing dropped: schemas, tables, objects, and the running Deployments.
+    expect(await schemaExists('dup_schema')).toBe(true);
+    expect(await schemaExists('whole_share')).toBe(true);
+    expect(await query('select 1 from public.keep_me')).toEqual([]);
+    expect(await objectNames(shared)).toEqual(before);
+    expect(await objectNames(whole)).toEqual(['not-boxyards.txt']);
+    for (const name of ['dup', 'whole', 'pub']) expect(await get(resources.deployment, `${name}-file-share`), name).toBeDefined();
+    const events = JSON.parse(await kubectl(plane.kubeconfig, ['get', 'events', '-n', NS, '--field-selector=involvedObject.name=whole', '-o', 'json'])) as { items: { reason: string }[] };
+    expect(events.items.map((e) => e.reason)).toContain('DeletionRefused');
+
+    // Retain finishes the deletions, keeping the data.
+    for (const name of ['dup', 'whole', 'pub']) await kubectl(plane.kubeconfig, ['patch', 'fileshare', name, '-n', NS, '--type=merge', '-p', '{"spec":{"deletionPolicy":"Retain"}}']);
+    for (const name of ['dup', 'whole', 'pub']) await waitFor(`${name} to go`, async () => (await get(resources.fileShare, name)) === undefined);
+    expect(await schemaExists('dup_schema')).toBe(true);
+    expect(await objectNames(shared)).toEqual(before);
+    await kubectl(plane.kubeconfig, ['delete', 'namespace', 'apps2', '--wait=false']);
+  });
+
+  it('refuses an image that is not on the allow-list: ImageNotAllowed, nothing created or changed', async () => {
+    await apply(await example('file-share.yaml', (spec) => {
+      spec.image = 'docker.io/attacker/exfiltrate:1';
+      spec.storage.prefix = 'rogue';
+      spec.database = { secretRef: { name: 'db' }, schema: 'rogue_share' };
+    }).then((m) => ({ ...m, metadata: { name: 'rogue' } })));
+    const rogue = await waitFor('FileShare rogue to be refused', async () => {
+      const r = await get<ServiceResource>(resources.fileShare, 'rogue');
+      return condition(r, 'Ready')?.reason === 'ImageNotAllowed' ? r : undefined;
+    });
+    expect(condition(rogue, 'Ready')).toMatchObject({ status: 'False', message: expect.stringMatching(/^spec\.image "docker\.io\/attacker\/exfiltrate:1" is not on the operator's image allow-list \(registry\.invalid\/boxyard, registry\.invalid\/boxyard:test\)/) });
+    expect(condition(rogue, 'Stalled')?.status).toBe('True');
+    for (const type of [resources.deployment, resources.configMap, resources.service]) expect(await get(type, type === resources.configMap ? 'rogue-file-share-config' : 'rogue-file-share')).toBeUndefined();
+    expect(await get(resources.secret, 'rogue-file-share-session')).toBeUndefined(); // no Secret generated either
+    expect(rogue.metadata.finalizers ?? []).toEqual([]); // and no finalizer: deleting it touches no data
+
+    // A running pool whose session image is changed to one not allowed: stalled, its gateway left as it was.
+    const config = async () => ((await get(resources.configMap, 'shells-terminal-config')) as KubeObject & { data: Record<string, string> }).data['config.yaml'];
+    const deployment = async () => (await get(resources.deployment, 'shells-terminal'))!.metadata.generation;
+    const [configBefore, generationBefore] = [await config(), await deployment()];
+    await kubectl(plane.kubeconfig, ['patch', 'terminalpool', 'shells', '-n', NS, '--type=merge', '-p', '{"spec":{"sessionPod":{"image":"busybox:latest"}}}']);
+    const shells = await waitFor('TerminalPool shells to be refused', async () => {
+      const r = await get<ServiceResource>(resources.terminalPool, 'shells');
+      return condition(r, 'Ready')?.reason === 'ImageNotAllowed' && r?.status?.observedGeneration === r?.metadata.generation ? r : undefined;
+    });
+    expect(condition(shells, 'Ready')?.message).toMatch(/^spec\.sessionPod\.image "busybox:latest" is not on/);
+    expect(await config()).toBe(configBefore);
+    expect(await deployment()).toBe(generationBefore);
+    await kubectl(plane.kubeconfig, ['patch', 'terminalpool', 'shells', '-n', NS, '--type=json', '-p', '[{"op":"remove","path":"/spec/sessionPod/image"}]']);
+    await ready(resources.terminalPool, 'shells');
+    await kubectl(plane.kubeconfig, ['delete', 'fileshare', 'rogue', '-n', NS, '--wait=true', '--timeout=30s']);
+  });
+
+  it('serves /metrics only to a token the apiserver accepts of a user allowed to get /metrics; health stays open', async () => {
+    const url = `http://127.0.0.1:${operator.port}`;
+    const metrics = (token?: string) => fetch(`${url}/metrics`, { headers: token ? { authorization: `Bearer ${token}` } : {} });
+    const anonymous = await metrics();
+    expect(anonymous.status).toBe(401);
+    expect(anonymous.headers.get('www-authenticate')).toMatch(/^Bearer/);
+    expect((await metrics('not-a-token')).status).toBe(401);
+    const stranger = await metrics(tokens.stranger);
+    expect(stranger.status).toBe(403);
+    expect(await stranger.text()).toContain('system:serviceaccount:boxyard-system:stranger may not get /metrics');
+    const reader = await metrics(tokens.reader);
+    expect(reader.status).toBe(200);
+    expect(await reader.text()).toContain('boxyard_operator_reconcile_total');
+    expect((await fetch(`${url}/health`)).status).toBe(200);
+    expect((await fetch(`${url}/health/ready`)).status).toBe(200);
   });
 
   it('with deletionPolicy Retain keeps the data and the generated Secrets, which a re-created resource adopts', async () => {

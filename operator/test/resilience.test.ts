@@ -152,7 +152,7 @@ describe('operator resilience', { timeout: 240_000 }, () => {
 
     const pools = (await admin.list<ServiceResource>(resources.terminalPool, NS)).items;
     const owners = new Map(pools.map((p) => [p.metadata.uid, p.metadata.name]));
-    for (const type of [resources.deployment, resources.service, resources.configMap, resources.networkPolicy, resources.serviceAccount, resources.role, resources.roleBinding]) {
+    for (const type of [resources.deployment, resources.service, resources.configMap, resources.networkPolicy, resources.serviceAccount, resources.roleBinding]) {
       const children = (await admin.list(type, NS, { labelSelector: 'app.kubernetes.io/managed-by=boxyard-operator' })).items;
       const perOwner = new Map<string, number>();
       for (const child of children) {
@@ -163,6 +163,8 @@ describe('operator resilience', { timeout: 240_000 }, () => {
       expect([...perOwner.values()].every((n) => n === 1), `one ${type.kind} per TerminalPool`).toBe(true);
       expect(perOwner.size, `every TerminalPool has its ${type.kind}`).toBe(pools.length);
     }
+    // The gateways are bound to the chart's ClusterRole: the operator creates no Roles.
+    expect((await admin.list(resources.role, NS, { labelSelector: 'app.kubernetes.io/managed-by=boxyard-operator' })).items).toEqual([]);
     const secrets = (await admin.list<KubeObject & { data?: Record<string, string> }>(resources.secret, NS)).items;
     expect(secrets.filter((s) => s.metadata.name.endsWith('-session'))).toHaveLength(pools.length);
     expect(secrets.filter((s) => s.metadata.name.endsWith('-admin'))).toHaveLength(pools.length);

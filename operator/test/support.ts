@@ -121,13 +121,17 @@ export interface OperatorProcess {
   log(): string;
 }
 
-/** Starts `node operator/src/main.ts` with `args`, and waits for its health endpoint. */
-export async function startOperatorProcess(options: { kubeconfig: string; args?: string[]; logFile: string; identity?: string }): Promise<OperatorProcess> {
+/**
+ * Starts `node operator/src/main.ts` with `args`, and waits for its health endpoint. With `metricsToken`, /metrics
+ * is authenticated as the chart runs it and metrics() sends the token; without, the operator runs with
+ * --metrics-auth=none.
+ */
+export async function startOperatorProcess(options: { kubeconfig: string; args?: string[]; logFile: string; identity?: string; metricsToken?: string }): Promise<OperatorProcess> {
   const port = await freePort();
   const fd = openSync(options.logFile, 'a');
   const child = spawn(
     process.execPath,
-    [join(repoRoot, 'operator', 'src', 'main.ts'), '--kubeconfig', options.kubeconfig, '--metrics-port', String(port), '--metrics-host', '127.0.0.1', ...(options.identity ? ['--identity', options.identity] : []), ...(options.args ?? [])],
+    [join(repoRoot, 'operator', 'src', 'main.ts'), '--kubeconfig', options.kubeconfig, '--metrics-port', String(port), '--metrics-host', '127.0.0.1', ...(options.identity ? ['--identity', options.identity] : []), ...(options.metricsToken ? [] : ['--metrics-auth', 'none']), ...(options.args ?? [])],
     { stdio: ['ignore', fd, fd], env: { ...process.env, KUBERNETES_SERVICE_HOST: '' } },
   );
   closeSync(fd);
@@ -143,7 +147,11 @@ export async function startOperatorProcess(options: { kubeconfig: string; args?:
     pid: child.pid!,
     port,
     logFile: options.logFile,
-    metrics: async () => (await fetch(`http://127.0.0.1:${port}/metrics`)).text(),
+    metrics: async () => {
+      const response = await fetch(`http://127.0.0.1:${port}/metrics`, { headers: options.metricsToken ? { authorization: `Bearer ${options.metricsToken}` } : {} });
+      if (!response.ok) throw new Error(`/metrics answered ${response.status}: ${await response.text()}`);
+      return response.text();
+    },
     async stop() {
       if (child.exitCode !== null || child.signalCode !== null) return;
       child.kill('SIGTERM');

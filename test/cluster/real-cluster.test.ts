@@ -196,6 +196,32 @@ describe.runIf(process.getuid?.() === 0)('Boxyard on a real node (kubelet + cont
     }, 180_000);
   });
 
+  it('lets a shell reach DNS, but neither other pods, Services nor the cloud metadata address (session egress policy)', async () => {
+    const base = `https://${HOSTS.shells}`;
+    const cookie = await login(base, 'admin', await secretValue('shells-terminal-admin', 'password'));
+    const started = await api(base, 'POST', '/api/terminal/start', { cookie, body: { terminal_cookie: 'e2e-egress' }, origin: base });
+    expect(started.status, JSON.stringify(started.json)).toBe(200);
+    const id = (started.json.data as { session: { id: string } }).session.id;
+    const [session] = await pods(`boxyard.io/session=${id}`);
+    expect(session!.metadata.labels?.['boxyard.io/pool']).toBe('shells');
+    const [box] = await pods('app.kubernetes.io/name=box-repository');
+    const service = await json<{ spec: { clusterIP: string } }>(['get', 'service', '-n', NS, 'boxes-box-repository']);
+    // One probe per target: DNS lookup, or a TCP connect that reports connected / timeout / an error code.
+    const probe = (targets: [string, number][]) => `const net=require('net');const dns=require('dns');
+      const tcp=([h,p])=>new Promise(r=>{const s=net.connect(p,h);s.setTimeout(3000);s.on('connect',()=>{s.destroy();r('connected')});s.on('timeout',()=>{s.destroy();r('timeout')});s.on('error',e=>r(e.code))});
+      Promise.all([new Promise(r=>dns.lookup('boxes-box-repository.${NS}.svc.cluster.local',(e,a)=>r(e?e.code:'resolved'))),...${JSON.stringify(targets)}.map(tcp)]).then(o=>console.log(JSON.stringify(o)))`;
+    const targets: [string, number][] = [[box!.status.podIP!, 3000], [service.spec.clusterIP, 80], ['169.254.169.254', 80]];
+    const fromShell = JSON.parse(await kubectl(['exec', '-n', NS, session!.metadata.name, '-c', 'agent', '--', 'node', '-e', probe(targets)])) as string[];
+    const [gateway] = await pods('app.kubernetes.io/name=terminal,app.kubernetes.io/instance=shells');
+    const fromGateway = JSON.parse(await kubectl(['exec', '-n', NS, gateway!.metadata.name, '--', 'node', '-e', probe(targets.slice(0, 2))])) as string[];
+    // The gateway (no egress policy) reaches the box repository; the shell does not, and resolves names all the same.
+    expect(fromGateway).toEqual(['resolved', 'connected', 'connected']);
+    expect(fromShell[0]).toBe('resolved');
+    expect(fromShell.slice(1)).not.toContain('connected');
+    expect(fromShell.slice(1, 3)).toEqual(['timeout', 'timeout']);
+    await api(base, 'DELETE', `/api/terminal/sessions/${id}/stop`, { cookie, origin: base });
+  }, 180_000);
+
   it('rolls every service to another image tag on `helm upgrade`', async () => {
     const next = `${image.image}-next`;
     await run('ctr', ['--address', `${NODE.runDir}/containerd.sock`, '--namespace', 'k8s.io', 'images', 'tag', '--force', image.image, next]);

@@ -60,7 +60,15 @@ const everyKindField: Record<string, Json> = {
   BoxRepository: { ...everyStorageField, uploads: { maxBytes: 1073741824, stallTimeoutSeconds: 30 }, downloadLinks: { ttlSeconds: 600 } },
   FileShare: { ...everyStorageField, uploads: { maxBytes: 1073741824 }, events: { heartbeatSeconds: 30, retentionHours: 48 } },
   TerminalPool: {
-    sessionPod: { image: 'registry.example/shell:1', imagePullPolicy: 'Always', shell: '/bin/zsh', resources: { requests: { cpu: '10m' }, limits: { memory: '256Mi' } }, readyTimeoutSeconds: 90 },
+    sessionPod: {
+      image: 'registry.example/shell:1', imagePullPolicy: 'Always', shell: '/bin/zsh', resources: { requests: { cpu: '10m' }, limits: { memory: '256Mi' } }, readyTimeoutSeconds: 90,
+      egress: {
+        clusterDNS: false,
+        internet: true,
+        excludedCIDRs: ['203.0.113.0/24', '2001:db8::/32'],
+        allow: [{ to: [{ namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'mirror' } } }], ports: [{ protocol: 'TCP', port: 443 }] }],
+      },
+    },
     sessions: { idleTimeoutSeconds: 600, maxLifetimeSeconds: 3600, reattachGraceSeconds: 60, perUserLimit: 5, globalLimit: 50, scrollbackBytes: 65536 },
     allowedOrigins: ['https://portal.example.com'],
   },
@@ -129,6 +137,12 @@ describe('the operator renders only config the services load', () => {
         resource_server: { enabled: true, issuer: 'https://idp.example.com/realms/acme', audience: 'https://svc.example.com', dpop: { required: true, proof_max_age_seconds: 120 } },
       });
       expect(config).toMatchObject({ logging: { level: 'debug' }, server: { public_url: 'https://svc.example.com' }, admin: { username: 'root-admin' } });
+      if (resource.kind === 'TerminalPool') {
+        expect((config.backend as Json).kubernetes).toMatchObject({
+          pool: `every-${kind.service}`,
+          egress: { cluster_dns: false, internet: true, excluded_cidrs: ['203.0.113.0/24', '2001:db8::/32'], allow: [{ to: [{ namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'mirror' } } }], ports: [{ protocol: 'TCP', port: 443 }] }] },
+        });
+      }
     });
   }
 });

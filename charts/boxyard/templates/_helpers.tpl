@@ -37,10 +37,25 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
 {{- printf "%s:%s" .Values.image.repository (default .Chart.AppVersion .Values.image.tag) -}}
 {{- end -}}
 
+{{/* The ClusterRole the operator binds each TerminalPool's gateway to, in the pool's namespace only. */}}
+{{- define "boxyard.gatewayClusterRole" -}}
+{{- printf "%s-terminal-gateway" (include "boxyard.fullname" .) | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+
+{{/* Images resources may name: allowedImages, or the chart's own repository. */}}
+{{- define "boxyard.allowedImages" -}}
+{{- if .Values.allowedImages -}}
+{{- join "," .Values.allowedImages -}}
+{{- else -}}
+{{- .Values.image.repository -}}
+{{- end -}}
+{{- end -}}
+
 {{/*
 What the operator may do where it reconciles. Least privilege: it writes only the kinds it generates, reads
-Secrets (metadata cached, values read only for the pre-rollout checks), and holds the pod permissions because
-RBAC lets it grant the terminal gateway's Role only what it holds itself.
+Secrets (metadata cached, values read only for the pre-rollout checks), and holds no pod rights: the terminal
+gateway gets those from the ClusterRole <release>-terminal-gateway, which the operator may bind (RBAC's `bind`
+verb, limited to that one name) without holding what it grants.
 */}}
 {{- define "boxyard.operatorRules" -}}
 - apiGroups: [boxyard.io]
@@ -71,11 +86,12 @@ RBAC lets it grant the terminal gateway's Role only what it holds itself.
   resources: [poddisruptionbudgets]
   verbs: [get, list, watch, create, patch, delete]
 - apiGroups: [rbac.authorization.k8s.io]
-  resources: [roles, rolebindings]
+  resources: [rolebindings]
   verbs: [get, list, watch, create, patch, delete]
-- apiGroups: [""]
-  resources: [pods]
-  verbs: [get, list, watch, create, delete, patch]
+- apiGroups: [rbac.authorization.k8s.io]
+  resources: [clusterroles]
+  resourceNames: [{{ include "boxyard.gatewayClusterRole" . }}]
+  verbs: [bind]
 - apiGroups: [monitoring.coreos.com]
   resources: [servicemonitors]
   verbs: [get, create, patch, delete]

@@ -300,6 +300,29 @@ export const kinds: KindDefinition[] = [
             shell: string('Shell started in the session pod.', { default: '/bin/bash', minLength: 1, maxLength: 256 }),
             resources: resources('CPU and memory of each session pod.', { requests: { cpu: '50m', memory: '64Mi' }, limits: { cpu: '1', memory: '512Mi' } }),
             readyTimeoutSeconds: integer('How long the gateway waits for a session pod to become ready.', { default: 60, minimum: 5, maximum: 600 }),
+            egress: object(
+              'Where shells may connect to: the Egress part of the NetworkPolicy the gateway keeps on its session pods. Anything not allowed here is dropped (needs a network plugin that enforces NetworkPolicy).',
+              {
+                clusterDNS: boolean('DNS (UDP and TCP 53) to the cluster DNS pods (namespace kube-system, label k8s-app=kube-dns).', true),
+                internet: boolean(
+                  'Public addresses: 0.0.0.0/0 and ::/0 except the private (10/8, 172.16/12, 192.168/16, fc00::/7), shared (100.64/10), link-local (169.254/16 with the cloud metadata address 169.254.169.254, fe80::/10) and NAT64 ranges, so neither the cluster\'s pods and Services nor the metadata service.',
+                  true,
+                ),
+                excludedCIDRs: {
+                  type: 'array',
+                  description: 'More ranges kept out of `internet`, e.g. the cluster\'s pod and service ranges when they are not private.',
+                  maxItems: 64,
+                  items: string('A CIDR range.', { pattern: '^(\\d{1,3}(\\.\\d{1,3}){3}/\\d{1,2}|[0-9a-fA-F:]+:[0-9a-fA-F:]*/\\d{1,3})$', maxLength: 64 }),
+                },
+                allow: {
+                  type: 'array',
+                  description: 'More destinations (networking.k8s.io/v1 NetworkPolicyEgressRule: to, ports), e.g. a package mirror inside the cluster.',
+                  maxItems: 64,
+                  items: { type: 'object', 'x-kubernetes-preserve-unknown-fields': true },
+                },
+              },
+              { default: {} },
+            ),
           },
           { default: {} },
         ),

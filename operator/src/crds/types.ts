@@ -62,7 +62,14 @@ export interface FileShareSpec extends CommonSpec {
 }
 
 export interface TerminalPoolSpec extends CommonSpec {
-  sessionPod: { image?: string; imagePullPolicy: PullPolicy; shell: string; resources: Resources; readyTimeoutSeconds: number };
+  sessionPod: {
+    image?: string;
+    imagePullPolicy: PullPolicy;
+    shell: string;
+    resources: Resources;
+    readyTimeoutSeconds: number;
+    egress?: { clusterDNS?: boolean; internet?: boolean; excludedCIDRs?: string[]; allow?: Record<string, unknown>[] };
+  };
   sessions: {
     idleTimeoutSeconds: number;
     maxLifetimeSeconds: number;

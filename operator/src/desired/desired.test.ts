@@ -196,18 +196,15 @@ describe('desired exposure', () => {
 describe('terminal gateway identity', () => {
   const { objects } = desiredState(input(terminalPool, pool()));
 
-  it('gets its own ServiceAccount, bound to a Role for session pods in its namespace only', () => {
-    expect(kinds(objects)).toEqual(['ServiceAccount', 'Role', 'RoleBinding', 'ConfigMap', 'Service', 'Deployment', 'NetworkPolicy']);
-    expect(find(objects, 'Role')!.rules).toEqual([
-      { apiGroups: [''], resources: ['pods'], verbs: ['get', 'list', 'watch', 'create', 'delete', 'patch'] },
-      // No update: a restarted or second gateway patches the existing session policy (backends/kubernetes.ts), and
-      // the operator could not grant a verb it does not hold itself (RBAC escalation check).
-      { apiGroups: ['networking.k8s.io'], resources: ['networkpolicies'], verbs: ['get', 'list', 'watch', 'create', 'delete', 'patch'] },
-    ]);
+  it('gets its own ServiceAccount, bound in its namespace only to the chart\'s gateway ClusterRole (no Role of its own)', () => {
+    expect(kinds(objects)).toEqual(['ServiceAccount', 'RoleBinding', 'ConfigMap', 'Service', 'Deployment', 'NetworkPolicy']);
     expect(find(objects, 'RoleBinding')).toMatchObject({
-      roleRef: { kind: 'Role', name: 'shells-terminal' },
+      metadata: { name: 'shells-terminal-gateway', namespace: 'team' },
+      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'boxyard-terminal-gateway' },
       subjects: [{ kind: 'ServiceAccount', name: 'shells-terminal', namespace: 'team' }],
     });
+    const renamed = desiredState({ ...input(terminalPool, pool()), gatewayClusterRole: 'rel-terminal-gateway' }).objects;
+    expect(find(renamed, 'RoleBinding')!.roleRef.name).toBe('rel-terminal-gateway');
     const pod = find(objects, 'Deployment')!.spec.template.spec;
     expect(pod.serviceAccountName).toBe('shells-terminal');
     expect(pod.automountServiceAccountToken).toBe(true);
@@ -265,6 +262,8 @@ describe('config.yaml', () => {
         resources: { requests: { cpu: '50m' }, limits: { cpu: '1', memory: '512Mi' } },
         pod_ready_timeout_seconds: 60,
         gateway_pod_labels: { 'app.kubernetes.io/name': 'terminal', 'app.kubernetes.io/instance': 'shells' },
+        pool: 'shells',
+        egress: {},
       },
     });
     // The session NetworkPolicy admits pods with gateway_pod_labels: they must be the gateway pods' own labels.

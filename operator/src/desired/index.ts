@@ -17,6 +17,8 @@ export interface DesiredInput {
   kind: KindInfo;
   resource: ServiceResource;
   defaultImage: string;
+  /** The ClusterRole the terminal gateway is bound to (default: the chart's for a release named boxyard). */
+  gatewayClusterRole?: string;
   serviceMonitorAvailable: boolean;
   /** Digest of the referenced and generated secret values (never the values themselves). */
   secretDigest: string;
@@ -36,7 +38,9 @@ export interface DesiredState {
 /** Every type a resource of `kind` may own; children of these types that are no longer desired are deleted. */
 export function ownedTypes(kind: KindInfo): ResourceType[] {
   const types: ResourceType[] = [resources.configMap, resources.service, resources.deployment, resources.ingress, resources.networkPolicy, resources.podDisruptionBudget];
-  if (kind.managesPods) types.push(resources.serviceAccount, resources.role, resources.roleBinding);
+  // Roles are no longer created (the gateway is bound to the chart's ClusterRole); one left by an earlier version
+  // grants nothing once its binding is pruned, and goes with its resource.
+  if (kind.managesPods) types.push(resources.serviceAccount, resources.roleBinding);
   return types;
 }
 
@@ -55,7 +59,7 @@ export function desiredState(input: DesiredInput): DesiredState {
     data: { 'config.yaml': configYaml },
   };
   const objects = [
-    ...desiredGatewayRbac(kind, resource),
+    ...desiredGatewayRbac(kind, resource, input.gatewayClusterRole),
     asObject(configMap),
     desiredService(kind, resource),
     desiredDeployment({ kind, resource, image, sources, checksum }),

@@ -87,6 +87,14 @@ export const terminalPool: KindInfo = {
           pod_ready_timeout_seconds: s.sessionPod.readyTimeoutSeconds,
           // Session pods admit only these: the labels this operator gives the gateway pods.
           gateway_pod_labels: context.podLabels,
+          // The pool's own session NetworkPolicy, so pools sharing a namespace keep their own egress.
+          pool: context.podLabels['app.kubernetes.io/instance'],
+          egress: prune({
+            cluster_dns: s.sessionPod.egress?.clusterDNS,
+            internet: s.sessionPod.egress?.internet,
+            excluded_cidrs: s.sessionPod.egress?.excludedCIDRs,
+            allow: s.sessionPod.egress?.allow,
+          }),
         },
       },
     };

@@ -1,27 +1,38 @@
-// The terminal gateway's identity: a ServiceAccount bound to a Role that lets it manage session pods (and the
-// NetworkPolicies that fence them) in its own namespace, nothing else.
-import type { V1Role, V1RoleBinding, V1ServiceAccount } from '@kubernetes/client-node';
+// The terminal gateway's identity: a ServiceAccount bound, in its own namespace only, to the ClusterRole the chart
+// ships (pods and the NetworkPolicies that fence them). The operator holds `bind` on that one ClusterRole instead
+// of the pod rights themselves: RBAC lets a binding be created by whoever holds every permission it grants, or
+// `bind` on the role it refers to.
+import type { V1RoleBinding, V1ServiceAccount } from '@kubernetes/client-node';
 import type { ServiceResource } from '../crds/types.ts';
 import type { KubeObject } from '../kube/types.ts';
 import { asObject, childMeta, childName } from './common.ts';
 import type { KindInfo } from './kinds.ts';
 
+/** The ClusterRole's name when the operator is not told another (the chart's, for a release named boxyard). */
+export const DEFAULT_GATEWAY_CLUSTER_ROLE = 'boxyard-terminal-gateway';
+
+/** What the chart's gateway ClusterRole grants (charts/boxyard/templates/rbac.yaml; chart.test.ts keeps them equal). */
 export const GATEWAY_RULES = [
   { apiGroups: [''], resources: ['pods'], verbs: ['get', 'list', 'watch', 'create', 'delete', 'patch'] },
   { apiGroups: ['networking.k8s.io'], resources: ['networkpolicies'], verbs: ['get', 'list', 'watch', 'create', 'delete', 'patch'] },
 ];
 
-export function desiredGatewayRbac(kind: KindInfo, resource: ServiceResource): KubeObject[] {
+/**
+ * Named `<name>-terminal-gateway`: earlier versions bound a Role under `<name>-terminal`, and a binding's roleRef
+ * cannot change, so the old binding is pruned and this one created beside it.
+ */
+export const gatewayBindingName = (kind: KindInfo, name: string): string => `${childName(kind, name)}-gateway`;
+
+export function desiredGatewayRbac(kind: KindInfo, resource: ServiceResource, clusterRole = DEFAULT_GATEWAY_CLUSTER_ROLE): KubeObject[] {
   if (!kind.managesPods) return [];
   const name = childName(kind, resource.metadata.name);
   const account: V1ServiceAccount = { apiVersion: 'v1', kind: 'ServiceAccount', metadata: childMeta(kind, resource) };
-  const role: V1Role = { apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'Role', metadata: childMeta(kind, resource), rules: GATEWAY_RULES };
   const binding: V1RoleBinding = {
     apiVersion: 'rbac.authorization.k8s.io/v1',
     kind: 'RoleBinding',
-    metadata: childMeta(kind, resource),
-    roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name },
+    metadata: childMeta(kind, resource, gatewayBindingName(kind, resource.metadata.name)),
+    roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: clusterRole },
     subjects: [{ kind: 'ServiceAccount', name, namespace: resource.metadata.namespace }],
   };
-  return [asObject(account), asObject(role), asObject(binding)];
+  return [asObject(account), asObject(binding)];
 }

@@ -4,7 +4,7 @@
 import { CheckFailure } from '../checks/check-failure.ts';
 import { checkDatabase, dropSchema } from '../checks/postgres.ts';
 import { checkBucket, deleteBucket, deleteObjects, type StorageTarget } from '../checks/storage.ts';
-import { hasStorage, type ServiceResource, type ServiceStatus } from '../crds/types.ts';
+import { hasStorage, type ServiceResource, type ServiceStatus, type TerminalPoolSpec } from '../crds/types.ts';
 import { MANAGED_BY, childName, ownerReference, secretSources, type SecretSources } from '../desired/common.ts';
 import { desiredState, ownedTypes, type DesiredState } from '../desired/index.ts';
 import type { KindInfo } from '../desired/kinds.ts';
@@ -16,7 +16,9 @@ import type { ReconcileResult } from '../runtime/controller.ts';
 import type { EventRecorder } from '../runtime/events.ts';
 import type { Informer } from '../runtime/informer.ts';
 import { conditionsFor, deploymentPhase, type DeploymentObject, type Phase } from './conditions.ts';
+import { deletionRefusal, locationOf } from './deletion-guard.ts';
 import { hashOf, needsApply, withAppliedHash } from './drift.ts';
+import type { ImagePolicy } from './image-policy.ts';
 
 export const FINALIZER = 'boxyard.io/cleanup';
 /** Index of child informers: the uid of the controlling owner. */
@@ -36,6 +38,12 @@ export interface ServiceReconcilerOptions {
   secrets: Informer;
   events: EventRecorder;
   defaultImage: string;
+  /** Images resources may name (the default image is always allowed). */
+  imagePolicy: ImagePolicy;
+  /** The ClusterRole the terminal gateway's RoleBinding refers to (the chart ships it). */
+  gatewayClusterRole?: string;
+  /** Every resource of every kind the operator watches (for deletionPolicy Delete: whose data is shared). */
+  peers: () => ServiceResource[];
   serviceMonitorAvailable: () => Promise<boolean>;
   log: (message: string) => void;
 }
@@ -77,6 +85,8 @@ export class ServiceReconciler {
     const resource = structuredClone(cached); // never mutate the cache
     try {
       if (resource.metadata.deletionTimestamp) return await this.finalize(key, resource);
+      // Before anything else, the finalizer included: a refused image creates and changes nothing.
+      this.requireAllowedImages(resource);
       await this.ensureFinalizer(resource);
       const sources = secretSources(this.o.kind, resource);
       await this.requireReferencedSecrets(resource, sources);
@@ -86,6 +96,7 @@ export class ServiceReconciler {
         kind: this.o.kind,
         resource,
         defaultImage: this.o.defaultImage,
+        gatewayClusterRole: this.o.gatewayClusterRole,
         serviceMonitorAvailable: await this.o.serviceMonitorAvailable(),
         secretDigest: hashOf(versions),
       });
@@ -110,6 +121,14 @@ export class ServiceReconciler {
       message: 'Reconciliation is paused by the annotation boxyard.io/paused: "true"; remove it to resume',
     }, {});
   };
+
+  private requireAllowedImages(resource: ServiceResource): void {
+    const images: { field: string; image: string }[] = [];
+    if (resource.spec.image) images.push({ field: 'spec.image', image: resource.spec.image });
+    const sessionImage = this.o.kind.kind === 'TerminalPool' ? (resource.spec as TerminalPoolSpec).sessionPod?.image : undefined;
+    if (sessionImage) images.push({ field: 'spec.sessionPod.image', image: sessionImage });
+    this.o.imagePolicy.require(images);
+  }
 
   private async ensureFinalizer(resource: ServiceResource): Promise<void> {
     const finalizers = resource.metadata.finalizers ?? [];
@@ -350,19 +369,42 @@ export class ServiceReconciler {
     }
   }
 
+  /** Fails with DeletionRefused when the schema or the stored objects are not this resource's alone. */
+  private async refuseSharedData(resource: ServiceResource, url: string): Promise<void> {
+    const peers = await Promise.all(
+      this.o.peers()
+        .filter((peer) => peer.metadata.uid !== resource.metadata.uid)
+        .map(async (peer) => {
+          // Only a peer with a schema of the same name needs its database URL read.
+          const sameSchema = peer.spec.database.schema === resource.spec.database.schema;
+          const ref = peer.spec.database.secretRef;
+          const peerUrl = sameSchema
+            ? await this.secretValue(peer.metadata.namespace!, ref.name, ref.key ?? 'url', 'spec.database.secretRef').catch(() => undefined)
+            : undefined;
+          return { resource: peer, location: locationOf(peer, peerUrl) };
+        }),
+    );
+    const refusal = deletionRefusal({ resource, location: locationOf(resource, url), bucketCreated: !!resource.status?.storage?.bucketCreated }, peers);
+    if (refusal) {
+      throw new CheckFailure('DeletionRefused', `deletionPolicy Delete refused: ${refusal}. Nothing was deleted; set spec.deletionPolicy: Retain to finish the deletion and keep the data`);
+    }
+  }
+
   private async finalize(key: string, resource: ServiceResource): Promise<ReconcileResult> {
     const finalizers = resource.metadata.finalizers ?? [];
     if (!finalizers.includes(FINALIZER)) return {};
     const ns = resource.metadata.namespace!;
     const sources = secretSources(this.o.kind, resource);
     if (resource.spec.deletionPolicy === 'Delete') {
-      // Stop the writers first, so nothing writes into data being deleted.
-      await this.o.client.delete(resources.deployment, ns, childName(this.o.kind, resource.metadata.name));
       const url = await this.secretValue(ns, sources.database.name, sources.database.key, 'spec.database.secretRef').catch((error: unknown) => {
         throw error instanceof CheckFailure
           ? new CheckFailure(error.reason, `${error.message}; or set spec.deletionPolicy: Retain to finish the deletion and keep the data`)
           : error;
       });
+      // Checked before anything goes, the Deployment included: a refused deletion leaves everything as it was.
+      await this.refuseSharedData(resource, url);
+      // Stop the writers first, so nothing writes into data being deleted.
+      await this.o.client.delete(resources.deployment, ns, childName(this.o.kind, resource.metadata.name));
       await dropSchema(url, resource.spec.database.schema, `Secret "${sources.database.name}" key "${sources.database.key}"`);
       let detail = `Dropped the schema "${resource.spec.database.schema}"`;
       const storage = await this.storageTarget(resource, sources);

@@ -8,6 +8,7 @@ export const DEFAULT_PORT = 3002;
 const quantity = z.string().regex(/^[0-9]+(\.[0-9]+)?([EPTGMK]i?|[munk])?$/, 'must be a Kubernetes quantity (e.g. 500m, 256Mi)');
 const resourceList = z.partialRecord(z.enum(['cpu', 'memory', 'ephemeral-storage']), quantity);
 const labelKey = z.string().regex(/^([a-z0-9]([-a-z0-9.]*[a-z0-9])?\/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$/, 'must be a label key');
+const cidr = z.string().regex(/^(\d{1,3}(\.\d{1,3}){3}\/\d{1,2}|[0-9a-fA-F:]+:[0-9a-fA-F:]*\/\d{1,3})$/, 'must be a CIDR range (10.96.0.0/12, fd00::/8)');
 const labelValue = z.string().regex(/^([A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)?$/, 'must be a label value');
 
 export const sessionsSchema = z
@@ -61,6 +62,24 @@ const kubernetesSchema = z.strictObject({
   gateway_pod_labels: z.record(labelKey, labelValue).default({ 'app.kubernetes.io/name': 'terminal' }),
   /** Namespace of the gateway's pods when it differs from the session pods' namespace. */
   gateway_namespace: z.string().optional(),
+  /**
+   * The pool's name (the operator sets its TerminalPool's): session pods carry it as the label `boxyard.io/pool` and
+   * the NetworkPolicy is the pool's own, so pools sharing a namespace never fence each other's pods.
+   */
+  pool: labelValue.min(1).max(40).optional(),
+  /** Where shells may connect to (the NetworkPolicy's Egress part; needs `network_policy`). */
+  egress: z
+    .strictObject({
+      /** DNS (UDP and TCP 53) to the cluster's DNS pods (namespace kube-system, label k8s-app=kube-dns). */
+      cluster_dns: z.boolean().default(true),
+      /** Any public address: everything but the private, shared (100.64/10) and link-local ranges (169.254/16: the cloud metadata address). */
+      internet: z.boolean().default(true),
+      /** More ranges kept out of `internet` (the cluster's pod and service ranges when they are not private). */
+      excluded_cidrs: z.array(cidr).max(64).default([]),
+      /** More NetworkPolicy egress rules ({to, ports}, as in the Kubernetes API), e.g. a package mirror inside the cluster. */
+      allow: z.array(z.record(z.string(), z.unknown())).max(64).default([]),
+    })
+    .prefault({}),
 });
 
 export const backendSchema = z

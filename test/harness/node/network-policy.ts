@@ -54,6 +54,7 @@ function peerMatches(peers: V1NetworkPolicyPeer[] | undefined, policyNamespace: 
   const out: string[][] = [];
   for (const peer of peers) {
     if (peer.ipBlock) {
+      if (peer.ipBlock.cidr.includes(':')) continue; // IPv6: this node's pods have IPv4 only (and iptables is v4)
       // except first: a RETURN for the excluded ranges would skip the rest of the chain, so negate them inline.
       const excepts = peer.ipBlock.except ?? [];
       out.push([flag, peer.ipBlock.cidr, ...excepts.flatMap((cidr) => ['-m', 'set', '!', '--match-set', exceptSet(cidr), flag === '-s' ? 'src' : 'dst'])]);
@@ -106,7 +107,7 @@ export function renderRules(policies: V1NetworkPolicy[], pods: PodInfo[], namesp
         const rules = direction === 'Ingress' ? (policy.spec?.ingress ?? []) : (policy.spec?.egress ?? []);
         for (const rule of rules) {
           const peers = direction === 'Ingress' ? (rule as { _from?: V1NetworkPolicyPeer[] })._from : (rule as { to?: V1NetworkPolicyPeer[] }).to;
-          for (const peer of peers ?? []) for (const cidr of peer.ipBlock?.except ?? []) sets.add(cidr);
+          for (const peer of peers ?? []) for (const cidr of peer.ipBlock?.except ?? []) if (!cidr.includes(':')) sets.add(cidr);
           const peerSets = peerMatches(peers, pod.namespace, pods, namespaces, direction === 'Ingress' ? '-s' : '-d');
           // A named port of an egress rule belongs to the destination pod: resolve it per destination.
           const portSets = direction === 'Ingress' ? portMatches(rule.ports, pod) : portMatches(rule.ports, undefined);

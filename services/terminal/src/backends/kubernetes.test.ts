@@ -10,7 +10,7 @@ import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { createTestDatabase } from '../../../../test/harness/fixtures.ts';
 import { READY_PREFIX } from '../agent/main.ts';
 import { ADMIN_PASSWORD, api, createUser, login, openTerminal, startTestGateway } from '../testing.ts';
-import { AGENT_PORT_ANNOTATION, NETWORK_POLICY_NAME } from './kubernetes.ts';
+import { AGENT_PORT_ANNOTATION, NETWORK_POLICY_NAME, POOL_LABEL, networkPolicyName } from './kubernetes.ts';
 
 const AGENT_MAIN = fileURLToPath(new URL('../agent/main.ts', import.meta.url));
 const mergePatch = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
@@ -122,7 +122,7 @@ describe('kubernetes backend (local control plane)', () => {
     gateway = await startTestGateway(await createTestDatabase('terminal_kube'), {
       backend: {
         kind: 'kubernetes',
-        kubernetes: { namespace, image: 'registry.example/boxyard/terminal-session:test', kubeconfig, pod_ready_timeout_seconds: 60, gateway_pod_labels: { 'app.kubernetes.io/name': 'boxyard-terminal', 'app.kubernetes.io/instance': 'test' } },
+        kubernetes: { namespace, image: 'registry.example/boxyard/terminal-session:test', kubeconfig, pod_ready_timeout_seconds: 60, gateway_pod_labels: { 'app.kubernetes.io/name': 'boxyard-terminal', 'app.kubernetes.io/instance': 'test' }, pool: 'test', egress: { excluded_cidrs: ['203.0.113.0/24'] } },
       },
       sessions: { reaper_interval_seconds: 1 },
     });
@@ -150,7 +150,7 @@ describe('kubernetes backend (local control plane)', () => {
     const pods = await core.listNamespacedPod({ namespace, labelSelector: `boxyard.io/session=${sessionId}` });
     expect(pods.items).toHaveLength(1);
     const pod = pods.items[0]!;
-    expect(pod.metadata?.labels).toMatchObject({ 'app.kubernetes.io/managed-by': 'boxyard', 'boxyard.io/session': sessionId, 'boxyard.io/owner': alice.id });
+    expect(pod.metadata?.labels).toMatchObject({ 'app.kubernetes.io/managed-by': 'boxyard', 'boxyard.io/session': sessionId, 'boxyard.io/owner': alice.id, [POOL_LABEL]: 'test' });
     expect(pod.spec).toMatchObject({ restartPolicy: 'Never', automountServiceAccountToken: false, enableServiceLinks: false, securityContext: { runAsNonRoot: true, seccompProfile: { type: 'RuntimeDefault' } } });
     const container = pod.spec!.containers[0]!;
     expect(container.image).toBe('registry.example/boxyard/terminal-session:test');
@@ -163,10 +163,23 @@ describe('kubernetes backend (local control plane)', () => {
     expect(JSON.stringify(pod)).not.toContain(gateway.sessions.secretOf((await gateway.sessions.store.get(sessionId))!));
   });
 
-  it('admits only the gateway to session pods with a NetworkPolicy', async () => {
-    const policy = await networking.readNamespacedNetworkPolicy({ name: NETWORK_POLICY_NAME, namespace });
-    expect(policy.spec?.podSelector?.matchLabels).toMatchObject({ 'app.kubernetes.io/component': 'terminal-session' });
-    expect(policy.spec?.policyTypes).toEqual(['Ingress']);
+  it('admits only the gateway to session pods, and lets shells reach only DNS and public addresses, with the pool\'s own NetworkPolicy', async () => {
+    expect(networkPolicyName({ pool: 'test' })).toBe(`${NETWORK_POLICY_NAME}-test`);
+    const policy = await networking.readNamespacedNetworkPolicy({ name: `${NETWORK_POLICY_NAME}-test`, namespace });
+    expect(policy.spec?.podSelector?.matchLabels).toMatchObject({ 'app.kubernetes.io/component': 'terminal-session', [POOL_LABEL]: 'test' });
+    expect(policy.spec?.policyTypes).toEqual(['Ingress', 'Egress']);
+    expect(policy.spec?.egress).toEqual([
+      {
+        to: [{ namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'kube-system' } }, podSelector: { matchLabels: { 'k8s-app': 'kube-dns' } } }],
+        ports: [{ protocol: 'UDP', port: 53 }, { protocol: 'TCP', port: 53 }],
+      },
+      {
+        to: [
+          { ipBlock: { cidr: '0.0.0.0/0', except: ['10.0.0.0/8', '172.16.0.0/12', '192.168.0.0/16', '100.64.0.0/10', '169.254.0.0/16', '203.0.113.0/24'] } },
+          { ipBlock: { cidr: '::/0', except: ['fc00::/7', 'fe80::/10', '64:ff9b::/96'] } },
+        ],
+      },
+    ]);
     expect(policy.spec?.ingress).toEqual([
       { _from: [{ podSelector: { matchLabels: { 'app.kubernetes.io/name': 'boxyard-terminal', 'app.kubernetes.io/instance': 'test' } } }], ports: [{ protocol: 'TCP', port: 7681 }] },
     ]);

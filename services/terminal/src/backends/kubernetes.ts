@@ -1,10 +1,15 @@
 // Kubernetes backend: one pod per session running the agent, never reused (the pod is named after the session
 // and deleted when it ends). The pod runs non-root with no privilege escalation, no capabilities, the default
-// seccomp profile, no service-account token and resource limits; a NetworkPolicy admits only the gateway.
+// seccomp profile, no service-account token and resource limits; a NetworkPolicy admits only the gateway, and lets
+// the shell reach only what `egress` allows (by default DNS and public addresses, never the cluster's own ranges
+// nor the cloud metadata address).
 // The gateway reaches the agent at <pod IP>:<port from the pod's `boxyard.io/agent-port` annotation>.
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
-import { ApiException, CoreV1Api, KubeConfig, NetworkingV1Api, PatchStrategy, setHeaderOptions, type V1NetworkPolicy, type V1Pod } from '@kubernetes/client-node';
+import {
+  ApiException, CoreV1Api, KubeConfig, NetworkingV1Api, PatchStrategy, setHeaderOptions,
+  type V1NetworkPolicy, type V1NetworkPolicyEgressRule, type V1Pod,
+} from '@kubernetes/client-node';
 import type { SessionsConfig, KubernetesBackendConfig } from '../config.ts';
 import type { AgentEnvironment } from '../agent/settings.ts';
 import type { AgentSpec, BackendProbe, SessionBackend, StartedAgent } from './types.ts';
@@ -13,6 +18,41 @@ export const MANAGED_BY = { 'app.kubernetes.io/managed-by': 'boxyard' } as const
 export const SESSION_POD_LABELS = { ...MANAGED_BY, 'app.kubernetes.io/name': 'boxyard-terminal-session', 'app.kubernetes.io/component': 'terminal-session' } as const;
 export const AGENT_PORT_ANNOTATION = 'boxyard.io/agent-port';
 export const NETWORK_POLICY_NAME = 'boxyard-terminal-sessions';
+export const POOL_LABEL = 'boxyard.io/pool';
+
+/** The policy of a pool's sessions: its own name when the pool is named (several pools may share a namespace). */
+export const networkPolicyName = (config: Pick<KubernetesBackendConfig, 'pool'>) => (config.pool ? `${NETWORK_POLICY_NAME}-${config.pool}` : NETWORK_POLICY_NAME);
+const sessionSelector = (config: Pick<KubernetesBackendConfig, 'pool'>) => ({ ...SESSION_POD_LABELS, ...(config.pool ? { [POOL_LABEL]: config.pool } : {}) });
+
+/**
+ * Not "the internet": private (RFC 1918, IPv6 ULA), shared (RFC 6598), link-local (169.254.0.0/16 holds the cloud
+ * metadata address 169.254.169.254; fe80::/10) and NAT64 ranges. Cluster pod and service ranges are private in
+ * practice; `excluded_cidrs` adds any that are not.
+ */
+export const NON_INTERNET_V4 = ['10.0.0.0/8', '172.16.0.0/12', '192.168.0.0/16', '100.64.0.0/10', '169.254.0.0/16'];
+export const NON_INTERNET_V6 = ['fc00::/7', 'fe80::/10', '64:ff9b::/96'];
+
+export function sessionEgressRules(egress: KubernetesBackendConfig['egress']): V1NetworkPolicyEgressRule[] {
+  const rules: V1NetworkPolicyEgressRule[] = [];
+  if (egress.cluster_dns) {
+    rules.push({
+      to: [{ namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'kube-system' } }, podSelector: { matchLabels: { 'k8s-app': 'kube-dns' } } }],
+      ports: [{ protocol: 'UDP', port: 53 }, { protocol: 'TCP', port: 53 }],
+    });
+  }
+  if (egress.internet) {
+    const extra = egress.excluded_cidrs;
+    rules.push({
+      to: [
+        { ipBlock: { cidr: '0.0.0.0/0', except: [...NON_INTERNET_V4, ...extra.filter((c) => !c.includes(':'))] } },
+        { ipBlock: { cidr: '::/0', except: [...NON_INTERNET_V6, ...extra.filter((c) => c.includes(':'))] } },
+      ],
+    });
+  }
+  // Written by the platform team in the TerminalPool, in the API's own shape.
+  rules.push(...(egress.allow as V1NetworkPolicyEgressRule[]));
+  return rules;
+}
 const SERVICE_ACCOUNT_NAMESPACE = '/var/run/secrets/kubernetes.io/serviceaccount/namespace';
 
 export const podName = (sessionId: string) => `boxyard-term-${sessionId}`;
@@ -42,7 +82,7 @@ export function sessionPod(input: { spec: AgentSpec; config: KubernetesBackendCo
     metadata: {
       name: podName(spec.sessionId),
       namespace: input.namespace,
-      labels: { ...SESSION_POD_LABELS, 'boxyard.io/session': spec.sessionId, 'boxyard.io/owner': ownerLabel(spec.ownerId) },
+      labels: { ...sessionSelector(config), 'boxyard.io/session': spec.sessionId, 'boxyard.io/owner': ownerLabel(spec.ownerId) },
       annotations: { [AGENT_PORT_ANNOTATION]: String(config.agent_port) },
     },
     spec: {
@@ -86,10 +126,12 @@ export function sessionNetworkPolicy(config: KubernetesBackendConfig, namespace:
   return {
     apiVersion: 'networking.k8s.io/v1',
     kind: 'NetworkPolicy',
-    metadata: { name: NETWORK_POLICY_NAME, namespace, labels: { ...MANAGED_BY } },
+    metadata: { name: networkPolicyName(config), namespace, labels: { ...MANAGED_BY } },
     spec: {
-      podSelector: { matchLabels: { ...SESSION_POD_LABELS } },
-      policyTypes: ['Ingress'],
+      podSelector: { matchLabels: sessionSelector(config) },
+      // Egress too: with no egress rule at all, a shell reaches nothing (not even DNS).
+      policyTypes: ['Ingress', 'Egress'],
+      egress: sessionEgressRules(config.egress),
       ingress: [
         {
           _from: [
@@ -151,7 +193,7 @@ export function createKubernetesBackend(options: KubernetesBackendOptions): Sess
       const spec = body.spec!;
       const wireSpec = { ...spec, ingress: spec.ingress?.map(({ _from, ...rule }) => ({ ...rule, from: _from })) };
       await networking.patchNamespacedNetworkPolicy(
-        { name: NETWORK_POLICY_NAME, namespace, body: [{ op: 'replace', path: '/spec', value: wireSpec }] },
+        { name: networkPolicyName(config), namespace, body: [{ op: 'replace', path: '/spec', value: wireSpec }] },
         setHeaderOptions('Content-Type', PatchStrategy.JsonPatch),
       );
     }
@@ -174,7 +216,7 @@ export function createKubernetesBackend(options: KubernetesBackendOptions): Sess
         // Fail closed: no session pod without the policy that keeps everyone but the gateway out.
         policyReady ??= ensureNetworkPolicy().catch((error: unknown) => {
           policyReady = undefined;
-          throw new Error(`cannot create NetworkPolicy ${NETWORK_POLICY_NAME} in ${namespace}: ${(error as Error).message}`, { cause: error });
+          throw new Error(`cannot create NetworkPolicy ${networkPolicyName(config)} in ${namespace}: ${(error as Error).message}`, { cause: error });
         });
         await policyReady;
       }
