@@ -324,6 +324,9 @@ describe('the operator under the chart\'s RBAC', { timeout: 150_000 }, () => {
     for (const name of ['dup', 'whole', 'pub']) await waitFor(`${name} to go`, async () => (await get(resources.fileShare, name)) === undefined);
     expect(await schemaExists('dup_schema')).toBe(true);
     expect(await objectNames(shared)).toEqual(before);
+    // The peer goes before the test ends: its finalization would otherwise write while a later test measures.
+    await kubectl(plane.kubeconfig, ['delete', 'terminalpool', 'twin', '-n', 'apps2', '--wait=false']);
+    await waitFor('TerminalPool apps2/twin to go', async () => (await get(resources.terminalPool, 'twin', 'apps2')) === undefined);
     await kubectl(plane.kubeconfig, ['delete', 'namespace', 'apps2', '--wait=false']);
   });
 
