@@ -114,3 +114,17 @@ export function outcomes<R extends string>(roles: RoleSpec<R>[], unauthenticated
   }
   return result;
 }
+
+/**
+ * A fixture reused across roles until a call succeeds (a success may have changed or removed it): a refusal
+ * leaves it as it was, so only the roles that pass cost a new one.
+ */
+export function reusable<T>(make: () => Promise<T>) {
+  let current: Promise<T> | undefined;
+  return async (use: (value: T) => Promise<number>): Promise<number> => {
+    current ??= make();
+    const status = await use(await current);
+    if (status < 300) current = undefined;
+    return status;
+  };
+}

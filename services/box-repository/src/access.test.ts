@@ -5,7 +5,7 @@
 // (not implemented yet), and credentials that no longer work: an expired and a signed-out session, an expired
 // and a deleted service-account key. Below the matrix: what a status code alone does not show.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { describeAccessMatrix, outcomes, type MatrixRow, type RoleSpec } from '../../../test/harness/access-matrix.ts';
+import { describeAccessMatrix, outcomes, reusable, type MatrixRow, type RoleSpec } from '../../../test/harness/access-matrix.ts';
 import { operationalRows } from '../../../test/harness/operational-rows.ts';
 import { makeBox } from './testing/boxes.ts';
 import { ADMIN_PASSWORD, addMember, archPath, createBoxPath, createOrganization, startTestService, USER_PASSWORD, type BoxPath, type TestService } from './testing/service.ts';
@@ -59,20 +59,6 @@ async function send(role: Role, method: string, path: string, call: Call = {}): 
   const response = await fetch(`${service.url}${path}`, { method, headers: sent, ...(body !== undefined ? { body } : {}), redirect: 'manual' } as RequestInit);
   await response.arrayBuffer();
   return response.status;
-}
-
-/**
- * A fixture reused across roles until a call succeeds (a success may have changed or removed it): a refusal
- * leaves it as it was, so only the roles that pass cost a new one.
- */
-function reusable<T>(make: () => Promise<T>) {
-  let current: Promise<T> | undefined;
-  return async (use: (value: T) => Promise<number>): Promise<number> => {
-    current ??= make();
-    const status = await use(await current);
-    if (status < 300) current = undefined;
-    return status;
-  };
 }
 
 /** A box created by `creator` in acme, with one version, provider, architecture and (unless `upload: false`) file. */

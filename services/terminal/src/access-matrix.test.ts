@@ -5,7 +5,7 @@
 // WebSocket row is a real upgrade: 101 only for the owner.
 import { createSessionTokens } from '@boxyard/kit';
 import { afterAll, beforeAll } from 'vitest';
-import { describeAccessMatrix, outcomes, type MatrixRow, type RoleSpec } from '../../../test/harness/access-matrix.ts';
+import { describeAccessMatrix, outcomes, reusable, type MatrixRow, type RoleSpec } from '../../../test/harness/access-matrix.ts';
 import { createTestDatabase } from '../../../test/harness/fixtures.ts';
 import { operationalRows } from '../../../test/harness/operational-rows.ts';
 import { ADMIN_PASSWORD, createUser, login, startTestGateway, upgradeStatus } from './testing.ts';
@@ -34,16 +34,6 @@ async function send(role: Role, method: string, path: string, json?: unknown, co
   return response.status;
 }
 
-/** A live session of the owner, reused across roles until one stops it. */
-function reusable<T>(make: () => Promise<T>) {
-  let current: Promise<T> | undefined;
-  return async (use: (value: T) => Promise<number>): Promise<number> => {
-    current ??= make();
-    const status = await use(await current);
-    if (status < 300) current = undefined;
-    return status;
-  };
-}
 
 async function startSession(role: Role, terminalCookie: string): Promise<string> {
   const response = await fetch(`${gateway.url}/api/terminal/start`, {

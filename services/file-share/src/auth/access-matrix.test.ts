@@ -8,7 +8,7 @@
 import { createSessionTokens } from '@boxyard/kit';
 import pg from 'pg';
 import { afterAll, beforeAll } from 'vitest';
-import { describeAccessMatrix, outcomes, type MatrixRow, type RoleSpec } from '../../../../test/harness/access-matrix.ts';
+import { describeAccessMatrix, outcomes, reusable, type MatrixRow, type RoleSpec } from '../../../../test/harness/access-matrix.ts';
 import { operationalRows } from '../../../../test/harness/operational-rows.ts';
 import { ADMIN_PASSWORD, adminAuth, createKey, createUser, startTestShare, upload, type TestShare } from '../testing/share-fixture.ts';
 
@@ -60,16 +60,6 @@ const form = (content: string, filename = 'file.txt') => {
   return data;
 };
 
-/** A fixture reused across roles until a call succeeds (which may have changed or removed it). */
-function reusable<T>(make: () => Promise<T>) {
-  let current: Promise<T> | undefined;
-  return async (use: (value: T) => Promise<number>): Promise<number> => {
-    current ??= make();
-    const status = await use(await current);
-    if (status < 300) current = undefined;
-    return status;
-  };
-}
 
 /** A fresh file under /team, uploaded by the admin. */
 const teamFile = async () => {
