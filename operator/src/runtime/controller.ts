@@ -46,7 +46,7 @@ export class Controller<T extends KubeObject = KubeObject> {
     this.name = options.name;
     this.options = options;
     this.queue = new WorkQueue(options.limiter ?? new RateLimiter());
-    options.metrics?.observeQueue(options.name, this.queue);
+    options.metrics?.registerController(options.name, this.queue);
     options.primary.addHandler((_type, object) => this.queue.add(keyOf(object.metadata)));
     this.sources.push(options.primary as unknown as Informer);
   }

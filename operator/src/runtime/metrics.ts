@@ -93,8 +93,10 @@ export class OperatorMetrics {
     this.leader = new Gauge({ name: 'boxyard_operator_leader', help: '1 while this replica holds the leader lease.', registers });
   }
 
-  /** The workqueue metrics of one controller's queue. */
-  observeQueue(name: string, queue: WorkQueue): void {
+  /** One controller's series (at zero from the start, as controller-runtime does) and its queue's metrics. */
+  registerController(name: string, queue: WorkQueue): void {
+    for (const result of ['success', 'requeue', 'requeue_after', 'error', 'paused'] as const) this.reconciles.inc({ controller: name, result }, 0);
+    this.reconcileErrors.inc({ controller: name }, 0);
     const labels = { name, controller: name };
     this.inFlight.set(name, () => queue.inFlightSeconds());
     this.queueDepth.set(labels, 0);

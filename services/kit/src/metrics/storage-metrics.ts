@@ -38,14 +38,21 @@ export interface StorageMetrics {
   errors: Counter<'operation'>;
 }
 
+const UPLOAD_FAILURE_REASONS: UploadFailureReason[] = ['too_large', 'checksum_mismatch', 'conflict', 'invalid_key', 'storage_full', 'client_aborted', 'storage_error'];
+const OPERATIONS = ['put', 'get', 'stat', 'delete', 'presign'];
+
 export function createStorageMetrics(registry: Registry): StorageMetrics {
   const registers = [registry];
-  return {
+  const metrics: StorageMetrics = {
     uploadedBytes: new Counter({ name: 'boxyard_upload_bytes_total', help: 'Bytes stored by uploads that succeeded.', registers }),
     downloadedBytes: new Counter({ name: 'boxyard_download_bytes_total', help: 'Bytes read from storage and sent to clients.', registers }),
     uploadFailures: new Counter({ name: 'boxyard_upload_failures_total', help: 'Uploads that stored nothing, by reason.', labelNames: ['reason'], registers }),
     errors: new Counter({ name: 'boxyard_storage_errors_total', help: 'Storage operations that failed through no fault of the caller, by operation.', labelNames: ['operation'], registers }),
   };
+  // Every series exists from the start at zero, so rates and alerts see the first failure.
+  for (const reason of UPLOAD_FAILURE_REASONS) metrics.uploadFailures.inc({ reason }, 0);
+  for (const operation of OPERATIONS) metrics.errors.inc({ operation }, 0);
+  return metrics;
 }
 
 /** The same store, counting what goes through it into `registry`. */
