@@ -11,7 +11,8 @@ import { join } from 'node:path';
 import { pack } from 'tar-stream';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { stringify } from 'yaml';
-import { kubectl, repoRoot, startOperatorProcess, waitFor, type OperatorProcess } from '../../operator/test/support.ts';
+import { dashboards, renderDashboard } from '../../charts/generate-dashboards.ts';
+import { chartDir, kubectl, repoRoot, startOperatorProcess, waitFor, type OperatorProcess } from '../../operator/test/support.ts';
 import { startDevProcess, type DevProcess } from '../harness/dev-process.ts';
 import { startPrometheus, type RunningPrometheus } from '../harness/prometheus.ts';
 
@@ -75,13 +76,17 @@ async function observedInstallation(dir: string): Promise<ObservedInstallation> 
     startOperatorProcess({ kubeconfig, logFile: join(dir, 'operator.log'), args: ['--namespaces', namespace, '--workers', '2'] }),
   ]);
   const target = (url: string) => ({ address: new URL(url).host, scheme: new URL(url).protocol === 'https:' ? ('https' as const) : ('http' as const) });
+  // `container` as the Prometheus Operator sets it in a cluster (the alerts select targets by it).
   const prometheus = await startPrometheus({
     dir: join(dir, 'prometheus'),
     targets: [
-      ...SERVICES.map((service) => ({ job: 'boxyard', ...target(dev.urls[service]!) })),
-      { job: 'boxyard-operator', address: `127.0.0.1:${operator.port}` },
+      ...SERVICES.map((service) => ({ job: 'boxyard', ...target(dev.urls[service]!), labels: { container: service } })),
+      { job: 'boxyard-operator', address: `127.0.0.1:${operator.port}`, labels: { container: 'operator' } },
     ],
+    ruleFiles: [join(chartDir, 'rules', 'boxyard.rules.yaml')],
   });
+  // Traffic after the first scrape, so rates see it.
+  await waitFor('the first scrape of every target', async () => (await prometheus.query('up == 1')).length === SERVICES.length + 1, 30_000, 250);
 
   // The operator: one resource that cannot progress yet (its database Secret is missing) → reconciles, retries.
   await kubectl(kubeconfig, ['apply', '-n', namespace, '-f', '-'], stringify({
@@ -210,10 +215,12 @@ describe('a real Prometheus scrapes boxyard dev and the operator', () => {
     expect(starts.map((s) => [s.metric.backend, s.metric.outcome, s.value[1]])).toEqual([['local', 'started', '1']]);
     const subscribers = await samples(prometheus, 'boxyard_sse_subscribers{service="file-share"} > 0');
     expect(subscribers.map((s) => s.value[1])).toEqual(['1']);
-    // The terminal listens with HTTPS in `boxyard dev` (its generated certificate is good for a year).
-    const days = await samples(prometheus, '(boxyard_tls_certificate_expiry_timestamp_seconds - time()) / 86400');
-    expect(days.map((s) => [s.metric.service, Math.round(Number(s.value[1]))])).toEqual([['terminal', expect.any(Number)]]);
-    expect(Number(days[0]!.value[1])).toBeGreaterThan(300);
+    // Services listening with HTTPS in `boxyard dev` report their generated certificate (good for a year).
+    const https = SERVICES.filter((service) => installation.dev.urls[service]!.startsWith('https:'));
+    expect(https.length).toBeGreaterThan(0);
+    const days = await samples(prometheus, '(boxyard_tls_certificate_expiry_timestamp_seconds - time()) / 86400', (v) => v.length === https.length);
+    expect(days.map((s) => s.metric.service).sort()).toEqual(https.sort());
+    for (const sample of days) expect(Number(sample.value[1])).toBeGreaterThan(300);
   });
 
   it("has the operator's reconciles, retries and work queue under controller-runtime's names", async () => {
@@ -230,5 +237,34 @@ describe('a real Prometheus scrapes boxyard dev and the operator', () => {
     const depth = await samples(prometheus, 'workqueue_depth');
     expect(depth.map((s) => s.metric.name).sort()).toEqual(['boxrepositories', 'fileshares', 'terminalpools']);
     expect(await samples(prometheus, 'controller_runtime_reconcile_errors_total')).toHaveLength(3);
+  });
+
+  it("runs every dashboard panel's query and gets data", async () => {
+    const { prometheus } = installation;
+    const queries = dashboards.flatMap((spec) => {
+      const model = renderDashboard(spec) as { panels: { title: string; targets?: { expr: string }[] }[] };
+      return model.panels.flatMap((panel) => (panel.targets ?? []).map((t) => ({ where: `${spec.title} / ${panel.title}`, expr: t.expr.replaceAll('$__rate_interval', '1m') })));
+    });
+    expect(queries.length).toBeGreaterThan(40);
+    const empty: string[] = [];
+    // Rates need two samples after the traffic: allow a few scrapes.
+    await waitFor('every panel to have data', async () => {
+      empty.length = 0;
+      for (const { where, expr } of queries) if ((await prometheus.query(expr)).length === 0) empty.push(`${where}: ${expr}`);
+      return empty.length === 0;
+    }, 30_000, 1000).catch(() => {
+      throw new Error(`panels without data:\n${empty.join('\n')}`);
+    });
+  });
+
+  it('evaluates every alert rule without error, and none fires on a healthy installation', async () => {
+    const { prometheus } = installation;
+    const groups = await waitFor('the rules to be evaluated', async () => {
+      const response = (await (await fetch(`${prometheus.url}/api/v1/rules`)).json()) as { data: { groups: { rules: { name: string; health: string; lastError?: string; state?: string }[] }[] } };
+      const all = response.data.groups.flatMap((g) => g.rules);
+      return all.length > 0 && all.every((r) => r.health !== 'unknown') ? all : undefined;
+    }, 30_000, 500);
+    expect(groups.filter((r) => r.health !== 'ok').map((r) => `${r.name}: ${r.lastError}`)).toEqual([]);
+    expect(groups.filter((r) => r.state !== 'inactive').map((r) => r.name)).toEqual([]);
   });
 });

@@ -111,6 +111,12 @@ export class OperatorMetrics {
     };
   }
 
+  /** Counts one resource's watch restarts; its series start at zero (timeout, error, expired). */
+  watchRestartCounter(resource: string): (reason: string) => void {
+    for (const reason of ['timeout', 'error', 'expired']) this.watchRestarts.inc({ resource, reason }, 0);
+    return (reason) => this.watchRestarts.inc({ resource, reason });
+  }
+
   recordRequest = (record: RequestRecord): void => {
     this.apiRequests.inc({ verb: record.verb, resource: record.resource, code: String(record.code) });
     if (WRITE_VERBS.has(record.verb) && record.resource !== 'leases' && record.code > 0) this.writes++;

@@ -111,7 +111,7 @@ export async function startTerminal(config: TerminalConfig, options: StartOption
       sessions: config.sessions,
       secretBox: createSecretBox(sessionSecrets),
       log,
-      metrics: createSessionMetrics(metrics, pool),
+      metrics: createSessionMetrics(metrics, pool, backend.kind),
       startTimeoutSeconds: config.backend.kind === 'kubernetes' ? config.backend.kubernetes!.pod_ready_timeout_seconds : 15,
     });
 

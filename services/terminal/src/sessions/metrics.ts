@@ -11,7 +11,7 @@ export interface SessionMetrics {
 
 const liveCount = z.object({ backend: z.string(), state: z.string(), count: z.number() });
 
-export function createSessionMetrics(registry: Registry, pool: DatabasePool): SessionMetrics {
+export function createSessionMetrics(registry: Registry, pool: DatabasePool, backend: 'local' | 'kubernetes'): SessionMetrics {
   new Gauge({
     name: 'boxyard_terminal_sessions_active',
     help: 'Terminal sessions starting or running in the installation, by backend and state (every replica reports the same count).',
@@ -26,7 +26,7 @@ export function createSessionMetrics(registry: Registry, pool: DatabasePool): Se
       for (const row of rows) this.set({ backend: row.backend, state: row.state }, row.count);
     },
   });
-  return {
+  const metrics = {
     startDuration: new Histogram({
       name: 'boxyard_terminal_session_start_duration_seconds',
       help: 'Time from a start request to the agent accepting connections, by backend and outcome (started, failed).',
@@ -35,4 +35,7 @@ export function createSessionMetrics(registry: Registry, pool: DatabasePool): Se
       registers: [registry],
     }),
   };
+  // At zero from the start, so the first start already shows in rates and quantiles.
+  for (const outcome of ['started', 'failed']) metrics.startDuration.zero({ backend, outcome });
+  return metrics;
 }
