@@ -51,7 +51,7 @@ export async function buildBoxRepository(config: BoxRepositoryConfig, options: B
   // Made first so the pool and the store count into the app's /metrics.
   const metrics = createMetricsRegistry({ service: SERVICE_NAME });
   const pool = await createDatabasePool({ url: config.database.url, schema, poolSize: config.database.pool_size, metrics });
-  const store = instrumentStore(createObjectStore(config.storage), metrics);
+  const store = instrumentStore(createObjectStore(config.storage), metrics, { bucket: config.storage.driver === 's3' ? config.storage.bucket : undefined });
   const secrets = [config.session.secret, ...config.session.previous_secrets];
   const tls = await serverTls(config.server);
   const app = await createApp({

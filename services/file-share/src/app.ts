@@ -73,7 +73,7 @@ export async function buildFileShare(config: FileShareConfig, options: BuildOpti
   const pool = await createDatabasePool({ url: config.database.url, schema, poolSize: config.database.pool_size, metrics });
   const closers: (() => Promise<unknown>)[] = [() => pool.end()];
   try {
-    const store = instrumentStore(createObjectStore(config.storage), metrics);
+    const store = instrumentStore(createObjectStore(config.storage), metrics, { bucket: config.storage.driver === 's3' ? config.storage.bucket : undefined });
     const accounts = createAccounts(pool);
     const admin = await accounts.ensureAdmin({ username: config.admin.username, password: config.admin.password });
     const sessions = createSessionTokens({

@@ -2,6 +2,7 @@
 import type { Registry } from 'prom-client';
 import { SchemaValidationError, createPool, sql, type DatabasePool, type Interceptor, type QueryResultRow } from 'slonik';
 import { databaseErrorInterceptor } from '../metrics/database-metrics.ts';
+import { databaseSpanInterceptor } from '../telemetry/database-spans.ts';
 
 export type { DatabasePool } from 'slonik';
 
@@ -33,7 +34,7 @@ export async function createDatabasePool(options: { url: string; schema?: string
     idleTimeout: 10_000,
     connectionTimeout: 5_000,
     captureStackTrace: false,
-    interceptors: [resultParser, ...(options.metrics ? [databaseErrorInterceptor(options.metrics)] : [])],
+    interceptors: [resultParser, databaseSpanInterceptor(options.url), ...(options.metrics ? [databaseErrorInterceptor(options.metrics)] : [])],
     // slonik's default reset runs DISCARD ALL whenever a connection returns to the pool, doubling the round trips
     // of every query. Services keep no session state (search_path and timeouts are startup parameters).
     resetConnection: async () => {},

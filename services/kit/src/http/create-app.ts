@@ -5,6 +5,7 @@ import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest, type FastifyServerOptions } from 'fastify';
 import type { Registry } from 'prom-client';
+import { traceIdsOfActiveSpan } from '../telemetry/log-correlation.ts';
 import type { TrustProxy } from '../config/common.ts';
 import { certificateExpiryMetric, createMetricsRegistry, installMetrics } from '../metrics/metrics.ts';
 import { documentErrors } from './documented-errors.ts';
@@ -72,6 +73,8 @@ export async function createApp(options: CreateAppOptions): Promise<FastifyInsta
       level: options.logLevel ?? 'info',
       redact: ['req.headers.authorization', 'req.headers.cookie', 'req.headers["x-access-token"]', 'req.headers["x-api-key"]'],
       serializers: { req: serializeRequest },
+      // Every line logged inside a trace names it, so logs and traces join on trace_id.
+      mixin: traceIdsOfActiveSpan,
       ...(options.logStream ? { stream: options.logStream } : {}),
     },
     requestIdHeader: 'x-request-id',

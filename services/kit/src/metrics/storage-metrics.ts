@@ -1,6 +1,8 @@
 // What a service moves through its object store, as Prometheus counters: bytes uploaded (stored) and downloaded
 // (read back out), uploads that failed and why, and storage failures that are the store's fault rather than the
-// caller's. Wraps any ObjectStore driver, so local and S3 report the same series.
+// caller's. Wraps any ObjectStore driver, so local and S3 report the same series. Inside a trace, each storage
+// call is a CLIENT span too (S3 calls named as the AWS conventions name them: `S3.PutObject`).
+import { SpanKind, SpanStatusCode, context, trace, type Span } from '@opentelemetry/api';
 import { Transform, type Readable } from 'node:stream';
 import { Counter, type Registry } from 'prom-client';
 import { ChecksumMismatchError, KeyConflictError, ObjectNotFoundError, ObjectTooLargeError, RangeNotSatisfiableError, InvalidKeyError, StorageError, StorageFullError } from '../storage/errors.ts';
@@ -55,40 +57,67 @@ export function createStorageMetrics(registry: Registry): StorageMetrics {
   return metrics;
 }
 
-/** The same store, counting what goes through it into `registry`. */
-export function instrumentStore(store: ObjectStore, registry: Registry): ObjectStore {
-  const metrics = createStorageMetrics(registry);
-  const observe = async <T>(operation: string, run: () => Promise<T>): Promise<T> => {
+const tracer = trace.getTracer('@boxyard/kit/storage');
+const S3_METHODS: Record<string, string> = { put: 'PutObject', get: 'GetObject', stat: 'HeadObject', delete: 'DeleteObject', presign: 'PresignGetObject' };
+
+/** Runs `run` in a CLIENT span when there is a trace to join; `run` gets the span (or undefined) to annotate. */
+async function inSpan<T>(driver: ObjectStore['driver'], operation: string, key: string, bucket: string | undefined, run: (span?: Span) => Promise<T>): Promise<T> {
+  if (!trace.getSpan(context.active())) return run();
+  const s3 = driver === 's3';
+  const attributes = s3
+    ? { 'rpc.system': 'aws-api', 'rpc.service': 'S3', 'rpc.method': S3_METHODS[operation] ?? operation, 'aws.s3.key': key, ...(bucket ? { 'aws.s3.bucket': bucket } : {}) }
+    : { 'boxyard.storage.driver': driver, 'boxyard.storage.operation': operation, 'boxyard.storage.key': key };
+  return tracer.startActiveSpan(s3 ? `S3.${S3_METHODS[operation] ?? operation}` : `storage ${operation}`, { kind: SpanKind.CLIENT, attributes }, async (span) => {
     try {
-      return await run();
+      return await run(span);
     } catch (error) {
-      if (!callerError(error)) metrics.errors.inc({ operation });
+      span.recordException(error as Error);
+      span.setStatus({ code: SpanStatusCode.ERROR, message: (error as Error).message });
+      span.setAttribute('error.type', (error as Error).name ?? 'Error');
       throw error;
+    } finally {
+      span.end();
     }
-  };
-  return {
-    driver: store.driver,
-    async put(key, body, options) {
+  });
+}
+
+/** The same store, counting what goes through it into `registry` (and tracing its calls). */
+export function instrumentStore(store: ObjectStore, registry: Registry, options: { bucket?: string } = {}): ObjectStore {
+  const metrics = createStorageMetrics(registry);
+  const observe = async <T>(operation: string, key: string, run: () => Promise<T>): Promise<T> =>
+    inSpan(store.driver, operation, key, options.bucket, async () => {
       try {
-        const result = await store.put(key, body, options);
-        metrics.uploadedBytes.inc(result.size);
-        return result;
+        return await run();
       } catch (error) {
-        const reason = uploadFailureReason(error);
-        metrics.uploadFailures.inc({ reason });
-        if (reason === 'storage_error' || reason === 'storage_full') metrics.errors.inc({ operation: 'put' });
+        if (!callerError(error)) metrics.errors.inc({ operation });
         throw error;
       }
-    },
+    });
+  return {
+    driver: store.driver,
+    put: (key, body, putOptions) =>
+      inSpan(store.driver, 'put', key, options.bucket, async (span) => {
+        try {
+          const result = await store.put(key, body, putOptions);
+          metrics.uploadedBytes.inc(result.size);
+          span?.setAttribute('boxyard.storage.bytes', result.size);
+          return result;
+        } catch (error) {
+          const reason = uploadFailureReason(error);
+          metrics.uploadFailures.inc({ reason });
+          if (reason === 'storage_error' || reason === 'storage_full') metrics.errors.inc({ operation: 'put' });
+          throw error;
+        }
+      }),
     async get(key, range) {
-      const stream = await observe('get', () => store.get(key, range));
+      const stream = await observe('get', key, () => store.get(key, range));
       return countBytes(stream, metrics);
     },
-    stat: (key) => observe('stat', () => store.stat(key)),
-    delete: (key) => observe('delete', () => store.delete(key)),
-    deletePrefix: (prefix) => observe('delete', () => store.deletePrefix(prefix)),
+    stat: (key) => observe('stat', key, () => store.stat(key)),
+    delete: (key) => observe('delete', key, () => store.delete(key)),
+    deletePrefix: (prefix) => observe('delete', prefix, () => store.deletePrefix(prefix)),
     list: (prefix) => store.list(prefix),
-    presignedGetUrl: (key, expires) => observe('presign', () => store.presignedGetUrl(key, expires)),
+    presignedGetUrl: (key, expires) => observe('presign', key, () => store.presignedGetUrl(key, expires)),
     // Readiness failures are reported by /health/ready; counting them here would double every probe's failure.
     check: () => store.check(),
   };
