@@ -7,8 +7,9 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pack } from 'tar-stream';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { waitFor } from '../../operator/test/support.ts';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { stringify } from 'yaml';
+import { kubectl, repoRoot, startOperatorProcess, waitFor } from '../../operator/test/support.ts';
 import { startDevProcess, type DevProcess } from '../harness/dev-process.ts';
 import { startCollector, type ReceivedSpan, type RunningCollector } from '../harness/otel-collector.ts';
 
@@ -35,7 +36,7 @@ function descendants(spans: ReceivedSpan[], root: ReceivedSpan): ReceivedSpan[] 
   return found;
 }
 
-describe('one box upload is one trace in a real OpenTelemetry Collector', () => {
+describe('traces reach a real OpenTelemetry Collector', () => {
   let dir: string;
   let collector: RunningCollector;
   let dev: DevProcess;
@@ -120,5 +121,41 @@ describe('one box upload is one trace in a real OpenTelemetry Collector', () => 
     const lines = dev.output().split('\n').filter((l) => l.startsWith('{') && l.includes(requestId ?? '-') && !l.includes('"incoming request"'));
     expect(lines.map((l) => (JSON.parse(l) as { msg: string }).msg)).toContain('request completed');
     for (const line of lines) expect(JSON.parse(line)).toMatchObject({ trace_id: server.traceId, span_id: expect.stringMatching(/^[0-9a-f]{16}$/) });
+  });
+
+  it("has a span per operator reconcile, with the resource's kind, namespace and name, and its API calls inside", async () => {
+    const kubeconfig = inject('kubeconfig');
+    const namespace = `traced-${randomBytes(3).toString('hex')}`;
+    await kubectl(kubeconfig, ['apply', '--server-side', '--force-conflicts', '-f', join(repoRoot, 'crds')]);
+    await kubectl(kubeconfig, ['create', 'namespace', namespace]);
+    // The operator process inherits this worker's environment: OTEL_* point it at the collector.
+    Object.assign(process.env, { OTEL_EXPORTER_OTLP_ENDPOINT: collector.httpEndpoint, OTEL_METRICS_EXPORTER: 'none', OTEL_LOGS_EXPORTER: 'none', OTEL_BSP_SCHEDULE_DELAY: '100' });
+    const operator = await startOperatorProcess({ kubeconfig, logFile: join(dir, 'operator.log'), args: ['--namespaces', namespace, '--workers', '1'] }).finally(() => {
+      for (const name of ['OTEL_EXPORTER_OTLP_ENDPOINT', 'OTEL_METRICS_EXPORTER', 'OTEL_LOGS_EXPORTER', 'OTEL_BSP_SCHEDULE_DELAY']) delete process.env[name];
+    });
+    try {
+      await kubectl(kubeconfig, ['apply', '-n', namespace, '-f', '-'], stringify({ apiVersion: 'boxyard.io/v1alpha1', kind: 'TerminalPool', metadata: { name: 'shells' }, spec: { database: { secretRef: { name: 'db' } } } }));
+      const isReconcile = (s: ReceivedSpan) => s.service === 'boxyard-operator' && s.name === 'reconcile TerminalPool' && s.attributes['k8s.namespace.name'] === namespace;
+      const [reconcile, calls] = await waitFor('a reconcile span with API calls inside', async () => {
+        const spans = collector.spans();
+        for (const span of spans.filter(isReconcile)) {
+          const below = descendants(spans, span);
+          if (below.length > 0) return [span, below] as const;
+        }
+        return undefined;
+      }, 60_000, 250);
+      expect(reconcile.parentSpanId).toBe('');
+      expect(reconcile.attributes).toMatchObject({ 'boxyard.controller': 'terminalpools', 'boxyard.resource.kind': 'TerminalPool', 'boxyard.resource.name': 'shells' });
+      for (const call of calls) {
+        expect(call.kind).toBe(3);
+        expect(call.name).toMatch(/^(get|list|create|update|patch|apply|delete) [\w/]+$/);
+        expect(call.attributes).toMatchObject({ 'http.request.method': expect.any(String), 'http.response.status_code': expect.any(Number), 'server.address': '127.0.0.1' });
+      }
+      // The missing Secret is reported in the resource's status: a status write is one of the calls.
+      expect(calls.map((c) => c.name)).toContain('patch terminalpools/status');
+    } finally {
+      await operator.stop();
+      await kubectl(kubeconfig, ['delete', 'namespace', namespace, '--wait=false']).catch(() => {});
+    }
   });
 });

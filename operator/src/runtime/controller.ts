@@ -7,6 +7,7 @@ import { keyOf } from '../kube/types.ts';
 import type { Informer } from './informer.ts';
 import type { OperatorMetrics, ReconcileOutcome } from './metrics.ts';
 import { RateLimiter, WorkQueue } from './queue.ts';
+import { traceReconcile } from './tracing.ts';
 
 export const PAUSE_ANNOTATION = 'boxyard.io/paused';
 
@@ -113,7 +114,7 @@ export class Controller<T extends KubeObject = KubeObject> {
         this.queue.forget(key);
         return;
       }
-      const result = (await this.options.reconcile(key)) ?? {};
+      const result = (await traceReconcile(name, this.options.primary.type.kind, key, async () => this.options.reconcile(key))) ?? {};
       if (this.stopped) return;
       if (result.stalled) {
         outcome = 'requeue';
