@@ -136,7 +136,7 @@ async function observedInstallation(dir: string): Promise<ObservedInstallation> 
   const stream = await fetch(`${files}/events`, { headers: { authorization: basic, accept: 'text/event-stream' }, signal: events.signal });
   expect(stream.status).toBe(200);
 
-  // The terminal (HTTPS with its self-signed certificate in `boxyard dev`): one session started on the local backend.
+  // The terminal: one session started on the local backend (insecureRequest serves HTTP and HTTPS listeners alike).
   const terminal = dev.urls.terminal!;
   const login = await insecureRequest(`${terminal}/auth/login/basic`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ username: 'admin', password: ADMIN_PASSWORD }) });
   expect(login.status, login.text).toBe(200);
