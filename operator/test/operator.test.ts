@@ -375,7 +375,7 @@ describe('the operator under the chart\'s RBAC', { timeout: 150_000 }, () => {
     expect(await stranger.text()).toContain('system:serviceaccount:boxyard-system:stranger may not get /metrics');
     const reader = await metrics(tokens.reader);
     expect(reader.status).toBe(200);
-    expect(await reader.text()).toContain('boxyard_operator_reconcile_total');
+    expect(await reader.text()).toContain('controller_runtime_reconcile_total');
     expect((await fetch(`${url}/health`)).status).toBe(200);
     expect((await fetch(`${url}/health/ready`)).status).toBe(200);
   });

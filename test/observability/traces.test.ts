@@ -12,6 +12,7 @@ import { stringify } from 'yaml';
 import { kubectl, repoRoot, startOperatorProcess, waitFor } from '../../operator/test/support.ts';
 import { startDevProcess, type DevProcess } from '../harness/dev-process.ts';
 import { startCollector, type ReceivedSpan, type RunningCollector } from '../harness/otel-collector.ts';
+import { openTerminal } from '../../services/terminal/src/testing.ts';
 
 const ADMIN_PASSWORD = 'Traced-Admin-Passw0rd';
 const sha256 = (data: Buffer) => createHash('sha256').update(data).digest('hex');
@@ -157,5 +158,41 @@ describe('traces reach a real OpenTelemetry Collector', () => {
       await operator.stop();
       await kubectl(kubeconfig, ['delete', 'namespace', namespace, '--wait=false']).catch(() => {});
     }
+  });
+
+  it("follows one terminal session from the gateway into its agent: REST start and WebSocket attach", async () => {
+    const terminal = dev.urls.terminal!;
+    const login = await fetch(`${terminal}/auth/login/basic`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ username: 'admin', password: ADMIN_PASSWORD }) });
+    expect(login.status).toBe(200);
+    const cookie = /auth_token=[^;]+/.exec(login.headers.get('set-cookie') ?? '')![0];
+    const started = await fetch(`${terminal}/api/terminal/start`, { method: 'POST', headers: { 'content-type': 'application/json', cookie }, body: JSON.stringify({ terminal_cookie: 'traced' }) });
+    expect(started.status).toBe(200);
+    const { data } = (await started.json()) as { data: { websocket_path: string } };
+    const shell = await openTerminal(terminal, data.websocket_path, { cookie, origin: terminal });
+    shell.type('echo traced-$((6*7))\n');
+    await shell.waitFor('traced-42');
+    await shell.close();
+
+    // REST start: the agent process starts inside the start request's trace (TRACEPARENT in its environment).
+    const start = await waitFor('the agent span inside the start request', async () => {
+      const spans = collector.spans();
+      for (const gateway of spans.filter((s) => s.kind === 2 && s.attributes['http.route'] === '/api/terminal/start')) {
+        const agent = descendants(spans, gateway).find((s) => s.service === 'boxyard-terminal-agent' && s.name === 'terminal-agent start');
+        if (agent) return { gateway, agent };
+      }
+      return undefined;
+    }, 30_000, 250).catch((error: unknown) => {
+      throw new Error(`${(error as Error).message}\nspans: ${collector.spans().map((s) => `${s.service} ${s.name} ${s.traceId.slice(0, 8)} parent=${s.parentSpanId}`).slice(-30).join('\n')}`);
+    });
+    expect(start.agent.traceId).toBe(start.gateway.traceId);
+    // WebSocket attach: the agent's /attach joins the trace of the gateway's upgrade request (its route's hook and
+    // handler spans; @fastify/otel leaves the root span of a hijacked WebSocket request open, so it never arrives).
+    const attach = await waitFor('the agent span in the WebSocket attach trace', async () => {
+      const spans = collector.spans();
+      const gatewayTraces = new Set(spans.filter((s) => s.service === 'boxyard-dev' && s.attributes['http.route'] === '/ws/terminal/:sessionId').map((s) => s.traceId));
+      const agent = spans.find((s) => s.service === 'boxyard-terminal-agent' && s.name === 'GET /attach' && gatewayTraces.has(s.traceId));
+      return agent ? { agent } : undefined;
+    }, 30_000, 250);
+    expect(attach.agent).toMatchObject({ kind: 2, attributes: { 'http.response.status_code': 101 } });
   });
 });
