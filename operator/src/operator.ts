@@ -119,7 +119,7 @@ export async function runOperator(options: OperatorOptions = {}): Promise<Runnin
   const lead = async (stop: AbortSignal): Promise<void> => {
     metrics.leader.set(1);
     const informer = <T extends KubeObject>(type: ResourceType, extra: { labelSelector?: string; metadataOnly?: boolean; resyncMs?: number } = {}) =>
-      new Informer<T>(client, { namespaces, log, type, ...extra, onWatchRestart: (reason) => metrics.watchRestarts.inc({ resource: type.plural, reason }) });
+      new Informer<T>(client, { namespaces, log, type, ...extra, onWatchRestart: metrics.watchRestartCounter(type.plural) });
     const children = new Map<string, Informer>();
     for (const type of CHILD_TYPES) {
       const child = informer(type, { labelSelector: MANAGED_BY_SELECTOR });

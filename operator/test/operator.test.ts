@@ -375,7 +375,7 @@ describe('the operator under the chart\'s RBAC', { timeout: 150_000 }, () => {
     expect(await stranger.text()).toContain('system:serviceaccount:boxyard-system:stranger may not get /metrics');
     const reader = await metrics(tokens.reader);
     expect(reader.status).toBe(200);
-    expect(await reader.text()).toContain('boxyard_operator_reconcile_total');
+    expect(await reader.text()).toContain('controller_runtime_reconcile_total');
     expect((await fetch(`${url}/health`)).status).toBe(200);
     expect((await fetch(`${url}/health/ready`)).status).toBe(200);
   });
@@ -400,11 +400,11 @@ describe('the operator under the chart\'s RBAC', { timeout: 150_000 }, () => {
   it('leaves a paused resource alone until the annotation is removed', async () => {
     await kubectl(plane.kubeconfig, ['annotate', 'terminalpool/shells', '-n', NS, 'boxyard.io/paused=true']);
     await waitFor('the pause to show in the status', async () => condition(await get<ServiceResource>(resources.terminalPool, 'shells'), 'Reconciling')?.reason === 'Paused');
-    const pausedBefore = metricSum(await operator.metrics(), 'boxyard_operator_reconcile_total', (l) => l.controller === 'terminalpools' && l.result === 'paused');
+    const pausedBefore = metricSum(await operator.metrics(), 'controller_runtime_reconcile_total', (l) => l.controller === 'terminalpools' && l.result === 'paused');
     await kubectl(plane.kubeconfig, ['patch', 'terminalpool/shells', '-n', NS, '--type=merge', '-p', '{"spec":{"replicas":3}}']);
     // The operator saw the change (and skipped it): more paused reconciles, and the Deployment is untouched.
     await waitFor('a paused reconcile after the change', async () =>
-      metricSum(await operator.metrics(), 'boxyard_operator_reconcile_total', (l) => l.controller === 'terminalpools' && l.result === 'paused') >= pausedBefore + 2);
+      metricSum(await operator.metrics(), 'controller_runtime_reconcile_total', (l) => l.controller === 'terminalpools' && l.result === 'paused') >= pausedBefore + 2);
     expect(((await get(resources.deployment, 'shells-terminal')) as KubeObject & { spec: { replicas: number } }).spec.replicas).toBe(1);
     await kubectl(plane.kubeconfig, ['annotate', 'terminalpool/shells', '-n', NS, 'boxyard.io/paused-']);
     const shells = await ready(resources.terminalPool, 'shells');
@@ -420,7 +420,7 @@ describe('the operator under the chart\'s RBAC', { timeout: 150_000 }, () => {
     ] as const;
     for (const [type, name] of all) await ready(type, name);
     // Events from the last transitions may still be in flight: let the counters settle, then watch resyncs go by.
-    const reconciles = async () => metricSum(await operator.metrics(), 'boxyard_operator_reconcile_total', (l) => l.result === 'success');
+    const reconciles = async () => metricSum(await operator.metrics(), 'controller_runtime_reconcile_total', (l) => l.result === 'success');
     let writes = writesOf(await operator.metrics());
     await waitFor('writes to settle', async () => {
       const now = writesOf(await operator.metrics());

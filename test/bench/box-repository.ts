@@ -24,7 +24,7 @@ const serverScript = fileURLToPath(new URL('../../services/box-repository/src/te
 const piece = randomBytes(MiB); // filler, reused: generating random bytes would dominate the measurement
 
 const round = (n: number, digits = 1) => Math.round(n * 10 ** digits) / 10 ** digits;
-const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
+export const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
 
 /** Plain bytes of a given size, streamed. */
 function filler(bytes: number): Readable {
@@ -40,7 +40,7 @@ function filler(bytes: number): Readable {
 }
 
 /** A valid box (plain tar: metadata.json, Vagrantfile, a disk image of `diskBytes`), generated as it is read. */
-function generatedBox(diskBytes: number): Readable {
+export function generatedBox(diskBytes: number): Readable {
   const archive = pack();
   archive.entry({ name: 'metadata.json' }, JSON.stringify({ provider: 'virtualbox' }));
   archive.entry({ name: 'Vagrantfile' }, 'Vagrant.configure("2") do |config|\nend\n');
@@ -53,15 +53,15 @@ function generatedBox(diskBytes: number): Readable {
   return Readable.from(archive as AsyncIterable<Buffer>);
 }
 
-interface Service {
+export interface Service {
   url: string;
   pid: number;
   child: ChildProcess;
   stop(): Promise<void>;
 }
 
-async function startService(config: Record<string, unknown>): Promise<Service> {
-  const child = spawn(process.execPath, [serverScript], { env: { ...process.env, BOXREPO_BENCH_CONFIG: JSON.stringify(config) }, stdio: ['ignore', 'pipe', 'inherit'] });
+export async function startService(config: Record<string, unknown>, env: Record<string, string> = {}): Promise<Service> {
+  const child = spawn(process.execPath, [serverScript], { env: { ...process.env, ...env, BOXREPO_BENCH_CONFIG: JSON.stringify(config) }, stdio: ['ignore', 'pipe', 'inherit'] });
   const url = await new Promise<string>((resolve, reject) => {
     let out = '';
     child.stdout!.on('data', (chunk: Buffer) => {
@@ -101,7 +101,7 @@ const rssOf = async (pid: number) => Number(/^VmRSS:\s+(\d+) kB/m.exec(await rea
 
 const agent = new Agent({ keepAlive: true, maxSockets: 64 });
 
-async function httpDownload(url: string, headers: Record<string, string>): Promise<number> {
+export async function httpDownload(url: string, headers: Record<string, string>): Promise<number> {
   const response = await new Promise<IncomingMessage>((resolve, reject) => httpGet(url, { agent, headers }, resolve).on('error', reject));
   if (response.statusCode !== 200) throw new Error(`GET ${url}: ${response.statusCode}`);
   let bytes = 0;
@@ -109,7 +109,7 @@ async function httpDownload(url: string, headers: Record<string, string>): Promi
   return bytes;
 }
 
-async function httpUpload(url: string, headers: Record<string, string>, body: Readable): Promise<{ status: number; text: string }> {
+export async function httpUpload(url: string, headers: Record<string, string>, body: Readable): Promise<{ status: number; text: string }> {
   const request = httpRequest(url, { method: 'POST', agent, headers: { 'content-type': 'application/octet-stream', ...headers } });
   const responded = once(request, 'response') as Promise<[IncomingMessage]>;
   body.pipe(request);
@@ -119,14 +119,14 @@ async function httpUpload(url: string, headers: Record<string, string>, body: Re
   return { status: response.statusCode ?? 0, text };
 }
 
-async function timed(run: () => Promise<void>): Promise<number> {
+export async function timed(run: () => Promise<void>): Promise<number> {
   const started = process.hrtime.bigint();
   await run();
   return Number(process.hrtime.bigint() - started) / 1e9;
 }
 
 /** Requests per second of GET `url` from `concurrency` keep-alive clients for `seconds`. */
-async function requestsPerSecond(url: string, seconds: number, concurrency = 16): Promise<number> {
+export async function requestsPerSecond(url: string, seconds: number, concurrency = 16): Promise<number> {
   const deadline = Date.now() + seconds * 1000;
   let count = 0;
   const started = process.hrtime.bigint();

@@ -134,18 +134,18 @@ export async function benchOperator(env: BenchEnv): Promise<BenchRow[]> {
       if (now === writes) break;
       writes = now;
     }
-    const reconcilesBefore = metricSum(await operator.metrics(), 'boxyard_operator_reconcile_total');
+    const reconcilesBefore = metricSum(await operator.metrics(), 'controller_runtime_reconcile_total');
     const windowStart = Date.now();
     await sleep(60_000);
     const metrics = await operator.metrics();
     const minutes = (Date.now() - windowStart) / 60_000;
     const writesPerMinute = (writesOf(metrics) - writes) / minutes;
-    const reconciles = metricSum(metrics, 'boxyard_operator_reconcile_total') - reconcilesBefore;
+    const reconciles = metricSum(metrics, 'controller_runtime_reconcile_total') - reconcilesBefore;
     if (reconciles < count) throw new Error(`only ${reconciles} reconciles in the steady-state window: the resync did not run`);
     const status = readFileSync(`/proc/${operator.pid}/status`, 'utf8');
     const peakKiB = Number(/VmHWM:\s+(\d+) kB/.exec(status)?.[1] ?? 0);
     const steadyKiB = Number(/VmRSS:\s+(\d+) kB/.exec(status)?.[1] ?? 0);
-    const errors = metricSum(metrics, 'boxyard_operator_reconcile_errors_total');
+    const errors = metricSum(metrics, 'controller_runtime_reconcile_errors_total');
 
     return [
       { name: `${count} custom resources to Ready (baseline: ${count} plain Deployments)`, value: round(convergeSeconds), unit: 's', baseline: round(baselineSeconds), ratio: round(convergeSeconds / baselineSeconds, 2) },

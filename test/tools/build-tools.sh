@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds the real components the tests and `make cluster` use, from the Go module proxy, once per version.
 # Binaries land in ${BOXYARD_CACHE:-~/.cache/boxyard}/bin/<name>-<version>; a finished build is never redone.
-# Usage: build-tools.sh [tool ...]   (default: all). Tools: minio etcd kube helm kwok coredns traefik
+# Usage: build-tools.sh [tool ...]   (default: all). Tools: minio etcd kube helm kwok coredns traefik otelcol
 set -euo pipefail
 
 CACHE=${BOXYARD_CACHE:-$HOME/.cache/boxyard}
@@ -16,6 +16,9 @@ HELM_VERSION=v3.21.4
 KWOK_VERSION=v0.8.0
 COREDNS_VERSION=v1.15.0
 TRAEFIK_VERSION=v3.6.12  # v3.7.x needs modules the proxy refuses (a go-http-auth fork commit, lego DNS-provider SDKs)
+# The OpenTelemetry Collector core (OTLP receiver) with contrib's file exporter; v0.164.0's otlpreceiver needs
+# internal/statusutil v0.164.0, which the proxy refuses.
+OTELCOL_VERSION=v0.165.0
 
 log() { printf '[tools] %s\n' "$*" >&2; }
 
@@ -91,6 +94,70 @@ build_traefik() {
     "-s -w -X $vpkg.Version=${TRAEFIK_VERSION#v} -X $vpkg.Codename=${codename:-unknown}" \
     github.com/traefik/traefik/v3/cmd/traefik
 }
+# A minimal OpenTelemetry Collector for the tracing tests: the OTLP receiver (gRPC and HTTP) and the file exporter
+# (OTLP JSON lines the tests read). Built from a generated main package, as the collector's builder (ocb) would;
+# two components keep the cold build to a few minutes.
+build_otelcol() {
+  local out=$BIN/otelcol-$OTELCOL_VERSION
+  [ -x "$out" ] && return 0
+  with_lock otelcol; [ -x "$out" ] && return 0
+  local dir; dir=$(mktemp -d); log "building otelcol $OTELCOL_VERSION (OTLP receiver + file exporter) in $dir ..."
+  cat >"$dir/main.go" <<'GO'
+// The tests' OpenTelemetry Collector: OTLP in, OTLP JSON files out.
+package main
+
+import (
+	"log"
+
+	"github.com/open-telemetry/opentelemetry-collector-contrib/exporter/fileexporter"
+	"go.opentelemetry.io/collector/component"
+	"go.opentelemetry.io/collector/confmap"
+	"go.opentelemetry.io/collector/confmap/provider/envprovider"
+	"go.opentelemetry.io/collector/confmap/provider/fileprovider"
+	"go.opentelemetry.io/collector/exporter"
+	"go.opentelemetry.io/collector/otelcol"
+	"go.opentelemetry.io/collector/receiver"
+	"go.opentelemetry.io/collector/receiver/otlpreceiver"
+	"go.opentelemetry.io/collector/service/telemetry/otelconftelemetry"
+)
+
+func components() (otelcol.Factories, error) {
+	receivers, err := otelcol.MakeFactoryMap[receiver.Factory](otlpreceiver.NewFactory())
+	if err != nil {
+		return otelcol.Factories{}, err
+	}
+	exporters, err := otelcol.MakeFactoryMap[exporter.Factory](fileexporter.NewFactory())
+	if err != nil {
+		return otelcol.Factories{}, err
+	}
+	return otelcol.Factories{Receivers: receivers, Exporters: exporters, Telemetry: otelconftelemetry.NewFactory()}, nil
+}
+
+func main() {
+	settings := otelcol.CollectorSettings{
+		BuildInfo: component.BuildInfo{Command: "otelcol", Description: "Boxyard's test collector", Version: "VERSION"},
+		Factories: components,
+		ConfigProviderSettings: otelcol.ConfigProviderSettings{
+			ResolverSettings: confmap.ResolverSettings{
+				ProviderFactories: []confmap.ProviderFactory{fileprovider.NewFactory(), envprovider.NewFactory()},
+				DefaultScheme:     "env",
+			},
+		},
+	}
+	if err := otelcol.NewCommand(settings).Execute(); err != nil {
+		log.Fatal(err)
+	}
+}
+GO
+  sed -i "s/\"VERSION\"/\"$OTELCOL_VERSION\"/" "$dir/main.go"
+  printf 'module boxyard.local/tools-otelcol\n\ngo 1.25\n' >"$dir/go.mod"
+  (cd "$dir" && GOFLAGS=-mod=mod go get "go.opentelemetry.io/collector/otelcol@$OTELCOL_VERSION" "go.opentelemetry.io/collector/receiver/otlpreceiver@$OTELCOL_VERSION" \
+    "github.com/open-telemetry/opentelemetry-collector-contrib/exporter/fileexporter@$OTELCOL_VERSION" >/dev/null)
+  # No `go mod tidy`: it would fetch the components' test-only dependencies, some of which the proxy refuses.
+  log "  go build otelcol"
+  (cd "$dir" && CGO_ENABLED=0 GOFLAGS=-mod=mod go build -trimpath -ldflags "-s -w" -o "$BIN/.otelcol.tmp" .)
+  mv "$BIN/.otelcol.tmp" "$out"; rm -rf "$dir"; log "built $out"
+}
 build_etcd()  {
   # etcd's server module is its main package; siblings (api, client, pkg) share the release version.
   [ -x "$BIN/etcd-$ETCD_VERSION" ] && return 0
@@ -122,11 +189,12 @@ HELM=$BIN/helm-$HELM_VERSION
 KWOK=$BIN/kwok-$KWOK_VERSION
 COREDNS=$BIN/coredns-$COREDNS_VERSION
 TRAEFIK=$BIN/traefik-$TRAEFIK_VERSION
+OTELCOL=$BIN/otelcol-$OTELCOL_VERSION
 P
 }
 
 if [ "${1:-}" = "--paths" ]; then print_paths; exit 0; fi
-tools=("$@"); [ ${#tools[@]} -gt 0 ] || tools=(minio etcd kube helm kwok coredns traefik)
+tools=("$@"); [ ${#tools[@]} -gt 0 ] || tools=(minio etcd kube helm kwok coredns traefik otelcol)
 # Two queues side by side: kube (the longest) alone, the rest one after the other. On a cold cache this overlaps
 # module downloads and links with compiles; each build holds its own lock and the Go caches are shared safely.
 kube=() rest=()

@@ -2,6 +2,7 @@
 // apply content type, the status subresource, metadata-only lists and watches, its own keep-alive connections,
 // watch streams it controls, and a count of every request by verb (the steady state must issue no writes).
 import https from 'node:https';
+import { traceApiCall } from '../runtime/tracing.ts';
 import type { Credentials } from './credentials.ts';
 import { collectionPath, objectPath, resourceTypeOf, type ResourceType } from './resources.ts';
 import type { KubeList, KubeObject, KubeStatus, WatchEvent } from './types.ts';
@@ -124,8 +125,9 @@ export class KubeClient {
     const started = process.hrtime.bigint();
     let code = 0;
     try {
-      const { status, text } = await new Promise<{ status: number; text: string }>((resolve, reject) => {
-        const req = https.request(this.url(path, options.query), { method, headers, agent: this.agent }, (res) => {
+      const url = this.url(path, options.query);
+      const call = () => new Promise<{ status: number; text: string }>((resolve, reject) => {
+        const req = https.request(url, { method, headers, agent: this.agent }, (res) => {
           const chunks: Buffer[] = [];
           res.on('data', (chunk: Buffer) => chunks.push(chunk));
           res.on('end', () => resolve({ status: res.statusCode ?? 0, text: Buffer.concat(chunks).toString('utf8') }));
@@ -134,6 +136,10 @@ export class KubeClient {
         req.setTimeout(options.timeoutMs ?? REQUEST_TIMEOUT_MS, () => req.destroy(new Error(`${method} ${path}: no answer within ${options.timeoutMs ?? REQUEST_TIMEOUT_MS} ms`)));
         req.on('error', reject);
         req.end(payload);
+      });
+      const { status, text } = await traceApiCall({ method, verb: options.verb, resource: options.resource, url }, headers, async () => {
+        const answer = await call();
+        return { value: answer, status: answer.status };
       });
       code = status;
       const body = text ? (safeJson(text) as T & KubeStatus) : undefined;

@@ -7,6 +7,7 @@ import { keyOf } from '../kube/types.ts';
 import type { Informer } from './informer.ts';
 import type { OperatorMetrics, ReconcileOutcome } from './metrics.ts';
 import { RateLimiter, WorkQueue } from './queue.ts';
+import { traceReconcile } from './tracing.ts';
 
 export const PAUSE_ANNOTATION = 'boxyard.io/paused';
 
@@ -46,7 +47,7 @@ export class Controller<T extends KubeObject = KubeObject> {
     this.name = options.name;
     this.options = options;
     this.queue = new WorkQueue(options.limiter ?? new RateLimiter());
-    this.queue.onDepth = (depth) => options.metrics?.queueDepth.set({ controller: options.name }, depth);
+    options.metrics?.registerController(options.name, this.queue);
     options.primary.addHandler((_type, object) => this.queue.add(keyOf(object.metadata)));
     this.sources.push(options.primary as unknown as Informer);
   }
@@ -76,6 +77,8 @@ export class Controller<T extends KubeObject = KubeObject> {
     await Promise.all(this.sources.map((informer) => informer.synced));
     if (this.stopped) return;
     const workers = this.options.workers ?? 4;
+    this.options.metrics?.maxConcurrentReconciles.set({ controller: this.name }, workers);
+    this.options.metrics?.activeWorkers.set({ controller: this.name }, 0);
     this.workers = Array.from({ length: workers }, () => this.work());
   }
 
@@ -100,6 +103,7 @@ export class Controller<T extends KubeObject = KubeObject> {
   private async process(key: string): Promise<void> {
     const { metrics, name, log } = this.options;
     const timer = metrics?.reconcileDuration.startTimer({ controller: name });
+    metrics?.activeWorkers.inc({ controller: name });
     let outcome: ReconcileOutcome = 'success';
     try {
       const [namespace, objectName] = key.split('/') as [string, string];
@@ -110,15 +114,15 @@ export class Controller<T extends KubeObject = KubeObject> {
         this.queue.forget(key);
         return;
       }
-      const result = (await this.options.reconcile(key)) ?? {};
+      const result = (await traceReconcile(name, this.options.primary.type.kind, key, async () => this.options.reconcile(key))) ?? {};
       if (this.stopped) return;
       if (result.stalled) {
-        outcome = 'stalled';
+        outcome = 'requeue';
         this.queue.addRateLimited(key);
       } else {
         this.queue.forget(key);
         if (result.requeueAfterMs !== undefined) {
-          outcome = 'requeue';
+          outcome = 'requeue_after';
           this.queue.addAfter(key, result.requeueAfterMs);
         }
       }
@@ -130,6 +134,7 @@ export class Controller<T extends KubeObject = KubeObject> {
       log?.(`${name} ${key}: reconcile failed, retrying in ${delay} ms: ${(error as Error).message ?? String(error)}`);
     } finally {
       timer?.();
+      metrics?.activeWorkers.dec({ controller: name });
       metrics?.reconciles.inc({ controller: name, result: outcome });
     }
   }

@@ -67,6 +67,20 @@ describe('informer', () => {
     await until('two resyncs', () => events.filter(([type, name]) => type === 'resync' && name === 'first').length >= 2);
   });
 
+  it('syncs on an empty metadata-only list (the apiserver sends items: null)', async () => {
+    const empty = `informer-empty-${randomBytes(4).toString('hex')}`;
+    await client.create({ apiVersion: 'v1', kind: 'Namespace', metadata: { name: empty } });
+    try {
+      const informer = new Informer(client, { type: resources.secret, namespaces: [empty], metadataOnly: true });
+      informers.push(informer);
+      informer.start();
+      await informer.synced;
+      expect(informer.list()).toEqual([]);
+    } finally {
+      await client.delete(resources.namespace, undefined, empty);
+    }
+  });
+
   it('caches only the metadata of Secrets, and indexes objects', async () => {
     await client.create({ apiVersion: 'v1', kind: 'Secret', metadata: { name: 'db', namespace, labels: { team: 'a' } }, stringData: { url: 'postgres://u:p@h/d' } });
     const informer = new Informer(client, { type: resources.secret, namespaces: [namespace], metadataOnly: true });

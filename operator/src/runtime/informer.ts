@@ -186,7 +186,8 @@ export class Informer<T extends KubeObject = KubeObject> {
         continue: next,
       });
       if (signal.aborted) return '';
-      for (const item of page.items) {
+      // An empty metadata-only list (PartialObjectMetadataList) comes back with `items: null`.
+      for (const item of page.items ?? []) {
         this.typed(item);
         seen.add(keyOf(item.metadata));
         this.upsert(item);

@@ -64,6 +64,19 @@ export class RateLimiter {
   }
 }
 
+/** What a queue reports for client-go's workqueue metrics (runtime/metrics.ts). */
+export interface QueueObserver {
+  /** A key entered the queue (not counted again while it waits). */
+  added(): void;
+  depth(depth: number): void;
+  /** Seconds a key waited in the queue before a worker took it. */
+  waited(seconds: number): void;
+  /** Seconds a worker spent on a key. */
+  worked(seconds: number): void;
+  /** A key was requeued with backoff. */
+  retried(): void;
+}
+
 export class WorkQueue {
   private readonly queue: string[] = [];
   /** Keys that need processing (queued, or to be requeued when their current processing is done). */
@@ -73,8 +86,11 @@ export class WorkQueue {
   private readonly waiters: ((key: string | undefined) => void)[] = [];
   private closed = false;
   readonly limiter: RateLimiter;
-  /** Called whenever the depth changes (metrics). */
-  onDepth?: (depth: number) => void;
+  /** Metrics hooks (client-go's workqueue metrics). */
+  observer?: QueueObserver;
+  /** When each queued key entered the queue, and when each key in process was taken (ms). */
+  private readonly addedAt = new Map<string, number>();
+  private readonly startedAt = new Map<string, number>();
 
   constructor(limiter: RateLimiter = new RateLimiter()) {
     this.limiter = limiter;
@@ -93,11 +109,13 @@ export class WorkQueue {
     if (this.closed || this.dirty.has(key)) return;
     this.dirty.add(key);
     if (this.processing.has(key)) return; // done() queues it again
+    this.observer?.added();
+    this.addedAt.set(key, performance.now());
     const waiter = this.waiters.shift();
     if (waiter) waiter(key);
     else {
       this.queue.push(key);
-      this.onDepth?.(this.queue.length);
+      this.observer?.depth(this.queue.length);
     }
   }
 
@@ -120,6 +138,7 @@ export class WorkQueue {
   /** Requeues `key` after its backoff; returns the delay. */
   addRateLimited(key: string): number {
     const delay = this.limiter.when(key);
+    this.observer?.retried();
     this.addAfter(key, delay);
     return delay;
   }
@@ -134,7 +153,7 @@ export class WorkQueue {
     if (this.closed) return Promise.resolve(undefined);
     const key = this.queue.shift();
     if (key !== undefined) {
-      this.onDepth?.(this.queue.length);
+      this.observer?.depth(this.queue.length);
       this.take(key);
       return Promise.resolve(key);
     }
@@ -149,11 +168,24 @@ export class WorkQueue {
   private take(key: string): void {
     this.dirty.delete(key);
     this.processing.add(key);
+    const now = performance.now();
+    this.observer?.waited((now - (this.addedAt.get(key) ?? now)) / 1000);
+    this.addedAt.delete(key);
+    this.startedAt.set(key, now);
+  }
+
+  /** Seconds each key now being processed has been at it (workqueue_unfinished_work_seconds). */
+  inFlightSeconds(): number[] {
+    const now = performance.now();
+    return [...this.startedAt.values()].map((start) => (now - start) / 1000);
   }
 
   /** Marks `key` processed; if it was added meanwhile, it is queued again now. */
   done(key: string): void {
     this.processing.delete(key);
+    const started = this.startedAt.get(key);
+    this.startedAt.delete(key);
+    if (started !== undefined) this.observer?.worked((performance.now() - started) / 1000);
     if (this.dirty.has(key)) {
       this.dirty.delete(key);
       this.add(key);

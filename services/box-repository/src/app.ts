@@ -5,7 +5,7 @@ import { fileURLToPath } from 'node:url';
 import { oidcSignInMigrations } from '@boxyard/kit/oidc-sign-in/index.ts';
 import {
   accountMigrations, createAccounts, createProviderAccounts, resourceServerMigrations, createApp, createObjectStore, createSessionTokens, installRateLimit,
-  migrate, pingDatabase, rateLimitMigrations, serverTls, publicBaseUrl,
+  createMetricsRegistry, instrumentStore, migrate, pingDatabase, rateLimitMigrations, serverTls, publicBaseUrl,
 } from '@boxyard/kit';
 import type { FastifyInstance } from 'fastify';
 import { architectureRoutes } from './architectures/routes.ts';
@@ -48,8 +48,10 @@ export const baseUrl = (config: BoxRepositoryConfig, port = config.server.port) 
 export async function buildBoxRepository(config: BoxRepositoryConfig, options: BuildOptions = {}): Promise<BoxRepository> {
   const schema = config.database.schema;
   await migrate(config.database.url, schema, migrationSources);
-  const pool = await createDatabasePool({ url: config.database.url, schema, poolSize: config.database.pool_size });
-  const store = createObjectStore(config.storage);
+  // Made first so the pool and the store count into the app's /metrics.
+  const metrics = createMetricsRegistry({ service: SERVICE_NAME });
+  const pool = await createDatabasePool({ url: config.database.url, schema, poolSize: config.database.pool_size, metrics });
+  const store = instrumentStore(createObjectStore(config.storage), metrics, { bucket: config.storage.driver === 's3' ? config.storage.bucket : undefined });
   const secrets = [config.session.secret, ...config.session.previous_secrets];
   const tls = await serverTls(config.server);
   const app = await createApp({
@@ -57,6 +59,7 @@ export async function buildBoxRepository(config: BoxRepositoryConfig, options: B
     version: VERSION,
     errorShape: 'problem',
     problemBase: PROBLEM_BASE,
+    metrics,
     logLevel: config.logging.level,
     https: tls,
     trustProxy: config.server.trust_proxy,

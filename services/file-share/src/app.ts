@@ -10,6 +10,8 @@ import {
   createApp,
   createDatabasePool,
   createObjectStore,
+  createMetricsRegistry,
+  instrumentStore,
   createOriginPolicy,
   createProviderAccounts,
   createSessionTokens,
@@ -66,10 +68,12 @@ export const publicUrlOf = (config: FileShareConfig, port = config.server.port) 
 export async function buildFileShare(config: FileShareConfig, options: BuildOptions & { port?: number } = {}): Promise<FileShare> {
   const schema = config.database.schema;
   await migrate(config.database.url, schema, migrationSources);
-  const pool = await createDatabasePool({ url: config.database.url, schema, poolSize: config.database.pool_size });
+  // Made first so the pool and the store count into the app's /metrics.
+  const metrics = createMetricsRegistry({ service: SERVICE_NAME });
+  const pool = await createDatabasePool({ url: config.database.url, schema, poolSize: config.database.pool_size, metrics });
   const closers: (() => Promise<unknown>)[] = [() => pool.end()];
   try {
-    const store = createObjectStore(config.storage);
+    const store = instrumentStore(createObjectStore(config.storage), metrics, { bucket: config.storage.driver === 's3' ? config.storage.bucket : undefined });
     const accounts = createAccounts(pool);
     const admin = await accounts.ensureAdmin({ username: config.admin.username, password: config.admin.password });
     const sessions = createSessionTokens({
@@ -87,6 +91,7 @@ export async function buildFileShare(config: FileShareConfig, options: BuildOpti
       service: SERVICE_NAME,
       version: FILE_SHARE_VERSION,
       errorShape: 'envelope',
+      metrics,
       logLevel: config.logging.level,
       https: tls,
       trustProxy: config.server.trust_proxy,

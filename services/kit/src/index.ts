@@ -27,3 +27,5 @@ export { adminSchema, serviceSections, publicBaseUrl, serverTls } from './config
 export { createResourceServer, type ResourceServer, type ResourceServerDeps, type ProviderIdentity } from './oidc/resource-server.ts';
 export { resourceServerMigrations } from './oidc/replay-cache.ts';
 export { createProviderAccounts, type ProviderAccounts, type ProviderCaller } from './oidc/provider-accounts.ts';
+export { createMetricsRegistry } from './metrics/metrics.ts';
+export { instrumentStore, uploadFailureReason } from './metrics/storage-metrics.ts';

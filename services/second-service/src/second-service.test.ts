@@ -93,7 +93,7 @@ describe('tracing through the standard OTEL_* variables', () => {
     while (!output.includes("name: 'request'") && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
     child.kill('SIGTERM');
     expect(output).toContain("'service.name': 'boxyard-second-service'");
-    expect(output).toMatch(/name: 'request',[\s\S]*'http\.route': '\/openapi\.json',\s*'http\.response\.status_code': 200/);
+    expect(output).toMatch(/name: 'GET \/openapi\.json',[\s\S]*'http\.route': '\/openapi\.json',\s*'http\.response\.status_code': 200/);
   });
 
   it('starts no exporter when no OTEL_* variable is set', async () => {

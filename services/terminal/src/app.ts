@@ -6,6 +6,7 @@ import {
   createAccountWatch,
   createApp,
   createDatabasePool,
+  createMetricsRegistry,
   createOriginPolicy,
   createProviderAccounts,
   createSessionTokens,
@@ -30,6 +31,7 @@ import { ok } from './http/envelope.ts';
 import { createSecretBox } from './sessions/agent-secret.ts';
 import { sessionRoutes } from './sessions/routes.ts';
 import { createSessionService, type SessionService } from './sessions/service.ts';
+import { createSessionMetrics } from './sessions/metrics.ts';
 import { sessionMigrations } from './sessions/store.ts';
 import { userAdministrationRoutes, userRoutes } from './users/routes.ts';
 import { webRoutes } from './web/routes.ts';
@@ -64,7 +66,9 @@ export async function startTerminal(config: TerminalConfig, options: StartOption
   const print = options.print ?? ((line: string) => process.stdout.write(`${line}\n`));
   const schema = config.database.schema;
   await migrate(config.database.url, schema, migrationSources);
-  const pool = await createDatabasePool({ url: config.database.url, schema, poolSize: config.database.pool_size });
+  // Made first so the pool counts into the app's /metrics.
+  const metrics = createMetricsRegistry({ service: 'terminal' });
+  const pool = await createDatabasePool({ url: config.database.url, schema, poolSize: config.database.pool_size, metrics });
   let backend: SessionBackend | undefined;
   let app: FastifyInstance | undefined;
   try {
@@ -82,6 +86,7 @@ export async function startTerminal(config: TerminalConfig, options: StartOption
       service: 'terminal',
       version: TERMINAL_VERSION,
       errorShape: 'envelope',
+      metrics,
       logLevel: config.logging.level,
       https: tls,
       trustProxy: config.server.trust_proxy,
@@ -106,6 +111,7 @@ export async function startTerminal(config: TerminalConfig, options: StartOption
       sessions: config.sessions,
       secretBox: createSecretBox(sessionSecrets),
       log,
+      metrics: createSessionMetrics(metrics, pool, backend.kind),
       startTimeoutSeconds: config.backend.kind === 'kubernetes' ? config.backend.kubernetes!.pod_ready_timeout_seconds : 15,
     });
 

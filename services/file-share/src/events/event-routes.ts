@@ -7,6 +7,7 @@
 // ends (after an `access-ended` event saying why) once its credential has ended or lost `downloads`.
 import type { AccountChange } from '@boxyard/kit';
 import type { FastifyInstance } from 'fastify';
+import { Gauge } from 'prom-client';
 import type { Authenticator } from '../auth/authenticate.ts';
 import { mayRead, requirePermission, type Principal } from '../auth/principal.ts';
 import type { EventBus } from './event-bus.ts';
@@ -38,6 +39,7 @@ const maxBufferedBytes = 8 * 1024 * 1024;
 const frame = (event: ShareEvent) => `id: ${event.id}\nevent: ${event.name}\ndata: ${JSON.stringify(event.data)}\n\n`;
 
 export async function eventRoutes(app: FastifyInstance, options: EventRoutesOptions): Promise<void> {
+  const subscribers = new Gauge({ name: 'boxyard_sse_subscribers', help: 'Clients connected to GET /events on this replica.', registers: [app.metrics] });
   app.get(
     '/events',
     {
@@ -80,9 +82,11 @@ export async function eventRoutes(app: FastifyInstance, options: EventRoutesOpti
       const pending: ShareEvent[] = [];
       let closed = false;
 
+      subscribers.inc();
       const close = () => {
         if (closed) return;
         closed = true;
+        subscribers.dec();
         unsubscribe();
         stopWatching();
         clearInterval(heartbeat);

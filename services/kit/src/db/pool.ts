@@ -1,5 +1,8 @@
 // PostgreSQL through slonik. Each service works in its own schema: the pool sets search_path to it.
+import type { Registry } from 'prom-client';
 import { SchemaValidationError, createPool, sql, type DatabasePool, type Interceptor, type QueryResultRow } from 'slonik';
+import { databaseErrorInterceptor } from '../metrics/database-metrics.ts';
+import { databaseSpanInterceptor } from '../telemetry/database-spans.ts';
 
 export type { DatabasePool } from 'slonik';
 
@@ -18,7 +21,7 @@ const resultParser: Interceptor = {
   },
 };
 
-export async function createDatabasePool(options: { url: string; schema?: string | undefined; poolSize?: number }): Promise<DatabasePool> {
+export async function createDatabasePool(options: { url: string; schema?: string | undefined; poolSize?: number; metrics?: Registry }): Promise<DatabasePool> {
   const url = new URL(options.url);
   if (options.schema) {
     // libpq `options`: every connection starts in the service's schema (then public for extensions).
@@ -31,7 +34,7 @@ export async function createDatabasePool(options: { url: string; schema?: string
     idleTimeout: 10_000,
     connectionTimeout: 5_000,
     captureStackTrace: false,
-    interceptors: [resultParser],
+    interceptors: [resultParser, databaseSpanInterceptor(options.url), ...(options.metrics ? [databaseErrorInterceptor(options.metrics)] : [])],
     // slonik's default reset runs DISCARD ALL whenever a connection returns to the pool, doubling the round trips
     // of every query. Services keep no session state (search_path and timeouts are startup parameters).
     resetConnection: async () => {},

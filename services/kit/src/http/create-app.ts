@@ -5,8 +5,9 @@ import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest, type FastifyServerOptions } from 'fastify';
 import type { Registry } from 'prom-client';
+import { traceIdsOfActiveSpan } from '../telemetry/log-correlation.ts';
 import type { TrustProxy } from '../config/common.ts';
-import { createMetricsRegistry, installMetrics } from '../metrics/metrics.ts';
+import { certificateExpiryMetric, createMetricsRegistry, installMetrics } from '../metrics/metrics.ts';
 import { documentErrors } from './documented-errors.ts';
 import { installErrorHandling, renderError, toHttpError, type ErrorShape } from './error-handler.ts';
 import { trackRoutes } from './method-not-allowed.ts';
@@ -28,6 +29,8 @@ export interface CreateAppOptions {
   /** `server.trust_proxy`: which forwarded headers fastify believes (request.ip, .protocol, .host). */
   trustProxy?: TrustProxy;
   bodyLimit?: number;
+  /** The app's metrics registry, when the service made it first (to count into it from its pool and store). */
+  metrics?: Registry;
   /** Named readiness checks (PostgreSQL, storage...) run by GET /health/ready. */
   readiness?: Record<string, ReadinessCheck>;
   openapi: {
@@ -70,6 +73,8 @@ export async function createApp(options: CreateAppOptions): Promise<FastifyInsta
       level: options.logLevel ?? 'info',
       redact: ['req.headers.authorization', 'req.headers.cookie', 'req.headers["x-access-token"]', 'req.headers["x-api-key"]'],
       serializers: { req: serializeRequest },
+      // Every line logged inside a trace names it, so logs and traces join on trace_id.
+      mixin: traceIdsOfActiveSpan,
       ...(options.logStream ? { stream: options.logStream } : {}),
     },
     requestIdHeader: 'x-request-id',
@@ -103,9 +108,10 @@ export async function createApp(options: CreateAppOptions): Promise<FastifyInsta
   documentErrors(app, options.errorShape);
   installErrorHandling(app, { shape: options.errorShape, problemBase, routes });
 
-  const registry = createMetricsRegistry({ service: options.service });
+  const registry = options.metrics ?? createMetricsRegistry({ service: options.service });
   app.decorate('metrics', registry);
   installMetrics(app, registry);
+  if (options.https) certificateExpiryMetric(registry, options.https.cert);
 
   await app.register(swagger, {
     openapi: {

@@ -1,6 +1,7 @@
 // Prometheus exposition: default process metrics plus an HTTP duration histogram labelled by route template.
+import { X509Certificate } from 'node:crypto';
 import type { FastifyInstance } from 'fastify';
-import { Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 
 export function createMetricsRegistry(labels: Record<string, string>): Registry {
   // One registry per app, so several apps in one process (tests, `boxyard dev`) never collide.
@@ -27,4 +28,19 @@ export function installMetrics(app: FastifyInstance, registry: Registry): void {
     reply.type(registry.contentType);
     return registry.metrics();
   });
+}
+
+/**
+ * When the TLS listener's certificate expires (as cert-manager and the blackbox exporter name it), so an alert
+ * fires well before clients start refusing the service.
+ */
+export function certificateExpiryMetric(registry: Registry, pem: string): void {
+  const gauge = new Gauge({
+    name: 'boxyard_tls_certificate_expiry_timestamp_seconds',
+    help: "Unix time at which the TLS listener's certificate expires.",
+    labelNames: ['subject'],
+    registers: [registry],
+  });
+  const certificate = new X509Certificate(pem);
+  gauge.set({ subject: certificate.subject.replace(/\n/g, ', ') }, Math.floor(Date.parse(certificate.validTo) / 1000));
 }

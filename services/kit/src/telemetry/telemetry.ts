@@ -21,7 +21,14 @@ export function startTelemetry(serviceName: string, env: NodeJS.ProcessEnv = pro
   }
   env.OTEL_SERVICE_NAME ??= serviceName;
   const sdk = new NodeSDK({
-    instrumentations: [new FastifyOtelInstrumentation({ registerOnInitialization: true, ignorePaths: (opts) => ['/health', '/health/ready', '/metrics'].includes(opts.url) })],
+    instrumentations: [
+      new FastifyOtelInstrumentation({
+        registerOnInitialization: true,
+        ignorePaths: (opts) => ['/health', '/health/ready', '/metrics'].includes(opts.url),
+        // The HTTP conventions name a server span `{method} {route}` (the template, never the raw path).
+        requestHook: (span, request) => span.updateName(request.routeOptions.url ? `${request.method} ${request.routeOptions.url}` : request.method),
+      }),
+    ],
   });
   sdk.start();
   started = { enabled: true, shutdown: () => sdk.shutdown() };

@@ -8,6 +8,7 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import { accessSync, chmodSync, chownSync, constants, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import { traceAgentRequest } from './tracing.ts';
 import { createRequire } from 'node:module';
 import type * as NodePty from 'node-pty';
 import type { IPty } from 'node-pty';
@@ -295,7 +296,7 @@ export async function startAgent(settings: AgentSettings, options: { log?: (mess
     response.end(JSON.stringify(body));
   };
 
-  const server = createServer((request, response) => {
+  const server = createServer((request, response) => traceAgentRequest(request, response, (request.url ?? '/').split('?')[0] ?? '/', () => {
     const path = (request.url ?? '/').split('?')[0];
     if (request.method === 'GET' && path === '/healthz') return reply(response, 200, { status: 'ok' });
     if (!authorized(request)) return reply(response, 401, { message: 'unauthorized' });
@@ -322,17 +323,17 @@ export async function startAgent(settings: AgentSettings, options: { log?: (mess
       return;
     }
     reply(response, 404, { message: 'not found' });
-  });
+  }));
 
   const wss = new WebSocketServer({ noServer: true, maxPayload: MAX_FRAME });
-  server.on('upgrade', (request, socket, head) => {
+  server.on('upgrade', (request, socket, head) => traceAgentRequest(request, undefined, '/attach', () => {
     const path = (request.url ?? '/').split('?')[0];
     if (path !== '/attach' || !authorized(request)) {
       socket.end(`HTTP/1.1 ${path === '/attach' ? '401 Unauthorized' : '404 Not Found'}\r\nConnection: close\r\nContent-Length: 0\r\n\r\n`);
       return;
     }
     wss.handleUpgrade(request, socket, head, (ws) => attach(ws));
-  });
+  }));
 
   const attach = (socket: WebSocket) => {
     const peer: Peer = { socket, queued: 0, alive: true };

@@ -4,6 +4,7 @@ import { request as httpRequest, type RequestOptions } from 'node:http';
 import WebSocket from 'ws';
 import type { ExitReason } from '../protocol.ts';
 import type { AgentStatus } from './agent.ts';
+import { withTraceparent } from './tracing.ts';
 
 const MAX_FRAME = 1_048_576;
 
@@ -30,7 +31,7 @@ async function call<T>(address: string, secret: string, method: string, path: st
         ...target(address).http,
         method,
         path,
-        headers: { authorization: `Bearer ${secret}`, ...(payload ? { 'content-type': 'application/json', 'content-length': Buffer.byteLength(payload) } : {}) },
+        headers: withTraceparent({ authorization: `Bearer ${secret}`, ...(payload ? { 'content-type': 'application/json', 'content-length': Buffer.byteLength(payload) } : {}) }),
         timeout: timeoutMs,
       },
       (res) => {
@@ -81,5 +82,5 @@ export async function waitForAgent(address: string, timeoutMs: number): Promise<
 
 /** Opens the terminal stream of a session on its agent. */
 export function connectAgent(address: string, secret: string): WebSocket {
-  return new WebSocket(target(address).ws, { headers: { authorization: `Bearer ${secret}` }, maxPayload: MAX_FRAME, handshakeTimeout: 10_000, perMessageDeflate: false });
+  return new WebSocket(target(address).ws, { headers: withTraceparent({ authorization: `Bearer ${secret}` }), maxPayload: MAX_FRAME, handshakeTimeout: 10_000, perMessageDeflate: false });
 }

@@ -12,6 +12,7 @@ import {
 } from '@kubernetes/client-node';
 import type { SessionsConfig, KubernetesBackendConfig } from '../config.ts';
 import type { AgentEnvironment } from '../agent/settings.ts';
+import { telemetryEnvironment } from '../agent/tracing.ts';
 import type { AgentSpec, BackendProbe, SessionBackend, StartedAgent } from './types.ts';
 
 export const MANAGED_BY = { 'app.kubernetes.io/managed-by': 'boxyard' } as const;
@@ -105,7 +106,8 @@ export function sessionPod(input: { spec: AgentSpec; config: KubernetesBackendCo
           image: config.image,
           imagePullPolicy: config.image_pull_policy,
           command: config.agent_command,
-          env: Object.entries(env).map(([name, value]) => ({ name, value: value ?? '' })),
+          // The agent's settings, and the gateway's tracing settings with the start request's trace (TRACEPARENT).
+          env: Object.entries({ ...env, ...telemetryEnvironment(process.env) }).map(([name, value]) => ({ name, value: value ?? '' })),
           ports: [{ name: 'agent', containerPort: config.agent_port, protocol: 'TCP' }],
           readinessProbe: { httpGet: { path: '/healthz', port: 'agent' }, periodSeconds: 2, failureThreshold: 3 },
           resources: { requests: config.resources.requests, limits: config.resources.limits },

@@ -12,6 +12,7 @@ import { READY_PREFIX } from '../agent/main.ts';
 import { DEFAULT_PATH, type AgentEnvironment } from '../agent/settings.ts';
 import { adminsOnlyMessage, createAccountResolver, switchAbility, type LocalAccountsConfig, type SwitchAbility } from './local-accounts.ts';
 import type { AgentSpec, BackendProbe, SessionBackend, StartedAgent } from './types.ts';
+import { telemetryEnvironment } from '../agent/tracing.ts';
 
 const AGENT_MAIN = fileURLToPath(new URL('../agent/main.ts', import.meta.url));
 const START_TIMEOUT_MS = 15_000;
@@ -91,7 +92,7 @@ export function createLocalBackend(options: LocalBackendOptions): SessionBackend
       const logFd = openSync(log, 'a', 0o600);
       // Only the agent's own settings: nothing of the gateway's environment (database URL, secrets) goes along.
       const child = spawn(process.execPath, [AGENT_MAIN, '--session', spec.sessionId], {
-        env: { ...env, PATH: DEFAULT_PATH },
+        env: { ...env, ...telemetryEnvironment(process.env), PATH: DEFAULT_PATH },
         detached: true,
         stdio: ['ignore', 'pipe', logFd],
       });

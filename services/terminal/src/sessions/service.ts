@@ -11,6 +11,7 @@ import type { SessionBackend } from '../backends/types.ts';
 import type { SessionsConfig } from '../config.ts';
 import type { ExitReason } from '../protocol.ts';
 import { newAgentSecret, type SecretBox } from './agent-secret.ts';
+import type { SessionMetrics } from './metrics.ts';
 import { createSessionStore, type SessionRow } from './store.ts';
 
 export interface Caller {
@@ -27,6 +28,7 @@ export interface SessionServiceOptions {
   log: FastifyBaseLogger;
   /** How long a start may take before it counts as failed (pod scheduling, image pulls). */
   startTimeoutSeconds: number;
+  metrics?: SessionMetrics;
 }
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -58,6 +60,7 @@ export function createSessionService(options: SessionServiceOptions) {
   }
 
   async function launch(row: SessionRow, secretSha256: string): Promise<SessionRow> {
+    const timer = options.metrics?.startDuration.startTimer({ backend: backend.kind });
     try {
       const agent = await backend.start(
         {
@@ -73,6 +76,7 @@ export function createSessionService(options: SessionServiceOptions) {
         (resource) => void store.setResource(row.id, resource).catch(() => {}),
       );
       const running = await store.markRunning(row.id, agent);
+      timer?.({ outcome: 'started' });
       if (running) return running;
       // Stopped while it was starting: don't leave the agent behind.
       await backend.release({ id: row.id, resource: agent.resource, address: agent.address }).catch(() => {});
@@ -81,6 +85,7 @@ export function createSessionService(options: SessionServiceOptions) {
       throw new HttpError(503, 'The session was stopped while it was starting');
     } catch (error) {
       if (error instanceof HttpError) throw error;
+      timer?.({ outcome: 'failed' });
       log.error({ err: error, session: row.id }, 'terminal session failed to start');
       await store.markFailed(row.id, 'start_failed');
       await backend.release({ id: row.id, resource: (await store.get(row.id))?.agent_resource ?? null, address: null }).catch(() => {});
