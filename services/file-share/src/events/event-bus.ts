@@ -3,7 +3,7 @@
 // schema's channel, and on a notification reads the rows after the last one it has seen. The table is the
 // truth: a notification lost while the connection was down is made good by reading from the cursor again
 // after reconnecting, and a client that resumes with Last-Event-ID reads what it missed from the same table.
-import pg from 'pg';
+import { createListenConnection } from '@boxyard/kit';
 import { sql, type DatabasePool } from 'slonik';
 import { z } from 'zod';
 import { int8 } from '../db/columns.ts';
@@ -44,11 +44,9 @@ export function createEventBus(options: EventBusOptions): EventBus {
   const { pool, log } = options;
   const listeners = new Set<EventListener>();
   let cursor = 0;
-  let client: pg.Client | undefined;
   let closed = false;
   let fetching: Promise<void> | undefined;
   let again = false;
-  let reconnectTimer: NodeJS.Timeout | undefined;
   let pollTimer: NodeJS.Timeout | undefined;
 
   const readAfter = (afterId: number, limit: number) =>
@@ -80,46 +78,20 @@ export function createEventBus(options: EventBusOptions): EventBus {
     return fetching;
   }
 
-  async function connect(): Promise<void> {
-    const listener = new pg.Client({ connectionString: options.databaseUrl, application_name: 'boxyard-file-share-events' });
-    const lost = (error?: unknown) => {
-      if (client !== listener) return;
-      client = undefined;
-      log.warn({ err: error }, 'event listener connection lost; reconnecting');
-      void listener.end().catch(() => {});
-      scheduleReconnect();
-    };
-    listener.on('notification', () => void drain());
-    listener.on('error', lost);
-    listener.on('end', () => lost());
-    try {
-      await listener.connect();
-      await listener.query(`listen ${pg.escapeIdentifier(options.channel)}`);
-    } catch (error) {
-      void listener.end().catch(() => {});
-      throw error;
-    }
-    client = listener;
-  }
-
-  function scheduleReconnect(): void {
-    if (closed || reconnectTimer) return;
-    reconnectTimer = setTimeout(() => {
-      reconnectTimer = undefined;
-      connect()
-        .then(() => drain()) // what was committed while we were away
-        .catch((error: unknown) => {
-          log.warn({ err: error }, 'event listener reconnect failed; retrying');
-          scheduleReconnect();
-        });
-    }, 1000);
-    reconnectTimer.unref();
-  }
+  // What was committed while the connection was away is read from the cursor on reconnect.
+  const connection = createListenConnection({
+    databaseUrl: options.databaseUrl,
+    channel: options.channel,
+    applicationName: 'boxyard-file-share-events',
+    log,
+    onNotification: () => void drain(),
+    onReconnected: () => drain(),
+  });
 
   return {
     async start() {
       cursor = await pool.oneFirst(sql.type(z.object({ id: int8 }))`select coalesce(max(id), 0) as id from events`);
-      await connect();
+      await connection.start();
       await drain(); // anything committed between reading the cursor and LISTEN
       // Belt and braces: a notification can't be lost while the connection lives, but a failed read waits
       // for the next one; this poll bounds that wait.
@@ -141,12 +113,9 @@ export function createEventBus(options: EventBusOptions): EventBus {
 
     async close() {
       closed = true;
-      clearTimeout(reconnectTimer);
       clearInterval(pollTimer);
       listeners.clear();
-      const current = client;
-      client = undefined;
-      await current?.end().catch(() => {});
+      await connection.close();
       await fetching;
     },
   };

@@ -4,7 +4,7 @@
 // file share: API keys). One dedicated LISTEN connection per process; after a lost connection it reconnects and
 // reports `resync`, since notifications sent meanwhile are gone: listeners then re-check everything they hold.
 // Listeners must also re-check on their own now and then (notifications are a fast path, not the only one).
-import pg from 'pg';
+import { createListenConnection } from '../db/listen-connection.ts';
 
 export type AccountChange =
   | { kind: 'revoked'; jti: string }
@@ -45,10 +45,6 @@ function parseChange(payload: string | undefined): AccountChange | undefined {
 
 export function createAccountWatch(options: AccountWatchOptions): AccountWatch {
   const listeners = new Set<AccountChangeListener>();
-  const channel = accountChannel(options.schema);
-  let client: pg.Client | undefined;
-  let closed = false;
-  let reconnectTimer: NodeJS.Timeout | undefined;
 
   const emit = (change: AccountChange) => {
     for (const listener of listeners) {
@@ -60,60 +56,28 @@ export function createAccountWatch(options: AccountWatchOptions): AccountWatch {
     }
   };
 
-  async function connect(): Promise<void> {
-    const listener = new pg.Client({ connectionString: options.databaseUrl, application_name: `boxyard-account-watch-${options.schema}` });
-    const lost = (error?: unknown) => {
-      if (client !== listener) return;
-      client = undefined;
-      if (closed) return;
-      options.log.warn({ err: error }, 'account watch connection lost; reconnecting');
-      void listener.end().catch(() => {});
-      scheduleReconnect();
-    };
-    listener.on('notification', (message) => {
-      if (message.channel !== channel) return;
-      const change = parseChange(message.payload);
+  const connection = createListenConnection({
+    databaseUrl: options.databaseUrl,
+    channel: accountChannel(options.schema),
+    applicationName: `boxyard-account-watch-${options.schema}`,
+    log: options.log,
+    reconnectMs: options.reconnectMs,
+    onNotification: (payload) => {
+      const change = parseChange(payload);
       if (change) emit(change);
-    });
-    listener.on('error', lost);
-    listener.on('end', () => lost());
-    try {
-      await listener.connect();
-      await listener.query(`listen ${pg.escapeIdentifier(channel)}`);
-    } catch (error) {
-      void listener.end().catch(() => {});
-      throw error;
-    }
-    client = listener;
-  }
-
-  function scheduleReconnect(): void {
-    if (closed || reconnectTimer) return;
-    reconnectTimer = setTimeout(() => {
-      reconnectTimer = undefined;
-      connect()
-        .then(() => emit({ kind: 'resync' }))
-        .catch((error: unknown) => {
-          options.log.warn({ err: error }, 'account watch reconnect failed; retrying');
-          scheduleReconnect();
-        });
-    }, options.reconnectMs ?? 1000);
-    reconnectTimer.unref();
-  }
+    },
+    onReconnected: () => emit({ kind: 'resync' }),
+  });
 
   return {
-    start: () => connect(),
+    start: () => connection.start(),
     subscribe(listener) {
       listeners.add(listener);
       return () => listeners.delete(listener);
     },
     async close() {
-      closed = true;
-      clearTimeout(reconnectTimer);
       listeners.clear();
-      const current = client;
-      client = undefined;
-      await current?.end().catch(() => {});
+      await connection.close();
     },
   };
 }

@@ -1,0 +1,85 @@
+// One dedicated PostgreSQL connection that LISTENs on a channel and comes back after it is lost. Notifications
+// sent while it was away are gone, so `onReconnected` tells the owner to re-read what it keeps (its table, its
+// credentials): notifications are a fast path, never the only one.
+import pg from 'pg';
+
+export interface ListenConnectionOptions {
+  /** Connection URL; a LISTEN connection needs no search_path. */
+  databaseUrl: string;
+  channel: string;
+  /** Shown in pg_stat_activity. */
+  applicationName: string;
+  onNotification(payload: string | undefined): void;
+  /** After a reconnect (not after the first connect). */
+  onReconnected(): Promise<void> | void;
+  log: { warn(object: unknown, message: string): void };
+  /** Delay before reconnecting a lost connection (default 1 s). */
+  reconnectMs?: number;
+}
+
+export interface ListenConnection {
+  /** Connects and LISTENs; rejects when the first connect fails. */
+  start(): Promise<void>;
+  close(): Promise<void>;
+}
+
+export function createListenConnection(options: ListenConnectionOptions): ListenConnection {
+  const { channel, log } = options;
+  let client: pg.Client | undefined;
+  let closed = false;
+  let reconnectTimer: NodeJS.Timeout | undefined;
+
+  async function connect(): Promise<void> {
+    const listener = new pg.Client({ connectionString: options.databaseUrl, application_name: options.applicationName });
+    const lost = (error?: unknown) => {
+      if (client !== listener) return;
+      client = undefined;
+      if (closed) return;
+      log.warn({ err: error, channel }, 'LISTEN connection lost; reconnecting');
+      void listener.end().catch(() => {});
+      scheduleReconnect();
+    };
+    listener.on('notification', (message) => {
+      if (message.channel === channel) options.onNotification(message.payload);
+    });
+    listener.on('error', lost);
+    listener.on('end', () => lost());
+    try {
+      await listener.connect();
+      await listener.query(`listen ${pg.escapeIdentifier(channel)}`);
+    } catch (error) {
+      void listener.end().catch(() => {});
+      throw error;
+    }
+    if (closed) {
+      void listener.end().catch(() => {});
+      return;
+    }
+    client = listener;
+  }
+
+  function scheduleReconnect(): void {
+    if (closed || reconnectTimer) return;
+    reconnectTimer = setTimeout(() => {
+      reconnectTimer = undefined;
+      connect()
+        .then(() => options.onReconnected())
+        .catch((error: unknown) => {
+          log.warn({ err: error, channel }, 'LISTEN reconnect failed; retrying');
+          scheduleReconnect();
+        });
+    }, options.reconnectMs ?? 1000);
+    reconnectTimer.unref();
+  }
+
+  return {
+    start: () => connect(),
+    async close() {
+      closed = true;
+      clearTimeout(reconnectTimer);
+      const current = client;
+      client = undefined;
+      await current?.end().catch(() => {});
+    },
+  };
+}
