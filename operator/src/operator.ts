@@ -19,6 +19,7 @@ import { Informer } from './runtime/informer.ts';
 import { LeaderElector } from './runtime/leader-election.ts';
 import { OperatorMetrics } from './runtime/metrics.ts';
 import { RateLimiter } from './runtime/queue.ts';
+import { tracingDefaultsFrom, type TracingDefaults } from './desired/tracing.ts';
 
 export const DEFAULT_IMAGE = 'ghcr.io/boxyard/boxyard:0.1.0';
 
@@ -46,6 +47,8 @@ export interface OperatorOptions {
   identity?: string;
   /** Image of the service pods when a resource names none (always allowed). */
   defaultImage?: string;
+  /** OTEL_* settings for service pods whose resource sets none (default: the operator's own OTEL_* variables). */
+  tracing?: TracingDefaults;
   /**
    * Images resources may name (spec.image, spec.sessionPod.image): repositories, full references, or prefixes
    * ending in `*`; `*` alone allows any. Default: the default image's repository.
@@ -112,6 +115,7 @@ export async function runOperator(options: OperatorOptions = {}): Promise<Runnin
   const namespaces = options.namespaces?.filter(Boolean).length ? options.namespaces.filter(Boolean) : undefined;
   const resyncMs = options.resyncMs ?? 10 * 60_000;
   const defaultImage = options.defaultImage ?? DEFAULT_IMAGE;
+  const tracing = options.tracing ?? tracingDefaultsFrom(process.env);
   const imagePolicy = new ImagePolicy(options.allowedImages?.length ? options.allowedImages : [repositoryOf(defaultImage)], [defaultImage]);
   let synced = false;
 
@@ -147,6 +151,7 @@ export async function runOperator(options: OperatorOptions = {}): Promise<Runnin
         secrets,
         events,
         defaultImage,
+        tracing,
         imagePolicy,
         gatewayClusterRole: options.gatewayClusterRole,
         peers: () => primaries.flatMap((p) => p.list()),

@@ -107,6 +107,20 @@ describe('charts/boxyard', () => {
     expect(open.objects.filter((o) => o.metadata.name.startsWith('boxyard-metrics-') && o.kind.startsWith('Cluster'))).toEqual([]);
   });
 
+  it('sets OTEL_* on the operator only when tracing has an endpoint (the operator passes them on to service pods)', async () => {
+    const env = (objects: RenderedObject[]) => (byKind(objects, 'Deployment')[0] as unknown as { spec: { template: { spec: { containers: { env: { name: string; value?: string }[] }[] } } } }).spec.template.spec.containers[0]!.env;
+    expect(env((await renderChart(system)).objects).filter((e) => e.name.startsWith('OTEL_'))).toEqual([]);
+    const traced = env((await renderChart(system, ['tracing.otlpEndpoint=http://otel-collector.observability:4318', 'tracing.sampleRatio=0.1'])).objects);
+    expect(Object.fromEntries(traced.filter((e) => e.name.startsWith('OTEL_')).map((e) => [e.name, e.value]))).toMatchObject({
+      OTEL_EXPORTER_OTLP_ENDPOINT: 'http://otel-collector.observability:4318',
+      OTEL_TRACES_SAMPLER: 'parentbased_traceidratio',
+      OTEL_TRACES_SAMPLER_ARG: '0.1',
+      OTEL_SERVICE_NAME: 'boxyard-operator',
+    });
+    await expect(renderChart(system, ['tracing.otlpEndpoint=otel:4318'])).rejects.toThrow(/otlpEndpoint/);
+    await expect(renderChart(system, ['tracing.sampleRatio=2'])).rejects.toThrow(/sampleRatio/);
+  });
+
   it('passes the image allow-list: the chart\'s repository by default, else allowedImages', async () => {
     expect(args((await renderChart(system)).objects)).toContain('--allowed-images=ghcr.io/boxyard/boxyard');
     expect(args((await renderChart(system, ['image.repository=registry.example/boxyard'])).objects)).toContain('--allowed-images=registry.example/boxyard');

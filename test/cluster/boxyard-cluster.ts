@@ -14,6 +14,7 @@ import pg from 'pg';
 import { startPostgres, type RunningPostgres } from '../../services/boxyard/src/embedded-postgres.ts';
 import { startControlPlane, type RunningControlPlane } from '../harness/kube.ts';
 import { startMinio, type RunningMinio } from '../harness/minio.ts';
+import { startCollector, type RunningCollector } from '../harness/otel-collector.ts';
 import { NODE } from '../harness/node/network.ts';
 import { builtImage, helmFor, kubectlFor, type Cli } from '../harness/clients.ts';
 import { addHostsEntries, issueCertificates, removeHostsEntries } from './fixture.ts';
@@ -43,6 +44,8 @@ export interface BoxyardCluster {
   plane: RunningControlPlane;
   postgres: RunningPostgres;
   minio: RunningMinio;
+  /** The OpenTelemetry Collector the chart's tracing.otlpEndpoint names. */
+  collector: RunningCollector;
   s3: Minio.Client;
   kubectl: Cli;
   helm: Cli;
@@ -85,19 +88,22 @@ export async function startBoxyardCluster(log: (line: string) => void): Promise<
   const helm = helmFor(plane.kubeconfig);
   let postgres: RunningPostgres | undefined;
   let minio: RunningMinio | undefined;
+  let collector: RunningCollector | undefined;
 
   const stop = async () => {
     await removeHostsEntries().catch(() => {});
     await plane.stop();
-    await Promise.allSettled([postgres?.stop(), minio?.stop()]);
+    await Promise.allSettled([postgres?.stop(), minio?.stop(), collector?.stop()]);
     if (!process.env.BOXYARD_KEEP_CLUSTER_LOGS) await rm(dir, { recursive: true, force: true });
   };
 
   try {
     const secret = () => randomBytes(18).toString('base64url');
-    [postgres, minio] = await Promise.all([
+    [postgres, minio, collector] = await Promise.all([
       startPostgres({ dir: join(dir, 'pg'), password: secret(), fast: true, alsoListen: { address: NODE.address, clients: NODE.podCidr } }),
       startMinio({ dir: join(dir, 'minio'), accessKey: `e2e${randomBytes(4).toString('hex')}`, secretKey: secret(), host: NODE.address }),
+      // Traces from the operator and every service pod (the chart's tracing.otlpEndpoint).
+      startCollector({ dir: join(dir, 'otelcol'), host: NODE.address }),
       plane.node!.importImage(image.tar),
     ]);
     const admin = new pg.Client({ connectionString: postgres.adminUrl });
@@ -129,14 +135,14 @@ export async function startBoxyardCluster(log: (line: string) => void): Promise<
 
     const at = image.image.lastIndexOf(':');
     const t1 = Date.now();
-    await helm(['install', 'boxyard', join(repoRoot, 'charts', 'boxyard'), '-n', SYSTEM_NS, '--create-namespace', '--set', `image.repository=${image.image.slice(0, at)}`, '--set', `image.tag=${image.image.slice(at + 1)}`, '--wait', '--timeout=5m']);
+    await helm(['install', 'boxyard', join(repoRoot, 'charts', 'boxyard'), '-n', SYSTEM_NS, '--create-namespace', '--set', `image.repository=${image.image.slice(0, at)}`, '--set', `image.tag=${image.image.slice(at + 1)}`, '--set', `tracing.otlpEndpoint=${collector.httpEndpoint}`, '--wait', '--timeout=5m']);
     timings.helm = Date.now() - t1;
 
     const json = async <T>(args: string[]): Promise<T> => JSON.parse(await kubectl([...args, '-o', 'json'])) as T;
     const pods = async (selector: string, namespace = NS) => (await json<{ items: Pod[] }>(['get', 'pods', '-n', namespace, '-l', selector])).items;
     const adminUrl = postgres.adminUrl;
     return {
-      dir, plane, postgres, minio, s3, kubectl, helm, image, caFile, timings, json, pods, stop,
+      dir, plane, postgres, minio, collector, s3, kubectl, helm, image, caFile, timings, json, pods, stop,
       secretValue: async (name, key) => Buffer.from((await kubectl(['get', 'secret', '-n', NS, name, '-o', `jsonpath={.data.${key}}`])).trim(), 'base64').toString(),
       async sql(text) {
         const client = new pg.Client({ connectionString: adminUrl.replace(/\/postgres$/, '/boxyard') });

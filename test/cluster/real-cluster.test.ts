@@ -14,6 +14,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { makeBox } from '../../services/box-repository/src/testing/boxes.ts';
 import { api, login, openTerminal } from '../../services/terminal/src/testing.ts';
 import { NODE } from '../harness/node/network.ts';
+import type { ReceivedSpan } from '../harness/otel-collector.ts';
 import { HOSTS, NS, SYSTEM_NS, podReady, repoRoot, startBoxyardCluster, type BoxyardCluster, type Pod } from './boxyard-cluster.ts';
 import { until } from './fixture.ts';
 
@@ -221,6 +222,29 @@ describe.runIf(process.getuid?.() === 0)('Boxyard on a real node (kubelet + cont
     expect(fromShell.slice(1, 3)).toEqual(['timeout', 'timeout']);
     await api(base, 'DELETE', `/api/terminal/sessions/${id}/stop`, { cookie, origin: base });
   }, 180_000);
+
+  it("sends traces from the operator and every service pod to the collector the chart names (OTEL_* passed on by the operator)", async () => {
+    const live = async (selector: string, namespace?: string) => new Set((await pods(selector, namespace)).map((p) => p.metadata.name));
+    const operators = await live('app.kubernetes.io/name=boxyard', SYSTEM_NS);
+    const services = await live('app.kubernetes.io/part-of=boxyard,app.kubernetes.io/component=server');
+    const below = (spans: ReceivedSpan[], root: ReceivedSpan): ReceivedSpan[] => {
+      const children = spans.filter((s) => s.traceId === root.traceId && s.parentSpanId === root.spanId);
+      return [...children, ...children.flatMap((c) => below(spans, c))];
+    };
+    const found = await until('spans from the operator and the three services, sent from their pods', async () => {
+      const spans = cluster.collector.spans();
+      const fromPod = (service: string, pods: Set<string>) => spans.filter((s) => s.service === service && pods.has(String(s.resource['k8s.pod.name'])));
+      const reconcile = fromPod('boxyard-operator', operators).find((s) => s.name === 'reconcile BoxRepository' && below(spans, s).some((c) => c.kind === 3));
+      // The box downloads of the vagrant test: a server span with the S3 read inside it.
+      const download = fromPod('boxyard-box-repository', services).find((s) => s.kind === 2 && below(spans, s).some((c) => c.name === 'S3.GetObject'));
+      const files = fromPod('boxyard-file-share', services).find((s) => s.kind === 2 && below(spans, s).some((c) => c.attributes['db.system.name'] === 'postgresql'));
+      const start = fromPod('boxyard-terminal', services).find((s) => s.kind === 2 && s.attributes['http.route'] === '/api/terminal/start');
+      return reconcile && download && files && start ? { reconcile, download, files, start } : undefined;
+    }, 60_000);
+    expect(found.reconcile.resource).toMatchObject({ 'k8s.namespace.name': SYSTEM_NS });
+    expect(found.download.resource).toMatchObject({ 'k8s.namespace.name': NS, 'k8s.deployment.name': 'boxes-box-repository', 'boxyard.resource.kind': 'BoxRepository' });
+    expect(found.start.attributes).toMatchObject({ 'http.response.status_code': 200 });
+  }, 120_000);
 
   it('rolls every service to another image tag on `helm upgrade`', async () => {
     const next = `${image.image}-next`;

@@ -50,7 +50,7 @@ const everyCommonField: Json = {
   ingress: { host: 'svc.example.com', className: 'traefik', path: '/', annotations: { 'cert-manager.io/cluster-issuer': 'letsencrypt' }, tls: { secretName: 'svc-tls' } },
   rateLimiting: { enabled: false, maxRequests: 500, windowSeconds: 60 },
   networkPolicy: { enabled: true, from: [{ namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'ingress' } } }] },
-  monitoring: { serviceMonitor: { enabled: true, interval: '15s' } },
+  monitoring: { serviceMonitor: { enabled: true, interval: '15s' }, tracing: { enabled: true, endpoint: 'http://otel-collector.observability:4318', sampleRatio: 0.2 } },
   deletionPolicy: 'Delete',
 };
 const everyStorageField: Json = {

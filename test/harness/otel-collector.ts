@@ -18,6 +18,8 @@ export interface ReceivedSpan {
   attributes: Record<string, string | number | boolean>;
   /** service.name of the process that sent it. */
   service: string;
+  /** The sending process's resource attributes (k8s.pod.name...). */
+  resource: Record<string, string | number | boolean>;
   status: { code?: number; message?: string };
 }
 
@@ -33,13 +35,15 @@ type AnyValue = { stringValue?: string; intValue?: string | number; boolValue?: 
 const valueOf = (v: AnyValue) => v.stringValue ?? (v.intValue !== undefined ? Number(v.intValue) : undefined) ?? v.boolValue ?? v.doubleValue ?? '';
 const attributesOf = (list: { key: string; value: AnyValue }[] = []) => Object.fromEntries(list.map((a) => [a.key, valueOf(a.value)]));
 
-export async function startCollector(options: { dir: string }): Promise<RunningCollector> {
+/** `host`: the address to listen on (default loopback; a real node's pods reach the host on its bridge address). */
+export async function startCollector(options: { dir: string; host?: string }): Promise<RunningCollector> {
+  const host = options.host ?? '127.0.0.1';
   const binary = tool('OTELCOL');
   await mkdir(options.dir, { recursive: true });
   const [httpPort, grpcPort] = [await freePort(), await freePort()];
   const output = join(options.dir, 'traces.jsonl');
   const config = {
-    receivers: { otlp: { protocols: { http: { endpoint: `127.0.0.1:${httpPort}` }, grpc: { endpoint: `127.0.0.1:${grpcPort}` } } } },
+    receivers: { otlp: { protocols: { http: { endpoint: `${host}:${httpPort}` }, grpc: { endpoint: `${host}:${grpcPort}` } } } },
     exporters: { file: { path: output, flush_interval: '100ms' } },
     service: {
       pipelines: { traces: { receivers: ['otlp'], exporters: ['file'] } },
@@ -55,7 +59,7 @@ export async function startCollector(options: { dir: string }): Promise<RunningC
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   const killOnExit = () => child.kill('SIGKILL');
   process.once('exit', killOnExit);
-  const httpEndpoint = `http://127.0.0.1:${httpPort}`;
+  const httpEndpoint = `http://${host}:${httpPort}`;
   try {
     // The OTLP/HTTP receiver answers 405 to a GET on its traces path once it listens.
     await Promise.race([
@@ -76,12 +80,13 @@ export async function startCollector(options: { dir: string }): Promise<RunningC
       for (const line of readFileSync(output, 'utf8').split('\n')) {
         if (!line.trim()) continue;
         const request = JSON.parse(line) as {
-          resourceSpans?: { resource?: { attributes?: { key: string; value: AnyValue }[] }; scopeSpans?: { spans?: (Omit<ReceivedSpan, 'attributes' | 'service'> & { attributes?: { key: string; value: AnyValue }[] })[] }[] }[];
+          resourceSpans?: { resource?: { attributes?: { key: string; value: AnyValue }[] }; scopeSpans?: { spans?: (Omit<ReceivedSpan, 'attributes' | 'service' | 'resource'> & { attributes?: { key: string; value: AnyValue }[] })[] }[] }[];
         };
         for (const resource of request.resourceSpans ?? []) {
-          const service = String(attributesOf(resource.resource?.attributes)['service.name'] ?? '');
+          const resourceAttributes = attributesOf(resource.resource?.attributes);
+          const service = String(resourceAttributes['service.name'] ?? '');
           for (const scope of resource.scopeSpans ?? []) {
-            for (const span of scope.spans ?? []) spans.push({ ...span, parentSpanId: span.parentSpanId ?? '', status: span.status ?? {}, attributes: attributesOf(span.attributes), service });
+            for (const span of scope.spans ?? []) spans.push({ ...span, parentSpanId: span.parentSpanId ?? '', status: span.status ?? {}, attributes: attributesOf(span.attributes), service, resource: resourceAttributes });
           }
         }
       }

@@ -10,7 +10,9 @@ import { pack } from 'tar-stream';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { stringify } from 'yaml';
 import { kubectl, repoRoot, startOperatorProcess, waitFor } from '../../operator/test/support.ts';
+import { startService } from '../bench/box-repository.ts';
 import { startDevProcess, type DevProcess } from '../harness/dev-process.ts';
+import { createTestBucket, createTestDatabase } from '../harness/fixtures.ts';
 import { startCollector, type ReceivedSpan, type RunningCollector } from '../harness/otel-collector.ts';
 import { openTerminal } from '../../services/terminal/src/testing.ts';
 
@@ -35,6 +37,19 @@ function descendants(spans: ReceivedSpan[], root: ReceivedSpan): ReceivedSpan[] 
   };
   walk(root.spanId);
   return found;
+}
+
+/** A small valid .box (tar with metadata.json). */
+async function tinyBox(provider: string): Promise<Buffer> {
+  const archive = pack();
+  const chunks: Buffer[] = [];
+  archive.on('data', (c: unknown) => chunks.push(c as Buffer));
+  const ended = new Promise<void>((r) => archive.on('end', () => r()));
+  archive.entry({ name: 'metadata.json' }, JSON.stringify({ provider }));
+  archive.entry({ name: 'box-disk.img' }, randomBytes(64 * 1024));
+  archive.finalize();
+  await ended;
+  return Buffer.concat(chunks);
 }
 
 describe('traces reach a real OpenTelemetry Collector', () => {
@@ -76,15 +91,7 @@ describe('traces reach a real OpenTelemetry Collector', () => {
     await post('/api/organization/acme/box/base/version', { version_number: '1.0.0' });
     await post('/api/organization/acme/box/base/version/1.0.0/provider', { name: 'virtualbox' });
     await post('/api/organization/acme/box/base/version/1.0.0/provider/virtualbox/architecture', { name: 'amd64' });
-    const archive = pack();
-    const chunks: Buffer[] = [];
-    archive.on('data', (c: unknown) => chunks.push(c as Buffer));
-    const ended = new Promise<void>((r) => archive.on('end', () => r()));
-    archive.entry({ name: 'metadata.json' }, JSON.stringify({ provider: 'virtualbox' }));
-    archive.entry({ name: 'box-disk.img' }, randomBytes(64 * 1024));
-    archive.finalize();
-    await ended;
-    const box = Buffer.concat(chunks);
+    const box = await tinyBox('virtualbox');
     const upload = await fetch(`${boxes}/api/organization/acme/box/base/version/1.0.0/provider/virtualbox/architecture/amd64/file/upload?checksum=${sha256(box)}&checksum_type=sha256`, {
       method: 'POST',
       headers: { 'content-type': 'application/octet-stream', 'x-file-name': 'base.box', 'x-access-token': token },
@@ -122,6 +129,60 @@ describe('traces reach a real OpenTelemetry Collector', () => {
     const lines = dev.output().split('\n').filter((l) => l.startsWith('{') && l.includes(requestId ?? '-') && !l.includes('"incoming request"'));
     expect(lines.map((l) => (JSON.parse(l) as { msg: string }).msg)).toContain('request completed');
     for (const line of lines) expect(JSON.parse(line)).toMatchObject({ trace_id: server.traceId, span_id: expect.stringMatching(/^[0-9a-f]{16}$/) });
+  });
+
+  it('traces the S3 calls of an upload and a download inside their requests (box repository on MinIO)', async () => {
+    const bucket = await createTestBucket('traces');
+    const adminPassword = `Traced-${randomBytes(9).toString('base64url')}1a`;
+    const service = await startService(
+      {
+        server: { host: '127.0.0.1', port: 0 },
+        logging: { level: 'warn' },
+        database: { url: await createTestDatabase('traces') },
+        storage: { driver: 's3', endpoint: bucket.endpoint, access_key: bucket.accessKey, secret_key: bucket.secretKey, bucket: bucket.bucket, region: bucket.region, prefix: 'boxes' },
+        session: { secret: randomBytes(32).toString('base64url') },
+        admin: { password: adminPassword },
+      },
+      { OTEL_EXPORTER_OTLP_ENDPOINT: collector.httpEndpoint, OTEL_METRICS_EXPORTER: 'none', OTEL_LOGS_EXPORTER: 'none', OTEL_BSP_SCHEDULE_DELAY: '100' },
+    );
+    try {
+      const base = service.url;
+      const { access_token: token } = await json<{ access_token: string }>(
+        await fetch(`${base}/api/auth/signin`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ username: 'admin', password: adminPassword }) }),
+      );
+      const post = (path: string, body: unknown) =>
+        fetch(`${base}${path}`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-access-token': token }, body: JSON.stringify(body) }).then(json);
+      await post('/api/organization', { name: 'cloud' });
+      await post('/api/organization/cloud/box', { name: 'stored', is_public: true });
+      await post('/api/organization/cloud/box/stored/version', { version_number: '1.0.0' });
+      await post('/api/organization/cloud/box/stored/version/1.0.0/provider', { name: 'libvirt' });
+      await post('/api/organization/cloud/box/stored/version/1.0.0/provider/libvirt/architecture', { name: 'amd64' });
+      const box = await tinyBox('libvirt');
+      const upload = await fetch(`${base}/api/organization/cloud/box/stored/version/1.0.0/provider/libvirt/architecture/amd64/file/upload`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/octet-stream', 'x-file-name': 'vagrant.box', 'x-access-token': token },
+        body: box,
+      });
+      expect(upload.status).toBe(201);
+      const download = await fetch(`${base}/cloud/boxes/stored/versions/1.0.0/providers/libvirt/amd64/vagrant.box`, { headers: { 'x-access-token': token } });
+      expect(download.status, await download.clone().text()).toBe(200);
+      expect(sha256(Buffer.from(await download.arrayBuffer()))).toBe(sha256(box));
+
+      const s3SpansUnder = (httpMethod: string, method: string) => async () => {
+        const spans = collector.spans().filter((s) => s.service === 'boxyard-box-repository');
+        for (const server of spans.filter((s) => s.kind === 2 && s.attributes['http.request.method'] === httpMethod)) {
+          const call = descendants(spans, server).find((s) => s.name === `S3.${method}`);
+          if (call) return call;
+        }
+        return undefined;
+      };
+      const put = await waitFor('S3.PutObject inside the upload request', s3SpansUnder('POST', 'PutObject'), 30_000, 200);
+      expect(put).toMatchObject({ kind: 3, attributes: { 'rpc.system': 'aws-api', 'rpc.service': 'S3', 'rpc.method': 'PutObject', 'aws.s3.bucket': bucket.bucket } });
+      const get = await waitFor('S3.GetObject inside the download request', s3SpansUnder('GET', 'GetObject'), 30_000, 200);
+      expect(get).toMatchObject({ kind: 3, attributes: { 'rpc.method': 'GetObject', 'aws.s3.bucket': bucket.bucket, 'aws.s3.key': expect.stringMatching(/^boxes\//) } });
+    } finally {
+      await service.stop();
+    }
   });
 
   it("has a span per operator reconcile, with the resource's kind, namespace and name, and its API calls inside", async () => {
@@ -185,14 +246,17 @@ describe('traces reach a real OpenTelemetry Collector', () => {
       throw new Error(`${(error as Error).message}\nspans: ${collector.spans().map((s) => `${s.service} ${s.name} ${s.traceId.slice(0, 8)} parent=${s.parentSpanId}`).slice(-30).join('\n')}`);
     });
     expect(start.agent.traceId).toBe(start.gateway.traceId);
-    // WebSocket attach: the agent's /attach joins the trace of the gateway's upgrade request (its route's hook and
-    // handler spans; @fastify/otel leaves the root span of a hijacked WebSocket request open, so it never arrives).
-    const attach = await waitFor('the agent span in the WebSocket attach trace', async () => {
+    // WebSocket attach: the gateway's upgrade request is one server span ending with its 101 (the session that
+    // follows is not part of the HTTP exchange), and the agent's /attach sits inside it.
+    const attach = await waitFor('the upgrade span with the agent span inside', async () => {
       const spans = collector.spans();
-      const gatewayTraces = new Set(spans.filter((s) => s.service === 'boxyard-dev' && s.attributes['http.route'] === '/ws/terminal/:sessionId').map((s) => s.traceId));
-      const agent = spans.find((s) => s.service === 'boxyard-terminal-agent' && s.name === 'GET /attach' && gatewayTraces.has(s.traceId));
-      return agent ? { agent } : undefined;
+      for (const upgrade of spans.filter((s) => s.kind === 2 && s.service === 'boxyard-dev' && s.attributes['http.route'] === '/ws/terminal/:sessionId')) {
+        const agent = descendants(spans, upgrade).find((s) => s.service === 'boxyard-terminal-agent' && s.name === 'GET /attach');
+        if (agent) return { upgrade, agent };
+      }
+      return undefined;
     }, 30_000, 250);
+    expect(attach.upgrade).toMatchObject({ name: 'GET /ws/terminal/:sessionId', parentSpanId: '', attributes: { 'http.response.status_code': 101 } });
     expect(attach.agent).toMatchObject({ kind: 2, attributes: { 'http.response.status_code': 101 } });
   });
 });

@@ -143,6 +143,15 @@ function commonSpec(schemaDefault: string): Record<string, Schema> {
           },
           { default: {} },
         ),
+        tracing: object(
+          "OpenTelemetry traces (OTLP) of the service's pods, set as the standard OTEL_* variables. Unset fields come from the operator's own OTEL_* settings (the chart's `tracing` values); with no endpoint anywhere, nothing is exported.",
+          {
+            enabled: boolean('Export traces when an endpoint is known.', true),
+            endpoint: string('OTLP/HTTP endpoint (OTEL_EXPORTER_OTLP_ENDPOINT), e.g. http://otel-collector.observability:4318.', { pattern: '^https?://[^/\\s]+(/.*)?$', maxLength: 2048 }),
+            sampleRatio: { type: 'number', minimum: 0, maximum: 1, description: 'Share of new traces kept (parentbased_traceidratio); default 1, or the operator\'s.' },
+          },
+          { default: {} },
+        ),
       },
       { default: {} },
     ),

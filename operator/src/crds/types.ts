@@ -36,7 +36,7 @@ export interface CommonSpec {
   ingress?: { host?: string; className?: string; path: string; annotations?: Record<string, string>; tls?: { secretName: string } };
   rateLimiting: { enabled: boolean; maxRequests: number; windowSeconds: number };
   networkPolicy: { enabled: boolean; from?: Record<string, unknown>[] };
-  monitoring: { serviceMonitor: { enabled: boolean; interval: string } };
+  monitoring: { serviceMonitor: { enabled: boolean; interval: string }; tracing?: { enabled: boolean; endpoint?: string; sampleRatio?: number } };
   deletionPolicy: 'Retain' | 'Delete';
 }
 

@@ -5,6 +5,7 @@ import type { Resources, ServiceResource } from '../crds/types.ts';
 import type { KubeObject } from '../kube/types.ts';
 import { CHECKSUM_ANNOTATION, CONFIG_FILE, RUN_AS_USER, SECRETS_DIR, asObject, childMeta, childName, selectorLabels, labelsFor, type SecretSources } from './common.ts';
 import type { KindInfo } from './kinds.ts';
+import { tracingEnv, type TracingDefaults } from './tracing.ts';
 
 export const resourceRequirements = (resources: Resources): V1ResourceRequirements => {
   const strings = (map?: Record<string, string | number>) => (map && Object.keys(map).length ? Object.fromEntries(Object.entries(map).map(([k, v]) => [k, String(v)])) : undefined);
@@ -41,10 +42,13 @@ export interface DeploymentInput {
   sources: SecretSources;
   /** Digest of config.yaml and of the secret values the pods read. */
   checksum: string;
+  /** The operator's OTEL_* settings, for resources that set no endpoint of their own. */
+  tracing?: TracingDefaults;
 }
 
-export function desiredDeployment({ kind, resource, image, sources, checksum }: DeploymentInput): KubeObject {
+export function desiredDeployment({ kind, resource, image, sources, checksum, tracing }: DeploymentInput): KubeObject {
   const { spec } = resource;
+  const otel = tracingEnv(kind, resource, tracing);
   const name = childName(kind, resource.metadata.name);
   const selector = selectorLabels(kind, resource.metadata.name);
   const podSpec: V1PodSpec = {
@@ -74,6 +78,7 @@ export function desiredDeployment({ kind, resource, image, sources, checksum }: 
         imagePullPolicy: spec.imagePullPolicy,
         args: ['serve', kind.service, '--config', CONFIG_FILE],
         ports: [{ name: 'http', containerPort: kind.port, protocol: 'TCP' }],
+        ...(otel.length ? { env: [{ name: 'POD_NAME', valueFrom: { fieldRef: { fieldPath: 'metadata.name' } } }, ...otel] } : {}),
         resources: resourceRequirements(spec.resources),
         // Migrations run before the listener opens: the startup probe gives them two minutes.
         startupProbe: { httpGet: { path: '/health', port: 'http' }, periodSeconds: 2, timeoutSeconds: 2, failureThreshold: 60 },

@@ -13,6 +13,7 @@ import { loadAsPod } from './pod-config.ts';
 import { desiredState, type DesiredInput } from './index.ts';
 import { boxRepository, fileShare, terminalPool, type KindInfo } from './kinds.ts';
 import { desiredGeneratedSecrets, generateValues } from './secrets.ts';
+import { tracingDefaultsFrom } from './tracing.ts';
 
 // Specs as the apiserver hands them to the operator: every CRD default filled in.
 const common = {
@@ -183,6 +184,33 @@ describe('desired exposure', () => {
     expect(kinds(desiredState(input(fileShare, share({ networkPolicy: { enabled: false } }))).objects)).not.toContain('NetworkPolicy');
     const from = [{ namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'ingress-nginx' } } }];
     expect(find(desiredState(input(fileShare, share({ networkPolicy: { enabled: true, from } }))).objects, 'NetworkPolicy')!.spec.ingress[0].from).toEqual(from);
+  });
+
+  it("sets OTEL_* from the resource's tracing, else the operator's, and none without an endpoint", () => {
+    const otel = (r: ServiceResource, over: Partial<DesiredInput> = {}) => {
+      const env: { name: string; value?: string; valueFrom?: unknown }[] = find(desiredState(input(fileShare, r, over)).objects, 'Deployment')!.spec.template.spec.containers[0].env ?? [];
+      return Object.fromEntries(env.map((e) => [e.name, e.value ?? e.valueFrom]));
+    };
+    expect(otel(share())).toEqual({});
+    const inherited = otel(share(), { tracing: { endpoint: 'http://collector.obs:4318', protocol: 'http/json', sampleRatio: 0.1 } });
+    expect(inherited).toEqual({
+      POD_NAME: { fieldRef: { fieldPath: 'metadata.name' } },
+      OTEL_EXPORTER_OTLP_ENDPOINT: 'http://collector.obs:4318',
+      OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json',
+      OTEL_SERVICE_NAME: 'boxyard-file-share',
+      OTEL_TRACES_SAMPLER: 'parentbased_traceidratio',
+      OTEL_TRACES_SAMPLER_ARG: '0.1',
+      OTEL_METRICS_EXPORTER: 'none',
+      OTEL_LOGS_EXPORTER: 'none',
+      OTEL_RESOURCE_ATTRIBUTES: 'k8s.namespace.name=team,k8s.pod.name=$(POD_NAME),k8s.deployment.name=files-file-share,boxyard.resource.kind=FileShare',
+    });
+    const own = otel(share({ monitoring: { serviceMonitor: { enabled: true, interval: '30s' }, tracing: { enabled: true, endpoint: 'https://tempo.example:4318', sampleRatio: 0.5 } } }), { tracing: { endpoint: 'http://collector.obs:4318', protocol: 'grpc' } });
+    expect(own).toMatchObject({ OTEL_EXPORTER_OTLP_ENDPOINT: 'https://tempo.example:4318', OTEL_EXPORTER_OTLP_PROTOCOL: 'http/protobuf', OTEL_TRACES_SAMPLER_ARG: '0.5' });
+    const off = otel(share({ monitoring: { serviceMonitor: { enabled: true, interval: '30s' }, tracing: { enabled: false } } }), { tracing: { endpoint: 'http://collector.obs:4318' } });
+    expect(off).toEqual({});
+    // The operator reads its own OTEL_* settings as these defaults.
+    expect(tracingDefaultsFrom({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://c:4318', OTEL_TRACES_SAMPLER: 'parentbased_traceidratio', OTEL_TRACES_SAMPLER_ARG: '0.25' })).toEqual({ endpoint: 'http://c:4318', sampleRatio: 0.25 });
+    expect(tracingDefaultsFrom({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://c:4318', OTEL_SDK_DISABLED: 'true' })).toEqual({});
   });
 
   it('adds a ServiceMonitor only when its CRD exists and the spec allows it', () => {

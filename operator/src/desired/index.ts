@@ -12,6 +12,7 @@ import { desiredDeployment } from './deployment.ts';
 import type { KindInfo } from './kinds.ts';
 import { desiredIngress, desiredNetworkPolicy, desiredService } from './network.ts';
 import { desiredGatewayRbac } from './rbac.ts';
+import type { TracingDefaults } from './tracing.ts';
 
 export interface DesiredInput {
   kind: KindInfo;
@@ -22,6 +23,8 @@ export interface DesiredInput {
   serviceMonitorAvailable: boolean;
   /** Digest of the referenced and generated secret values (never the values themselves). */
   secretDigest: string;
+  /** The operator's OTEL_* settings, passed to service pods of resources that set none. */
+  tracing?: TracingDefaults;
 }
 
 export interface DesiredState {
@@ -62,7 +65,7 @@ export function desiredState(input: DesiredInput): DesiredState {
     ...desiredGatewayRbac(kind, resource, input.gatewayClusterRole),
     asObject(configMap),
     desiredService(kind, resource),
-    desiredDeployment({ kind, resource, image, sources, checksum }),
+    desiredDeployment({ kind, resource, image, sources, checksum, tracing: input.tracing }),
     desiredIngress(kind, resource),
     desiredNetworkPolicy(kind, resource),
     desiredPodDisruptionBudget(kind, resource),

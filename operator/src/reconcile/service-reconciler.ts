@@ -19,6 +19,7 @@ import { conditionsFor, deploymentPhase, type DeploymentObject, type Phase } fro
 import { deletionRefusal, locationOf } from './deletion-guard.ts';
 import { hashOf, needsApply, withAppliedHash } from './drift.ts';
 import type { ImagePolicy } from './image-policy.ts';
+import type { TracingDefaults } from '../desired/tracing.ts';
 
 export const FINALIZER = 'boxyard.io/cleanup';
 /** Index of child informers: the uid of the controlling owner. */
@@ -38,6 +39,8 @@ export interface ServiceReconcilerOptions {
   secrets: Informer;
   events: EventRecorder;
   defaultImage: string;
+  /** The operator's OTEL_* settings, passed to service pods of resources that set none. */
+  tracing?: TracingDefaults;
   /** Images resources may name (the default image is always allowed). */
   imagePolicy: ImagePolicy;
   /** The ClusterRole the terminal gateway's RoleBinding refers to (the chart ships it). */
@@ -96,6 +99,7 @@ export class ServiceReconciler {
         kind: this.o.kind,
         resource,
         defaultImage: this.o.defaultImage,
+        tracing: this.o.tracing,
         gatewayClusterRole: this.o.gatewayClusterRole,
         serviceMonitorAvailable: await this.o.serviceMonitorAvailable(),
         secretDigest: hashOf(versions),

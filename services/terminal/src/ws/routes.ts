@@ -3,7 +3,7 @@
 // caller (see SessionBackend.refusal), 404 for a session that doesn't exist or isn't the caller's (admins
 // included: only the owner may attach to a shell). Once attached, the access watch closes the socket when that
 // authorisation ends (sign-out, expiry, account disabled or deleted, rights lost): 4401 / 4403.
-import { forbidden, notFound } from '@boxyard/kit';
+import { endUpgradeSpan, forbidden, notFound } from '@boxyard/kit';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { WebSocket } from 'ws';
 import { connectAgent } from '../agent/client.ts';
@@ -60,6 +60,7 @@ export function socketRoutes(app: FastifyInstance, options: SocketRouteOptions):
       preHandler: [origins.check, auth.requireUser, loadOwnSession],
     },
     async (socket: WebSocket, request) => {
+      endUpgradeSpan(request);
       // Hold the client's input (in the kernel's buffers) until the agent's socket is open: nothing typed early is lost.
       socket.pause();
       let row = request.terminalSession!;
