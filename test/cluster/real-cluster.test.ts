@@ -238,12 +238,14 @@ describe.runIf(process.getuid?.() === 0)('Boxyard on a real node (kubelet + cont
       // The box downloads of the vagrant test: a server span with the S3 read inside it.
       const download = fromPod('boxyard-box-repository', services).find((s) => s.kind === 2 && below(spans, s).some((c) => c.name === 'S3.GetObject'));
       const files = fromPod('boxyard-file-share', services).find((s) => s.kind === 2 && below(spans, s).some((c) => c.attributes['db.system.name'] === 'postgresql'));
-      const start = fromPod('boxyard-terminal', services).find((s) => s.kind === 2 && s.attributes['http.route'] === '/api/terminal/start');
+      // A session start: the gateway's request with the session pod's creation (a Kubernetes API call) inside.
+      const start = fromPod('boxyard-terminal', services).find((s) => s.kind === 2 && s.attributes['http.route'] === '/api/terminal/start' && below(spans, s).some((c) => c.name === 'create pods'));
       return reconcile && download && files && start ? { reconcile, download, files, start } : undefined;
     }, 60_000);
     expect(found.reconcile.resource).toMatchObject({ 'k8s.namespace.name': SYSTEM_NS });
     expect(found.download.resource).toMatchObject({ 'k8s.namespace.name': NS, 'k8s.deployment.name': 'boxes-box-repository', 'boxyard.resource.kind': 'BoxRepository' });
     expect(found.start.attributes).toMatchObject({ 'http.response.status_code': 200 });
+    expect(below(cluster.collector.spans(), found.start).find((c) => c.name === 'create pods')).toMatchObject({ kind: 3, attributes: { 'k8s.namespace.name': NS } });
   }, 120_000);
 
   it('rolls every service to another image tag on `helm upgrade`', async () => {

@@ -19,6 +19,7 @@ export { hashPassword, verifyPassword } from './auth/passwords.ts';
 export { checkPassword, MIN_PASSWORD_LENGTH, type PolicyFailure } from './auth/password-policy.ts';
 export { startTelemetry, type Telemetry } from './telemetry/telemetry.ts';
 export { endUpgradeSpan } from './telemetry/upgrade-span.ts';
+export { inClientSpan } from './telemetry/client-span.ts';
 export { createAccounts, accountMigrations, generatePassword, UsernameTakenError, type Accounts, type User } from './accounts/accounts.ts';
 export { createAccountWatch, accountChannel, type AccountWatch, type AccountChange, type AccountChangeListener } from './accounts/account-watch.ts';
 export { createObjectStore } from './storage/index.ts';

@@ -2,11 +2,12 @@
 // (read back out), uploads that failed and why, and storage failures that are the store's fault rather than the
 // caller's. Wraps any ObjectStore driver, so local and S3 report the same series. Inside a trace, each storage
 // call is a CLIENT span too (S3 calls named as the AWS conventions name them: `S3.PutObject`).
-import { SpanKind, SpanStatusCode, context, trace, type Span } from '@opentelemetry/api';
+import type { Span } from '@opentelemetry/api';
 import { Transform, type Readable } from 'node:stream';
 import { Counter, type Registry } from 'prom-client';
 import { ChecksumMismatchError, KeyConflictError, ObjectNotFoundError, ObjectTooLargeError, RangeNotSatisfiableError, InvalidKeyError, StorageError, StorageFullError } from '../storage/errors.ts';
 import type { ObjectStore } from '../storage/types.ts';
+import { inClientSpan } from '../telemetry/client-span.ts';
 
 export type UploadFailureReason = 'too_large' | 'checksum_mismatch' | 'conflict' | 'invalid_key' | 'storage_full' | 'client_aborted' | 'storage_error';
 
@@ -57,28 +58,15 @@ export function createStorageMetrics(registry: Registry): StorageMetrics {
   return metrics;
 }
 
-const tracer = trace.getTracer('@boxyard/kit/storage');
 const S3_METHODS: Record<string, string> = { put: 'PutObject', get: 'GetObject', stat: 'HeadObject', delete: 'DeleteObject', presign: 'PresignGetObject' };
 
 /** Runs `run` in a CLIENT span when there is a trace to join; `run` gets the span (or undefined) to annotate. */
-async function inSpan<T>(driver: ObjectStore['driver'], operation: string, key: string, bucket: string | undefined, run: (span?: Span) => Promise<T>): Promise<T> {
-  if (!trace.getSpan(context.active())) return run();
+function inSpan<T>(driver: ObjectStore['driver'], operation: string, key: string, bucket: string | undefined, run: (span?: Span) => Promise<T>): Promise<T> {
   const s3 = driver === 's3';
   const attributes = s3
     ? { 'rpc.system': 'aws-api', 'rpc.service': 'S3', 'rpc.method': S3_METHODS[operation] ?? operation, 'aws.s3.key': key, ...(bucket ? { 'aws.s3.bucket': bucket } : {}) }
     : { 'boxyard.storage.driver': driver, 'boxyard.storage.operation': operation, 'boxyard.storage.key': key };
-  return tracer.startActiveSpan(s3 ? `S3.${S3_METHODS[operation] ?? operation}` : `storage ${operation}`, { kind: SpanKind.CLIENT, attributes }, async (span) => {
-    try {
-      return await run(span);
-    } catch (error) {
-      span.recordException(error as Error);
-      span.setStatus({ code: SpanStatusCode.ERROR, message: (error as Error).message });
-      span.setAttribute('error.type', (error as Error).name ?? 'Error');
-      throw error;
-    } finally {
-      span.end();
-    }
-  });
+  return inClientSpan('@boxyard/kit/storage', s3 ? `S3.${S3_METHODS[operation] ?? operation}` : `storage ${operation}`, attributes, run);
 }
 
 /** The same store, counting what goes through it into `registry` (and tracing its calls). */

@@ -12,6 +12,7 @@ import {
 } from '@kubernetes/client-node';
 import type { SessionsConfig, KubernetesBackendConfig } from '../config.ts';
 import type { AgentEnvironment } from '../agent/settings.ts';
+import { inClientSpan } from '@boxyard/kit';
 import { telemetryEnvironment } from '../agent/tracing.ts';
 import type { AgentSpec, BackendProbe, SessionBackend, StartedAgent } from './types.ts';
 
@@ -181,12 +182,16 @@ export function createKubernetesBackend(options: KubernetesBackendOptions): Sess
   const core = kc.makeApiClient(CoreV1Api);
   const networking = kc.makeApiClient(NetworkingV1Api);
   const namespace = config.namespace ?? defaultNamespace();
+  const server = kc.getCurrentCluster()?.server;
+  // Inside a start request's trace, each Kubernetes API call is a CLIENT span (`create pods`), as the operator's are.
+  const api = <T>(verb: string, resource: string, run: () => Promise<T>) =>
+    inClientSpan('@boxyard/terminal/kubernetes', `${verb} ${resource}`, { 'k8s.namespace.name': namespace, ...(server ? { 'server.address': new URL(server).hostname } : {}) }, run);
   let policyReady: Promise<void> | undefined;
 
   const ensureNetworkPolicy = async () => {
     const body = sessionNetworkPolicy(config, namespace);
     try {
-      await networking.createNamespacedNetworkPolicy({ namespace, body });
+      await api('create', 'networkpolicies', () => networking.createNamespacedNetworkPolicy({ namespace, body }));
     } catch (error) {
       if (!isStatus(error, 409)) throw error;
       // Already there (another replica, an earlier start): keep it in line with the current config. A JSON patch
@@ -194,16 +199,18 @@ export function createKubernetesBackend(options: KubernetesBackendOptions): Sess
       // body goes out as is, so it carries the wire name `from` where client-node's model says `_from`.
       const spec = body.spec!;
       const wireSpec = { ...spec, ingress: spec.ingress?.map(({ _from, ...rule }) => ({ ...rule, from: _from })) };
-      await networking.patchNamespacedNetworkPolicy(
-        { name: networkPolicyName(config), namespace, body: [{ op: 'replace', path: '/spec', value: wireSpec }] },
-        setHeaderOptions('Content-Type', PatchStrategy.JsonPatch),
+      await api('patch', 'networkpolicies', () =>
+        networking.patchNamespacedNetworkPolicy(
+          { name: networkPolicyName(config), namespace, body: [{ op: 'replace', path: '/spec', value: wireSpec }] },
+          setHeaderOptions('Content-Type', PatchStrategy.JsonPatch),
+        ),
       );
     }
   };
 
   const deletePod = async (name: string) => {
     try {
-      await core.deleteNamespacedPod({ name, namespace, gracePeriodSeconds: 5 });
+      await api('delete', 'pods', () => core.deleteNamespacedPod({ name, namespace, gracePeriodSeconds: 5 }));
     } catch (error) {
       if (!isStatus(error, 404)) throw error;
     }
@@ -223,12 +230,12 @@ export function createKubernetesBackend(options: KubernetesBackendOptions): Sess
         await policyReady;
       }
       const name = podName(spec.sessionId);
-      await core.createNamespacedPod({ namespace, body: sessionPod({ spec, config, namespace, sessions: options.sessions }) });
+      await api('create', 'pods', () => core.createNamespacedPod({ namespace, body: sessionPod({ spec, config, namespace, sessions: options.sessions }) }));
       onResource?.(`pod/${name}`);
       const deadline = Date.now() + config.pod_ready_timeout_seconds * 1000;
       let delay = 250;
       for (;;) {
-        const pod = await core.readNamespacedPod({ name, namespace });
+        const pod = await api('get', 'pods', () => core.readNamespacedPod({ name, namespace }));
         if (isReady(pod)) {
           const port = Number(pod.metadata?.annotations?.[AGENT_PORT_ANNOTATION] ?? config.agent_port);
           const ip = pod.status!.podIP!;
