@@ -43,9 +43,15 @@ describe.runIf(process.getuid?.() === 0)('Boxyard on a real node (kubelet + cont
   }, 120_000);
 
   it('runs the operator (2 replicas, one leader) and every service pod from the image, ready', async () => {
-    const operators = await pods('app.kubernetes.io/name=boxyard', SYSTEM_NS);
-    expect(operators).toHaveLength(2);
-    expect(operators.every(podReady)).toBe(true);
+    // Both replicas ready (a readiness probe may miss once on a loaded machine: wait for it, then look closer).
+    const operators = await until('two ready operator replicas', async () => {
+      const found = await pods('app.kubernetes.io/name=boxyard', SYSTEM_NS);
+      return found.length === 2 && found.every(podReady) ? found : undefined;
+    }, 60_000).catch(async (error: unknown) => {
+      const found = await pods('app.kubernetes.io/name=boxyard', SYSTEM_NS);
+      throw new Error(`${(error as Error).message}: ${JSON.stringify(found.map((p) => ({ name: p.metadata.name, phase: p.status.phase, conditions: p.status.conditions, containers: p.status.containerStatuses })))}`);
+    });
+    expect(operators.every((p) => (p.status.containerStatuses ?? []).every((c) => (c.restartCount ?? 0) === 0))).toBe(true);
     const lease = await json<{ spec: { holderIdentity?: string } }>(['get', 'lease', '-n', SYSTEM_NS, 'boxyard']);
     expect(operators.map((p) => p.metadata.name)).toContain(lease.spec.holderIdentity);
 
@@ -241,7 +247,11 @@ describe.runIf(process.getuid?.() === 0)('Boxyard on a real node (kubelet + cont
       // A session start: the gateway's request with the session pod's creation (a Kubernetes API call) inside.
       const start = fromPod('boxyard-terminal', services).find((s) => s.kind === 2 && s.attributes['http.route'] === '/api/terminal/start' && below(spans, s).some((c) => c.name === 'create pods'));
       return reconcile && download && files && start ? { reconcile, download, files, start } : undefined;
-    }, 60_000);
+    }, 60_000).catch((error: unknown) => {
+      const seen = new Map<string, number>();
+      for (const s of cluster.collector.spans()) seen.set(`${s.service} ${String(s.resource['k8s.pod.name'] ?? '-')} ${s.name}`, (seen.get(`${s.service} ${String(s.resource['k8s.pod.name'] ?? '-')} ${s.name}`) ?? 0) + 1);
+      throw new Error(`${(error as Error).message}\nspans received (service pod name: count):\n${[...seen].map(([k, n]) => `${k}: ${n}`).join('\n')}`);
+    });
     expect(found.reconcile.resource).toMatchObject({ 'k8s.namespace.name': SYSTEM_NS });
     expect(found.download.resource).toMatchObject({ 'k8s.namespace.name': NS, 'k8s.deployment.name': 'boxes-box-repository', 'boxyard.resource.kind': 'BoxRepository' });
     expect(found.start.attributes).toMatchObject({ 'http.response.status_code': 200 });
