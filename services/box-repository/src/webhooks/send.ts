@@ -17,7 +17,8 @@ export interface AttemptResult {
 }
 
 export interface Sender {
-  send(target: { url: string; body: string; headers: Record<string, string>; attributes: Record<string, string | number> }): Promise<AttemptResult>;
+  /** `signal` interrupts the attempt (the service is stopping). */
+  send(target: { url: string; body: string; headers: Record<string, string>; attributes: Record<string, string | number>; signal?: AbortSignal }): Promise<AttemptResult>;
   close(): Promise<void>;
 }
 
@@ -34,7 +35,7 @@ export function createSender(options: { allowPrivate: boolean; timeoutSeconds: n
     keepAliveTimeout: 1000,
   });
 
-  async function attempt(url: URL, body: string, headers: Record<string, string>): Promise<AttemptResult> {
+  async function attempt(url: URL, body: string, headers: Record<string, string>, signal: AbortSignal | undefined): Promise<AttemptResult> {
     const literal = literalAddress(url);
     if (literal && !options.allowPrivate && !isPublicAddress(literal)) throw new TargetAddressRefused(url.hostname, literal);
     const response = await request(url, {
@@ -42,7 +43,7 @@ export function createSender(options: { allowPrivate: boolean; timeoutSeconds: n
       headers: { 'content-type': 'application/json', 'user-agent': options.userAgent, ...headers },
       body,
       dispatcher: agent,
-      signal: AbortSignal.timeout(timeout),
+      signal: signal ? AbortSignal.any([AbortSignal.timeout(timeout), signal]) : AbortSignal.timeout(timeout),
     });
     let excerpt = '';
     for await (const chunk of response.body) {
@@ -59,7 +60,7 @@ export function createSender(options: { allowPrivate: boolean; timeoutSeconds: n
   }
 
   return {
-    send({ url, body, headers, attributes }) {
+    send({ url, body, headers, attributes, signal }) {
       const target = new URL(url);
       const spanAttributes = {
         'http.request.method': 'POST',
@@ -73,9 +74,9 @@ export function createSender(options: { allowPrivate: boolean; timeoutSeconds: n
         propagation.inject(context.active(), sent);
         let result: AttemptResult;
         try {
-          result = await attempt(target, body, sent);
+          result = await attempt(target, body, sent, signal);
         } catch (error) {
-          result = describeFailure(error, options.timeoutSeconds);
+          result = signal?.aborted ? { ok: false, reason: 'connection', error: 'interrupted: the service stopped during the attempt' } : describeFailure(error, options.timeoutSeconds);
         }
         if (result.statusCode !== undefined) span.setAttribute('http.response.status_code', result.statusCode);
         if (!result.ok) {

@@ -42,6 +42,8 @@ export function createWebhookWorker(deps: { pool: DatabasePool; config: BoxRepos
   let stopped = true;
   let current: Promise<unknown> | undefined;
   let lastRetention = 0;
+  // Stopping interrupts attempts in flight (recorded as such, retried later) instead of waiting out their timeout.
+  let stopping = new AbortController();
 
   async function fanOut(): Promise<number> {
     return pool.oneFirst(sql.type(z.object({ n: z.number() }))`
@@ -108,6 +110,7 @@ export function createWebhookWorker(deps: { pool: DatabasePool; config: BoxRepos
       url: delivery.url,
       body,
       headers: signedHeaders(delivery.secret, delivery.id, body, startedAt),
+      signal: stopping.signal,
       attributes: { 'boxyard.webhook.id': delivery.webhook_id, 'boxyard.webhook.delivery_id': delivery.id, 'boxyard.webhook.event': delivery.type, 'boxyard.webhook.attempt': delivery.attempts },
     });
     await record(delivery, startedAt, Math.round(performance.now() - started), result);
@@ -149,12 +152,14 @@ export function createWebhookWorker(deps: { pool: DatabasePool; config: BoxRepos
     start() {
       if (!stopped) return;
       stopped = false;
+      stopping = new AbortController();
       timer = setTimeout(() => void loop(), 0);
     },
     async stop() {
       stopped = true;
       if (timer) clearTimeout(timer);
-      // The pass in flight finishes (bounded by the attempt timeout), so its outcomes are recorded.
+      stopping.abort();
+      // The pass in flight ends, so its outcomes (interruptions included) are recorded.
       await current?.catch(() => {});
     },
     runOnce,
