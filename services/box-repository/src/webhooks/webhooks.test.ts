@@ -47,7 +47,7 @@ async function startReceiver(options: { port?: number; answer?: (request: Incomi
   };
 }
 
-const FAST = { poll_interval_seconds: 0.05, backoff_initial_seconds: 0.05, backoff_max_seconds: 0.2, timeout_seconds: 2 };
+const FAST = { poll_interval_seconds: 0.05, backoff_initial_seconds: 0.05, backoff_max_seconds: 0.2, timeout_seconds: 1 };
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 type Delivery = any;
@@ -207,6 +207,19 @@ describe('webhooks', () => {
     // Deleting the webhook stops its retries and removes its log.
     expect((await service.request('DELETE', `/api/admin/webhooks/${webhook.id}`, { token: service.adminToken })).status).toBe(200);
     expect((await service.request('GET', `/api/admin/webhooks/${webhook.id}/deliveries`, { token: service.adminToken })).status).toBe(404);
+  });
+
+  it('ends an attempt that gets no answer within the timeout, and logs why', async () => {
+    const silent = await startReceiver({ answer: () => {} }); // reads the request, never answers
+    receivers.push(silent);
+    const webhook = await createWebhook(service, { url: silent.url, events: ['user.created'] });
+    await service.sql(`insert into events (type, data) values ('user.created', '{"username": "erin"}')`);
+    await vi.waitFor(async () => {
+      const [delivery] = await deliveries(service, webhook.id);
+      expect(delivery.attempt_log[0]).toMatchObject({ status_code: null, error: 'no answer within 1 s' });
+    }, { timeout: 20_000, interval: 50 });
+    expect(await metric(service, 'boxyard_webhook_delivery_failures_total', { reason: 'timeout' })).toBeGreaterThanOrEqual(1);
+    expect((await service.request('DELETE', `/api/admin/webhooks/${webhook.id}`, { token: service.adminToken })).status).toBe(200);
   });
 
   it('refuses private targets by default: address literals when saved, names resolving to them when connecting', async () => {

@@ -93,7 +93,7 @@ export function createWebhookWorker(deps: { pool: DatabasePool; config: BoxRepos
       return true;
     });
     if (!updated) {
-      log.warn({ delivery: delivery.id, attempt: delivery.attempts }, 'webhook delivery outlived its lease; another attempt owns it now');
+      log.warn({ delivery: delivery.id, attempt: delivery.attempts }, 'webhook delivery result not recorded: the webhook was deleted, or the attempt outlived its lease and another owns it');
       return;
     }
     if (!result.ok) metrics.failures.inc({ reason: result.reason ?? 'connection' });
