@@ -202,7 +202,7 @@ describe('traces reach a real OpenTelemetry Collector', () => {
         await fetch(`${boxes}/api/auth/signin`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ username: 'admin', password: ADMIN_PASSWORD }) }),
       );
       const call = (method: string, path: string, body?: unknown) =>
-        fetch(`${boxes}${path}`, { method, headers: { 'content-type': 'application/json', 'x-access-token': token }, ...(body ? { body: JSON.stringify(body) } : {}) }).then(json);
+        fetch(`${boxes}${path}`, { method, headers: { 'x-access-token': token, ...(body ? { 'content-type': 'application/json' } : {}) }, ...(body ? { body: JSON.stringify(body) } : {}) }).then(json);
       const url = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hook`;
       await call('POST', '/api/admin/webhooks', { url, events: ['box.deleted'] });
       await call('POST', '/api/organization', { name: 'hooked' });
