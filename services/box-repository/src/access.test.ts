@@ -222,6 +222,13 @@ function rows(): MatrixRow<Role>[] {
   add('GET /api/admin/webhooks/:id', adminOnly(200), (role, m) => savedWebhook((id) => send(role, m, `/api/admin/webhooks/${id}`)));
   add('GET /api/admin/webhooks/:id/deliveries', adminOnly(200), (role, m) => savedWebhook((id) => send(role, m, `/api/admin/webhooks/${id}/deliveries`)));
   add('DELETE /api/admin/webhooks/:id', adminOnly(200), (role) => savedWebhook((id) => send(role, 'DELETE', `/api/admin/webhooks/${id}`)));
+  const failedDelivery = reusable(async () => {
+    const created = await service.request('POST', '/api/admin/webhooks', { token: service.adminToken, json: webhook });
+    const [event] = await service.sql<{ id: string }>(`insert into events (type, data, delivered_at) values ('box.deleted', '{"organization": "acme", "box": "gone"}', now()) returning id`);
+    const [delivery] = await service.sql<{ id: string }>(`insert into webhook_deliveries (webhook_id, event_id, status, attempts, finished_at) values ($1, $2, 'failed', 8, now()) returning id`, [created.body.id, event!.id]);
+    return `/api/admin/webhooks/${created.body.id}/deliveries/${delivery!.id}/redeliver`;
+  });
+  add('POST /api/admin/webhooks/:id/deliveries/:delivery/redeliver', adminOnly(202), (role) => failedDelivery((url) => send(role, 'POST', url)));
   return rows;
 }
 

@@ -1,7 +1,7 @@
 // Webhook administration (global admins): subscribe a URL to events, list and remove subscriptions, and read a
 // webhook's delivery log (every attempt: when, how long, the answer or the error). The secret is write-only: it
 // is returned by the creation (generated when none is given) and never again.
-import { notFound, unprocessable } from '@boxyard/kit';
+import { conflict, notFound, unprocessable } from '@boxyard/kit';
 import type { FastifyInstance } from 'fastify';
 import { sql } from 'slonik';
 import { z } from 'zod';
@@ -68,6 +68,17 @@ const deliveryRow = z.object({
 
 const selectWebhooks = sql.fragment`
   select id, url, events, description, to_jsonb(created_at) #>> '{}' as created_at from webhooks`;
+
+const selectDeliveries = sql.fragment`
+  select d.id::text as id, d.event_id, e.type as event, e.data::text as data, d.status, d.attempts,
+         case when d.status = 'pending' then to_jsonb(d.next_attempt_at) #>> '{}' end as next_attempt_at,
+         d.last_status_code, d.last_error, to_jsonb(d.created_at) #>> '{}' as created_at, to_jsonb(d.finished_at) #>> '{}' as finished_at,
+         coalesce((select jsonb_agg(jsonb_build_object('attempt', a.attempt, 'started_at', a.started_at, 'duration_ms', a.duration_ms,
+                                                       'status_code', a.status_code, 'error', a.error) order by a.attempt)
+                   from webhook_delivery_attempts a where a.delivery_id = d.id), '[]')::text as attempt_log
+  from webhook_deliveries d join events e on e.id = d.event_id`;
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 const idOf = (raw: string) => (/^\d{1,15}$/.test(raw) ? Number(raw) : 0);
 
@@ -175,15 +186,32 @@ export async function webhookRoutes(app: FastifyInstance, { ctx }: { ctx: Servic
     const total = await pool.oneFirst(sql.type(z.object({ n: z.number() }))`select count(*)::int as n from webhook_deliveries d where d.webhook_id = ${id} ${filter}`);
     describePage(request, reply, page, total);
     return pool.any(sql.type(deliveryRow)`
-      select d.id::text as id, d.event_id, e.type as event, e.data::text as data, d.status, d.attempts,
-             case when d.status = 'pending' then to_jsonb(d.next_attempt_at) #>> '{}' end as next_attempt_at,
-             d.last_status_code, d.last_error, to_jsonb(d.created_at) #>> '{}' as created_at, to_jsonb(d.finished_at) #>> '{}' as finished_at,
-             coalesce((select jsonb_agg(jsonb_build_object('attempt', a.attempt, 'started_at', a.started_at, 'duration_ms', a.duration_ms,
-                                                           'status_code', a.status_code, 'error', a.error) order by a.attempt)
-                       from webhook_delivery_attempts a where a.delivery_id = d.id), '[]')::text as attempt_log
-      from webhook_deliveries d join events e on e.id = d.event_id
+      ${selectDeliveries}
       where d.webhook_id = ${id} ${filter}
       order by d.created_at desc, d.event_id desc
       limit ${page.limit} offset ${page.offset}`);
+  });
+
+  app.post<{ Params: { id: string; delivery: string } }>('/api/admin/webhooks/:id/deliveries/:delivery/redeliver', {
+    schema: {
+      tags: ['webhooks'],
+      summary: 'Send a finished delivery (failed or delivered) again, with the same webhook-id, as soon as a worker is free (global admins)',
+      params: params('id', 'delivery'),
+      response: { 202: deliverySchema, ...errors(401, 403, 404, 409) },
+    },
+  }, async (request, reply) => {
+    await requireAdmin(ctx, request);
+    const id = idOf(request.params.id);
+    const deliveryId = UUID.test(request.params.delivery) ? request.params.delivery : '00000000-0000-0000-0000-000000000000';
+    // Only a finished delivery: a pending one may be in flight right now, and two sends of it must never overlap.
+    const requeued = await pool.maybeOne(sql.type(z.object({ id: z.string() }))`
+      update webhook_deliveries set status = 'pending', next_attempt_at = now(), finished_at = null
+      where id = ${deliveryId}::uuid and webhook_id = ${id} and status <> 'pending' returning id::text as id`);
+    if (!requeued) {
+      const exists = await pool.exists(sql.unsafe`select 1 from webhook_deliveries where id = ${deliveryId}::uuid and webhook_id = ${id}`);
+      if (!exists) throw notFound(`Delivery ${request.params.delivery} of webhook ${request.params.id} not found`);
+      throw conflict('The delivery is pending: it is sent again at its next_attempt_at');
+    }
+    return reply.status(202).send(await pool.one(sql.type(deliveryRow)`${selectDeliveries} where d.id = ${deliveryId}::uuid`));
   });
 }

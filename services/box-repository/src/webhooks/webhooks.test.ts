@@ -113,6 +113,11 @@ describe('webhooks', () => {
       for (const delivery of log) expect(delivery.attempts).toBeGreaterThanOrEqual(2);
     }, { timeout: 20_000, interval: 50 });
 
+    // A pending delivery may be in flight: it cannot be sent again by hand.
+    const pending = (await deliveries(service, webhook.id))[0];
+    const refused = await service.request('POST', `/api/admin/webhooks/${webhook.id}/deliveries/${pending.id}/redeliver`, { token: service.adminToken });
+    expect(refused.status).toBe(409);
+
     const receiver = await startReceiver({ port });
     receivers.push(receiver);
     await vi.waitFor(async () => {
@@ -243,6 +248,20 @@ describe('webhooks', () => {
     expect(receiver.received).toHaveLength(0);
     expect(await metric(strict, 'boxyard_webhook_delivery_failures_total', { reason: 'refused_address' })).toBe(2);
     expect(await metric(strict, 'boxyard_webhook_deliveries_total', { outcome: 'failed' })).toBe(1);
+
+    // An admin sends a failed delivery again (one more attempt, same webhook-id): refused again, and logged.
+    const again = await strict.request('POST', `/api/admin/webhooks/${webhook.id}/deliveries/${delivery.id}/redeliver`, { token: strict.adminToken });
+    expect(again.status).toBe(202);
+    expect(again.body).toMatchObject({ id: delivery.id, status: 'pending', finished_at: null });
+    await vi.waitFor(async () => {
+      const [retried] = await deliveries(strict, webhook.id);
+      expect(retried).toMatchObject({ status: 'failed', attempts: 3 });
+      expect(retried.attempt_log).toHaveLength(3);
+    }, { timeout: 20_000, interval: 50 });
+    expect(receiver.received).toHaveLength(0);
+    const unknown = await strict.request('POST', `/api/admin/webhooks/${webhook.id}/deliveries/00000000-0000-4000-8000-000000000000/redeliver`, { token: strict.adminToken });
+    expect(unknown.status).toBe(404);
+    expect((await strict.request('POST', `/api/admin/webhooks/${webhook.id}/deliveries/not-a-uuid/redeliver`, { token: strict.adminToken })).status).toBe(404);
   });
 
   it('refuses bad subscriptions with the failing member named', async () => {
