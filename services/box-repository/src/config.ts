@@ -47,6 +47,7 @@ export const boxRepositoryConfigSchema = z.strictObject({
       /** Finished deliveries (and their events) are kept this long for the delivery log. */
       log_retention_days: z.number().positive().default(30),
     })
+    .refine((w) => w.backoff_initial_seconds <= w.backoff_max_seconds, { message: 'must not be more than backoff_max_seconds', path: ['backoff_initial_seconds'] })
     .prefault({}),
 });
 
