@@ -45,14 +45,24 @@ export function createSender(options: { allowPrivate: boolean; timeoutSeconds: n
       dispatcher: agent,
       signal: signal ? AbortSignal.any([AbortSignal.timeout(timeout), signal]) : AbortSignal.timeout(timeout),
     });
+    const statusCode = response.statusCode;
+    // Dropping the body aborts it: undici reports that as an error, which is expected here.
+    response.body.on('error', () => {});
+    // The status decides; a body that never ends must not turn a 2xx into a timeout.
+    if (statusCode >= 200 && statusCode < 300) {
+      response.body.destroy();
+      return { ok: true, statusCode };
+    }
     let excerpt = '';
-    for await (const chunk of response.body) {
-      if (excerpt.length < EXCERPT_BYTES) excerpt += (chunk as Buffer).toString('utf8');
-      else break; // the rest is not needed: dropping the body closes the connection
+    try {
+      for await (const chunk of response.body) {
+        excerpt += (chunk as Buffer).toString('utf8');
+        if (excerpt.length >= EXCERPT_BYTES) break; // the rest is not needed: dropping the body closes the connection
+      }
+    } catch {
+      // the excerpt is only for the log
     }
     response.body.destroy();
-    const statusCode = response.statusCode;
-    if (statusCode >= 200 && statusCode < 300) return { ok: true, statusCode };
     if (statusCode >= 300 && statusCode < 400) {
       return { ok: false, statusCode, reason: 'redirect', error: `answered ${statusCode} (redirects are not followed)${response.headers.location ? ` to ${String(response.headers.location)}` : ''}` };
     }

@@ -225,6 +225,17 @@ describe('webhooks', () => {
     }, { timeout: 20_000, interval: 50 });
     expect(await metric(service, 'boxyard_webhook_delivery_failures_total', { reason: 'timeout' })).toBeGreaterThanOrEqual(1);
     expect((await service.request('DELETE', `/api/admin/webhooks/${webhook.id}`, { token: service.adminToken })).status).toBe(200);
+
+    // The status decides: a 200 whose body never ends is delivered, not a timeout.
+    const endless = await startReceiver({ answer: (_request, response) => response.writeHead(200, { 'content-type': 'text/plain' }).write('accepted, still talking') });
+    receivers.push(endless);
+    const second = await createWebhook(service, { url: endless.url, events: ['user.created'] });
+    await service.sql(`insert into events (type, data) values ('user.created', '{"username": "frank"}')`);
+    await vi.waitFor(async () => {
+      const [delivery] = await deliveries(service, second.id);
+      expect(delivery).toMatchObject({ status: 'delivered', attempts: 1, last_status_code: 200 });
+    }, { timeout: 20_000, interval: 50 });
+    expect((await service.request('DELETE', `/api/admin/webhooks/${second.id}`, { token: service.adminToken })).status).toBe(200);
   });
 
   it('refuses private targets by default: address literals when saved, names resolving to them when connecting', async () => {

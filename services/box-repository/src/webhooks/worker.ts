@@ -42,6 +42,7 @@ export function createWebhookWorker(deps: { pool: DatabasePool; config: BoxRepos
   let stopped = true;
   let current: Promise<unknown> | undefined;
   let lastRetention = 0;
+  let failing = false;
   // Stopping interrupts attempts in flight (recorded as such, retried later) instead of waiting out their timeout.
   let stopping = new AbortController();
 
@@ -140,8 +141,12 @@ export function createWebhookWorker(deps: { pool: DatabasePool; config: BoxRepos
     try {
       current = runOnce();
       busy = (await current) === config.concurrency; // a full batch: more may be due right away
+      if (failing) log.info('webhook worker recovered');
+      failing = false;
     } catch (error) {
-      log.warn({ err: error }, 'webhook worker pass failed (retrying)');
+      // Once per outage, not once per poll: the database errors metric counts the rest.
+      if (!failing) log.warn({ err: error }, 'webhook worker pass failed (retrying every poll interval)');
+      failing = true;
     } finally {
       current = undefined;
     }
