@@ -80,19 +80,18 @@ export function createWebhookWorker(deps: { pool: DatabasePool; config: BoxRepos
     const gaveUp = !result.ok && delivery.attempts >= config.max_attempts;
     const retryIn = result.ok || gaveUp ? 0 : retryDelaySeconds(config, delivery.attempts);
     const status = result.ok ? 'delivered' : gaveUp ? 'failed' : 'pending';
-    const updated = await pool.transaction(async (tx) => {
-      const changed = await tx.query(sql.unsafe`
+    // One statement (one round trip): the outcome, and the attempt's log row only if the update applied.
+    const updated = await pool.query(sql.unsafe`
+      with updated as (
         update webhook_deliveries
-           set status = ${status}, last_status_code = ${result.statusCode ?? null}, last_error = ${error},
-               next_attempt_at = case when ${status} = 'pending' then now() + make_interval(secs => ${retryIn}) else next_attempt_at end,
-               finished_at = case when ${status} = 'pending' then null else now() end
-         where id = ${delivery.id}::uuid and attempts = ${delivery.attempts} and status = 'pending'`);
-      if (changed.rowCount === 0) return false;
-      await tx.query(sql.unsafe`
-        insert into webhook_delivery_attempts (delivery_id, attempt, started_at, duration_ms, status_code, error)
-        values (${delivery.id}::uuid, ${delivery.attempts}, ${startedAt.toISOString()}::timestamptz, ${durationMs}, ${result.statusCode ?? null}, ${error})`);
-      return true;
-    });
+           set status = ${status}::text, last_status_code = ${result.statusCode ?? null}, last_error = ${error},
+               next_attempt_at = case when ${status}::text = 'pending' then now() + make_interval(secs => ${retryIn}) else next_attempt_at end,
+               finished_at = case when ${status}::text = 'pending' then null else now() end
+         where id = ${delivery.id}::uuid and attempts = ${delivery.attempts} and status = 'pending'
+        returning id
+      )
+      insert into webhook_delivery_attempts (delivery_id, attempt, started_at, duration_ms, status_code, error)
+      select id, ${delivery.attempts}::int, ${startedAt.toISOString()}::timestamptz, ${durationMs}::int, ${result.statusCode ?? null}::int, ${error}::text from updated`).then((r) => r.rowCount > 0);
     if (!updated) {
       log.warn({ delivery: delivery.id, attempt: delivery.attempts }, 'webhook delivery result not recorded: the webhook was deleted, or the attempt outlived its lease and another owns it');
       return;
