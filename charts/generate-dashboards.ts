@@ -83,7 +83,24 @@ export const dashboards: DashboardSpec[] = [
     file: 'box-repository.json',
     uid: 'boxyard-box-repository',
     title: 'Boxyard / Box repository',
-    rows: [...httpRows('box-repository'), storageRow('box-repository'), databaseAndProcessRow('box-repository')],
+    rows: [
+      ...httpRows('box-repository'),
+      storageRow('box-repository'),
+      {
+        title: 'Webhooks',
+        panels: [
+          { title: 'Webhook deliveries by outcome', unit: 'short', queries: [q('sum by (outcome) (increase(boxyard_webhook_deliveries_total{service="box-repository"}[$__rate_interval]))', '{{outcome}}')] },
+          { title: 'Failed delivery attempts by reason', unit: 'short', queries: [q('sum by (reason) (increase(boxyard_webhook_delivery_failures_total{service="box-repository"}[$__rate_interval]))', '{{reason}}')] },
+          {
+            title: 'Webhook backlog',
+            unit: 'short',
+            description: 'Deliveries waiting (new or retrying) plus events not yet fanned out, read from PostgreSQL by every replica: max, not sum.',
+            queries: [q('max(boxyard_webhook_backlog{service="box-repository"})', 'waiting')],
+          },
+        ],
+      },
+      databaseAndProcessRow('box-repository'),
+    ],
   },
   {
     file: 'file-share.json',

@@ -3,6 +3,8 @@
 // PostgreSQL query spans and the storage spans inside it, named by the semantic conventions; the services' log
 // lines inside the request carry the same trace_id.
 import { createHash, randomBytes } from 'node:crypto';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -64,6 +66,8 @@ describe('traces reach a real OpenTelemetry Collector', () => {
       env: {
         BOXYARD_ADMIN_PASSWORD: ADMIN_PASSWORD,
         BOXYARD_LOGGING__LEVEL: 'info',
+        // The webhook test's receiver listens on loopback.
+        BOXYARD_WEBHOOKS__ALLOW_PRIVATE_TARGETS: 'true',
         OTEL_EXPORTER_OTLP_ENDPOINT: collector.httpEndpoint,
         OTEL_EXPORTER_OTLP_PROTOCOL: 'http/protobuf',
         OTEL_METRICS_EXPORTER: 'none',
@@ -182,6 +186,36 @@ describe('traces reach a real OpenTelemetry Collector', () => {
       expect(get).toMatchObject({ kind: 3, attributes: { 'rpc.method': 'GetObject', 'aws.s3.bucket': bucket.bucket, 'aws.s3.key': expect.stringMatching(/^boxes\//) } });
     } finally {
       await service.stop();
+    }
+  });
+
+  it('has a CLIENT span per webhook delivery attempt, and the receiver gets its traceparent', async () => {
+    const headers: Record<string, string | string[] | undefined>[] = [];
+    const receiver = createServer((request, response) => {
+      headers.push(request.headers);
+      request.resume().on('end', () => response.end('ok'));
+    });
+    await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
+    try {
+      const boxes = dev.urls['box-repository']!;
+      const { access_token: token } = await json<{ access_token: string }>(
+        await fetch(`${boxes}/api/auth/signin`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ username: 'admin', password: ADMIN_PASSWORD }) }),
+      );
+      const call = (method: string, path: string, body?: unknown) =>
+        fetch(`${boxes}${path}`, { method, headers: { 'x-access-token': token, ...(body ? { 'content-type': 'application/json' } : {}) }, ...(body ? { body: JSON.stringify(body) } : {}) }).then(json);
+      const url = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hook`;
+      await call('POST', '/api/admin/webhooks', { url, events: ['box.deleted'] });
+      await call('POST', '/api/organization', { name: 'hooked' });
+      await call('POST', '/api/organization/hooked/box', { name: 'brief' });
+      await call('DELETE', '/api/organization/hooked/box/brief');
+
+      const span = await waitFor('the webhook delivery span', async () => collector.spans().find((s) => s.attributes['boxyard.webhook.event'] === 'box.deleted'), 30_000, 200);
+      expect(span).toMatchObject({ kind: 3, name: 'POST', parentSpanId: '' });
+      expect(span.attributes).toMatchObject({ 'http.request.method': 'POST', 'url.full': url, 'server.address': '127.0.0.1', 'http.response.status_code': 200, 'boxyard.webhook.attempt': 1 });
+      // The receiver can join the delivery's trace: its traceparent names this span.
+      expect(headers.map((h) => h.traceparent)).toContain(`00-${span.traceId}-${span.spanId}-01`);
+    } finally {
+      await new Promise((resolve) => receiver.close(resolve));
     }
   });
 

@@ -209,6 +209,26 @@ function rows(): MatrixRow<Role>[] {
   read('/api/organization/:org/box/:box/metadata', (p) => `${boxUrl(p)}/metadata`);
   read('/api/v2/vagrant/:org/:box', (p) => `/api/v2/vagrant/${p.org}/${p.box}`);
   read('/:org/:box', (p) => `/${p.org}/${p.box}`);
+
+  // Webhooks (issue 11): global admins only. The target never resolves (.invalid), so nothing is delivered.
+  const webhook = { url: 'https://hooks.example.invalid/boxyard', events: ['box.deleted'] };
+  const adminOnly = (status: number) => expect_(grant(['globalAdmin'], status));
+  const savedWebhook = reusable(async () => {
+    const created = await service.request('POST', '/api/admin/webhooks', { token: service.adminToken, json: webhook });
+    return created.body.id as number;
+  });
+  add('POST /api/admin/webhooks', adminOnly(201), (role) => send(role, 'POST', '/api/admin/webhooks', { json: webhook }));
+  add('GET /api/admin/webhooks', adminOnly(200), (role, m) => send(role, m, '/api/admin/webhooks'));
+  add('GET /api/admin/webhooks/:id', adminOnly(200), (role, m) => savedWebhook((id) => send(role, m, `/api/admin/webhooks/${id}`)));
+  add('GET /api/admin/webhooks/:id/deliveries', adminOnly(200), (role, m) => savedWebhook((id) => send(role, m, `/api/admin/webhooks/${id}/deliveries`)));
+  add('DELETE /api/admin/webhooks/:id', adminOnly(200), (role) => savedWebhook((id) => send(role, 'DELETE', `/api/admin/webhooks/${id}`)));
+  const failedDelivery = reusable(async () => {
+    const created = await service.request('POST', '/api/admin/webhooks', { token: service.adminToken, json: webhook });
+    const [event] = await service.sql<{ id: string }>(`insert into events (type, data, delivered_at) values ('box.deleted', '{"organization": "acme", "box": "gone"}', now()) returning id`);
+    const [delivery] = await service.sql<{ id: string }>(`insert into webhook_deliveries (webhook_id, event_id, status, attempts, finished_at) values ($1, $2, 'failed', 8, now()) returning id`, [created.body.id, event!.id]);
+    return `/api/admin/webhooks/${created.body.id}/deliveries/${delivery!.id}/redeliver`;
+  });
+  add('POST /api/admin/webhooks/:id/deliveries/:delivery/redeliver', adminOnly(202), (role) => failedDelivery((url) => send(role, 'POST', url)));
   return rows;
 }
 

@@ -26,6 +26,10 @@ import { providerRoutes } from './providers/routes.ts';
 import { createDatabasePool } from '@boxyard/kit';
 import { createStorageCleanup } from './storage/cleanup.ts';
 import { versionRoutes } from './versions/routes.ts';
+import { createWebhookMetrics } from './webhooks/metrics.ts';
+import { webhookRoutes } from './webhooks/routes.ts';
+import { createSender } from './webhooks/send.ts';
+import { createWebhookWorker } from './webhooks/worker.ts';
 
 export const VERSION = (JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version: string }).version;
 export const migrations = { namespace: SERVICE_NAME, dir: fileURLToPath(new URL('./migrations', import.meta.url)) };
@@ -90,13 +94,21 @@ export async function buildBoxRepository(config: BoxRepositoryConfig, options: B
   await app.register(async (api) => {
     installProblemTypes(api);
     acceptCamelCase(api);
-    for (const routes of [authRoutes, serviceAccountRoutes, organizationRoutes, boxRoutes, versionRoutes, providerRoutes, architectureRoutes, fileRoutes, metadataRoutes]) {
+    for (const routes of [authRoutes, serviceAccountRoutes, organizationRoutes, boxRoutes, versionRoutes, providerRoutes, architectureRoutes, fileRoutes, metadataRoutes, webhookRoutes]) {
       await api.register(routes, { ctx });
     }
   });
-  app.addHook('onReady', async () => ctx.cleanup.start());
+  // Webhook deliveries from the events outbox: every replica may run the worker (webhooks/worker.ts).
+  const webhookSender = createSender({ allowPrivate: config.webhooks.allow_private_targets, timeoutSeconds: config.webhooks.timeout_seconds, userAgent: `Boxyard-Webhooks/${VERSION}` });
+  const webhookWorker = createWebhookWorker({ pool, config: config.webhooks, sender: webhookSender, metrics: createWebhookMetrics(metrics, pool), log: app.log.child({ component: 'webhooks' }) });
+  app.addHook('onReady', async () => {
+    ctx.cleanup.start();
+    if (config.webhooks.deliver) webhookWorker.start();
+  });
   app.addHook('onClose', async () => {
     ctx.cleanup.stop();
+    await webhookWorker.stop();
+    await webhookSender.close();
     await ctx.provider?.close();
     await pool.end();
   });

@@ -23,6 +23,10 @@ export const boxRepositoryBackup = backupDescriptor(SERVICE_NAME, [
       files: { backup: true, objectKeys: ['storage_key'] },
       // The webhook outbox, delivered or not: restored so that pending deliveries still go out.
       events: { backup: true },
+      // Webhooks (their secrets too: a restored installation signs as before), pending deliveries and the log.
+      webhooks: { backup: true },
+      webhook_deliveries: { backup: true },
+      webhook_delivery_attempts: { backup: true },
       storage_cleanup: { backup: false, reason: 'objects to delete (replaced files, uploads in progress); none of them is referenced' },
     },
   },

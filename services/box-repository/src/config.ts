@@ -26,6 +26,29 @@ export const boxRepositoryConfigSchema = z.strictObject({
         .default([]),
     })
     .prefault({}),
+  /** Webhook delivery (webhooks/): every replica may run the worker; PostgreSQL hands each delivery to one. */
+  webhooks: z
+    .strictObject({
+      /** Whether this replica delivers (any number of replicas may). */
+      deliver: z.boolean().default(true),
+      /** Targets on loopback, private, link-local and other non-public addresses are refused unless this is on. */
+      allow_private_targets: z.boolean().default(false),
+      /** One attempt: connect, send and read the answer. */
+      timeout_seconds: z.number().positive().max(300).default(10),
+      /** How often an idle worker looks for new events and due retries. */
+      poll_interval_seconds: z.number().positive().max(60).default(1),
+      /** Attempts before a delivery is marked failed. */
+      max_attempts: z.number().int().min(1).max(50).default(8),
+      /** Wait before the first retry, doubled for every further one (with jitter), up to backoff_max_seconds. */
+      backoff_initial_seconds: z.number().positive().default(10),
+      backoff_max_seconds: z.number().positive().default(3600),
+      /** Deliveries sent at once by one replica. */
+      concurrency: z.number().int().min(1).max(100).default(10),
+      /** Finished deliveries (and their events) are kept this long for the delivery log. */
+      log_retention_days: z.number().positive().default(30),
+    })
+    .refine((w) => w.backoff_initial_seconds <= w.backoff_max_seconds, { message: 'must not be more than backoff_max_seconds', path: ['backoff_initial_seconds'] })
+    .prefault({}),
 });
 
 export type BoxRepositoryConfig = z.output<typeof boxRepositoryConfigSchema>;
