@@ -130,8 +130,11 @@ describe('traces reach a real OpenTelemetry Collector', () => {
     expect(put.attributes).toMatchObject({ 'boxyard.storage.driver': 'local', 'boxyard.storage.bytes': box.length });
 
     // The request's log lines name the trace (all but fastify's "incoming request", logged before any hook runs).
-    const lines = dev.output().split('\n').filter((l) => l.startsWith('{') && l.includes(requestId ?? '-') && !l.includes('"incoming request"'));
-    expect(lines.map((l) => (JSON.parse(l) as { msg: string }).msg)).toContain('request completed');
+    // (Read once the process's output has caught up: a loaded machine can deliver it after the span.)
+    const lines = await waitFor('the request\'s "request completed" log line', async () => {
+      const found = dev.output().split('\n').filter((l) => l.startsWith('{') && l.includes(requestId ?? '-') && !l.includes('"incoming request"'));
+      return found.some((l) => (JSON.parse(l) as { msg: string }).msg === 'request completed') ? found : undefined;
+    }, 15_000, 100);
     for (const line of lines) expect(JSON.parse(line)).toMatchObject({ trace_id: server.traceId, span_id: expect.stringMatching(/^[0-9a-f]{16}$/) });
   });
 
@@ -189,7 +192,7 @@ describe('traces reach a real OpenTelemetry Collector', () => {
     }
   });
 
-  it('has a CLIENT span per webhook delivery attempt, and the receiver gets its traceparent', async () => {
+  it('has a CLIENT span per webhook delivery attempt inside the trace of the request that caused it, and the receiver gets its traceparent', async () => {
     const headers: Record<string, string | string[] | undefined>[] = [];
     const receiver = createServer((request, response) => {
       headers.push(request.headers);
@@ -210,7 +213,11 @@ describe('traces reach a real OpenTelemetry Collector', () => {
       await call('DELETE', '/api/organization/hooked/box/brief');
 
       const span = await waitFor('the webhook delivery span', async () => collector.spans().find((s) => s.attributes['boxyard.webhook.event'] === 'box.deleted'), 30_000, 200);
-      expect(span).toMatchObject({ kind: 3, name: 'POST', parentSpanId: '' });
+      expect(span).toMatchObject({ kind: 3, name: 'POST' });
+      // The delivery joins the trace of the request that caused the event (kept with it in the outbox).
+      const deleted = collector.spans().find((s) => s.kind === 2 && s.traceId === span.traceId);
+      expect(deleted?.attributes).toMatchObject({ 'http.request.method': 'DELETE', 'http.response.status_code': 200 });
+      expect(descendants(collector.spans(), deleted!).map((s) => s.spanId)).toContain(span.spanId);
       expect(span.attributes).toMatchObject({ 'http.request.method': 'POST', 'url.full': url, 'server.address': '127.0.0.1', 'http.response.status_code': 200, 'boxyard.webhook.attempt': 1 });
       // The receiver can join the delivery's trace: its traceparent names this span.
       expect(headers.map((h) => h.traceparent)).toContain(`00-${span.traceId}-${span.spanId}-01`);

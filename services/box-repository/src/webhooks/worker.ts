@@ -7,6 +7,7 @@
 //      count is unchanged), so a replica that stalled past its lease cannot overwrite a newer attempt.
 // A replica that dies mid-attempt leaves the lease to expire and another replica retries (same webhook-id, so
 // receivers drop a duplicate). A webhook only receives events recorded after it was created.
+import { ROOT_CONTEXT, context, propagation } from '@opentelemetry/api';
 import type { FastifyBaseLogger } from 'fastify';
 import { sql, type DatabasePool } from 'slonik';
 import { z } from 'zod';
@@ -24,7 +25,7 @@ const ERROR_TEXT_MAX = 500;
 const RETENTION_EVERY_MS = 10 * 60 * 1000;
 
 const claimedRow = z.object({
-  id: z.string(), attempts: z.number(), webhook_id: int8, url: z.string(), secret: z.string(), event_id: int8, type: z.string(), data: z.string(),
+  id: z.string(), attempts: z.number(), webhook_id: int8, url: z.string(), secret: z.string(), event_id: int8, type: z.string(), data: z.string(), traceparent: z.string().nullable(),
 });
 type Claimed = z.infer<typeof claimedRow>;
 
@@ -72,7 +73,7 @@ export function createWebhookWorker(deps: { pool: DatabasePool; config: BoxRepos
          set attempts = d.attempts + 1, next_attempt_at = now() + make_interval(secs => ${lease})
         from due, webhooks w, events e
        where d.id = due.id and w.id = d.webhook_id and e.id = d.event_id
-      returning d.id::text as id, d.attempts, w.id as webhook_id, w.url, w.secret, e.id as event_id, e.type, e.data::text as data`);
+      returning d.id::text as id, d.attempts, w.id as webhook_id, w.url, w.secret, e.id as event_id, e.type, e.data::text as data, e.traceparent`);
   }
 
   async function record(delivery: Claimed, startedAt: Date, durationMs: number, result: AttemptResult): Promise<void> {
@@ -106,13 +107,17 @@ export function createWebhookWorker(deps: { pool: DatabasePool; config: BoxRepos
     const body = JSON.stringify({ event: delivery.type, data: JSON.parse(delivery.data) as unknown });
     const startedAt = new Date();
     const started = performance.now();
-    const result = await sender.send({
-      url: delivery.url,
-      body,
-      headers: signedHeaders(delivery.secret, delivery.id, body, startedAt),
-      signal: stopping.signal,
-      attributes: { 'boxyard.webhook.id': delivery.webhook_id, 'boxyard.webhook.delivery_id': delivery.id, 'boxyard.webhook.event': delivery.type, 'boxyard.webhook.attempt': delivery.attempts },
-    });
+    // Every attempt joins the trace of the request that recorded the event (retries included).
+    const cause = delivery.traceparent ? propagation.extract(ROOT_CONTEXT, { traceparent: delivery.traceparent }) : ROOT_CONTEXT;
+    const result = await context.with(cause, () =>
+      sender.send({
+        url: delivery.url,
+        body,
+        headers: signedHeaders(delivery.secret, delivery.id, body, startedAt),
+        signal: stopping.signal,
+        attributes: { 'boxyard.webhook.id': delivery.webhook_id, 'boxyard.webhook.delivery_id': delivery.id, 'boxyard.webhook.event': delivery.type, 'boxyard.webhook.attempt': delivery.attempts },
+      }),
+    );
     await record(delivery, startedAt, Math.round(performance.now() - started), result);
   }
 
