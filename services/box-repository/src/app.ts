@@ -111,7 +111,7 @@ export async function buildBoxRepository(config: BoxRepositoryConfig, options: B
     accounts: createAccounts(pool),
     tokens: createSessionTokens({ secrets, issuer: config.session.issuer, audience: config.session.audience, typ: SESSION_TYP, ttlSeconds: config.session.ttl_seconds }),
     downloadLinks: createDownloadLinks(secrets),
-    cleanup: createStorageCleanup(pool, store, app.log),
+    cleanup: createStorageCleanup(pool, store, app.log, { abandonedAfterSeconds: config.uploads.abandoned_after_seconds }),
     // Tokens of the identity provider (auth.resource_server), when configured; their groups keep memberships.
     provider: createProviderAccounts(config.auth, { pool, publicUrl: baseUrl(config, options.port), log: app.log, nonceSecret: config.session.secret }),
     groupMemberships: createGroupMembershipSync(pool, config.group_mapping.organizations),

@@ -51,6 +51,12 @@ export const boxRepositoryConfigSchema = z.strictObject({
     .strictObject({
       max_bytes: z.number().int().positive().default(10 * GiB),
       stall_timeout_seconds: z.number().positive().default(60),
+      /**
+       * What a crash mid-upload leaves (local: a temp file no longer written to; s3: a multipart upload this
+       * service started) is removed once this old. On s3 the age counts from the upload's start: keep it
+       * longer than the slowest upload.
+       */
+      abandoned_after_seconds: z.number().int().min(1).default(24 * 3600),
     })
     .prefault({}),
   download_links: z.strictObject({ ttl_seconds: z.number().int().min(1).max(7 * 24 * 3600).default(300) }).prefault({}),
