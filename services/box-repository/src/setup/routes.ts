@@ -96,7 +96,9 @@ export async function setupRoutes(app: FastifyInstance, { ctx }: { ctx: ServiceC
           if (part.type === 'file') part.file.resume();
           throw unprocessable('Unexpected part', [{ pointer: `/${part.fieldname}`, rule: 'additionalProperties', params: {}, detail: 'only the parts `cert` and `key`, once each, are accepted' }]);
         }
-        // toBuffer() refuses a file part over the limit with 413 (the plugin's error), so nothing is cut silently.
+        // toBuffer() refuses a file part over the limit with 413 (the plugin's error); a field over it would be
+        // cut short silently, so it is refused the same way.
+        if (part.type === 'field' && part.valueTruncated) throw new HttpError(413, `The part \`${name}\` is larger than ${MAX_PART_BYTES} bytes`);
         received[name] = part.type === 'file' ? (await part.toBuffer()).toString('utf8') : String(part.value);
       }
       const absent = PARTS.filter((name) => !received[name]);

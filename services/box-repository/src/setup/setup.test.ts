@@ -161,6 +161,9 @@ describe('two listeners, a kept self-signed certificate, and an uploaded one', (
     extra.append('chain', pair.cert);
     expect((await upload(extra, service.adminToken)).status).toBe(422);
     expect((await service.request('POST', '/api/setup/upload-ssl', { token: service.adminToken, json: { cert: pair.cert, key: pair.key } })).status).toBe(415);
+    // Over 64 KiB, as a file or as a field: 413, never cut short and then judged.
+    expect((await upload(form({ cert: pair.cert + ' '.repeat(70_000), key: pair.key }), service.adminToken)).status).toBe(413);
+    expect((await upload(form({ cert: pair.cert + ' '.repeat(70_000), key: pair.key }, false), service.adminToken)).status).toBe(413);
     // Nothing refused was stored or served.
     expect((await service.sql('select count(*)::int as n from tls_certificate'))[0]!.n).toBe(0);
     expect((await servedCertificate(service.running.url)).subject).toContain('CN=127.0.0.1');
