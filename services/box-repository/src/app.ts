@@ -84,7 +84,7 @@ export async function buildBoxRepository(config: BoxRepositoryConfig, options: B
   const early: [object, string][] = [];
   const sink: { log?: FastifyInstance['log'] } = {};
   const tlsLog = { warn: (obj: object, msg: string) => (sink.log ? sink.log.warn(obj, msg) : early.push([obj, msg])) };
-  const tls = listenPorts(config).encrypted === undefined ? undefined : await createLiveTls({ server: config.server, stateDir: config.state_dir, pool, log: tlsLog });
+  const tls = listenPorts(config).encrypted === undefined ? undefined : await createLiveTls({ server: config.server, stateDir: config.state_dir, pool, log: tlsLog, secrets });
   const app = await createApp({
     service: SERVICE_NAME,
     version: VERSION,

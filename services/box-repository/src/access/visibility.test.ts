@@ -245,6 +245,14 @@ describe('multipart upload: part names and order', () => {
     await nothingStored(three);
   });
 
+  it('a multipart Content-Type without a boundary: 400 (was 500), nothing stored', async () => {
+    const path = await fresh();
+    const response = await service.request('POST', `${archPath(path)}/file`, { token: tokens.creator!, headers: { 'content-type': 'multipart/form-data' }, body: 'x' });
+    expect(response.status).toBe(400);
+    expect(response.body).toMatchObject({ type: 'https://boxyard.io/problems/validation', errors: [] });
+    await nothingStored(path);
+  });
+
   it('fields only, no file part: 422 naming /file', async () => {
     const path = await fresh();
     const response = await upload(path, [['file_name', 'x.box']]);

@@ -9,6 +9,7 @@ import { findPath, type Found, type PathParams } from '../access/hierarchy.ts';
 import { requireBoxManager } from '../access/permissions.ts';
 import type { ServiceContext } from '../context.ts';
 import { baseUrlOf, downloadUrl } from '../http/base-url.ts';
+import { multipartParts } from '../http/multipart.ts';
 import { ARCH_PREFIX, errors, params } from '../http/schemas.ts';
 import { fileSchema, messageSchema, toFileRecord, type BoxFile } from '../records.ts';
 import { serveFile } from './serve-file.ts';
@@ -95,7 +96,7 @@ export async function fileRoutes(app: FastifyInstance, { ctx }: { ctx: ServiceCo
       // Nothing is committed until the whole body was read: a later part or a parser limit can still refuse the
       // request, and then the stored bytes are dropped, so the answer always tells whether the box was stored.
       try {
-        for await (const part of onlyOneFilePart(request.parts())) {
+        for await (const part of onlyOneFilePart(multipartParts(request))) {
           if (part.type === 'field') {
             fields[part.fieldname.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`)] = String(part.value);
             continue;

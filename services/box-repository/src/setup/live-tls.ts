@@ -27,19 +27,23 @@ export interface LiveTls {
   stop(): void;
 }
 
-export async function createLiveTls(options: { server: ServerConfig; stateDir: string | undefined; pool: DatabasePool; log: { warn(obj: object, msg: string): void } }): Promise<LiveTls> {
+export async function createLiveTls(options: {
+  server: ServerConfig; stateDir: string | undefined; pool: DatabasePool; log: { warn(obj: object, msg: string): void };
+  /** session.secret and previous_secrets: what opens the stored key. */
+  secrets: readonly string[];
+}): Promise<LiveTls> {
   const configuredFiles = Boolean(options.server.tls.cert || options.server.tls.key);
   let current: { cert: string; key: string };
   let source: CertificateSource;
   let info: CertificateInfo;
   let uploadedFingerprint: string | undefined;
-  const uploaded = configuredFiles ? null : await loadUploadedCertificate(options.pool);
+  const uploaded = configuredFiles ? null : await loadUploadedCertificate(options.pool, options.secrets);
   if (uploaded && usable(uploaded.cert_pem, uploaded.key_pem)) {
     current = { cert: uploaded.cert_pem, key: uploaded.key_pem };
     source = 'uploaded';
     uploadedFingerprint = uploaded.fingerprint_sha256;
   } else {
-    if (uploaded) options.log.warn({ fingerprint: uploaded.fingerprint_sha256 }, 'the uploaded certificate can no longer be served (expired?); using the self-signed one until a new one is uploaded');
+    if (uploaded) options.log.warn({ fingerprint: uploaded.fingerprint_sha256 }, 'the uploaded certificate can no longer be served (expired, or its key sealed with a session secret no longer configured); using the self-signed one until a new one is uploaded');
     const material = (await serverTls({ ...options.server, tls: { ...options.server.tls, enabled: true } }, options.stateDir))!;
     if (material.selfSigned && !material.persisted) options.log.warn({}, 'no state_dir: the self-signed certificate is new on every start; set state_dir to keep it');
     current = { cert: material.cert, key: material.key };
@@ -76,7 +80,7 @@ export async function createLiveTls(options: { server: ServerConfig; stateDir: s
     },
     async refresh() {
       if (configuredFiles) return;
-      const stored = await loadUploadedCertificate(options.pool);
+      const stored = await loadUploadedCertificate(options.pool, options.secrets);
       if (!stored || stored.fingerprint_sha256 === uploadedFingerprint) return;
       if (!usable(stored.cert_pem, stored.key_pem)) return;
       live.use({ cert: stored.cert_pem, key: stored.key_pem }, 'uploaded');

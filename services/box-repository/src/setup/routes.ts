@@ -9,6 +9,7 @@ import { sql } from 'slonik';
 import { z } from 'zod';
 import { requirePrincipal } from '../auth/principal.ts';
 import type { ServiceContext } from '../context.ts';
+import { multipartParts } from '../http/multipart.ts';
 import { errors } from '../http/schemas.ts';
 import { saveUploadedCertificate } from './certificate-store.ts';
 
@@ -80,7 +81,7 @@ export async function setupRoutes(app: FastifyInstance, { ctx }: { ctx: ServiceC
       schema: {
         tags: ['setup'], summary: 'Upload the HTTPS certificate (part `cert`, PEM, chain after the leaf) and its private key (part `key`, PEM); admins only',
         consumes: ['multipart/form-data'],
-        response: { 200: uploadResultSchema, ...errors(401, 403, 409, 413, 415, 422) },
+        response: { 200: uploadResultSchema, ...errors(400, 401, 403, 409, 413, 415, 422) },
       },
     }, async (request) => {
       const principal = await requirePrincipal(ctx, request);
@@ -90,7 +91,7 @@ export async function setupRoutes(app: FastifyInstance, { ctx }: { ctx: ServiceC
         throw new HttpError(409, 'The certificate comes from server.tls.cert and server.tls.key in the configuration; change those files instead');
       }
       const received: Partial<Record<(typeof PARTS)[number], string>> = {};
-      for await (const part of request.parts()) {
+      for await (const part of multipartParts(request)) {
         const name = part.fieldname as (typeof PARTS)[number];
         if (!PARTS.includes(name) || received[name] !== undefined) {
           if (part.type === 'file') part.file.resume();
@@ -112,7 +113,7 @@ export async function setupRoutes(app: FastifyInstance, { ctx }: { ctx: ServiceC
         const rule = { cert: 'certificate', key: 'private_key', pair: 'key_pair' }[error.part];
         throw unprocessable('The certificate and key cannot be used', [{ pointer: `/${error.part === 'pair' ? 'key' : error.part}`, rule, params: {}, detail: error.message }]);
       }
-      await saveUploadedCertificate(ctx.pool, { ...pair, fingerprint: info.fingerprint256, uploadedBy: principal.username });
+      await saveUploadedCertificate(ctx.pool, { ...pair, fingerprint: info.fingerprint256, uploadedBy: principal.username }, ctx.config.session.secret);
       ctx.tls?.use(pair, 'uploaded');
       request.log.info({ fingerprint: info.fingerprint256, subject: info.subject, by: principal.username }, 'TLS certificate uploaded');
       const applied = ctx.tls !== undefined;

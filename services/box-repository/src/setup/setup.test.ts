@@ -113,7 +113,8 @@ describe('two listeners, a kept self-signed certificate, and an uploaded one', (
     stateDir = await mkdtemp(join(tmpdir(), 'boxrepo-state-'));
     service = await startTestService({ config: { ...listenerConfig(), state_dir: stateDir } as never });
     databaseUrl = service.databaseUrl;
-    replica = await startTestService({ databaseUrl, config: { ...listenerConfig(), state_dir: stateDir } as never });
+    // Replicas share the session secret (it opens the stored key), as the operator gives them one.
+    replica = await startTestService({ databaseUrl, config: { ...listenerConfig(), state_dir: stateDir, session: { secret: service.config.session.secret } } as never });
   });
   afterAll(async () => {
     await replica?.close();
@@ -161,6 +162,8 @@ describe('two listeners, a kept self-signed certificate, and an uploaded one', (
     extra.append('chain', pair.cert);
     expect((await upload(extra, service.adminToken)).status).toBe(422);
     expect((await service.request('POST', '/api/setup/upload-ssl', { token: service.adminToken, json: { cert: pair.cert, key: pair.key } })).status).toBe(415);
+    // multipart/form-data without a boundary: the body cannot be read, 400 (was 500).
+    expect((await service.request('POST', '/api/setup/upload-ssl', { token: service.adminToken, headers: { 'content-type': 'multipart/form-data' }, body: 'x' })).status).toBe(400);
     // Over 64 KiB, as a file or as a field: 413, never cut short and then judged.
     expect((await upload(form({ cert: pair.cert + ' '.repeat(70_000), key: pair.key }), service.adminToken)).status).toBe(413);
     expect((await upload(form({ cert: pair.cert + ' '.repeat(70_000), key: pair.key }, false), service.adminToken)).status).toBe(413);
@@ -195,6 +198,10 @@ describe('two listeners, a kept self-signed certificate, and an uploaded one', (
     const setup = await httpsGet(`${service.running.url}/api/setup/status`, pair.cert);
     expect(JSON.parse(setup.body)).toMatchObject({ https: true, redirects_to_https: true, certificate: { source: 'uploaded', fingerprint_sha256: expected.fingerprint256 } });
 
+    // The key is not readable from the database alone.
+    const [row] = await service.sql<{ key_pem: string }>('select key_pem from tls_certificate');
+    expect(row!.key_pem).toMatch(/^sealed:v1:/);
+    expect(row!.key_pem).not.toContain('PRIVATE KEY');
     // A second replica that was running takes it at its next poll (run here at once); one started now, from its start.
     expect((await servedCertificate(replica.running.url)).fingerprint256).toBe(before.fingerprint256);
     await replica.running.ctx.tls!.refresh();
