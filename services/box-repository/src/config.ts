@@ -46,6 +46,9 @@ export const boxRepositoryConfigSchema = z.strictObject({
    */
   boxyard: z
     .strictObject({ api_listen_port_encrypted: port.optional(), api_listen_port_unencrypted: port.optional() })
+    .refine((ports) => !ports.api_listen_port_encrypted || ports.api_listen_port_encrypted !== ports.api_listen_port_unencrypted, {
+      path: ['api_listen_port_unencrypted'], message: 'must differ from api_listen_port_encrypted',
+    })
     .prefault({}),
   uploads: z
     .strictObject({

@@ -99,5 +99,7 @@ describe('limits configuration', () => {
     expect(clash.success).toBe(false);
     expect(clash.error?.issues[0]?.path).toEqual(['rate_limiting', 'window_minutes']);
     expect(parse({ download_max_requests: 0 }).success).toBe(false);
+    const samePort = boxRepositoryConfigSchema.safeParse({ ...base, boxyard: { api_listen_port_encrypted: 8443, api_listen_port_unencrypted: 8443 } });
+    expect(samePort.error?.issues[0]?.path).toEqual(['boxyard', 'api_listen_port_unencrypted']);
   });
 });
