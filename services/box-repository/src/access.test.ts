@@ -4,6 +4,7 @@
 // (variant A) of the organization with each role a key can hold and one of another organization, variant B
 // (not implemented yet), and credentials that no longer work: an expired and a signed-out session, an expired
 // and a deleted service-account key. Below the matrix: what a status code alone does not show.
+import { generate } from 'selfsigned';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { describeAccessMatrix, outcomes, reusable, type MatrixRow, type RoleSpec } from '../../../test/harness/access-matrix.ts';
 import { operationalRows } from '../../../test/harness/operational-rows.ts';
@@ -42,6 +43,7 @@ const headers = {} as Record<Role, Record<string, string>>;
 let counter = 0;
 const unique = (prefix: string) => `${prefix}-${++counter}`;
 let boxFile: Buffer;
+let tlsPair: { cert: string; key: string };
 
 interface Call {
   json?: unknown;
@@ -229,12 +231,24 @@ function rows(): MatrixRow<Role>[] {
     return `/api/admin/webhooks/${created.body.id}/deliveries/${delivery!.id}/redeliver`;
   });
   add('POST /api/admin/webhooks/:id/deliveries/:delivery/redeliver', adminOnly(202), (role) => failedDelivery((url) => send(role, 'POST', url)));
+
+  // Setup, status and limits (issue 11): public information answers every caller (it asks for no credential,
+  // like /health); only global admins replace the certificate.
+  for (const route of ['/api/status', '/api/health', '/api/rules', '/api/discover', '/api/setup/status']) add(`GET ${route}`, all(200), (role, m) => send(role, m, route));
+  add('POST /api/setup/upload-ssl', expect_(grant(['globalAdmin'], 200)), (role) => {
+    const body = new FormData();
+    body.append('cert', new Blob([tlsPair.cert]), 'cert.pem');
+    body.append('key', new Blob([tlsPair.key]), 'key.pem');
+    return send(role, 'POST', '/api/setup/upload-ssl', { body });
+  });
   return rows;
 }
 
 beforeAll(async () => {
   service = await startTestService({ storage: 's3' });
   boxFile = await makeBox();
+  const pems = await generate([{ name: 'commonName', value: 'matrix.test' }], { keySize: 2048, algorithm: 'sha256' });
+  tlsPair = { cert: pems.cert, key: pems.private };
   await createOrganization(service, 'acme');
   await createOrganization(service, 'other');
   await createOrganization(service, 'vault', { isPublic: false });

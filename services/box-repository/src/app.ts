@@ -5,9 +5,10 @@ import { fileURLToPath } from 'node:url';
 import { oidcSignInMigrations } from '@boxyard/kit/oidc-sign-in/index.ts';
 import {
   accountMigrations, createAccounts, createProviderAccounts, resourceServerMigrations, createApp, createObjectStore, createSessionTokens, installRateLimit,
-  createMetricsRegistry, instrumentStore, migrate, pingDatabase, rateLimitMigrations, serverTls, publicBaseUrl,
+  createMetricsRegistry, instrumentStore, migrate, pingDatabase, rateLimitMigrations, publicBaseUrl, listenUnencrypted, httpsOrigin, type PlainListener,
 } from '@boxyard/kit';
 import type { FastifyInstance } from 'fastify';
+import type { Server as TlsServer } from 'node:tls';
 import { architectureRoutes } from './architectures/routes.ts';
 import { authRoutes } from './auth/routes.ts';
 import { SESSION_TYP } from './auth/principal.ts';
@@ -25,6 +26,10 @@ import { organizationRoutes } from './organizations/routes.ts';
 import { providerRoutes } from './providers/routes.ts';
 import { createDatabasePool } from '@boxyard/kit';
 import { createStorageCleanup } from './storage/cleanup.ts';
+import { limitCeilings, limitClassOf } from './limits/classes.ts';
+import { createLiveTls } from './setup/live-tls.ts';
+import { setupRoutes } from './setup/routes.ts';
+import { statusRoutes } from './status/routes.ts';
 import { versionRoutes } from './versions/routes.ts';
 import { createWebhookMetrics } from './webhooks/metrics.ts';
 import { webhookRoutes } from './webhooks/routes.ts';
@@ -47,7 +52,25 @@ export interface BoxRepository {
   ctx: ServiceContext;
 }
 
-export const baseUrl = (config: BoxRepositoryConfig, port = config.server.port) => publicBaseUrl(config.server, port);
+/**
+ * The listeners: `boxyard.api_listen_port_encrypted` (HTTPS) and `boxyard.api_listen_port_unencrypted` (HTTP),
+ * or, with neither set, server.port alone (HTTPS when server.tls.enabled).
+ */
+export function listenPorts(config: BoxRepositoryConfig): { encrypted?: number; unencrypted?: number } {
+  const { api_listen_port_encrypted: encrypted, api_listen_port_unencrypted: unencrypted } = config.boxyard;
+  const https = encrypted ?? (config.server.tls.enabled && unencrypted === undefined ? config.server.port : undefined);
+  const http = unencrypted ?? (https === undefined ? config.server.port : undefined);
+  return { ...(https !== undefined ? { encrypted: https } : {}), ...(http !== undefined ? { unencrypted: http } : {}) };
+}
+
+/** The main listener's port: HTTPS when there is one. */
+const mainPort = (config: BoxRepositoryConfig) => {
+  const ports = listenPorts(config);
+  return ports.encrypted ?? ports.unencrypted!;
+};
+
+export const baseUrl = (config: BoxRepositoryConfig, port = mainPort(config)) =>
+  publicBaseUrl({ ...config.server, tls: { ...config.server.tls, enabled: listenPorts(config).encrypted !== undefined } }, port);
 
 export async function buildBoxRepository(config: BoxRepositoryConfig, options: BuildOptions = {}): Promise<BoxRepository> {
   const schema = config.database.schema;
@@ -57,7 +80,11 @@ export async function buildBoxRepository(config: BoxRepositoryConfig, options: B
   const pool = await createDatabasePool({ url: config.database.url, schema, poolSize: config.database.pool_size, metrics });
   const store = instrumentStore(createObjectStore(config.storage), metrics, { bucket: config.storage.driver === 's3' ? config.storage.bucket : undefined });
   const secrets = [config.session.secret, ...config.session.previous_secrets];
-  const tls = await serverTls(config.server);
+  // The certificate is chosen before the app (and its logger) exists: its warnings wait for the logger.
+  const early: [object, string][] = [];
+  const sink: { log?: FastifyInstance['log'] } = {};
+  const tlsLog = { warn: (obj: object, msg: string) => (sink.log ? sink.log.warn(obj, msg) : early.push([obj, msg])) };
+  const tls = listenPorts(config).encrypted === undefined ? undefined : await createLiveTls({ server: config.server, stateDir: config.state_dir, pool, log: tlsLog, secrets });
   const app = await createApp({
     service: SERVICE_NAME,
     version: VERSION,
@@ -65,7 +92,7 @@ export async function buildBoxRepository(config: BoxRepositoryConfig, options: B
     problemBase: PROBLEM_BASE,
     metrics,
     logLevel: config.logging.level,
-    https: tls,
+    https: tls?.initial,
     trustProxy: config.server.trust_proxy,
     bodyLimit: config.server.body_limit_bytes,
     readiness: { postgres: () => pingDatabase(pool), storage: () => store.check() },
@@ -75,6 +102,8 @@ export async function buildBoxRepository(config: BoxRepositoryConfig, options: B
       servers: [{ url: baseUrl(config, options.port) }],
     },
   });
+  sink.log = app.log;
+  for (const [obj, msg] of early) app.log.warn(obj, msg);
   const ctx: ServiceContext = {
     config,
     pool,
@@ -82,19 +111,27 @@ export async function buildBoxRepository(config: BoxRepositoryConfig, options: B
     accounts: createAccounts(pool),
     tokens: createSessionTokens({ secrets, issuer: config.session.issuer, audience: config.session.audience, typ: SESSION_TYP, ttlSeconds: config.session.ttl_seconds }),
     downloadLinks: createDownloadLinks(secrets),
-    cleanup: createStorageCleanup(pool, store, app.log),
+    cleanup: createStorageCleanup(pool, store, app.log, { abandonedAfterSeconds: config.uploads.abandoned_after_seconds }),
     // Tokens of the identity provider (auth.resource_server), when configured; their groups keep memberships.
     provider: createProviderAccounts(config.auth, { pool, publicUrl: baseUrl(config, options.port), log: app.log, nonceSecret: config.session.secret }),
     groupMemberships: createGroupMembershipSync(pool, config.group_mapping.organizations),
     hooks: options.hooks ?? {},
+    version: VERSION,
+    startedAt: new Date(),
+    tls,
+    listening: {},
   };
+  if (tls) tls.attach(app.server as unknown as TlsServer);
   if (config.rate_limiting.enabled) {
-    await installRateLimit(app, { pool, max: config.rate_limiting.max_requests, windowSeconds: config.rate_limiting.window_seconds, onStoreError: config.rate_limiting.on_store_error, namespace: SERVICE_NAME });
+    await installRateLimit(app, {
+      pool, max: config.rate_limiting.max_requests, windowSeconds: config.rate_limiting.window_seconds, onStoreError: config.rate_limiting.on_store_error, namespace: SERVICE_NAME,
+      classes: { of: limitClassOf, max: limitCeilings(config.rate_limiting) },
+    });
   }
   await app.register(async (api) => {
     installProblemTypes(api);
     acceptCamelCase(api);
-    for (const routes of [authRoutes, serviceAccountRoutes, organizationRoutes, boxRoutes, versionRoutes, providerRoutes, architectureRoutes, fileRoutes, metadataRoutes, webhookRoutes]) {
+    for (const routes of [statusRoutes, setupRoutes, authRoutes, serviceAccountRoutes, organizationRoutes, boxRoutes, versionRoutes, providerRoutes, architectureRoutes, fileRoutes, metadataRoutes, webhookRoutes]) {
       await api.register(routes, { ctx });
     }
   });
@@ -103,10 +140,12 @@ export async function buildBoxRepository(config: BoxRepositoryConfig, options: B
   const webhookWorker = createWebhookWorker({ pool, config: config.webhooks, sender: webhookSender, metrics: createWebhookMetrics(metrics, pool), log: app.log.child({ component: 'webhooks' }) });
   app.addHook('onReady', async () => {
     ctx.cleanup.start();
+    tls?.start();
     if (config.webhooks.deliver) webhookWorker.start();
   });
   app.addHook('onClose', async () => {
     ctx.cleanup.stop();
+    tls?.stop();
     await webhookWorker.stop();
     await webhookSender.close();
     await ctx.provider?.close();
@@ -116,15 +155,24 @@ export async function buildBoxRepository(config: BoxRepositoryConfig, options: B
 }
 
 export interface RunningBoxRepository extends BoxRepository {
+  /** The main listener (HTTPS when there is one). */
   url: string;
+  /** The unencrypted listener beside an HTTPS one, when configured. */
+  unencryptedUrl: string | undefined;
   close(): Promise<void>;
 }
 
 /** Builds, creates the first admin (printing a generated password once), and listens. */
 export async function startBoxRepository(config: BoxRepositoryConfig, options: BuildOptions & { print?: (line: string) => void } = {}): Promise<RunningBoxRepository> {
-  let port = options.port ?? config.server.port;
-  if (port === 0) port = await (await import('@boxyard/kit/net/free-port.ts')).freePort();
+  const { freePort } = await import('@boxyard/kit/net/free-port.ts');
+  const ports = listenPorts(config);
+  let port = options.port ?? mainPort(config);
+  if (port === 0) port = await freePort();
+  // A second listener: the unencrypted one beside the HTTPS one.
+  let plainPort = ports.encrypted !== undefined ? ports.unencrypted : undefined;
+  if (plainPort === 0) plainPort = await freePort();
   const built = await buildBoxRepository(config, { ...options, port });
+  let plain: PlainListener | undefined;
   try {
     const admin = await built.ctx.accounts.ensureAdmin({ username: config.admin.username, password: config.admin.password });
     if (admin.created && admin.password) {
@@ -134,9 +182,24 @@ export async function startBoxRepository(config: BoxRepositoryConfig, options: B
       );
     }
     await built.app.listen({ host: config.server.host, port });
+    built.ctx.listening = ports.encrypted !== undefined ? { encryptedPort: port, ...(plainPort !== undefined ? { unencryptedPort: plainPort } : {}) } : { unencryptedPort: port };
+    if (plainPort !== undefined) {
+      const tls = built.ctx.tls;
+      plain = await listenUnencrypted(built.app, {
+        host: config.server.host, port: plainPort,
+        redirectTo: (request) => (tls?.isConfigured() ? httpsOrigin(request, port, config.server.public_url) : undefined),
+      });
+    }
   } catch (error) {
+    await plain?.close();
     await built.app.close();
     throw error;
   }
-  return { ...built, url: baseUrl(config, port), close: () => built.app.close() };
+  const host = config.server.host.includes(':') ? `[${config.server.host}]` : config.server.host;
+  return { ...built, url: baseUrl(config, port), unencryptedUrl: plain ? `http://${host}:${plain.port}` : undefined,
+    close: async () => {
+      await plain?.close();
+      await built.app.close();
+    },
+  };
 }

@@ -1,19 +1,65 @@
 // The box repository's configuration: the sections every service shares (contract.md) plus `uploads` and
 // `download_links`. Secrets have no defaults: `boxyard dev` and the operator generate them.
-import { serviceSections, storageSchema } from '@boxyard/kit';
+import { rateLimitSchema, serviceSections, storageSchema } from '@boxyard/kit';
 import { z } from 'zod';
 
 export const SERVICE_NAME = 'box-repository';
 export const DEFAULT_PORT = 3000;
 const GiB = 1024 ** 3;
+const port = z.number().int().min(0).max(65535);
+const ceiling = (fallback: number) => z.number().int().positive().default(fallback);
+
+/**
+ * The seed's limits: `max_requests` per `window_minutes` (default 1000 per 15 minutes) for requests of no class,
+ * and ceilings of their own, on the same window, for the classes below (limits/classes.ts says which routes).
+ * `window_seconds` (what the operator writes) is accepted too; given both, they must agree.
+ */
+export const boxRateLimitSchema = rateLimitSchema
+  .unwrap()
+  .extend({
+    max_requests: ceiling(1000),
+    window_seconds: z.number().int().positive().optional(),
+    window_minutes: z.number().positive().optional(),
+    file_operations_max_requests: ceiling(100),
+    download_max_requests: ceiling(1000),
+    download_link_max_requests: ceiling(300),
+    architecture_operations_max_requests: ceiling(300),
+  })
+  .transform((limits, context) => {
+    const fromMinutes = limits.window_minutes === undefined ? undefined : Math.round(limits.window_minutes * 60);
+    if (fromMinutes !== undefined && limits.window_seconds !== undefined && fromMinutes !== limits.window_seconds) {
+      context.addIssue({ code: 'custom', path: ['window_minutes'], message: `disagrees with window_seconds (${limits.window_seconds}); give one of them` });
+      return z.NEVER;
+    }
+    return { ...limits, window_seconds: limits.window_seconds ?? fromMinutes ?? 15 * 60 };
+  })
+  .prefault({});
 
 export const boxRepositoryConfigSchema = z.strictObject({
   ...serviceSections({ name: SERVICE_NAME, port: DEFAULT_PORT, schema: 'box_repository' }),
   storage: storageSchema,
+  rate_limiting: boxRateLimitSchema,
+  /**
+   * The seed's two listeners. Unset, the service listens on server.port alone (HTTPS when server.tls.enabled).
+   * The unencrypted one redirects to HTTPS while a certificate is configured (server.tls files or one uploaded
+   * through /api/setup/upload-ssl); with only the generated self-signed one it serves the API itself.
+   */
+  boxyard: z
+    .strictObject({ api_listen_port_encrypted: port.optional(), api_listen_port_unencrypted: port.optional() })
+    .refine((ports) => !ports.api_listen_port_encrypted || ports.api_listen_port_encrypted !== ports.api_listen_port_unencrypted, {
+      path: ['api_listen_port_unencrypted'], message: 'must differ from api_listen_port_encrypted',
+    })
+    .prefault({}),
   uploads: z
     .strictObject({
       max_bytes: z.number().int().positive().default(10 * GiB),
       stall_timeout_seconds: z.number().positive().default(60),
+      /**
+       * What a crash mid-upload leaves (local: a temp file no longer written to; s3: a multipart upload this
+       * service started) is removed once this old. On s3 the age counts from the upload's start: keep it
+       * longer than the slowest upload.
+       */
+      abandoned_after_seconds: z.number().int().min(1).default(24 * 3600),
     })
     .prefault({}),
   download_links: z.strictObject({ ttl_seconds: z.number().int().min(1).max(7 * 24 * 3600).default(300) }).prefault({}),

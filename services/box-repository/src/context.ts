@@ -4,6 +4,7 @@ import type { Transform } from 'node:stream';
 import type { BoxRepositoryConfig } from './config.ts';
 import type { DownloadLinks } from './files/download-links.ts';
 import type { StorageCleanup } from './storage/cleanup.ts';
+import type { LiveTls } from './setup/live-tls.ts';
 import type { createGroupMembershipSync } from './provider-identity/group-memberships.ts';
 
 /** Seams for tests only (never set from configuration). */
@@ -26,4 +27,11 @@ export interface ServiceContext {
   provider: ProviderAccounts | undefined;
   groupMemberships: ReturnType<typeof createGroupMembershipSync>;
   hooks: TestHooks;
+  /** The package version, for /api/status and /api/discover. */
+  version: string;
+  startedAt: Date;
+  /** The HTTPS listener's certificate; undefined when the service serves plain HTTP only. */
+  tls: LiveTls | undefined;
+  /** The ports listened on, once listening. */
+  listening: { encryptedPort?: number; unencryptedPort?: number };
 }

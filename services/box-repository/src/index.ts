@@ -22,6 +22,7 @@ export const serviceDefinition: ServiceDefinition = {
       defaults: {
         database: { url: context.databaseUrl },
         storage: { driver: 'local', root },
+        state_dir: join(context.home, 'state', SERVICE_NAME),
         session: { secret: await context.secret('box_repository_session_secret') },
         ...(context.adminPassword ? { admin: { password: context.adminPassword } } : {}),
       },

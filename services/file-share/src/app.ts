@@ -86,7 +86,7 @@ export async function buildFileShare(config: FileShareConfig, options: BuildOpti
     const keys = createApiKeyStore(pool);
     const tree = createTree(pool, { eventChannel: `file_share_events_${schema}`, caseFoldCollation: await pickCaseFoldCollation(pool) });
 
-    const tls = await serverTls(config.server);
+    const tls = await serverTls(config.server, config.state_dir);
     const app = await createApp({
       service: SERVICE_NAME,
       version: FILE_SHARE_VERSION,

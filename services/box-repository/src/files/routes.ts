@@ -9,6 +9,7 @@ import { findPath, type Found, type PathParams } from '../access/hierarchy.ts';
 import { requireBoxManager } from '../access/permissions.ts';
 import type { ServiceContext } from '../context.ts';
 import { baseUrlOf, downloadUrl } from '../http/base-url.ts';
+import { multipartParts } from '../http/multipart.ts';
 import { ARCH_PREFIX, errors, params } from '../http/schemas.ts';
 import { fileSchema, messageSchema, toFileRecord, type BoxFile } from '../records.ts';
 import { serveFile } from './serve-file.ts';
@@ -49,6 +50,22 @@ async function prepareUpload(ctx: ServiceContext, request: FastifyRequest<{ Para
 
 const baseName = (name: string) => name.split(/[\\/]/).pop() ?? '';
 
+const unexpectedFilePart = (name: string) =>
+  unprocessable('Unexpected file part', [{ pointer: `/${name}`, rule: 'additionalProperties', params: {}, detail: 'only one file part, named `file`, is accepted' }]);
+
+/**
+ * The parser's limit of one file part answers a second one with 413 (as if something were too large); the
+ * caller sent a part too many, which is a 422 like any other unexpected part.
+ */
+async function* onlyOneFilePart<T>(parts: AsyncIterable<T>): AsyncGenerator<T> {
+  try {
+    yield* parts;
+  } catch (error) {
+    if ((error as { code?: string }).code === 'FST_FILES_LIMIT') throw unexpectedFilePart('file');
+    throw error;
+  }
+}
+
 export async function fileRoutes(app: FastifyInstance, { ctx }: { ctx: ServiceContext }): Promise<void> {
   const { pool } = ctx;
   const maxBytes = ctx.config.uploads.max_bytes;
@@ -62,7 +79,7 @@ export async function fileRoutes(app: FastifyInstance, { ctx }: { ctx: ServiceCo
     scope.addHook('onSend', async (_request, reply) => {
       if (reply.statusCode >= 400) reply.header('connection', 'close');
     });
-    await scope.register(multipart, { limits: { fileSize: maxBytes + 1, files: 1, fields: 20, fieldSize: 4096, parts: 25 } });
+    await scope.register(multipart, { limits: { fileSize: maxBytes + 1, files: 2, fields: 20, fieldSize: 4096, parts: 25 } });
 
     scope.post<{ Params: ArchParams; Querystring: UploadQuery }>(`${ARCH_PREFIX}/file`, {
       schema: {
@@ -79,14 +96,14 @@ export async function fileRoutes(app: FastifyInstance, { ctx }: { ctx: ServiceCo
       // Nothing is committed until the whole body was read: a later part or a parser limit can still refuse the
       // request, and then the stored bytes are dropped, so the answer always tells whether the box was stored.
       try {
-        for await (const part of request.parts()) {
+        for await (const part of onlyOneFilePart(multipartParts(request))) {
           if (part.type === 'field') {
             fields[part.fieldname.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`)] = String(part.value);
             continue;
           }
           if (part.fieldname !== 'file' || stored) {
             part.file.resume();
-            throw unprocessable('Unexpected file part', [{ pointer: `/${part.fieldname}`, rule: 'additionalProperties', params: {}, detail: 'only one file part, named `file`, is accepted' }]);
+            throw unexpectedFilePart(part.fieldname);
           }
           partFileName = baseName(part.filename);
           const checksum = parseClientChecksum(request.query.checksum ?? fields.checksum, request.query.checksum_type ?? fields.checksum_type);

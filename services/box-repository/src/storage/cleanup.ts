@@ -3,6 +3,10 @@
 //    so an upload that dies with its process is swept once the deadline passes;
 //  - objects replaced or deleted are queued (due now) in the transaction that stops referencing them, then
 //    deleted right after the commit; if that fails or the process dies, the periodic sweep retries.
+// An entry whose object was never stored (the upload died before its bytes were complete) is dropped without a
+// delete. What such an upload left on the storage itself (a local temp file, an S3 multipart upload) is removed
+// by the store's sweepAbandonedUploads once older than uploads.abandoned_after_seconds, at start and then
+// periodically.
 import { sql, type CommonQueryMethods, type DatabasePool, type DatabaseTransactionConnection } from 'slonik';
 import { z } from 'zod';
 import { createUploadDiscarder, type ObjectStore } from '@boxyard/kit';
@@ -27,7 +31,7 @@ export interface StorageCleanup {
   deleteNow(keys: readonly string[]): Promise<void>;
   /** After an upload that did not commit: its object goes once the database confirms no row refers to it. */
   discardUpload(key: string): Promise<void>;
-  /** Deletes everything due; returns how many objects went. */
+  /** Deletes everything due and what dead uploads left; returns how many objects and leftovers went. */
   sweep(): Promise<number>;
   start(): void;
   stop(): void;
@@ -35,7 +39,12 @@ export interface StorageCleanup {
 
 export type FileScope = { organizationId?: number; boxId?: number; versionId?: number; providerId?: number; architectureId?: number };
 
-export function createStorageCleanup(pool: DatabasePool, store: ObjectStore, log: { warn: (obj: object, msg: string) => void }): StorageCleanup {
+export interface CleanupLog {
+  warn(obj: object, msg: string): void;
+  info(obj: object, msg: string): void;
+}
+
+export function createStorageCleanup(pool: DatabasePool, store: ObjectStore, log: CleanupLog, options: { abandonedAfterSeconds: number }): StorageCleanup {
   let timer: NodeJS.Timeout | undefined;
   const dropEntry = async (key: string) => void (await pool.query(sql.unsafe`delete from storage_cleanup where storage_key = ${key}`));
   const discarder = createUploadDiscarder({
@@ -105,8 +114,16 @@ export function createStorageCleanup(pool: DatabasePool, store: ObjectStore, log
         delete from storage_cleanup c where delete_after <= now() and exists (select 1 from files f where f.storage_key = c.storage_key)`);
       const due = await pool.anyFirst(sql.type(z.object({ storage_key: z.string() }))`
         select storage_key from storage_cleanup where delete_after <= now() order by delete_after limit 1000`);
-      await deleteNow(due);
-      return due.length;
+      // An upload registered and never stored (it died first) has no object: drop the entry, delete nothing.
+      const stored: string[] = [];
+      for (const key of due) {
+        if (await store.stat(key)) stored.push(key);
+        else await dropEntry(key);
+      }
+      await deleteNow(stored);
+      const abandoned = await store.sweepAbandonedUploads(new Date(Date.now() - options.abandonedAfterSeconds * 1000));
+      if (stored.length > 0 || abandoned > 0) log.info({ deleted: stored.length, abandonedUploads: abandoned }, 'storage clean-up removed objects no row refers to and what interrupted uploads left');
+      return stored.length + abandoned;
     },
     start() {
       const run = () => void cleanup.sweep().catch((error: unknown) => log.warn({ err: error }, 'storage clean-up sweep failed'));

@@ -96,7 +96,8 @@ export async function startTestService(options: TestServiceOptions = {}): Promis
   };
   const config = boxRepositoryConfigSchema.parse(deepMerge(base, options.config as Record<string, unknown>));
   const running = await startBoxRepository(config, { port: 0, hooks: options.hooks ?? {}, print: () => {} });
-  const url = running.url;
+  // Beside an HTTPS listener (self-signed until a test uploads one), the helpers talk to the unencrypted one.
+  const url = running.unencryptedUrl ?? running.url;
 
   async function request<T>(method: string, path: string, opts: RequestOptions = {}): Promise<ApiResponse<T>> {
     const headers: Record<string, string> = { ...opts.headers };

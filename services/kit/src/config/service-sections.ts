@@ -13,7 +13,7 @@ export const adminSchema = z
   })
   .prefault({});
 
-/** server, logging, database, rate_limiting, session, admin, auth — spread into the service's strictObject. */
+/** server, logging, database, rate_limiting, session, admin, auth, state_dir — spread into the service's strictObject. */
 export function serviceSections(service: { name: string; port: number; schema: string }) {
   return {
     server: serverSchema.extend({ port: serverSchema.shape.port.default(service.port) }).prefault({}),
@@ -26,6 +26,8 @@ export function serviceSections(service: { name: string; port: number; schema: s
     }),
     admin: adminSchema,
     auth: authSchema,
+    /** Where the service keeps local state that must survive restarts (a generated self-signed certificate). */
+    state_dir: z.string().min(1).optional(),
   };
 }
 

@@ -108,6 +108,7 @@ export function instrumentStore(store: ObjectStore, registry: Registry, options:
     presignedGetUrl: (key, expires) => observe('presign', key, () => store.presignedGetUrl(key, expires)),
     // Readiness failures are reported by /health/ready; counting them here would double every probe's failure.
     check: () => store.check(),
+    sweepAbandonedUploads: (olderThan) => store.sweepAbandonedUploads(olderThan),
   };
 }
 

@@ -8,7 +8,7 @@ import { migrate } from '../db/migrate.ts';
 import { createDatabasePool, type DatabasePool } from '../db/pool.ts';
 import { createApp } from '../http/create-app.ts';
 import { serverSchema, type TrustProxy } from '../config/common.ts';
-import { installRateLimit, rateLimitMigrations } from './rate-limit.ts';
+import { clientKey, installRateLimit, rateLimitMigrations } from './rate-limit.ts';
 
 let pools: DatabasePool[] = [];
 let apps: FastifyInstance[] = [];
@@ -174,5 +174,16 @@ describe('client address behind a proxy (server.trust_proxy)', () => {
     expect(serverSchema.parse({ port: 0, trust_proxy: 1 }).trust_proxy).toBe(1);
     expect(serverSchema.parse({ port: 0 }).trust_proxy).toBe(false);
     expect(serverSchema.safeParse({ port: 0, trust_proxy: ['not-an-address'] }).success).toBe(false);
+  });
+});
+
+describe('clientKey: whose counter a request uses', () => {
+  it('an IPv4 address as it is; IPv4-mapped IPv6 as IPv4; IPv6 by its /56, however it is written', () => {
+    expect(clientKey('192.0.2.7')).toBe('192.0.2.7');
+    expect(clientKey('::ffff:192.0.2.7')).toBe('192.0.2.7');
+    expect(clientKey('2001:db8:1:2ff::1')).toBe('2001:db8:1:200::/56');
+    expect(clientKey('2001:0db8:0001:02aa:0:0:0:9')).toBe(clientKey('2001:db8:1:2ff::1'));
+    expect(clientKey('2001:db8:1:300::1')).not.toBe(clientKey('2001:db8:1:2ff::1'));
+    expect(clientKey('::1')).toBe('0:0:0:0::/56');
   });
 });

@@ -2,7 +2,8 @@
 // IETF draft (RateLimit-Limit / -Remaining / -Reset, Retry-After on 429).
 import { fileURLToPath } from 'node:url';
 import rateLimit, { type FastifyRateLimitStore } from '@fastify/rate-limit';
-import type { FastifyBaseLogger, FastifyInstance } from 'fastify';
+import { isIPv6 } from 'node:net';
+import type { FastifyBaseLogger, FastifyInstance, FastifyRequest } from 'fastify';
 import { Counter } from 'prom-client';
 import { sql, type DatabasePool } from 'slonik';
 import { z } from 'zod';
@@ -60,14 +61,34 @@ export type OnStoreError = 'allow' | 'refuse';
 
 export interface RateLimitOptions {
   pool: DatabasePool;
+  /** Requests per window for a client, for requests outside every class. */
   max: number;
   windowSeconds: number;
+  /**
+   * Budgets of their own: a request of a class counts against that class's ceiling only (so a burst of downloads
+   * does not use up the budget for everything else), on the same window. `of` names the class, or undefined.
+   */
+  classes?: { of(request: FastifyRequest): string | undefined; max: Record<string, number> };
   /** Counter key namespace: the service name, so two services sharing a database never share a counter. */
   namespace: string;
   onStoreError?: OnStoreError;
 }
 
 const LOG_EVERY_MS = 10_000;
+
+/** The client a counter belongs to: its address, or its /56 for IPv6 (one subscriber's prefix, as the plugin does). */
+export function clientKey(ip: string): string {
+  if (!isIPv6(ip)) return ip.toLowerCase();
+  const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(ip);
+  if (mapped) return mapped[1]!;
+  const [head = '', tail = ''] = ip.toLowerCase().split('::');
+  const left = head ? head.split(':') : [];
+  const right = ip.includes('::') && tail ? tail.split(':') : [];
+  const groups = ip.includes('::') ? [...left, ...Array<string>(8 - left.length - right.length).fill('0'), ...right] : left;
+  const words = groups.map((g) => Number.parseInt(g || '0', 16));
+  const prefix = [words[0], words[1], words[2], (words[3] ?? 0) & 0xff00].map((w) => (w ?? 0).toString(16));
+  return `${prefix.join(':')}::/56`;
+}
 
 /** Logs the first store error and then at most one per interval (an outage fails every request), with a count. */
 function throttledWarning(log: FastifyBaseLogger, onStoreError: OnStoreError) {
@@ -99,6 +120,7 @@ export async function installRateLimit(app: FastifyInstance, options: RateLimitO
     registers: [app.metrics],
   });
   const warn = throttledWarning(app.log, onStoreError);
+  const classes = options.classes;
   const onFailure: StoreFailure = (error) => {
     storeErrors.inc({ outcome: onStoreError === 'allow' ? 'allowed' : 'refused' });
     warn(error);
@@ -107,13 +129,16 @@ export async function installRateLimit(app: FastifyInstance, options: RateLimitO
   };
   await app.register(rateLimit, {
     global: true,
-    max: options.max,
+    max: classes ? (request) => classes.max[classes.of(request) ?? ''] ?? options.max : options.max,
+    ...(classes ? { keyGenerator: (request: FastifyRequest) => `${classes.of(request) ?? 'all'}:${clientKey(request.ip)}` } : {}),
     timeWindow: options.windowSeconds * 1000,
     enableDraftSpec: true,
     store: pgStore(options.pool, onFailure, `${options.namespace}:`) as never,
     skipOnError: onStoreError === 'allow',
     onExceeded: () => refusals.inc(),
-    errorResponseBuilder: (_request, context) =>
-      new HttpError(429, `Rate limit exceeded: ${context.max} requests per ${Math.round(options.windowSeconds)} s; retry in ${context.after}`),
+    errorResponseBuilder: (request, context) => {
+      const budget = classes?.of(request);
+      return new HttpError(429, `Rate limit exceeded: ${context.max} ${budget ? `${budget} ` : ''}requests per ${Math.round(options.windowSeconds)} s; retry in ${context.after}`);
+    },
   });
 }

@@ -3,7 +3,7 @@
 //   .tmp/<uuid>     uploads in progress; renamed into objects/ only once complete, synced and verified
 // rename(2) within one filesystem is atomic, so a reader sees the old object or the new one, never half of one,
 // and a reader that already opened the old file keeps reading it whole. A crash can leave files in .tmp/ (never
-// in objects/); they are safe to delete when no upload is running.
+// in objects/); sweepAbandonedUploads deletes those no longer written to.
 import { randomUUID } from 'node:crypto';
 import type { Stats } from 'node:fs';
 import { mkdir, open, readdir, rename, rm, rmdir, stat, unlink, type FileHandle } from 'node:fs/promises';
@@ -235,6 +235,26 @@ export function createLocalStore(options: LocalStoreOptions): ObjectStore {
     async presignedGetUrl(key: string): Promise<string | undefined> {
       validateKey(key);
       return undefined; // files are served by the service itself
+    },
+
+    async sweepAbandonedUploads(olderThan: Date): Promise<number> {
+      let names: string[];
+      try {
+        names = await readdir(tmpDir);
+      } catch (error) {
+        if (errno(error) === 'ENOENT') return 0;
+        throw toStorageError(error, '.tmp');
+      }
+      let removed = 0;
+      for (const name of names) {
+        const path = join(tmpDir, name);
+        // mtime: a put writes its temp file continuously, so only a dead one stays unmodified for long.
+        const stats = await stat(path).catch(() => undefined);
+        if (!stats?.isFile() || stats.mtime >= olderThan) continue;
+        await rm(path, { force: true });
+        removed++;
+      }
+      return removed;
     },
 
     async check(): Promise<void> {

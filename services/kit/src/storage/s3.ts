@@ -253,6 +253,30 @@ export function createS3Store(options: S3StoreOptions): ObjectStore {
       return client.presignedGetObject(bucket, name, expiresSeconds); // signed locally: no request, no existence check
     },
 
+    async sweepAbandonedUploads(olderThan: Date): Promise<number> {
+      // The whole bucket's listing, filtered to our prefix: MinIO lists incomplete uploads only for '' or an exact
+      // key, not for a partial prefix. Uploads of other prefixes (other services) are never touched.
+      let removed = 0;
+      let keyMarker = '';
+      let uploadIdMarker = '';
+      try {
+        for (;;) {
+          const page = await client.listIncompleteUploadsQuery(bucket, '', keyMarker, uploadIdMarker, '');
+          for (const upload of page.uploads as { key: string; uploadId: string; initiated?: Date }[]) {
+            if (!upload.key.startsWith(namespace) || !upload.initiated || upload.initiated >= olderThan) continue;
+            await client.abortMultipartUpload(bucket, upload.key, upload.uploadId);
+            removed++;
+          }
+          if (!page.isTruncated) break;
+          keyMarker = page.nextKeyMarker;
+          uploadIdMarker = page.nextUploadIdMarker;
+        }
+      } catch (error) {
+        throw toStorageError(error, namespace);
+      }
+      return removed;
+    },
+
     async check(): Promise<void> {
       let timer: NodeJS.Timeout | undefined;
       const timeout = new Promise<never>((_, reject) => {

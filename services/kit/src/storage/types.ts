@@ -61,4 +61,11 @@ export interface ObjectStore {
   presignedGetUrl(key: string, expiresSeconds: number): Promise<string | undefined>;
   /** Readiness: resolves when the bucket / directory is reachable and usable, throws StorageUnavailableError otherwise. */
   check(): Promise<void>;
+  /**
+   * Removes what puts cut short by a crash left behind, never a finished object: temporary files not written to
+   * since `olderThan` (local), incomplete multipart uploads under the store's prefix started before `olderThan`
+   * (s3). Returns how many went. A put still running is younger than any sensible `olderThan` (local: its file is
+   * written to all the time; s3: choose a grace longer than the longest upload).
+   */
+  sweepAbandonedUploads(olderThan: Date): Promise<number>;
 }
