@@ -119,7 +119,7 @@ export async function buildFileShare(config: FileShareConfig, options: BuildOpti
     const changes = createAccountWatch({ databaseUrl: config.database.url, schema, log: app.log });
     await changes.start();
     closers.unshift(() => changes.close());
-    const sweeper = createSweeper({ pool, store, retentionHours: config.events.retention_hours, log: app.log, intervalMs: options.sweepIntervalMs ?? 60_000 });
+    const sweeper = createSweeper({ pool, store, retentionHours: config.events.retention_hours, abandonedAfterSeconds: config.uploads.abandoned_after_seconds, log: app.log, intervalMs: options.sweepIntervalMs ?? 60_000 });
     sweeper.start();
     closers.unshift(() => sweeper.close());
     // Streams end before the pool does.

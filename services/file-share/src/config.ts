@@ -9,7 +9,13 @@ const GiB = 1024 ** 3;
 export const fileShareConfigSchema = z.strictObject({
   ...serviceSections({ name: SERVICE_NAME, port: DEFAULT_PORT, schema: 'file_share' }),
   storage: storageSchema,
-  uploads: z.strictObject({ max_bytes: z.number().int().positive().default(5 * GiB) }).prefault({}),
+  uploads: z
+    .strictObject({
+      max_bytes: z.number().int().positive().default(5 * GiB),
+      // What a crashed upload left (a local .tmp file, an unfinished S3 multipart upload) goes once this old.
+      abandoned_after_seconds: z.number().int().min(1).default(24 * 3600),
+    })
+    .prefault({}),
   events: z
     .strictObject({
       heartbeat_seconds: z.number().positive().default(15),

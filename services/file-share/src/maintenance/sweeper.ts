@@ -1,7 +1,8 @@
 // Background upkeep on every replica (safe to run on all of them at once):
 // - object garbage: deletes the bytes of replaced and deleted files right after their commit, and whatever an
 //   interrupted upload or a crash left behind; rows are claimed with SKIP LOCKED so replicas never collide, and
-//   a row is only removed once its object is gone;
+//   a row is only removed once its object is gone; what a crashed process left mid-upload (a local .tmp file, an
+//   unfinished S3 multipart upload) goes once older than `uploads.abandoned_after_seconds`, every 10 minutes;
 // - event retention: drops events older than `events.retention_hours` and remembers the highest id dropped,
 //   so a client resuming from before it is told to re-list instead of silently missing changes.
 import { createUploadDiscarder, type ObjectStore } from '@boxyard/kit';
@@ -12,18 +13,21 @@ export interface SweeperOptions {
   pool: DatabasePool;
   store: ObjectStore;
   retentionHours: number;
-  log: { warn(object: unknown, message: string): void };
+  abandonedAfterSeconds: number;
+  log: { warn(object: unknown, message: string): void; info(object: unknown, message: string): void };
   intervalMs?: number;
 }
 
 const batch = 200;
 const deleteConcurrency = 8;
+const ABANDONED_SWEEP_MS = 10 * 60_000;
 
 export function createSweeper(options: SweeperOptions) {
   const { pool, store, log } = options;
   let timer: NodeJS.Timeout | undefined;
   let running: Promise<void> | undefined;
   let again = false;
+  let abandonedSweptAt = 0;
   const discarder = createUploadDiscarder({
     store,
     isReferenced: (key) => pool.exists(sql.unsafe`select 1 from entries where storage_key = ${key}`),
@@ -82,6 +86,11 @@ export function createSweeper(options: SweeperOptions) {
         again = false;
         await sweepGarbage();
         await expireEvents();
+        if (Date.now() - abandonedSweptAt >= ABANDONED_SWEEP_MS) {
+          abandonedSweptAt = Date.now();
+          const swept = await store.sweepAbandonedUploads(new Date(Date.now() - options.abandonedAfterSeconds * 1000));
+          if (swept > 0) log.info({ abandonedUploads: swept }, 'removed what interrupted uploads left');
+        }
       } while (again);
     })()
       .catch((error: unknown) => log.warn({ err: error }, 'sweep failed; will retry'))
