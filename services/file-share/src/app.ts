@@ -37,6 +37,8 @@ import { createEventBus, type EventBus } from './events/event-bus.ts';
 import { eventRoutes } from './events/event-routes.ts';
 import { ok } from './http/envelope.ts';
 import { fileRoutes } from './files/file-routes.ts';
+import { assetRoutes } from './console/assets.ts';
+import { consoleRoutes, signInRoutes } from './console/console-routes.ts';
 import { createSweeper, type Sweeper } from './maintenance/sweeper.ts';
 import { createTree, pickCaseFoldCollation } from './tree/tree-store.ts';
 
@@ -146,13 +148,19 @@ export async function buildFileShare(config: FileShareConfig, options: BuildOpti
     // from another site's page is refused (cross-site request forgery), as in the terminal.
     refuseCrossSiteWrites(app, createOriginPolicy({ publicUrl: config.server.public_url }));
 
+    // The web console's assets and sign-in form need no credentials (a stale one must not block signing in).
+    const signIn = config.auth.sign_in.enabled ? oidcSignInMethod(config.auth) : undefined;
+    const consoleOptions = { accounts, sessions, keys, signIn: signIn ? { displayName: signIn.display_name } : undefined };
+    await app.register(assetRoutes);
+    await app.register(signInRoutes, consoleOptions);
+
     await app.register(async (scope) => {
       // Every route below reads credentials and permissions first.
       documentStatuses(scope, 'envelope', [401, 403]);
       scope.addHook('onRequest', async (request) => {
         request.principal = await authenticator.authenticate(request);
       });
-      const signIn = config.auth.sign_in.enabled ? oidcSignInMethod(config.auth) : undefined;
+      await scope.register(consoleRoutes, consoleOptions);
       await scope.register(authRoutes, { accounts, sessions, publicRead: config.public_read, signIn });
       if (signIn) {
         // Provider sign-in ends in the same auth_token session as POST /auth/login/basic.

@@ -8,11 +8,14 @@ import { z } from 'zod';
 import { mayRead, refuse, requirePermission } from '../auth/principal.ts';
 import { envelopeSchema, errorSchema, ok } from '../http/envelope.ts';
 import { listingFormat, wantsHtmlPage } from '../http/negotiate.ts';
-import { encodePath, parentOf, parseRequestPath, RESERVED_TOP_LEVEL_NAMES, validateName, type SharePath } from '../paths/share-path.ts';
+import { encodePath, isWithin, parentOf, parseRequestPath, RESERVED_TOP_LEVEL_NAMES, validateName, type SharePath } from '../paths/share-path.ts';
 import type { Sweeper } from '../maintenance/sweeper.ts';
 import type { Entry, Tree } from '../tree/tree-store.ts';
 import { FILE_SECURITY_HEADERS, sendFile } from './download.ts';
 import { escapeHtml, renderListing, renderSignInRequired } from './listing-html.ts';
+import { sendPage } from '../console/page-security.ts';
+import { signInForm } from '../console/sign-in.ts';
+import type { Viewer } from '../console/layout.ts';
 import { handleUpload } from './upload.ts';
 
 export const DEFAULT_JSON_LIMIT = 1000;
@@ -116,11 +119,7 @@ function htmlNotFound(reply: FastifyReply, path: string): FastifyReply {
 }
 
 function htmlSignInRequired(reply: FastifyReply, html: string): FastifyReply {
-  return reply
-    .status(401)
-    .headers({ 'www-authenticate': 'Bearer realm="boxyard file-share"', 'x-content-type-options': 'nosniff', 'content-security-policy': "default-src 'none'; style-src 'unsafe-inline'", 'cache-control': 'no-store' })
-    .type('text/html; charset=utf-8')
-    .send(html);
+  return sendPage(reply.header('www-authenticate', 'Bearer realm="boxyard file-share"'), html, 401).header('cache-control', 'no-store');
 }
 
 const binary = { type: 'string', format: 'binary' };
@@ -184,10 +183,16 @@ export async function fileRoutes(app: FastifyInstance, options: FileRoutesOption
       const target = parseRequestPath(pathname);
       const query = request.query as { format?: 'json' | 'html'; page: number; limit?: number };
       const htmlPage = wantsHtmlPage(request.headers.accept) && query.format !== 'json';
-      if (options.signIn && htmlPage && request.principal.via === 'anonymous' && !mayRead(request.principal, target.path)) {
-        // A browser is offered provider sign-in. The challenge leaves Basic out so the browser shows this page
+      const viewer = (): Viewer => ({
+        username: request.principal.user?.username ?? null,
+        via: request.principal.via,
+        signIn: options.signIn,
+        returnTo: `${pathname}${search}`,
+      });
+      if (htmlPage && request.principal.via === 'anonymous' && !mayRead(request.principal, target.path)) {
+        // A browser is offered the sign-in page. The challenge leaves Basic out so the browser shows this page
         // instead of its password prompt; tools (Accept without text/html preferred) still get the Basic one.
-        return htmlSignInRequired(reply, renderSignInRequired(target.path, options.signIn.displayName, `${pathname}${search}`));
+        return htmlSignInRequired(reply, renderSignInRequired(target.path, viewer(), signInForm(`${pathname}${search}`)));
       }
       requirePermission(request.principal, 'downloads', target.path);
       const entry = await lookup(target.path);
@@ -215,15 +220,11 @@ export async function fileRoutes(app: FastifyInstance, options: FileRoutesOption
         total,
         page: query.page,
         limit,
-        canUpload: principal.permissions.has('uploads') && principal.via !== 'anonymous',
-        username: principal.user?.username ?? null,
-        signIn: options.signIn ? { displayName: options.signIn.displayName, returnTo: `${pathname}${search}`, signedInBySession: principal.via === 'session' } : undefined,
+        canUpload: principal.via !== 'anonymous' && principal.permissions.has('uploads') && isWithin(entry.path, principal.scope),
+        canDelete: principal.via !== 'anonymous' && principal.permissions.has('delete') && isWithin(entry.path, principal.scope),
+        viewer: viewer(),
       });
-      return reply
-        .headers({ 'x-content-type-options': 'nosniff', 'content-security-policy': "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'" })
-        .type('text/html; charset=utf-8')
-        .serializer((payload: unknown) => payload as string)
-        .send(html);
+      return sendPage(reply, html);
     },
   );
 
