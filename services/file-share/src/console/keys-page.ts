@@ -13,7 +13,7 @@ export function renderKeyRows(keys: readonly ApiKeyRecord[]): string {
   return keys
     .map(
       (key) =>
-        `<tr data-id="${escapeHtml(key.id)}" data-name="${escapeHtml(key.name)}"><td class="name">${escapeHtml(key.name)}</td><td>${escapeHtml(key.permissions.join(', '))}</td><td>${escapeHtml(key.scope)}</td><td class="mtime">${day(key.created_at)}</td><td>${key.expires_at === null ? 'never' : day(key.expires_at)}</td><td class="mtime">${key.last_used_at === null ? 'never' : day(key.last_used_at)}</td><td class="actions"></td></tr>`,
+        `<tr data-id="${escapeHtml(key.id)}" data-name="${escapeHtml(key.name)}"><td class="name">${escapeHtml(key.name)}</td><td data-label="Permissions">${escapeHtml(key.permissions.join(', '))}</td><td data-label="Folder">${escapeHtml(key.scope)}</td><td class="mtime">${day(key.created_at)}</td><td data-label="Expires">${key.expires_at === null ? 'never' : day(key.expires_at)}</td><td class="mtime">${key.last_used_at === null ? 'never' : day(key.last_used_at)}</td><td class="actions"></td></tr>`,
     )
     .join('\n');
 }
