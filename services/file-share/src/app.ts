@@ -31,6 +31,7 @@ import { apiKeyRoutes } from './auth/api-key-routes.ts';
 import { createApiKeyStore } from './auth/api-key-store.ts';
 import { authRoutes, endSession, startSession } from './auth/auth-routes.ts';
 import { createAuthenticator } from './auth/authenticate.ts';
+import { createSessionCookiePolicy } from './auth/session-cookie.ts';
 import type { Principal } from './auth/principal.ts';
 import { SERVICE_NAME, type FileShareConfig } from './config.ts';
 import { createEventBus, type EventBus } from './events/event-bus.ts';
@@ -150,7 +151,8 @@ export async function buildFileShare(config: FileShareConfig, options: BuildOpti
 
     // The web console's assets and sign-in form need no credentials (a stale one must not block signing in).
     const signIn = config.auth.sign_in.enabled ? oidcSignInMethod(config.auth) : undefined;
-    const consoleOptions = { accounts, sessions, keys, signIn: signIn ? { displayName: signIn.display_name } : undefined };
+    const sessionCookie = createSessionCookiePolicy(config.server.public_url);
+    const consoleOptions = { accounts, sessions, cookie: sessionCookie, keys, signIn: signIn ? { displayName: signIn.display_name } : undefined };
     await app.register(assetRoutes);
     await app.register(signInRoutes, consoleOptions);
 
@@ -161,7 +163,7 @@ export async function buildFileShare(config: FileShareConfig, options: BuildOpti
         request.principal = await authenticator.authenticate(request);
       });
       await scope.register(consoleRoutes, consoleOptions);
-      await scope.register(authRoutes, { accounts, sessions, publicRead: config.public_read, signIn });
+      await scope.register(authRoutes, { accounts, sessions, cookie: sessionCookie, publicRead: config.public_read, signIn });
       if (signIn) {
         // Provider sign-in ends in the same auth_token session as POST /auth/login/basic.
         await scope.register(oidcSignIn, {
@@ -172,8 +174,8 @@ export async function buildFileShare(config: FileShareConfig, options: BuildOpti
           pool,
           ok,
           session: {
-            start: (reply, user) => startSession(sessions, reply, user),
-            end: (request, reply) => endSession(accounts, request, reply),
+            start: (reply, user) => startSession(sessions, sessionCookie, reply, user),
+            end: (request, reply) => endSession(accounts, sessionCookie, request, reply),
           },
         });
       }

@@ -6,6 +6,7 @@ import { HttpError } from '@boxyard/kit';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { endSession, startSession } from '../auth/auth-routes.ts';
 import type { ApiKeyStore } from '../auth/api-key-store.ts';
+import type { SessionCookiePolicy } from '../auth/session-cookie.ts';
 import { asRole, keyPermissionsForRole } from '../auth/principal.ts';
 import { renderKeysPage } from './keys-page.ts';
 import { KEYS_PATH, SIGN_IN_PATH, SIGN_OUT_PATH, type Viewer } from './layout.ts';
@@ -15,6 +16,7 @@ import { renderSignInPage, safeReturnTo } from './sign-in.ts';
 export interface ConsoleRoutesOptions {
   accounts: Accounts;
   sessions: SessionTokens;
+  cookie: SessionCookiePolicy;
   keys: ApiKeyStore;
   signIn?: { displayName: string } | undefined;
 }
@@ -64,7 +66,7 @@ export async function signInRoutes(app: FastifyInstance, options: ConsoleRoutesO
       }
       const user = await options.accounts.verifyCredentials(username, password);
       if (!user) return page(401, 'Invalid username or password.');
-      await startSession(options.sessions, reply, user);
+      await startSession(options.sessions, options.cookie, reply, user);
       return reply.header('cache-control', 'no-store').redirect(returnTo, 303);
     },
   );
@@ -75,7 +77,7 @@ export async function consoleRoutes(app: FastifyInstance, options: ConsoleRoutes
   app.addContentTypeParser('application/x-www-form-urlencoded', { parseAs: 'string', bodyLimit: FORM_LIMIT }, (_request, _body, done) => done(null, {}));
 
   app.post(SIGN_OUT_PATH, { schema: { summary: 'Sign out from the HTML form; 303 to the share root', tags: ['console'] } }, async (request, reply) => {
-    await endSession(options.accounts, request, reply);
+    await endSession(options.accounts, options.cookie, request, reply);
     return reply.header('cache-control', 'no-store').redirect('/', 303);
   });
 

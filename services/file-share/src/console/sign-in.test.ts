@@ -4,6 +4,7 @@
 // known ones revalidate with their ETag; `/-` is the console's and can never be a file of the share.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ADMIN_PASSWORD, adminAuth, postJson, startTestShare, upload, type TestShare } from '../testing/share-fixture.ts';
+import { createSessionCookiePolicy } from '../auth/session-cookie.ts';
 import { safeReturnTo } from './sign-in.ts';
 
 let test: TestShare;
@@ -45,6 +46,26 @@ describe('sign-in form', () => {
     // The cookie is a working session.
     const listing = await fetch(`${test.url}/?format=json`, { headers: { cookie: cookie.split(';')[0]! } });
     expect(listing.status).toBe(200);
+  });
+
+  it('marks the cookie Secure on HTTPS and loopback, and not on plain http elsewhere (where the browser would drop it)', async () => {
+    const onHost = async (host: string) => {
+      const response = await test.share.app.inject({
+        method: 'POST',
+        url: '/-/sign-in',
+        headers: { host, 'content-type': 'application/x-www-form-urlencoded' },
+        payload: new URLSearchParams({ username: 'admin', password: ADMIN_PASSWORD }).toString(),
+      });
+      expect(response.statusCode).toBe(303);
+      return String(response.headers['set-cookie']);
+    };
+    expect(await onHost('files.lan:3001')).not.toMatch(/; Secure/);
+    expect(await onHost('files.lan:3001')).toMatch(/; HttpOnly; SameSite=Strict$/);
+    expect(await onHost('localhost:3001')).toMatch(/; Secure/);
+    // An https public URL (TLS ended by a proxy) keeps it whatever the hop says.
+    const policy = createSessionCookiePolicy('https://files.example.com');
+    expect(policy.options({ hostname: 'files.lan', protocol: 'http' } as never).secure).toBe(true);
+    expect(createSessionCookiePolicy(undefined).options({ hostname: 'files.lan', protocol: 'https' } as never).secure).toBe(true);
   });
 
   it('never redirects off the site', async () => {
