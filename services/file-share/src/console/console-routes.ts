@@ -1,6 +1,6 @@
 // The console's pages under /-/ (a top-level name the share reserves, as GitLab reserves `/-/`, so no file can
 // take it): the sign-in page and form, sign-out, and the API keys page. The listing itself is the share's own
-// GET /{path} (files/listing-html.ts). Assets live in assets.ts.
+// GET /{path} (files/listing-html.ts). Assets live in assets.ts. Pages for browsers, not API: hidden from /api-docs.
 import type { Accounts, SessionTokens } from '@boxyard/kit';
 import { HttpError } from '@boxyard/kit';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
@@ -39,7 +39,7 @@ export async function signInRoutes(app: FastifyInstance, options: ConsoleRoutesO
 
   app.get(
     SIGN_IN_PATH,
-    { schema: { summary: 'The sign-in page (HTML form)', tags: ['console'], querystring: { type: 'object', properties: { return_to: { type: 'string' } } } } },
+    { schema: { hide: true, summary: 'The sign-in page (HTML form)', tags: ['console'], querystring: { type: 'object', properties: { return_to: { type: 'string' } } } } },
     async (request, reply) => {
       const returnTo = safeReturnTo((request.query as { return_to?: string }).return_to);
       return sendPage(reply, renderSignInPage({ username: null, via: 'anonymous', signIn: options.signIn, returnTo }));
@@ -50,6 +50,7 @@ export async function signInRoutes(app: FastifyInstance, options: ConsoleRoutesO
     SIGN_IN_PATH,
     {
       schema: {
+        hide: true,
         summary: 'Sign in from the HTML form (username, password, return_to); 303 back to return_to with the session cookie',
         tags: ['console'],
         consumes: ['application/x-www-form-urlencoded'],
@@ -76,12 +77,12 @@ export async function signInRoutes(app: FastifyInstance, options: ConsoleRoutesO
 export async function consoleRoutes(app: FastifyInstance, options: ConsoleRoutesOptions): Promise<void> {
   app.addContentTypeParser('application/x-www-form-urlencoded', { parseAs: 'string', bodyLimit: FORM_LIMIT }, (_request, _body, done) => done(null, {}));
 
-  app.post(SIGN_OUT_PATH, { schema: { summary: 'Sign out from the HTML form; 303 to the share root', tags: ['console'] } }, async (request, reply) => {
+  app.post(SIGN_OUT_PATH, { schema: { hide: true, summary: 'Sign out from the HTML form; 303 to the share root', tags: ['console'] } }, async (request, reply) => {
     await endSession(options.accounts, options.cookie, request, reply);
     return reply.header('cache-control', 'no-store').redirect('/', 303);
   });
 
-  app.get(KEYS_PATH, { schema: { summary: 'The API keys page (HTML)', tags: ['console'] } }, async (request, reply) => {
+  app.get(KEYS_PATH, { schema: { hide: true, summary: 'The API keys page (HTML)', tags: ['console'] } }, async (request, reply) => {
     const principal = request.principal;
     const viewer = viewerOf(request, options.signIn, KEYS_PATH);
     if (principal.via === 'anonymous' || !principal.user) {

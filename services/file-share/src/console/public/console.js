@@ -1,3 +1,4 @@
+/* global document, navigator, fetch, location, DOMParser */
 // Helpers the console's pages share: the confirmation/input dialog, the status line, copying to the clipboard,
 // JSON calls to the share's API (same origin: the session cookie rides along, the Origin header passes the
 // share's cross-site check), and swapping parts of the page for a fresh server-rendered copy.

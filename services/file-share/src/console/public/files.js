@@ -1,3 +1,4 @@
+/* global document, location, window, URL, FormData, XMLHttpRequest, EventSource, setTimeout, clearTimeout */
 // The listing's enhancements: uploads of several files and whole folders (file pickers, drag and drop) with a
 // progress bar each, new folder, rename, delete with confirmation, copy link, and live updates from /events.
 // Each upload sends the File itself as the multipart part (the browser streams it from disk; nothing is read

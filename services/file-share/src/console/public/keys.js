@@ -1,3 +1,4 @@
+/* global document, FormData */
 // The API keys page: create a key (POST /api/api-keys; the token is shown once with a copy button), revoke one
 // (DELETE /api/api-keys/{id}, after a confirmation). The list is re-rendered by the server after each change.
 import { announce, api, ask, button, copyText, refreshParts } from './console.js';
