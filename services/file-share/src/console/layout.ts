@@ -35,7 +35,8 @@ function account(viewer: Viewer): string {
     const password = `<form class="inline" method="get" action="${SIGN_IN_PATH}"><input type="hidden" name="return_to" value="${escapeHtml(viewer.returnTo)}"><button type="submit">Sign in</button></form>`;
     return viewer.signIn ? `<span>${providerSignInLink(viewer.signIn.displayName, viewer.returnTo)}</span> ${password}` : password;
   }
-  const keys = viewer.via === 'session' || viewer.via === 'basic' || viewer.via === 'provider' ? ` <a href="${KEYS_PATH}">API keys</a>` : '';
+  // Only for a browser's session: tools signed in with Basic (wget --mirror) must not walk into the console.
+  const keys = viewer.via === 'session' ? ` <a href="${KEYS_PATH}">API keys</a>` : '';
   let signOut = '';
   if (viewer.via === 'session') {
     const action = viewer.signIn ? OIDC_LOGOUT_PATH : SIGN_OUT_PATH;
