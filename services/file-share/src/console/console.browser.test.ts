@@ -99,6 +99,7 @@ describe('file share console (Chromium)', () => {
     await alice.waitForURL(`${test.url}/docs/`);
     // alice's page stays open from here on: anything she sees later came live, without a reload.
     await alice.evaluate('window.notReloaded = true');
+    await alice.locator('body[data-live="on"]').waitFor();
 
     const files = [
       { name: 'alpha.txt', content: 'alpha\n' },

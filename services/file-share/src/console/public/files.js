@@ -253,6 +253,9 @@ const inThisFolder = (path) => typeof path === 'string' && (folder === '/' ? pat
 function listen() {
   if (!('EventSource' in window)) return;
   const events = new EventSource('/events');
+  // Whether changes arrive live (tests and people can tell; a reconnect resumes from the last event id).
+  events.addEventListener('open', () => (body.dataset.live = 'on'));
+  events.addEventListener('error', () => (body.dataset.live = 'off'));
   let timer;
   const changed = (event) => {
     let data;
