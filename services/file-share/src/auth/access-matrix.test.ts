@@ -125,6 +125,7 @@ function rows(): MatrixRow<Role>[] {
   add('GET /*', readers(), (role, m) => send(role, m, '/docs/readme.txt'), 'a download');
   add('GET /*', readers(200, true), (role, m) => send(role, m, '/team/plan.txt'), 'a download inside the scoped key\'s folder');
   add('POST /*', writers(201), (role) => send(role, 'POST', `/team/${unique('new')}.txt`, { body: form('new') }), 'an upload of a new file');
+  add('POST /*', writers(201), (role) => send(role, 'POST', `/team/${unique('raw')}.txt`, { body: 'raw bytes', headers: { 'content-type': 'application/octet-stream' } }), 'an upload of a new file as the body (the console\'s)');
   const replaced = reusable(teamFile);
   add('POST /*', expect_(grant(['adminSession', 'keyScopedTeam'], 200)), (role) => replaced((path) => send(role, 'POST', path, { body: form('replaced') })), 'an upload replacing a file (needs delete)');
   add('POST /*', writers(201), (role) => send(role, 'POST', '/team/folders', { json: { folderName: unique('folder') } }), 'a new folder');

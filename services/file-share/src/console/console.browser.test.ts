@@ -11,7 +11,7 @@ import { mkdir, mkdtemp, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
+import { chromium, type Browser, type BrowserContext, type Page, type Request } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ADMIN_PASSWORD, adminAuth, createUser, upload, type TestShare, startTestShare } from '../testing/share-fixture.ts';
 import { CONSOLE_CSP } from './page-security.ts';
@@ -111,6 +111,12 @@ describe('file share console (Chromium)', () => {
       for (const file of ${JSON.stringify(files)}) data.items.add(new File([file.content], file.name, { type: 'text/plain' }));
       return data;
     })()`);
+    // Each file goes as its own request, the File itself as the body (streamed by the browser, not read by the page).
+    const sent: string[] = [];
+    const watch = (request: Request) => {
+      if (request.method() === 'POST') sent.push(`${request.headers()['content-type']} ${decodeURIComponent(new URL(request.url()).pathname)}`);
+    };
+    admin.on('request', watch);
     await admin.dispatchEvent('#drop-zone', 'dragover', { dataTransfer: transfer });
     await admin.dispatchEvent('#drop-zone', 'drop', { dataTransfer: transfer });
     await expect.poll(() => admin.locator('#uploads li[data-state="done"]').count(), { timeout: 20_000 }).toBe(3);
@@ -119,6 +125,8 @@ describe('file share console (Chromium)', () => {
       expect(await item.locator('.result').innerText()).toBe(`Done · SHA-256 ${sha256(file.content)}`);
       expect(await item.locator('progress').evaluate((bar) => (bar as unknown as { value: number; max: number }).value === (bar as unknown as { max: number }).max)).toBe(true);
     }
+    admin.off('request', watch);
+    expect(sent.sort()).toEqual(files.map((file) => `application/octet-stream /docs/${file.name}`));
     await expect.poll(() => rowLinks(admin)).toEqual(['../', 'alpha.txt', 'beta notes.md', 'gamma.json', 'readme.txt']);
     // The checksum column shows the stored file's SHA-256.
     expect(await admin.locator('#entries tr[data-name="beta notes.md"] td.sum').innerText()).toBe(sha256('# beta\n'));

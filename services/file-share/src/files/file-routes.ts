@@ -16,7 +16,7 @@ import { escapeHtml, renderListing, renderSignInRequired } from './listing-html.
 import { sendPage } from '../console/page-security.ts';
 import { signInForm } from '../console/sign-in.ts';
 import type { Viewer } from '../console/layout.ts';
-import { handleUpload } from './upload.ts';
+import { handleRawUpload, handleUpload } from './upload.ts';
 
 export const DEFAULT_JSON_LIMIT = 1000;
 export const DEFAULT_HTML_LIMIT = 10_000;
@@ -130,6 +130,9 @@ const pageOrEnvelope = (description: string) => ({ description, content: { 'appl
 
 export async function fileRoutes(app: FastifyInstance, options: FileRoutesOptions): Promise<void> {
   const { tree, store } = options;
+  // An upload's bytes as the body: handed to the route as the request stream, never buffered (the size limit is
+  // uploads.max_bytes, enforced while storing).
+  app.addContentTypeParser('application/octet-stream', (_request, payload, done) => done(null, payload));
 
   // Top-level names the service's own routes use are never share paths: a method those routes lack answers 405
   // (or 404 where nothing is routed) before the share's catch-all reads a body meant for something else, and the
@@ -232,11 +235,13 @@ export async function fileRoutes(app: FastifyInstance, options: FileRoutesOption
     '/*',
     {
       schema: {
-        summary: 'Upload a file (multipart part `file`), or POST /{path}/folders and /{path}/search with JSON',
+        summary: 'Upload a file (multipart part `file`, or the bytes as application/octet-stream), or POST /{path}/folders and /{path}/search with JSON',
         description:
           'multipart/form-data: the part `file` is stored at {path}; when {path} is a folder (existing, or ending in `/`) ' +
           'the part\'s filename is used inside it. Missing parent folders are created. Replacing an existing file needs ' +
           'the `delete` permission too. 201 for a new file, 200 for a replaced one, 413 over `uploads.max_bytes`.\n\n' +
+          'application/octet-stream: the body is the file\'s bytes and {path} names the file (`curl --data-binary @f`; ' +
+          'the web console uploads this way); same rules.\n\n' +
           'application/json to `/{path}/folders` with `{folderName}` creates a folder (201, 409 if it exists); to ' +
           '`/{path}/search` with `{query, page?, limit?}` finds entries below {path} whose name contains the query ' +
           '(case-insensitive) or whose SHA-256 starts with it (8 to 64 hex digits).',
@@ -247,9 +252,10 @@ export async function fileRoutes(app: FastifyInstance, options: FileRoutesOption
     async (request, reply) => {
       const { pathname } = rawPathOf(request);
       const principal = request.principal;
-      if (request.isMultipart()) {
+      const raw = request.headers['content-type']?.split(';')[0]?.trim().toLowerCase() === 'application/octet-stream';
+      if (request.isMultipart() || raw) {
         const target = parseRequestPath(pathname);
-        const { entry, created, replacedKey } = await handleUpload(request, target, principal, {
+        const { entry, created, replacedKey } = await (raw ? handleRawUpload : handleUpload)(request, target, principal, {
           pool: options.pool,
           store,
           tree,
