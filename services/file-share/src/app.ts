@@ -31,12 +31,15 @@ import { apiKeyRoutes } from './auth/api-key-routes.ts';
 import { createApiKeyStore } from './auth/api-key-store.ts';
 import { authRoutes, endSession, startSession } from './auth/auth-routes.ts';
 import { createAuthenticator } from './auth/authenticate.ts';
+import { createSessionCookiePolicy } from './auth/session-cookie.ts';
 import type { Principal } from './auth/principal.ts';
 import { SERVICE_NAME, type FileShareConfig } from './config.ts';
 import { createEventBus, type EventBus } from './events/event-bus.ts';
 import { eventRoutes } from './events/event-routes.ts';
 import { ok } from './http/envelope.ts';
 import { fileRoutes } from './files/file-routes.ts';
+import { assetRoutes } from './console/assets.ts';
+import { consoleRoutes, signInRoutes } from './console/console-routes.ts';
 import { createSweeper, type Sweeper } from './maintenance/sweeper.ts';
 import { createTree, pickCaseFoldCollation } from './tree/tree-store.ts';
 
@@ -146,14 +149,21 @@ export async function buildFileShare(config: FileShareConfig, options: BuildOpti
     // from another site's page is refused (cross-site request forgery), as in the terminal.
     refuseCrossSiteWrites(app, createOriginPolicy({ publicUrl: config.server.public_url }));
 
+    // The web console's assets and sign-in form need no credentials (a stale one must not block signing in).
+    const signIn = config.auth.sign_in.enabled ? oidcSignInMethod(config.auth) : undefined;
+    const sessionCookie = createSessionCookiePolicy(config.server.public_url);
+    const consoleOptions = { accounts, sessions, cookie: sessionCookie, keys, signIn: signIn ? { displayName: signIn.display_name } : undefined };
+    await app.register(assetRoutes);
+    await app.register(signInRoutes, consoleOptions);
+
     await app.register(async (scope) => {
       // Every route below reads credentials and permissions first.
       documentStatuses(scope, 'envelope', [401, 403]);
       scope.addHook('onRequest', async (request) => {
         request.principal = await authenticator.authenticate(request);
       });
-      const signIn = config.auth.sign_in.enabled ? oidcSignInMethod(config.auth) : undefined;
-      await scope.register(authRoutes, { accounts, sessions, publicRead: config.public_read, signIn });
+      await scope.register(consoleRoutes, consoleOptions);
+      await scope.register(authRoutes, { accounts, sessions, cookie: sessionCookie, publicRead: config.public_read, signIn });
       if (signIn) {
         // Provider sign-in ends in the same auth_token session as POST /auth/login/basic.
         await scope.register(oidcSignIn, {
@@ -164,8 +174,8 @@ export async function buildFileShare(config: FileShareConfig, options: BuildOpti
           pool,
           ok,
           session: {
-            start: (reply, user) => startSession(sessions, reply, user),
-            end: (request, reply) => endSession(accounts, request, reply),
+            start: (reply, user) => startSession(sessions, sessionCookie, reply, user),
+            end: (request, reply) => endSession(accounts, sessionCookie, request, reply),
           },
         });
       }

@@ -39,7 +39,7 @@ let counter = 0;
 const unique = (prefix: string) => `${prefix}-${++counter}`;
 let userKeyId: () => Promise<string>;
 
-async function send(role: Role, method: string, path: string, options: { json?: unknown; body?: FormData; headers?: Record<string, string> } = {}): Promise<number> {
+async function send(role: Role, method: string, path: string, options: { json?: unknown; body?: FormData | string; headers?: Record<string, string> } = {}): Promise<number> {
   const sent: Record<string, string> = { ...headers[role], ...options.headers };
   let body: string | FormData | undefined = options.body;
   if (options.json !== undefined) {
@@ -87,6 +87,22 @@ function rows(): MatrixRow<Role>[] {
     return send(role, 'POST', '/auth/logout');
   });
 
+  // The web console (issue 15). Its assets and the sign-in form need no credentials, and a stale one does not
+  // block them; signing out ends the session sent (each session role ends one made for the purpose).
+  const everyone = (status: number) => Object.fromEntries(ROLES.map((role) => [role.name, status])) as Partial<Record<Role, number>>;
+  add('GET /-/assets/:file', everyone(200), (role, m) => send(role, m, '/-/assets/files.js'));
+  add('GET /-/sign-in', everyone(200), (role, m) => send(role, m, '/-/sign-in?return_to=%2Fdocs%2F'));
+  add('POST /-/sign-in', everyone(303), (role) =>
+    send(role, 'POST', '/-/sign-in', { body: new URLSearchParams({ username: 'alice', password: alicePassword, return_to: '/docs/' }).toString(), headers: { 'content-type': 'application/x-www-form-urlencoded' } }));
+  add('POST /-/sign-out', open(303), async (role) => {
+    const form = { 'content-type': 'application/x-www-form-urlencoded' };
+    if (role === 'userCookie') return send('anonymous', 'POST', '/-/sign-out', { body: '', headers: { ...form, cookie: `auth_token=${await sessionOf('alice', alicePassword)}` } });
+    if (role === 'adminSession') return send('anonymous', 'POST', '/-/sign-out', { body: '', headers: { ...form, authorization: `Bearer ${await sessionOf('admin', ADMIN_PASSWORD)}` } });
+    return send(role, 'POST', '/-/sign-out', { body: '', headers: form });
+  });
+  // The keys page is for people signed in as themselves; a key gets 403, nobody a 401 challenge for Basic.
+  add('GET /-/keys', expect_(grant(USERS, 200)), (role, m) => send(role, m, '/-/keys', { headers: { accept: 'text/html' } }));
+
   // Users: administrators only, signed in as themselves (never with a key).
   add('GET /api/users', expect_(grant(['adminSession'], 200)), (role, m) => send(role, m, '/api/users'));
   add('POST /api/users', expect_(grant(['adminSession'], 201)), (role) => send(role, 'POST', '/api/users', { json: { username: unique('made').replace('-', ''), password: `Pw-${unique('x')}-9aA-long`, role: 'user' } }));
@@ -109,6 +125,7 @@ function rows(): MatrixRow<Role>[] {
   add('GET /*', readers(), (role, m) => send(role, m, '/docs/readme.txt'), 'a download');
   add('GET /*', readers(200, true), (role, m) => send(role, m, '/team/plan.txt'), 'a download inside the scoped key\'s folder');
   add('POST /*', writers(201), (role) => send(role, 'POST', `/team/${unique('new')}.txt`, { body: form('new') }), 'an upload of a new file');
+  add('POST /*', writers(201), (role) => send(role, 'POST', `/team/${unique('raw')}.txt`, { body: 'raw bytes', headers: { 'content-type': 'application/octet-stream' } }), 'an upload of a new file as the body (the console\'s)');
   const replaced = reusable(teamFile);
   add('POST /*', expect_(grant(['adminSession', 'keyScopedTeam'], 200)), (role) => replaced((path) => send(role, 'POST', path, { body: form('replaced') })), 'an upload replacing a file (needs delete)');
   add('POST /*', writers(201), (role) => send(role, 'POST', '/team/folders', { json: { folderName: unique('folder') } }), 'a new folder');

@@ -5,31 +5,31 @@ import { badRequest, conflict, HttpError } from '@boxyard/kit';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { envelopeSchema, errorSchema, ok } from '../http/envelope.ts';
 import { SESSION_COOKIE } from './authenticate.ts';
+import type { SessionCookiePolicy } from './session-cookie.ts';
 import { asRole, CHALLENGE, keyPermissionsForRole, requireAdmin, rolePermissions, ROLES } from './principal.ts';
 
 export interface AuthRoutesOptions {
   accounts: Accounts;
   sessions: SessionTokens;
+  cookie: SessionCookiePolicy;
   publicRead: boolean;
   /** Provider sign-in (auth.sign_in), listed by GET /auth/methods when enabled. */
   signIn?: Record<string, unknown> | undefined;
 }
 
-const cookieOptions = { httpOnly: true, secure: true, sameSite: 'strict', path: '/' } as const;
-
 /** Signs a user in: the session JWT and its HttpOnly cookie. Password and provider sign-in both end here. */
-export async function startSession(sessions: SessionTokens, reply: FastifyReply, user: { id: string; username: string; role: string }) {
+export async function startSession(sessions: SessionTokens, cookie: SessionCookiePolicy, reply: FastifyReply, user: { id: string; username: string; role: string }) {
   const role = asRole(user.role);
   const issued = await sessions.sign(user.id, { username: user.username, role });
-  reply.setCookie(SESSION_COOKIE, issued.token, { ...cookieOptions, expires: issued.expiresAt });
+  reply.setCookie(SESSION_COOKIE, issued.token, { ...cookie.options(reply.request), expires: issued.expiresAt });
   return { ...issued, role };
 }
 
 /** Ends the caller's session (revoked until it would have expired) and clears its cookie. */
-export async function endSession(accounts: Accounts, request: FastifyRequest, reply: FastifyReply): Promise<string | undefined> {
+export async function endSession(accounts: Accounts, cookie: SessionCookiePolicy, request: FastifyRequest, reply: FastifyReply): Promise<string | undefined> {
   const session = request.principal.session;
   if (session) await accounts.revokeSession(session.jti, session.expiresAt);
-  reply.clearCookie(SESSION_COOKIE, cookieOptions);
+  reply.clearCookie(SESSION_COOKIE, cookie.options(request));
   return session?.jti;
 }
 
@@ -48,7 +48,7 @@ const userView = (user: { id: string; username: string; email: string | null; ro
 });
 
 export async function authRoutes(app: FastifyInstance, options: AuthRoutesOptions): Promise<void> {
-  const { accounts, sessions } = options;
+  const { accounts, sessions, cookie } = options;
 
   app.get(
     '/auth/methods',
@@ -103,7 +103,7 @@ export async function authRoutes(app: FastifyInstance, options: AuthRoutesOption
       const { username, password } = request.body as { username: string; password: string };
       const user = await accounts.verifyCredentials(username, password);
       if (!user) throw new HttpError(401, 'Invalid username or password', { headers: { 'www-authenticate': CHALLENGE } });
-      const { role, ...issued } = await startSession(sessions, reply, user);
+      const { role, ...issued } = await startSession(sessions, cookie, reply, user);
       reply.header('cache-control', 'no-store');
       return ok('Signed in', {
         token: issued.token,
@@ -118,7 +118,7 @@ export async function authRoutes(app: FastifyInstance, options: AuthRoutesOption
     '/auth/logout',
     { schema: { summary: 'Sign out: revokes the session token and clears the cookie', tags: ['auth'] } },
     async (request, reply) => {
-      const ended = await endSession(accounts, request, reply);
+      const ended = await endSession(accounts, cookie, request, reply);
       return ok(ended ? 'Signed out' : 'No session to end', { revoked: Boolean(ended) });
     },
   );

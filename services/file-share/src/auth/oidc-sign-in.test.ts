@@ -1,5 +1,5 @@
 // Provider sign-in on the file share, against the harness's real OpenID provider: Chromium goes from the
-// "Sign in required" page through the provider's forms back to the listing, uploads through the page's form
+// "Sign in required" page through the provider's forms back to the listing, uploads through the page's file picker
 // and signs out of both; at the HTTP level, the session lists and uploads per the user's role (admin through
 // admin_groups), the listing offers the sign-in link to anonymous readers, and tools still get the Basic challenge.
 import { chromium, type Browser, type Page } from 'playwright-core';
@@ -76,9 +76,8 @@ describe('file share: provider sign-in in Chromium', () => {
 
     await page.waitForURL(`${share.url}/`);
     await expect.poll(() => page.locator('body').innerText()).toContain('Signed in as bob');
-    // bob may upload (role user): the form is there and works.
-    await page.locator('input[type="file"]').setInputFiles({ name: 'hello.txt', mimeType: 'text/plain', buffer: Buffer.from('hello from bob\n') });
-    await page.getByRole('button', { name: 'Upload', exact: true }).click();
+    // bob may upload (role user): the console's file picker is there and works.
+    await page.locator('#pick-files').setInputFiles({ name: 'hello.txt', mimeType: 'text/plain', buffer: Buffer.from('hello from bob\n') });
     await expect.poll(() => page.getByRole('link', { name: 'hello.txt' }).count()).toBe(1);
     const cookie = (await page.context().cookies(share.url)).find((c) => c.name === 'auth_token');
     expect(cookie).toMatchObject({ httpOnly: true, secure: true, sameSite: 'Strict' });

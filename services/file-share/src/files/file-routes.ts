@@ -8,12 +8,15 @@ import { z } from 'zod';
 import { mayRead, refuse, requirePermission } from '../auth/principal.ts';
 import { envelopeSchema, errorSchema, ok } from '../http/envelope.ts';
 import { listingFormat, wantsHtmlPage } from '../http/negotiate.ts';
-import { encodePath, parentOf, parseRequestPath, RESERVED_TOP_LEVEL_NAMES, validateName, type SharePath } from '../paths/share-path.ts';
+import { encodePath, isWithin, parentOf, parseRequestPath, RESERVED_TOP_LEVEL_NAMES, validateName, type SharePath } from '../paths/share-path.ts';
 import type { Sweeper } from '../maintenance/sweeper.ts';
 import type { Entry, Tree } from '../tree/tree-store.ts';
 import { FILE_SECURITY_HEADERS, sendFile } from './download.ts';
 import { escapeHtml, renderListing, renderSignInRequired } from './listing-html.ts';
-import { handleUpload } from './upload.ts';
+import { sendPage } from '../console/page-security.ts';
+import { signInForm } from '../console/sign-in.ts';
+import type { Viewer } from '../console/layout.ts';
+import { handleRawUpload, handleUpload } from './upload.ts';
 
 export const DEFAULT_JSON_LIMIT = 1000;
 export const DEFAULT_HTML_LIMIT = 10_000;
@@ -116,11 +119,7 @@ function htmlNotFound(reply: FastifyReply, path: string): FastifyReply {
 }
 
 function htmlSignInRequired(reply: FastifyReply, html: string): FastifyReply {
-  return reply
-    .status(401)
-    .headers({ 'www-authenticate': 'Bearer realm="boxyard file-share"', 'x-content-type-options': 'nosniff', 'content-security-policy': "default-src 'none'; style-src 'unsafe-inline'", 'cache-control': 'no-store' })
-    .type('text/html; charset=utf-8')
-    .send(html);
+  return sendPage(reply.header('www-authenticate', 'Bearer realm="boxyard file-share"'), html, 401).header('cache-control', 'no-store');
 }
 
 const binary = { type: 'string', format: 'binary' };
@@ -131,6 +130,9 @@ const pageOrEnvelope = (description: string) => ({ description, content: { 'appl
 
 export async function fileRoutes(app: FastifyInstance, options: FileRoutesOptions): Promise<void> {
   const { tree, store } = options;
+  // An upload's bytes as the body: handed to the route as the request stream, never buffered (the size limit is
+  // uploads.max_bytes, enforced while storing).
+  app.addContentTypeParser('application/octet-stream', (_request, payload, done) => done(null, payload));
 
   // Top-level names the service's own routes use are never share paths: a method those routes lack answers 405
   // (or 404 where nothing is routed) before the share's catch-all reads a body meant for something else, and the
@@ -184,10 +186,16 @@ export async function fileRoutes(app: FastifyInstance, options: FileRoutesOption
       const target = parseRequestPath(pathname);
       const query = request.query as { format?: 'json' | 'html'; page: number; limit?: number };
       const htmlPage = wantsHtmlPage(request.headers.accept) && query.format !== 'json';
-      if (options.signIn && htmlPage && request.principal.via === 'anonymous' && !mayRead(request.principal, target.path)) {
-        // A browser is offered provider sign-in. The challenge leaves Basic out so the browser shows this page
+      const viewer = (): Viewer => ({
+        username: request.principal.user?.username ?? null,
+        via: request.principal.via,
+        signIn: options.signIn,
+        returnTo: `${pathname}${search}`,
+      });
+      if (htmlPage && request.principal.via === 'anonymous' && !mayRead(request.principal, target.path)) {
+        // A browser is offered the sign-in page. The challenge leaves Basic out so the browser shows this page
         // instead of its password prompt; tools (Accept without text/html preferred) still get the Basic one.
-        return htmlSignInRequired(reply, renderSignInRequired(target.path, options.signIn.displayName, `${pathname}${search}`));
+        return htmlSignInRequired(reply, renderSignInRequired(target.path, viewer(), signInForm(`${pathname}${search}`)));
       }
       requirePermission(request.principal, 'downloads', target.path);
       const entry = await lookup(target.path);
@@ -215,15 +223,11 @@ export async function fileRoutes(app: FastifyInstance, options: FileRoutesOption
         total,
         page: query.page,
         limit,
-        canUpload: principal.permissions.has('uploads') && principal.via !== 'anonymous',
-        username: principal.user?.username ?? null,
-        signIn: options.signIn ? { displayName: options.signIn.displayName, returnTo: `${pathname}${search}`, signedInBySession: principal.via === 'session' } : undefined,
+        canUpload: principal.via !== 'anonymous' && principal.permissions.has('uploads') && isWithin(entry.path, principal.scope),
+        canDelete: principal.via !== 'anonymous' && principal.permissions.has('delete') && isWithin(entry.path, principal.scope),
+        viewer: viewer(),
       });
-      return reply
-        .headers({ 'x-content-type-options': 'nosniff', 'content-security-policy': "default-src 'none'; style-src 'unsafe-inline'; form-action 'self'" })
-        .type('text/html; charset=utf-8')
-        .serializer((payload: unknown) => payload as string)
-        .send(html);
+      return sendPage(reply, html);
     },
   );
 
@@ -231,11 +235,13 @@ export async function fileRoutes(app: FastifyInstance, options: FileRoutesOption
     '/*',
     {
       schema: {
-        summary: 'Upload a file (multipart part `file`), or POST /{path}/folders and /{path}/search with JSON',
+        summary: 'Upload a file (multipart part `file`, or the bytes as application/octet-stream), or POST /{path}/folders and /{path}/search with JSON',
         description:
           'multipart/form-data: the part `file` is stored at {path}; when {path} is a folder (existing, or ending in `/`) ' +
           'the part\'s filename is used inside it. Missing parent folders are created. Replacing an existing file needs ' +
           'the `delete` permission too. 201 for a new file, 200 for a replaced one, 413 over `uploads.max_bytes`.\n\n' +
+          'application/octet-stream: the body is the file\'s bytes and {path} names the file (`curl --data-binary @f`; ' +
+          'the web console uploads this way); same rules.\n\n' +
           'application/json to `/{path}/folders` with `{folderName}` creates a folder (201, 409 if it exists); to ' +
           '`/{path}/search` with `{query, page?, limit?}` finds entries below {path} whose name contains the query ' +
           '(case-insensitive) or whose SHA-256 starts with it (8 to 64 hex digits).',
@@ -246,9 +252,10 @@ export async function fileRoutes(app: FastifyInstance, options: FileRoutesOption
     async (request, reply) => {
       const { pathname } = rawPathOf(request);
       const principal = request.principal;
-      if (request.isMultipart()) {
+      const raw = request.headers['content-type']?.split(';')[0]?.trim().toLowerCase() === 'application/octet-stream';
+      if (request.isMultipart() || raw) {
         const target = parseRequestPath(pathname);
-        const { entry, created, replacedKey } = await handleUpload(request, target, principal, {
+        const { entry, created, replacedKey } = await (raw ? handleRawUpload : handleUpload)(request, target, principal, {
           pool: options.pool,
           store,
           tree,

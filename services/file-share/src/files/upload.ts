@@ -4,6 +4,9 @@
 // no record and no object: the key is registered as garbage before the first byte and only leaves that list
 // in the commit.
 //
+// The bytes may also be the request body itself (`Content-Type: application/octet-stream`; the console sends the
+// browser's File object this way, `curl --data-binary @file` too): then the URL must name the file.
+//
 // Which name: the URL path is the file's path (`POST /docs/a.txt`). When the URL names a folder — the root,
 // a path ending in `/`, or an existing folder — the file goes into it under the part's filename (the HTML form
 // and `curl -F file=@a.txt http://host/docs/` both work). Missing parent folders are created.
@@ -11,6 +14,7 @@ import { randomUUID } from 'node:crypto';
 import { badRequest, conflict, HttpError, StorageError, type ObjectStore } from '@boxyard/kit';
 import type { Multipart, MultipartFile } from '@fastify/multipart';
 import type { FastifyRequest } from 'fastify';
+import type { Readable } from 'node:stream';
 import { sql, type DatabasePool } from 'slonik';
 import { requirePermission, type Principal } from '../auth/principal.ts';
 import { checkNewPath, joinPath, validateName, type SharePath } from '../paths/share-path.ts';
@@ -89,7 +93,7 @@ export async function handleUpload(request: FastifyRequest, target: SharePath, p
       }
       let bodyFailed = false;
       part.file.once('error', () => (bodyFailed = true));
-      stored = await storeBytes(part, deps).then(
+      stored = await storeBytes(part.file, deps).then(
         (bytes) => ({ ...bytes, path, mayReplace }),
         (error: unknown) => {
           // The body broke off (client gone, malformed multipart): nothing was stored, and it's not a server error.
@@ -111,19 +115,62 @@ export async function handleUpload(request: FastifyRequest, target: SharePath, p
   }
 }
 
-/** Streams a part into a fresh opaque key: size limit and sha256 on the way; nothing is left on failure. */
-async function storeBytes(part: MultipartFile, deps: UploadDeps): Promise<{ storageKey: string; size: number; sha256: string }> {
+/** Streams bytes into a fresh opaque key: size limit and sha256 on the way; nothing is left on failure. */
+async function storeBytes(body: Readable & { truncated?: boolean }, deps: UploadDeps): Promise<{ storageKey: string; size: number; sha256: string }> {
   const storageKey = `files/${randomUUID()}`;
   // Registered first: if this process dies mid-way, the sweeper removes whatever was stored.
   await deps.pool.query(sql.unsafe`insert into object_garbage (storage_key, delete_after) values (${storageKey}, now() + interval '1 day')`);
   try {
-    const result = await deps.store.put(storageKey, part.file, { maxBytes: deps.maxBytes, contentType: 'application/octet-stream' });
+    const result = await deps.store.put(storageKey, body, { maxBytes: deps.maxBytes, contentType: 'application/octet-stream' });
     // busboy ends a part cleanly at its own limit; ours is lower, so this only guards a misconfiguration.
-    if (part.file.truncated) throw new HttpError(413, `File is larger than the limit of ${deps.maxBytes} bytes`);
+    if (body.truncated) throw new HttpError(413, `File is larger than the limit of ${deps.maxBytes} bytes`);
     return { storageKey, size: result.size, sha256: result.sha256 };
   } catch (error) {
     await deps.discardUpload(storageKey);
     if ((error as { statusCode?: number }).statusCode === 413) throw new HttpError(413, `File is larger than the limit of ${deps.maxBytes} bytes`);
+    throw error;
+  }
+}
+
+/**
+ * POST /{path} with the bytes as the body (application/octet-stream): the URL names the file. Same rules as a
+ * multipart upload (permissions, replacing needs delete, size limit while streaming, atomic commit).
+ */
+export async function handleRawUpload(request: FastifyRequest, target: SharePath, principal: Principal, deps: UploadDeps): Promise<UploadResult> {
+  const body = request.body as Readable;
+  // Refused before reading: the rest of the body is drained so the connection stays usable.
+  const refuse = (error: unknown): never => {
+    body.resume();
+    throw error;
+  };
+  try {
+    requirePermission(principal, 'uploads', target.path);
+    if (target.path === '/' || target.trailingSlash) throw badRequest('An application/octet-stream upload names the file in the URL (POST /folder/name.ext); to upload into a folder use multipart/form-data');
+    checkNewPath(target.path);
+  } catch (error) {
+    refuse(error);
+  }
+  const declared = Number(request.headers['content-length']);
+  // Too big by its own account: answered at once, and the connection closed rather than the body read.
+  if (Number.isFinite(declared) && declared > deps.maxBytes) throw new HttpError(413, `File is larger than the limit of ${deps.maxBytes} bytes`, { headers: { connection: 'close' } });
+  const existing = await deps.tree.find(target.path);
+  if (existing?.kind === 'dir') refuse(conflict(`${target.path} is a folder`));
+  const mayReplace = principal.permissions.has('delete');
+  if (existing && !mayReplace) refuse(new HttpError(403, `${target.path} exists; replacing a file needs the delete permission`));
+
+  let bodyFailed = false;
+  body.once('error', () => (bodyFailed = true));
+  const bytes = await storeBytes(body, deps).catch((error: unknown) => {
+    if (error instanceof HttpError || error instanceof StorageError) throw error;
+    if (bodyFailed || request.raw.destroyed || (error as { code?: string }).code === 'ECONNRESET') {
+      throw new HttpError(400, 'The upload was interrupted before it completed; nothing was stored');
+    }
+    throw error;
+  });
+  try {
+    return await deps.tree.commitUpload({ path: target.path, ...bytes, mayReplace, userId: principal.user?.id ?? null });
+  } catch (error) {
+    await deps.discardUpload(bytes.storageKey);
     throw error;
   }
 }

@@ -18,7 +18,7 @@ export const MAX_NAME_BYTES = 255;
 export const MAX_PATH_BYTES = 4096;
 
 /** Top-level names taken by the service's own routes: an entry with such a name could never be downloaded. */
-export const RESERVED_TOP_LEVEL_NAMES: ReadonlySet<string> = new Set(['api', 'api-docs', 'auth', 'events', 'health', 'metrics', 'openapi.json']);
+export const RESERVED_TOP_LEVEL_NAMES: ReadonlySet<string> = new Set(['-', 'api', 'api-docs', 'auth', 'events', 'health', 'metrics', 'openapi.json']);
 
 export interface SharePath {
   /** Decoded names from the root down; empty for the root. */
