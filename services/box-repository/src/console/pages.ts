@@ -72,7 +72,7 @@ ${isMember && page.principal ? html`<details class="panel"><summary>New box</sum
 ${data.members ? html`<section aria-labelledby="members"><h2 id="members">Members</h2>
 <table><thead><tr><th scope="col">User</th><th scope="col">E-mail</th><th scope="col">Role</th>${canManageMembers ? html`<th scope="col"><span class="visually-hidden">Actions</span></th>` : null}</tr></thead>
 <tbody>${data.members.map((m) => html`<tr><td>${m.username}</td><td>${m.email ?? '—'}</td><td>${m.role}</td>
-  ${canManageMembers ? html`<td>${apiForm({ method: 'DELETE', action: `${orgApi(org.name)}/members/${e(m.username)}`, label: 'Remove', confirm: `Remove ${m.username} from ${org.name}?`, className: 'inline' })}</td>` : null}</tr>`)}</tbody></table>
+  ${canManageMembers ? html`<td>${apiForm({ method: 'DELETE', action: `${orgApi(org.name)}/members/${e(m.username)}`, label: 'Remove', confirm: `Remove ${m.username} from ${org.name}?`, className: 'inline danger' })}</td>` : null}</tr>`)}</tbody></table>
 ${canManageMembers ? html`<details class="panel"><summary>Add a member or change a role</summary>${needsScript}
   ${apiForm({ method: 'PUT', action: `${orgApi(org.name)}/members/{username}`, label: 'Save member' }, html`
     <label>Username <input name="username" required data-path-only autocomplete="off"></label>
@@ -82,7 +82,7 @@ ${data.serviceAccounts ? html`<section aria-labelledby="service-accounts"><h2 id
 <p class="note">Machine keys for CI and Vagrant (<code>VAGRANT_CLOUD_TOKEN</code>), acting in ${org.name} only.</p>
 ${data.serviceAccounts.length === 0 ? html`<p class="empty">None yet.</p>` : html`<table><thead><tr><th scope="col">Name</th><th scope="col">Description</th><th scope="col">Role</th><th scope="col">Created by</th><th scope="col">Expires</th><th scope="col">Last used</th><th scope="col"><span class="visually-hidden">Actions</span></th></tr></thead>
 <tbody>${data.serviceAccounts.map((s) => html`<tr><td>${s.username}</td><td>${s.description}</td><td>${s.role}</td><td>${s.owner ?? '—'}</td><td>${formatDate(s.expires_at)}</td><td>${formatDate(s.last_used_at)}</td>
-  <td>${apiForm({ method: 'DELETE', action: `/api/service-accounts/${s.id}`, label: 'Delete', confirm: `Delete ${s.username}? Its key stops working.`, className: 'inline' })}</td></tr>`)}</tbody></table>`}
+  <td>${apiForm({ method: 'DELETE', action: `/api/service-accounts/${s.id}`, label: 'Delete', confirm: `Delete ${s.username}? Its key stops working.`, className: 'inline danger' })}</td></tr>`)}</tbody></table>`}
 <details class="panel"><summary>New service account</summary>${needsScript}
   ${apiForm({ method: 'POST', action: '/api/service-accounts', label: 'Create service account', show: 'token' }, html`
     <input type="hidden" name="organization" value="${org.name}">
@@ -125,7 +125,7 @@ ${data.versions.map(({ version, providers }) => {
     const vApi = `${api}/version/${e(version.version_number)}`;
     return html`<article class="version" aria-labelledby="v-${version.id}">
   <header><h3 id="v-${version.id}">v${version.version_number}</h3> ${badge(version.status, statusKind[version.status])}
-    <span class="muted">Created ${formatDate(version.created_at)}${version.updated_at !== version.created_at ? `, updated ${formatDate(version.updated_at)}` : ''}</span></header>
+    <span class="muted">Created ${formatDate(version.created_at)}${formatDate(version.updated_at) !== formatDate(version.created_at) ? `, updated ${formatDate(version.updated_at)}` : ''}</span></header>
   ${version.description ? html`<p>${version.description}</p>` : null}
   ${providers.length === 0 ? html`<p class="empty">No providers yet.</p>` : html`<table class="files"><thead><tr><th scope="col">Provider</th><th scope="col">Architecture</th><th scope="col">File</th><th scope="col">Size</th><th scope="col">SHA-256</th></tr></thead><tbody>
     ${providers.flatMap(({ provider, architectures }) => (architectures.length === 0 ? [{ architecture: null, file: null }] : architectures).map((entry) => html`<tr>
