@@ -158,6 +158,23 @@ describe('box console pages (no JavaScript)', () => {
     expect((await get('/acme/boxes/no-such-box')).status).toBe(404);
   });
 
+  it('marks the cookie Secure when the service is reached over HTTPS (here through a trusted proxy)', async () => {
+    const proxied = await startTestService({ config: { server: { trust_proxy: ['127.0.0.1'] } } });
+    try {
+      const origin = proxied.url.replace(/^http:/, 'https:');
+      const response = await fetch(`${proxied.url}/console/sign-in`, {
+        method: 'POST', redirect: 'manual',
+        headers: { 'content-type': 'application/x-www-form-urlencoded', 'x-forwarded-proto': 'https', origin },
+        body: new URLSearchParams({ username: 'admin', password: (await import('../testing/service.ts')).ADMIN_PASSWORD }),
+      });
+      expect(response.status).toBe(303);
+      expect(response.headers.get('set-cookie')).toMatch(/; Secure/);
+      expect(response.headers.get('set-cookie')).toContain('HttpOnly');
+    } finally {
+      await proxied.close();
+    }
+  });
+
   it('serves its two assets with their types, and nothing else', async () => {
     const css = await get('/console/assets/console.css');
     expect(css.status).toBe(200);

@@ -41,7 +41,7 @@ ${pager('/', page.search, data.pageNumber, data.more)}
 ${data.organizations.length > 0 ? html`<section aria-labelledby="orgs"><h2 id="orgs">Your organizations</h2>
   <ul class="links">${data.organizations.map((o) => html`<li><a href="/${e(o.name)}">${o.name}</a>${o.role ? html` ${badge(o.role, 'muted')}` : null}</li>`)}</ul></section>` : null}
 ${isAdmin ? html`<section aria-labelledby="new-org"><h2 id="new-org">New organization</h2>${needsScript}
-  ${apiForm({ method: 'POST', action: '/api/organization', label: 'Create organization', next: '/{name}' }, html`
+  ${apiForm({ method: 'POST', action: '/api/organization', label: 'Create organization', next: '/{name}', className: 'stacked' }, html`
     <label>Name <input name="name" required pattern="[A-Za-z0-9_\\-]{1,100}" autocomplete="off"></label>
     <label>Description <input name="description"></label>
     <label class="check"><input type="checkbox" name="is_public" checked> Public (its public boxes are listed for everyone)</label>`)}</section>` : null}`);
@@ -64,7 +64,7 @@ ${data.role ? html`<p>Your role: ${badge(data.role)}</p>` : null}
 ${boxList(data.boxes, false)}
 ${pager(`/${e(org.name)}`, undefined, data.pageNumber, data.more)}
 ${isMember && page.principal ? html`<details class="panel"><summary>New box</summary>${needsScript}
-  ${apiForm({ method: 'POST', action: `${orgApi(org.name)}/box`, label: 'Create box', next: `/${e(org.name)}/boxes/{name}` }, html`
+  ${apiForm({ method: 'POST', action: `${orgApi(org.name)}/box`, label: 'Create box', next: `/${e(org.name)}/boxes/{name}`, className: 'stacked' }, html`
     <label>Name <input name="name" required pattern="[A-Za-z0-9_\\-]{1,100}" autocomplete="off"></label>
     <label>Description <textarea name="description" rows="2"></textarea></label>
     <label class="check"><input type="checkbox" name="is_public"> Public: listed, and downloadable by anyone</label>`)}</details>` : null}
@@ -96,7 +96,7 @@ ${data.serviceAccounts.length === 0 ? html`<p class="empty">None yet.</p>` : htm
 </details>
 </section>` : null}
 ${isOrgAdmin ? html`<section aria-labelledby="settings"><h2 id="settings">Settings</h2>${needsScript}
-  ${apiForm({ method: 'PATCH', action: orgApi(org.name), label: 'Save organization' }, html`
+  ${apiForm({ method: 'PATCH', action: orgApi(org.name), label: 'Save organization', className: 'stacked' }, html`
     <label>Description <input name="description" value="${org.description}"></label>
     <label>Contact e-mail <input name="email" type="email" value="${org.email ?? ''}"></label>
     <label class="check"><input type="checkbox" name="is_public" ${org.is_public ? 'checked' : ''}> Public organization</label>`)}</section>` : null}`);
@@ -150,6 +150,7 @@ ${data.versions.map(({ version, providers }) => {
       ${apiForm({ method: 'POST', action: `${pApi}/architecture`, label: 'Add architecture' }, html`
         <label>Architecture <input name="name" required list="architectures" placeholder="amd64" autocomplete="off"></label>
         <label class="check"><input type="checkbox" name="default_box"> Default</label>`)}
+      ${apiForm({ method: 'PATCH', action: pApi, label: 'Save provider description' }, html`<label>Description <input name="description" value="${provider.description}"></label>`)}
       ${apiForm({ method: 'DELETE', action: pApi, label: `Delete provider ${provider.name}`, confirm: `Delete provider ${provider.name} and its files?`, className: 'inline danger' })}
       ${architectures.map(({ architecture, file }) => {
         const aApi = `${pApi}/architecture/${e(architecture.name)}`;
@@ -162,6 +163,7 @@ ${data.versions.map(({ version, providers }) => {
           <p class="status" role="status" aria-live="polite"></p>
           <p class="error" role="alert"></p>
         </form>
+        ${architecture.default_box ? null : apiForm({ method: 'PATCH', action: aApi, label: `Make ${architecture.name} the default`, className: 'inline' }, html`<input type="hidden" name="default_box" value="true" data-type="boolean">`)}
         ${apiForm({ method: 'DELETE', action: aApi, label: `Delete architecture ${architecture.name}`, confirm: `Delete architecture ${architecture.name} and its file?`, className: 'inline danger' })}
         </div>`;
       })}</fieldset>`;
@@ -179,7 +181,7 @@ ${canManage ? html`<details class="panel"><summary>New version</summary>${needsS
 <datalist id="architectures"><option value="amd64"><option value="arm64"><option value="i386"></datalist>` : null}
 </section>
 ${canManage ? html`<section aria-labelledby="box-settings"><h2 id="box-settings">Box settings</h2>${needsScript}
-  ${apiForm({ method: 'PATCH', action: api, label: 'Save box' }, html`
+  ${apiForm({ method: 'PATCH', action: api, label: 'Save box', className: 'stacked' }, html`
     <label>Description <textarea name="description" rows="3">${box.description}</textarea></label>
     <label class="check"><input type="checkbox" name="is_public" ${box.is_public ? 'checked' : ''}> Public: listed, and downloadable by anyone</label>
     <label class="check"><input type="checkbox" name="published" ${box.published ? 'checked' : ''}> Published (unpublished: a members-only draft)</label>

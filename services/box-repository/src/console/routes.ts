@@ -14,7 +14,6 @@ import { clearSessionCookie, sessionCookieOf, setSessionCookie } from '../auth/s
 import type { ServiceContext } from '../context.ts';
 import { baseUrlOf } from '../http/base-url.ts';
 import { RESERVED_ORGANIZATION_NAMES } from '../http/schemas.ts';
-import type { PageContext } from './layout.ts';
 import { boxDetailPage, errorPage, homePage, organizationPage, signInPage, usersPage } from './pages.ts';
 import { allUsers, listBoxes, membersOf, myOrganizations, serviceAccountsOf, versionTree } from './queries.ts';
 

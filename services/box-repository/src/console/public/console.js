@@ -1,3 +1,4 @@
+/* global document, navigator, getSelection, setTimeout, confirm, fetch, location, URLSearchParams, XMLHttpRequest */
 // Progressive enhancement for the box console: the pages work without this script for browsing; it adds the copy
 // buttons, sends management forms to the JSON API (with the session cookie), and streams box uploads with a
 // progress bar. Served from the service itself under a strict CSP (no inline code anywhere).
@@ -44,6 +45,7 @@ function formJson(form) {
     if (element.type === 'checkbox') body[element.name] = element.checked;
     else if (element.hasAttribute('data-path-only')) pathValues[element.name] = element.value;
     else if (element.value === '') continue;
+    else if (element.dataset.type === 'boolean') body[element.name] = element.value === 'true';
     else body[element.name] = element.type === 'number' ? Number(element.value) : element.value;
     pathValues[element.name] ??= element.value;
   }
