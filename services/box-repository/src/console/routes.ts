@@ -52,7 +52,8 @@ export async function consoleRoutes(app: FastifyInstance, { ctx }: { ctx: Servic
       }
     };
 
-  app.get('/console/assets/:file', hide, async (request: FastifyRequest<{ Params: { file: string } }>, reply) => {
+  // Assets are fixed files read at start: not worth a rate-limit write per request (as the terminal's page).
+  app.get('/console/assets/:file', { ...hide, config: { rateLimit: false } }, async (request: FastifyRequest<{ Params: { file: string } }>, reply) => {
     const file = Object.hasOwn(ASSETS, request.params.file) ? ASSETS[request.params.file] : undefined;
     if (!file) throw notFound(`No asset ${request.params.file}`);
     return pageHeaders(reply).header('cache-control', 'public, max-age=3600').type(file.type).send(file.body);
