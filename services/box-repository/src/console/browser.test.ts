@@ -19,6 +19,8 @@ const CHROMIUM_ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable
 const SCREENSHOTS = join(process.cwd(), 'test-results', 'screenshots', 'box-console');
 const VAGRANT = process.env.VAGRANT_BIN ?? '/usr/bin/vagrant';
 const MiB = 1024 * 1024;
+/** Waits for what the page shows: generous, since the machine may be busy with other suites (no timing asserted). */
+const eventually = <T>(read: () => Promise<T> | T) => expect.poll(read, { timeout: 30_000, interval: 100 });
 
 const fileSha256 = (path: string) => new Promise<string>((resolve, reject) => {
   const hash = createHash('sha256');
@@ -38,7 +40,7 @@ const runLine = (line: string, home: string) => new Promise<{ code: number | nul
   child.on('close', (code) => resolve({ code, output }));
 });
 
-describe('box console in Chromium', () => {
+describe('box console in Chromium', { timeout: 240_000 }, () => {
   let service: TestService;
   let browser: Browser;
   let work: string;
@@ -60,6 +62,12 @@ describe('box console in Chromium', () => {
     return { context, page };
   }
 
+  /** Chromium logs a refused request (a 403 page, a refused upload) as a failed load: expected where a test causes one. */
+  const allowLoadError = (status: number, url: string) => {
+    const index = problems.findIndex((p) => p.startsWith(`console: Failed to load resource: the server responded with a status of ${status} `) && p.includes(`(${url}`));
+    if (index >= 0) problems.splice(index, 1);
+  };
+
   const shot = (page: Page, name: string) => page.screenshot({ path: join(SCREENSHOTS, `${name}.png`), fullPage: true });
 
   async function signIn(page: Page, username: string, password: string) {
@@ -68,7 +76,7 @@ describe('box console in Chromium', () => {
     await page.getByLabel('Username').fill(username);
     await page.getByLabel('Password').fill(password);
     await page.getByRole('button', { name: 'Sign in' }).click();
-    await expect.poll(() => page.locator('.who').textContent()).toBe(username);
+    await eventually(() => page.locator('.who').textContent()).toBe(username);
   }
 
   beforeAll(async () => {
@@ -94,17 +102,17 @@ describe('box console in Chromium', () => {
   it('lets an anonymous visitor find a box and copy the line that Vagrant then runs', async () => {
     const { context, page } = await newPage();
     await page.goto(`${service.url}/`);
-    await expect.poll(() => page.locator('h1').textContent()).toBe('Public boxes');
+    await eventually(() => page.locator('h1').textContent()).toBe('Public boxes');
     expect(await page.locator('.cards').textContent()).not.toContain('internal-tools');
     await shot(page, 'home-anonymous');
     await page.getByRole('searchbox', { name: 'Search boxes' }).fill('debian');
     await page.keyboard.press('Enter');
     await page.getByRole('link', { name: 'acme/debian12' }).click();
-    await expect.poll(() => page.locator('h1').textContent()).toBe('acme/debian12');
+    await eventually(() => page.locator('h1').textContent()).toBe('acme/debian12');
     await shot(page, 'box-anonymous');
     const line = `VAGRANT_SERVER_URL=${service.url} vagrant box add acme/debian12`;
     await page.locator('button[data-copy="add-line"]').click();
-    await expect.poll(() => page.locator('button[data-copy="add-line"]').textContent()).toBe('Copied');
+    await eventually(() => page.locator('button[data-copy="add-line"]').textContent()).toBe('Copied');
     const copied = await page.evaluate('navigator.clipboard.readText()') as string;
     expect(copied).toBe(line);
     // Run exactly as pasted (VAGRANT_BIN only when the test is pointed at another vagrant).
@@ -135,7 +143,7 @@ describe('box console in Chromium', () => {
     await page.getByText('New version').click();
     await page.getByLabel('Version (x.y.z)').fill('1.0.0');
     await page.getByRole('button', { name: 'Create version' }).click();
-    await expect.poll(() => page.locator('article.version h3').first().textContent()).toBe('v1.0.0');
+    await eventually(() => page.locator('article.version h3').first().textContent()).toBe('v1.0.0');
     const manage = () => page.locator('details', { has: page.locator('summary', { hasText: 'Manage v1.0.0' }) });
     const openManage = async () => {
       if ((await manage().getAttribute('open')) === null) await manage().locator('summary').click();
@@ -143,11 +151,20 @@ describe('box console in Chromium', () => {
     await openManage();
     await manage().getByLabel('Provider').fill('virtualbox');
     await manage().getByRole('button', { name: 'Add provider' }).click();
-    await expect.poll(() => page.locator('table.files').textContent()).toContain('virtualbox');
+    await eventually(() => page.locator('table.files').textContent()).toContain('virtualbox');
     await openManage();
     await manage().getByLabel('Architecture').fill('amd64');
     await manage().getByRole('button', { name: 'Add architecture' }).click();
-    await expect.poll(() => page.locator('table.files').textContent()).toContain('amd64');
+    await eventually(() => page.locator('table.files').textContent()).toContain('amd64');
+
+    // A file that is no box is refused, and the page says why (the server's problem details).
+    await openManage();
+    await manage().getByLabel('Box file').setInputFiles({ name: 'notes.txt', mimeType: 'text/plain', buffer: Buffer.from('not a box\n') });
+    await manage().getByRole('button', { name: 'Upload' }).click();
+    await eventually(() => manage().locator('form.upload .error').textContent()).not.toBe('');
+    expect(await manage().locator('form.upload progress').isVisible()).toBe(false);
+    allowLoadError(422, `${service.url}/api/organization/acme/box/big-box/version/1.0.0/provider/virtualbox/architecture/amd64/file/upload?file_name=notes.txt`);
+    await shot(page, 'box-upload-refused');
 
     const boxPath = join(work, 'big.box');
     await writeFile(boxPath, await makeBox({ gzip: false, fillerBytes: 200 * MiB }));
@@ -158,7 +175,7 @@ describe('box console in Chromium', () => {
     const sampler = setInterval(() => void page.locator('form.upload progress').getAttribute('value').then((v) => progress.push(Number(v))).catch(() => {}), 50);
     const started = performance.now();
     await manage().getByRole('button', { name: 'Upload' }).click();
-    await expect.poll(() => page.locator('form.upload code.sha256').textContent().catch(() => null), { timeout: 120_000, interval: 250 }).toBe(expected);
+    await expect.poll(() => page.locator('form.upload code.sha256').textContent().catch(() => null), { timeout: 180_000, interval: 250 }).toBe(expected);
     clearInterval(sampler);
     // A figure for the report, not an assertion: Chromium -> service -> local storage, with the sha256 computed.
     console.log(`[box console] 200 MiB upload through the page: ${(200 / ((performance.now() - started) / 1000)).toFixed(0)} MiB/s`);
@@ -183,11 +200,11 @@ describe('box console in Chromium', () => {
     const manage = page.locator('details', { has: page.locator('summary', { hasText: 'Manage v12.5.0' }) });
     await manage.locator('summary').click();
     await manage.getByRole('button', { name: 'Revoke' }).click();
-    await expect.poll(() => page.locator('article.version .badge').first().textContent()).toBe('revoked');
+    await eventually(() => page.locator('article.version .badge').first().textContent()).toBe('revoked');
     expect((await service.request('GET', '/acme/debian12')).body.versions).toEqual([]);
     await page.locator('details', { has: page.locator('summary', { hasText: 'Manage v12.5.0' }) }).locator('summary').click();
     await page.getByRole('button', { name: 'Release' }).click();
-    await expect.poll(() => page.locator('article.version .badge').first().textContent()).toBe('active');
+    await eventually(() => page.locator('article.version .badge').first().textContent()).toBe('active');
     expect((await service.request('GET', '/acme/debian12')).body.versions[0].version).toBe('12.5.0');
 
     await page.goto(`${service.url}/acme`);
@@ -196,7 +213,7 @@ describe('box console in Chromium', () => {
     await newAccount.getByLabel('Description').fill('CI pipeline');
     await newAccount.getByRole('button', { name: 'Create service account' }).click();
     const key = page.locator('#new-token');
-    await expect.poll(() => key.textContent()).toMatch(/^bxy_sa_/);
+    await eventually(() => key.textContent()).toMatch(/^bxy_sa_/);
     await page.locator('button[data-copy="new-token"]').click();
     const copied = await page.evaluate('navigator.clipboard.readText()') as string;
     expect(copied).toBe(await key.textContent());
@@ -213,10 +230,10 @@ describe('box console in Chromium', () => {
     await addMember.getByLabel('Role').selectOption('moderator');
     await addMember.getByRole('button', { name: 'Save member' }).click();
     const members = page.locator('#members + table');
-    await expect.poll(() => members.textContent()).toContain('newcomer');
+    await eventually(() => members.textContent()).toContain('newcomer');
     expect(await members.locator('tr', { hasText: 'newcomer' }).textContent()).toContain('moderator');
     await members.locator('tr', { hasText: 'newcomer' }).getByRole('button', { name: 'Remove' }).click();
-    await expect.poll(() => members.textContent()).not.toContain('newcomer');
+    await eventually(() => members.textContent()).not.toContain('newcomer');
 
     await page.goto(`${service.url}/console/users`);
     expect(await page.locator('table').textContent()).toContain('outsider');
@@ -233,10 +250,13 @@ describe('box console in Chromium', () => {
     const refused = await page.goto(`${service.url}/acme/boxes/internal-tools`);
     expect(refused?.status()).toBe(403);
     // Chromium logs the refused document itself as a failed load: expected here, and nothing else.
-    const expectedLoadError = `console: Failed to load resource: the server responded with a status of 403 (Forbidden) (${service.url}/acme/boxes/internal-tools)`;
-    if (problems.at(-1) === expectedLoadError) problems.pop();
+    allowLoadError(403, `${service.url}/acme/boxes/internal-tools)`);
     expect(await page.locator('main').textContent()).not.toContain('Private tooling box');
     await shot(page, 'private-box-refused');
+    // Signing out ends the session: the header offers sign-in again.
+    await page.getByRole('button', { name: 'Sign out' }).click();
+    await eventually(() => page.getByRole('link', { name: 'Sign in' }).isVisible()).toBe(true);
+    expect((await context.cookies()).find((c) => c.name === 'box_session')).toBeUndefined();
     await context.close();
   });
 
@@ -249,7 +269,7 @@ describe('box console in Chromium', () => {
     // Copy buttons are real buttons: Enter on a focused one copies.
     await page.locator('button[data-copy="add-line"]').focus();
     await page.keyboard.press('Enter');
-    await expect.poll(() => page.locator('button[data-copy="add-line"]').textContent()).toBe('Copied');
+    await eventually(() => page.locator('button[data-copy="add-line"]').textContent()).toBe('Copied');
     // Nothing wider than the screen but the code blocks, which scroll by themselves.
     expect(await page.evaluate('document.documentElement.scrollWidth') as number).toBeLessThanOrEqual(390);
     await shot(page, 'box-phone');
@@ -266,6 +286,7 @@ describe('box console in Chromium', () => {
     await page.getByRole('searchbox', { name: 'Search boxes' }).fill('debian');
     await page.getByRole('button', { name: 'Search' }).click();
     await page.getByRole('link', { name: 'acme/debian12' }).click();
+    await page.waitForURL(`${service.url}/acme/boxes/debian12`);
     expect(await page.locator('#add-line').textContent()).toBe(`VAGRANT_SERVER_URL=${service.url} vagrant box add acme/debian12`);
     expect(await page.locator('table.files').textContent()).toContain('vagrant.box');
     expect(await page.locator('button[data-copy="add-line"]').isVisible()).toBe(false);
