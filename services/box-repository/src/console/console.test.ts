@@ -109,6 +109,12 @@ describe('box console pages (no JavaScript)', () => {
     expect(setCookie).not.toContain('Secure');
     // Never a redirect off the site.
     expect((await formSignIn('member1', USER_PASSWORD, '//evil.example/x')).headers.get('location')).toBe('/');
+    expect((await formSignIn('member1', USER_PASSWORD, '/\\evil.example/x')).headers.get('location')).toBe('/');
+    expect((await formSignIn('member1', USER_PASSWORD, 'https://evil.example/')).headers.get('location')).toBe('/');
+    // A header-splitting attempt is a plain redirect home, not a 500.
+    const splitting = await formSignIn('member1', USER_PASSWORD, '/x\r\nset-cookie: a=b');
+    expect(splitting.status).toBe(303);
+    expect(splitting.headers.get('location')).toBe('/');
     const wrong = await formSignIn('member1', 'wrong-password');
     expect(wrong.status).toBe(401);
     expect(await wrong.text()).toContain('Invalid username or password.');

@@ -25,8 +25,11 @@ const ASSETS: Record<string, { body: Buffer; type: string }> = {
 
 const hide = { schema: { hide: true } } as const;
 const pageNumber = (value: unknown) => (typeof value === 'string' && /^\d{1,6}$/.test(value) ? Math.max(1, Number(value)) : 1);
-/** Only a path on this site: never `//host` or a scheme, so sign-in can't be turned into an open redirect. */
-const safeReturn = (value: unknown) => (typeof value === 'string' && /^\/(?![/\\])/.test(value) ? value : '/');
+/**
+ * Only a path on this site: never `//host` or a scheme (sign-in must not become an open redirect), and no control
+ * characters or spaces (they could not go into the Location header).
+ */
+const safeReturn = (value: unknown) => (typeof value === 'string' && value.length <= 2000 && /^\/(?![/\\])[^\s\x00-\x1f\x7f]*$/.test(value) ? value : '/');
 
 const pathOf = (request: FastifyRequest) => request.url;
 
