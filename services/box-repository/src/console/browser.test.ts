@@ -161,7 +161,10 @@ describe('box console in Chromium', { timeout: 240_000 }, () => {
     await openManage();
     await manage().getByLabel('Box file').setInputFiles({ name: 'notes.txt', mimeType: 'text/plain', buffer: Buffer.from('not a box\n') });
     await manage().getByRole('button', { name: 'Upload' }).click();
-    await eventually(() => manage().locator('form.upload .error').textContent()).not.toBe('');
+    await eventually(() => manage().locator('form.upload .error').textContent()).toMatch(/^Upload failed: Not a Vagrant box/);
+    // Said once, and no progress left behind.
+    expect((await manage().locator('form.upload .error').textContent())!.match(/Not a Vagrant box/g)).toHaveLength(1);
+    expect(await manage().locator('form.upload .status').textContent()).toBe('');
     expect(await manage().locator('form.upload progress').isVisible()).toBe(false);
     allowLoadError(422, `${service.url}/api/organization/acme/box/big-box/version/1.0.0/provider/virtualbox/architecture/amd64/file/upload?file_name=notes.txt`);
     await shot(page, 'box-upload-refused');

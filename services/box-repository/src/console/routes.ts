@@ -29,7 +29,7 @@ const pageNumber = (value: unknown) => (typeof value === 'string' && /^\d{1,6}$/
  * Only a path on this site: never `//host` or a scheme (sign-in must not become an open redirect), and no control
  * characters or spaces (they could not go into the Location header).
  */
-const safeReturn = (value: unknown) => (typeof value === 'string' && value.length <= 2000 && /^\/(?![/\\])[^\s\x00-\x1f\x7f]*$/.test(value) ? value : '/');
+const safeReturn = (value: unknown) => (typeof value === 'string' && value.length <= 2000 && /^\/(?![/\\])[!-~\u00a0-\uffff]*$/.test(value) ? value : '/');
 
 const pathOf = (request: FastifyRequest) => request.url;
 

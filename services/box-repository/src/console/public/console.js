@@ -25,12 +25,15 @@ function enableCopyButtons() {
   }
 }
 
-/** A problem-details answer as one readable line. */
-async function problemText(response) {
-  const body = await response.json().catch(() => null);
-  if (!body) return `The server answered ${response.status}.`;
+/** A problem-details body as one readable line (each detail once: the summary often repeats the only one). */
+function describeProblem(body, status) {
+  if (!body || typeof body !== 'object') return `The server answered ${status}.`;
   const details = Array.isArray(body.errors) ? body.errors.map((e) => e.detail).filter(Boolean) : [];
-  return [body.detail || body.title || body.message || `Error ${response.status}`, ...details].join(' — ');
+  return [...new Set([body.detail || body.title || body.message || `Error ${status}`, ...details])].join(' — ');
+}
+
+async function problemText(response) {
+  return describeProblem(await response.json().catch(() => null), response.status);
 }
 
 /** `{name}` placeholders filled from an object (form fields or the answer). */
@@ -127,13 +130,13 @@ function enableUploads() {
       });
       xhr.addEventListener('load', () => {
         button.disabled = false;
-        let answer = {};
+        let answer = null;
         try {
           answer = JSON.parse(xhr.responseText);
         } catch {
           // not JSON
         }
-        if (xhr.status >= 200 && xhr.status < 300) {
+        if (xhr.status >= 200 && xhr.status < 300 && answer) {
           progress.value = 100;
           status.textContent = '';
           const done = document.createElement('span');
@@ -144,13 +147,14 @@ function enableUploads() {
           status.append(done, code);
         } else {
           progress.hidden = true;
-          const details = Array.isArray(answer.errors) ? answer.errors.map((e) => e.detail).filter(Boolean) : [];
-          error.textContent = [answer.detail || answer.title || `Upload failed (${xhr.status})`, ...details].join(' — ');
+          status.textContent = '';
+          error.textContent = `Upload failed: ${describeProblem(answer, xhr.status)}`;
         }
       });
       xhr.addEventListener('error', () => {
         button.disabled = false;
         progress.hidden = true;
+        status.textContent = '';
         error.textContent = 'The upload was interrupted.';
       });
       xhr.send(file);
