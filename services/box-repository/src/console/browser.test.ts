@@ -99,7 +99,7 @@ describe('box console in Chromium', { timeout: 240_000 }, () => {
     if (work) await rm(work, { recursive: true, force: true });
   });
 
-  it('lets an anonymous visitor find a box and copy the line that Vagrant then runs', async () => {
+  it('lets an anonymous visitor find a box and copy the line that Vagrant then runs, and the Vagrantfile\'s box_url works too', async () => {
     const { context, page } = await newPage();
     await page.goto(`${service.url}/`);
     await eventually(() => page.locator('h1').textContent()).toBe('Public boxes');
@@ -119,6 +119,13 @@ describe('box console in Chromium', { timeout: 240_000 }, () => {
     const added = await runLine(process.env.VAGRANT_BIN ? copied.replace(' vagrant ', ` ${VAGRANT} `) : copied, work);
     expect(added.code, added.output).toBe(0);
     expect(added.output).toContain("Successfully added box 'acme/debian12' (v12.5.0) for 'virtualbox'");
+    // The Vagrantfile's box_url is the metadata Vagrant understands: adding from it gives the same box.
+    const vagrantfile = (await page.locator('#vagrantfile').textContent())!;
+    expect(vagrantfile).toContain('config.vm.box = "acme/debian12"');
+    const boxUrl = /config\.vm\.box_url = "([^"]+)"/.exec(vagrantfile)![1]!;
+    const fromUrl = await runLine(`${VAGRANT} box add --force '${boxUrl}'`, work);
+    expect(fromUrl.code, fromUrl.output).toBe(0);
+    expect(fromUrl.output).toContain("Successfully added box 'acme/debian12' (v12.5.0) for 'virtualbox'");
     await context.close();
   });
 
