@@ -137,6 +137,14 @@ describe('box console in Chromium', { timeout: 240_000 }, () => {
     expect(cookie).toMatchObject({ httpOnly: true, sameSite: 'Strict' });
     expect(await page.evaluate('document.cookie')).not.toContain('box_session');
     await shot(page, 'home-signed-in');
+    // Admins create organizations from the home page and land on the new one.
+    const newOrg = page.locator('form.api', { has: page.getByRole('button', { name: 'Create organization' }) });
+    await newOrg.getByLabel('Name').fill('beta');
+    await newOrg.getByLabel('Description').fill('Second team');
+    await newOrg.getByRole('button', { name: 'Create organization' }).click();
+    await page.waitForURL(`${service.url}/beta`);
+    await eventually(() => page.locator('h1').textContent()).toContain('beta');
+    await page.goto(`${service.url}/`);
 
     await page.getByRole('link', { name: 'acme', exact: true }).click();
     const newBox = page.locator('details', { has: page.locator('summary', { hasText: 'New box' }) });
