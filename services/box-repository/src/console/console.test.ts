@@ -79,6 +79,11 @@ describe('box console pages (no JavaScript)', () => {
     expect(metadata.headers.get('content-type')).toContain('application/json');
     expect(metadata.body.versions[0].providers[0].checksum).toBe(boxSha);
     expect((await service.request('GET', '/api/organization/acme/box')).headers.get('content-type')).toContain('application/json');
+    // Tools that accept anything get the metadata too; a browser asking for HTML is sent to the box's page.
+    expect((await service.request('GET', '/acme/ubuntu', { headers: { accept: '*/*' } })).body.name).toBe('acme/ubuntu');
+    const browser = await fetch(`${service.url}/acme/ubuntu`, { redirect: 'manual', headers: { accept: 'text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8' } });
+    expect(browser.status).toBe(303);
+    expect(browser.headers.get('location')).toBe('/acme/boxes/ubuntu');
   });
 
   it('shows a private box to members only: 401 page for anonymous visitors, 403 for non-members', async () => {
