@@ -249,6 +249,7 @@ function rows(): MatrixRow<Role>[] {
   add('GET /:org', expect_(grant(['member', 'globalAdmin'], 200)), (role, m) => send(role, m, '/vault'), 'private organization');
   read('/:org/boxes/:box', (p) => `/${p.org}/boxes/${p.box}`);
   add('GET /console/users', expect_(grant(['globalAdmin'], 200)), (role, m) => send(role, m, '/console/users'));
+  add('GET /console/webhooks', expect_(grant(['globalAdmin'], 200)), (role, m) => send(role, m, '/console/webhooks'));
   add('GET /console/sign-in', everyone(), (role, m) => send(role, m, '/console/sign-in'));
   add('GET /console/assets/:file', all(200), (role, m) => send(role, m, '/console/assets/console.css'));
   const form = (fields: Record<string, string>): Call => ({ body: Buffer.from(new URLSearchParams(fields).toString()), headers: { 'content-type': 'application/x-www-form-urlencoded' } });

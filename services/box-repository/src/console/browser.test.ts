@@ -253,6 +253,19 @@ describe('box console in Chromium', { timeout: 240_000 }, () => {
     await members.locator('tr', { hasText: 'newcomer' }).getByRole('button', { name: 'Remove' }).click();
     await eventually(() => members.textContent()).not.toContain('newcomer');
 
+    // Webhooks: subscribe a URL to one event; the secret is shown once; the list shows it after a reload.
+    await page.getByRole('link', { name: 'Webhooks' }).click();
+    await page.getByLabel('URL').fill('https://hooks.example.invalid/ci');
+    await page.getByLabel('user.created').uncheck();
+    await page.getByLabel('box.deleted').uncheck();
+    await page.getByRole('button', { name: 'Create webhook' }).click();
+    await eventually(() => page.locator('#new-secret').textContent()).not.toBe('');
+    const hooks = await service.request('GET', '/api/admin/webhooks', { token: service.adminToken });
+    expect(hooks.body).toMatchObject([{ url: 'https://hooks.example.invalid/ci', events: ['box.uploaded'] }]);
+    await shot(page, 'webhooks');
+    await page.reload();
+    expect(await page.locator('main').textContent()).toContain('https://hooks.example.invalid/ci');
+
     await page.goto(`${service.url}/console/users`);
     expect(await page.locator('table').textContent()).toContain('outsider');
     await shot(page, 'users');

@@ -186,6 +186,23 @@ describe('box console pages (no JavaScript)', () => {
     }
   });
 
+  it('shows admins the webhooks with their latest deliveries', async () => {
+    const admin = cookieOf(await formSignIn('admin', (await import('../testing/service.ts')).ADMIN_PASSWORD));
+    const created = await service.request('POST', '/api/admin/webhooks', { token: service.adminToken, json: { url: 'https://hooks.example.invalid/boxes', events: ['box.deleted'], description: 'CI <hook>' } });
+    expect(created.status).toBe(201);
+    const [event] = await service.sql<{ id: string }>(`insert into events (type, data, delivered_at) values ('box.deleted', '{"organization": "acme", "box": "gone"}', now()) returning id`);
+    await service.sql(`insert into webhook_deliveries (webhook_id, event_id, status, attempts, last_status_code, finished_at) values ($1, $2, 'failed', 8, 502, now())`, [created.body.id, event!.id]);
+    const page = await get('/console/webhooks', admin);
+    expect(page.status).toBe(200);
+    expect(page.text).toContain('https://hooks.example.invalid/boxes');
+    expect(page.text).toContain('CI &lt;hook&gt;');
+    expect(page.text).toMatch(/box\.deleted<\/td><td><span class="badge warn">failed<\/span><\/td><td>8<\/td>\s*<td>502<\/td>/);
+    expect(page.text).toContain(`/api/admin/webhooks/${created.body.id}/deliveries/`);
+    expect(page.text).not.toContain(created.body.secret);
+    expect((await get('/console/webhooks', memberCookie)).status).toBe(403);
+    expect((await get('/console/webhooks')).status).toBe(401);
+  });
+
   it('serves its two assets with their types, and nothing else', async () => {
     const css = await get('/console/assets/console.css');
     expect(css.status).toBe(200);

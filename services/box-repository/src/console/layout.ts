@@ -36,7 +36,7 @@ export function layout(page: PageContext, title: string, content: HtmlValue): Ht
   </form>
   <nav aria-label="Account">
     ${who
-      ? html`${isAdmin ? html`<a href="/console/users">Users</a>` : null}
+      ? html`${isAdmin ? html`<a href="/console/users">Users</a> <a href="/console/webhooks">Webhooks</a>` : null}
         <span class="who">${who.username}</span>
         <form method="post" action="/console/sign-out" class="inline"><button type="submit">Sign out</button></form>`
       : html`<a class="button" href="/console/sign-in?return_to=${encodeURIComponent(page.path)}">Sign in</a>`}

@@ -3,7 +3,7 @@
 import { html, type Html } from '@boxyard/kit/web/html.ts';
 import type { Organization, Box } from '../records.ts';
 import { apiForm, copyable, formatBytes, formatDate, layout, needsScript, type PageContext } from './layout.ts';
-import type { ListedBox, VersionEntry, allUsers, membersOf, serviceAccountsOf } from './queries.ts';
+import type { ListedBox, VersionEntry, allUsers, allWebhooks, latestDeliveries, membersOf, serviceAccountsOf } from './queries.ts';
 
 const e = encodeURIComponent;
 const orgApi = (org: string) => `/api/organization/${e(org)}`;
@@ -214,4 +214,40 @@ export function errorPage(page: PageContext, status: number, message: string): H
   const title = status === 404 ? 'Not found' : status === 401 ? 'Sign in required' : status === 403 ? 'Not allowed' : 'Something went wrong';
   return layout(page, title, html`<h1>${title}</h1><p>${message}</p>
 ${status === 401 ? html`<p><a class="button" href="/console/sign-in?return_to=${encodeURIComponent(page.path)}">Sign in</a></p>` : html`<p><a href="/">Back to the boxes</a></p>`}`);
+}
+
+export function webhooksPage(page: PageContext, data: {
+  events: readonly string[]; webhooks: Awaited<ReturnType<typeof allWebhooks>>; deliveries: Awaited<ReturnType<typeof latestDeliveries>>;
+}): Html {
+  const statusKind: Record<string, string> = { delivered: 'ok', failed: 'warn', pending: 'muted' };
+  return layout(page, 'Webhooks', html`
+<nav class="crumbs" aria-label="Breadcrumb"><a href="/">Boxes</a> › <span aria-current="page">Webhooks</span></nav>
+<h1>Webhooks</h1>
+<p class="note">Events are POSTed as <code>{event, data}</code>, signed with the webhook's secret (<code>x-boxyard-signature</code> and Standard Webhooks headers).</p>
+${data.webhooks.length === 0 ? html`<p class="empty">No webhooks yet.</p>` : null}
+${data.webhooks.map((hook) => {
+    const deliveries = data.deliveries.filter((d) => d.webhook_id === hook.id);
+    return html`<article class="version" aria-labelledby="hook-${hook.id}">
+  <header><h2 id="hook-${hook.id}" class="url">${hook.url}</h2> ${hook.events.map((event) => badge(event, 'muted'))}</header>
+  ${hook.description ? html`<p>${hook.description}</p>` : null}
+  <h3>Latest deliveries</h3>
+  ${deliveries.length === 0 ? html`<p class="empty">None yet.</p>` : html`<table class="deliveries"><thead><tr><th scope="col">Event</th><th scope="col">Status</th><th scope="col">Attempts</th><th scope="col">Last answer</th><th scope="col">Created</th><th scope="col"><span class="visually-hidden">Actions</span></th></tr></thead>
+  <tbody>${deliveries.map((d) => html`<tr><td>${d.event}</td><td>${badge(d.status, statusKind[d.status])}</td><td>${d.attempts}</td>
+    <td>${d.last_status_code ?? d.last_error ?? '—'}</td><td>${d.created_at.slice(0, 19).replace('T', ' ')}</td>
+    <td>${d.status === 'pending' ? null : apiForm({ method: 'POST', action: `/api/admin/webhooks/${hook.id}/deliveries/${d.id}/redeliver`, label: 'Redeliver', className: 'inline' })}</td></tr>`)}</tbody></table>`}
+  ${apiForm({ method: 'DELETE', action: `/api/admin/webhooks/${hook.id}`, label: 'Delete webhook', confirm: `Delete the webhook to ${hook.url} and its delivery log?`, className: 'danger' })}
+</article>`;
+  })}
+<section aria-labelledby="new-webhook"><h2 id="new-webhook">New webhook</h2>${needsScript}
+<details class="panel" open><summary>Subscribe a URL</summary>
+  ${apiForm({ method: 'POST', action: '/api/admin/webhooks', label: 'Create webhook', show: 'secret', className: 'stacked' }, html`
+    <label>URL <input name="url" type="url" required placeholder="https://ci.example.com/hooks/boxyard"></label>
+    <fieldset><legend>Events</legend>${data.events.map((event) => html`<label class="check"><input type="checkbox" name="events" value="${event}" data-array checked> ${event}</label>`)}</fieldset>
+    <label>Description <input name="description"></label>`)}
+  <div class="shown-once" hidden>
+    <p><strong>Copy the signing secret now: it is shown only once.</strong> Reload the page to see the new webhook.</p>
+    ${copyable('new-secret', 'Secret', '')}
+  </div>
+</details>
+</section>`);
 }

@@ -117,3 +117,21 @@ export const allUsers = (ctx: ServiceContext) =>
 
 export const organizationByName = (ctx: ServiceContext, name: string) =>
   ctx.pool.maybeOne(sql.type(z.object({ o: organizationRow }))`select to_jsonb(o) as o from organizations o where lower(o.name) = lower(${name})`);
+
+const webhookRow = z.object({ id: int8, url: z.string(), events: z.array(z.string()), description: z.string(), created_at: z.string() });
+export const allWebhooks = (ctx: ServiceContext) =>
+  ctx.pool.any(sql.type(webhookRow)`select id, url, events, description, to_jsonb(created_at) #>> '{}' as created_at from webhooks order by id limit 200`);
+
+const deliveryRow = z.object({
+  id: z.string(), webhook_id: int8, event: z.string(), status: z.string(), attempts: z.number(),
+  last_status_code: z.number().nullable(), last_error: z.string().nullable(), created_at: z.string(), finished_at: z.string().nullable(),
+});
+/** The latest deliveries of each webhook (the delivery log; the API pages through all of them). */
+export const latestDeliveries = (ctx: ServiceContext, perWebhook: number) =>
+  ctx.pool.any(sql.type(deliveryRow)`
+    select id, webhook_id, event, status, attempts, last_status_code, last_error, created_at, finished_at from (
+      select d.id::text as id, d.webhook_id, e.type as event, d.status, d.attempts, d.last_status_code, d.last_error,
+             to_jsonb(d.created_at) #>> '{}' as created_at, to_jsonb(d.finished_at) #>> '{}' as finished_at,
+             row_number() over (partition by d.webhook_id order by d.id desc) as n
+      from webhook_deliveries d join events e on e.id = d.event_id) ranked
+    where n <= ${perWebhook} order by webhook_id, id desc`);

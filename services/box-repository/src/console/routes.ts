@@ -14,8 +14,9 @@ import { clearSessionCookie, sessionCookieOf, setSessionCookie } from '../auth/s
 import type { ServiceContext } from '../context.ts';
 import { baseUrlOf } from '../http/base-url.ts';
 import { RESERVED_ORGANIZATION_NAMES } from '../http/schemas.ts';
-import { boxDetailPage, errorPage, homePage, organizationPage, signInPage, usersPage } from './pages.ts';
-import { allUsers, listBoxes, membersOf, myOrganizations, serviceAccountsOf, versionTree } from './queries.ts';
+import { WEBHOOK_EVENTS } from '../webhooks/event-types.ts';
+import { boxDetailPage, errorPage, homePage, organizationPage, signInPage, usersPage, webhooksPage } from './pages.ts';
+import { allUsers, allWebhooks, latestDeliveries, listBoxes, membersOf, myOrganizations, serviceAccountsOf, versionTree } from './queries.ts';
 
 const asset = (name: string) => readFileSync(new URL(`./public/${name}`, import.meta.url));
 const ASSETS: Record<string, { body: Buffer; type: string }> = {
@@ -100,6 +101,12 @@ export async function consoleRoutes(app: FastifyInstance, { ctx }: { ctx: Servic
     if (!principal) throw unauthorized('Sign in to see the users');
     if (principal.kind !== 'user' || !principal.isAdmin) throw new HttpError(403, 'Only administrators see the users');
     return usersPage({ principal, path: pathOf(request) }, await allUsers(ctx));
+  }));
+
+  app.get('/console/webhooks', hide, page(async (request, principal) => {
+    if (!principal) throw unauthorized('Sign in to see the webhooks');
+    if (principal.kind !== 'user' || !principal.isAdmin) throw new HttpError(403, 'Only administrators manage webhooks');
+    return webhooksPage({ principal, path: pathOf(request) }, { events: WEBHOOK_EVENTS, webhooks: await allWebhooks(ctx), deliveries: await latestDeliveries(ctx, 20) });
   }));
 
   app.get('/console/sign-in', hide, page(async (request, principal) => {
