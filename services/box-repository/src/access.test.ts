@@ -241,6 +241,20 @@ function rows(): MatrixRow<Role>[] {
     body.append('key', new Blob([tlsPair.key]), 'key.pem');
     return send(role, 'POST', '/api/setup/upload-ssl', { body });
   });
+
+  // The web console (issue 15): pages read with the API's rules (a refusal is an HTML page with the same status);
+  // sign-in and sign-out answer 303 to anyone (the form's credentials decide, not the request's).
+  add('GET /', everyone(), (role, m) => send(role, m, '/'));
+  add('GET /:org', everyone(), (role, m) => send(role, m, '/acme'), 'public organization');
+  add('GET /:org', expect_(grant(['member', 'globalAdmin'], 200)), (role, m) => send(role, m, '/vault'), 'private organization');
+  read('/:org/boxes/:box', (p) => `/${p.org}/boxes/${p.box}`);
+  add('GET /console/users', expect_(grant(['globalAdmin'], 200)), (role, m) => send(role, m, '/console/users'));
+  add('GET /console/webhooks', expect_(grant(['globalAdmin'], 200)), (role, m) => send(role, m, '/console/webhooks'));
+  add('GET /console/sign-in', everyone(), (role, m) => send(role, m, '/console/sign-in'));
+  add('GET /console/assets/:file', all(200), (role, m) => send(role, m, '/console/assets/console.css'));
+  const form = (fields: Record<string, string>): Call => ({ body: Buffer.from(new URLSearchParams(fields).toString()), headers: { 'content-type': 'application/x-www-form-urlencoded' } });
+  add('POST /console/sign-in', all(303), (role) => send(role, 'POST', '/console/sign-in', form({ username: 'member', password: USER_PASSWORD })));
+  add('POST /console/sign-out', all(303), (role) => send(role, 'POST', '/console/sign-out'));
   return rows;
 }
 

@@ -7,6 +7,7 @@ import {
   accountMigrations, createAccounts, createProviderAccounts, resourceServerMigrations, createApp, createObjectStore, createSessionTokens, installRateLimit,
   createMetricsRegistry, instrumentStore, migrate, pingDatabase, rateLimitMigrations, publicBaseUrl, listenUnencrypted, httpsOrigin, type PlainListener,
 } from '@boxyard/kit';
+import cookie from '@fastify/cookie';
 import type { FastifyInstance } from 'fastify';
 import type { Server as TlsServer } from 'node:tls';
 import { architectureRoutes } from './architectures/routes.ts';
@@ -15,6 +16,7 @@ import { SESSION_TYP } from './auth/principal.ts';
 import { serviceAccountRoutes } from './auth/service-accounts.ts';
 import { createGroupMembershipSync } from './provider-identity/group-memberships.ts';
 import { boxRoutes } from './boxes/routes.ts';
+import { consoleRoutes } from './console/routes.ts';
 import { SERVICE_NAME, type BoxRepositoryConfig } from './config.ts';
 import type { ServiceContext, TestHooks } from './context.ts';
 import { createDownloadLinks } from './files/download-links.ts';
@@ -128,10 +130,12 @@ export async function buildBoxRepository(config: BoxRepositoryConfig, options: B
       classes: { of: limitClassOf, max: limitCeilings(config.rate_limiting) },
     });
   }
+  // The web console's session cookie is read by the credential resolution of every route (auth/principal.ts).
+  await app.register(cookie);
   await app.register(async (api) => {
     installProblemTypes(api);
     acceptCamelCase(api);
-    for (const routes of [statusRoutes, setupRoutes, authRoutes, serviceAccountRoutes, organizationRoutes, boxRoutes, versionRoutes, providerRoutes, architectureRoutes, fileRoutes, metadataRoutes, webhookRoutes]) {
+    for (const routes of [statusRoutes, setupRoutes, authRoutes, serviceAccountRoutes, organizationRoutes, boxRoutes, versionRoutes, providerRoutes, architectureRoutes, fileRoutes, metadataRoutes, webhookRoutes, consoleRoutes]) {
       await api.register(routes, { ctx });
     }
   });

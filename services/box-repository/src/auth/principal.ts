@@ -2,15 +2,18 @@
 // `Authorization` header (Bearer: a session JWT, then an identity provider's access token, then a raw
 // service-account key — told apart by their form; DPoP: a provider token with its proof; Basic: a user's
 // password or a service-account key as the password, which is how `user:key@host` URLs reach us), then `?access_token=`
-// (Vagrant with VAGRANT_SERVER_ACCESS_TOKEN_BY_URL). Credentials that are present but wrong are refused with
-// 401 even on public routes: a client should learn that its token is bad, not silently get less.
-import { InvalidTokenError, unauthorized } from '@boxyard/kit';
+// (Vagrant with VAGRANT_SERVER_ACCESS_TOKEN_BY_URL), then the web console's session cookie. Credentials that are
+// present but wrong are refused with 401 even on public routes: a client should learn that its token is bad, not
+// silently get less — except a stale console cookie, which browsers keep sending: it counts as no credentials, so
+// the pages still show and signing in again works.
+import { createOriginPolicy, HttpError, InvalidTokenError, SAFE_METHODS, unauthorized, type OriginPolicy } from '@boxyard/kit';
 import type { FastifyRequest } from 'fastify';
 import { sql } from 'slonik';
 import { z } from 'zod';
 import type { ServiceContext } from '../context.ts';
 import { int8 } from '../records.ts';
 import { keyIdOf, keyMatches, looksLikeServiceAccountKey } from './service-account-keys.ts';
+import { sessionCookieOf } from './session-cookie.ts';
 
 export type MemberRole = 'admin' | 'moderator' | 'user';
 
@@ -91,7 +94,28 @@ async function resolve(ctx: ServiceContext, request: FastifyRequest): Promise<Pr
   }
   const accessToken = (request.query as Record<string, unknown> | undefined)?.access_token;
   if (typeof accessToken === 'string' && accessToken !== '') return fromBearer(ctx, accessToken);
+  const cookie = sessionCookieOf(request);
+  if (cookie) return fromSessionCookie(ctx, request, cookie);
   return null;
+}
+
+const originPolicies = new WeakMap<ServiceContext, OriginPolicy>();
+
+/** The console's cookie: a browser sends it by itself, so a change it authorises must come from our own pages. */
+async function fromSessionCookie(ctx: ServiceContext, request: FastifyRequest, token: string): Promise<Principal | null> {
+  let principal: Principal;
+  try {
+    principal = await fromSessionToken(ctx, token);
+  } catch (error) {
+    if (error instanceof HttpError && error.statusCode === 401) return null;
+    throw error;
+  }
+  if (!SAFE_METHODS.has(request.method)) {
+    let policy = originPolicies.get(ctx);
+    if (!policy) originPolicies.set(ctx, (policy = createOriginPolicy({ publicUrl: ctx.config.server.public_url })));
+    await policy.check(request);
+  }
+  return principal;
 }
 
 /** A service-account key has its own prefix; a provider token names the provider as its issuer; else a session. */

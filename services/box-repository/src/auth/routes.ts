@@ -59,6 +59,22 @@ export async function describePrincipal(ctx: ServiceContext, principal: Principa
   };
 }
 
+/** A user's password, or a service account's username and key; null when they don't match. */
+export async function verifySignIn(ctx: ServiceContext, username: string, password: string): Promise<Principal | null> {
+  if (looksLikeServiceAccountKey(password)) {
+    const account = await fromServiceAccountKey(ctx, password).catch(() => null);
+    return account && account.username.toLowerCase() === username.toLowerCase() ? account : null;
+  }
+  const user = await ctx.accounts.verifyCredentials(username, password);
+  if (!user) return null;
+  return { kind: 'user', id: user.id, username: user.username, email: user.email, isAdmin: user.role === 'admin', createdAt: user.created_at };
+}
+
+export function issueSession(ctx: ServiceContext, principal: Principal, stay: boolean) {
+  const subject = principal.kind === 'user' ? principal.id : `sa:${principal.id}`;
+  return ctx.tokens.sign(subject, { stay }, stay ? STAY_LOGGED_IN_TTL_SECONDS : ctx.config.session.ttl_seconds);
+}
+
 export async function authRoutes(app: FastifyInstance, { ctx }: { ctx: ServiceContext }): Promise<void> {
   app.post<{ Body: { username: string; password: string; stay_logged_in?: boolean } }>('/api/auth/signin', {
     schema: {
@@ -68,19 +84,9 @@ export async function authRoutes(app: FastifyInstance, { ctx }: { ctx: ServiceCo
     },
   }, async (request) => {
     const { username, password, stay_logged_in: stay = false } = request.body;
-    let principal: Principal;
-    if (looksLikeServiceAccountKey(password)) {
-      principal = await fromServiceAccountKey(ctx, password).catch(() => {
-        throw unauthorized('Invalid username or password');
-      });
-      if (principal.username.toLowerCase() !== username.toLowerCase()) throw unauthorized('Invalid username or password');
-    } else {
-      const user = await ctx.accounts.verifyCredentials(username, password);
-      if (!user) throw unauthorized('Invalid username or password');
-      principal = { kind: 'user', id: user.id, username: user.username, email: user.email, isAdmin: user.role === 'admin', createdAt: user.created_at };
-    }
-    const subject = principal.kind === 'user' ? principal.id : `sa:${principal.id}`;
-    const issued = await ctx.tokens.sign(subject, { stay }, stay ? STAY_LOGGED_IN_TTL_SECONDS : ctx.config.session.ttl_seconds);
+    const principal = await verifySignIn(ctx, username, password);
+    if (!principal) throw unauthorized('Invalid username or password');
+    const issued = await issueSession(ctx, principal, stay);
     return { ...(await describePrincipal(ctx, principal)), access_token: issued.token, expires_at: issued.expiresAt.toISOString() };
   });
 

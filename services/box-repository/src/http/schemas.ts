@@ -3,8 +3,8 @@ export const SLUG_PATTERN = '^[A-Za-z0-9_-]{1,100}$';
 export const SLUG_DETAIL = 'letters, digits, "-" and "_" only, 1 to 100 characters';
 export const VERSION_PATTERN = '^(0|[1-9][0-9]{0,8})\\.(0|[1-9][0-9]{0,8})\\.(0|[1-9][0-9]{0,8})$';
 
-/** Organization names that would shadow the service's own top-level paths in `/{org}/{box}`. */
-export const RESERVED_ORGANIZATION_NAMES = ['api', 'api-docs', 'health', 'metrics', 'openapi.json'];
+/** Organization names that would shadow the service's own top-level paths in `/{org}/{box}` (and the console's). */
+export const RESERVED_ORGANIZATION_NAMES = ['api', 'api-docs', 'health', 'metrics', 'openapi.json', 'console'];
 
 export const slug = { type: 'string', pattern: SLUG_PATTERN } as const;
 export const text = (maxLength: number) => ({ type: 'string', maxLength }) as const;

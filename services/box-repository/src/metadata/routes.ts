@@ -115,5 +115,15 @@ export async function metadataRoutes(app: FastifyInstance, { ctx }: { ctx: Servi
   });
   app.get('/api/organization/:org/box/:box/metadata', { schema: schema('Box metadata in the Vagrant format') }, handler);
   app.get('/api/v2/vagrant/:org/:box', { schema: schema('Box metadata for Vagrant 2.4 (`vagrant box add org/box` with VAGRANT_SERVER_URL)') }, handler);
-  app.get('/:org/:box', { schema: schema('Box metadata for Vagrant 2.3 (`vagrant box add org/box` with VAGRANT_SERVER_URL)') }, handler);
+  // A person who opens `{server}/{org}/{box}` in a browser gets the box's console page; Vagrant asks for JSON
+  // (Accept: application/json), curl and other tools accept anything: both get the metadata.
+  const vagrant23 = schema('Box metadata for Vagrant 2.3 (`vagrant box add org/box` with VAGRANT_SERVER_URL); browsers asking for HTML are sent to the box\'s page');
+  const browserRedirect = { 303: { description: 'Accept names text/html (a browser): see Location, the box\'s console page' } };
+  app.get('/:org/:box', { schema: { ...vagrant23, response: { ...vagrant23.response, ...browserRedirect } } }, async (request, reply) => {
+    const { org, box } = request.params as { org: string; box: string };
+    if (/\btext\/html\b/i.test(request.headers.accept ?? '') && !RESERVED_ORGANIZATION_NAMES.includes(org.toLowerCase())) {
+      return reply.redirect(`/${encodeURIComponent(org)}/boxes/${encodeURIComponent(box)}`, 303);
+    }
+    return handler(request as FastifyRequest<{ Params: { org: string; box: string } }>, reply);
+  });
 }

@@ -1,0 +1,137 @@
+// What the console pages read, each in one query. The read rules are those of the API (access/hierarchy.ts):
+// anonymous callers and non-members see listed boxes (public, published, in a public organization) and active
+// versions; members see everything of their organizations; global admins see everything.
+import { sql } from 'slonik';
+import { z } from 'zod';
+import type { Principal } from '../auth/principal.ts';
+import type { ServiceContext } from '../context.ts';
+import { architectureRow, boxRow, fileRow, int8, organizationRow, providerRow, versionRow, type Architecture, type Box, type BoxFile, type Provider, type Version } from '../records.ts';
+
+export const PAGE_SIZE = 50;
+
+const listedBoxRow = z.object({ b: boxRow, org: z.string(), latest: z.string().nullable(), member: z.boolean() });
+export type ListedBox = z.output<typeof listedBoxRow>;
+
+/** Who the caller is, in the terms the queries need. */
+function viewer(principal: Principal | null) {
+  return {
+    userId: principal?.kind === 'user' ? principal.id : null,
+    saOrg: principal?.kind === 'service_account' ? principal.organizationId : null,
+    all: principal?.kind === 'user' && principal.isAdmin,
+  };
+}
+
+/** Boxes the caller may see, optionally in one organization, matching `search` in name or description. */
+export async function listBoxes(ctx: ServiceContext, principal: Principal | null, options: { search?: string; organizationId?: number; page?: number }) {
+  const { userId, saOrg, all } = viewer(principal);
+  const pattern = options.search ? `%${options.search.replace(/[\\%_]/g, (c) => `\\${c}`)}%` : null;
+  const page = Math.max(1, options.page ?? 1);
+  const where = sql.fragment`
+    (${options.organizationId ?? null}::bigint is null or b.organization_id = ${options.organizationId ?? null}::bigint)
+    and (${pattern}::text is null or b.name ilike ${pattern} or b.description ilike ${pattern} or o.name ilike ${pattern})
+    and (${all} or m.role is not null or b.organization_id = ${saOrg}::bigint or (o.is_public and b.published and b.is_public))`;
+  const rows = await ctx.pool.any(sql.type(listedBoxRow)`
+    select to_jsonb(b) as b, o.name as org,
+           (select v.version_number from versions v where v.box_id = b.id and v.status = 'active'
+            order by v.major desc, v.minor desc, v.patch desc limit 1) as latest,
+           coalesce(m.role is not null or b.organization_id = ${saOrg}::bigint, false) as member
+    from boxes b join organizations o on o.id = b.organization_id
+    left join memberships m on m.organization_id = o.id and m.user_id = ${userId}::uuid
+    where ${where}
+    order by lower(o.name), lower(b.name) limit ${PAGE_SIZE + 1} offset ${(page - 1) * PAGE_SIZE}`);
+  return { boxes: rows.slice(0, PAGE_SIZE), page, more: rows.length > PAGE_SIZE };
+}
+
+/** The organizations the caller belongs to (for the home page and the header). */
+export async function myOrganizations(ctx: ServiceContext, principal: Principal | null) {
+  const { userId, saOrg, all } = viewer(principal);
+  if (!principal) return [];
+  return ctx.pool.any(sql.type(z.object({ name: z.string(), role: z.string().nullable() }))`
+    select o.name, coalesce(m.role, case when o.id = ${saOrg}::bigint then 'service account' end) as role
+    from organizations o left join memberships m on m.organization_id = o.id and m.user_id = ${userId}::uuid
+    where m.role is not null or o.id = ${saOrg}::bigint or ${all}
+    order by lower(o.name)`);
+}
+
+export interface ArchitectureEntry {
+  architecture: Architecture;
+  file: BoxFile | null;
+}
+export interface ProviderEntry {
+  provider: Provider;
+  architectures: ArchitectureEntry[];
+}
+export interface VersionEntry {
+  version: Version;
+  providers: ProviderEntry[];
+}
+
+const treeRow = z.object({ v: versionRow, p: providerRow.nullable(), a: architectureRow.nullable(), f: fileRow.nullable() });
+
+/** A box's versions (newest first) with their providers, architectures and files. */
+export async function versionTree(ctx: ServiceContext, box: Box, member: boolean): Promise<VersionEntry[]> {
+  const rows = await ctx.pool.any(sql.type(treeRow)`
+    select to_jsonb(v) as v, to_jsonb(p) as p, to_jsonb(a) as a, to_jsonb(f) as f
+    from versions v
+    left join providers p on p.version_id = v.id
+    left join architectures a on a.provider_id = p.id
+    left join files f on f.architecture_id = a.id
+    where v.box_id = ${box.id} and (${member} or v.status = 'active')
+    order by v.major desc, v.minor desc, v.patch desc, lower(p.name), a.default_box desc, lower(a.name)`);
+  const versions: VersionEntry[] = [];
+  for (const row of rows) {
+    let version = versions.at(-1);
+    if (version?.version.id !== row.v.id) versions.push((version = { version: row.v, providers: [] }));
+    if (!row.p) continue;
+    let provider = version.providers.at(-1);
+    if (provider?.provider.id !== row.p.id) version.providers.push((provider = { provider: row.p, architectures: [] }));
+    if (row.a) provider.architectures.push({ architecture: row.a, file: row.f });
+  }
+  return versions;
+}
+
+const memberRow = z.object({ username: z.string(), email: z.string().nullable(), role: z.string() });
+export const membersOf = (ctx: ServiceContext, organizationId: number) =>
+  ctx.pool.any(sql.type(memberRow)`
+    select u.username, u.email, m.role from memberships m join users u on u.id = m.user_id
+    where m.organization_id = ${organizationId} order by lower(u.username)`);
+
+const serviceAccountRow = z.object({
+  id: int8, username: z.string(), description: z.string(), role: z.string(), owner: z.string().nullable(),
+  expires_at: z.string().nullable(), last_used_at: z.string().nullable(),
+});
+export const serviceAccountsOf = (ctx: ServiceContext, organizationId: number) =>
+  ctx.pool.any(sql.type(serviceAccountRow)`
+    select s.id, s.username, s.description, s.role, u.username as owner,
+           to_jsonb(s.expires_at) #>> '{}' as expires_at, to_jsonb(s.last_used_at) #>> '{}' as last_used_at
+    from service_accounts s left join users u on u.id = s.user_id
+    where s.organization_id = ${organizationId} order by s.id`);
+
+const userRow = z.object({ username: z.string(), email: z.string().nullable(), role: z.string(), created_at: z.string(), organizations: z.string() });
+export const allUsers = (ctx: ServiceContext) =>
+  ctx.pool.any(sql.type(userRow)`
+    select u.username, u.email, u.role, to_jsonb(u.created_at) #>> '{}' as created_at,
+           coalesce((select string_agg(o.name || ' (' || m.role || ')', ', ' order by lower(o.name))
+                     from memberships m join organizations o on o.id = m.organization_id where m.user_id = u.id), '') as organizations
+    from users u order by lower(u.username) limit 1000`);
+
+export const organizationByName = (ctx: ServiceContext, name: string) =>
+  ctx.pool.maybeOne(sql.type(z.object({ o: organizationRow }))`select to_jsonb(o) as o from organizations o where lower(o.name) = lower(${name})`);
+
+const webhookRow = z.object({ id: int8, url: z.string(), events: z.array(z.string()), description: z.string(), created_at: z.string() });
+export const allWebhooks = (ctx: ServiceContext) =>
+  ctx.pool.any(sql.type(webhookRow)`select id, url, events, description, to_jsonb(created_at) #>> '{}' as created_at from webhooks order by id limit 200`);
+
+const deliveryRow = z.object({
+  id: z.string(), webhook_id: int8, event: z.string(), status: z.string(), attempts: z.number(),
+  last_status_code: z.number().nullable(), last_error: z.string().nullable(), created_at: z.string(), finished_at: z.string().nullable(),
+});
+/** The latest deliveries of each webhook (the delivery log; the API pages through all of them). */
+export const latestDeliveries = (ctx: ServiceContext, perWebhook: number) =>
+  ctx.pool.any(sql.type(deliveryRow)`
+    select id, webhook_id, event, status, attempts, last_status_code, last_error, created_at, finished_at from (
+      select d.id::text as id, d.webhook_id, e.type as event, d.status, d.attempts, d.last_status_code, d.last_error,
+             to_jsonb(d.created_at) #>> '{}' as created_at, to_jsonb(d.finished_at) #>> '{}' as finished_at,
+             row_number() over (partition by d.webhook_id order by d.id desc) as n
+      from webhook_deliveries d join events e on e.id = d.event_id) ranked
+    where n <= ${perWebhook} order by webhook_id, id desc`);

@@ -1,0 +1,142 @@
+// The web console at `/`: server-rendered pages (public boxes and search, an organization, a box with its
+// versions and the lines to use it, users for admins), sign-in and sign-out with the session cookie, and the two
+// static assets. Pages are for browsers only: they answer HTML, and errors become HTML pages too.
+import { readFileSync } from 'node:fs';
+import { createOriginPolicy, HttpError, notFound, unauthorized } from '@boxyard/kit';
+import { pageHeaders } from '@boxyard/kit/web/page-headers.ts';
+import type { Html } from '@boxyard/kit/web/html.ts';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { findPath } from '../access/hierarchy.ts';
+import { canManageBox } from '../access/permissions.ts';
+import { principalOf, type Principal } from '../auth/principal.ts';
+import { issueSession, verifySignIn } from '../auth/routes.ts';
+import { clearSessionCookie, sessionCookieOf, setSessionCookie } from '../auth/session-cookie.ts';
+import type { ServiceContext } from '../context.ts';
+import { baseUrlOf } from '../http/base-url.ts';
+import { RESERVED_ORGANIZATION_NAMES } from '../http/schemas.ts';
+import { WEBHOOK_EVENTS } from '../webhooks/event-types.ts';
+import { boxDetailPage, errorPage, homePage, organizationPage, signInPage, usersPage, webhooksPage } from './pages.ts';
+import { allUsers, allWebhooks, latestDeliveries, listBoxes, membersOf, myOrganizations, serviceAccountsOf, versionTree } from './queries.ts';
+
+const asset = (name: string) => readFileSync(new URL(`./public/${name}`, import.meta.url));
+const ASSETS: Record<string, { body: Buffer; type: string }> = {
+  'console.css': { body: asset('console.css'), type: 'text/css; charset=utf-8' },
+  'console.js': { body: asset('console.js'), type: 'text/javascript; charset=utf-8' },
+};
+
+const hide = { schema: { hide: true } } as const;
+const pageNumber = (value: unknown) => (typeof value === 'string' && /^\d{1,6}$/.test(value) ? Math.max(1, Number(value)) : 1);
+/**
+ * Only a path on this site: never `//host` or a scheme (sign-in must not become an open redirect), and no control
+ * characters or spaces (they could not go into the Location header).
+ */
+const safeReturn = (value: unknown) => (typeof value === 'string' && value.length <= 2000 && /^\/(?![/\\])[!-~\u00a0-\uffff]*$/.test(value) ? value : '/');
+
+const pathOf = (request: FastifyRequest) => request.url;
+
+export async function consoleRoutes(app: FastifyInstance, { ctx }: { ctx: ServiceContext }): Promise<void> {
+  // The sign-in form posts urlencoded fields; only these routes read that media type.
+  app.addContentTypeParser('application/x-www-form-urlencoded', { parseAs: 'string', bodyLimit: 16 * 1024 }, (_request, body, done) => {
+    done(null, Object.fromEntries(new URLSearchParams(body as string)));
+  });
+
+  const send = (reply: FastifyReply, page: Html, status = 200) =>
+    pageHeaders(reply).status(status).header('cache-control', 'no-store').type('text/html; charset=utf-8').send(page.value);
+
+  /** Renders a page; a refusal or a missing item becomes an HTML error page with the same status. */
+  const page = (render: (request: FastifyRequest, principal: Principal | null) => Promise<Html>) =>
+    async (request: FastifyRequest, reply: FastifyReply) => {
+      let principal: Principal | null = null;
+      try {
+        principal = await principalOf(ctx, request);
+        return send(reply, await render(request, principal));
+      } catch (error) {
+        if (!(error instanceof HttpError) || error.statusCode >= 500) throw error;
+        return send(reply, errorPage({ principal, path: pathOf(request) }, error.statusCode, error.message), error.statusCode);
+      }
+    };
+
+  // Assets are fixed files read at start: not worth a rate-limit write per request (as the terminal's page).
+  app.get('/console/assets/:file', { ...hide, config: { rateLimit: false } }, async (request: FastifyRequest<{ Params: { file: string } }>, reply) => {
+    const file = Object.hasOwn(ASSETS, request.params.file) ? ASSETS[request.params.file] : undefined;
+    if (!file) throw notFound(`No asset ${request.params.file}`);
+    return pageHeaders(reply).header('cache-control', 'public, max-age=3600').type(file.type).send(file.body);
+  });
+
+  app.get('/', hide, page(async (request, principal) => {
+    const query = request.query as Record<string, unknown>;
+    const search = typeof query.q === 'string' ? query.q.trim().slice(0, 200) : '';
+    const listed = await listBoxes(ctx, principal, { search, page: pageNumber(query.page) });
+    return homePage({ principal, path: pathOf(request), search }, {
+      boxes: listed.boxes, more: listed.more, pageNumber: listed.page, organizations: await myOrganizations(ctx, principal),
+    });
+  }));
+
+  app.get('/:org', hide, page(async (request, principal) => {
+    const { org: name } = request.params as { org: string };
+    if (RESERVED_ORGANIZATION_NAMES.includes(name.toLowerCase())) throw notFound(`No page ${request.url.split('?')[0]}`);
+    const found = await findPath(ctx, request, { org: name });
+    const org = found.org;
+    const listed = await listBoxes(ctx, principal, { organizationId: org.id, page: pageNumber((request.query as Record<string, unknown>).page) });
+    const isMember = found.role !== null || found.isGlobalAdmin;
+    const isOrgAdmin = found.role === 'admin' || found.isGlobalAdmin;
+    return organizationPage({ principal, path: pathOf(request) }, {
+      org, role: found.role, isGlobalAdmin: found.isGlobalAdmin, boxes: listed.boxes, more: listed.more, pageNumber: listed.page,
+      members: isMember && principal?.kind === 'user' ? await membersOf(ctx, org.id) : null,
+      serviceAccounts: isOrgAdmin && principal?.kind === 'user' ? await serviceAccountsOf(ctx, org.id) : null,
+    });
+  }));
+
+  app.get('/:org/boxes/:box', hide, page(async (request, principal) => {
+    const params = request.params as { org: string; box: string };
+    const found = await findPath(ctx, request, params);
+    const box = found.box!;
+    const member = found.role !== null || found.isGlobalAdmin;
+    return boxDetailPage({ principal, path: pathOf(request) }, {
+      org: found.org, box, versions: await versionTree(ctx, box, member), canManage: canManageBox(found, box), baseUrl: baseUrlOf(ctx, request),
+    });
+  }));
+
+  app.get('/console/users', hide, page(async (request, principal) => {
+    if (!principal) throw unauthorized('Sign in to see the users');
+    if (principal.kind !== 'user' || !principal.isAdmin) throw new HttpError(403, 'Only administrators see the users');
+    return usersPage({ principal, path: pathOf(request) }, await allUsers(ctx));
+  }));
+
+  app.get('/console/webhooks', hide, page(async (request, principal) => {
+    if (!principal) throw unauthorized('Sign in to see the webhooks');
+    if (principal.kind !== 'user' || !principal.isAdmin) throw new HttpError(403, 'Only administrators manage webhooks');
+    return webhooksPage({ principal, path: pathOf(request) }, { events: WEBHOOK_EVENTS, webhooks: await allWebhooks(ctx), deliveries: await latestDeliveries(ctx, 20) });
+  }));
+
+  app.get('/console/sign-in', hide, page(async (request, principal) => {
+    const returnTo = safeReturn((request.query as Record<string, unknown>).return_to);
+    return signInPage({ principal, path: pathOf(request) }, { returnTo });
+  }));
+
+  // Signing in from another site's page (login CSRF) is refused like any cross-site write.
+  const origins = createOriginPolicy({ publicUrl: ctx.config.server.public_url });
+  app.post('/console/sign-in', { ...hide, preHandler: origins.check }, async (request, reply) => {
+    const form = (request.body ?? {}) as Record<string, unknown>;
+    const username = typeof form.username === 'string' ? form.username.slice(0, 254) : '';
+    const password = typeof form.password === 'string' ? form.password.slice(0, 1024) : '';
+    const returnTo = safeReturn(form.return_to);
+    const principal = username && password ? await verifySignIn(ctx, username, password) : null;
+    if (!principal) {
+      return send(reply, signInPage({ principal: null, path: '/console/sign-in' }, { returnTo, username, error: 'Invalid username or password.' }), 401);
+    }
+    const issued = await issueSession(ctx, principal, false);
+    setSessionCookie(ctx, request, reply, issued.token, issued.expiresAt);
+    return reply.redirect(returnTo, 303);
+  });
+
+  app.post('/console/sign-out', hide, async (request, reply) => {
+    // A stale or missing cookie signs out too; a valid one is revoked, so a copy of it stops working as well.
+    if (sessionCookieOf(request)) {
+      const principal = await principalOf(ctx, request);
+      if (principal?.session) await ctx.accounts.revokeSession(principal.session.jti, principal.session.expiresAt);
+    }
+    clearSessionCookie(ctx, request, reply);
+    return reply.redirect('/', 303);
+  });
+}
