@@ -14,6 +14,7 @@ import { authRoutes } from './auth/routes.ts';
 import { SESSION_TYP } from './auth/principal.ts';
 import { REFRESH_TYP } from './auth/sessions.ts';
 import { serviceAccountRoutes } from './auth/service-accounts.ts';
+import { clientCredentialRoutes } from './auth/client-credentials.ts';
 import { createGroupMembershipSync } from './provider-identity/group-memberships.ts';
 import { boxRoutes } from './boxes/routes.ts';
 import { SERVICE_NAME, type BoxRepositoryConfig } from './config.ts';
@@ -134,7 +135,7 @@ export async function buildBoxRepository(config: BoxRepositoryConfig, options: B
   await app.register(async (api) => {
     installProblemTypes(api);
     acceptCamelCase(api);
-    for (const routes of [statusRoutes, setupRoutes, authRoutes, serviceAccountRoutes, organizationRoutes, boxRoutes, versionRoutes, providerRoutes, architectureRoutes, fileRoutes, metadataRoutes, webhookRoutes]) {
+    for (const routes of [statusRoutes, setupRoutes, authRoutes, serviceAccountRoutes, clientCredentialRoutes,  organizationRoutes, boxRoutes, versionRoutes, providerRoutes, architectureRoutes, fileRoutes, metadataRoutes, webhookRoutes]) {
       await api.register(routes, { ctx });
     }
   });
