@@ -15,6 +15,8 @@ import { SESSION_TYP } from './auth/principal.ts';
 import { REFRESH_TYP } from './auth/sessions.ts';
 import { serviceAccountRoutes } from './auth/service-accounts.ts';
 import { clientCredentialRoutes } from './auth/client-credentials.ts';
+import { invitationRoutes } from './auth/invitations.ts';
+import { mailRoutes } from './mail/routes.ts';
 import { createGroupMembershipSync } from './provider-identity/group-memberships.ts';
 import { boxRoutes } from './boxes/routes.ts';
 import { SERVICE_NAME, type BoxRepositoryConfig } from './config.ts';
@@ -135,7 +137,7 @@ export async function buildBoxRepository(config: BoxRepositoryConfig, options: B
   await app.register(async (api) => {
     installProblemTypes(api);
     acceptCamelCase(api);
-    for (const routes of [statusRoutes, setupRoutes, authRoutes, serviceAccountRoutes, clientCredentialRoutes,  organizationRoutes, boxRoutes, versionRoutes, providerRoutes, architectureRoutes, fileRoutes, metadataRoutes, webhookRoutes]) {
+    for (const routes of [statusRoutes, setupRoutes, authRoutes, serviceAccountRoutes, clientCredentialRoutes, invitationRoutes, mailRoutes, organizationRoutes, boxRoutes, versionRoutes, providerRoutes, architectureRoutes, fileRoutes, metadataRoutes, webhookRoutes]) {
       await api.register(routes, { ctx });
     }
   });

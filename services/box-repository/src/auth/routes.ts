@@ -9,6 +9,8 @@ import { alreadyExists } from '../http/errors.ts';
 import { body, email, errors, text } from '../http/schemas.ts';
 import { messageSchema } from '../records.ts';
 import { fromServiceAccountKey, principalOfSubject, requirePrincipal, type Principal } from './principal.ts';
+import { claimInvitation } from './invitations.ts';
+import { recordEvent } from '../events/outbox.ts';
 import { endFamily, refreshSession, renewAccessToken, startSession } from './sessions.ts';
 import { looksLikeServiceAccountKey } from './service-account-keys.ts';
 
@@ -116,18 +118,15 @@ export async function authRoutes(app: FastifyInstance, { ctx }: { ctx: ServiceCo
 
   app.post<{ Body: { username: string; email: string; password: string; invitation_token?: string } }>('/api/auth/signup', {
     schema: {
-      tags: ['auth'], summary: 'Create an account (role user, no organization yet)',
+      tags: ['auth'], summary: 'Create an account (role user; with an invitation token, a member of the inviting organization)',
       body: body({
         username: { type: 'string', pattern: USERNAME_PATTERN }, email, password: text(1024),
-        invitation_token: { type: 'string', description: 'Reserved for invitations (part 2); refused for now.' },
+        invitation_token: { type: 'string', maxLength: 128, description: 'From an invitation (POST /api/auth/invite): the new account joins its organization. The e-mail address must be the invited one.' },
       }, ['username', 'email', 'password']),
       response: { 201: messageSchema, ...errors(409, 422, 429) },
     },
   }, async (request, reply) => {
     const { username, email: address, password, invitation_token: invitation } = request.body;
-    if (invitation !== undefined) {
-      throw unprocessable('Invitations are not supported yet', [{ pointer: '/invitation_token', rule: 'unsupported', params: {}, detail: 'invitations are not available on this server yet' }]);
-    }
     const failures = checkPassword(password);
     if (failures.length > 0) {
       throw unprocessable('The password does not meet the password rules', failures.map((f) => ({ pointer: '/password', rule: f.rule, params: {}, detail: f.detail })));
@@ -135,8 +134,16 @@ export async function authRoutes(app: FastifyInstance, { ctx }: { ctx: ServiceCo
     if (username.toLowerCase().startsWith('sa-')) {
       throw unprocessable('Reserved username', [{ pointer: '/username', rule: 'reserved', params: { prefix: 'sa-' }, detail: 'names starting with "sa-" are reserved for service accounts' }]);
     }
+    let joined: string | undefined;
     try {
-      await ctx.accounts.create({ username, email: address, password, role: 'user' });
+      // The account, its membership from the invitation and `user.created` commit together or not at all.
+      await ctx.pool.transaction(async (tx) => {
+        const claimed = invitation !== undefined ? await claimInvitation(tx, invitation, address) : undefined;
+        const user = await ctx.accounts.create({ username, email: address, password, role: 'user' }, tx);
+        await claimed?.accept(user.id);
+        joined = claimed?.organization;
+        await recordEvent(tx, { type: 'user.created', data: { username: user.username } });
+      });
     } catch (error) {
       if (error instanceof UsernameTakenError) {
         const byName = await ctx.accounts.findByUsername(username);
@@ -144,7 +151,7 @@ export async function authRoutes(app: FastifyInstance, { ctx }: { ctx: ServiceCo
       }
       throw error;
     }
-    return reply.status(201).send({ message: `User '${username}' registered; sign in at /api/auth/signin` });
+    return reply.status(201).send({ message: `User '${username}' registered${joined ? ` and joined '${joined}'` : ''}; sign in at /api/auth/signin` });
   });
 
   app.post('/api/auth/signout', {
