@@ -17,6 +17,7 @@ import { serviceAccountRoutes } from './auth/service-accounts.ts';
 import { clientCredentialRoutes } from './auth/client-credentials.ts';
 import { invitationRoutes } from './auth/invitations.ts';
 import { mailRoutes } from './mail/routes.ts';
+import { userAdminRoutes } from './users/routes.ts';
 import { createGroupMembershipSync } from './provider-identity/group-memberships.ts';
 import { boxRoutes } from './boxes/routes.ts';
 import { SERVICE_NAME, type BoxRepositoryConfig } from './config.ts';
@@ -137,7 +138,7 @@ export async function buildBoxRepository(config: BoxRepositoryConfig, options: B
   await app.register(async (api) => {
     installProblemTypes(api);
     acceptCamelCase(api);
-    for (const routes of [statusRoutes, setupRoutes, authRoutes, serviceAccountRoutes, clientCredentialRoutes, invitationRoutes, mailRoutes, organizationRoutes, boxRoutes, versionRoutes, providerRoutes, architectureRoutes, fileRoutes, metadataRoutes, webhookRoutes]) {
+    for (const routes of [statusRoutes, setupRoutes, authRoutes, serviceAccountRoutes, clientCredentialRoutes, invitationRoutes, mailRoutes, userAdminRoutes, organizationRoutes, boxRoutes, versionRoutes, providerRoutes, architectureRoutes, fileRoutes, metadataRoutes, webhookRoutes]) {
       await api.register(routes, { ctx });
     }
   });
