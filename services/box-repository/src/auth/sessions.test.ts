@@ -100,6 +100,15 @@ describe('sessions on two replicas', () => {
     expect((await refreshB(two, long.refresh_token)).status).toBe(401);
   });
 
+  it('disabling a user on one replica stops their sessions and refresh tokens on the other at once', async () => {
+    await one.createUser('carol');
+    const session = (await one.request('POST', '/api/auth/signin', { json: { username: 'carol', password: USER_PASSWORD } })).body;
+    expect((await whoAmI(two, session.access_token)).status).toBe(200);
+    expect((await one.request('PATCH', '/api/admin/users/carol', { token: one.adminToken, json: { disabled: true } })).status).toBe(200);
+    expect((await whoAmI(two, session.access_token)).status).toBe(401);
+    expect((await refreshB(two, session.refresh_token)).status).toBe(401);
+  });
+
   it('lifetimes come from auth.jwt: expiresIn for sessions, stayLoggedInExpiresIn for stay-logged-in ones', async () => {
     const lifetime = (token: string) => {
       const claims = decodeJwt(token);
