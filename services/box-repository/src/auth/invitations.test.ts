@@ -2,7 +2,10 @@
 // SMTP test route.
 import { freePort } from '@boxyard/kit/net/free-port.ts';
 import { startTestSmtpServer, type TestSmtpServer } from '@boxyard/kit/mail/test-smtp-server.ts';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createHmac } from 'node:crypto';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { addMember, createOrganization, startTestService, USER_PASSWORD, type TestService } from '../testing/service.ts';
 
 let smtp: TestSmtpServer;
@@ -12,7 +15,11 @@ let moderator: string;
 beforeAll(async () => {
   smtp = await startTestSmtpServer({ auth: { user: 'boxyard', pass: 'Smtp-Secret-1' } });
   service = await startTestService({
-    config: { mail: { smtp: { host: smtp.host, port: smtp.port, auth: { user: 'boxyard', pass: 'Smtp-Secret-1' }, from: 'Boxyard <boxes@example.test>' } } },
+    config: {
+      mail: { smtp: { host: smtp.host, port: smtp.port, auth: { user: 'boxyard', pass: 'Smtp-Secret-1' }, from: 'Boxyard <boxes@example.test>' } },
+      // The webhook worker delivers user.created to a receiver on loopback (allowed here only).
+      webhooks: { poll_interval_seconds: 0.05, backoff_initial_seconds: 0.05, backoff_max_seconds: 0.2, timeout_seconds: 1, allow_private_targets: true },
+    },
   });
   await createOrganization(service, 'acme');
   await createOrganization(service, 'other');
@@ -89,9 +96,34 @@ describe('invitations', () => {
     expect((await invite(moderator, 'not-an-address')).status).toBe(422);
   });
 
-  it('plain sign-up records user.created too', async () => {
-    expect((await signUp('plain-signup', 'plain-signup@example.test')).status).toBe(201);
-    expect(await service.sql(`select data from events where type = 'user.created' and data->>'username' = 'plain-signup'`)).toHaveLength(1);
+  it('plain sign-up records user.created too, and a webhook receives it signed', async () => {
+    const bodies: { body: string; signature: string }[] = [];
+    const receiver = createServer((request, response) => {
+      const chunks: Buffer[] = [];
+      request.on('data', (chunk: Buffer) => chunks.push(chunk));
+      request.on('end', () => {
+        bodies.push({ body: Buffer.concat(chunks).toString('utf8'), signature: String(request.headers['x-boxyard-signature']) });
+        response.end('ok');
+      });
+    });
+    await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
+    try {
+      const url = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hook`;
+      const webhook = await service.request('POST', '/api/admin/webhooks', { token: service.adminToken, json: { url, events: ['user.created'] } });
+      expect(webhook.status, webhook.text).toBe(201);
+      expect((await signUp('plain-signup', 'plain-signup@example.test')).status).toBe(201);
+      expect(await service.sql(`select data from events where type = 'user.created' and data->>'username' = 'plain-signup'`)).toHaveLength(1);
+      const delivered = await vi.waitFor(() => {
+        const found = bodies.find((b) => b.body.includes('"plain-signup"'));
+        if (!found) throw new Error('not delivered yet');
+        return found;
+      }, { timeout: 20_000, interval: 50 });
+      expect(JSON.parse(delivered.body)).toEqual({ event: 'user.created', data: { username: 'plain-signup' } });
+      expect(delivered.signature).toBe(`sha256=${createHmac('sha256', webhook.body.secret as string).update(delivered.body).digest('hex')}`);
+    } finally {
+      receiver.closeAllConnections();
+      await new Promise<void>((resolve) => receiver.close(() => resolve()));
+    }
   });
 });
 
