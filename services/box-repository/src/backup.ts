@@ -32,6 +32,9 @@ export const boxRepositoryBackup = backupDescriptor(SERVICE_NAME, [
       webhooks: { backup: true },
       webhook_deliveries: { backup: true },
       webhook_delivery_attempts: { backup: true },
+      // The certificate uploaded through setup (with its key, like the other secrets a backup keeps): a restored
+      // installation serves the same certificate.
+      tls_certificate: { backup: true },
       storage_cleanup: { backup: false, reason: 'objects to delete (replaced files, uploads in progress); none of them is referenced' },
     },
   },
