@@ -1,14 +1,15 @@
 // The box repository's access matrix: every route of the running app × every role, each cell a real request
 // on the run's PostgreSQL and MinIO. Roles: anonymous, a user of another organization, a member (user role), the
 // box's creator, a moderator, an organization admin, a global admin (not a member), service-account keys
-// (variant A) of the organization with each role a key can hold and one of another organization, variant B
-// (not implemented yet), and credentials that no longer work: an expired and a signed-out session, an expired
+// (variant A) of the organization with each role a key can hold and one of another organization, a variant B
+// account's session token (clientId/clientSecret exchanged), and credentials that no longer work: an expired and a signed-out session, an expired
 // and a deleted service-account key. Below the matrix: what a status code alone does not show.
 import { generate } from 'selfsigned';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { describeAccessMatrix, outcomes, reusable, type MatrixRow, type RoleSpec } from '../../../test/harness/access-matrix.ts';
 import { operationalRows } from '../../../test/harness/operational-rows.ts';
 import { makeBox } from './testing/boxes.ts';
+import { startTestSmtpServer, type TestSmtpServer } from '@boxyard/kit/mail/test-smtp-server.ts';
 import { ADMIN_PASSWORD, addMember, archPath, createBoxPath, createOrganization, startTestService, USER_PASSWORD, type BoxPath, type TestService } from './testing/service.ts';
 
 type Role =
@@ -19,7 +20,7 @@ type Role =
 const ROLES: RoleSpec<Role>[] = [
   { name: 'anonymous' }, { name: 'outsider' }, { name: 'member' }, { name: 'creator' }, { name: 'moderator' }, { name: 'orgAdmin' }, { name: 'globalAdmin' },
   { name: 'serviceAccount' }, { name: 'moderatorServiceAccount' }, { name: 'foreignServiceAccount' },
-  { name: 'serviceAccountB', notImplemented: 'organization-scoped clientId/clientSecret service accounts (issue 11)' },
+  { name: 'serviceAccountB' },
   { name: 'expiredSession' }, { name: 'signedOutSession' }, { name: 'expiredKey' }, { name: 'deletedKey' },
 ];
 /** Roles whose request carries no working credential: 401 wherever a caller must be known. */
@@ -32,13 +33,19 @@ const expect_ = (granted: Partial<Record<Role, number>>, otherwise = 403) => out
 const all = (status: number) => expect_(Object.fromEntries(ROLES.map((r) => [r.name, status])));
 const grant = (roles: Role[], status: number) => Object.fromEntries(roles.map((role) => [role, status])) as Partial<Record<Role, number>>;
 const signedIn = (status: number) => grant(ROLES.map((r) => r.name).filter((r) => !UNAUTHENTICATED.includes(r)), status);
-const MEMBERS: Role[] = ['member', 'creator', 'moderator', 'orgAdmin', 'globalAdmin', 'serviceAccount', 'moderatorServiceAccount'];
+const MEMBERS: Role[] = ['member', 'creator', 'moderator', 'orgAdmin', 'globalAdmin', 'serviceAccount', 'moderatorServiceAccount', 'serviceAccountB'];
+/** People (signed in with a password); service accounts are refused where only people may act. */
+const PEOPLE: Role[] = ['outsider', 'member', 'creator', 'moderator', 'orgAdmin', 'globalAdmin'];
 const MANAGERS: Role[] = ['creator', 'moderator', 'orgAdmin', 'globalAdmin', 'moderatorServiceAccount'];
 /** Anyone may read public things; a credential that no longer works is refused even there (never read as anonymous). */
 const everyone = (status = 200) => expect_({ ...grant(ROLES.map((r) => r.name).filter((r) => !INVALID.includes(r)), status) });
 const readers = (status = 200) => expect_(grant(MEMBERS, status));
 
 let service: TestService;
+let smtp: TestSmtpServer;
+/** The variant B account of acme: its client credentials (each exchange gives a new session token). */
+let clientB: { client_id: string; client_secret: string };
+let acmeId: number;
 const headers = {} as Record<Role, Record<string, string>>;
 let counter = 0;
 const unique = (prefix: string) => `${prefix}-${++counter}`;
@@ -113,9 +120,8 @@ function rows(): MatrixRow<Role>[] {
     return send(role, 'POST', '/api/auth/signup', { json: { username, email: `${username}@example.test`, password: USER_PASSWORD } });
   });
   // Each signed-in role signs out a session of its own made for the purpose (the matrix's token must live on).
-  add('POST /api/auth/signout', expect_({ ...grant(['outsider', 'member', 'creator', 'moderator', 'orgAdmin', 'globalAdmin'], 200) }), async (role) => {
-    const username = role === 'globalAdmin' ? 'admin' : USERS[role];
-    const token = username ? await service.signIn(username, username === 'admin' ? ADMIN_PASSWORD : USER_PASSWORD) : undefined;
+  add('POST /api/auth/signout', expect_({ ...grant([...PEOPLE, 'serviceAccountB'], 200) }), async (role) => {
+    const token = await freshSession(role);
     return token ? send('anonymous', 'POST', '/api/auth/signout', { headers: { 'x-access-token': token } }) : send(role, 'POST', '/api/auth/signout');
   });
   add('GET /api/user', expect_(signedIn(200)), (role, m) => send(role, m, '/api/user'));
@@ -129,6 +135,30 @@ function rows(): MatrixRow<Role>[] {
     return created.body.id as number;
   });
   add('DELETE /api/service-accounts/:id', expect_(grant(['orgAdmin', 'globalAdmin'], 200)), (role) => doomedAccount((id) => send(role, 'DELETE', `/api/service-accounts/${id}`)));
+
+  // Accounts, part 2 (issue 11): refresh, variant B service accounts, invitations, mail, user administration.
+  add('GET /api/auth/refresh-token', expect_(grant(PEOPLE, 200)), async (role, m) => {
+    // People refresh a stay-logged-in session of their own made for the purpose; the matrix's tokens are not
+    // stay-logged-in sessions (serviceAccountB's: 403), and keys are no sessions (403).
+    const token = await freshSession(role, true);
+    return token ? send('anonymous', m, '/api/auth/refresh-token', { headers: { 'x-access-token': token } }) : send(role, m, '/api/auth/refresh-token');
+  });
+  add('POST /api/auth/refreshtoken', all(200), async (role) => {
+    const signedIn = await service.request('POST', '/api/auth/signin', { json: { username: 'member', password: USER_PASSWORD } });
+    return send(role, 'POST', '/api/auth/refreshtoken', { json: { refreshToken: signedIn.body.refresh_token } });
+  });
+  add('POST /api/auth/service-account', all(200), (role) => send(role, 'POST', '/api/auth/service-account', { json: { clientId: clientB.client_id, clientSecret: clientB.client_secret } }));
+  add('POST /api/admin/service-accounts', expect_(grant(['orgAdmin', 'globalAdmin'], 201)), (role) => send(role, 'POST', '/api/admin/service-accounts', { json: { name: unique('client'), organizationId: acmeId } }));
+  add('GET /api/admin/service-accounts', expect_(grant(PEOPLE, 200)), (role, m) => send(role, m, '/api/admin/service-accounts'));
+  const doomedClient = reusable(async () => (await service.request('POST', '/api/admin/service-accounts', { token: service.adminToken, json: { name: unique('doomed-client'), organizationId: acmeId } })).body.id as number);
+  add('DELETE /api/admin/service-accounts/:id', expect_(grant(['orgAdmin', 'globalAdmin'], 200)), (role) => doomedClient((id) => send(role, 'DELETE', `/api/admin/service-accounts/${id}`)));
+  add('POST /api/auth/invite', expect_(grant(['moderator', 'orgAdmin', 'globalAdmin'], 201)), (role) => send(role, 'POST', '/api/auth/invite', { json: { email: `${unique('invitee')}@example.test`, organizationName: 'acme' } }));
+  add('POST /api/mail/test-smtp', expect_(grant(['globalAdmin'], 200)), (role) => send(role, 'POST', '/api/mail/test-smtp', { json: { host: smtp.host, port: smtp.port, to: 'ops@example.test', from: 'setup@example.test' } }));
+  add('GET /api/admin/users', expect_(grant(['globalAdmin'], 200)), (role, m) => send(role, m, '/api/admin/users'));
+  add('GET /api/admin/users/:username', expect_(grant(['globalAdmin'], 200)), (role, m) => send(role, m, '/api/admin/users/member'));
+  add('PATCH /api/admin/users/:username', expect_(grant(['globalAdmin'], 200)), (role) => send(role, 'PATCH', '/api/admin/users/patient', { json: { disabled: false } }));
+  const doomedUser = reusable(async () => (await service.createUser(unique('doomed-user'))).username);
+  add('DELETE /api/admin/users/:username', expect_(grant(['globalAdmin'], 200)), (role) => doomedUser((user) => send(role, 'DELETE', `/api/admin/users/${user}`)));
 
   // Organizations and members.
   add('POST /api/organization', expect_(grant(['globalAdmin'], 201)), (role) => send(role, 'POST', '/api/organization', { json: { name: unique('org') } }));
@@ -258,7 +288,20 @@ function rows(): MatrixRow<Role>[] {
   return rows;
 }
 
+/** A new session of a person (stay-logged-in if asked) or of the variant B account; undefined for the other roles. */
+async function freshSession(role: Role, stayLoggedIn = false): Promise<string | undefined> {
+  if (role === 'serviceAccountB') {
+    if (stayLoggedIn) return undefined;
+    return (await service.request('POST', '/api/auth/service-account', { json: { clientId: clientB.client_id, clientSecret: clientB.client_secret } })).body.access_token as string;
+  }
+  const username = role === 'globalAdmin' ? 'admin' : USERS[role];
+  if (!username) return undefined;
+  const signedIn = await service.request('POST', '/api/auth/signin', { json: { username, password: username === 'admin' ? ADMIN_PASSWORD : USER_PASSWORD, stayLoggedIn } });
+  return signedIn.body.access_token as string;
+}
+
 beforeAll(async () => {
+  smtp = await startTestSmtpServer();
   service = await startTestService({ storage: 's3' });
   boxFile = await makeBox();
   const pems = await generate([{ name: 'commonName', value: 'matrix.test' }], { keySize: 2048, algorithm: 'sha256' });
@@ -290,6 +333,12 @@ beforeAll(async () => {
   const deleted = await key('acme', 'moderator');
   expect((await service.request('DELETE', `/api/service-accounts/${deleted.id}`, { token: service.adminToken })).status).toBe(200);
   headers.deletedKey = { authorization: deleted.authorization };
+  acmeId = (await service.request('GET', '/api/organization/acme', { token: service.adminToken })).body.id as number;
+  const client = await service.request('POST', '/api/admin/service-accounts', { token: service.adminToken, json: { name: 'matrix-client', organizationId: acmeId } });
+  expect(client.status).toBe(201);
+  clientB = client.body;
+  headers.serviceAccountB = { 'x-access-token': (await freshSession('serviceAccountB'))! };
+  await service.createUser('patient');
   // A moderator's session that expired an hour ago, signed with the service's own key; and one signed out.
   const moderatorId = (await service.request('GET', '/api/user', { headers: headers.moderator })).body.id as string;
   headers.expiredSession = { 'x-access-token': (await service.running.ctx.tokens.sign(moderatorId, {}, -3600)).token };
@@ -301,7 +350,10 @@ beforeAll(async () => {
   privateBox = await freshBox({ isPublic: false });
   await createBoxPath(service, headers.member['x-access-token']!, { org: 'vault', box: 'inside', version: '1.0.0', provider: 'virtualbox', arch: 'amd64' }, { isPublic: true });
 });
-afterAll(async () => service?.close());
+afterAll(async () => {
+  await service?.close();
+  await smtp?.close();
+});
 
 describeAccessMatrix<Role>({
   service: 'box-repository',

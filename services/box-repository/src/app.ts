@@ -5,7 +5,7 @@ import { fileURLToPath } from 'node:url';
 import { oidcSignInMigrations } from '@boxyard/kit/oidc-sign-in/index.ts';
 import {
   accountMigrations, createAccounts, createProviderAccounts, resourceServerMigrations, createApp, createObjectStore, createSessionTokens, installRateLimit,
-  createMetricsRegistry, instrumentStore, migrate, pingDatabase, rateLimitMigrations, publicBaseUrl, listenUnencrypted, httpsOrigin, type PlainListener,
+  createMailer, createMetricsRegistry, instrumentStore, migrate, pingDatabase, rateLimitMigrations, publicBaseUrl, listenUnencrypted, httpsOrigin, type PlainListener,
 } from '@boxyard/kit';
 import cookie from '@fastify/cookie';
 import type { FastifyInstance } from 'fastify';
@@ -13,7 +13,12 @@ import type { Server as TlsServer } from 'node:tls';
 import { architectureRoutes } from './architectures/routes.ts';
 import { authRoutes } from './auth/routes.ts';
 import { SESSION_TYP } from './auth/principal.ts';
+import { REFRESH_TYP } from './auth/sessions.ts';
 import { serviceAccountRoutes } from './auth/service-accounts.ts';
+import { clientCredentialRoutes } from './auth/client-credentials.ts';
+import { invitationRoutes } from './auth/invitations.ts';
+import { mailRoutes } from './mail/routes.ts';
+import { userAdminRoutes } from './users/routes.ts';
 import { createGroupMembershipSync } from './provider-identity/group-memberships.ts';
 import { boxRoutes } from './boxes/routes.ts';
 import { consoleRoutes } from './console/routes.ts';
@@ -112,6 +117,8 @@ export async function buildBoxRepository(config: BoxRepositoryConfig, options: B
     store,
     accounts: createAccounts(pool),
     tokens: createSessionTokens({ secrets, issuer: config.session.issuer, audience: config.session.audience, typ: SESSION_TYP, ttlSeconds: config.session.ttl_seconds }),
+    refreshTokens: createSessionTokens({ secrets, issuer: config.session.issuer, audience: config.session.audience, typ: REFRESH_TYP, ttlSeconds: config.auth.jwt.refreshExpiresIn }),
+    mailer: config.mail.smtp ? createMailer(config.mail.smtp) : undefined,
     downloadLinks: createDownloadLinks(secrets),
     cleanup: createStorageCleanup(pool, store, app.log, { abandonedAfterSeconds: config.uploads.abandoned_after_seconds }),
     // Tokens of the identity provider (auth.resource_server), when configured; their groups keep memberships.
@@ -135,7 +142,7 @@ export async function buildBoxRepository(config: BoxRepositoryConfig, options: B
   await app.register(async (api) => {
     installProblemTypes(api);
     acceptCamelCase(api);
-    for (const routes of [statusRoutes, setupRoutes, authRoutes, serviceAccountRoutes, organizationRoutes, boxRoutes, versionRoutes, providerRoutes, architectureRoutes, fileRoutes, metadataRoutes, webhookRoutes, consoleRoutes]) {
+    for (const routes of [statusRoutes, setupRoutes, authRoutes, serviceAccountRoutes, clientCredentialRoutes, invitationRoutes, mailRoutes, userAdminRoutes, organizationRoutes, boxRoutes, versionRoutes, providerRoutes, architectureRoutes, fileRoutes, metadataRoutes, webhookRoutes, consoleRoutes]) {
       await api.register(routes, { ctx });
     }
   });

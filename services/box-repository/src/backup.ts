@@ -16,6 +16,11 @@ export const boxRepositoryBackup = backupDescriptor(SERVICE_NAME, [
       organizations: { backup: true },
       memberships: { backup: true },
       service_accounts: { backup: true },
+      // Sessions survive a restore (the signing secrets are restored), so their refresh state does too: a used or
+      // revoked refresh token stays refused.
+      refresh_tokens: { backup: true },
+      // Pending invitations keep working; their tokens are kept as sha256 only.
+      invitations: { backup: true },
       boxes: { backup: true },
       versions: { backup: true },
       providers: { backup: true },
@@ -27,6 +32,9 @@ export const boxRepositoryBackup = backupDescriptor(SERVICE_NAME, [
       webhooks: { backup: true },
       webhook_deliveries: { backup: true },
       webhook_delivery_attempts: { backup: true },
+      // The certificate uploaded through setup (with its key, like the other secrets a backup keeps): a restored
+      // installation serves the same certificate.
+      tls_certificate: { backup: true },
       storage_cleanup: { backup: false, reason: 'objects to delete (replaced files, uploads in progress); none of them is referenced' },
     },
   },

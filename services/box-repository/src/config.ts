@@ -1,6 +1,6 @@
 // The box repository's configuration: the sections every service shares (contract.md) plus `uploads` and
 // `download_links`. Secrets have no defaults: `boxyard dev` and the operator generate them.
-import { rateLimitSchema, serviceSections, storageSchema } from '@boxyard/kit';
+import { authSchemaWith, rateLimitSchema, serviceSections, smtpSchema, storageSchema } from '@boxyard/kit';
 import { z } from 'zod';
 
 export const SERVICE_NAME = 'box-repository';
@@ -35,6 +35,28 @@ export const boxRateLimitSchema = rateLimitSchema
   })
   .prefault({});
 
+const UNIT_SECONDS: Record<string, number> = { s: 1, m: 60, h: 3600, d: 86_400 };
+/** A lifetime: seconds, or a number with a unit (`90s`, `15m`, `24h`, `30d`), as the seed's `expiresIn: 24h`. */
+const lifetime = z.union([
+  z.number().int().positive(),
+  z.string().regex(/^\d+\s*[smhd]?$/, 'a number of seconds, or a number with s, m, h or d (e.g. 24h)').transform((text) => {
+    const [, amount = '0', unit = 's'] = /^(\d+)\s*([smhd]?)$/.exec(text) ?? [];
+    return Number(amount) * UNIT_SECONDS[unit || 's']!;
+  }),
+]).pipe(z.number().int().positive().max(366 * 86_400, 'at most 366 days'));
+
+/** `auth.jwt`: lifetimes of session tokens, as the seed names the key. */
+const jwtSchema = z
+  .strictObject({
+    /** Access (session) tokens; default: session.ttl_seconds. */
+    expiresIn: lifetime.optional(),
+    /** A session signed in with stayLoggedIn: its access token (refresh variant A) and its refresh tokens' family. */
+    stayLoggedInExpiresIn: lifetime.default(30 * 86_400),
+    /** Refresh tokens (variant B) of a session signed in without stayLoggedIn: how long it may be refreshed. */
+    refreshExpiresIn: lifetime.default(86_400),
+  })
+  .prefault({});
+
 export const boxRepositoryConfigSchema = z.strictObject({
   ...serviceSections({ name: SERVICE_NAME, port: DEFAULT_PORT, schema: 'box_repository' }),
   storage: storageSchema,
@@ -50,6 +72,10 @@ export const boxRepositoryConfigSchema = z.strictObject({
       path: ['api_listen_port_unencrypted'], message: 'must differ from api_listen_port_encrypted',
     })
     .prefault({}),
+  auth: authSchemaWith({ jwt: jwtSchema }),
+  /** Outgoing mail (invitation links); without `smtp` no mail is sent and the link is only returned. */
+  mail: z.strictObject({ smtp: smtpSchema.optional() }).prefault({}),
+  invitations: z.strictObject({ expires_in: lifetime.default(7 * 86_400) }).prefault({}),
   uploads: z
     .strictObject({
       max_bytes: z.number().int().positive().default(10 * GiB),

@@ -1,5 +1,5 @@
 // What the route plugins share: configuration, the database, object storage and the auth primitives.
-import type { Accounts, DatabasePool, ObjectStore, ProviderAccounts, SessionTokens } from '@boxyard/kit';
+import type { Accounts, DatabasePool, Mailer, ObjectStore, ProviderAccounts, SessionTokens } from '@boxyard/kit';
 import type { Transform } from 'node:stream';
 import type { BoxRepositoryConfig } from './config.ts';
 import type { DownloadLinks } from './files/download-links.ts';
@@ -21,6 +21,10 @@ export interface ServiceContext {
   store: ObjectStore;
   accounts: Accounts;
   tokens: SessionTokens;
+  /** Refresh tokens (variant B): JWTs of their own `typ`, so one never passes as a session token. */
+  refreshTokens: SessionTokens;
+  /** Outgoing mail (`mail.smtp`); undefined when not configured. */
+  mailer: Mailer | undefined;
   downloadLinks: DownloadLinks;
   cleanup: StorageCleanup;
   /** Identity-provider tokens (auth.resource_server); undefined when off. */

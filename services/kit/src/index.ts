@@ -34,3 +34,4 @@ export { resourceServerMigrations } from './oidc/replay-cache.ts';
 export { createProviderAccounts, type ProviderAccounts, type ProviderCaller } from './oidc/provider-accounts.ts';
 export { createMetricsRegistry } from './metrics/metrics.ts';
 export { instrumentStore, uploadFailureReason } from './metrics/storage-metrics.ts';
+export { createMailer, smtpSchema, MailDeliveryError, type Mailer, type OutgoingMail, type SmtpSettings } from './mail/mailer.ts';

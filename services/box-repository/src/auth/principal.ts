@@ -24,7 +24,15 @@ export interface UserPrincipal {
   email: string | null;
   isAdmin: boolean;
   createdAt: Date;
-  session?: { jti: string; expiresAt: Date; stayLoggedIn: boolean };
+  session?: Session;
+}
+
+/** The session a session token belongs to: `family` groups the tokens of one sign-in (refresh, sign-out). */
+export interface Session {
+  jti: string;
+  expiresAt: Date;
+  stayLoggedIn: boolean;
+  family: string | undefined;
 }
 
 export interface ServiceAccountPrincipal {
@@ -34,7 +42,7 @@ export interface ServiceAccountPrincipal {
   ownerId: string;
   organizationId: number;
   role: Exclude<MemberRole, 'admin'>;
-  session?: { jti: string; expiresAt: Date; stayLoggedIn: boolean };
+  session?: Session;
 }
 
 export type Principal = UserPrincipal | ServiceAccountPrincipal;
@@ -44,7 +52,7 @@ const REALM = 'Bearer realm="boxyard-box-repository"';
 
 export const authenticationRequired = (message = 'Authentication required: send a session token (x-access-token) or a service-account key (Authorization: Bearer)') =>
   unauthorized(message, { 'www-authenticate': REALM });
-const invalidCredentials = (message: string) => unauthorized(message, { 'www-authenticate': `${REALM}, error="invalid_token"` });
+export const invalidCredentials = (message: string) => unauthorized(message, { 'www-authenticate': `${REALM}, error="invalid_token"` });
 
 const serviceAccountRow = z.object({
   id: int8,
@@ -53,9 +61,28 @@ const serviceAccountRow = z.object({
   user_id: z.string(),
   organization_id: int8,
   role: z.enum(['moderator', 'user']),
+  kind: z.enum(['key', 'client']),
   expired: z.boolean(),
   stale: z.boolean(),
+  creator_authorized: z.boolean(),
 });
+
+// A service account works only while its creator could still make it: an enabled user who is a global admin or
+// an admin of the account's organization. Removing, demoting, disabling or deleting the creator stops it at once.
+const serviceAccountColumns = sql.fragment`
+  s.id, s.username, s.key_sha256, s.user_id, s.organization_id, s.role, s.kind,
+  coalesce(s.expires_at <= now(), false) as expired,
+  coalesce(s.last_used_at < now() - interval '1 minute', true) as stale,
+  exists (select 1 from users u where u.id = s.user_id and u.disabled_at is null
+            and (u.role = 'admin' or exists (select 1 from memberships m where m.user_id = u.id and m.organization_id = s.organization_id and m.role = 'admin')))
+    as creator_authorized`;
+
+function usableServiceAccount(row: z.output<typeof serviceAccountRow> | null, what: string): z.output<typeof serviceAccountRow> {
+  if (!row) throw invalidCredentials(`${what} is not valid`);
+  if (row.expired) throw invalidCredentials(`${what} expired`);
+  if (!row.creator_authorized) throw invalidCredentials(`${what} no longer works: its creator lost the authority it was created with`);
+  return row;
+}
 
 const resolved = new WeakMap<FastifyRequest, Promise<Principal | null>>();
 
@@ -147,15 +174,11 @@ async function fromBasic(ctx: ServiceContext, encoded: string): Promise<Principa
 
 export async function fromServiceAccountKey(ctx: ServiceContext, key: string): Promise<ServiceAccountPrincipal> {
   const keyId = keyIdOf(key);
-  const row = keyId
-    ? await ctx.pool.maybeOne(sql.type(serviceAccountRow)`
-        select id, username, key_sha256, user_id, organization_id, role,
-               coalesce(expires_at <= now(), false) as expired,
-               coalesce(last_used_at < now() - interval '1 minute', true) as stale
-        from service_accounts where key_id = ${keyId}`)
-    : null;
-  if (!row || !keyMatches(key, row.key_sha256)) throw invalidCredentials('Invalid service-account key');
-  if (row.expired) throw invalidCredentials('Service-account key expired');
+  const found = keyId ? await ctx.pool.maybeOne(sql.type(serviceAccountRow)`select ${serviceAccountColumns} from service_accounts s where s.key_id = ${keyId}`) : null;
+  if (!found || !keyMatches(key, found.key_sha256)) throw invalidCredentials('Invalid service-account key');
+  // Client credentials (variant B) are exchanged for a short-lived token, never sent with every request.
+  if (found.kind === 'client') throw invalidCredentials('This is a client secret: exchange it for an access token at POST /api/auth/service-account');
+  const row = usableServiceAccount(found, 'Service-account key');
   // At most one write a minute per account: "last used" without a write per request.
   if (row.stale) void ctx.pool.query(sql.unsafe`update service_accounts set last_used_at = now() where id = ${row.id}`).catch(() => {});
   return { kind: 'service_account', id: row.id, username: row.username, ownerId: row.user_id, organizationId: row.organization_id, role: row.role };
@@ -170,16 +193,18 @@ async function fromSessionToken(ctx: ServiceContext, token: string): Promise<Pri
     throw error;
   }
   if (await ctx.accounts.isSessionRevoked(claims.jti)) throw invalidCredentials('Session token revoked (signed out)');
-  const session = { jti: claims.jti, expiresAt: new Date(claims.exp * 1000), stayLoggedIn: claims.stay === true };
-  if (claims.sub.startsWith('sa:')) {
-    const row = await ctx.pool.maybeOne(sql.type(serviceAccountRow)`
-      select id, username, key_sha256, user_id, organization_id, role,
-             coalesce(expires_at <= now(), false) as expired, false as stale
-      from service_accounts where id = ${Number(claims.sub.slice(3)) || 0}`);
-    if (!row || row.expired) throw invalidCredentials('The service account of this session no longer exists or has expired');
-    return { kind: 'service_account', id: row.id, username: row.username, ownerId: row.user_id, organizationId: row.organization_id, role: row.role, session };
+  const session: Session = { jti: claims.jti, expiresAt: new Date(claims.exp * 1000), stayLoggedIn: claims.stay === true, family: typeof claims.sid === 'string' ? claims.sid : undefined };
+  return principalOfSubject(ctx, claims.sub, session);
+}
+
+/** Who a session's subject is now (`<user id>` or `sa:<service account id>`); 401 when it may no longer act. */
+export async function principalOfSubject(ctx: ServiceContext, subject: string, session?: Session): Promise<Principal> {
+  if (subject.startsWith('sa:')) {
+    const found = await ctx.pool.maybeOne(sql.type(serviceAccountRow)`select ${serviceAccountColumns} from service_accounts s where s.id = ${Number(subject.slice(3)) || 0}`);
+    const row = usableServiceAccount(found, 'The service account of this session');
+    return { kind: 'service_account', id: row.id, username: row.username, ownerId: row.user_id, organizationId: row.organization_id, role: row.role, ...(session ? { session } : {}) };
   }
-  const user = await ctx.accounts.findById(claims.sub);
-  if (!user) throw invalidCredentials('The user of this session no longer exists');
-  return { kind: 'user', id: user.id, username: user.username, email: user.email, isAdmin: user.role === 'admin', createdAt: user.created_at, session };
+  const user = await ctx.accounts.findById(subject);
+  if (!user) throw invalidCredentials('The user of this session no longer exists or is disabled');
+  return { kind: 'user', id: user.id, username: user.username, email: user.email, isAdmin: user.role === 'admin', createdAt: user.created_at, ...(session ? { session } : {}) };
 }

@@ -8,11 +8,12 @@ import type { ServiceContext } from '../context.ts';
 import { alreadyExists } from '../http/errors.ts';
 import { body, email, errors, text } from '../http/schemas.ts';
 import { messageSchema } from '../records.ts';
-import { fromServiceAccountKey, requirePrincipal, type Principal } from './principal.ts';
+import { fromServiceAccountKey, principalOfSubject, requirePrincipal, type Principal } from './principal.ts';
+import { claimInvitation } from './invitations.ts';
+import { recordEvent } from '../events/outbox.ts';
+import { endFamily, refreshSession, renewAccessToken, startSession } from './sessions.ts';
 import { looksLikeServiceAccountKey } from './service-account-keys.ts';
 
-/** A longer session for "stay logged in"; the refresh routes of part 2 also require it. */
-const STAY_LOGGED_IN_TTL_SECONDS = 30 * 24 * 3600;
 const USERNAME_PATTERN = '^[A-Za-z0-9_.-]{1,64}$';
 
 const organizationsSchema = {
@@ -33,11 +34,21 @@ const userSchema = {
   additionalProperties: false,
 } as const;
 
+const tokenProperties = {
+  access_token: { type: 'string', description: 'The session token: send it as `x-access-token`.' },
+  expires_at: { type: 'string', format: 'date-time' },
+  refresh_token: { type: 'string', description: 'Exchange it at POST /api/auth/refreshtoken (once: each use returns the next one).' },
+  refresh_token_expires_at: { type: 'string', format: 'date-time' },
+} as const;
+
 const signInSchema = {
   ...userSchema,
-  properties: { ...userSchema.properties, access_token: { type: 'string' }, expires_at: { type: 'string', format: 'date-time' } },
-  required: [...userSchema.required, 'access_token', 'expires_at'],
+  properties: { ...userSchema.properties, ...tokenProperties },
+  required: [...userSchema.required, 'access_token', 'expires_at', 'refresh_token', 'refresh_token_expires_at'],
 } as const;
+
+const refreshedSchema = { type: 'object', properties: tokenProperties, required: ['access_token', 'expires_at', 'refresh_token', 'refresh_token_expires_at'], additionalProperties: false } as const;
+const renewedSchema = { type: 'object', properties: { access_token: tokenProperties.access_token, expires_at: tokenProperties.expires_at }, required: ['access_token', 'expires_at'], additionalProperties: false } as const;
 
 const membershipRow = z.object({ name: z.string(), role: z.string() });
 
@@ -70,9 +81,9 @@ export async function verifySignIn(ctx: ServiceContext, username: string, passwo
   return { kind: 'user', id: user.id, username: user.username, email: user.email, isAdmin: user.role === 'admin', createdAt: user.created_at };
 }
 
+/** A new session (its access token and its first refresh token) for a verified principal. */
 export function issueSession(ctx: ServiceContext, principal: Principal, stay: boolean) {
-  const subject = principal.kind === 'user' ? principal.id : `sa:${principal.id}`;
-  return ctx.tokens.sign(subject, { stay }, stay ? STAY_LOGGED_IN_TTL_SECONDS : ctx.config.session.ttl_seconds);
+  return startSession(ctx, principal.kind === 'user' ? principal.id : `sa:${principal.id}`, stay);
 }
 
 export async function authRoutes(app: FastifyInstance, { ctx }: { ctx: ServiceContext }): Promise<void> {
@@ -86,24 +97,42 @@ export async function authRoutes(app: FastifyInstance, { ctx }: { ctx: ServiceCo
     const { username, password, stay_logged_in: stay = false } = request.body;
     const principal = await verifySignIn(ctx, username, password);
     if (!principal) throw unauthorized('Invalid username or password');
-    const issued = await issueSession(ctx, principal, stay);
-    return { ...(await describePrincipal(ctx, principal)), access_token: issued.token, expires_at: issued.expiresAt.toISOString() };
+    return { ...(await describePrincipal(ctx, principal)), ...(await issueSession(ctx, principal, stay)) };
   });
+
+  app.get('/api/auth/refresh-token', {
+    schema: {
+      tags: ['auth'], summary: 'Refresh variant A: a new session token for the one in x-access-token (sessions signed in with stayLoggedIn only); the old one stops working',
+      response: { 200: renewedSchema, ...errors(401, 403) },
+    },
+  }, async (request) => {
+    const principal = await requirePrincipal(ctx, request);
+    if (!principal.session) throw forbidden('Only a session token (x-access-token) can be refreshed');
+    if (!principal.session.stayLoggedIn) throw forbidden('This session was not signed in with stayLoggedIn: sign in again, or use POST /api/auth/refreshtoken with its refresh token');
+    return renewAccessToken(ctx.pool, ctx, principal.session, principal.kind === 'user' ? principal.id : `sa:${principal.id}`);
+  });
+
+  app.post<{ Body: { refresh_token: string } }>('/api/auth/refreshtoken', {
+    schema: {
+      tags: ['auth'], summary: 'Refresh variant B: a refresh token for a new session token and the next refresh token (each refresh token works once; reusing one ends the session)',
+      body: body({ refresh_token: text(4096) }, ['refresh_token']),
+      response: { 200: refreshedSchema, ...errors(401, 429) },
+    },
+  }, async (request) => refreshSession(ctx, request.body.refresh_token, async (subject) => {
+    await principalOfSubject(ctx, subject);
+  }));
 
   app.post<{ Body: { username: string; email: string; password: string; invitation_token?: string } }>('/api/auth/signup', {
     schema: {
-      tags: ['auth'], summary: 'Create an account (role user, no organization yet)',
+      tags: ['auth'], summary: 'Create an account (role user; with an invitation token, a member of the inviting organization)',
       body: body({
         username: { type: 'string', pattern: USERNAME_PATTERN }, email, password: text(1024),
-        invitation_token: { type: 'string', description: 'Reserved for invitations (part 2); refused for now.' },
+        invitation_token: { type: 'string', maxLength: 128, description: 'From an invitation (POST /api/auth/invite): the new account joins its organization. The e-mail address must be the invited one.' },
       }, ['username', 'email', 'password']),
       response: { 201: messageSchema, ...errors(409, 422, 429) },
     },
   }, async (request, reply) => {
     const { username, email: address, password, invitation_token: invitation } = request.body;
-    if (invitation !== undefined) {
-      throw unprocessable('Invitations are not supported yet', [{ pointer: '/invitation_token', rule: 'unsupported', params: {}, detail: 'invitations are not available on this server yet' }]);
-    }
     const failures = checkPassword(password);
     if (failures.length > 0) {
       throw unprocessable('The password does not meet the password rules', failures.map((f) => ({ pointer: '/password', rule: f.rule, params: {}, detail: f.detail })));
@@ -111,8 +140,16 @@ export async function authRoutes(app: FastifyInstance, { ctx }: { ctx: ServiceCo
     if (username.toLowerCase().startsWith('sa-')) {
       throw unprocessable('Reserved username', [{ pointer: '/username', rule: 'reserved', params: { prefix: 'sa-' }, detail: 'names starting with "sa-" are reserved for service accounts' }]);
     }
+    let joined: string | undefined;
     try {
-      await ctx.accounts.create({ username, email: address, password, role: 'user' });
+      // The account, its membership from the invitation and `user.created` commit together or not at all.
+      await ctx.pool.transaction(async (tx) => {
+        const claimed = invitation !== undefined ? await claimInvitation(tx, invitation, address) : undefined;
+        const user = await ctx.accounts.create({ username, email: address, password, role: 'user' }, tx);
+        await claimed?.accept(user.id);
+        joined = claimed?.organization;
+        await recordEvent(tx, { type: 'user.created', data: { username: user.username } });
+      });
     } catch (error) {
       if (error instanceof UsernameTakenError) {
         const byName = await ctx.accounts.findByUsername(username);
@@ -120,15 +157,19 @@ export async function authRoutes(app: FastifyInstance, { ctx }: { ctx: ServiceCo
       }
       throw error;
     }
-    return reply.status(201).send({ message: `User '${username}' registered; sign in at /api/auth/signin` });
+    return reply.status(201).send({ message: `User '${username}' registered${joined ? ` and joined '${joined}'` : ''}; sign in at /api/auth/signin` });
   });
 
   app.post('/api/auth/signout', {
-    schema: { tags: ['auth'], summary: 'End the current session (its token is refused from now on)', response: { 200: messageSchema, ...errors(401) } },
+    schema: { tags: ['auth'], summary: 'End the current session on every replica: its token, the tokens refreshed from it and its refresh tokens are refused from now on', response: { 200: messageSchema, ...errors(401) } },
   }, async (request) => {
     const principal = await requirePrincipal(ctx, request);
     if (!principal.session) throw forbidden('Only a session token (x-access-token) can be signed out; delete a service-account key instead');
-    await ctx.accounts.revokeSession(principal.session.jti, principal.session.expiresAt);
+    const { jti, expiresAt, family } = principal.session;
+    await ctx.pool.transaction(async (tx) => {
+      await tx.query(sql.unsafe`insert into revoked_sessions (jti, expires_at) values (${jti}, ${expiresAt.toISOString()}::timestamptz) on conflict (jti) do nothing`);
+      if (family) await endFamily(tx, family);
+    });
     return { message: 'Signed out' };
   });
 

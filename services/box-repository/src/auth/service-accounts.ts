@@ -40,7 +40,30 @@ const selectAccounts = sql.fragment`
          to_jsonb(s.created_at) #>> '{}' as created_at, to_jsonb(s.updated_at) #>> '{}' as updated_at
   from service_accounts s join organizations o on o.id = s.organization_id`;
 
-function requireUser(principal: Awaited<ReturnType<typeof requirePrincipal>>): UserPrincipal {
+/**
+ * The organization an account is made for, where the creator must be a global admin or its admin. Without one
+ * named, the creator's own organization: the first they belong to by name (the `organization` of the sign-in).
+ */
+export async function organizationFor(ctx: ServiceContext, user: UserPrincipal, named: { id: number } | { name: string } | undefined) {
+  const orgRow = z.object({ id: int8, name: z.string(), role: z.enum(['admin', 'moderator', 'user']).nullable() });
+  const org = named
+    ? await ctx.pool.maybeOne(sql.type(orgRow)`
+        select o.id, o.name, m.role from organizations o left join memberships m on m.organization_id = o.id and m.user_id = ${user.id}::uuid
+        where ${'id' in named ? sql.fragment`o.id = ${named.id}` : sql.fragment`lower(o.name) = lower(${named.name})`}`)
+    : await ctx.pool.maybeOne(sql.type(orgRow)`
+        select o.id, o.name, m.role from memberships m join organizations o on o.id = m.organization_id
+        where m.user_id = ${user.id}::uuid order by lower(o.name) limit 1`);
+  if (!org && named) throw notFound(`Organization '${'id' in named ? named.id : named.name}' not found`);
+  if (!org) {
+    throw unprocessable('You belong to no organization: name the one the account acts in', [
+      { pointer: '/organization', rule: 'required', params: { missingProperty: 'organization' }, detail: 'name the organization (organization or organization_id) the account acts in' },
+    ]);
+  }
+  requireOrganizationAdmin({ principal: user, role: roleIn(user, org.id, org.role), isGlobalAdmin: user.isAdmin }, org.name);
+  return org;
+}
+
+export function requireUser(principal: Awaited<ReturnType<typeof requirePrincipal>>): UserPrincipal {
   if (principal.kind !== 'user') throw forbidden('Service accounts cannot manage service accounts');
   return principal;
 }
@@ -54,7 +77,7 @@ export async function serviceAccountRoutes(app: FastifyInstance, { ctx }: { ctx:
       body: body({
         description: text(1000),
         expiration_days: { type: 'integer', minimum: 1, maximum: MAX_EXPIRATION_DAYS, description: 'Days until the key stops working (default: never).' },
-        organization: { type: 'string', description: 'Name of the organization it acts in (or organization_id).' },
+        organization: { type: 'string', description: 'Name of the organization it acts in (or organization_id); default: the creator\'s organization (the `organization` of their sign-in).' },
         organization_id: { type: 'integer', minimum: 1, maximum: Number.MAX_SAFE_INTEGER },
         role: { type: 'string', enum: ['user', 'moderator'], default: 'user', description: 'Its role in the organization.' },
       }),
@@ -63,20 +86,13 @@ export async function serviceAccountRoutes(app: FastifyInstance, { ctx }: { ctx:
   }, async (request, reply) => {
     const user = requireUser(await requirePrincipal(ctx, request));
     const input = request.body;
-    if (input.organization === undefined && input.organization_id === undefined) {
-      throw unprocessable('The organization is missing', [{ pointer: '/organization', rule: 'required', params: { missingProperty: 'organization' }, detail: 'name the organization (organization or organization_id) the account acts in' }]);
-    }
-    const org = await pool.maybeOne(sql.type(z.object({ id: int8, name: z.string(), role: z.enum(['admin', 'moderator', 'user']).nullable() }))`
-      select o.id, o.name, m.role from organizations o left join memberships m on m.organization_id = o.id and m.user_id = ${user.id}::uuid
-      where ${input.organization_id !== undefined ? sql.fragment`o.id = ${input.organization_id}` : sql.fragment`lower(o.name) = lower(${input.organization ?? ''})`}`);
-    if (!org) throw notFound(`Organization '${input.organization ?? input.organization_id}' not found`);
-    requireOrganizationAdmin({ principal: user, role: roleIn(user, org.id, org.role), isGlobalAdmin: user.isAdmin }, org.name);
+    const org = await organizationFor(ctx, user, input.organization_id !== undefined ? { id: input.organization_id } : input.organization !== undefined ? { name: input.organization } : undefined);
     const key = generateServiceAccountKey();
     const username = `sa-${randomBytes(6).toString('hex')}`;
     const created = await pool.one(sql.type(accountRow)`
       with s as (
-        insert into service_accounts (key_id, key_sha256, username, user_id, organization_id, role, description, expires_at)
-        values (${key.keyId}, ${key.sha256}, ${username}, ${user.id}::uuid, ${org.id}, ${input.role ?? 'user'}, ${input.description ?? ''},
+        insert into service_accounts (kind, key_id, key_sha256, username, user_id, organization_id, role, description, expires_at)
+        values ('key', ${key.keyId}, ${key.sha256}, ${username}, ${user.id}::uuid, ${org.id}, ${input.role ?? 'user'}, ${input.description ?? ''},
                 case when ${input.expiration_days ?? null}::int is null then null else now() + make_interval(days => ${input.expiration_days ?? 0}) end)
         returning *)
       select s.id, s.user_id, s.username, s.description, s.organization_id, o.name as organization, s.role,
@@ -90,7 +106,7 @@ export async function serviceAccountRoutes(app: FastifyInstance, { ctx }: { ctx:
     schema: { tags: ['service accounts'], summary: 'The caller\'s service accounts (all of them for global admins); keys are never shown again', response: { 200: { type: 'array', items: accountSchema }, ...errors(401, 403) } },
   }, async (request) => {
     const user = requireUser(await requirePrincipal(ctx, request));
-    return pool.any(sql.type(accountRow)`${selectAccounts} where (${user.isAdmin} or s.user_id = ${user.id}::uuid) order by s.id`);
+    return pool.any(sql.type(accountRow)`${selectAccounts} where s.kind = 'key' and (${user.isAdmin} or s.user_id = ${user.id}::uuid) order by s.id`);
   });
 
   app.delete<{ Params: { id: string } }>('/api/service-accounts/:id', {
@@ -101,7 +117,7 @@ export async function serviceAccountRoutes(app: FastifyInstance, { ctx }: { ctx:
     const account = await pool.maybeOne(sql.type(z.object({ user_id: z.string(), organization_id: int8, org_role: z.string().nullable(), username: z.string() }))`
       select s.user_id, s.organization_id, s.username,
              (select role from memberships m where m.organization_id = s.organization_id and m.user_id = ${user.id}::uuid) as org_role
-      from service_accounts s where s.id = ${id}`);
+      from service_accounts s where s.id = ${id} and s.kind = 'key'`);
     if (!account) throw notFound(`Service account ${request.params.id} not found`);
     if (!(user.isAdmin || account.user_id === user.id || account.org_role === 'admin')) throw forbidden('Only its creator, admins of its organization or global admins may delete a service account');
     await pool.query(sql.unsafe`delete from service_accounts where id = ${id}`);

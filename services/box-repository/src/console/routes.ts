@@ -126,7 +126,7 @@ export async function consoleRoutes(app: FastifyInstance, { ctx }: { ctx: Servic
       return send(reply, signInPage({ principal: null, path: '/console/sign-in' }, { returnTo, username, error: 'Invalid username or password.' }), 401);
     }
     const issued = await issueSession(ctx, principal, false);
-    setSessionCookie(ctx, request, reply, issued.token, issued.expiresAt);
+    setSessionCookie(ctx, request, reply, issued.access_token, new Date(issued.expires_at));
     return reply.redirect(returnTo, 303);
   });
 

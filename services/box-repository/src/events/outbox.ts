@@ -13,7 +13,8 @@ function currentTraceparent(): string | null {
 
 export type BoxEvent =
   | { type: 'box.uploaded'; data: { organization: string; box: string; version: string; provider: string; architecture: string; file_name: string; sha256: string; size: number } }
-  | { type: 'box.deleted'; data: { organization: string; box: string } };
+  | { type: 'box.deleted'; data: { organization: string; box: string } }
+  | { type: 'user.created'; data: { username: string } };
 
 export async function recordEvent(connection: CommonQueryMethods, event: BoxEvent): Promise<void> {
   await connection.query(sql.unsafe`insert into events (type, data, traceparent) values (${event.type}, ${sql.jsonb(event.data)}, ${currentTraceparent()})`);

@@ -3,7 +3,7 @@
 // invisible to sign-in and to credential checks (findById, verifyCredentials); admins still see it in list().
 import { randomBytes } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
-import { UniqueIntegrityConstraintViolationError, sql, type DatabasePool } from 'slonik';
+import { UniqueIntegrityConstraintViolationError, sql, type CommonQueryMethods, type DatabasePool } from 'slonik';
 import { z } from 'zod';
 import type { MigrationSource } from '../db/migrate.ts';
 import { hashPassword, verifyPassword } from '../auth/passwords.ts';
@@ -65,10 +65,11 @@ export function createAccounts(pool: DatabasePool) {
     /** Deletes an account (rows that reference it go with it); false when it didn't exist. */
     remove: async (id: string) => (await pool.query(sql.unsafe`delete from users where id = ${id}::uuid`)).rowCount === 1,
 
-    async create(input: { username: string; password: string; role: string; email?: string | null }): Promise<User> {
+    /** Creates an account; `connection` lets a caller do it inside its own transaction (with what goes with it). */
+    async create(input: { username: string; password: string; role: string; email?: string | null }, connection: CommonQueryMethods = pool): Promise<User> {
       const hash = await hashPassword(input.password);
       try {
-        return await pool.one(sql.type(userRow)`
+        return await connection.one(sql.type(userRow)`
           insert into users (username, email, password_hash, role)
           values (${input.username}, ${input.email ?? null}, ${hash}, ${input.role})
           returning ${userColumns}`);

@@ -82,14 +82,23 @@ export const signInSchema = z
     if (value.enabled && !value.client_id) ctx.addIssue({ code: 'custom', path: ['client_id'], message: 'required when auth.sign_in.enabled is true' });
   });
 
-export const authSchema = z
-  .strictObject({ resource_server: resourceServerSchema, sign_in: signInSchema })
-  .prefault({})
-  .superRefine((value, ctx) => {
-    if (value.sign_in.enabled && !value.sign_in.issuer && !value.resource_server.issuer) {
-      ctx.addIssue({ code: 'custom', path: ['sign_in', 'issuer'], message: 'required when auth.sign_in.enabled is true and auth.resource_server.issuer is not set' });
-    }
-  });
+/** The keys of `auth` every service has; a service may add its own (the box repository: `jwt`) with `authSchemaWith`. */
+export const authSections = { resource_server: resourceServerSchema, sign_in: signInSchema };
+
+export function authSchemaWith<S extends z.core.$ZodLooseShape>(extra: S) {
+  return z
+    .strictObject({ ...authSections, ...extra })
+    // Every key of `auth` has its own default, so an absent section is valid.
+    .prefault({} as never)
+    .superRefine((value, ctx) => {
+      const { sign_in: signIn, resource_server: resourceServer } = value as unknown as { sign_in: SignInConfig; resource_server: ResourceServerConfig };
+      if (signIn.enabled && !signIn.issuer && !resourceServer.issuer) {
+        ctx.addIssue({ code: 'custom', path: ['sign_in', 'issuer'], message: 'required when auth.sign_in.enabled is true and auth.resource_server.issuer is not set' });
+      }
+    });
+}
+
+export const authSchema = authSchemaWith({});
 
 export type ResourceServerConfig = z.output<typeof resourceServerSchema>;
 export type SignInConfig = z.output<typeof signInSchema>;

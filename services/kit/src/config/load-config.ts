@@ -56,6 +56,19 @@ function childSchema(schema: z.ZodType, key: string): z.ZodType | undefined {
   return undefined;
 }
 
+/** The schema's own spelling of a lower-cased environment segment (`expiresin` -> `expiresIn`, as the seed names it). */
+function keyNamed(schema: z.ZodType, segment: string): string {
+  if (childSchema(schema, segment)) return segment;
+  const inner = unwrap(schema);
+  const objects = inner instanceof z.ZodObject ? [inner] : inner instanceof z.ZodDiscriminatedUnion || inner instanceof z.ZodUnion ? (inner.options as z.ZodType[]).map(unwrap) : [];
+  for (const object of objects) {
+    if (!(object instanceof z.ZodObject)) continue;
+    const found = Object.keys(object.shape as object).find((key) => key.toLowerCase() === segment);
+    if (found) return found;
+  }
+  return segment;
+}
+
 /** Environment strings become typed values: strings stay strings, anything else is parsed as YAML. */
 function coerce(raw: string, schema: z.ZodType): unknown {
   const inner = unwrap(schema);
@@ -74,8 +87,10 @@ function envOverrides(schema: z.ZodType, env: Record<string, string | undefined>
     const path = name.slice(prefix.length).toLowerCase().split('__');
     // Only names that match a key of the schema: the environment is shared with other tools (BOXYARD_CACHE...).
     let node: z.ZodType | undefined = schema;
-    for (const [i, segment] of path.entries()) {
+    for (const [i, lowered] of path.entries()) {
       const last = i === path.length - 1;
+      const segment: string = node ? keyNamed(node, lowered) : lowered;
+      path[i] = segment;
       // `<key>_file` names a file holding <key>: kept as a string and read later.
       node = node && (childSchema(node, segment) ?? (last && segment.endsWith('_file') && childSchema(node, segment.slice(0, -5)) ? z.string() : undefined));
     }

@@ -1,6 +1,7 @@
 // The config sections every Boxyard service starts with (the operator writes them), with each service's own
 // defaults, and what follows from `server`: the public base URL and the TLS material.
 import { z } from 'zod';
+import { checkPassword } from '../auth/password-policy.ts';
 import { resolveTls, type TlsMaterial } from '../http/tls.ts';
 import { authSchema } from './auth-section.ts';
 import { databaseSchema, loggingSchema, rateLimitSchema, serverSchema, sessionSchema, type ServerConfig } from './common.ts';
@@ -9,7 +10,14 @@ import { databaseSchema, loggingSchema, rateLimitSchema, serverSchema, sessionSc
 export const adminSchema = z
   .strictObject({
     username: z.string().regex(/^[A-Za-z0-9_.-]{1,64}$/, 'letters, digits, ".", "_" and "-" only, 1 to 64 characters').default('admin'),
-    password: z.string().min(8).optional(),
+    // The same password rules as every other account: a weak admin password stops start-up, naming the rules.
+    password: z
+      .string()
+      .superRefine((password, ctx) => {
+        const failures = checkPassword(password);
+        if (failures.length > 0) ctx.addIssue({ code: 'custom', message: `does not meet the password rules: ${failures.map((f) => f.detail).join('; ')}` });
+      })
+      .optional(),
   })
   .prefault({});
 

@@ -53,6 +53,7 @@ const descriptions: Record<number, string> = {
   416: 'Range not satisfiable',
   422: 'Validation failed',
   429: 'Too many requests',
+  502: 'A server this request talks to (e.g. an SMTP server) failed or refused',
   503: 'A dependency (database, storage) is unavailable, or the service is shutting down',
   507: 'Storage full',
 };

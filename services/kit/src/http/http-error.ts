@@ -23,6 +23,7 @@ export type ProblemKind =
   | 'range-not-satisfiable'
   | 'throttled'
   | 'insufficient-storage'
+  | 'bad-gateway'
   | 'unavailable'
   | 'internal';
 
@@ -39,6 +40,7 @@ const kindByStatus: Record<number, ProblemKind> = {
   416: 'range-not-satisfiable',
   422: 'validation',
   429: 'throttled',
+  502: 'bad-gateway',
   503: 'unavailable',
   507: 'insufficient-storage',
 };

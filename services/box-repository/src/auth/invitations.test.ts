@@ -1,0 +1,153 @@
+// Invitations (mailed through a real SMTP server on loopback), sign-up with invitationToken, user.created, and the
+// SMTP test route.
+import { freePort } from '@boxyard/kit/net/free-port.ts';
+import { startTestSmtpServer, type TestSmtpServer } from '@boxyard/kit/mail/test-smtp-server.ts';
+import { createHmac } from 'node:crypto';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { addMember, createOrganization, startTestService, USER_PASSWORD, type TestService } from '../testing/service.ts';
+
+let smtp: TestSmtpServer;
+let service: TestService;
+let moderator: string;
+
+beforeAll(async () => {
+  smtp = await startTestSmtpServer({ auth: { user: 'boxyard', pass: 'Smtp-Secret-1' } });
+  service = await startTestService({
+    config: {
+      mail: { smtp: { host: smtp.host, port: smtp.port, auth: { user: 'boxyard', pass: 'Smtp-Secret-1' }, from: 'Boxyard <boxes@example.test>' } },
+      // The webhook worker delivers user.created to a receiver on loopback (allowed here only).
+      webhooks: { poll_interval_seconds: 0.05, backoff_initial_seconds: 0.05, backoff_max_seconds: 0.2, timeout_seconds: 1, allow_private_targets: true },
+    },
+  });
+  await createOrganization(service, 'acme');
+  await createOrganization(service, 'other');
+  moderator = (await service.createUser('acme-mod')).token;
+  await addMember(service, 'acme', 'acme-mod', 'moderator');
+});
+afterAll(async () => {
+  await service?.close();
+  await smtp?.close();
+});
+
+const invite = (token: string | undefined, email: string, organizationName = 'acme') =>
+  service.request('POST', '/api/auth/invite', { ...(token ? { token } : {}), json: { email, organizationName } });
+const signUp = (username: string, email: string, invitationToken?: string) =>
+  service.request('POST', '/api/auth/signup', { json: { username, email, password: USER_PASSWORD, ...(invitationToken !== undefined ? { invitationToken } : {}) } });
+
+describe('invitations', () => {
+  it('a moderator invites; the link is mailed; signing up with its token joins the organization, once', async () => {
+    const created = await invite(moderator, 'new.person@example.test');
+    expect(created.status).toBe(201);
+    expect(created.body).toMatchObject({ email: 'new.person@example.test', organization: 'acme', mail_sent: true, invitation_token: expect.stringMatching(/^bxy_inv_/) });
+    const link = new URL(created.body.invitation_link);
+    expect(link.searchParams.get('invitationToken')).toBe(created.body.invitation_token);
+    expect(link.searchParams.get('organization')).toBe('acme');
+    // The default lifetime: 7 days from now (checked against the server's own clock through the database).
+    const [row] = await service.sql<{ seconds: number }>(`select extract(epoch from expires_at - created_at)::int as seconds from invitations order by id desc limit 1`);
+    expect(row!.seconds).toBe(7 * 86_400);
+    expect(Math.abs(created.body.invitation_token_expires - Date.parse((await service.sql<{ e: Date }>('select expires_at as e from invitations order by id desc limit 1'))[0]!.e.toISOString()))).toBeLessThanOrEqual(1);
+
+    const mail = await smtp.waitFor((m) => m.to.includes('new.person@example.test'));
+    expect(mail.from).toBe('boxes@example.test');
+    expect(mail.user).toBe('boxyard');
+    expect(mail.text).toContain(created.body.invitation_link);
+
+    const joined = await signUp('new-person', 'New.Person@example.test', created.body.invitation_token);
+    expect(joined.status).toBe(201);
+    expect(joined.body.message).toContain("joined 'acme'");
+    const token = await service.signIn('new-person', USER_PASSWORD);
+    expect((await service.request('GET', '/api/user', { token })).body.organizations).toEqual([{ name: 'acme', role: 'user' }]);
+    const events = await service.sql<{ data: { username: string } }>(`select data from events where type = 'user.created' order by id`);
+    expect(events.map((e) => e.data)).toContainEqual({ username: 'new-person' });
+
+    const reused = await signUp('someone-else', 'new.person@example.test', created.body.invitation_token);
+    expect(reused.status).toBe(422);
+    expect(reused.body.errors[0]).toMatchObject({ pointer: '/invitation_token', rule: 'used' });
+    expect((await service.request('GET', '/api/organization/acme/members', { token: moderator })).body.map((m: { username: string }) => m.username)).not.toContain('someone-else');
+  });
+
+  it('refuses an expired, unknown or someone else\'s invitation, and creates no account', async () => {
+    const created = (await invite(moderator, 'late@example.test')).body;
+    await service.sql(`update invitations set expires_at = now() - interval '1 second' where email = 'late@example.test'`);
+    const expired = await signUp('late', 'late@example.test', created.invitation_token);
+    expect(expired.status).toBe(422);
+    expect(expired.body.errors[0].rule).toBe('expired');
+    expect((await signUp('guess', 'guess@example.test', 'bxy_inv_guessed')).body.errors[0].rule).toBe('invalid');
+    const forOther = (await invite(moderator, 'intended@example.test')).body;
+    expect((await signUp('intruder', 'intruder@example.test', forOther.invitation_token)).body.errors[0].rule).toBe('email_mismatch');
+    expect(await service.sql(`select 1 from users where username in ('late', 'guess', 'intruder')`)).toEqual([]);
+    // And the invitation still works for its invitee.
+    expect((await signUp('intended', 'intended@example.test', forOther.invitation_token)).status).toBe(201);
+  });
+
+  it('only moderators and admins of that organization (or global admins) invite', async () => {
+    const member = (await service.createUser('plain-member')).token;
+    await addMember(service, 'acme', 'plain-member', 'user');
+    const otherModerator = (await service.createUser('other-mod')).token;
+    await addMember(service, 'other', 'other-mod', 'moderator');
+    expect((await invite(undefined, 'x@example.test')).status).toBe(401);
+    expect((await invite(member, 'x@example.test')).status).toBe(403);
+    expect((await invite(otherModerator, 'x@example.test')).status).toBe(403);
+    expect((await invite(otherModerator, 'x@example.test', 'other')).status).toBe(201);
+    expect((await invite(service.adminToken, 'x@example.test')).status).toBe(201);
+    expect((await invite(moderator, 'x@example.test', 'nowhere')).status).toBe(404);
+    expect((await invite(moderator, 'not-an-address')).status).toBe(422);
+  });
+
+  it('plain sign-up records user.created too, and a webhook receives it signed', async () => {
+    const bodies: { body: string; signature: string }[] = [];
+    const receiver = createServer((request, response) => {
+      const chunks: Buffer[] = [];
+      request.on('data', (chunk: Buffer) => chunks.push(chunk));
+      request.on('end', () => {
+        bodies.push({ body: Buffer.concat(chunks).toString('utf8'), signature: String(request.headers['x-boxyard-signature']) });
+        response.end('ok');
+      });
+    });
+    await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
+    try {
+      const url = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hook`;
+      const webhook = await service.request('POST', '/api/admin/webhooks', { token: service.adminToken, json: { url, events: ['user.created'] } });
+      expect(webhook.status, webhook.text).toBe(201);
+      expect((await signUp('plain-signup', 'plain-signup@example.test')).status).toBe(201);
+      expect(await service.sql(`select data from events where type = 'user.created' and data->>'username' = 'plain-signup'`)).toHaveLength(1);
+      const delivered = await vi.waitFor(() => {
+        const found = bodies.find((b) => b.body.includes('"plain-signup"'));
+        if (!found) throw new Error('not delivered yet');
+        return found;
+      }, { timeout: 20_000, interval: 50 });
+      expect(JSON.parse(delivered.body)).toEqual({ event: 'user.created', data: { username: 'plain-signup' } });
+      expect(delivered.signature).toBe(`sha256=${createHmac('sha256', webhook.body.secret as string).update(delivered.body).digest('hex')}`);
+    } finally {
+      receiver.closeAllConnections();
+      await new Promise<void>((resolve) => receiver.close(() => resolve()));
+    }
+  });
+});
+
+describe('POST /api/mail/test-smtp', () => {
+  const testSmtp = (token: string | undefined, json: Record<string, unknown>) => service.request('POST', '/api/mail/test-smtp', { ...(token ? { token } : {}), json });
+
+  it('sends a real test mail with the given settings', async () => {
+    const sent = await testSmtp(service.adminToken, { host: smtp.host, port: smtp.port, secure: false, auth: { user: 'boxyard', pass: 'Smtp-Secret-1' }, to: 'ops@example.test', from: 'setup@example.test' });
+    expect(sent.status).toBe(200);
+    const mail = await smtp.waitFor((m) => m.to.includes('ops@example.test'));
+    expect(mail.raw).toMatch(/^Subject: Boxyard: SMTP test$/m);
+    expect(mail.raw).toContain(sent.body.message_id);
+  });
+
+  it('says why it failed (502, problem details), and is for global admins only', async () => {
+    const wrong = await testSmtp(service.adminToken, { host: smtp.host, port: smtp.port, auth: { user: 'boxyard', pass: 'wrong' }, to: 'ops@example.test', from: 'setup@example.test' });
+    expect(wrong.status).toBe(502);
+    expect(wrong.headers.get('content-type')).toContain('application/problem+json');
+    expect(wrong.body.detail).toMatch(/EAUTH|Invalid username or password/);
+    const closed = await testSmtp(service.adminToken, { host: '127.0.0.1', port: await freePort(), to: 'ops@example.test', from: 'setup@example.test' });
+    expect(closed.status).toBe(502);
+    expect(closed.body.detail).toMatch(/ECONNREFUSED|ECONNECTION|ESOCKET/);
+    expect((await testSmtp(moderator, { host: smtp.host, port: smtp.port, to: 'ops@example.test', from: 'setup@example.test' })).status).toBe(403);
+    expect((await testSmtp(undefined, { host: smtp.host, port: smtp.port, to: 'ops@example.test', from: 'setup@example.test' })).status).toBe(401);
+    expect((await testSmtp(service.adminToken, { host: smtp.host, port: 70_000, to: 'ops@example.test', from: 'x@y.z' })).status).toBe(422);
+  });
+});
