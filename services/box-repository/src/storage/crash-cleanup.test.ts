@@ -2,41 +2,31 @@
 // left on the storage (local: a temp file under .tmp/; s3: a multipart upload with parts on MinIO) is removed
 // by the next replica's sweep, and its clean-up entry goes without a delete of a key that never existed.
 // Incomplete uploads outside the service's prefix (another service in the same bucket) are left alone.
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdtemp, readdir, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
 import { generatedBox, generatedBytes, streamUpload } from '../../../../test/faults/big-upload.ts';
 import { createTestBucket, createTestDatabase, type TestBucket } from '../../../../test/harness/fixtures.ts';
 import { freePort } from '@boxyard/kit/net/free-port.ts';
+import { startService } from '../../../../test/bench/box-repository.ts';
 import { makeBox } from '../testing/boxes.ts';
 import { ADMIN_PASSWORD, archPath, startTestService, uploadRaw, type TestService } from '../testing/service.ts';
 
 const MiB = 1024 * 1024;
-const serverScript = fileURLToPath(new URL('../testing/serve-for-bench.ts', import.meta.url));
 const path = { org: 'acme', box: 'crash', version: '1.0.0', provider: 'virtualbox', arch: 'amd64' };
 const children = new Set<ChildProcess>();
 afterAll(() => {
   for (const child of children) if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
 });
 
-/** The service in a process of its own, to be killed. */
+/** The service in a process of its own (the bench's), to be killed. */
 async function startProcess(config: Record<string, unknown>): Promise<{ url: string; child: ChildProcess }> {
-  const child = spawn(process.execPath, [serverScript], { env: { ...process.env, BOXREPO_BENCH_CONFIG: JSON.stringify(config) }, stdio: ['ignore', 'pipe', 'inherit'] });
-  children.add(child);
-  const url = await new Promise<string>((resolve, reject) => {
-    let out = '';
-    child.stdout!.on('data', (chunk: Buffer) => {
-      out += chunk.toString();
-      const match = /listening (\S+)/.exec(out);
-      if (match) resolve(match[1]!);
-    });
-    child.once('exit', (code) => reject(new Error(`the service exited with ${code}`)));
-  });
-  return { url, child };
+  const service = await startService(config);
+  children.add(service.child);
+  return service;
 }
 
 async function incompleteUploads(bucket: TestBucket): Promise<string[]> {
