@@ -285,6 +285,9 @@ function rows(): MatrixRow<Role>[] {
   const form = (fields: Record<string, string>): Call => ({ body: Buffer.from(new URLSearchParams(fields).toString()), headers: { 'content-type': 'application/x-www-form-urlencoded' } });
   add('POST /console/sign-in', all(303), (role) => send(role, 'POST', '/console/sign-in', form({ username: 'member', password: USER_PASSWORD })));
   add('POST /console/sign-out', all(303), (role) => send(role, 'POST', '/console/sign-out'));
+  add('GET /console/sign-up', everyone(), (role, m) => send(role, m, '/console/sign-up'));
+  // The form's fields decide (here a username no account may have: the page again, 422), not the caller.
+  add('POST /console/sign-up', all(422), (role) => send(role, 'POST', '/console/sign-up', form({ username: 'no spaces allowed', email: 'x@example.test', password: USER_PASSWORD })));
   return rows;
 }
 

@@ -51,7 +51,7 @@ export async function invitationRoutes(app: FastifyInstance, { ctx }: { ctx: Ser
       insert into invitations (token_sha256, email, organization_id, invited_by, expires_at)
       values (${tokenHash(token)}, ${request.body.email}, ${found.org.id}, ${principal.id}::uuid, now() + make_interval(secs => ${ctx.config.invitations.expires_in}))
       returning (extract(epoch from expires_at) * 1000)::float8 as expires_at`);
-    const link = new URL('/signup', `${baseUrlOf(ctx, request)}/`);
+    const link = new URL('/console/sign-up', `${baseUrlOf(ctx, request)}/`);
     link.searchParams.set('invitationToken', token);
     link.searchParams.set('organization', found.org.name);
     const mailSent = await mailInvitation(ctx, request, { to: request.body.email, organization: found.org.name, inviter: principal.username, link: link.href, expiresAt: new Date(expiresAt) });

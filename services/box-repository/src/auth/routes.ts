@@ -86,6 +86,40 @@ export function issueSession(ctx: ServiceContext, principal: Principal, stay: bo
   return startSession(ctx, principal.kind === 'user' ? principal.id : `sa:${principal.id}`, stay);
 }
 
+export const USERNAME_REGEX = new RegExp(USERNAME_PATTERN);
+
+/**
+ * Creates an account (role user); with an invitation token, also its membership. The account, the membership and
+ * `user.created` commit together or not at all. Throws the API's 409/422 errors (the console shows them too).
+ */
+export async function signUp(ctx: ServiceContext, input: { username: string; email: string; password: string; invitationToken?: string }): Promise<{ joined?: string }> {
+  const { username, email: address, password, invitationToken: invitation } = input;
+  const failures = checkPassword(password);
+  if (failures.length > 0) {
+    throw unprocessable('The password does not meet the password rules', failures.map((f) => ({ pointer: '/password', rule: f.rule, params: {}, detail: f.detail })));
+  }
+  if (username.toLowerCase().startsWith('sa-')) {
+    throw unprocessable('Reserved username', [{ pointer: '/username', rule: 'reserved', params: { prefix: 'sa-' }, detail: 'names starting with "sa-" are reserved for service accounts' }]);
+  }
+  let joined: string | undefined;
+  try {
+    await ctx.pool.transaction(async (tx) => {
+      const claimed = invitation !== undefined ? await claimInvitation(tx, invitation, address) : undefined;
+      const user = await ctx.accounts.create({ username, email: address, password, role: 'user' }, tx);
+      await claimed?.accept(user.id);
+      joined = claimed?.organization;
+      await recordEvent(tx, { type: 'user.created', data: { username: user.username } });
+    });
+  } catch (error) {
+    if (error instanceof UsernameTakenError) {
+      const byName = await ctx.accounts.findByUsername(username);
+      throw byName ? alreadyExists(`The username '${username}' is taken`, '/username', username) : alreadyExists('An account with this e-mail address exists', '/email', address);
+    }
+    throw error;
+  }
+  return joined ? { joined } : {};
+}
+
 export async function authRoutes(app: FastifyInstance, { ctx }: { ctx: ServiceContext }): Promise<void> {
   app.post<{ Body: { username: string; password: string; stay_logged_in?: boolean } }>('/api/auth/signin', {
     schema: {
@@ -132,31 +166,8 @@ export async function authRoutes(app: FastifyInstance, { ctx }: { ctx: ServiceCo
       response: { 201: messageSchema, ...errors(409, 422, 429) },
     },
   }, async (request, reply) => {
-    const { username, email: address, password, invitation_token: invitation } = request.body;
-    const failures = checkPassword(password);
-    if (failures.length > 0) {
-      throw unprocessable('The password does not meet the password rules', failures.map((f) => ({ pointer: '/password', rule: f.rule, params: {}, detail: f.detail })));
-    }
-    if (username.toLowerCase().startsWith('sa-')) {
-      throw unprocessable('Reserved username', [{ pointer: '/username', rule: 'reserved', params: { prefix: 'sa-' }, detail: 'names starting with "sa-" are reserved for service accounts' }]);
-    }
-    let joined: string | undefined;
-    try {
-      // The account, its membership from the invitation and `user.created` commit together or not at all.
-      await ctx.pool.transaction(async (tx) => {
-        const claimed = invitation !== undefined ? await claimInvitation(tx, invitation, address) : undefined;
-        const user = await ctx.accounts.create({ username, email: address, password, role: 'user' }, tx);
-        await claimed?.accept(user.id);
-        joined = claimed?.organization;
-        await recordEvent(tx, { type: 'user.created', data: { username: user.username } });
-      });
-    } catch (error) {
-      if (error instanceof UsernameTakenError) {
-        const byName = await ctx.accounts.findByUsername(username);
-        throw byName ? alreadyExists(`The username '${username}' is taken`, '/username', username) : alreadyExists('An account with this e-mail address exists', '/email', address);
-      }
-      throw error;
-    }
+    const { username, invitation_token: invitation } = request.body;
+    const { joined } = await signUp(ctx, { username, email: request.body.email, password: request.body.password, invitationToken: invitation });
     return reply.status(201).send({ message: `User '${username}' registered${joined ? ` and joined '${joined}'` : ''}; sign in at /api/auth/signin` });
   });
 

@@ -45,6 +45,35 @@ describe('box console pages (no JavaScript)', () => {
     await service?.close();
   });
 
+  it('opens an invitation link as a sign-up page that makes the account, signs it in and joins the organization', async () => {
+    const invited = await service.request('POST', '/api/auth/invite', { token: service.adminToken, json: { email: 'guest.person@example.test', organizationName: 'acme' } });
+    expect(invited.status).toBe(201);
+    const link = new URL(invited.body.invitation_link as string);
+    expect(link.pathname).toBe('/console/sign-up');
+    const form = await get(`${link.pathname}${link.search}`);
+    expect(form.status).toBe(200);
+    expect(form.headers.get('content-security-policy')).toContain(STRICT_CSP);
+    expect(form.text).toContain('invited to <strong>acme</strong>');
+    const token = link.searchParams.get('invitationToken')!;
+    expect(form.text).toContain(`name="invitation_token" value="${token}"`);
+    const submit = (fields: Record<string, string>, origin = service.url) =>
+      fetch(`${service.url}/console/sign-up`, { method: 'POST', redirect: 'manual', headers: { 'content-type': 'application/x-www-form-urlencoded', origin }, body: new URLSearchParams(fields) });
+    // A weak password: the form again with the rule broken, nothing made; another site's form: refused.
+    const weak = await submit({ username: 'guest1', email: 'guest.person@example.test', password: 'short', invitation_token: token });
+    expect(weak.status).toBe(422);
+    expect(await weak.text()).toContain('password rules');
+    expect((await submit({ username: 'guest1', email: 'guest.person@example.test', password: USER_PASSWORD, invitation_token: token }, 'https://evil.example')).status).toBe(403);
+    const made = await submit({ username: 'guest1', email: 'guest.person@example.test', password: USER_PASSWORD, invitation_token: token });
+    expect(made.status).toBe(303);
+    expect(made.headers.get('location')).toBe('/acme');
+    const cookie = cookieOf(made);
+    expect((await get('/acme/boxes/secret-box', cookie)).status).toBe(200); // a member now
+    // The token is used up: the page says why, no second account.
+    const again = await submit({ username: 'guest2', email: 'guest.person@example.test', password: USER_PASSWORD, invitation_token: token });
+    expect(again.status).toBe(422);
+    expect((await service.request('POST', '/api/auth/signin', { json: { username: 'guest2', password: USER_PASSWORD } })).status).toBe(401);
+  });
+
   it('lists the public boxes for anyone, searchable, under a strict CSP', async () => {
     const home = await get('/');
     expect(home.status).toBe(200);

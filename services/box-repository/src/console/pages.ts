@@ -202,6 +202,21 @@ export function signInPage(page: PageContext, options: { returnTo: string; error
 </form>`);
 }
 
+export function signUpPage(page: PageContext, options: { invitationToken?: string; organization?: string; username?: string; email?: string; error?: string }): Html {
+  return layout(page, 'Create an account', html`
+<h1>Create an account</h1>
+${options.organization ? html`<p>You were invited to <strong>${options.organization}</strong>: your account joins it.</p>` : null}
+<form class="sign-in" method="post" action="/console/sign-up">
+  ${options.invitationToken ? html`<input type="hidden" name="invitation_token" value="${options.invitationToken}">` : null}
+  <label>Username <input name="username" autocomplete="username" required pattern="[A-Za-z0-9_.\-]{1,64}" value="${options.username ?? ''}" autofocus></label>
+  <label>E-mail <input name="email" type="email" autocomplete="email" required value="${options.email ?? ''}"></label>
+  <label>Password <input name="password" type="password" autocomplete="new-password" required></label>
+  <button type="submit">Create the account</button>
+  ${options.error ? html`<p class="error" role="alert">${options.error}</p>` : null}
+</form>
+<p>Have an account? <a href="/console/sign-in">Sign in</a>.</p>`);
+}
+
 export function usersPage(page: PageContext, users: Awaited<ReturnType<typeof allUsers>>): Html {
   return layout(page, 'Users', html`
 <nav class="crumbs" aria-label="Breadcrumb"><a href="/">Boxes</a> › <span aria-current="page">Users</span></nav>

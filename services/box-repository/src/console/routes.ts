@@ -9,13 +9,13 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { findPath } from '../access/hierarchy.ts';
 import { canManageBox } from '../access/permissions.ts';
 import { principalOf, type Principal } from '../auth/principal.ts';
-import { issueSession, verifySignIn } from '../auth/routes.ts';
+import { issueSession, signUp, USERNAME_REGEX, verifySignIn } from '../auth/routes.ts';
 import { clearSessionCookie, sessionCookieOf, setSessionCookie } from '../auth/session-cookie.ts';
 import type { ServiceContext } from '../context.ts';
 import { baseUrlOf } from '../http/base-url.ts';
 import { RESERVED_ORGANIZATION_NAMES } from '../http/schemas.ts';
 import { WEBHOOK_EVENTS } from '../webhooks/event-types.ts';
-import { boxDetailPage, errorPage, homePage, organizationPage, signInPage, usersPage, webhooksPage } from './pages.ts';
+import { boxDetailPage, errorPage, homePage, organizationPage, signInPage, signUpPage, usersPage, webhooksPage } from './pages.ts';
 import { allUsers, allWebhooks, latestDeliveries, listBoxes, membersOf, myOrganizations, serviceAccountsOf, versionTree } from './queries.ts';
 
 const asset = (name: string) => readFileSync(new URL(`./public/${name}`, import.meta.url));
@@ -128,6 +128,38 @@ export async function consoleRoutes(app: FastifyInstance, { ctx }: { ctx: Servic
     const issued = await issueSession(ctx, principal, false);
     setSessionCookie(ctx, request, reply, issued.access_token, new Date(issued.expires_at));
     return reply.redirect(returnTo, 303);
+  });
+
+  // Sign-up, e.g. from an invitation's link (POST /api/auth/invite): the account is made by the API's own rules,
+  // then signed in with the cookie and sent to the organization it joined.
+  const field = (form: Record<string, unknown>, name: string, max: number) => (typeof form[name] === 'string' ? (form[name] as string).slice(0, max) : '');
+  app.get('/console/sign-up', hide, page(async (request, principal) => {
+    const query = request.query as Record<string, unknown>;
+    const invitationToken = (field(query, 'invitationToken', 128) || field(query, 'invitation_token', 128)) || undefined; // the API's hook may have snake-cased the key
+    const organization = field(query, 'organization', 254) || undefined;
+    return signUpPage({ principal, path: pathOf(request) }, { ...(invitationToken ? { invitationToken } : {}), ...(organization ? { organization } : {}) });
+  }));
+  app.post('/console/sign-up', { ...hide, preHandler: origins.check }, async (request, reply) => {
+    const form = (request.body ?? {}) as Record<string, unknown>;
+    const input = { username: field(form, 'username', 64), email: field(form, 'email', 254), password: field(form, 'password', 1024) };
+    const invitationToken = field(form, 'invitation_token', 128) || undefined;
+    const again = (status: number, error: string) =>
+      send(reply, signUpPage({ principal: null, path: '/console/sign-up' }, { ...(invitationToken ? { invitationToken } : {}), username: input.username, email: input.email, error }), status);
+    if (!USERNAME_REGEX.test(input.username)) return again(422, 'A username is 1 to 64 letters, digits, dots, dashes or underscores.');
+    if (!/^[^\s@]+@[^\s@]+$/.test(input.email)) return again(422, 'Give an e-mail address.');
+    let joined: string | undefined;
+    try {
+      ({ joined } = await signUp(ctx, { ...input, ...(invitationToken ? { invitationToken } : {}) }));
+    } catch (error) {
+      if (!(error instanceof HttpError) || error.statusCode >= 500) throw error;
+      const details = error.errors.map((e) => e.detail).filter(Boolean);
+      return again(error.statusCode, [error.message, ...details].join(': '));
+    }
+    const principal = await verifySignIn(ctx, input.username, input.password);
+    if (!principal) return reply.redirect('/console/sign-in', 303);
+    const issued = await issueSession(ctx, principal, false);
+    setSessionCookie(ctx, request, reply, issued.access_token, new Date(issued.expires_at));
+    return reply.redirect(joined ? `/${encodeURIComponent(joined)}` : '/', 303);
   });
 
   app.post('/console/sign-out', hide, async (request, reply) => {
