@@ -13,6 +13,7 @@ import { benchAuth } from './auth.ts';
 import { benchBoxRepository } from './box-repository.ts';
 import { benchCluster } from './cluster.ts';
 import { benchFileShare } from './file-share.ts';
+import { benchMetadata } from './metadata.ts';
 import { benchOperator } from './operator.ts';
 import { benchStorage } from './storage.ts';
 import { benchTerminal } from './terminal.ts';
@@ -20,6 +21,7 @@ import { benchTracing } from './tracing.ts';
 
 const sections: { name: string; title: string; run: (env: BenchEnv) => Promise<BenchRow[]> }[] = [
   { name: 'storage', title: 'storage layer (256 MiB object)', run: (env) => benchStorage({ minio: env.minio }) },
+  { name: 'metadata', title: 'Vagrant metadata (box with 3 versions, 32 clients) vs a static file server', run: benchMetadata },
   { name: 'box-repository', title: 'box repository (1 GiB transfers, 5 GiB upload, metadata)', run: benchBoxRepository },
   { name: 'file-share', title: 'file share (10,000-entry listing, 256 MiB transfers)', run: benchFileShare },
   { name: 'terminal', title: 'terminal gateway', run: benchTerminal },
@@ -31,11 +33,13 @@ const sections: { name: string; title: string; run: (env: BenchEnv) => Promise<B
 
 function print(title: string, rows: BenchRow[]): void {
   console.log(`\n## ${title}`);
-  console.log(`${'measure'.padEnd(62)} ${'value'.padStart(14)} ${'baseline'.padStart(14)}  ratio`);
+  console.log(`${'measure'.padEnd(62)} ${'value'.padStart(14)} ${'baseline'.padStart(14)}  ${'ratio'.padStart(5)}  goal`);
   for (const row of rows) {
     const value = `${row.value.toFixed(1)} ${row.unit}`;
     const baseline = row.baseline === undefined ? '' : `${row.baseline.toFixed(1)} ${row.unit}`;
-    console.log(`${row.name.padEnd(62)} ${value.padStart(14)} ${baseline.padStart(14)}  ${row.ratio === undefined ? '' : row.ratio.toFixed(2)}`);
+    const ratio = row.ratio === undefined ? '' : row.ratio.toFixed(2);
+    const goal = row.goal === undefined ? '' : `${row.goal}  ${row.pass ? 'PASS' : 'FAIL'}`;
+    console.log(`${row.name.padEnd(62)} ${value.padStart(14)} ${baseline.padStart(14)}  ${ratio.padStart(5)}  ${goal}`);
   }
 }
 

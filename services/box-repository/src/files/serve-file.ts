@@ -31,7 +31,8 @@ export function parseRange(header: string | undefined, size: number): ParsedRang
 
 const etagOf = (file: BoxFile) => `"${file.sha256}"`;
 
-function matchesAny(header: string, etag: string): boolean {
+/** If-None-Match against a strong ETag (weak comparison, as RFC 9110 says for If-None-Match). */
+export function matchesAnyEtag(header: string, etag: string): boolean {
   if (header.trim() === '*') return true;
   return header.split(',').some((candidate) => candidate.trim().replace(/^W\//, '') === etag);
 }
@@ -46,7 +47,7 @@ export async function serveFile(ctx: ServiceContext, request: FastifyRequest, re
   reply.header('cache-control', options.isPublic ? 'public, no-cache' : 'private, no-cache');
   reply.header('content-disposition', `attachment; filename="${file.file_name}"`);
   const ifNoneMatch = request.headers['if-none-match'];
-  if (typeof ifNoneMatch === 'string' && matchesAny(ifNoneMatch, etag)) return reply.status(304).send();
+  if (typeof ifNoneMatch === 'string' && matchesAnyEtag(ifNoneMatch, etag)) return reply.status(304).send();
 
   let range = parseRange(rangeHeader, file.size);
   const ifRange = request.headers['if-range'];
