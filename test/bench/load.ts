@@ -1,7 +1,7 @@
 // Load generation shared by the bench sections: keep-alive clients through undici (Node's own HTTP client, far
 // cheaper per request than node:http, so the generator takes less of the 2 cores from the server it measures),
 // latency percentiles, and alternating rounds so a service and its baseline see the same machine load.
-import { Pool } from 'undici';
+import { Agent, interceptors, Pool } from 'undici';
 
 export interface LoadResult {
   rps: number;
@@ -52,4 +52,22 @@ export async function alternate<T>(rounds: number, runs: Record<string, () => Pr
     for (const name of order) results[name]!.push(await runs[name]!());
   }
   return results;
+}
+
+/** Aggregate MiB/s of `streams` parallel whole-body GETs of `url` (each must bring `bytes`), following redirects. */
+export async function downloadMiBs(url: string, options: { streams: number; bytes: number; headers?: Record<string, string> }): Promise<number> {
+  const dispatcher = new Agent({ connections: options.streams }).compose(interceptors.redirect({ maxRedirections: 2 }));
+  const started = process.hrtime.bigint();
+  try {
+    await Promise.all(Array.from({ length: options.streams }, async () => {
+      const response = await dispatcher.request({ origin: new URL(url).origin, path: `${new URL(url).pathname}${new URL(url).search}`, method: 'GET', headers: options.headers ?? {} });
+      if (response.statusCode !== 200) throw new Error(`GET ${url}: ${response.statusCode}`);
+      let received = 0;
+      for await (const chunk of response.body) received += (chunk as Buffer).length;
+      if (received !== options.bytes) throw new Error(`GET ${url}: ${received} bytes, expected ${options.bytes}`);
+    }));
+  } finally {
+    await dispatcher.close();
+  }
+  return (options.streams * options.bytes) / (1024 * 1024) / (Number(process.hrtime.bigint() - started) / 1e9);
 }

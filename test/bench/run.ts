@@ -12,6 +12,7 @@ import type { BenchEnv, BenchRow } from './env.ts';
 import { benchAuth } from './auth.ts';
 import { benchBoxRepository } from './box-repository.ts';
 import { benchCluster } from './cluster.ts';
+import { benchDownloads } from './downloads.ts';
 import { benchFileShare } from './file-share.ts';
 import { benchMetadata } from './metadata.ts';
 import { benchOperator } from './operator.ts';
@@ -22,6 +23,7 @@ import { benchTracing } from './tracing.ts';
 const sections: { name: string; title: string; run: (env: BenchEnv) => Promise<BenchRow[]> }[] = [
   { name: 'storage', title: 'storage layer (256 MiB object)', run: (env) => benchStorage({ minio: env.minio }) },
   { name: 'metadata', title: 'Vagrant metadata (box with 3 versions, 32 clients) vs a static file server', run: benchMetadata },
+  { name: 'downloads', title: 'box downloads (512 MiB, 1 and 4 streams) vs a static file server / a direct S3 GET', run: benchDownloads },
   { name: 'box-repository', title: 'box repository (1 GiB transfers, 5 GiB upload, metadata)', run: benchBoxRepository },
   { name: 'file-share', title: 'file share (10,000-entry listing, 256 MiB transfers)', run: benchFileShare },
   { name: 'terminal', title: 'terminal gateway', run: benchTerminal },
