@@ -14,6 +14,8 @@ import { benchBoxRepository } from './box-repository.ts';
 import { benchCluster } from './cluster.ts';
 import { benchDownloads } from './downloads.ts';
 import { benchFileShare } from './file-share.ts';
+import { benchListing } from './listing.ts';
+import { benchUploads } from './uploads.ts';
 import { benchMetadata } from './metadata.ts';
 import { benchOperator } from './operator.ts';
 import { benchStorage } from './storage.ts';
@@ -24,8 +26,10 @@ const sections: { name: string; title: string; run: (env: BenchEnv) => Promise<B
   { name: 'storage', title: 'storage layer (256 MiB object)', run: (env) => benchStorage({ minio: env.minio }) },
   { name: 'metadata', title: 'Vagrant metadata (box with 3 versions, 32 clients) vs a static file server', run: benchMetadata },
   { name: 'downloads', title: 'box downloads (512 MiB, 1 and 4 streams) vs a static file server / a direct S3 GET', run: benchDownloads },
+  { name: 'uploads', title: 'box uploads (512 MiB) vs min(sha256, storage write) of the same run', run: benchUploads },
   { name: 'box-repository', title: 'box repository (1 GiB transfers, 5 GiB upload, metadata)', run: benchBoxRepository },
   { name: 'file-share', title: 'file share (10,000-entry listing, 256 MiB transfers)', run: benchFileShare },
+  { name: 'listing', title: 'file share JSON listing (one folder, 8 clients) vs a static file server', run: benchListing },
   { name: 'terminal', title: 'terminal gateway', run: benchTerminal },
   { name: 'tracing', title: 'tracing overhead: box repository with tracing off / 100% / 10% sampled (real collector)', run: benchTracing },
   { name: 'auth', title: 'auth: verified requests/s on one route (session JWT vs provider Bearer vs provider DPoP)', run: benchAuth },
