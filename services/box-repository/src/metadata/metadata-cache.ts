@@ -15,7 +15,8 @@ export interface CachedDocument {
   /** The document's inputs that are not in the rows the version counts: names, description, base URL. */
   key: string;
   version: number;
-  body: string;
+  /** UTF-8 bytes, encoded once: a string would be encoded again on every response. */
+  body: Buffer;
   etag: string;
 }
 
@@ -65,7 +66,8 @@ export function createMetadataCache(maxEntries = 2000): MetadataCache {
       return entry && entry.version === version && entry.key === key ? entry : undefined;
     },
     set(boxId, base, key, version, body) {
-      const entry = { key, version, body, etag: `"${createHash('sha256').update(body).digest('base64url').slice(0, 32)}"` };
+      const bytes = Buffer.from(body);
+      const entry = { key, version, body: bytes, etag: `"${createHash('sha256').update(bytes).digest('base64url').slice(0, 32)}"` };
       checked.put(`${boxId} ${base}`, entry);
       return entry;
     },

@@ -148,7 +148,7 @@ export async function metadataRoutes(app: FastifyInstance, { ctx }: { ctx: Servi
     reply.type('application/json; charset=utf-8');
     const ifNoneMatch = request.headers['if-none-match'];
     if (typeof ifNoneMatch === 'string' && matchesAnyEtag(ifNoneMatch, document.etag)) return reply.status(304).send();
-    return reply.send(document.body); // JSON text already: fastify sends a string as it is
+    return reply.send(document.body); // JSON already: fastify sends a Buffer as it is
   };
   const schema = (summary: string, hide = false) => ({
     tags: ['metadata'], summary, hide, params: params('org', 'box'),
