@@ -263,19 +263,21 @@ describe('vagrant box add through redirects to presigned storage URLs (download_
     expect(head.headers.get('content-length')).toBe(String(box.length));
   });
 
-  it('lets the real Vagrant client add a public box and a private one (key in VAGRANT_CLOUD_TOKEN) through the redirect', async () => {
+  it('lets the real Vagrant client add a public box through the redirect', async () => {
     await publish({ org: 'acme', box: 'public-redirect', version: '1.0.0', provider: 'virtualbox', arch: 'amd64' }, await makeBox({ fillerBytes: 2 * MiB }), true);
     const added = await vagrant(['box', 'add', 'acme/public-redirect']);
     expect(added.code, added.output).toBe(0);
     expect(added.output).toContain("Successfully added box 'acme/public-redirect' (v1.0.0) for 'virtualbox'");
     // Counted by the service when it redirects (the bytes themselves never pass through it).
     await expect.poll(async () => (await downloadCount('public-redirect')).download_count, { timeout: 10_000 }).toBe(1);
+  });
 
+  it('lets the real Vagrant client add a private box with a key in VAGRANT_CLOUD_TOKEN through the redirect, and only with it', async () => {
     await publish({ org: 'acme', box: 'private-redirect', version: '1.0.0', provider: 'virtualbox', arch: 'amd64' }, await makeBox(), false);
     const refused = await vagrant(['box', 'add', 'acme/private-redirect']);
     expect(refused.code).not.toBe(0);
     const privateAdded = await vagrant(['box', 'add', 'acme/private-redirect'], { VAGRANT_CLOUD_TOKEN: serviceAccountKey });
     expect(privateAdded.code, privateAdded.output).toBe(0);
-    expect((await vagrant(['box', 'list'])).output).toMatch(/acme\/private-redirect\s+\(virtualbox, 1\.0\.0\)/);
+    expect(privateAdded.output).toContain("Successfully added box 'acme/private-redirect' (v1.0.0) for 'virtualbox'");
   });
 });
