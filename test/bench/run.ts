@@ -12,7 +12,11 @@ import type { BenchEnv, BenchRow } from './env.ts';
 import { benchAuth } from './auth.ts';
 import { benchBoxRepository } from './box-repository.ts';
 import { benchCluster } from './cluster.ts';
+import { benchDownloads } from './downloads.ts';
 import { benchFileShare } from './file-share.ts';
+import { benchListing } from './listing.ts';
+import { benchUploads } from './uploads.ts';
+import { benchMetadata } from './metadata.ts';
 import { benchOperator } from './operator.ts';
 import { benchStorage } from './storage.ts';
 import { benchTerminal } from './terminal.ts';
@@ -20,8 +24,12 @@ import { benchTracing } from './tracing.ts';
 
 const sections: { name: string; title: string; run: (env: BenchEnv) => Promise<BenchRow[]> }[] = [
   { name: 'storage', title: 'storage layer (256 MiB object)', run: (env) => benchStorage({ minio: env.minio }) },
+  { name: 'metadata', title: 'Vagrant metadata (box with 3 versions, 32 clients) vs a static file server', run: benchMetadata },
+  { name: 'downloads', title: 'box downloads (512 MiB, 1 and 4 streams) vs a static file server / a direct S3 GET', run: benchDownloads },
+  { name: 'uploads', title: 'box uploads (512 MiB) vs min(sha256, storage write) of the same run', run: benchUploads },
   { name: 'box-repository', title: 'box repository (1 GiB transfers, 5 GiB upload, metadata)', run: benchBoxRepository },
   { name: 'file-share', title: 'file share (10,000-entry listing, 256 MiB transfers)', run: benchFileShare },
+  { name: 'listing', title: 'file share JSON listing (one folder, 8 clients) vs a static file server', run: benchListing },
   { name: 'terminal', title: 'terminal gateway', run: benchTerminal },
   { name: 'tracing', title: 'tracing overhead: box repository with tracing off / 100% / 10% sampled (real collector)', run: benchTracing },
   { name: 'auth', title: 'auth: verified requests/s on one route (session JWT vs provider Bearer vs provider DPoP)', run: benchAuth },
@@ -31,11 +39,13 @@ const sections: { name: string; title: string; run: (env: BenchEnv) => Promise<B
 
 function print(title: string, rows: BenchRow[]): void {
   console.log(`\n## ${title}`);
-  console.log(`${'measure'.padEnd(62)} ${'value'.padStart(14)} ${'baseline'.padStart(14)}  ratio`);
+  console.log(`${'measure'.padEnd(62)} ${'value'.padStart(14)} ${'baseline'.padStart(14)}  ${'ratio'.padStart(5)}  goal`);
   for (const row of rows) {
     const value = `${row.value.toFixed(1)} ${row.unit}`;
     const baseline = row.baseline === undefined ? '' : `${row.baseline.toFixed(1)} ${row.unit}`;
-    console.log(`${row.name.padEnd(62)} ${value.padStart(14)} ${baseline.padStart(14)}  ${row.ratio === undefined ? '' : row.ratio.toFixed(2)}`);
+    const ratio = row.ratio === undefined ? '' : row.ratio.toFixed(2);
+    const goal = row.goal === undefined ? '' : `${row.goal}  ${row.pass ? 'PASS' : 'FAIL'}`;
+    console.log(`${row.name.padEnd(62)} ${value.padStart(14)} ${baseline.padStart(14)}  ${ratio.padStart(5)}  ${goal}`);
   }
 }
 

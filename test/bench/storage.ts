@@ -13,7 +13,11 @@ import { pipeline } from 'node:stream/promises';
 import * as Minio from 'minio';
 import { createLocalStore, createS3Store } from '../../services/kit/src/storage/index.ts';
 
-export type BenchRow = { name: string; value: number; unit: string; baseline?: number; ratio?: number };
+export type BenchRow = {
+  name: string; value: number; unit: string; baseline?: number; ratio?: number;
+  /** The goal as printed (`≥ 0.90×`, `≥ 4000 req/s, p99 ≤ 20 ms`) and whether this run met it. */
+  goal?: string; pass?: boolean;
+};
 
 export interface StorageBenchEnv {
   minio: { endpoint: string; accessKey: string; secretKey: string };

@@ -204,3 +204,80 @@ async function storageKeys(service: TestService): Promise<string[]> {
     await client.end();
   }
 }
+
+describe('vagrant box add through redirects to presigned storage URLs (download_links.redirect_to_storage)', () => {
+  let service: TestService;
+  let vagrantHome: string;
+  let serviceAccountKey: string;
+
+  const vagrant = (args: string[], env: Record<string, string> = {}): Promise<VagrantRun> =>
+    new Promise((resolve, reject) => {
+      const child = spawn(VAGRANT, args, {
+        env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: vagrantHome, VAGRANT_HOME: join(vagrantHome, 'vagrant.d'), VAGRANT_CHECKPOINT_DISABLE: '1', VAGRANT_SERVER_URL: service.url, ...env },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
+      let output = '';
+      child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
+      child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));
+      child.on('error', reject);
+      child.on('close', (code) => resolve({ code, output }));
+    });
+
+  beforeAll(async () => {
+    service = await startTestService({ storage: 's3', config: { download_links: { redirect_to_storage: true, storage_url_ttl_seconds: 30 } } });
+    vagrantHome = await mkdtemp(join(tmpdir(), 'vagrant-home-'));
+    await createOrganization(service, 'acme');
+    const key = await service.request('POST', '/api/service-accounts', { token: service.adminToken, json: { organization: 'acme', description: 'vagrant client' } });
+    expect(key.status).toBe(201);
+    serviceAccountKey = key.body.token;
+  });
+
+  afterAll(async () => {
+    await service?.close();
+    if (vagrantHome) await rm(vagrantHome, { recursive: true, force: true });
+  });
+
+  async function publish(path: BoxPath, box: Buffer, isPublic: boolean) {
+    await createBoxPath(service, service.adminToken, path, { isPublic });
+    const uploaded = await uploadRaw(service, path, box, { token: service.adminToken });
+    expect(uploaded.status, uploaded.text).toBe(201);
+  }
+  const downloadCount = async (box: string) => (await service.request('GET', `${archPath({ org: 'acme', box, version: '1.0.0', provider: 'virtualbox', arch: 'amd64' })}/file`)).body as { download_count: number };
+
+  it('answers a download with 302 to the storage endpoint, which serves the bytes (ranges too)', async () => {
+    const box = await makeBox({ gzip: false, fillerBytes: MiB });
+    await publish({ org: 'acme', box: 'redirected', version: '1.0.0', provider: 'virtualbox', arch: 'amd64' }, box, true);
+    const fileUrl = `${service.url}/acme/boxes/redirected/versions/1.0.0/providers/virtualbox/amd64/vagrant.box`;
+    const answer = await fetch(fileUrl, { redirect: 'manual' });
+    expect(answer.status).toBe(302);
+    expect(answer.headers.get('cache-control')).toBe('private, no-store');
+    const location = new URL(answer.headers.get('location')!);
+    expect(location.origin).toBe(new URL(service.bucket!.endpoint).origin);
+    expect(location.searchParams.get('X-Amz-Expires')).toBe('30');
+    const followed = await fetch(fileUrl, { headers: { range: 'bytes=10-19' } });
+    expect(followed.status).toBe(206);
+    expect(Buffer.from(await followed.arrayBuffer()).equals(box.subarray(10, 20))).toBe(true);
+    // HEAD still answers from the service (no storage request), with the file's length.
+    const head = await fetch(fileUrl, { method: 'HEAD', redirect: 'manual' });
+    expect(head.status).toBe(200);
+    expect(head.headers.get('content-length')).toBe(String(box.length));
+  });
+
+  it('lets the real Vagrant client add a public box through the redirect', async () => {
+    await publish({ org: 'acme', box: 'public-redirect', version: '1.0.0', provider: 'virtualbox', arch: 'amd64' }, await makeBox({ fillerBytes: 2 * MiB }), true);
+    const added = await vagrant(['box', 'add', 'acme/public-redirect']);
+    expect(added.code, added.output).toBe(0);
+    expect(added.output).toContain("Successfully added box 'acme/public-redirect' (v1.0.0) for 'virtualbox'");
+    // Counted by the service when it redirects (the bytes themselves never pass through it).
+    await expect.poll(async () => (await downloadCount('public-redirect')).download_count, { timeout: 10_000 }).toBe(1);
+  });
+
+  it('lets the real Vagrant client add a private box with a key in VAGRANT_CLOUD_TOKEN through the redirect, and only with it', async () => {
+    await publish({ org: 'acme', box: 'private-redirect', version: '1.0.0', provider: 'virtualbox', arch: 'amd64' }, await makeBox(), false);
+    const refused = await vagrant(['box', 'add', 'acme/private-redirect']);
+    expect(refused.code).not.toBe(0);
+    const privateAdded = await vagrant(['box', 'add', 'acme/private-redirect'], { VAGRANT_CLOUD_TOKEN: serviceAccountKey });
+    expect(privateAdded.code, privateAdded.output).toBe(0);
+    expect(privateAdded.output).toContain("Successfully added box 'acme/private-redirect' (v1.0.0) for 'virtualbox'");
+  });
+});

@@ -25,13 +25,14 @@ import { consoleRoutes } from './console/routes.ts';
 import { SERVICE_NAME, type BoxRepositoryConfig } from './config.ts';
 import type { ServiceContext, TestHooks } from './context.ts';
 import { createDownloadLinks } from './files/download-links.ts';
+import { createMetadataCache } from './metadata/metadata-cache.ts';
 import { fileRoutes } from './files/routes.ts';
 import { acceptCamelCase } from './http/camel-case.ts';
 import { installProblemTypes, PROBLEM_BASE } from './http/errors.ts';
 import { metadataRoutes } from './metadata/routes.ts';
 import { organizationRoutes } from './organizations/routes.ts';
 import { providerRoutes } from './providers/routes.ts';
-import { createDatabasePool } from '@boxyard/kit';
+import { createChannelListener, createDatabasePool } from '@boxyard/kit';
 import { createStorageCleanup } from './storage/cleanup.ts';
 import { limitCeilings, limitClassOf } from './limits/classes.ts';
 import { createLiveTls } from './setup/live-tls.ts';
@@ -120,6 +121,7 @@ export async function buildBoxRepository(config: BoxRepositoryConfig, options: B
     refreshTokens: createSessionTokens({ secrets, issuer: config.session.issuer, audience: config.session.audience, typ: REFRESH_TYP, ttlSeconds: config.auth.jwt.refreshExpiresIn }),
     mailer: config.mail.smtp ? createMailer(config.mail.smtp) : undefined,
     downloadLinks: createDownloadLinks(secrets),
+    metadataCache: createMetadataCache(),
     cleanup: createStorageCleanup(pool, store, app.log, { abandonedAfterSeconds: config.uploads.abandoned_after_seconds }),
     // Tokens of the identity provider (auth.resource_server), when configured; their groups keep memberships.
     provider: createProviderAccounts(config.auth, { pool, publicUrl: baseUrl(config, options.port), log: app.log, nonceSecret: config.session.secret }),
@@ -139,6 +141,19 @@ export async function buildBoxRepository(config: BoxRepositoryConfig, options: B
   }
   // The web console's session cookie is read by the credential resolution of every route (auth/principal.ts).
   await app.register(cookie);
+  // Anonymous metadata reads come from memory while changes are heard (metadata/metadata-cache.ts).
+  const metadataListener = createChannelListener({
+    databaseUrl: config.database.url,
+    channel: `boxyard_metadata:${schema}`,
+    log: app.log,
+    onNotification: (payload) => ctx.metadataCache.invalidate(payload),
+    onResync: () => void (ctx.metadataCache.listening = metadataListener.connected),
+  });
+  // This replica's own writes: the trusted metadata is dropped before the answer goes out, so the writer's next
+  // read shows its change whatever the notification's timing.
+  app.addHook('onSend', async (request) => {
+    if (request.method !== 'GET' && request.method !== 'HEAD' && request.method !== 'OPTIONS') ctx.metadataCache.clearTrusted();
+  });
   await app.register(async (api) => {
     installProblemTypes(api);
     acceptCamelCase(api);
@@ -153,10 +168,12 @@ export async function buildBoxRepository(config: BoxRepositoryConfig, options: B
     ctx.cleanup.start();
     tls?.start();
     if (config.webhooks.deliver) webhookWorker.start();
+    await metadataListener.start().catch((error: unknown) => app.log.warn({ err: error }, 'metadata LISTEN failed; anonymous metadata reads ask the database'));
   });
   app.addHook('onClose', async () => {
     ctx.cleanup.stop();
     tls?.stop();
+    await metadataListener.close();
     await webhookWorker.stop();
     await webhookSender.close();
     await ctx.provider?.close();

@@ -88,7 +88,18 @@ export const boxRepositoryConfigSchema = z.strictObject({
       abandoned_after_seconds: z.number().int().min(1).default(24 * 3600),
     })
     .prefault({}),
-  download_links: z.strictObject({ ttl_seconds: z.number().int().min(1).max(7 * 24 * 3600).default(300) }).prefault({}),
+  download_links: z
+    .strictObject({
+      ttl_seconds: z.number().int().min(1).max(7 * 24 * 3600).default(300),
+      /**
+       * s3 driver: answer a download (GET, after the read check) with 302 to a presigned storage URL valid for
+       * `storage_url_ttl_seconds`, so the bytes flow from storage to the client directly. Off by default: the
+       * storage endpoint must then be reachable by every client, under the name configured in `storage.endpoint`.
+       */
+      redirect_to_storage: z.boolean().default(false),
+      storage_url_ttl_seconds: z.number().int().min(1).max(3600).default(60),
+    })
+    .prefault({}),
   /** What an identity provider's groups grant (admins: auth.resource_server.admin_groups). */
   group_mapping: z
     .strictObject({

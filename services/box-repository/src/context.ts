@@ -3,6 +3,7 @@ import type { Accounts, DatabasePool, Mailer, ObjectStore, ProviderAccounts, Ses
 import type { Transform } from 'node:stream';
 import type { BoxRepositoryConfig } from './config.ts';
 import type { DownloadLinks } from './files/download-links.ts';
+import type { MetadataCache } from './metadata/metadata-cache.ts';
 import type { StorageCleanup } from './storage/cleanup.ts';
 import type { LiveTls } from './setup/live-tls.ts';
 import type { createGroupMembershipSync } from './provider-identity/group-memberships.ts';
@@ -26,6 +27,8 @@ export interface ServiceContext {
   /** Outgoing mail (`mail.smtp`); undefined when not configured. */
   mailer: Mailer | undefined;
   downloadLinks: DownloadLinks;
+  /** Serialized Vagrant metadata documents per box, checked against the box's metadata_version. */
+  metadataCache: MetadataCache;
   cleanup: StorageCleanup;
   /** Identity-provider tokens (auth.resource_server); undefined when off. */
   provider: ProviderAccounts | undefined;

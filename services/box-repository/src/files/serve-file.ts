@@ -1,6 +1,7 @@
 // Sends a stored box file the way download tools expect: Content-Length, Accept-Ranges, a strong ETag (the quoted
 // sha256), Last-Modified, Content-Disposition; one byte range (206, or 416 with `Content-Range: bytes */size`);
-// If-None-Match (304) and If-Range; HEAD without touching storage. Multi-range requests get the whole file.
+// If-None-Match (304) and If-Range; HEAD without touching storage. Multi-range requests get the whole file. With
+// download_links.redirect_to_storage (s3 driver), a GET is answered with 302 to a short-lived presigned URL instead.
 import { HttpError, RangeNotSatisfiableError } from '@boxyard/kit';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { pipeline } from 'node:stream';
@@ -31,7 +32,8 @@ export function parseRange(header: string | undefined, size: number): ParsedRang
 
 const etagOf = (file: BoxFile) => `"${file.sha256}"`;
 
-function matchesAny(header: string, etag: string): boolean {
+/** If-None-Match against a strong ETag (weak comparison, as RFC 9110 says for If-None-Match). */
+export function matchesAnyEtag(header: string, etag: string): boolean {
   if (header.trim() === '*') return true;
   return header.split(',').some((candidate) => candidate.trim().replace(/^W\//, '') === etag);
 }
@@ -46,7 +48,7 @@ export async function serveFile(ctx: ServiceContext, request: FastifyRequest, re
   reply.header('cache-control', options.isPublic ? 'public, no-cache' : 'private, no-cache');
   reply.header('content-disposition', `attachment; filename="${file.file_name}"`);
   const ifNoneMatch = request.headers['if-none-match'];
-  if (typeof ifNoneMatch === 'string' && matchesAny(ifNoneMatch, etag)) return reply.status(304).send();
+  if (typeof ifNoneMatch === 'string' && matchesAnyEtag(ifNoneMatch, etag)) return reply.status(304).send();
 
   let range = parseRange(rangeHeader, file.size);
   const ifRange = request.headers['if-range'];
@@ -64,6 +66,22 @@ export async function serveFile(ctx: ServiceContext, request: FastifyRequest, re
   }
   if (request.method === 'HEAD') return reply.send();
 
+  // A download counts once, when it starts at byte 0 (resumed downloads don't count again).
+  const countDownload = () => {
+    if (range && range.start !== 0) return;
+    void ctx.pool.query(sql.unsafe`update files set download_count = download_count + 1 where id = ${file.id}`).catch((error: unknown) => request.log.warn({ err: error }, 'download count not updated'));
+  };
+  if (ctx.config.download_links.redirect_to_storage && !ctx.hooks.downloadTransform) {
+    // The client follows to storage with the same Range header; the presigned URL is signed locally (no request).
+    const location = await ctx.store.presignedGetUrl(file.storage_key, ctx.config.download_links.storage_url_ttl_seconds);
+    if (location) {
+      countDownload();
+      for (const name of ['content-length', 'content-range', 'content-type', 'accept-ranges', 'content-disposition']) reply.removeHeader(name);
+      reply.header('cache-control', 'private, no-store'); // the location expires: never cache the redirect
+      return reply.redirect(location, 302);
+    }
+  }
+
   let body;
   try {
     body = await ctx.store.get(file.storage_key, range ? { start: range.start, end: range.end } : undefined);
@@ -73,10 +91,7 @@ export async function serveFile(ctx: ServiceContext, request: FastifyRequest, re
     }
     throw error;
   }
-  // A download counts once, when it starts at byte 0 (resumed downloads don't count again).
-  if (!range || range.start === 0) {
-    void ctx.pool.query(sql.unsafe`update files set download_count = download_count + 1 where id = ${file.id}`).catch((error: unknown) => request.log.warn({ err: error }, 'download count not updated'));
-  }
+  countDownload();
   const transform = ctx.hooks.downloadTransform?.();
   if (!transform) return reply.send(body);
   pipeline(body, transform, () => {}); // errors travel both ways; the reply sees the transform's

@@ -2,17 +2,20 @@
 // (`{server}/{org}/{box}` for 2.3, `{server}/api/v2/vagrant/{org}/{box}` for 2.4), for any User-Agent, GET and
 // HEAD, always `application/json`. Listed: `active` versions that have at least one file; for each provider, one
 // entry per architecture with the server-computed sha256, the default architecture's entry last (Vagrant 2.3
-// keeps the last entry of a provider name). Download URLs are absolute, on the host asked, and stable.
+// keeps the last entry of a provider name). Download URLs are absolute, on the host asked, and stable. A strong
+// ETag (hash of the document) answers If-None-Match with 304; the document is cached per box (metadata-cache.ts).
 import { notFound } from '@boxyard/kit';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { sql } from 'slonik';
 import { z } from 'zod';
-import { canReadBox, canReadOrganization, refuseRead, roleIn, type Access } from '../access/hierarchy.ts';
+import { canReadBox, canReadOrganization, isBoxListed, refuseRead, roleIn, type Access } from '../access/hierarchy.ts';
 import { principalOf } from '../auth/principal.ts';
 import type { ServiceContext } from '../context.ts';
 import { baseUrlOf, downloadUrl } from '../http/base-url.ts';
 import { errors, params, RESERVED_ORGANIZATION_NAMES } from '../http/schemas.ts';
-import { boxRow, int8, organizationRow } from '../records.ts';
+import { matchesAnyEtag } from '../files/serve-file.ts';
+import type { CachedDocument } from './metadata-cache.ts';
+import { boxRow, int8, organizationRow, type Box } from '../records.ts';
 
 const entryRow = z.object({
   version: z.string(),
@@ -45,21 +48,62 @@ export const metadataSchema = {
   },
 } as const;
 
-const metadataRow = z.object({
+const accessRow = z.object({
   org: organizationRow,
   member_role: z.enum(['admin', 'moderator', 'user']).nullable(),
   box: boxRow.nullable(),
-  entries: z.array(entryRow),
+  metadata_version: int8.nullable(),
 });
 
-/** One query: the organization, the caller's membership, the box and its listed entries, newest version first. */
-export async function buildMetadata(ctx: ServiceContext, request: FastifyRequest, orgName: string, boxName: string) {
+const entriesRow = z.object({ metadata_version: int8, entries: z.array(entryRow) });
+
+/**
+ * The caller's read check, on every request (one small query: the organization, the caller's membership, the
+ * box and its metadata_version), then the document from the cache, or built and cached when the version moved.
+ */
+export async function metadataDocument(ctx: ServiceContext, request: FastifyRequest, orgName: string, boxName: string): Promise<{ document: CachedDocument; isPublic: boolean }> {
   const principal = await principalOf(ctx, request);
+  const base = baseUrlOf(ctx, request);
+  const anonymous: Access = { principal: null, role: null, isGlobalAdmin: false };
+  if (!principal) {
+    // Anonymous and readable by anyone: from memory while this replica listens for changes (metadata-cache.ts).
+    const entry = ctx.metadataCache.trusted(orgName, boxName, base);
+    if (entry && canReadOrganization(entry.org, anonymous) && canReadBox(entry.org, entry.box, anonymous)) {
+      return { document: entry.document, isPublic: isBoxListed(entry.org, entry.box) };
+    }
+  }
+  const generation = ctx.metadataCache.generation;
   const userId = principal?.kind === 'user' ? principal.id : null;
-  const row = await ctx.pool.maybeOne(sql.type(metadataRow)`
+  const row = await ctx.pool.maybeOne(sql.type(accessRow)`
     select to_jsonb(o) as org,
            (select m.role from memberships m where m.organization_id = o.id and m.user_id = ${userId}::uuid) as member_role,
-           to_jsonb(b) as box,
+           to_jsonb(b) as box, b.metadata_version
+    from organizations o
+    left join boxes b on b.organization_id = o.id and lower(b.name) = lower(${boxName})
+    where lower(o.name) = lower(${orgName})`);
+  if (!row) throw notFound(`Organization '${orgName}' not found`);
+  const access: Access = { principal, role: roleIn(principal, row.org.id, row.member_role), isGlobalAdmin: principal?.kind === 'user' && principal.isAdmin };
+  if (!canReadOrganization(row.org, access)) refuseRead(access, `Organization '${row.org.name}'`);
+  const box = row.box;
+  if (!box || row.metadata_version === null) throw notFound(`Box '${orgName}/${boxName}' not found`);
+  if (!canReadBox(row.org, box, access)) refuseRead(access, `Box '${row.org.name}/${box.name}'`);
+  const key = JSON.stringify([row.org.name, box.name, box.description]);
+  let document = ctx.metadataCache.get(box.id, base, key, row.metadata_version);
+  if (!document) {
+    const built = await buildDocument(ctx, row.org.name, box, base);
+    document = ctx.metadataCache.set(box.id, base, key, built.version, built.body);
+  }
+  // Trusted only when the rows and the document are of one version (a change in between: the next read rebuilds).
+  if (document.version === row.metadata_version && canReadOrganization(row.org, anonymous) && canReadBox(row.org, box, anonymous)) {
+    ctx.metadataCache.trust(orgName, boxName, base, { org: row.org, box, document }, generation);
+  }
+  return { document, isPublic: isBoxListed(row.org, box) };
+}
+
+/** The box's listed entries, newest version first, as the Vagrant document (JSON text) with the version it shows. */
+async function buildDocument(ctx: ServiceContext, orgName: string, box: Box, base: string): Promise<{ version: number; body: string }> {
+  const row = await ctx.pool.maybeOne(sql.type(entriesRow)`
+    select b.metadata_version,
            coalesce((
              select jsonb_agg(jsonb_build_object(
                       'version', v.version_number, 'version_description', v.description, 'provider', p.name, 'architecture', a.name,
@@ -70,16 +114,8 @@ export async function buildMetadata(ctx: ServiceContext, request: FastifyRequest
              join architectures a on a.provider_id = p.id
              join files f on f.architecture_id = a.id
              where v.box_id = b.id and v.status = 'active'), '[]'::jsonb) as entries
-    from organizations o
-    left join boxes b on b.organization_id = o.id and lower(b.name) = lower(${boxName})
-    where lower(o.name) = lower(${orgName})`);
-  if (!row) throw notFound(`Organization '${orgName}' not found`);
-  const access: Access = { principal, role: roleIn(principal, row.org.id, row.member_role), isGlobalAdmin: principal?.kind === 'user' && principal.isAdmin };
-  if (!canReadOrganization(row.org, access)) refuseRead(access, `Organization '${row.org.name}'`);
-  const box = row.box;
-  if (!box) throw notFound(`Box '${orgName}/${boxName}' not found`);
-  if (!canReadBox(row.org, box, access)) refuseRead(access, `Box '${row.org.name}/${box.name}'`);
-  const base = baseUrlOf(ctx, request);
+    from boxes b where b.id = ${box.id}`);
+  if (!row) throw notFound(`Box '${orgName}/${box.name}' not found`);
   const versions: { version: string; status: string; description: string; providers: object[] }[] = [];
   for (const entry of row.entries) {
     let version = versions.at(-1);
@@ -89,7 +125,7 @@ export async function buildMetadata(ctx: ServiceContext, request: FastifyRequest
     }
     version.providers.push({
       name: entry.provider,
-      url: downloadUrl(base, { org: row.org.name, box: box.name, version: entry.version, provider: entry.provider, arch: entry.architecture, fileName: entry.file_name }),
+      url: downloadUrl(base, { org: orgName, box: box.name, version: entry.version, provider: entry.provider, arch: entry.architecture, fileName: entry.file_name }),
       checksum: entry.sha256,
       checksum_type: 'sha256',
       architecture: entry.architecture,
@@ -97,7 +133,8 @@ export async function buildMetadata(ctx: ServiceContext, request: FastifyRequest
       file_size: entry.size,
     });
   }
-  return { name: `${row.org.name}/${box.name}`, description: box.description, versions };
+  const document = { name: `${orgName}/${box.name}`, description: box.description, versions };
+  return { version: row.metadata_version, body: JSON.stringify(document) };
 }
 
 export async function metadataRoutes(app: FastifyInstance, { ctx }: { ctx: ServiceContext }): Promise<void> {
@@ -105,9 +142,13 @@ export async function metadataRoutes(app: FastifyInstance, { ctx }: { ctx: Servi
     const { org, box } = request.params;
     // `/{org}/{box}` also matches any two-segment path the service doesn't serve, like /api/unknown.
     if (RESERVED_ORGANIZATION_NAMES.includes(org.toLowerCase())) throw notFound(`No route for ${request.method} ${request.url.split('?')[0]}`);
-    const metadata = await buildMetadata(ctx, request, org, box);
+    const { document, isPublic } = await metadataDocument(ctx, request, org, box);
+    reply.header('etag', document.etag);
+    reply.header('cache-control', isPublic ? 'public, no-cache' : 'private, no-cache');
     reply.type('application/json; charset=utf-8');
-    return metadata;
+    const ifNoneMatch = request.headers['if-none-match'];
+    if (typeof ifNoneMatch === 'string' && matchesAnyEtag(ifNoneMatch, document.etag)) return reply.status(304).send();
+    return reply.send(document.body); // JSON already: fastify sends a Buffer as it is
   };
   const schema = (summary: string, hide = false) => ({
     tags: ['metadata'], summary, hide, params: params('org', 'box'),

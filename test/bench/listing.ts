@@ -1,0 +1,90 @@
+// `make bench ONLY=listing`: the file share's JSON listing of one folder (2,000 and 10,000 entries, one page) at
+// 8 keep-alive clients with an API key, the service in its own process (`boxyard serve file-share`, local
+// storage: a listing never touches storage), against a static file server serving the same JSON, in alternating
+// rounds (medians of 3), plus each round's own figure (issue 13 asks for them steady across rounds).
+// Goals (issue 13): 2,000 entries ≥ 300 req/s, 10,000 entries ≥ 80 req/s.
+import { spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { once } from 'node:events';
+import { mkdir, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import pg from 'pg';
+import { freePort } from '../../services/kit/src/net/free-port.ts';
+import { progress } from './downloads.ts';
+import { createBenchDatabase, type BenchEnv, type BenchRow } from './env.ts';
+import { alternate, loadGet, median, round } from './load.ts';
+import { startStaticServer } from './metadata.ts';
+
+const main = fileURLToPath(new URL('../../services/boxyard/src/main.ts', import.meta.url));
+const connections = 8;
+const seconds = 5;
+const goals: Record<number, number> = { 2000: 300, 10000: 80 };
+
+export async function benchListing(env: BenchEnv): Promise<BenchRow[]> {
+  const rows: BenchRow[] = [];
+  const databaseUrl = await createBenchDatabase(env, `bench_listing_${randomBytes(4).toString('hex')}`);
+  const dir = join(env.workDir, `listing-${randomBytes(4).toString('hex')}`);
+  await mkdir(join(dir, 'storage'), { recursive: true });
+  const adminPassword = `Bench-${randomBytes(6).toString('hex')}-1A`;
+  const port = await freePort();
+  const configFile = join(dir, 'file-share.json');
+  await writeFile(configFile, JSON.stringify({
+    server: { host: '127.0.0.1', port }, logging: { level: 'warn' }, database: { url: databaseUrl },
+    storage: { driver: 'local', root: join(dir, 'storage') }, rate_limiting: { enabled: false },
+    session: { secret: randomBytes(32).toString('base64url') }, admin: { username: 'admin', password: adminPassword },
+  }), { mode: 0o600 });
+  const child = spawn(process.execPath, [main, 'serve', 'file-share', '--config', configFile], { stdio: ['ignore', 'ignore', 'inherit'] });
+  const url = `http://127.0.0.1:${port}`;
+  const staticDir = join(dir, 'static');
+  await mkdir(staticDir);
+  let baseline: { url: string; stop(): Promise<void> } | undefined;
+  try {
+    for (;;) {
+      if (child.exitCode !== null) throw new Error(`boxyard serve file-share exited with ${child.exitCode}`);
+      if (await fetch(`${url}/health`).then((r) => r.ok, () => false)) break;
+      await new Promise((resolve) => setTimeout(resolve, 200));
+    }
+    const admin = `Basic ${Buffer.from(`admin:${adminPassword}`).toString('base64')}`;
+    const keyResponse = await fetch(`${url}/api/api-keys`, { method: 'POST', headers: { authorization: admin, 'content-type': 'application/json' }, body: JSON.stringify({ name: 'bench', permissions: ['downloads'] }) });
+    const token = ((await keyResponse.json()) as { data: { token: string } }).data.token;
+    const headers = { authorization: `Bearer ${token}`, accept: 'application/json' };
+    const client = new pg.Client({ connectionString: databaseUrl });
+    await client.connect();
+    for (const entries of [2000, 10000]) {
+      const folder = `list${entries}`;
+      await fetch(`${url}/folders`, { method: 'POST', headers: { authorization: admin, 'content-type': 'application/json' }, body: JSON.stringify({ folderName: folder }) });
+      const folderId = (await client.query<{ id: string }>('select id::text from file_share.entries where path = $1', [`/${folder}`])).rows[0]!.id;
+      await client.query(`
+        insert into file_share.entries (parent_id, name, path, kind, size, sha256, storage_key)
+        select $1::bigint, 'file-' || lpad(i::text, 5, '0') || '.bin', $2 || '/file-' || lpad(i::text, 5, '0') || '.bin',
+               'file', i, encode(sha256(i::text::bytea), 'hex'), 'files/' || $3 || '-' || i
+        from generate_series(1, $4::int) i`, [folderId, `/${folder}`, folder, entries]);
+      const listingUrl = `${url}/${folder}/?limit=${entries}`;
+      const body = await (await fetch(listingUrl, { headers })).text();
+      await writeFile(join(staticDir, `${folder}.json`), body);
+    }
+    await client.end();
+    baseline = await startStaticServer(staticDir);
+    for (const entries of [2000, 10000]) {
+      const folder = `list${entries}`;
+      const results = await alternate(3, {
+        service: () => loadGet(`${url}/${folder}/?limit=${entries}`, { seconds, connections, headers }),
+        static: () => loadGet(`${baseline!.url}/${folder}.json`, { seconds, connections }),
+      });
+      const rps = results.service!.map((r) => r.rps);
+      const value = median(rps);
+      const goal = goals[entries]!;
+      progress(rows, {
+        name: `JSON listing, ${entries.toLocaleString('en')} entries, ${connections} clients (rounds ${rps.map((r) => round(r, 0)).join(' / ')})`,
+        value: round(value), unit: 'req/s', baseline: round(median(results.static!.map((r) => r.rps))), ratio: round(value / median(results.static!.map((r) => r.rps)), 3),
+        goal: `≥ ${goal} req/s`, pass: value >= goal,
+      });
+    }
+  } finally {
+    await baseline?.stop();
+    child.kill('SIGTERM');
+    if (child.exitCode === null) await once(child, 'exit');
+  }
+  return rows;
+}

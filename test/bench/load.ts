@@ -1,0 +1,73 @@
+// Load generation shared by the bench sections: keep-alive clients through undici (Node's own HTTP client, far
+// cheaper per request than node:http, so the generator takes less of the 2 cores from the server it measures),
+// latency percentiles, and alternating rounds so a service and its baseline see the same machine load.
+import { Agent, interceptors, Pool } from 'undici';
+
+export interface LoadResult {
+  rps: number;
+  p99Ms: number;
+  meanMs: number;
+}
+
+/** GET `url` from `connections` keep-alive clients for `seconds`; every answer must have `expectStatus`. */
+export async function loadGet(url: string, options: { seconds: number; connections: number; headers?: Record<string, string>; expectStatus?: number }): Promise<LoadResult> {
+  const target = new URL(url);
+  const pool = new Pool(target.origin, { connections: options.connections, pipelining: 1 });
+  const path = `${target.pathname}${target.search}`;
+  const latencies: number[] = [];
+  const expect = options.expectStatus ?? 200;
+  const deadline = process.hrtime.bigint() + BigInt(Math.round(options.seconds * 1e9));
+  const started = process.hrtime.bigint();
+  try {
+    await Promise.all(Array.from({ length: options.connections }, async () => {
+      while (process.hrtime.bigint() < deadline) {
+        const t0 = process.hrtime.bigint();
+        const response = await pool.request({ method: 'GET', path, headers: options.headers ?? {} });
+        await response.body.dump({ limit: Number.MAX_SAFE_INTEGER });
+        if (response.statusCode !== expect) throw new Error(`GET ${url}: ${response.statusCode}, expected ${expect}`);
+        latencies.push(Number(process.hrtime.bigint() - t0) / 1e6);
+      }
+    }));
+  } finally {
+    await pool.close();
+  }
+  const seconds = Number(process.hrtime.bigint() - started) / 1e9;
+  latencies.sort((a, b) => a - b);
+  return {
+    rps: latencies.length / seconds,
+    p99Ms: latencies[Math.min(latencies.length - 1, Math.floor(latencies.length * 0.99))] ?? 0,
+    meanMs: latencies.reduce((a, b) => a + b, 0) / Math.max(1, latencies.length),
+  };
+}
+
+export const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
+export const round = (n: number, digits = 1) => Math.round(n * 10 ** digits) / 10 ** digits;
+
+/** Runs each named measurement once per round, in alternating order, and returns the per-name results. */
+export async function alternate<T>(rounds: number, runs: Record<string, () => Promise<T>>): Promise<Record<string, T[]>> {
+  const names = Object.keys(runs);
+  const results: Record<string, T[]> = Object.fromEntries(names.map((n) => [n, []]));
+  for (let i = 0; i < rounds; i++) {
+    const order = i % 2 === 0 ? names : [...names].reverse();
+    for (const name of order) results[name]!.push(await runs[name]!());
+  }
+  return results;
+}
+
+/** Aggregate MiB/s of `streams` parallel whole-body GETs of `url` (each must bring `bytes`), following redirects. */
+export async function downloadMiBs(url: string, options: { streams: number; bytes: number; headers?: Record<string, string> }): Promise<number> {
+  const dispatcher = new Agent({ connections: options.streams }).compose(interceptors.redirect({ maxRedirections: 2 }));
+  const started = process.hrtime.bigint();
+  try {
+    await Promise.all(Array.from({ length: options.streams }, async () => {
+      const response = await dispatcher.request({ origin: new URL(url).origin, path: `${new URL(url).pathname}${new URL(url).search}`, method: 'GET', headers: options.headers ?? {} });
+      if (response.statusCode !== 200) throw new Error(`GET ${url}: ${response.statusCode}`);
+      let received = 0;
+      for await (const chunk of response.body) received += (chunk as Buffer).length;
+      if (received !== options.bytes) throw new Error(`GET ${url}: ${received} bytes, expected ${options.bytes}`);
+    }));
+  } finally {
+    await dispatcher.close();
+  }
+  return (options.streams * options.bytes) / (1024 * 1024) / (Number(process.hrtime.bigint() - started) / 1e9);
+}

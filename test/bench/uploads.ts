@@ -1,0 +1,103 @@
+// `make bench ONLY=uploads`: a 512 MiB box uploaded through the service (box check, sha256, limits, atomic
+// commit) against what the machine allows for the same bytes, measured in alternating rounds (medians of 3):
+// min(sha256 throughput in Node, storage write throughput), the write being an fsync'd file write in the local
+// driver's directory, or a direct S3 put (the minio client) for the s3 driver. Goal (issue 13): ≥ 0.8×.
+import { createHash, randomBytes } from 'node:crypto';
+import { mkdir, open, rm } from 'node:fs/promises';
+import { join } from 'node:path';
+import { Readable } from 'node:stream';
+import * as Minio from 'minio';
+import { timed, type Service } from './box-repository.ts';
+import { progress, startWithBigBox } from './downloads.ts';
+import type { BenchEnv, BenchRow } from './env.ts';
+import { alternate, median, round } from './load.ts';
+
+const MiB = 1024 * 1024;
+const boxBytes = 512 * MiB;
+const region = 'us-east-1';
+const piece = randomBytes(MiB);
+
+const sha256MiBs = () => {
+  const seconds = timedSync(() => {
+    const hash = createHash('sha256');
+    for (let i = 0; i < boxBytes / MiB; i++) hash.update(piece);
+    hash.digest();
+  });
+  return boxBytes / MiB / seconds;
+};
+
+function timedSync(run: () => void): number {
+  const started = process.hrtime.bigint();
+  run();
+  return Number(process.hrtime.bigint() - started) / 1e9;
+}
+
+async function fsyncWriteMiBs(dir: string): Promise<number> {
+  const path = join(dir, `write-${randomBytes(4).toString('hex')}`);
+  try {
+    const seconds = await timed(async () => {
+      const file = await open(path, 'wx');
+      try {
+        for (let i = 0; i < boxBytes / MiB; i += 4) await file.write(Buffer.concat([piece, piece, piece, piece]));
+        await file.sync();
+      } finally {
+        await file.close();
+      }
+    });
+    return boxBytes / MiB / seconds;
+  } finally {
+    await rm(path, { force: true });
+  }
+}
+
+function uploadRow(name: string, service: number[], hash: number[], write: number[], writeName: string): BenchRow {
+  const floor = Math.min(median(hash), median(write));
+  return {
+    name: `${name} (vs min(sha256 ${round(median(hash))}, ${writeName} ${round(median(write))}))`,
+    value: round(median(service)), unit: 'MiB/s', baseline: round(floor), ratio: round(median(service) / floor, 3), goal: '≥ 0.80×', pass: median(service) / floor >= 0.8,
+  };
+}
+
+export async function benchUploads(env: BenchEnv): Promise<BenchRow[]> {
+  const rows: BenchRow[] = [];
+  const root = join(env.workDir, `up-local-${randomBytes(4).toString('hex')}`);
+  await mkdir(root, { recursive: true });
+  let service: Service | undefined;
+  try {
+    const local = await startWithBigBox(env, { driver: 'local', root }, MiB);
+    service = local.service;
+    const results = await alternate(3, {
+      service: async () => boxBytes / MiB / await timed(() => local.upload(boxBytes)),
+      hash: async () => sha256MiBs(),
+      write: () => fsyncWriteMiBs(root),
+    });
+    progress(rows, uploadRow('upload 512 MiB box, local driver', results.service!, results.hash!, results.write!, "fsync'd write"));
+  } finally {
+    await service?.stop();
+    service = undefined;
+  }
+
+  const minioUrl = new URL(env.minio.endpoint);
+  const minio = new Minio.Client({ endPoint: minioUrl.hostname, port: Number(minioUrl.port), useSSL: false, accessKey: env.minio.accessKey, secretKey: env.minio.secretKey, region });
+  const bucket = `bench-up-${randomBytes(4).toString('hex')}`;
+  await minio.makeBucket(bucket, region);
+  try {
+    const s3 = await startWithBigBox(env, { driver: 's3', endpoint: env.minio.endpoint, access_key: env.minio.accessKey, secret_key: env.minio.secretKey, bucket, region, prefix: 'box-repository' }, MiB);
+    service = s3.service;
+    const results = await alternate(3, {
+      service: async () => boxBytes / MiB / await timed(() => s3.upload(boxBytes)),
+      hash: async () => sha256MiBs(),
+      write: async () => boxBytes / MiB / await timed(async () => {
+        await minio.putObject(bucket, 'direct/upload', Readable.from((function* () { for (let i = 0; i < boxBytes / MiB; i++) yield piece; })()), boxBytes);
+      }),
+    });
+    progress(rows, uploadRow('upload 512 MiB box, s3 driver', results.service!, results.hash!, results.write!, 'direct S3 put'));
+  } finally {
+    await service?.stop();
+    const names: string[] = [];
+    for await (const item of minio.listObjectsV2(bucket, '', true)) names.push((item as { name: string }).name);
+    if (names.length > 0) await minio.removeObjects(bucket, names);
+    await minio.removeBucket(bucket).catch(() => {});
+  }
+  return rows;
+}
