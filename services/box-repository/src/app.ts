@@ -32,7 +32,7 @@ import { installProblemTypes, PROBLEM_BASE } from './http/errors.ts';
 import { metadataRoutes } from './metadata/routes.ts';
 import { organizationRoutes } from './organizations/routes.ts';
 import { providerRoutes } from './providers/routes.ts';
-import { createChannelListener, createDatabasePool } from '@boxyard/kit';
+import { createListenConnection, createDatabasePool } from '@boxyard/kit';
 import { createStorageCleanup } from './storage/cleanup.ts';
 import { limitCeilings, limitClassOf } from './limits/classes.ts';
 import { createLiveTls } from './setup/live-tls.ts';
@@ -142,12 +142,16 @@ export async function buildBoxRepository(config: BoxRepositoryConfig, options: B
   // The web console's session cookie is read by the credential resolution of every route (auth/principal.ts).
   await app.register(cookie);
   // Anonymous metadata reads come from memory while changes are heard (metadata/metadata-cache.ts).
-  const metadataListener = createChannelListener({
+  const trustWhileListening = () => void (ctx.metadataCache.listening = metadataListener.connected);
+  const metadataListener = createListenConnection({
     databaseUrl: config.database.url,
     channel: `boxyard_metadata:${schema}`,
+    applicationName: `boxyard-metadata-${schema}`.slice(0, 63),
     log: app.log,
-    onNotification: (payload) => ctx.metadataCache.invalidate(payload),
-    onResync: () => void (ctx.metadataCache.listening = metadataListener.connected),
+    onNotification: (payload) => ctx.metadataCache.invalidate(payload ?? ''),
+    onLost: trustWhileListening,
+    onReconnected: trustWhileListening,
+    retryStart: true,
   });
   // This replica's own writes: the trusted metadata is dropped before the answer goes out, so the writer's next
   // read shows its change whatever the notification's timing.
@@ -168,7 +172,7 @@ export async function buildBoxRepository(config: BoxRepositoryConfig, options: B
     ctx.cleanup.start();
     tls?.start();
     if (config.webhooks.deliver) webhookWorker.start();
-    await metadataListener.start().catch((error: unknown) => app.log.warn({ err: error }, 'metadata LISTEN failed; anonymous metadata reads ask the database'));
+    await metadataListener.start().then(trustWhileListening, (error: unknown) => app.log.warn({ err: error }, 'metadata LISTEN failed; anonymous metadata reads ask the database'));
   });
   app.addHook('onClose', async () => {
     ctx.cleanup.stop();

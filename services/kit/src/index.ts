@@ -15,7 +15,6 @@ export { methodNotAllowed, type MethodTable } from './http/method-not-allowed.ts
 export { createDatabasePool, pingDatabase, type DatabasePool } from './db/pool.ts';
 export { migrate, type MigrationSource, type MigrationResult } from './db/migrate.ts';
 export { createListenConnection, type ListenConnection, type ListenConnectionOptions } from './db/listen-connection.ts';
-export { createChannelListener, type ChannelListener } from './db/channel-listener.ts';
 export { installRateLimit, rateLimitMigrations, clientKey, type RateLimitOptions } from './rate-limit/rate-limit.ts';
 export { createSessionTokens, InvalidTokenError, MIN_SECRET_BYTES, type SessionTokens, type SessionClaims } from './auth/session-tokens.ts';
 export { hashPassword, verifyPassword } from './auth/passwords.ts';

@@ -88,7 +88,7 @@ describe('metadata caching across replicas', () => {
     expect((await metadata(b)).status).toBe(200);
     expect(cache.listening).toBe(true);
     // Cut B's listener (as a database failover would); changes made meanwhile send notifications nobody hears.
-    await a.sql("select pg_terminate_backend(pid) from pg_stat_activity where application_name = 'boxyard-listen-boxyard_metadata:box_repository' and datname = current_database()");
+    await a.sql("select pg_terminate_backend(pid) from pg_stat_activity where application_name = 'boxyard-metadata-box_repository' and datname = current_database()");
     await expect.poll(() => cache.listening, poll).toBe(false);
     await a.sql("update versions set description = 'changed unheard' where version_number = '1.0.0'");
     const versions = await versionsOf(await metadata(b));

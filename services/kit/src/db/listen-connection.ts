@@ -1,6 +1,7 @@
 // One dedicated PostgreSQL connection that LISTENs on a channel and comes back after it is lost. Notifications
 // sent while it was away are gone, so `onReconnected` tells the owner to re-read what it keeps (its table, its
-// credentials): notifications are a fast path, never the only one.
+// credentials): notifications are a fast path, never the only one. A cache also hears `onLost` at once (it must
+// stop trusting what it holds before the reconnect) and may ask for a failed first connect to be retried.
 import pg from 'pg';
 
 export interface ListenConnectionOptions {
@@ -12,6 +13,10 @@ export interface ListenConnectionOptions {
   onNotification(payload: string | undefined): void;
   /** After a reconnect (not after the first connect). */
   onReconnected(): Promise<void> | void;
+  /** As soon as the connection is lost (before any reconnect). */
+  onLost?(): void;
+  /** Keep trying when the first connect fails (start still rejects; onReconnected follows the first success). */
+  retryStart?: boolean;
   log: { warn(object: unknown, message: string): void };
   /** Delay before reconnecting a lost connection (default 1 s). */
   reconnectMs?: number;
@@ -20,6 +25,8 @@ export interface ListenConnectionOptions {
 export interface ListenConnection {
   /** Connects and LISTENs; rejects when the first connect fails. */
   start(): Promise<void>;
+  /** Whether notifications are flowing right now. */
+  readonly connected: boolean;
   close(): Promise<void>;
 }
 
@@ -34,6 +41,7 @@ export function createListenConnection(options: ListenConnectionOptions): Listen
     const lost = (error?: unknown) => {
       if (client !== listener) return;
       client = undefined;
+      options.onLost?.();
       if (closed) return;
       log.warn({ err: error, channel }, 'LISTEN connection lost; reconnecting');
       void listener.end().catch(() => {});
@@ -73,7 +81,14 @@ export function createListenConnection(options: ListenConnectionOptions): Listen
   }
 
   return {
-    start: () => connect(),
+    start: () =>
+      connect().catch((error: unknown) => {
+        if (options.retryStart) scheduleReconnect();
+        throw error;
+      }),
+    get connected() {
+      return client !== undefined;
+    },
     async close() {
       closed = true;
       clearTimeout(reconnectTimer);
