@@ -1,6 +1,7 @@
 // The JSON listing is serialized by PostgreSQL and cached per replica under the folder's listing version: the
 // bytes must be what clients always got, and a change made anywhere (another replica, plain SQL) must show in
 // the very next listing on every replica. Two replicas of one share on the local driver.
+import pg from 'pg';
 import { sql } from 'slonik';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
@@ -91,8 +92,19 @@ describe('the JSON listing', () => {
   it('shows rows changed by plain SQL, and a deleted and recreated folder\'s new contents', async () => {
     await upload(first.url, '/sql/one.txt', '1', adminAuth);
     expect(await names(first, '/sql/')).toEqual(['one.txt']);
-    await first.share.pool.query(sql.unsafe`update entries set size = 12345 where path = '/sql/one.txt'`);
-    expect(JSON.parse(await listText(first, '/sql/'))).toMatchObject({ files: [{ name: 'one.txt', size: 12345 }] });
+    // By hand, from a session whose search_path does not name the share's schema.
+    const client = new pg.Client({ connectionString: first.databaseUrl });
+    await client.connect();
+    try {
+      await client.query(`update ${client.escapeIdentifier(first.config.database.schema)}.entries set size = 12345 where path = '/sql/one.txt'`);
+      expect(JSON.parse(await listText(first, '/sql/'))).toMatchObject({ files: [{ name: 'one.txt', size: 12345 }] });
+      await client.query(`
+        insert into ${client.escapeIdentifier(first.config.database.schema)}.entries (parent_id, name, path, kind, size, sha256, storage_key)
+        select parent_id, 'more.txt', '/sql/more.txt', 'file', 1, sha256, 'files/by-hand' from ${client.escapeIdentifier(first.config.database.schema)}.entries where path = '/sql/one.txt'`);
+      expect(await names(second, '/sql/')).toEqual(['more.txt', 'one.txt']);
+    } finally {
+      await client.end();
+    }
 
     expect((await fetch(`${second.url}/sql/`, { method: 'DELETE', headers: { authorization: adminAuth } })).status).toBe(200);
     expect((await fetch(`${first.url}/sql/`, { headers: { authorization: adminAuth, accept: 'application/json' } })).status).toBe(404);

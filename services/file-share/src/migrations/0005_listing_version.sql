@@ -6,22 +6,23 @@
 -- per statement, not 10,000 times.
 alter table entries add column listing_version bigint not null default 0;
 
+-- The table is named with its schema (tg_table_schema): a writer's search_path need not include it.
 create function entries_bump_listing_version() returns trigger language plpgsql as $$
 begin
   if tg_op = 'INSERT' then
-    update entries set listing_version = listing_version + 1 where id in (select parent_id from new_rows);
+    execute format('update %I.entries set listing_version = listing_version + 1 where id in (select parent_id from new_rows)', tg_table_schema);
   elsif tg_op = 'DELETE' then
     -- A cascade from a deleted folder finds its parent gone; the folder's own delete has bumped its parent.
-    update entries set listing_version = listing_version + 1 where id in (select parent_id from old_rows);
+    execute format('update %I.entries set listing_version = listing_version + 1 where id in (select parent_id from old_rows)', tg_table_schema);
   elsif pg_trigger_depth() = 1 then
     -- The folders whose entries changed in what a listing shows, and a renamed folder itself (its listing shows
     -- its path). Not at depth 2: that is this very update of the counter (or a foreign key's set null of
     -- created_by), which no listing shows.
-    update entries set listing_version = listing_version + 1 where id in (
+    execute format($update$update %I.entries set listing_version = listing_version + 1 where id in (
       select n.parent_id from old_rows o join new_rows n using (id)
       where (o.parent_id, o.name, o.path, o.kind, o.size, o.sha256, o.mtime) is distinct from (n.parent_id, n.name, n.path, n.kind, n.size, n.sha256, n.mtime)
       union select o.parent_id from old_rows o join new_rows n using (id) where o.parent_id is distinct from n.parent_id
-      union select n.id from old_rows o join new_rows n using (id) where n.kind = 'dir' and o.path <> n.path);
+      union select n.id from old_rows o join new_rows n using (id) where n.kind = 'dir' and o.path <> n.path)$update$, tg_table_schema);
   end if;
   return null;
 end $$;
