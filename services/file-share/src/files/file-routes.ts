@@ -17,6 +17,7 @@ import { sendPage } from '../console/page-security.ts';
 import { signInForm } from '../console/sign-in.ts';
 import type { Viewer } from '../console/layout.ts';
 import { handleRawUpload, handleUpload } from './upload.ts';
+import { createListingCache } from './listing-cache.ts';
 
 export const DEFAULT_JSON_LIMIT = 1000;
 export const DEFAULT_HTML_LIMIT = 10_000;
@@ -130,6 +131,7 @@ const pageOrEnvelope = (description: string) => ({ description, content: { 'appl
 
 export async function fileRoutes(app: FastifyInstance, options: FileRoutesOptions): Promise<void> {
   const { tree, store } = options;
+  const listings = createListingCache(tree);
   // An upload's bytes as the body: handed to the route as the request stream, never buffered (the size limit is
   // uploads.max_bytes, enforced while storing).
   app.addContentTypeParser('application/octet-stream', (_request, payload, done) => done(null, payload));
@@ -211,11 +213,16 @@ export async function fileRoutes(app: FastifyInstance, options: FileRoutesOption
         return sendFile(request, reply, entry, store, () => lookup(target.path));
       }
       const limit = query.limit ?? (format === 'json' ? DEFAULT_JSON_LIMIT : DEFAULT_HTML_LIMIT);
-      const { total, entries } = await tree.list(entry, { offset: (query.page - 1) * limit, limit });
+      const page = { offset: (query.page - 1) * limit, limit };
       reply.header('cache-control', 'private, no-cache');
       if (format === 'json') {
-        return { success: true, message: 'Folder listing', path: entry.path, total, page: query.page, limit, files: entries.map(entryView) };
+        // Serialized by PostgreSQL and cached per folder version (listing-cache.ts): sent as bytes, so the
+        // response schema's serializer never walks 10,000 objects.
+        const body = await listings.body(entry, query.page, page);
+        if (!body) throw notFound(`${target.path} does not exist`);
+        return reply.type('application/json; charset=utf-8').send(body);
       }
+      const { total, entries } = await tree.list(entry, page);
       const principal = request.principal;
       const html = renderListing({
         path: entry.path,

@@ -19,14 +19,18 @@ export const entryRow = z.object({
   sha256: z.string().nullable(),
   storage_key: z.string().nullable(),
   mtime: z.number(),
+  /** Changes whenever this folder's listing would (migrations/0005_listing_version.sql); a string, compared only. */
+  listing_version: z.string(),
 });
 export type Entry = z.output<typeof entryRow>;
 
-const entryColumns = sql.fragment`id, parent_id, name, path, kind, size, sha256, storage_key, mtime`;
+const entryColumns = sql.fragment`id, parent_id, name, path, kind, size, sha256, storage_key, mtime, listing_version::text as listing_version`;
 
 /** Rows under `path` (not `path` itself): one range scan on the unique path index. */
 const descendantsOf = (path: string) =>
   path === '/' ? sql.fragment`path <> '/'` : sql.fragment`(path > ${`${path}/`} and path < ${`${path}0`})`;
+
+const listingJsonRow = z.object({ version: z.string(), path: z.string(), total: z.number(), files: z.string() });
 
 export interface Page {
   offset: number;
@@ -96,6 +100,30 @@ export function createTree(pool: DatabasePool, options: { eventChannel: string; 
           order by kind, name limit ${page.limit} offset ${page.offset}`),
       ]);
       return { total, entries };
+    },
+
+    /**
+     * One page of `directory` as the JSON listing's `files` array, without its brackets, serialized by PostgreSQL
+     * in one statement (no object per entry in JS), with the folder's path, total and listing version read in the
+     * same snapshot. Same fields, order and text as entryView() + JSON.stringify: mtime with milliseconds in UTC.
+     * Null when the folder no longer exists.
+     */
+    listJson(directory: Entry, page: Page): Promise<z.output<typeof listingJsonRow> | null> {
+      return pool.maybeOne(sql.type(listingJsonRow)`
+        select d.listing_version::text as version, d.path,
+          (select count(*)::int from entries where parent_id = d.id) as total,
+          coalesce((
+            select string_agg(row_to_json(v)::text, ',' order by s.kind, s.name)
+            from (
+              select name, path, size, mtime, sha256, kind from entries where parent_id = d.id
+              order by kind, name limit ${page.limit} offset ${page.offset}
+            ) s
+            cross join lateral (
+              select s.name, s.path, s.size, to_char(s.mtime at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') as mtime,
+                s.sha256 as checksum, s.kind = 'dir' as "isDirectory"
+            ) v
+          ), '') as files
+        from entries d where d.id = ${directory.id}`);
     },
 
     /**

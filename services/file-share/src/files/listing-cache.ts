@@ -1,0 +1,42 @@
+// The JSON listing of a folder, serialized once and kept per replica under the folder's listing version (a
+// counter PostgreSQL bumps in the same transaction as any change the listing shows, whoever makes it:
+// migrations/0005_listing_version.sql). A repeated listing of an unchanged folder costs the folder's lookup,
+// which every request makes anyway, and no serializing; a change on any replica misses at once. lru-cache (already
+// the kit's cache) bounds the bytes kept, so many large folders cannot grow the process without limit.
+import { LRUCache } from 'lru-cache';
+import type { Entry, Page, Tree } from '../tree/tree-store.ts';
+
+/** Bytes of serialized listings one replica keeps (a 10,000-entry page is ~1.7 MB). */
+export const LISTING_CACHE_BYTES = 32 * 1024 * 1024;
+
+interface Cached {
+  version: string;
+  body: Buffer;
+}
+
+export function createListingCache(tree: Tree, maxBytes = LISTING_CACHE_BYTES) {
+  const cache = new LRUCache<string, Cached>({ maxSize: maxBytes, sizeCalculation: (value) => Math.max(1, value.body.length) });
+  return {
+    /**
+     * The folder's JSON listing body, byte for byte what the route's schema serializer made of
+     * { success, message, path, total, page, limit, files: entries.map(entryView) }. Null when the folder was
+     * deleted after `directory` was looked up.
+     */
+    async body(directory: Entry, pageNumber: number, page: Page): Promise<Buffer | null> {
+      const key = `${directory.id}:${page.offset}:${page.limit}`;
+      const cached = cache.get(key);
+      if (cached?.version === directory.listing_version) return cached.body;
+      const listing = await tree.listJson(directory, page);
+      if (!listing) return null;
+      const body = Buffer.from(
+        `{"success":true,"message":"Folder listing","path":${JSON.stringify(listing.path)},"total":${listing.total},` +
+          `"page":${pageNumber},"limit":${page.limit},"files":[${listing.files}]}`,
+      );
+      // Stored under the version read in the listing's own snapshot, never the (possibly older) lookup's.
+      cache.set(key, { version: listing.version, body });
+      return body;
+    },
+  };
+}
+
+export type ListingCache = ReturnType<typeof createListingCache>;
