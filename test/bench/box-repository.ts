@@ -60,6 +60,14 @@ export interface Service {
   stop(): Promise<void>;
 }
 
+/** JSON calls to a service's API as a bench sets it up (`base` is read per call: a restart changes the port). */
+export const jsonApi = (base: () => string) => async (method: string, path: string, json?: unknown, token?: string): Promise<Record<string, unknown>> => {
+  const response = await fetch(`${base()}${path}`, { method, headers: { 'content-type': 'application/json', ...(token ? { 'x-access-token': token } : {}) }, ...(json ? { body: JSON.stringify(json) } : {}) });
+  const body = (await response.json()) as Record<string, unknown>;
+  if (response.status >= 300) throw new Error(`${method} ${path}: ${response.status} ${JSON.stringify(body)}`);
+  return body;
+};
+
 export async function startService(config: Record<string, unknown>, env: Record<string, string> = {}): Promise<Service> {
   const child = spawn(process.execPath, [serverScript], { env: { ...process.env, ...env, BOXREPO_BENCH_CONFIG: JSON.stringify(config) }, stdio: ['ignore', 'pipe', 'inherit'] });
   const url = await new Promise<string>((resolve, reject) => {
@@ -169,12 +177,7 @@ export async function benchBoxRepository(env: BenchEnv): Promise<BenchRow[]> {
     return rssOf(service.pid);
   };
   try {
-    const api = async (method: string, path: string, json?: unknown, token?: string) => {
-      const response = await fetch(`${service.url}${path}`, { method, headers: { 'content-type': 'application/json', ...(token ? { 'x-access-token': token } : {}) }, ...(json ? { body: JSON.stringify(json) } : {}) });
-      const body = (await response.json()) as Record<string, unknown>;
-      if (response.status >= 300) throw new Error(`${method} ${path}: ${response.status} ${JSON.stringify(body)}`);
-      return body;
-    };
+    const api = jsonApi(() => service.url);
     const token = (await api('POST', '/api/auth/signin', { username: 'admin', password: adminPassword })).access_token as string;
     await api('POST', '/api/organization', { name: 'bench' }, token);
     const arch = async (box: string) => {

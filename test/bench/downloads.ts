@@ -11,7 +11,7 @@ import { mkdir } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import * as Minio from 'minio';
 import pg from 'pg';
-import { generatedBox, httpUpload, startService, type Service } from './box-repository.ts';
+import { generatedBox, httpUpload, jsonApi, startService, type Service } from './box-repository.ts';
 import { createBenchDatabase, type BenchEnv, type BenchRow } from './env.ts';
 import { alternate, downloadMiBs, median, round } from './load.ts';
 
@@ -31,12 +31,8 @@ export async function startWithBigBox(env: BenchEnv, storage: Record<string, unk
     rate_limiting: { enabled: false }, uploads: { max_bytes: 6 * GiB }, ...extra,
   };
   const service = await startService(config);
-  const api = async (path: string, json: unknown, token?: string) => {
-    const response = await fetch(`${service.url}${path}`, { method: 'POST', headers: { 'content-type': 'application/json', ...(token ? { 'x-access-token': token } : {}) }, body: JSON.stringify(json) });
-    const body = (await response.json()) as Record<string, unknown>;
-    if (response.status >= 300) throw new Error(`POST ${path}: ${response.status} ${JSON.stringify(body)}`);
-    return body;
-  };
+  const post = jsonApi(() => service.url);
+  const api = (path: string, json: unknown, token?: string) => post('POST', path, json, token);
   const token = (await api('/api/auth/signin', { username: 'admin', password: adminPassword })).access_token as string;
   await api('/api/organization', { name: 'bench' }, token);
   await api('/api/organization/bench/box', { name: 'big', isPublic: true }, token);

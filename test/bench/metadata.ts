@@ -8,7 +8,7 @@ import { once } from 'node:events';
 import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { generatedBox, httpUpload, startService } from './box-repository.ts';
+import { generatedBox, httpUpload, jsonApi, startService } from './box-repository.ts';
 import { createBenchDatabase, type BenchEnv, type BenchRow } from './env.ts';
 import { alternate, loadGet, median, round, type LoadResult } from './load.ts';
 
@@ -42,12 +42,7 @@ export async function startBoxRepositoryWithBox(env: BenchEnv, extraConfig: Reco
     storage: { driver: 'local', root }, session: { secret: randomBytes(32).toString('base64url') },
     admin: { password: adminPassword }, rate_limiting: { enabled: false }, ...extraConfig,
   });
-  const api = async (method: string, path: string, json?: unknown, token?: string) => {
-    const response = await fetch(`${service.url}${path}`, { method, headers: { 'content-type': 'application/json', ...(token ? { 'x-access-token': token } : {}) }, ...(json ? { body: JSON.stringify(json) } : {}) });
-    const body = (await response.json()) as Record<string, unknown>;
-    if (response.status >= 300) throw new Error(`${method} ${path}: ${response.status} ${JSON.stringify(body)}`);
-    return body;
-  };
+  const api = jsonApi(() => service.url);
   const token = (await api('POST', '/api/auth/signin', { username: 'admin', password: adminPassword })).access_token as string;
   await api('POST', '/api/organization', { name: 'bench' }, token);
   await api('POST', '/api/organization/bench/box', { name: 'meta', isPublic: true }, token);

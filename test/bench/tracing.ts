@@ -6,7 +6,7 @@ import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 import * as Minio from 'minio';
 import { startCollector } from '../harness/otel-collector.ts';
-import { generatedBox, httpDownload, httpUpload, median, requestsPerSecond, startService, timed, type Service } from './box-repository.ts';
+import { generatedBox, httpDownload, httpUpload, jsonApi, median, requestsPerSecond, startService, timed, type Service } from './box-repository.ts';
 import { createBenchDatabase, type BenchEnv, type BenchRow } from './env.ts';
 
 const MiB = 1024 * 1024;
@@ -48,12 +48,8 @@ export async function benchTracing(env: BenchEnv): Promise<BenchRow[]> {
   };
   try {
     const base = services.off.url;
-    const api = async (path: string, json: unknown, token?: string) => {
-      const response = await fetch(`${base}${path}`, { method: 'POST', headers: { 'content-type': 'application/json', ...(token ? { 'x-access-token': token } : {}) }, body: JSON.stringify(json) });
-      const body = (await response.json()) as Record<string, unknown>;
-      if (response.status >= 300) throw new Error(`POST ${path}: ${response.status} ${JSON.stringify(body)}`);
-      return body;
-    };
+    const post = jsonApi(() => base);
+    const api = (path: string, json: unknown, token?: string) => post('POST', path, json, token);
     const token = (await api('/api/auth/signin', { username: 'admin', password: adminPassword })).access_token as string;
     await api('/api/organization', { name: 'bench' }, token);
     await api('/api/organization/bench/box', { name: 'traced', isPublic: true }, token);
