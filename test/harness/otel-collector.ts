@@ -6,6 +6,7 @@ import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { stringify } from 'yaml';
 import { freePort, waitForHttp } from './ports.ts';
+import { ownProcess } from './owned-process.ts';
 import { tool } from './tools.ts';
 
 export interface ReceivedSpan {
@@ -56,9 +57,8 @@ export async function startCollector(options: { dir: string; host?: string }): P
   const child = spawn(binary, ['--config', `file:${configFile}`], { stdio: ['ignore', 'ignore', 'pipe'] });
   let stderr = '';
   child.stderr.on('data', (chunk: Buffer) => (stderr = (stderr + chunk.toString()).slice(-8000)));
-  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
-  const killOnExit = () => child.kill('SIGKILL');
-  process.once('exit', killOnExit);
+  const owned = ownProcess(child);
+  const { exited } = owned;
   const httpEndpoint = `http://${host}:${httpPort}`;
   try {
     // The OTLP/HTTP receiver answers 405 to a GET on its traces path once it listens.
@@ -92,13 +92,6 @@ export async function startCollector(options: { dir: string; host?: string }): P
       }
       return spans;
     },
-    async stop() {
-      process.removeListener('exit', killOnExit);
-      if (child.exitCode !== null || child.signalCode !== null) return;
-      child.kill('SIGTERM');
-      const timer = setTimeout(() => child.kill('SIGKILL'), 10_000);
-      await exited;
-      clearTimeout(timer);
-    },
+    stop: () => owned.stop(),
   };
 }

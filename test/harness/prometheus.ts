@@ -5,6 +5,7 @@ import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { stringify } from 'yaml';
 import { freePort, waitForHttp } from './ports.ts';
+import { ownProcess } from './owned-process.ts';
 
 export interface ScrapeTarget {
   job: string;
@@ -75,9 +76,7 @@ export async function startPrometheus(options: { dir: string; targets: ScrapeTar
   );
   let stderr = '';
   child.stderr.on('data', (chunk: Buffer) => (stderr = (stderr + chunk.toString()).slice(-8000)));
-  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
-  const killOnExit = () => child.kill('SIGKILL');
-  process.once('exit', killOnExit);
+  const owned = ownProcess(child);
   const url = `http://127.0.0.1:${port}`;
   try {
     await waitForHttp(`${url}/-/ready`, 30_000);
@@ -103,13 +102,6 @@ export async function startPrometheus(options: { dir: string; targets: ScrapeTar
         health: t.health,
         lastError: t.lastError,
       })),
-    async stop() {
-      process.removeListener('exit', killOnExit);
-      if (child.exitCode !== null || child.signalCode !== null) return;
-      child.kill('SIGTERM');
-      const timer = setTimeout(() => child.kill('SIGKILL'), 10_000);
-      await exited;
-      clearTimeout(timer);
-    },
+    stop: () => owned.stop(),
   };
 }
