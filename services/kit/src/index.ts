@@ -11,6 +11,7 @@ export { checkCertificatePair, CertificatePairError, type CertificateInfo } from
 export { listenUnencrypted, httpsOrigin, type PlainListener } from './http/plain-listener.ts';
 export { createOriginPolicy, refuseCrossSiteWrites, SAFE_METHODS, type OriginPolicy, type OriginPolicyOptions } from './http/origin-policy.ts';
 export { documentStatuses } from './http/documented-errors.ts';
+export { sendStoredBody } from './http/send-stored-body.ts';
 export { methodNotAllowed, type MethodTable } from './http/method-not-allowed.ts';
 export { createDatabasePool, pingDatabase, type DatabasePool } from './db/pool.ts';
 export { migrate, type MigrationSource, type MigrationResult } from './db/migrate.ts';
@@ -20,7 +21,7 @@ export { createSessionTokens, InvalidTokenError, MIN_SECRET_BYTES, type SessionT
 export { hashPassword, verifyPassword } from './auth/passwords.ts';
 export { checkPassword, MIN_PASSWORD_LENGTH, type PolicyFailure } from './auth/password-policy.ts';
 export { startTelemetry, type Telemetry } from './telemetry/telemetry.ts';
-export { endUpgradeSpan } from './telemetry/upgrade-span.ts';
+export { endHijackedSpan, endUpgradeSpan } from './telemetry/hijacked-span.ts';
 export { inClientSpan } from './telemetry/client-span.ts';
 export { createAccounts, accountMigrations, generatePassword, UsernameTakenError, type Accounts, type User } from './accounts/accounts.ts';
 export { createAccountWatch, accountChannel, type AccountWatch, type AccountChange, type AccountChangeListener } from './accounts/account-watch.ts';

@@ -2,7 +2,7 @@
 // sha256), Last-Modified, Content-Disposition; one byte range (206, or 416 with `Content-Range: bytes */size`);
 // If-None-Match (304) and If-Range; HEAD without touching storage. Multi-range requests get the whole file. With
 // download_links.redirect_to_storage (s3 driver), a GET is answered with 302 to a short-lived presigned URL instead.
-import { HttpError, RangeNotSatisfiableError } from '@boxyard/kit';
+import { HttpError, RangeNotSatisfiableError, sendStoredBody } from '@boxyard/kit';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { pipeline } from 'node:stream';
 import { sql } from 'slonik';
@@ -93,7 +93,7 @@ export async function serveFile(ctx: ServiceContext, request: FastifyRequest, re
   }
   countDownload();
   const transform = ctx.hooks.downloadTransform?.();
-  if (!transform) return reply.send(body);
+  if (!transform) return sendStoredBody(request, reply, body);
   pipeline(body, transform, () => {}); // errors travel both ways; the reply sees the transform's
   return reply.send(transform);
 }

@@ -1,7 +1,6 @@
 // GET/HEAD of a file: metadata from PostgreSQL, bytes streamed from the object store. Strong ETag = the sha256,
 // Last-Modified = mtime, conditional requests (If-None-Match, If-Modified-Since, If-Range) and one byte range.
-import { ObjectNotFoundError, RangeNotSatisfiableError, type ObjectStore } from '@boxyard/kit';
-import { HttpError } from '@boxyard/kit';
+import { HttpError, ObjectNotFoundError, RangeNotSatisfiableError, sendStoredBody, type ObjectStore } from '@boxyard/kit';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { Readable } from 'node:stream';
 import { parseRange } from '../http/byte-range.ts';
@@ -77,5 +76,5 @@ export async function sendFile(
     }
     throw error;
   }
-  return reply.send(stream);
+  return sendStoredBody(request, reply, stream);
 }

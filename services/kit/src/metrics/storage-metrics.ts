@@ -113,21 +113,26 @@ export function instrumentStore(store: ObjectStore, registry: Registry, options:
 }
 
 /**
- * Counts the bytes the stream reads from storage (once, when it ends or is dropped) by wrapping its `push`, not by
- * piping it through a Transform: downloads of many GiB then pay no extra stream hop, buffer or callback per chunk.
+ * Counts the bytes the stream reads from storage (once, when it ends or is dropped): from its own `bytesRead` when it
+ * keeps one (the local store's FileBody, which HTTP downloads drain without `push`), else by wrapping its `push`, not
+ * by piping it through a Transform: downloads of many GiB then pay no extra stream hop, buffer or callback per chunk.
  */
 function countBytes(source: Readable, metrics: StorageMetrics): Readable {
-  let bytes = 0;
-  const push = source.push;
-  source.push = function countedPush(this: Readable, chunk: unknown, encoding?: BufferEncoding) {
-    if (chunk !== null && chunk !== undefined) bytes += (chunk as { length: number }).length;
-    return push.call(this, chunk, encoding);
-  };
+  let pushed = 0;
+  const keepsOwnCount = typeof (source as { bytesRead?: unknown }).bytesRead === 'number';
+  if (!keepsOwnCount) {
+    const push = source.push;
+    source.push = function countedPush(this: Readable, chunk: unknown, encoding?: BufferEncoding) {
+      if (chunk !== null && chunk !== undefined) pushed += (chunk as { length: number }).length;
+      return push.call(this, chunk, encoding);
+    };
+  }
+  const bytes = () => (keepsOwnCount ? (source as unknown as { bytesRead: number }).bytesRead : pushed);
   let counted = false;
   const settle = () => {
     if (counted) return;
     counted = true;
-    metrics.downloadedBytes.inc(bytes);
+    metrics.downloadedBytes.inc(bytes());
   };
   source.once('end', settle);
   source.once('close', settle);

@@ -1,0 +1,27 @@
+// Sends an object's bytes from storage as the reply body. A local file (FileBody) is written straight to the socket
+// through reused buffers: the reply is hijacked after its status and headers are final, so no Fastify stream
+// handling runs per chunk (onResponse hooks, logs and metrics still run: they follow the response's 'finish').
+// Anything else (an S3 response, a transform) is sent the usual way.
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { OutgoingHttpHeaders } from 'node:http';
+import type { Readable } from 'node:stream';
+import { FileBody } from '../storage/file-body.ts';
+import { endHijackedSpan } from '../telemetry/hijacked-span.ts';
+
+export function sendStoredBody(request: FastifyRequest, reply: FastifyReply, body: Readable): FastifyReply {
+  if (!(body instanceof FileBody)) return reply.send(body);
+  const response = reply.raw;
+  reply.hijack();
+  response.writeHead(reply.statusCode, reply.getHeaders() as OutgoingHttpHeaders); // numbers are sent as text
+  response.once('close', () => endHijackedSpan(request, reply.statusCode));
+  body.writeTo(response).then(
+    () => response.end(),
+    (error: unknown) => {
+      // A client that went away is routine; a failing disk mid-body is not (the client sees a short body).
+      if (!response.destroyed) request.log.error({ err: error }, 'download failed after its headers were sent');
+      else request.log.info({ err: error }, 'download ended early: the client went away');
+      response.destroy();
+    },
+  );
+  return reply;
+}
