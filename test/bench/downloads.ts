@@ -49,7 +49,7 @@ export async function startWithBigBox(env: BenchEnv, storage: Record<string, unk
   await client.connect();
   const file = (await client.query<{ storage_key: string; size: string }>('select storage_key, size from box_repository.files limit 1')).rows[0]!;
   await client.end();
-  return { service, config, storageKey: file.storage_key, size: Number(file.size), upload };
+  return { service, config, storageKey: file.storage_key, size: Number(file.size), upload, uploadUrl, token };
 }
 
 async function startPythonServer(dir: string): Promise<{ url: string; stop(): Promise<void> }> {

@@ -30,12 +30,14 @@ export interface LocalStoreOptions {
 }
 
 const writeBatchBytes = 4 * 1024 * 1024;
+const flushEveryBytes = 32 * 1024 * 1024;
 
 /**
- * Writes an upload's chunks (64 KiB network reads) as batches of ~4 MiB, one batch on disk while the next one is
+ * Writes an upload's chunks (64 KiB network reads) in batches of ~4 MiB, one batch on disk while the next one is
  * read and hashed: the hash (main thread) and the write (thread pool) overlap instead of taking turns per chunk.
+ * A batch goes to disk with writev, as the chunks are (copying them into one buffer cost a fifth of the main thread).
  */
-async function writeBatched(chunks: AsyncIterable<Buffer>, write: (batch: Buffer) => Promise<void>): Promise<void> {
+async function writeBatched(chunks: AsyncIterable<Buffer>, write: (batch: Buffer[]) => Promise<void>): Promise<void> {
   let pending: Buffer[] = [];
   let pendingBytes = 0;
   let inFlight: Promise<void> = Promise.resolve();
@@ -44,19 +46,48 @@ async function writeBatched(chunks: AsyncIterable<Buffer>, write: (batch: Buffer
     pendingBytes += chunk.length;
     if (pendingBytes < writeBatchBytes) continue;
     await inFlight;
-    inFlight = write(Buffer.concat(pending, pendingBytes));
+    inFlight = write(pending);
     inFlight.catch(() => {}); // awaited before the next batch or at the end; never unhandled meanwhile
     pending = [];
     pendingBytes = 0;
   }
   await inFlight;
-  if (pendingBytes > 0) await write(Buffer.concat(pending, pendingBytes));
+  if (pendingBytes > 0) await write(pending);
 }
 
-/** FileHandle.write may write less than asked (it does not loop): write the rest. */
-async function writeAll(file: FileHandle, data: Buffer): Promise<void> {
-  let offset = 0;
-  while (offset < data.length) offset += (await file.write(data, offset, data.length - offset)).bytesWritten;
+/** FileHandle.writev may write less than asked (it does not loop): write the rest. */
+async function writeAll(file: FileHandle, batch: Buffer[]): Promise<void> {
+  let rest = batch;
+  while (rest.length > 0) {
+    let written = (await file.writev(rest)).bytesWritten;
+    while (rest.length > 0 && written >= rest[0]!.length) {
+      written -= rest[0]!.length;
+      rest = rest.slice(1);
+    }
+    if (written > 0) rest = [rest[0]!.subarray(written), ...rest.slice(1)];
+  }
+}
+
+/**
+ * Flushes a file being written every `flushEveryBytes` in the background (fdatasync on the thread pool, one at a
+ * time), so the disk writes while the rest arrives and the final fsync finds little left to write: without it the
+ * whole upload sat in the page cache and its fsync added a write of the entire file after the last byte came in.
+ */
+function backgroundFlusher(file: FileHandle) {
+  let unflushed = 0;
+  let flushing: Promise<void> | undefined;
+  return {
+    wrote(batch: Buffer[]): void {
+      for (const chunk of batch) unflushed += chunk.length;
+      if (unflushed < flushEveryBytes || flushing) return;
+      unflushed = 0;
+      flushing = file.datasync().finally(() => (flushing = undefined));
+      flushing.catch(() => {}); // a failing flush fails the final sync too; awaited by settled()
+    },
+    async settled(): Promise<void> {
+      await flushing;
+    },
+  };
 }
 
 const errno = (error: unknown): string | undefined => (error as NodeJS.ErrnoException | undefined)?.code;
@@ -208,7 +239,12 @@ export function createLocalStore(options: LocalStoreOptions): ObjectStore {
         await disk(mkdir(tmpDir, { recursive: true }));
         handle = await disk(open(temp, 'wx'));
         const file = handle;
-        await pipeline(body, counter, (chunks: AsyncIterable<Buffer>) => writeBatched(chunks, (batch) => disk(writeAll(file, batch))));
+        const flusher = backgroundFlusher(file);
+        await pipeline(body, counter, (chunks: AsyncIterable<Buffer>) => writeBatched(chunks, async (batch) => {
+          await disk(writeAll(file, batch));
+          flusher.wrote(batch);
+        }));
+        await disk(flusher.settled());
         await disk(file.sync()); // data on disk before the rename makes it visible
         handle = undefined;
         await disk(file.close());
