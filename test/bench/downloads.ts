@@ -13,7 +13,7 @@ import * as Minio from 'minio';
 import pg from 'pg';
 import { generatedBox, httpUpload, jsonApi, startService, type Service } from './box-repository.ts';
 import { createBenchDatabase, type BenchEnv, type BenchRow } from './env.ts';
-import { alternate, downloadMiBs, median, round } from './load.ts';
+import { alternate, curlUpload, downloadMiBs, median, round } from './load.ts';
 
 const GiB = 1024 ** 3;
 // 512 MiB: big enough that per-request costs vanish, small enough for 24 transfers on a loaded 2-core machine.
@@ -40,8 +40,10 @@ export async function startWithBigBox(env: BenchEnv, storage: Record<string, unk
   await api('/api/organization/bench/box/big/version/1.0.0/provider', { name: 'virtualbox' }, token);
   await api('/api/organization/bench/box/big/version/1.0.0/provider/virtualbox/architecture', { name: 'amd64' }, token);
   const uploadUrl = `${service.url}/api/organization/bench/box/big/version/1.0.0/provider/virtualbox/architecture/amd64/file/upload?replace=true`;
-  const upload = async (bytes = diskBytes) => {
-    const result = await httpUpload(uploadUrl, { 'x-access-token': token }, generatedBox(bytes));
+  /** Uploads a generated box of `bytes` from the bench process, or with curl the box file at `path`. */
+  const upload = async (bytes = diskBytes, path?: string) => {
+    const headers = { 'x-access-token': token };
+    const result = path ? await curlUpload(uploadUrl, path, headers) : await httpUpload(uploadUrl, headers, generatedBox(bytes));
     if (result.status >= 300) throw new Error(`upload: ${result.status} ${result.text}`);
   };
   await upload();
@@ -49,7 +51,7 @@ export async function startWithBigBox(env: BenchEnv, storage: Record<string, unk
   await client.connect();
   const file = (await client.query<{ storage_key: string; size: string }>('select storage_key, size from box_repository.files limit 1')).rows[0]!;
   await client.end();
-  return { service, config, storageKey: file.storage_key, size: Number(file.size), upload, uploadUrl, token };
+  return { service, config, storageKey: file.storage_key, size: Number(file.size), upload };
 }
 
 async function startPythonServer(dir: string): Promise<{ url: string; stop(): Promise<void> }> {

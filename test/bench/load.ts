@@ -72,3 +72,16 @@ export async function downloadMiBs(url: string, options: { streams: number; byte
   }));
   return (options.streams * options.bytes) / (1024 * 1024) / (Number(process.hrtime.bigint() - started) / 1e9);
 }
+
+/** POSTs the file at `path` as the raw body with curl (streamed from disk, as a user uploads a box); returns the answer. */
+export async function curlUpload(url: string, path: string, headers: Record<string, string>): Promise<{ status: number; text: string }> {
+  const headerArgs = Object.entries({ 'content-type': 'application/octet-stream', ...headers }).flatMap(([name, value]) => ['-H', `${name}: ${value}`]);
+  const { stdout } = await run('curl', ['-sS', '-X', 'POST', '-T', path, ...headerArgs, '-w', '\n%{http_code}', url], { maxBuffer: 1024 * 1024 });
+  const split = stdout.lastIndexOf('\n');
+  return { status: Number(stdout.slice(split + 1)), text: stdout.slice(0, split) };
+}
+
+/** PUTs the file at `path` to `url` with curl (a presigned storage URL); fails unless the answer is 2xx. */
+export async function curlPut(url: string, path: string): Promise<void> {
+  await run('curl', ['-sS', '--fail', '-o', '/dev/null', '-T', path, url]);
+}

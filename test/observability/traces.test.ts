@@ -136,6 +136,22 @@ describe('traces reach a real OpenTelemetry Collector', () => {
       return found.some((l) => (JSON.parse(l) as { msg: string }).msg === 'request completed') ? found : undefined;
     }, 15_000, 100);
     for (const line of lines) expect(JSON.parse(line)).toMatchObject({ trace_id: server.traceId, span_id: expect.stringMatching(/^[0-9a-f]{16}$/) });
+
+    // A download from local storage is written straight to the socket (a hijacked reply, which @fastify/otel never
+    // ends): its server span still arrives, with the status it answered and the storage read inside.
+    const download = await fetch(`${boxes}/acme/boxes/base/versions/1.0.0/providers/virtualbox/amd64/vagrant.box`);
+    expect(download.status).toBe(200);
+    expect(sha256(Buffer.from(await download.arrayBuffer()))).toBe(sha256(box));
+    const read = await waitFor('the download request span with its storage read', async () => {
+      const spans = collector.spans();
+      for (const span of spans.filter((s) => s.kind === 2 && s.attributes['http.request.method'] === 'GET' && String(s.attributes['url.path']).endsWith('/vagrant.box'))) {
+        const get = descendants(spans, span).find((s) => s.name === 'storage get');
+        if (get) return { span, get };
+      }
+      return undefined;
+    }, 30_000, 200);
+    expect(read.span.attributes).toMatchObject({ 'http.response.status_code': 200 });
+    expect(read.get.attributes).toMatchObject({ 'boxyard.storage.driver': 'local' });
   });
 
   it('traces the S3 calls of an upload and a download inside their requests (box repository on MinIO)', async () => {

@@ -6,7 +6,14 @@
 // which doesn't forward errors). Driving the multipart API ourselves gives: bounded memory (at most
 // `concurrency + 1` parts), a part or two in flight while the next is read, a commit that happens only after
 // the caller has verified size and checksum, and an abort that removes everything on failure.
+//
+// Parts are PUT with undici to a presigned part URL (signed locally), not with minio's uploadPart: over plain HTTP
+// that hashes every part with SHA-256 for its signature (a second hash of every byte on the main thread, the caller
+// already computes one) and needs the part copied into one buffer; a presigned URL carries UNSIGNED-PAYLOAD and the
+// part goes out as the chunks it arrived in.
 import type { Client } from 'minio';
+import { Readable } from 'node:stream';
+import { request } from 'undici';
 
 export const maxParts = 10_000; // S3's limit per multipart upload
 
@@ -44,7 +51,7 @@ export class S3Upload {
     if (this.failure !== undefined) throw this.failure; // stop reading as soon as a part failed
     this.buffered.push(chunk);
     this.bufferedBytes += chunk.length;
-    if (this.bufferedBytes >= this.options.partSize) await this.sendPart(this.takeBuffered());
+    if (this.bufferedBytes >= this.options.partSize) await this.sendPart(this.takeChunks());
   }
 
   /** Commits the object: one plain PUT if it never filled a part (atomic, nothing sent before), else completes the multipart upload. */
@@ -55,7 +62,7 @@ export class S3Upload {
       await client.putObject(bucket, objectName, body, body.length, this.metaData);
       return;
     }
-    if (this.bufferedBytes > 0) await this.sendPart(this.takeBuffered());
+    if (this.bufferedBytes > 0) await this.sendPart(this.takeChunks());
     await Promise.all(this.inflight);
     if (this.failure !== undefined) throw this.failure;
     const parts = [...this.parts].sort((a, b) => a.part - b.part);
@@ -77,21 +84,25 @@ export class S3Upload {
   }
 
   private takeBuffered(): Buffer {
-    const body = this.buffered.length === 1 ? this.buffered[0]! : Buffer.concat(this.buffered, this.bufferedBytes);
-    this.buffered = [];
-    this.bufferedBytes = 0;
-    return body;
+    const { chunks, bytes } = this.takeChunks();
+    return chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, bytes);
   }
 
-  private async sendPart(body: Buffer): Promise<void> {
+  private takeChunks(): { chunks: Buffer[]; bytes: number } {
+    const taken = { chunks: this.buffered, bytes: this.bufferedBytes };
+    this.buffered = [];
+    this.bufferedBytes = 0;
+    return taken;
+  }
+
+  private async sendPart(body: { chunks: Buffer[]; bytes: number }): Promise<void> {
     const { client, bucket, objectName } = this.options;
     this.uploadId ??= await client.initiateNewMultipartUpload(bucket, objectName, this.metaData);
-    const uploadID = this.uploadId;
+    const uploadId = this.uploadId;
     const part = this.nextPartNumber++;
     if (part > maxParts) throw new Error(`more than ${maxParts} parts`); // callers cap the size below this
-    const sending: Promise<void> = client
-      .uploadPart({ bucketName: bucket, objectName, uploadID, partNumber: part, headers: {} }, body)
-      .then(({ etag }) => {
+    const sending: Promise<void> = putPart(client, { bucket, objectName, uploadId, part }, body)
+      .then((etag) => {
         this.parts.push({ part, etag });
       })
       .catch((error: unknown) => {
@@ -102,4 +113,28 @@ export class S3Upload {
     if (this.inflight.size >= this.options.concurrency) await Promise.race(this.inflight);
     if (this.failure !== undefined) throw this.failure;
   }
+}
+
+/** An S3 error answer as minio's errors look (`code`, message), so the store maps both alike. */
+export class S3ResponseError extends Error {
+  readonly code: string;
+  readonly statusCode: number;
+  constructor(statusCode: number, body: string) {
+    const field = (name: string) => new RegExp(`<${name}>([^<]*)</${name}>`).exec(body)?.[1];
+    super(field('Message') ?? `S3 answered ${statusCode}`);
+    this.name = 'S3Error';
+    this.code = field('Code') ?? `HTTP${statusCode}`;
+    this.statusCode = statusCode;
+  }
+}
+
+/** PUTs one part to a presigned part URL; returns its ETag. */
+async function putPart(client: Client, target: { bucket: string; objectName: string; uploadId: string; part: number }, body: { chunks: Buffer[]; bytes: number }): Promise<string> {
+  const url = await client.presignedUrl('PUT', target.bucket, target.objectName, 15 * 60, { partNumber: String(target.part), uploadId: target.uploadId });
+  const response = await request(url, { method: 'PUT', body: Readable.from(body.chunks), headers: { 'content-length': String(body.bytes) } });
+  const text = await response.body.text();
+  if (response.statusCode !== 200) throw new S3ResponseError(response.statusCode, text);
+  const etag = response.headers.etag;
+  if (typeof etag !== 'string') throw new S3ResponseError(response.statusCode, '<Code>MissingETag</Code><Message>S3 answered a part without an ETag</Message>');
+  return etag.replace(/^"|"$/g, '');
 }

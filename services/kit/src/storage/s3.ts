@@ -43,7 +43,9 @@ const fullCodes = new Set(['XMinioStorageFull', 'StorageFull', 'XMinioAdminNoSpa
 const conflictCodes = new Set(['XMinioParentIsObject', 'XMinioObjectExistsAsDirectory']);
 const invalidKeyCodes = new Set(['KeyTooLongError', 'XMinioInvalidObjectName', 'XMinioInvalidResourceName']);
 const unavailableCodes = new Set(['NoSuchBucket', 'SlowDown', 'ServiceUnavailable', 'XMinioServerNotInitialized', 'AccessDenied', 'InvalidAccessKeyId', 'SignatureDoesNotMatch']);
-const networkErrnos = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN', 'EPIPE']);
+const networkErrnos = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN', 'EPIPE',
+  // undici's (part uploads)
+  'UND_ERR_SOCKET', 'UND_ERR_CONNECT_TIMEOUT', 'UND_ERR_HEADERS_TIMEOUT', 'UND_ERR_BODY_TIMEOUT', 'UND_ERR_CLOSED']);
 
 const codeOf = (error: unknown): string | undefined => (error as { code?: unknown } | undefined)?.code as string | undefined;
 
