@@ -137,14 +137,14 @@ describe('traces reach a real OpenTelemetry Collector', () => {
     }, 15_000, 100);
     for (const line of lines) expect(JSON.parse(line)).toMatchObject({ trace_id: server.traceId, span_id: expect.stringMatching(/^[0-9a-f]{16}$/) });
 
-    // A download from local storage is written straight to the socket (a hijacked reply, which @fastify/otel never
-    // ends): its server span still arrives, with the status it answered and the storage read inside.
-    const download = await fetch(`${boxes}/acme/boxes/base/versions/1.0.0/providers/virtualbox/amd64/vagrant.box`);
-    expect(download.status).toBe(200);
+    // A download from local storage is written straight to the socket (a hijacked reply: no onSend, where
+    // @fastify/otel ends spans): its server span still arrives, with the status it answered and the storage read inside.
+    const download = await fetch(`${boxes}/acme/boxes/base/versions/1.0.0/providers/virtualbox/amd64/base.box`, { headers: { 'x-access-token': token } });
+    expect(download.status, await download.clone().text()).toBe(200);
     expect(sha256(Buffer.from(await download.arrayBuffer()))).toBe(sha256(box));
     const read = await waitFor('the download request span with its storage read', async () => {
       const spans = collector.spans();
-      for (const span of spans.filter((s) => s.kind === 2 && s.attributes['http.request.method'] === 'GET' && String(s.attributes['url.path']).endsWith('/vagrant.box'))) {
+      for (const span of spans.filter((s) => s.kind === 2 && s.attributes['http.request.method'] === 'GET' && String(s.attributes['url.path']).endsWith('/base.box'))) {
         const get = descendants(spans, span).find((s) => s.name === 'storage get');
         if (get) return { span, get };
       }

@@ -1,6 +1,7 @@
 // Sends an object's bytes from storage as the reply body. A local file (FileBody) is written straight to the socket
 // through reused buffers: the reply is hijacked after its status and headers are final, so no Fastify stream
-// handling runs per chunk (onResponse hooks, logs and metrics still run: they follow the response's 'finish').
+// handling runs per chunk. onResponse hooks still run (they follow the response's 'finish'): logs, metrics, and
+// @fastify/otel's, which ends the request span that onSend would have.
 // Anything else (an S3 response, a transform) is sent the usual way.
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { OutgoingHttpHeaders } from 'node:http';
@@ -13,7 +14,10 @@ export function sendStoredBody(request: FastifyRequest, reply: FastifyReply, bod
   const response = reply.raw;
   reply.hijack();
   response.writeHead(reply.statusCode, reply.getHeaders() as OutgoingHttpHeaders); // numbers are sent as text
-  response.once('close', () => endHijackedSpan(request, reply.statusCode));
+  // A response that never finishes (the client went away) runs no onResponse hook: end its span here.
+  response.once('close', () => {
+    if (!response.writableFinished) endHijackedSpan(request, reply.statusCode);
+  });
   body.writeTo(response).then(
     () => response.end(),
     (error: unknown) => {

@@ -1,5 +1,5 @@
-// @fastify/otel ends a request's server span in onSend, which a hijacked request (a WebSocket upgrade, a download
-// written straight to the socket) never reaches: its span stayed open for good and never arrived at the collector.
+// @fastify/otel ends a request's server span in onSend (or, failing that, in onResponse once the response finished),
+// which a WebSocket upgrade or a download cut off mid-body never reaches: such spans stayed open and never arrived.
 import type { FastifyRequest } from 'fastify';
 
 type RequestSpan = { setAttribute(key: string, value: number): unknown; end(): void; isRecording(): boolean };
