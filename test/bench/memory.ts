@@ -26,10 +26,11 @@ import { downloadMiBs, loadGet, round } from './load.ts';
 import { login, startSession, stopSession } from './terminal.ts';
 
 const main = fileURLToPath(new URL('../../services/boxyard/src/main.ts', import.meta.url));
+const nodeFlagsFile = fileURLToPath(new URL('../../services/boxyard/node-flags', import.meta.url));
 const MiB = 1024 * 1024;
 const ROUNDS = 3;
 const IDLE_GOAL = 300 * MiB;
-const SETTLE_SECONDS = Number(process.env.BENCH_MEMORY_SETTLE_SECONDS ?? 60);
+const SETTLE_SECONDS = 60;
 /**
  * Heap in use after a full GC may differ between rounds without any leak: V8 keeps feedback and compiled code of
  * newly optimised functions on the heap, pools (pg, undici) settle at their size, prom-client histograms gain a
@@ -38,11 +39,14 @@ const SETTLE_SECONDS = Number(process.env.BENCH_MEMORY_SETTLE_SECONDS ?? 60);
  * by at most 5% of round 1's heap or 4 MiB, whichever is larger.
  */
 const heapTolerance = (first: number) => Math.max(0.05 * first, 4 * MiB);
+/** The V8 flags every `boxyard` launcher passes (Makefile's run, the image's and the host install's wrappers). */
+export const launcherNodeFlags = async (): Promise<string[]> =>
+  (await readFile(nodeFlagsFile, 'utf8')).split('\n').filter((line) => line.trim() && !line.startsWith('#')).map((line) => line.trim());
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 const statusField = async (pid: number, field: string) =>
   Number(new RegExp(`^${field}:\\s+(\\d+) kB`, 'm').exec(await readFile(`/proc/${pid}/status`, 'utf8'))?.[1] ?? 0) * 1024;
-const rssOf = (pid: number) => statusField(pid, 'VmRSS');
+export const rssOf = (pid: number) => statusField(pid, 'VmRSS');
 
 /** The product as `make run` runs it: one Node process, its services' URLs, its home. */
 interface Product {
@@ -52,17 +56,20 @@ interface Product {
   home: string;
   postgresPort: number;
   adminPassword: string;
+  /** Inspector protocol calls on a short connection: the last call's result. */
+  inspect<T>(calls: { method: string; params?: object }[]): Promise<T>;
   /** V8's heap in use after a full GC (bytes). */
   heapAfterGc(): Promise<number>;
   stop(): Promise<void>;
 }
 
-async function startProduct(env: BenchEnv): Promise<Product> {
+export async function startProduct(env: BenchEnv, options: { nodeFlags?: string[]; env?: Record<string, string> } = {}): Promise<Product> {
   const dir = join(env.workDir, `memory-${randomBytes(4).toString('hex')}`);
   const home = join(dir, 'home');
   await mkdir(home, { recursive: true, mode: 0o755 });
   const postgresPort = await freePort();
-  const service = async () => ({ server: { host: '127.0.0.1', port: await freePort() }, logging: { level: 'warn' }, rate_limiting: { enabled: false } });
+  const listener = async () => ({ server: { host: '127.0.0.1', port: await freePort() }, logging: { level: 'warn' } });
+  const service = async () => ({ ...(await listener()), rate_limiting: { enabled: false } });
   const config = {
     home,
     database: { embedded: { port: postgresPort } },
@@ -70,14 +77,14 @@ async function startProduct(env: BenchEnv): Promise<Product> {
       'box-repository': { ...(await service()), uploads: { max_bytes: 1024 * MiB } },
       'file-share': await service(),
       terminal: { ...(await service()), sessions: { per_user_limit: 20, global_limit: 20 } },
-      'second-service': await service(),
+      'second-service': await listener(), // no rate limiting of its own
     },
   };
   const configFile = join(dir, 'boxyard.yaml');
   await writeFile(configFile, JSON.stringify(config), { mode: 0o600 }); // JSON is YAML
   const adminPassword = `Bench-${randomBytes(8).toString('hex')}-1A`;
-  const child = spawn(process.execPath, ['--inspect=127.0.0.1:0', main, 'serve', 'all', '--config', configFile], {
-    env: { ...process.env, BOXYARD_ADMIN_PASSWORD: adminPassword },
+  const child = spawn(process.execPath, [...(options.nodeFlags ?? []), '--inspect=127.0.0.1:0', main, 'serve', 'all', '--config', configFile], {
+    env: { ...process.env, ...options.env, BOXYARD_ADMIN_PASSWORD: adminPassword },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let output = '';
@@ -122,7 +129,7 @@ async function startProduct(env: BenchEnv): Promise<Product> {
     }
   };
   return {
-    child, pid: child.pid!, urls, home, postgresPort, adminPassword,
+    child, pid: child.pid!, urls, home, postgresPort, adminPassword, inspect,
     async heapAfterGc() {
       // Twice: the first full GC may leave objects with finalizers (weak refs, FinalizationRegistry) for the next.
       const usage = await inspect<{ usedSize: number }>([
@@ -152,8 +159,8 @@ async function peakDuring(pid: number, work: () => Promise<void>): Promise<numbe
 
 interface Load {
   name: string;
-  /** Once, before the first round (data to serve). */
-  prepare(product: Product): Promise<(round: number) => Promise<void>>;
+  /** Once, before the first round (data to serve); gives one round of the load, which says what it achieved. */
+  prepare(product: Product): Promise<(round: number) => Promise<string>>;
 }
 
 const metadataLoad: Load = {
@@ -172,7 +179,7 @@ const metadataLoad: Load = {
       const uploaded = await httpUpload(`${base}${path}/provider/virtualbox/architecture/amd64/file/upload`, { 'x-access-token': token }, generatedBox(4096));
       if (uploaded.status >= 300) throw new Error(`upload: ${uploaded.status} ${uploaded.text}`);
     }
-    return async () => void (await loadGet(`${base}/bench/meta`, { seconds: 5, connections: 32 }));
+    return async () => `${round((await loadGet(`${base}/bench/meta`, { seconds: 5, connections: 32 })).rps, 0)} req/s`;
   },
 };
 
@@ -193,7 +200,7 @@ const transferLoad: Load = {
       const uploaded = await httpUpload(`${base}${path}/upload?replace=true`, { 'x-access-token': token }, generatedBox(BOX_BYTES));
       if (uploaded.status >= 300) throw new Error(`upload: ${uploaded.status} ${uploaded.text}`);
       const size = Number((await fetch(`${base}/transfer/boxes/big/versions/1.0.0/providers/virtualbox/amd64/vagrant.box`, { method: 'HEAD' })).headers.get('content-length'));
-      await downloadMiBs(`${base}/transfer/boxes/big/versions/1.0.0/providers/virtualbox/amd64/vagrant.box`, { streams: 4, bytes: size });
+      return `${round(await downloadMiBs(`${base}/transfer/boxes/big/versions/1.0.0/providers/virtualbox/amd64/vagrant.box`, { streams: 4, bytes: size }), 0)} MiB/s down`;
     };
   },
 };
@@ -222,7 +229,7 @@ const listingLoad: Load = {
       await client.end();
     }
     const headers = { authorization: `Bearer ${token}`, accept: 'application/json' };
-    return async () => void (await loadGet(`${base}/big/?limit=${LISTING_ENTRIES}`, { seconds: 5, connections: 8, headers }));
+    return async () => `${round((await loadGet(`${base}/big/?limit=${LISTING_ENTRIES}`, { seconds: 5, connections: 8, headers })).rps, 0)} req/s`;
   },
 };
 
@@ -251,15 +258,18 @@ const terminalLoad: Load = {
         socket.close();
         await stopSession(base, cookie, session.id);
       }));
+      return `${TERMINAL_SESSIONS} sessions`;
     };
   },
 };
 
-const loads = [metadataLoad, transferLoad, listingLoad, terminalLoad];
+export const loads = [metadataLoad, transferLoad, listingLoad, terminalLoad];
 
 export async function benchMemory(env: BenchEnv): Promise<BenchRow[]> {
   const rows: BenchRow[] = [];
-  const product = await startProduct(env);
+  // BENCH_MEMORY_NODE_FLAGS (even empty) replaces the launcher's flags, to compare (e.g. before/after a flag).
+  const override = process.env.BENCH_MEMORY_NODE_FLAGS;
+  const product = await startProduct(env, { nodeFlags: override === undefined ? await launcherNodeFlags() : override.split(' ').filter(Boolean) });
   try {
     await sleep(5000); // start-up's own work (migrations, first GCs) settles
     const idle = await rssOf(product.pid);
@@ -268,16 +278,19 @@ export async function benchMemory(env: BenchEnv): Promise<BenchRow[]> {
     for (const load of loads) {
       const run = await load.prepare(product);
       const heaps: number[] = [];
+      const achieved: string[] = [];
       let peak = 0;
       for (let i = 0; i < ROUNDS; i++) {
-        peak = Math.max(peak, await peakDuring(product.pid, () => run(i)));
-        heaps.push(await product.heapAfterGc());
+        peak = Math.max(peak, await peakDuring(product.pid, async () => void achieved.push(await run(i))));
+        // The last round's GC comes after the settle time: a forced GC would make the RSS a user sees look better.
+        if (i < ROUNDS - 1) heaps.push(await product.heapAfterGc());
       }
       await sleep(SETTLE_SECONDS * 1000);
       const after = await rssOf(product.pid);
+      heaps.push(await product.heapAfterGc());
       const growth = heaps.at(-1)! - heaps[0]!;
       const tolerance = heapTolerance(heaps[0]!);
-      progress(rows, { name: `${load.name}: peak RSS`, value: round(peak / MiB), unit: 'MiB', baseline: round(idle / MiB), ratio: round(peak / idle, 2) });
+      progress(rows, { name: `${load.name}: peak RSS (rounds: ${achieved.join(' / ')})`, value: round(peak / MiB), unit: 'MiB', baseline: round(idle / MiB), ratio: round(peak / idle, 2) });
       progress(rows, {
         name: `${load.name}: heap after GC, rounds ${heaps.map((h) => round(h / MiB)).join(' / ')} MiB (growth 3 vs 1)`,
         value: round(growth / MiB), unit: 'MiB', goal: `≤ ${round(tolerance / MiB)} MiB`, pass: growth <= tolerance,
