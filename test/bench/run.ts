@@ -16,6 +16,7 @@ import { benchDownloads } from './downloads.ts';
 import { benchFileShare } from './file-share.ts';
 import { benchListing } from './listing.ts';
 import { benchUploads } from './uploads.ts';
+import { benchMemory } from './memory.ts';
 import { benchMetadata } from './metadata.ts';
 import { benchOperator } from './operator.ts';
 import { benchStorage } from './storage.ts';
@@ -33,6 +34,7 @@ const sections: { name: string; title: string; run: (env: BenchEnv) => Promise<B
   { name: 'terminal', title: 'terminal gateway', run: benchTerminal },
   { name: 'tracing', title: 'tracing overhead: box repository with tracing off / 100% / 10% sampled (real collector)', run: benchTracing },
   { name: 'auth', title: 'auth: verified requests/s on one route (session JWT vs provider Bearer vs provider DPoP)', run: benchAuth },
+  { name: 'memory', title: 'memory of the one-process product (`make run`): idle, per load peak RSS, heap across rounds, RSS 60 s after', run: benchMemory },
   { name: 'operator', title: 'operator (1,000 custom resources)', run: benchOperator },
   { name: 'cluster', title: 'real node: apply → Ready per kind, terminal session start (pod vs local backend)', run: benchCluster },
 ];

@@ -4,6 +4,7 @@
 import { chmod, mkdir, readdir, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { ConfigError, generatePassword } from '@boxyard/kit';
+import { releaseMemoryWhenIdle } from './idle-memory.ts';
 import { embeddedPostgresDir, installationDatabase, secretStore } from './home.ts';
 import { superviseEmbeddedPostgres, type SupervisedPostgres } from './postgres-supervisor.ts';
 import { services, type RunningService, type ServiceDefinition } from './services.ts';
@@ -128,4 +129,5 @@ export async function runAll(options: RunAllOptions): Promise<void> {
     return;
   }
   console.log('Ready. Press Ctrl-C to stop.');
+  releaseMemoryWhenIdle();
 }

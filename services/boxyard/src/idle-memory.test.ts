@@ -1,0 +1,44 @@
+// A process that did a burst of work and then idles gives the memory back by itself: a child fills its heap with
+// ~3 million small objects that survive into the old generation (as a load's request state does), lets them become
+// garbage and goes quiet. releaseMemoryWhenIdle must then run its full collection (V8 prints it under --trace-gc as
+// `testing`; V8's own memory reducer would come seconds later, and in the product often not at all) and the RSS, as
+// `ps` shows it, must fall back by at least half the growth.
+import { spawn } from 'node:child_process';
+import { readFile } from 'node:fs/promises';
+import { fileURLToPath } from 'node:url';
+import { expect, it } from 'vitest';
+
+const module = fileURLToPath(new URL('./idle-memory.ts', import.meta.url));
+const MiB = 1024 * 1024;
+const rssOf = async (pid: number) => Number(/^VmRSS:\s+(\d+) kB/m.exec(await readFile(`/proc/${pid}/status`, 'utf8'))![1]) * 1024;
+
+it('releaseMemoryWhenIdle: the garbage of a finished burst is collected and RSS falls once the process idles', async () => {
+  const script = `
+    import { releaseMemoryWhenIdle } from ${JSON.stringify(module)};
+    releaseMemoryWhenIdle({ intervalMs: 100, minGrowthBytes: 32 * 1024 * 1024 });
+    const before = process.memoryUsage.rss();
+    let burst = Array.from({ length: 48 }, (_, i) => Array.from({ length: 65536 }, (_, j) => ({ i, j })));
+    console.log('burst ' + before + ' ' + process.memoryUsage.rss());
+    burst = undefined;
+    setInterval(() => {}, 1000); // idle, alive`;
+  const child = spawn(process.execPath, ['--trace-gc', '--input-type=module', '-e', script], { stdio: ['ignore', 'pipe', 'inherit'] });
+  // Ends the child (and so the waits below) even when the test times out.
+  setTimeout(() => child.kill(), 25_000).unref();
+  let output = '';
+  child.stdout!.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  try {
+    // Waits for events, not for a time: the test's own timeout is the limit.
+    while (child.exitCode === null && !/burst \d+ \d+/.test(output)) await new Promise((resolve) => setTimeout(resolve, 50));
+    const [before, afterBurst] = /burst (\d+) (\d+)/.exec(output)!.slice(1).map(Number) as [number, number];
+    const growth = afterBurst - before;
+    expect(growth).toBeGreaterThan(128 * MiB);
+    const burstAt = output.indexOf('burst ');
+    while (child.exitCode === null && !output.slice(burstAt).includes('testing')) await new Promise((resolve) => setTimeout(resolve, 50));
+    expect(output.slice(burstAt)).toContain('testing');
+    // V8 hands the freed pages back right after the collection, on its own threads.
+    while (child.exitCode === null && (await rssOf(child.pid!)) > afterBurst - growth / 2) await new Promise((resolve) => setTimeout(resolve, 50));
+    expect(await rssOf(child.pid!)).toBeLessThanOrEqual(afterBurst - growth / 2);
+  } finally {
+    child.kill();
+  }
+}, 30_000);

@@ -1,0 +1,67 @@
+// Every way the `boxyard` process is launched passes the V8 flags of services/boxyard/node-flags (why they matter:
+// that file; issue 13's memory goal depends on them): `make run`, the image's wrapper and the host install's.
+// The wrappers run for real, with a stand-in `node` that prints the arguments it was given.
+import { execFile } from 'node:child_process';
+import { chmod, copyFile, mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
+const run = promisify(execFile);
+const root = fileURLToPath(new URL('../../../', import.meta.url));
+const flagsFile = join(root, 'services/boxyard/node-flags');
+
+describe('boxyard launchers', () => {
+  let dir: string;
+  let flags: string[];
+  /** A `node` that prints its arguments, one a line. */
+  let fakeNode: string;
+  beforeAll(async () => {
+    dir = await mkdtemp(join(tmpdir(), 'boxyard-launchers-'));
+    flags = (await readFile(flagsFile, 'utf8')).split('\n').filter((l) => l.trim() && !l.startsWith('#'));
+    fakeNode = join(dir, 'bin', 'node');
+    await mkdir(join(dir, 'bin'));
+    await writeFile(fakeNode, '#!/bin/sh\nprintf "%s\\n" "$@"\n');
+    await chmod(fakeNode, 0o755);
+  });
+  afterAll(async () => rm(dir, { recursive: true, force: true }));
+
+  it('node-flags holds at least the young generation cap', () => {
+    expect(flags).toContain('--max-semi-space-size=16');
+  });
+
+  it('make run starts main.ts dev with the flags', async () => {
+    const { stdout } = await run('make', ['-s', '-n', 'run'], { cwd: root });
+    expect(stdout.trim().split('\n').at(-1)!.split(' ')).toEqual(['node', ...flags, 'services/boxyard/src/main.ts', 'dev']);
+  });
+
+  it("the host install's command (deploy/boxyard) passes them before main.ts and the user's arguments", async () => {
+    const prefix = join(dir, 'opt');
+    await mkdir(join(prefix, 'bin'), { recursive: true });
+    await mkdir(join(prefix, 'node/bin'), { recursive: true });
+    await mkdir(join(prefix, 'app/services/boxyard'), { recursive: true });
+    await copyFile(join(root, 'deploy/boxyard'), join(prefix, 'bin/boxyard'));
+    await copyFile(fakeNode, join(prefix, 'node/bin/node'));
+    await copyFile(flagsFile, join(prefix, 'app/services/boxyard/node-flags'));
+    await chmod(join(prefix, 'bin/boxyard'), 0o755);
+    await chmod(join(prefix, 'node/bin/node'), 0o755);
+    const { stdout, stderr } = await run(join(prefix, 'bin/boxyard'), ['serve', 'all', '--config', 'with space.yaml']);
+    expect(stderr).toBe('');
+    expect(stdout.trim().split('\n')).toEqual([...flags, join(prefix, 'app/services/boxyard/src/main.ts'), 'serve', 'all', '--config', 'with space.yaml']);
+  });
+
+  it("the image's wrapper (services/boxyard/bin/boxyard, app at /app) passes them too", async () => {
+    // The same script with /app pointing at a scratch copy (this machine has no /app).
+    const app = join(dir, 'app');
+    await mkdir(join(app, 'services/boxyard'), { recursive: true });
+    await copyFile(flagsFile, join(app, 'services/boxyard/node-flags'));
+    const wrapper = join(dir, 'boxyard');
+    await writeFile(wrapper, (await readFile(join(root, 'services/boxyard/bin/boxyard'), 'utf8')).replaceAll('/app/', `${app}/`));
+    await chmod(wrapper, 0o755);
+    const { stdout, stderr } = await run(wrapper, ['terminal-agent'], { env: { PATH: `${join(dir, 'bin')}:/usr/bin:/bin` } });
+    expect(stderr).toBe('');
+    expect(stdout.trim().split('\n')).toEqual([...flags, join(app, 'services/boxyard/src/main.ts'), 'terminal-agent']);
+  });
+});

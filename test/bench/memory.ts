@@ -1,0 +1,307 @@
+// `make bench ONLY=memory`: the memory of the one-process product (`make run`) under each kind of load.
+// The product starts through the same code as `boxyard dev` (runAll: every service in one Node process, embedded
+// PostgreSQL as its own processes), as `boxyard serve all` with a host config in a scratch home so it gets its own
+// ports and state (dev's ports are fixed, and another `make run` may hold them), rate limiting off. Then:
+//  - RSS idle after start (goal ≤ 300 MiB);
+//  - per load, 3 rounds: peak RSS during the rounds (reported), the V8 heap in use after a full GC at the end of
+//    each round (round 3 against round 1: no growth beyond a tolerance), and RSS 60 s after the last round
+//    (goal ≤ 1.2× idle).
+// The heap figure comes from the process's own V8 through the inspector protocol (the child runs with
+// --inspect=127.0.0.1:0, connected only while measuring): HeapProfiler.collectGarbage, then Runtime.getHeapUsage.
+// prom-client's nodejs_heap_size_used_bytes is the same number without a GC before it, so it would mostly measure
+// when the last GC happened.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { once } from 'node:events';
+import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import pg from 'pg';
+import WebSocket from 'ws';
+import { freePort } from '../../services/kit/src/net/free-port.ts';
+import { generatedBox, httpUpload, jsonApi } from './box-repository.ts';
+import { progress } from './downloads.ts';
+import type { BenchEnv, BenchRow } from './env.ts';
+import { downloadMiBs, loadGet, round } from './load.ts';
+import { login, startSession, stopSession } from './terminal.ts';
+
+const main = fileURLToPath(new URL('../../services/boxyard/src/main.ts', import.meta.url));
+const nodeFlagsFile = fileURLToPath(new URL('../../services/boxyard/node-flags', import.meta.url));
+const MiB = 1024 * 1024;
+const ROUNDS = 3;
+const IDLE_GOAL = 300 * MiB;
+const SETTLE_SECONDS = 60;
+/**
+ * Heap in use after a full GC may differ between rounds without any leak: V8 keeps feedback and compiled code of
+ * newly optimised functions on the heap, pools (pg, undici) settle at their size, prom-client histograms gain a
+ * label set the first time a route answers a status. A few MiB, once; a leak grows with every round's work
+ * (a 10,000-entry listing is ~1.5 MiB per answer, a box round moves hundreds of MiB). So: round 3 may exceed round 1
+ * by at most 5% of round 1's heap or 4 MiB, whichever is larger (measured: 0.0–0.4 MiB on an ~80 MiB heap).
+ */
+const heapTolerance = (first: number) => Math.max(0.05 * first, 4 * MiB);
+/** The V8 flags every `boxyard` launcher passes (Makefile's run, the image's and the host install's wrappers). */
+export const launcherNodeFlags = async (): Promise<string[]> =>
+  (await readFile(nodeFlagsFile, 'utf8')).split('\n').filter((line) => line.trim() && !line.startsWith('#')).map((line) => line.trim());
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+const statusField = async (pid: number, field: string) =>
+  Number(new RegExp(`^${field}:\\s+(\\d+) kB`, 'm').exec(await readFile(`/proc/${pid}/status`, 'utf8'))?.[1] ?? 0) * 1024;
+export const rssOf = (pid: number) => statusField(pid, 'VmRSS');
+
+/** The product as `make run` runs it: one Node process, its services' URLs, its home. */
+interface Product {
+  child: ChildProcess;
+  pid: number;
+  urls: Record<string, string>;
+  home: string;
+  postgresPort: number;
+  adminPassword: string;
+  /** Inspector protocol calls on a short connection: the last call's result. */
+  inspect<T>(calls: { method: string; params?: object }[]): Promise<T>;
+  /** V8's heap in use after a full GC (bytes). */
+  heapAfterGc(): Promise<number>;
+  stop(): Promise<void>;
+}
+
+export async function startProduct(env: BenchEnv, options: { nodeFlags?: string[]; env?: Record<string, string> } = {}): Promise<Product> {
+  const dir = join(env.workDir, `memory-${randomBytes(4).toString('hex')}`);
+  const home = join(dir, 'home');
+  await mkdir(home, { recursive: true, mode: 0o755 });
+  const postgresPort = await freePort();
+  const listener = async () => ({ server: { host: '127.0.0.1', port: await freePort() }, logging: { level: 'warn' } });
+  const service = async () => ({ ...(await listener()), rate_limiting: { enabled: false } });
+  const config = {
+    home,
+    database: { embedded: { port: postgresPort } },
+    services: {
+      'box-repository': { ...(await service()), uploads: { max_bytes: 1024 * MiB } },
+      'file-share': await service(),
+      terminal: { ...(await service()), sessions: { per_user_limit: 20, global_limit: 20 } },
+      'second-service': await listener(), // no rate limiting of its own
+    },
+  };
+  const configFile = join(dir, 'boxyard.yaml');
+  await writeFile(configFile, JSON.stringify(config), { mode: 0o600 }); // JSON is YAML
+  const adminPassword = `Bench-${randomBytes(8).toString('hex')}-1A`;
+  const child = spawn(process.execPath, [...(options.nodeFlags ?? []), '--inspect=127.0.0.1:0', main, 'serve', 'all', '--config', configFile], {
+    env: { ...process.env, ...options.env, BOXYARD_ADMIN_PASSWORD: adminPassword },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let output = '';
+  let inspectorUrl = '';
+  child.stdout!.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  child.stderr!.on('data', (chunk: Buffer) => {
+    const text = chunk.toString();
+    inspectorUrl ||= /Debugger listening on (ws:\/\/\S+)/.exec(text)?.[1] ?? '';
+    if (!text.includes('Debugger') && !text.includes('inspector')) output += text;
+  });
+  const exited = once(child, 'exit');
+  await Promise.race([
+    (async () => { while (!output.includes('\nReady.')) await sleep(100); })(),
+    exited.then(([code]) => { throw new Error(`boxyard serve all exited with ${code}:\n${output}`); }),
+  ]);
+  if (!inspectorUrl) throw new Error('no inspector URL from the product process');
+  const urls = Object.fromEntries([...output.matchAll(/^ {2}([a-z-]+) +(https?:\/\/\S+)$/gm)].map((m) => [m[1]!, m[2]!]));
+
+  /** One inspector call on a short-lived connection (no debugger session stays attached during the loads). */
+  const inspect = async <T>(calls: { method: string; params?: object }[]): Promise<T> => {
+    const socket = new WebSocket(inspectorUrl);
+    await once(socket, 'open');
+    try {
+      let result: unknown;
+      for (const [id, call] of calls.entries()) {
+        const answer = new Promise<unknown>((resolve, reject) => {
+          const listener = (data: Buffer) => {
+            const message = JSON.parse(data.toString()) as { id?: number; result?: unknown; error?: { message: string } };
+            if (message.id !== id) return;
+            socket.off('message', listener);
+            if (message.error) reject(new Error(`${call.method}: ${message.error.message}`));
+            else resolve(message.result);
+          };
+          socket.on('message', listener);
+        });
+        socket.send(JSON.stringify({ id, ...call }));
+        result = await answer;
+      }
+      return result as T;
+    } finally {
+      socket.close();
+    }
+  };
+  return {
+    child, pid: child.pid!, urls, home, postgresPort, adminPassword, inspect,
+    async heapAfterGc() {
+      // Twice: the first full GC may leave objects with finalizers (weak refs, FinalizationRegistry) for the next.
+      const usage = await inspect<{ usedSize: number }>([
+        { method: 'HeapProfiler.collectGarbage' }, { method: 'HeapProfiler.collectGarbage' }, { method: 'Runtime.getHeapUsage' },
+      ]);
+      return usage.usedSize;
+    },
+    async stop() {
+      if (child.exitCode === null) child.kill('SIGTERM');
+      await exited;
+    },
+  };
+}
+
+/** Highest RSS of `pid` while `work` runs: VmHWM after resetting it (clear_refs 5), and 50 ms samples of VmRSS. */
+async function peakDuring(pid: number, work: () => Promise<void>): Promise<number> {
+  const resettable = await writeFile(`/proc/${pid}/clear_refs`, '5').then(() => true, () => false);
+  let peak = 0;
+  const timer = setInterval(() => void rssOf(pid).then((rss) => (peak = Math.max(peak, rss)), () => {}), 50);
+  try {
+    await work();
+  } finally {
+    clearInterval(timer);
+  }
+  return Math.max(peak, await rssOf(pid), resettable ? await statusField(pid, 'VmHWM') : 0);
+}
+
+interface Load {
+  name: string;
+  /** Once, before the first round (data to serve); gives one round of the load, which says what it achieved. */
+  prepare(product: Product): Promise<(round: number) => Promise<string>>;
+}
+
+const metadataLoad: Load = {
+  name: 'box metadata (32 clients, 5 s)',
+  async prepare(product) {
+    const base = product.urls['box-repository']!;
+    const api = jsonApi(() => base);
+    const token = (await api('POST', '/api/auth/signin', { username: 'admin', password: product.adminPassword })).access_token as string;
+    await api('POST', '/api/organization', { name: 'bench' }, token);
+    await api('POST', '/api/organization/bench/box', { name: 'meta', isPublic: true }, token);
+    for (const version of ['1.0.0', '1.1.0', '2.0.0']) {
+      const path = `/api/organization/bench/box/meta/version/${version}`;
+      await api('POST', '/api/organization/bench/box/meta/version', { versionNumber: version }, token);
+      await api('POST', `${path}/provider`, { name: 'virtualbox' }, token);
+      await api('POST', `${path}/provider/virtualbox/architecture`, { name: 'amd64' }, token);
+      const uploaded = await httpUpload(`${base}${path}/provider/virtualbox/architecture/amd64/file/upload`, { 'x-access-token': token }, generatedBox(4096));
+      if (uploaded.status >= 300) throw new Error(`upload: ${uploaded.status} ${uploaded.text}`);
+    }
+    return async () => `${round((await loadGet(`${base}/bench/meta`, { seconds: 5, connections: 32 })).rps, 0)} req/s`;
+  },
+};
+
+const BOX_BYTES = 256 * MiB;
+const transferLoad: Load = {
+  name: 'box upload + download (256 MiB, local storage, 4 streams)',
+  async prepare(product) {
+    const base = product.urls['box-repository']!;
+    const api = jsonApi(() => base);
+    const token = (await api('POST', '/api/auth/signin', { username: 'admin', password: product.adminPassword })).access_token as string;
+    await api('POST', '/api/organization', { name: 'transfer' }, token);
+    await api('POST', '/api/organization/transfer/box', { name: 'big', isPublic: true }, token);
+    await api('POST', '/api/organization/transfer/box/big/version', { versionNumber: '1.0.0' }, token);
+    await api('POST', '/api/organization/transfer/box/big/version/1.0.0/provider', { name: 'virtualbox' }, token);
+    await api('POST', '/api/organization/transfer/box/big/version/1.0.0/provider/virtualbox/architecture', { name: 'amd64' }, token);
+    const path = '/api/organization/transfer/box/big/version/1.0.0/provider/virtualbox/architecture/amd64/file';
+    return async () => {
+      const uploaded = await httpUpload(`${base}${path}/upload?replace=true`, { 'x-access-token': token }, generatedBox(BOX_BYTES));
+      if (uploaded.status >= 300) throw new Error(`upload: ${uploaded.status} ${uploaded.text}`);
+      const size = Number((await fetch(`${base}/transfer/boxes/big/versions/1.0.0/providers/virtualbox/amd64/vagrant.box`, { method: 'HEAD' })).headers.get('content-length'));
+      return `${round(await downloadMiBs(`${base}/transfer/boxes/big/versions/1.0.0/providers/virtualbox/amd64/vagrant.box`, { streams: 4, bytes: size }), 0)} MiB/s down`;
+    };
+  },
+};
+
+const LISTING_ENTRIES = 10_000;
+const listingLoad: Load = {
+  name: `file-share JSON listing, ${LISTING_ENTRIES.toLocaleString('en')} entries (8 clients, 5 s)`,
+  async prepare(product) {
+    const base = product.urls['file-share']!;
+    const admin = `Basic ${Buffer.from(`admin:${product.adminPassword}`).toString('base64')}`;
+    const keyResponse = await fetch(`${base}/api/api-keys`, { method: 'POST', headers: { authorization: admin, 'content-type': 'application/json' }, body: JSON.stringify({ name: 'bench', permissions: ['downloads'] }) });
+    const token = ((await keyResponse.json()) as { data: { token: string } }).data.token;
+    await fetch(`${base}/folders`, { method: 'POST', headers: { authorization: admin, 'content-type': 'application/json' }, body: JSON.stringify({ folderName: 'big' }) });
+    // The entries go straight into the tree (a listing never touches storage), on the product's own PostgreSQL.
+    const secrets = JSON.parse(await readFile(join(product.home, 'secrets.json'), 'utf8')) as { postgres_password: string };
+    const client = new pg.Client({ connectionString: `postgres://postgres:${encodeURIComponent(secrets.postgres_password)}@127.0.0.1:${product.postgresPort}/boxyard` });
+    await client.connect();
+    try {
+      const folderId = (await client.query<{ id: string }>("select id::text from file_share.entries where path = '/big'")).rows[0]!.id;
+      await client.query(`
+        insert into file_share.entries (parent_id, name, path, kind, size, sha256, storage_key)
+        select $1::bigint, 'file-' || lpad(i::text, 5, '0') || '.bin', '/big/file-' || lpad(i::text, 5, '0') || '.bin',
+               'file', i, encode(sha256(i::text::bytea), 'hex'), 'files/bench-' || i
+        from generate_series(1, $2::int) i`, [folderId, LISTING_ENTRIES]);
+    } finally {
+      await client.end();
+    }
+    const headers = { authorization: `Bearer ${token}`, accept: 'application/json' };
+    return async () => `${round((await loadGet(`${base}/big/?limit=${LISTING_ENTRIES}`, { seconds: 5, connections: 8, headers })).rps, 0)} req/s`;
+  },
+};
+
+const TERMINAL_SESSIONS = 8;
+const terminalLoad: Load = {
+  name: `terminal (${TERMINAL_SESSIONS} sessions started, typed into, stopped)`,
+  async prepare(product) {
+    const base = product.urls.terminal!;
+    const cookie = await login(base, product.adminPassword);
+    return async (roundNumber) => {
+      await Promise.all(Array.from({ length: TERMINAL_SESSIONS }, async (_, i) => {
+        const session = await startSession(base, cookie, `bench-memory-${roundNumber}-${i}`);
+        const socket = new WebSocket(`${base.replace('http', 'ws')}${session.path}`, { headers: { cookie }, perMessageDeflate: false });
+        await once(socket, 'open');
+        let seen = '';
+        const marker = `typed-${roundNumber}-${i}-done`;
+        const echoed = new Promise<void>((resolve) => socket.on('message', (data: Buffer, binary: boolean) => {
+          if (binary) seen = (seen + data.toString('latin1')).slice(-4096);
+          if (seen.includes(marker)) resolve();
+        }));
+        // Some typing (a line at a time, as a user would), then output the shell makes, then the marker.
+        for (let line = 0; line < 20; line++) socket.send(Buffer.from(`echo line ${line} of ${'x'.repeat(60)}\r`), { binary: true });
+        // The echoed command line shows `…-""done`, only the command's output shows the marker itself.
+        socket.send(Buffer.from(`seq 1 20000; echo ${marker.replace('-done', '-""done')}\r`), { binary: true });
+        await echoed;
+        socket.close();
+        await stopSession(base, cookie, session.id);
+      }));
+      return `${TERMINAL_SESSIONS} sessions`;
+    };
+  },
+};
+
+export const loads = [metadataLoad, transferLoad, listingLoad, terminalLoad];
+
+export async function benchMemory(env: BenchEnv): Promise<BenchRow[]> {
+  const rows: BenchRow[] = [];
+  // BENCH_MEMORY_NODE_FLAGS (even empty) replaces the launcher's flags, to compare (e.g. before/after a flag).
+  const override = process.env.BENCH_MEMORY_NODE_FLAGS;
+  const product = await startProduct(env, { nodeFlags: override === undefined ? await launcherNodeFlags() : override.split(' ').filter(Boolean) });
+  try {
+    await sleep(5000); // start-up's own work (migrations, first GCs) settles
+    const idle = await rssOf(product.pid);
+    const idleHeap = await product.heapAfterGc();
+    progress(rows, { name: `idle RSS after start (heap in use after GC ${round(idleHeap / MiB)} MiB)`, value: round(idle / MiB), unit: 'MiB', goal: '≤ 300 MiB', pass: idle <= IDLE_GOAL });
+    for (const load of loads) {
+      const run = await load.prepare(product);
+      const heaps: number[] = [];
+      const achieved: string[] = [];
+      let peak = 0;
+      for (let i = 0; i < ROUNDS; i++) {
+        peak = Math.max(peak, await peakDuring(product.pid, async () => void achieved.push(await run(i))));
+        // The last round's GC comes after the settle time: a forced GC would make the RSS a user sees look better.
+        if (i < ROUNDS - 1) heaps.push(await product.heapAfterGc());
+      }
+      await sleep(SETTLE_SECONDS * 1000);
+      const after = await rssOf(product.pid);
+      heaps.push(await product.heapAfterGc());
+      const growth = heaps.at(-1)! - heaps[0]!;
+      const tolerance = heapTolerance(heaps[0]!);
+      progress(rows, { name: `${load.name}: peak RSS (rounds: ${achieved.join(' / ')})`, value: round(peak / MiB), unit: 'MiB', baseline: round(idle / MiB), ratio: round(peak / idle, 2) });
+      progress(rows, {
+        name: `${load.name}: heap after GC, rounds ${heaps.map((h) => round(h / MiB)).join(' / ')} MiB (growth 3 vs 1)`,
+        value: round(growth / MiB), unit: 'MiB', goal: `≤ ${round(tolerance / MiB)} MiB`, pass: growth <= tolerance,
+      });
+      progress(rows, {
+        name: `${load.name}: RSS ${SETTLE_SECONDS} s after (vs idle after start)`, value: round(after / MiB), unit: 'MiB',
+        baseline: round(idle / MiB), ratio: round(after / idle, 2), goal: '≤ 1.20×', pass: after <= 1.2 * idle,
+      });
+    }
+  } finally {
+    await product.stop();
+  }
+  return rows;
+}
