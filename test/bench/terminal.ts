@@ -14,9 +14,9 @@
 // The gateway runs as its own process (its RSS is its own), with the local backend.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { readdirSync, readFileSync } from 'node:fs';
+import { mkdirSync, readdirSync, readFileSync, readlinkSync } from 'node:fs';
 import { createRequire } from 'node:module';
-import { join } from 'node:path';
+import { basename, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type * as NodePty from 'node-pty';
 import type { IPty } from 'node-pty';
@@ -68,7 +68,10 @@ function agentPids(sessionIds: Set<string>): number[] {
     if (!/^\d+$/.test(entry)) continue;
     try {
       const args = readFileSync(`/proc/${entry}/cmdline`, 'utf8').split('\0');
-      if (args.some((a) => a.endsWith('agent/main.ts')) && args.some((a) => sessionIds.has(a))) pids.push(Number(entry));
+      if (!args.some((a) => a.endsWith('agent/main.ts'))) continue;
+      // A warm agent's command line names its slot, not its session: its log (stderr) is named after the session.
+      const log = basename(readlinkSync(`/proc/${entry}/fd/2`), '.log');
+      if (args.some((a) => sessionIds.has(a)) || sessionIds.has(log)) pids.push(Number(entry));
     } catch {
       // gone
     }
@@ -259,13 +262,18 @@ async function startUntilPrompt(base: string, cookie: string): Promise<number> {
   return ms;
 }
 
-/** The same login shell spawned on a pty in this process, until its first output byte; ms. */
-async function ptyUntilFirstByte(): Promise<number> {
+/**
+ * The same login shell spawned on a pty in this process, until its first output byte; ms. Its HOME is empty, like
+ * a new session account's (the bench's own account may have a profile that takes far longer).
+ */
+async function ptyUntilFirstByte(home: string): Promise<number> {
   const started = process.hrtime.bigint();
-  const term = pty.spawn(SHELL, ['-l'], { name: 'xterm-256color', cols: 80, rows: 24, env: { PATH: '/usr/bin:/bin', TERM: 'xterm-256color', HOME: process.env.HOME ?? '/' }, encoding: null });
+  const term = pty.spawn(SHELL, ['-l'], { name: 'xterm-256color', cols: 80, rows: 24, cwd: home, env: { PATH: '/usr/bin:/bin', TERM: 'xterm-256color', HOME: home }, encoding: null });
+  const exited = new Promise((resolve) => term.onExit(resolve));
   await new Promise<void>((resolve) => term.onData(() => resolve()));
   const ms = Number(process.hrtime.bigint() - started) / 1e6;
   term.kill();
+  await exited;
   return ms;
 }
 
@@ -329,12 +337,14 @@ export async function benchTerminal(env: BenchEnv): Promise<BenchRow[]> {
     rows.push(atMost('keystroke round trip p99: WebSocket via gateway+agent (vs raw pty)', 'ms', percentile(overSocket, 99), percentile(overPty, 99), 1.2));
 
     // Session start until the prompt, alternating with a shell on a pty in this process.
+    const emptyHome = join(env.workDir, `terminal-home-${randomBytes(4).toString('hex')}`);
+    mkdirSync(emptyHome);
     const starts = await alternate(START_ROUNDS, {
       gateway: async () => {
         await sleep(1000); // an idle gateway between starts, as between a user's clicks
         return startUntilPrompt(base, cookie);
       },
-      pty: () => ptyUntilFirstByte(),
+      pty: () => ptyUntilFirstByte(emptyHome),
     });
     rows.push(atMost('session start until the prompt on the WebSocket (vs shell on a pty)', 'ms', median(starts.gateway!), median(starts.pty!), 100));
 
