@@ -199,7 +199,7 @@ function timeUntil(echo: Echo, marker: string, begin: () => void): Promise<{ byt
     echo.onData((data) => {
       if (done) return;
       bytes += data.length;
-      tail = (tail + data.subarray(Math.max(0, data.length - 64)).toString('latin1')).slice(-128);
+      tail = (tail + data.subarray(Math.max(0, data.length - 512)).toString('latin1')).slice(-1024);
       if (tail.includes(marker)) {
         done = true;
         resolve({ bytes, seconds: Number(process.hrtime.bigint() - started) / 1e9 });
@@ -233,7 +233,7 @@ async function floodFromPty(run: number): Promise<number> {
     term.onData((chunk) => {
       const data = chunk as unknown as Buffer;
       count += data.length;
-      tail = (tail + data.subarray(Math.max(0, data.length - 64)).toString('latin1')).slice(-128);
+      tail = (tail + data.subarray(Math.max(0, data.length - 512)).toString('latin1')).slice(-1024);
       if (tail.includes(marker)) resolve(count);
     });
   });
