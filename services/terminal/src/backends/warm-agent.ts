@@ -6,6 +6,8 @@
 import type { ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 
+const REFILL_DELAY_MS = 500;
+
 export interface Spare {
   child: ChildProcess;
   /** On the spare's command line (`--warm <slot>`): how its process is recognised once it serves a session. */
@@ -40,9 +42,10 @@ export function createWarmAgents(count: number, spawnSpare: (slot: string) => Ch
       spares.push(spare);
     }
   };
-  // Off the caller's path: the start that took a spare answers first.
-  const refill = () => setImmediate(fill).unref();
-  if (count > 0) refill();
+  // Off the caller's path: a replacement (a Node start, ~0.2 s of a core) waits until the session that took the
+  // spare has its shell up and its first prompt shown, instead of competing with them for the CPU.
+  const refill = (delayMs: number) => setTimeout(fill, delayMs).unref();
+  if (count > 0) refill(0);
 
   return {
     take() {
@@ -51,7 +54,7 @@ export function createWarmAgents(count: number, spawnSpare: (slot: string) => Ch
       while ((spare = spares.shift()) && !alive(spare)) {
         // dead, drop it
       }
-      refill();
+      refill(REFILL_DELAY_MS);
       return spare;
     },
     waiting: () => spares.filter(alive).map((spare) => spare.child.pid!),
