@@ -104,7 +104,7 @@ export async function startTerminal(config: TerminalConfig, options: StartOption
     backend =
       config.backend.kind === 'kubernetes'
         ? createKubernetesBackend({ config: config.backend.kubernetes!, sessions: config.sessions, log: { info: (m) => log.info(m), warn: (m) => log.warn(m) } })
-        : createLocalBackend({ shell: config.backend.local.shell, socketDir: config.backend.local.socket_dir, accounts: config.backend.local.accounts, log: { info: (m) => log.info(m), warn: (m) => log.warn(m) } });
+        : createLocalBackend({ shell: config.backend.local.shell, socketDir: config.backend.local.socket_dir, accounts: config.backend.local.accounts, warmAgents: config.backend.local.warm_agents, log: { info: (m) => log.info(m), warn: (m) => log.warn(m) } });
     const sessions = createSessionService({
       pool,
       backend,

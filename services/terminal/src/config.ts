@@ -90,6 +90,11 @@ export const backendSchema = z
         shell: z.string().min(1).default('/bin/bash'),
         /** Where the agents' unix sockets live (0700); default: a directory under the OS temp dir. */
         socket_dir: z.string().min(1).optional(),
+        /**
+         * Agent processes kept started ahead of time, each waiting for one session (it learns the owner only then,
+         * and is replaced): a start then answers in a fraction of the time. 0 starts every agent on demand.
+         */
+        warm_agents: z.number().int().min(0).max(8).default(1),
         /** The OS accounts shells run as when the server can switch users (see backends/local-accounts.ts). */
         accounts: z
           .strictObject({

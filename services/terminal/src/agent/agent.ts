@@ -28,6 +28,8 @@ export const HIGH_WATER = 1_048_576;
 export const LOW_WATER = 262_144;
 const MAX_FRAME = 1_048_576;
 const MAX_BATCH = 65_536;
+const BULK_READ = 2048;
+const BULK_WAIT_MS = 2;
 const PING_INTERVAL_MS = 30_000;
 const TICK_MS = 5000;
 
@@ -173,12 +175,18 @@ export async function startAgent(settings: AgentSettings, options: { log?: (mess
   };
 
   // Output read from the pty in one turn of the event loop goes out as one frame (fewer, larger frames: a
-  // flood costs less per byte), flushed before anything else is sent so the order never changes.
+  // flood costs less per byte), flushed before anything else is sent so the order never changes. A pty hands
+  // out at most ~4 KiB per read, and a fast reader gets one read per turn: so when a read looks like bulk output
+  // (BULK_READ or more) the frame waits BULK_WAIT_MS for more (up to MAX_BATCH), which made a flood ~16 times
+  // fewer frames. Small reads (echoed keystrokes, prompts) still go out in the same turn.
   let pending: Buffer[] = [];
   let pendingBytes = 0;
   let flushScheduled = false;
+  let flushTimer: NodeJS.Timeout | undefined;
   const flush = () => {
     flushScheduled = false;
+    if (flushTimer) clearTimeout(flushTimer);
+    flushTimer = undefined;
     if (pendingBytes === 0) return;
     const data = pending.length === 1 ? pending[0]! : Buffer.concat(pending, pendingBytes);
     pending = [];
@@ -193,7 +201,10 @@ export async function startAgent(settings: AgentSettings, options: { log?: (mess
     pending.push(data);
     pendingBytes += data.length;
     if (pendingBytes >= MAX_BATCH) flush();
-    else if (!flushScheduled) {
+    else if (data.length >= BULK_READ && !flushTimer) {
+      flushScheduled = true;
+      flushTimer = setTimeout(flush, BULK_WAIT_MS);
+    } else if (!flushScheduled) {
       flushScheduled = true;
       setImmediate(flush);
     }

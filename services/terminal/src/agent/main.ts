@@ -1,6 +1,10 @@
 // Entry point of the agent process: `node services/terminal/src/agent/main.ts --session <id>` (local backend) or
 // `boxyard terminal-agent` in a session pod (which calls runAgentFromEnvironment). Settings come from
 // BOXYARD_AGENT_* variables, which are removed from the environment before the shell starts.
+// `--warm <slot>` (local backend's warm agent, see backends/warm-agent.ts): the process starts with no session,
+// loads its code, then waits for one JSON line on stdin holding the session's BOXYARD_AGENT_* (and TRACEPARENT)
+// variables; it leaves quietly when stdin closes first (its gateway is gone or no longer wants it).
+import { createInterface } from 'node:readline';
 import { pathToFileURL } from 'node:url';
 import { startAgent } from './agent.ts';
 import { traceAgentStart } from './tracing.ts';
@@ -8,7 +12,34 @@ import { parseAgentSettings } from './settings.ts';
 
 export const READY_PREFIX = 'boxyard-agent ready ';
 
+export const WARM_FLAG = '--warm';
+
+/** The session's variables, sent by the gateway once it claims this warm agent; undefined when stdin closes. */
+async function claimedEnvironment(): Promise<Record<string, string> | undefined> {
+  const lines = createInterface({ input: process.stdin, crlfDelay: Infinity });
+  for await (const line of lines) {
+    lines.close();
+    const parsed = JSON.parse(line) as unknown;
+    if (!parsed || typeof parsed !== 'object') throw new Error('warm agent: the claim is not a JSON object');
+    const allowed = ([name]: [string, unknown]) => name.startsWith('BOXYARD_AGENT_') || name === 'TRACEPARENT' || name === 'TRACESTATE';
+    return Object.fromEntries(Object.entries(parsed).filter(allowed).map(([name, value]) => [name, String(value)]));
+  }
+  return undefined;
+}
+
 export async function runAgentFromEnvironment(): Promise<never> {
+  if (process.argv.includes(WARM_FLAG)) {
+    let claim;
+    try {
+      claim = await claimedEnvironment();
+    } catch (error) {
+      process.stderr.write(`${(error as Error).message}\n`);
+      process.exit(2);
+    }
+    if (!claim) process.exit(0);
+    process.stdin.destroy(); // nothing more comes, and the shell must not inherit a reader
+    Object.assign(process.env, claim);
+  }
   let settings;
   try {
     settings = parseAgentSettings(process.env);

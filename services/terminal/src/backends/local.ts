@@ -3,16 +3,17 @@
 // they end themselves at their limits when no gateway is left to stop them. Whose account a shell runs as, and
 // who may have one at all, is local-accounts.ts's business. Agents start with only their own settings: nothing of
 // the gateway's environment (database URL, secrets) reaches them or their shells.
-import { spawn } from 'node:child_process';
-import { closeSync, mkdirSync, openSync, readFileSync, rmSync, statSync, chmodSync } from 'node:fs';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { closeSync, mkdirSync, openSync, readFileSync, renameSync, rmSync, statSync, chmodSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { READY_PREFIX } from '../agent/main.ts';
+import { READY_PREFIX, WARM_FLAG } from '../agent/main.ts';
 import { DEFAULT_PATH, type AgentEnvironment } from '../agent/settings.ts';
 import { adminsOnlyMessage, createAccountResolver, switchAbility, type LocalAccountsConfig, type SwitchAbility } from './local-accounts.ts';
 import type { AgentSpec, BackendProbe, SessionBackend, StartedAgent } from './types.ts';
 import { telemetryEnvironment } from '../agent/tracing.ts';
+import { createWarmAgents } from './warm-agent.ts';
 
 const AGENT_MAIN = fileURLToPath(new URL('../agent/main.ts', import.meta.url));
 const START_TIMEOUT_MS = 15_000;
@@ -26,6 +27,8 @@ export interface LocalBackendOptions {
   /** What the process may do; measured when not given (tests pass what they want to see). */
   ability?: SwitchAbility;
   log: { info(message: string): void; warn(message: string): void };
+  /** Spare agents kept started ahead of time (see warm-agent.ts); 0 starts every agent cold. */
+  warmAgents?: number;
 }
 
 function privateDirectory(dir: string): string {
@@ -36,12 +39,20 @@ function privateDirectory(dir: string): string {
   return dir;
 }
 
-const pidOf = (resource: string | null) => (resource?.startsWith('pid:') ? Number(resource.slice(4)) : undefined);
+/**
+ * A session's resource: `pid:<n>` for an agent started for it (its command line names the session), or
+ * `pid:<n> warm:<slot>` for a spare it took (its command line names the slot).
+ */
+function agentOf(session: { id: string; resource: string | null }): { pid: number; tag: string } | undefined {
+  const match = /^pid:(\d+)(?: warm:([0-9a-f-]{36}))?$/.exec(session.resource ?? '');
+  return match ? { pid: Number(match[1]), tag: match[2] ?? session.id } : undefined;
+}
 
 /** True when `pid` is still this session's agent (not a recycled pid of something else). */
-function isAgent(pid: number, sessionId: string): boolean {
+function isAgent(agent: { pid: number; tag: string } | undefined): agent is { pid: number; tag: string } {
+  if (!agent) return false;
   try {
-    return readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').includes(sessionId);
+    return readFileSync(`/proc/${agent.pid}/cmdline`, 'utf8').split('\0').includes(agent.tag);
   } catch {
     return false;
   }
@@ -66,6 +77,28 @@ export function createLocalBackend(options: LocalBackendOptions): SessionBackend
   const exitListeners: ((sessionId: string, exitCode: number | null) => void)[] = [];
   const exitCodes = new Map<string, number | null>();
   const paths = (id: string) => ({ socket: join(dir, `${id}.sock`), log: join(dir, `${id}.log`) });
+  const spawnAgent = (args: string[], env: Record<string, string>, log: string, stdin: 'ignore' | 'pipe'): ChildProcess => {
+    const logFd = openSync(log, 'a', 0o600);
+    try {
+      // Only the agent's own settings: nothing of the gateway's environment (database URL, secrets) goes along.
+      return spawn(process.execPath, [AGENT_MAIN, ...args], { env: { ...env, PATH: DEFAULT_PATH }, detached: true, stdio: [stdin, 'pipe', logFd] });
+    } finally {
+      closeSync(logFd);
+    }
+  };
+  const warm = createWarmAgents(options.warmAgents ?? 0, (slot) => {
+    // The trace context of whatever request happens to be running is not the spare's: it gets its own at claim.
+    const { TRACEPARENT: _parent, TRACESTATE: _state, ...otel } = telemetryEnvironment(process.env);
+    const child = spawnAgent([WARM_FLAG, slot], otel, join(dir, `warm-${slot}.log`), 'pipe');
+    // A waiting spare holds nothing of the gateway's up: it leaves by itself when the gateway's end of stdin closes.
+    child.stdin!.on('error', () => {}); // a spare that died meanwhile: its exit is what counts
+    child.unref();
+    for (const stream of [child.stdin, child.stdout]) (stream as unknown as { unref?: () => void } | null)?.unref?.();
+    child.once('exit', () => {
+      if (!child.stdin?.writableEnded) rmSync(join(dir, `warm-${slot}.log`), { force: true });
+    });
+    return child;
+  });
 
   return {
     kind: 'local',
@@ -89,16 +122,21 @@ export function createLocalBackend(options: LocalBackendOptions): SessionBackend
         BOXYARD_AGENT_PATH: DEFAULT_PATH,
         ...(account ? { BOXYARD_AGENT_RUN_AS: account.name } : {}),
       };
-      const logFd = openSync(log, 'a', 0o600);
-      // Only the agent's own settings: nothing of the gateway's environment (database URL, secrets) goes along.
-      const child = spawn(process.execPath, [AGENT_MAIN, '--session', spec.sessionId], {
-        env: { ...env, ...telemetryEnvironment(process.env), PATH: DEFAULT_PATH },
-        detached: true,
-        stdio: ['ignore', 'pipe', logFd],
-      });
-      closeSync(logFd);
+      const spare = warm.take();
+      let child: ChildProcess;
+      let resource: string;
+      if (spare) {
+        child = spare.child;
+        resource = `pid:${child.pid} warm:${spare.slot}`;
+        renameSync(join(dir, `warm-${spare.slot}.log`), log);
+        child.stdin!.end(`${JSON.stringify({ ...env, ...telemetryEnvironment({}) })}\n`);
+        child.ref();
+      } else {
+        child = spawnAgent(['--session', spec.sessionId], { ...env, ...telemetryEnvironment(process.env) }, log, 'ignore');
+        resource = `pid:${child.pid}`;
+      }
       const stdout = child.stdout!;
-      if (child.pid !== undefined) onResource?.(`pid:${child.pid}`);
+      if (child.pid !== undefined) onResource?.(resource);
       child.on('exit', (code, signal) => {
         const exitCode = signal ? null : code;
         exitCodes.set(spec.sessionId, exitCode);
@@ -137,7 +175,7 @@ export function createLocalBackend(options: LocalBackendOptions): SessionBackend
         // From here on the agent lives on its own; the gateway may exit without taking it along.
         stdout.destroy();
         child.unref();
-        return { address, resource: `pid:${child.pid}` };
+        return { address, resource };
       } catch (error) {
         child.kill('SIGKILL');
         throw error;
@@ -145,18 +183,18 @@ export function createLocalBackend(options: LocalBackendOptions): SessionBackend
     },
 
     async release(session) {
-      const pid = pidOf(session.resource);
-      if (pid !== undefined && isAgent(pid, session.id)) {
+      const agent = agentOf(session);
+      if (isAgent(agent)) {
         try {
-          process.kill(pid, 'SIGTERM');
+          process.kill(agent.pid, 'SIGTERM');
         } catch {
           // gone
         }
         // The agent ends its shell on SIGTERM and leaves; insist after a while.
-        for (let i = 0; i < 40 && isAgent(pid, session.id); i++) await sleep(100);
-        if (isAgent(pid, session.id)) {
+        for (let i = 0; i < 40 && isAgent(agent); i++) await sleep(100);
+        if (isAgent(agent)) {
           try {
-            process.kill(pid, 'SIGKILL');
+            process.kill(agent.pid, 'SIGKILL');
           } catch {
             // gone
           }
@@ -168,8 +206,7 @@ export function createLocalBackend(options: LocalBackendOptions): SessionBackend
     },
 
     async probe(session): Promise<BackendProbe> {
-      const pid = pidOf(session.resource);
-      if (pid !== undefined && isAgent(pid, session.id)) return { state: 'present' };
+      if (isAgent(agentOf(session))) return { state: 'present' };
       return { state: 'gone', exitCode: exitCodes.get(session.id) ?? null };
     },
 
@@ -177,7 +214,10 @@ export function createLocalBackend(options: LocalBackendOptions): SessionBackend
       exitListeners.push(listener);
     },
 
+    warmAgents: () => warm.waiting(),
+
     async close() {
+      warm.close();
       exitListeners.length = 0;
     },
   };

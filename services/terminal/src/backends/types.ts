@@ -42,5 +42,7 @@ export interface SessionBackend {
   probe(session: { id: string; resource: string | null }): Promise<BackendProbe>;
   /** Called when an agent this replica started exits (local backend only: it sees its children end). */
   onAgentExit?(listener: (sessionId: string, exitCode: number | null) => void): void;
+  /** Pids of the spare agents started ahead of time and waiting for a session (local backend only). */
+  warmAgents?(): number[];
   close(): Promise<void>;
 }
