@@ -43,7 +43,8 @@ RUN groupadd --system --gid 10001 boxyard \
  && useradd --system --uid 10001 --gid 10001 --home-dir /nonexistent --no-create-home --shell /usr/sbin/nologin boxyard
 WORKDIR /app
 COPY --from=build /app /app
-# `boxyard` on PATH: `exec node /app/services/boxyard/src/main.ts "$@"`; build-image.sh installs the same file.
+# `boxyard` on PATH: `exec node <services/boxyard/node-flags> /app/services/boxyard/src/main.ts "$@"`; build-image.sh
+# installs the same file.
 COPY --chmod=0755 services/boxyard/bin/boxyard /usr/local/bin/boxyard
 USER 10001:10001
 # box-repository, file-share, terminal, operator metrics

@@ -98,8 +98,11 @@ describe('the image build-image.sh writes and the Dockerfile', () => {
     accessSync(join(root, WRAPPER), constants.X_OK);
     const wrapper = readFileSync(join(root, WRAPPER), 'utf8');
     expect(wrapper.startsWith('#!/bin/sh\n')).toBe(true);
-    const [, target] = /^exec node (\/app\/\S+) "\$@"$/m.exec(wrapper) ?? [];
+    // With the V8 flags of services/boxyard/node-flags (a file the image must carry, or node starts without them).
+    const [, flags, target] = /^exec node \$\(sed '\/\^#\/d' (\/app\/\S+)\) (\/app\/\S+) "\$@"$/m.exec(wrapper) ?? [];
+    expect(flags).toBe(`${config.config.WorkingDir}/services/boxyard/node-flags`);
     expect(target).toBe(`${config.config.WorkingDir}/services/boxyard/src/main.ts`);
-    expect(existsSync(join(root, target!.slice('/app/'.length)))).toBe(true);
+    for (const file of [flags!, target!]) expect(existsSync(join(root, file.slice('/app/'.length)))).toBe(true);
+    expect(wrapper).toMatch(/^export MALLOC_ARENA_MAX="\$\{MALLOC_ARENA_MAX:-2\}"/m);
   });
 });
