@@ -67,8 +67,18 @@ export async function startProduct(env: BenchEnv, options: { nodeFlags?: string[
   const dir = join(env.workDir, `memory-${randomBytes(4).toString('hex')}`);
   const home = join(dir, 'home');
   await mkdir(home, { recursive: true, mode: 0o755 });
-  const postgresPort = await freePort();
-  const listener = async () => ({ server: { host: '127.0.0.1', port: await freePort() }, logging: { level: 'warn' } });
+  // Five ports picked before anything listens: the OS may hand out one of them twice (it did: EADDRINUSE).
+  const taken = new Set<number>();
+  const distinctPort = async (): Promise<number> => {
+    for (;;) {
+      const port = await freePort();
+      if (taken.has(port)) continue;
+      taken.add(port);
+      return port;
+    }
+  };
+  const postgresPort = await distinctPort();
+  const listener = async () => ({ server: { host: '127.0.0.1', port: await distinctPort() }, logging: { level: 'warn' } });
   const service = async () => ({ ...(await listener()), rate_limiting: { enabled: false } });
   const config = {
     home,
