@@ -148,7 +148,7 @@ export async function benchOperator(env: BenchEnv): Promise<BenchRow[]> {
     const errors = metricSum(metrics, 'controller_runtime_reconcile_errors_total');
 
     return [
-      { name: `${count} custom resources to Ready (baseline: ${count} plain Deployments)`, value: round(convergeSeconds), unit: 's', baseline: round(baselineSeconds), ratio: round(convergeSeconds / baselineSeconds, 2) },
+      { name: `${count} custom resources to Ready (baseline: ${count} plain Deployments)`, value: round(convergeSeconds), unit: 's', baseline: round(baselineSeconds), ratio: round(convergeSeconds / baselineSeconds, 2), goal: '≤ 1.10×', pass: convergeSeconds / baselineSeconds <= 1.1 },
       { name: `operator peak memory (RSS) with ${count} resources`, value: round(peakKiB / 1024), unit: 'MiB' },
       { name: `operator memory (RSS) at steady state with ${count} resources`, value: round(steadyKiB / 1024), unit: 'MiB' },
       { name: `API writes per minute at steady state (${round(reconciles / minutes, 0)} reconciles/min)`, value: round(writesPerMinute, 2), unit: 'writes/min' },
