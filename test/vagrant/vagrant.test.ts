@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { Transform, type TransformCallback } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { makeBox } from '../../services/box-repository/src/testing/boxes.ts';
-import { archPath, createBoxPath, createOrganization, startTestService, uploadRaw, type BoxPath, type TestService } from '../../services/box-repository/src/testing/service.ts';
+import { archPath, createBoxPath, createOrganization, startTestService, uploadRaw, type BoxPath, type TestService, type TestServiceOptions } from '../../services/box-repository/src/testing/service.ts';
 
 const VAGRANT = process.env.VAGRANT_BIN ?? '/usr/bin/vagrant';
 const MiB = 1024 * 1024;
@@ -17,6 +17,41 @@ const MiB = 1024 * 1024;
 interface VagrantRun {
   code: number | null;
   output: string;
+}
+
+/** Runs the real vagrant with its own HOME, asking `serverUrl` for boxes by name. */
+function runVagrant(client: { home: string; serverUrl: string }, args: string[], env: Record<string, string> = {}, onSpawn?: (pid: number) => void): Promise<VagrantRun> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(VAGRANT, args, {
+      env: {
+        PATH: process.env.PATH ?? '/usr/bin:/bin',
+        HOME: client.home,
+        VAGRANT_HOME: join(client.home, 'vagrant.d'),
+        VAGRANT_CHECKPOINT_DISABLE: '1',
+        VAGRANT_SERVER_URL: client.serverUrl,
+        ...env,
+      },
+      // Its own process group, so a test can kill vagrant and its curl together.
+      detached: true,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let output = '';
+    child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
+    child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));
+    child.on('error', reject);
+    child.on('close', (code) => resolve({ code, output }));
+    if (child.pid) onSpawn?.(child.pid);
+  });
+}
+
+/** A box repository on MinIO with organization `acme`, a scratch Vagrant home, and a service-account key for acme. */
+async function startForVagrant(options: TestServiceOptions): Promise<{ service: TestService; vagrantHome: string; serviceAccountKey: string }> {
+  const service = await startTestService({ storage: 's3', ...options });
+  const vagrantHome = await mkdtemp(join(tmpdir(), 'vagrant-home-'));
+  await createOrganization(service, 'acme');
+  const key = await service.request('POST', '/api/service-accounts', { token: service.adminToken, json: { organization: 'acme', description: 'vagrant client' } });
+  expect(key.status).toBe(201);
+  return { service, vagrantHome, serviceAccountKey: key.body.token };
 }
 
 /** Holds a download after `afterBytes` until released: lets the test interrupt Vagrant mid-download. */
@@ -60,27 +95,7 @@ describe('vagrant box add against the box repository', () => {
   let serviceAccountKey: string;
 
   const run = (args: string[], env: Record<string, string> = {}, onSpawn?: (pid: number) => void): Promise<VagrantRun> =>
-    new Promise((resolve, reject) => {
-      const child = spawn(VAGRANT, args, {
-        env: {
-          PATH: process.env.PATH ?? '/usr/bin:/bin',
-          HOME: vagrantHome,
-          VAGRANT_HOME: join(vagrantHome, 'vagrant.d'),
-          VAGRANT_CHECKPOINT_DISABLE: '1',
-          VAGRANT_SERVER_URL: service.url,
-          ...env,
-        },
-        // Its own process group, so the test can kill vagrant and its curl together.
-        detached: true,
-        stdio: ['ignore', 'pipe', 'pipe'],
-      });
-      let output = '';
-      child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
-      child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));
-      child.on('error', reject);
-      child.on('close', (code) => resolve({ code, output }));
-      if (child.pid) onSpawn?.(child.pid);
-    });
+    runVagrant({ home: vagrantHome, serverUrl: service.url }, args, env, onSpawn);
 
   const boxList = async () => (await run(['box', 'list'])).output;
 
@@ -92,15 +107,9 @@ describe('vagrant box add against the box repository', () => {
   }
 
   beforeAll(async () => {
-    service = await startTestService({
-      storage: 's3',
+    ({ service, vagrantHome, serviceAccountKey } = await startForVagrant({
       hooks: { downloadTransform: () => gate.transform(), onDownloadRequest: (range) => ranges.push(range) },
-    });
-    vagrantHome = await mkdtemp(join(tmpdir(), 'vagrant-home-'));
-    await createOrganization(service, 'acme');
-    const key = await service.request('POST', '/api/service-accounts', { token: service.adminToken, json: { organization: 'acme', description: 'vagrant client' } });
-    expect(key.status).toBe(201);
-    serviceAccountKey = key.body.token;
+    }));
   });
 
   afterAll(async () => {
@@ -210,26 +219,10 @@ describe('vagrant box add through redirects to presigned storage URLs (download_
   let vagrantHome: string;
   let serviceAccountKey: string;
 
-  const vagrant = (args: string[], env: Record<string, string> = {}): Promise<VagrantRun> =>
-    new Promise((resolve, reject) => {
-      const child = spawn(VAGRANT, args, {
-        env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: vagrantHome, VAGRANT_HOME: join(vagrantHome, 'vagrant.d'), VAGRANT_CHECKPOINT_DISABLE: '1', VAGRANT_SERVER_URL: service.url, ...env },
-        stdio: ['ignore', 'pipe', 'pipe'],
-      });
-      let output = '';
-      child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
-      child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));
-      child.on('error', reject);
-      child.on('close', (code) => resolve({ code, output }));
-    });
+  const vagrant = (args: string[], env: Record<string, string> = {}): Promise<VagrantRun> => runVagrant({ home: vagrantHome, serverUrl: service.url }, args, env);
 
   beforeAll(async () => {
-    service = await startTestService({ storage: 's3', config: { download_links: { redirect_to_storage: true, storage_url_ttl_seconds: 30 } } });
-    vagrantHome = await mkdtemp(join(tmpdir(), 'vagrant-home-'));
-    await createOrganization(service, 'acme');
-    const key = await service.request('POST', '/api/service-accounts', { token: service.adminToken, json: { organization: 'acme', description: 'vagrant client' } });
-    expect(key.status).toBe(201);
-    serviceAccountKey = key.body.token;
+    ({ service, vagrantHome, serviceAccountKey } = await startForVagrant({ config: { download_links: { redirect_to_storage: true, storage_url_ttl_seconds: 30 } } }));
   });
 
   afterAll(async () => {
