@@ -68,6 +68,25 @@ export const jsonApi = (base: () => string) => async (method: string, path: stri
   return body;
 };
 
+/**
+ * Signs in as admin on the box repository at `base` and creates `org/box` (public) with each of `versions`, each with
+ * provider virtualbox, architecture amd64 and no file yet. Returns the admin's token and each version's upload URL.
+ */
+export async function createPublicBox(base: string, adminPassword: string, names: { org: string; box: string; versions: string[] }) {
+  const api = jsonApi(() => base);
+  const token = (await api('POST', '/api/auth/signin', { username: 'admin', password: adminPassword })).access_token as string;
+  const boxPath = `/api/organization/${names.org}/box/${names.box}`;
+  await api('POST', `/api/organization`, { name: names.org }, token);
+  await api('POST', `/api/organization/${names.org}/box`, { name: names.box, isPublic: true }, token);
+  for (const version of names.versions) {
+    await api('POST', `${boxPath}/version`, { versionNumber: version }, token);
+    await api('POST', `${boxPath}/version/${version}/provider`, { name: 'virtualbox' }, token);
+    await api('POST', `${boxPath}/version/${version}/provider/virtualbox/architecture`, { name: 'amd64' }, token);
+  }
+  const uploadUrl = (version: string) => `${base}${boxPath}/version/${version}/provider/virtualbox/architecture/amd64/file/upload`;
+  return { token, api, uploadUrl };
+}
+
 export async function startService(config: Record<string, unknown>, env: Record<string, string> = {}): Promise<Service> {
   const child = spawn(process.execPath, [serverScript], { env: { ...process.env, ...env, BOXREPO_BENCH_CONFIG: JSON.stringify(config) }, stdio: ['ignore', 'pipe', 'inherit'] });
   const url = await new Promise<string>((resolve, reject) => {

@@ -11,7 +11,7 @@ import { mkdir } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import * as Minio from 'minio';
 import pg from 'pg';
-import { generatedBox, httpUpload, jsonApi, startService, type Service } from './box-repository.ts';
+import { generatedBox, httpUpload, createPublicBox, startService, type Service } from './box-repository.ts';
 import { createBenchDatabase, type BenchEnv, type BenchRow } from './env.ts';
 import { alternate, curlUpload, downloadMiBs, median, round } from './load.ts';
 
@@ -31,15 +31,8 @@ export async function startWithBigBox(env: BenchEnv, storage: Record<string, unk
     rate_limiting: { enabled: false }, uploads: { max_bytes: 6 * GiB }, ...extra,
   };
   const service = await startService(config);
-  const post = jsonApi(() => service.url);
-  const api = (path: string, json: unknown, token?: string) => post('POST', path, json, token);
-  const token = (await api('/api/auth/signin', { username: 'admin', password: adminPassword })).access_token as string;
-  await api('/api/organization', { name: 'bench' }, token);
-  await api('/api/organization/bench/box', { name: 'big', isPublic: true }, token);
-  await api('/api/organization/bench/box/big/version', { versionNumber: '1.0.0' }, token);
-  await api('/api/organization/bench/box/big/version/1.0.0/provider', { name: 'virtualbox' }, token);
-  await api('/api/organization/bench/box/big/version/1.0.0/provider/virtualbox/architecture', { name: 'amd64' }, token);
-  const uploadUrl = `${service.url}/api/organization/bench/box/big/version/1.0.0/provider/virtualbox/architecture/amd64/file/upload?replace=true`;
+  const { token, uploadUrl: uploadUrlOf } = await createPublicBox(service.url, adminPassword, { org: 'bench', box: 'big', versions: ['1.0.0'] });
+  const uploadUrl = `${uploadUrlOf('1.0.0')}?replace=true`;
   /** Uploads a generated box of `bytes` from the bench process, or with curl the box file at `path`. */
   const upload = async (bytes = diskBytes, path?: string) => {
     const headers = { 'x-access-token': token };

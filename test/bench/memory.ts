@@ -19,7 +19,7 @@ import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import WebSocket from 'ws';
 import { freePort } from '../../services/kit/src/net/free-port.ts';
-import { generatedBox, httpUpload, jsonApi } from './box-repository.ts';
+import { generatedBox, httpUpload, createPublicBox } from './box-repository.ts';
 import { progress } from './downloads.ts';
 import type { BenchEnv, BenchRow } from './env.ts';
 import { downloadMiBs, loadGet, round } from './load.ts';
@@ -177,16 +177,9 @@ const metadataLoad: Load = {
   name: 'box metadata (32 clients, 5 s)',
   async prepare(product) {
     const base = product.urls['box-repository']!;
-    const api = jsonApi(() => base);
-    const token = (await api('POST', '/api/auth/signin', { username: 'admin', password: product.adminPassword })).access_token as string;
-    await api('POST', '/api/organization', { name: 'bench' }, token);
-    await api('POST', '/api/organization/bench/box', { name: 'meta', isPublic: true }, token);
+    const { token, uploadUrl } = await createPublicBox(base, product.adminPassword, { org: 'bench', box: 'meta', versions: ['1.0.0', '1.1.0', '2.0.0'] });
     for (const version of ['1.0.0', '1.1.0', '2.0.0']) {
-      const path = `/api/organization/bench/box/meta/version/${version}`;
-      await api('POST', '/api/organization/bench/box/meta/version', { versionNumber: version }, token);
-      await api('POST', `${path}/provider`, { name: 'virtualbox' }, token);
-      await api('POST', `${path}/provider/virtualbox/architecture`, { name: 'amd64' }, token);
-      const uploaded = await httpUpload(`${base}${path}/provider/virtualbox/architecture/amd64/file/upload`, { 'x-access-token': token }, generatedBox(4096));
+      const uploaded = await httpUpload(uploadUrl(version), { 'x-access-token': token }, generatedBox(4096));
       if (uploaded.status >= 300) throw new Error(`upload: ${uploaded.status} ${uploaded.text}`);
     }
     return async () => `${round((await loadGet(`${base}/bench/meta`, { seconds: 5, connections: 32 })).rps, 0)} req/s`;
@@ -198,16 +191,9 @@ const transferLoad: Load = {
   name: 'box upload + download (256 MiB, local storage, 4 streams)',
   async prepare(product) {
     const base = product.urls['box-repository']!;
-    const api = jsonApi(() => base);
-    const token = (await api('POST', '/api/auth/signin', { username: 'admin', password: product.adminPassword })).access_token as string;
-    await api('POST', '/api/organization', { name: 'transfer' }, token);
-    await api('POST', '/api/organization/transfer/box', { name: 'big', isPublic: true }, token);
-    await api('POST', '/api/organization/transfer/box/big/version', { versionNumber: '1.0.0' }, token);
-    await api('POST', '/api/organization/transfer/box/big/version/1.0.0/provider', { name: 'virtualbox' }, token);
-    await api('POST', '/api/organization/transfer/box/big/version/1.0.0/provider/virtualbox/architecture', { name: 'amd64' }, token);
-    const path = '/api/organization/transfer/box/big/version/1.0.0/provider/virtualbox/architecture/amd64/file';
+    const { token, uploadUrl } = await createPublicBox(base, product.adminPassword, { org: 'transfer', box: 'big', versions: ['1.0.0'] });
     return async () => {
-      const uploaded = await httpUpload(`${base}${path}/upload?replace=true`, { 'x-access-token': token }, generatedBox(BOX_BYTES));
+      const uploaded = await httpUpload(`${uploadUrl('1.0.0')}?replace=true`, { 'x-access-token': token }, generatedBox(BOX_BYTES));
       if (uploaded.status >= 300) throw new Error(`upload: ${uploaded.status} ${uploaded.text}`);
       const size = Number((await fetch(`${base}/transfer/boxes/big/versions/1.0.0/providers/virtualbox/amd64/vagrant.box`, { method: 'HEAD' })).headers.get('content-length'));
       return `${round(await downloadMiBs(`${base}/transfer/boxes/big/versions/1.0.0/providers/virtualbox/amd64/vagrant.box`, { streams: 4, bytes: size }), 0)} MiB/s down`;

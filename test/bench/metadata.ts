@@ -8,7 +8,7 @@ import { once } from 'node:events';
 import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { generatedBox, httpUpload, jsonApi, startService } from './box-repository.ts';
+import { generatedBox, httpUpload, createPublicBox, startService } from './box-repository.ts';
 import { createBenchDatabase, type BenchEnv, type BenchRow } from './env.ts';
 import { alternate, loadGet, median, round, type LoadResult } from './load.ts';
 
@@ -42,16 +42,9 @@ export async function startBoxRepositoryWithBox(env: BenchEnv, extraConfig: Reco
     storage: { driver: 'local', root }, session: { secret: randomBytes(32).toString('base64url') },
     admin: { password: adminPassword }, rate_limiting: { enabled: false }, ...extraConfig,
   });
-  const api = jsonApi(() => service.url);
-  const token = (await api('POST', '/api/auth/signin', { username: 'admin', password: adminPassword })).access_token as string;
-  await api('POST', '/api/organization', { name: 'bench' }, token);
-  await api('POST', '/api/organization/bench/box', { name: 'meta', isPublic: true }, token);
+  const { token, api, uploadUrl } = await createPublicBox(service.url, adminPassword, { org: 'bench', box: 'meta', versions: ['1.0.0', '1.1.0', '2.0.0'] });
   for (const version of ['1.0.0', '1.1.0', '2.0.0']) {
-    const base = `/api/organization/bench/box/meta/version/${version}`;
-    await api('POST', '/api/organization/bench/box/meta/version', { versionNumber: version }, token);
-    await api('POST', `${base}/provider`, { name: 'virtualbox' }, token);
-    await api('POST', `${base}/provider/virtualbox/architecture`, { name: 'amd64' }, token);
-    const uploaded = await httpUpload(`${service.url}${base}/provider/virtualbox/architecture/amd64/file/upload`, { 'x-access-token': token }, generatedBox(4096));
+    const uploaded = await httpUpload(uploadUrl(version), { 'x-access-token': token }, generatedBox(4096));
     if (uploaded.status >= 300) throw new Error(`upload: ${uploaded.status} ${uploaded.text}`);
   }
   return { service, token, api, root };

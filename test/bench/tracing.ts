@@ -6,7 +6,7 @@ import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 import * as Minio from 'minio';
 import { startCollector } from '../harness/otel-collector.ts';
-import { generatedBox, httpDownload, httpUpload, jsonApi, median, requestsPerSecond, startService, timed, type Service } from './box-repository.ts';
+import { generatedBox, httpDownload, httpUpload, createPublicBox, median, requestsPerSecond, startService, timed, type Service } from './box-repository.ts';
 import { createBenchDatabase, type BenchEnv, type BenchRow } from './env.ts';
 
 const MiB = 1024 * 1024;
@@ -48,16 +48,9 @@ export async function benchTracing(env: BenchEnv): Promise<BenchRow[]> {
   };
   try {
     const base = services.off.url;
-    const post = jsonApi(() => base);
-    const api = (path: string, json: unknown, token?: string) => post('POST', path, json, token);
-    const token = (await api('/api/auth/signin', { username: 'admin', password: adminPassword })).access_token as string;
-    await api('/api/organization', { name: 'bench' }, token);
-    await api('/api/organization/bench/box', { name: 'traced', isPublic: true }, token);
-    await api('/api/organization/bench/box/traced/version', { versionNumber: '1.0.0' }, token);
-    await api('/api/organization/bench/box/traced/version/1.0.0/provider', { name: 'virtualbox' }, token);
-    await api('/api/organization/bench/box/traced/version/1.0.0/provider/virtualbox/architecture', { name: 'amd64' }, token);
+    const { token, uploadUrl } = await createPublicBox(base, adminPassword, { org: 'bench', box: 'traced', versions: ['1.0.0'] });
     const size = 256 * MiB;
-    const upload = await httpUpload(`${base}/api/organization/bench/box/traced/version/1.0.0/provider/virtualbox/architecture/amd64/file/upload`, { 'x-access-token': token }, generatedBox(size));
+    const upload = await httpUpload(uploadUrl('1.0.0'), { 'x-access-token': token }, generatedBox(size));
     if (upload.status >= 300) throw new Error(`upload: ${upload.status} ${upload.text}`);
 
     const metadata: Record<string, number[]> = { off: [], '100%': [], '10%': [] };
