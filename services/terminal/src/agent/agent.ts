@@ -16,6 +16,7 @@ import { WebSocketServer, type WebSocket } from 'ws';
 import { closeCodeFor, encodeServerMessage, EXIT_REASONS, parseClientControl, type ExitMessage, type ExitReason } from '../protocol.ts';
 import { expiryReason } from './expiry.ts';
 import { currentAccount, lookupAccount, prepareHome, shellArguments, shellEnvironment, type Account } from './identity.ts';
+import { createPtyInput } from './pty-input.ts';
 import { Scrollback } from './scrollback.ts';
 import { DEFAULT_PATH, type AgentSettings } from './settings.ts';
 
@@ -132,6 +133,17 @@ export async function startAgent(settings: AgentSettings, options: { log?: (mess
     ...(switching ? { uid: account.uid, gid: account.gid } : {}),
   });
   const shellPid = term.pid;
+  // Input that the pty does not take at once (a long paste into a busy program) stops the sockets being read
+  // until it has gone in, so a paste cannot grow a buffer here without bound.
+  let inputPaused = false;
+  const input = createPtyInput(term, {
+    onError: (error) => log(`pty write failed: ${error.message}`),
+    onDrained: () => {
+      if (!inputPaused) return;
+      inputPaused = false;
+      for (const peer of peers) peer.socket.resume();
+    },
+  });
   if (switching) {
     // The terminal device belongs to whoever uses it (mesg, write, programs that reopen /dev/tty).
     const ptsName = (term as unknown as { ptsName?: string }).ptsName;
@@ -212,6 +224,7 @@ export async function startAgent(settings: AgentSettings, options: { log?: (mess
 
   const finish = (message: ExitMessage) => {
     flush();
+    input.dispose();
     exit = message;
     const code = closeCodeFor(message.reason, message.code);
     for (const peer of peers) {
@@ -362,13 +375,18 @@ export async function startAgent(settings: AgentSettings, options: { log?: (mess
       return;
     }
     peers.add(peer);
+    if (inputPaused) socket.pause();
     detachedSince = null;
     if (replay.length > 0) sendData(peer, replay);
     socket.on('message', (data, isBinary) => {
       if (exit) return;
       if (isBinary) {
         lastActivityAt = Date.now();
-        term.write(Buffer.isBuffer(data) ? data : Buffer.concat(data as Buffer[]));
+        input.write(Buffer.isBuffer(data) ? data : Buffer.concat(data as Buffer[]));
+        if (input.queued > HIGH_WATER && !inputPaused) {
+          inputPaused = true;
+          for (const peer of peers) peer.socket.pause();
+        }
         return;
       }
       const parsed = parseClientControl(data.toString());
