@@ -2,7 +2,7 @@ import { PassThrough } from 'node:stream';
 import { describe, expect, it } from 'vitest';
 import { readWithStallTimeout, UploadCutOffError, UploadStalledError } from './read-with-stall-timeout.ts';
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 
 async function collect(source: PassThrough, stallSeconds: number, perChunk?: () => Promise<void>): Promise<string> {
   let text = '';
