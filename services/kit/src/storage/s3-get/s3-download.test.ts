@@ -21,7 +21,7 @@ import type { ObjectStore } from '../types.ts';
 import { UpstreamBody } from './upstream-body.ts';
 
 const run = promisify(execFile);
-// Not a multiple of the 256 KiB slabs, and more of them than are in flight at once.
+// Not a multiple of the 1 MiB slabs, and more of them than are in flight at once.
 const content = randomBytes(5 * 1024 * 1024 + 12_345);
 const sha256 = (data: Buffer) => createHash('sha256').update(data).digest('hex');
 
