@@ -24,6 +24,8 @@ const run = promisify(execFile);
 // Not a multiple of the 1 MiB slabs, and more of them than are in flight at once.
 const content = randomBytes(5 * 1024 * 1024 + 12_345);
 const sha256 = (data: Buffer) => createHash('sha256').update(data).digest('hex');
+/** An object that arrives with the response head, in the first read. */
+const small = 1000;
 
 /** A TCP hop in front of MinIO that knows how many connections go through it right now. */
 async function countingHop(target: URL): Promise<{ endpoint: string; open(): number; close(): Promise<void> }> {
@@ -59,7 +61,9 @@ describe('downloads from the s3 store', () => {
   beforeAll(async () => {
     const bucket = await createTestBucket('s3get');
     // Stored directly; read through the hop, so every connection it counts is a download's.
-    await createS3Store({ ...bucket, prefix: 'svc' }).put('files/big', Readable.from([content]));
+    const direct = createS3Store({ ...bucket, prefix: 'svc' });
+    await direct.put('files/big', Readable.from([content]));
+    await direct.put('files/small', Readable.from([content.subarray(0, small)]));
     hop = await countingHop(new URL(bucket.endpoint));
     registry = new Registry();
     store = instrumentStore(createS3Store({ ...bucket, endpoint: hop.endpoint, prefix: 'svc' }), registry);
@@ -70,8 +74,9 @@ describe('downloads from the s3 store', () => {
       const range = start === undefined ? undefined : { start: Number(start), end: end === undefined ? undefined : Number(end) };
       try {
         const body = await (down ? unreachable : store).get(`files/${request.params.name}`, range);
-        const last = Math.min(range?.end ?? content.length - 1, content.length - 1);
-        if (range) reply.status(206).header('content-range', `bytes ${range.start}-${last}/${content.length}`);
+        const size = request.params.name === 'small' ? small : content.length;
+        const last = Math.min(range?.end ?? size - 1, size - 1);
+        if (range) reply.status(206).header('content-range', `bytes ${range.start}-${last}/${size}`);
         reply.header('content-length', last - (range?.start ?? 0) + 1).type('application/octet-stream');
         return sendStoredBody(request, reply, body);
       } catch (error) {
@@ -116,6 +121,11 @@ describe('downloads from the s3 store', () => {
       expect(head).toMatch(/^HTTP\/1\.1 206/);
       expect(body.equals(content.subarray(start, (end ?? last) + 1))).toBe(true);
     }
+  });
+
+  it('sends an object that came whole with the response head, and a range of it', async () => {
+    expect((await curl('/files/small')).body.equals(content.subarray(0, small))).toBe(true);
+    expect((await curl('/files/small?start=10&end=19')).body.equals(content.subarray(10, 20))).toBe(true);
   });
 
   it('answers a range past the end as not satisfiable, with the size, and a missing object as not found', async () => {

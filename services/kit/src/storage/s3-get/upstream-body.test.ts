@@ -129,6 +129,15 @@ describe('reading a storage GET', () => {
       expect((await readAll(response.body)).toString()).toBe('abc');
     });
 
+    it('writes a body that came whole with the response head (one read) to a client', async () => {
+      behave = (socket) => socket.write('HTTP/1.1 206 Partial Content\r\nContent-Length: 5\r\n\r\nhello'); // and stays open
+      const response = await open(`http://${host}/`);
+      const client = slowClient();
+      await response.body.writeTo(client);
+      expect(client.received().toString()).toBe('hello');
+      await expect.poll(() => connections.size).toBe(0);
+    });
+
     it('fails a download whose storage connection breaks mid-body, in either reading mode', async () => {
       behave = (socket) => {
         socket.write(`HTTP/1.1 200 OK\r\nContent-Length: ${content.length}\r\n\r\n`);

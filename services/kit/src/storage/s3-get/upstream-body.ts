@@ -135,9 +135,14 @@ export class UpstreamBody extends Readable {
         this.writeTarget = { out, inFlight: 0, resolve, reject };
         for (const chunk of this.early) this.send(chunk, undefined);
         this.early = [];
-        if (this.failure) this.fail(this.failure);
-        else if (this.decoder!.done) this.finishWrites();
-        else this.resumeReading();
+        if (this.failure) {
+          this.fail(this.failure);
+        } else if (this.decoder!.done) {
+          this.phase = 'ended'; // all of it came with the head: done once the client took it
+          this.finishWrites();
+        } else {
+          this.resumeReading();
+        }
       });
     } finally {
       out.removeListener('close', onClose);
