@@ -418,6 +418,8 @@ describe('s3 driver specifics', () => {
     const down = createS3Store({ ...bucket, endpoint: 'http://127.0.0.1:1' });
     await expect(down.check()).rejects.toBeInstanceOf(StorageUnavailableError);
     await expect(down.stat('k')).rejects.toMatchObject({ statusCode: 503, code: 'STORAGE_UNAVAILABLE' });
+    await expect(down.get('k')).rejects.toMatchObject({ statusCode: 503, code: 'STORAGE_UNAVAILABLE' });
+    await expect(down.get('k', { start: 1, end: 2 })).rejects.toBeInstanceOf(StorageUnavailableError);
     await expect(down.put('k', chunks(Buffer.from('v')))).rejects.toBeInstanceOf(StorageUnavailableError);
   });
 });
