@@ -55,9 +55,9 @@ tools: test-deps
 	@test/tools/apt-install.sh $(NODE_PACKAGES)
 	test/tools/build-tools.sh
 
-# With the V8 flags and the malloc arena cap every `boxyard` launcher passes (why: services/boxyard/node-flags).
+# With the V8 flags and the malloc settings every `boxyard` launcher passes (why: services/boxyard/node-flags).
 run: deps
-	MALLOC_ARENA_MAX=2 node $(shell sed '/^#/d' services/boxyard/node-flags) services/boxyard/src/main.ts dev
+	MALLOC_ARENA_MAX=2 MALLOC_MMAP_THRESHOLD_=131072 node $(shell sed '/^#/d' services/boxyard/node-flags) services/boxyard/src/main.ts dev
 
 # The real-cluster suite (test/cluster) runs the image on a real node.
 test: tools image

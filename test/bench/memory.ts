@@ -94,7 +94,7 @@ export async function startProduct(env: BenchEnv, options: { nodeFlags?: string[
   await writeFile(configFile, JSON.stringify(config), { mode: 0o600 }); // JSON is YAML
   const adminPassword = `Bench-${randomBytes(8).toString('hex')}-1A`;
   const child = spawn(process.execPath, [...(options.nodeFlags ?? []), '--inspect=127.0.0.1:0', main, 'serve', 'all', '--config', configFile], {
-    env: { ...process.env, MALLOC_ARENA_MAX: '2', ...options.env, BOXYARD_ADMIN_PASSWORD: adminPassword }, // as the launchers
+    env: { ...process.env, MALLOC_ARENA_MAX: '2', MALLOC_MMAP_THRESHOLD_: '131072', ...options.env, BOXYARD_ADMIN_PASSWORD: adminPassword }, // as the launchers
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let output = '';

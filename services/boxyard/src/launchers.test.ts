@@ -1,5 +1,5 @@
 // Every way the `boxyard` process is launched passes the V8 flags of services/boxyard/node-flags and
-// MALLOC_ARENA_MAX=2 (why they matter:
+// MALLOC_ARENA_MAX=2 and MALLOC_MMAP_THRESHOLD_=131072 (why they matter:
 // that file; issue 13's memory goal depends on them): `make run`, the image's wrapper and the host install's.
 // The wrappers run for real, with a stand-in `node` that prints the arguments it was given.
 import { execFile } from 'node:child_process';
@@ -13,6 +13,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 const run = promisify(execFile);
 const root = fileURLToPath(new URL('../../../', import.meta.url));
 const flagsFile = join(root, 'services/boxyard/node-flags');
+/** What the stand-in `node` prints first: the malloc settings it was started with. */
+const MALLOC = 'MALLOC_ARENA_MAX=2 MALLOC_MMAP_THRESHOLD_=131072';
 
 describe('boxyard launchers', () => {
   let dir: string;
@@ -24,7 +26,7 @@ describe('boxyard launchers', () => {
     flags = (await readFile(flagsFile, 'utf8')).split('\n').filter((l) => l.trim() && !l.startsWith('#'));
     fakeNode = join(dir, 'bin', 'node');
     await mkdir(join(dir, 'bin'));
-    await writeFile(fakeNode, '#!/bin/sh\necho "MALLOC_ARENA_MAX=$MALLOC_ARENA_MAX"\nprintf "%s\\n" "$@"\n');
+    await writeFile(fakeNode, '#!/bin/sh\necho "MALLOC_ARENA_MAX=$MALLOC_ARENA_MAX MALLOC_MMAP_THRESHOLD_=$MALLOC_MMAP_THRESHOLD_"\nprintf "%s\\n" "$@"\n');
     await chmod(fakeNode, 0o755);
   });
   afterAll(async () => rm(dir, { recursive: true, force: true }));
@@ -35,7 +37,7 @@ describe('boxyard launchers', () => {
 
   it('make run starts main.ts dev with the flags', async () => {
     const { stdout } = await run('make', ['-s', '-n', 'run'], { cwd: root });
-    expect(stdout.trim().split('\n').at(-1)!.split(' ')).toEqual(['MALLOC_ARENA_MAX=2', 'node', ...flags, 'services/boxyard/src/main.ts', 'dev']);
+    expect(stdout.trim().split('\n').at(-1)!.split(' ')).toEqual(['MALLOC_ARENA_MAX=2', 'MALLOC_MMAP_THRESHOLD_=131072', 'node', ...flags, 'services/boxyard/src/main.ts', 'dev']);
   });
 
   it("the host install's command (deploy/boxyard) passes them before main.ts and the user's arguments", async () => {
@@ -50,7 +52,7 @@ describe('boxyard launchers', () => {
     await chmod(join(prefix, 'node/bin/node'), 0o755);
     const { stdout, stderr } = await run(join(prefix, 'bin/boxyard'), ['serve', 'all', '--config', 'with space.yaml']);
     expect(stderr).toBe('');
-    expect(stdout.trim().split('\n')).toEqual(['MALLOC_ARENA_MAX=2', ...flags, join(prefix, 'app/services/boxyard/src/main.ts'), 'serve', 'all', '--config', 'with space.yaml']);
+    expect(stdout.trim().split('\n')).toEqual([MALLOC, ...flags, join(prefix, 'app/services/boxyard/src/main.ts'), 'serve', 'all', '--config', 'with space.yaml']);
   });
 
   it("the image's wrapper (services/boxyard/bin/boxyard, app at /app) passes them too", async () => {
@@ -63,6 +65,6 @@ describe('boxyard launchers', () => {
     await chmod(wrapper, 0o755);
     const { stdout, stderr } = await run(wrapper, ['terminal-agent'], { env: { PATH: `${join(dir, 'bin')}:/usr/bin:/bin` } });
     expect(stderr).toBe('');
-    expect(stdout.trim().split('\n')).toEqual(['MALLOC_ARENA_MAX=2', ...flags, join(app, 'services/boxyard/src/main.ts'), 'terminal-agent']);
+    expect(stdout.trim().split('\n')).toEqual([MALLOC, ...flags, join(app, 'services/boxyard/src/main.ts'), 'terminal-agent']);
   });
 });
