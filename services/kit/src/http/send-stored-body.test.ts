@@ -2,24 +2,21 @@
 // client and an operator check: the bytes arrive intact (whole, ranged, several at once, reused buffers never
 // corrupting each other), the reply's headers and hooks are Fastify's as usual, the download counter counts what
 // was sent, and a client that goes away leaves no open file behind. Real files, real sockets, curl as the client.
-import { execFile } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
 import { mkdtemp, readdir, readlink, rm } from 'node:fs/promises';
-import { request as httpRequest } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
-import { promisify } from 'node:util';
 import Fastify, { type FastifyInstance } from 'fastify';
 import { Registry } from 'prom-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { curlGet, hangUpMidBody } from '../../../../test/harness/download-clients.ts';
 import { instrumentStore } from '../metrics/storage-metrics.ts';
 import { FileBody } from '../storage/file-body.ts';
 import { createLocalStore } from '../storage/local.ts';
 import type { ObjectStore } from '../storage/types.ts';
 import { sendStoredBody } from './send-stored-body.ts';
 
-const run = promisify(execFile);
 // Not a multiple of the 256 KiB buffers, and more of them than are in flight at once.
 const content = randomBytes(5 * 1024 * 1024 + 12_345);
 const sha256 = (data: Buffer) => createHash('sha256').update(data).digest('hex');
@@ -60,11 +57,7 @@ describe('sending a stored object as the reply body', () => {
   });
 
   const downloadedBytes = async () => (await registry.getSingleMetric('boxyard_download_bytes_total')!.get()).values[0]?.value ?? 0;
-  const curl = async (path: string, extra: string[] = []) => {
-    const { stdout } = await run('curl', ['-sS', '--fail', '-D', '-', ...extra, `${base}${path}`], { encoding: 'buffer', maxBuffer: 64 * 1024 * 1024 });
-    const split = stdout.indexOf('\r\n\r\n');
-    return { head: stdout.subarray(0, split).toString(), body: stdout.subarray(split + 4) };
-  };
+  const curl = (path: string, extra: string[] = []) => curlGet(`${base}${path}`, ['--fail', ...extra]);
   const openFilesUnder = async (dir: string) => {
     const targets = await Promise.all((await readdir('/proc/self/fd')).map((fd) => readlink(`/proc/self/fd/${fd}`).catch(() => '')));
     return targets.filter((target) => target.startsWith(dir)).length;
@@ -105,17 +98,7 @@ describe('sending a stored object as the reply body', () => {
 
   it('closes the file when the client goes away mid-body, and goes on serving', async () => {
     expect(await openFilesUnder(root)).toBe(0);
-    await new Promise<void>((resolve, reject) => {
-      // A client that reads a little, then stops reading and hangs up: the server is blocked on a full socket.
-      const request = httpRequest(`${base}/files/big`, (response) => {
-        response.once('data', () => {
-          response.pause();
-          setTimeout(() => { request.destroy(); resolve(); }, 100);
-        });
-      });
-      request.once('error', reject);
-      request.end();
-    });
+    await hangUpMidBody(`${base}/files/big`);
     await expect.poll(() => openFilesUnder(root), { timeout: 5000 }).toBe(0);
     const { body } = await curl('/files/big');
     expect(body.length).toBe(content.length);

@@ -3,15 +3,13 @@
 // client that hangs up mid-body leaving no connection to the storage open (counted at a TCP hop in front of
 // MinIO), a missing object and a range past the end as the errors callers map to 404 / 416, an unreachable
 // storage as 503.
-import { execFile } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
-import { request as httpRequest } from 'node:http';
 import { createConnection, createServer, type Server, type Socket } from 'node:net';
 import { Readable } from 'node:stream';
-import { promisify } from 'node:util';
 import Fastify, { type FastifyInstance } from 'fastify';
 import { Registry } from 'prom-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { curlGet, hangUpMidBody } from '../../../../../test/harness/download-clients.ts';
 import { createTestBucket } from '../../../../../test/harness/fixtures.ts';
 import { sendStoredBody } from '../../http/send-stored-body.ts';
 import { instrumentStore } from '../../metrics/storage-metrics.ts';
@@ -20,7 +18,6 @@ import { createS3Store } from '../s3.ts';
 import type { ObjectStore } from '../types.ts';
 import { UpstreamBody } from './upstream-body.ts';
 
-const run = promisify(execFile);
 // Not a multiple of the 1 MiB slabs, and more of them than are in flight at once.
 const content = randomBytes(5 * 1024 * 1024 + 12_345);
 const sha256 = (data: Buffer) => createHash('sha256').update(data).digest('hex');
@@ -93,11 +90,7 @@ describe('downloads from the s3 store', () => {
   });
 
   const downloadedBytes = async () => (await registry.getSingleMetric('boxyard_download_bytes_total')!.get()).values[0]?.value ?? 0;
-  const curl = async (path: string) => {
-    const { stdout } = await run('curl', ['-sS', '-D', '-', `${base}${path}`], { encoding: 'buffer', maxBuffer: 64 * 1024 * 1024 });
-    const split = stdout.indexOf('\r\n\r\n');
-    return { head: stdout.subarray(0, split).toString(), body: stdout.subarray(split + 4) };
-  };
+  const curl = (path: string, extra: string[] = []) => curlGet(`${base}${path}`, extra);
 
   it('is an UpstreamBody, so downloads take the reused-buffer path', async () => {
     const body = await store.get('files/big');
@@ -144,17 +137,7 @@ describe('downloads from the s3 store', () => {
 
   it('closes the storage connection when the client hangs up mid-body, and goes on serving', async () => {
     await expect.poll(() => hop.open()).toBe(0);
-    await new Promise<void>((resolve, reject) => {
-      // A client that reads a little, then stops reading and hangs up: the server is blocked on a full socket.
-      const request = httpRequest(`${base}/files/big`, (response) => {
-        response.once('data', () => {
-          response.pause();
-          setTimeout(() => { request.destroy(); resolve(); }, 100);
-        });
-      });
-      request.once('error', reject);
-      request.end();
-    });
+    await hangUpMidBody(`${base}/files/big`);
     await expect.poll(() => hop.open()).toBe(0);
     expect(sha256((await curl('/files/big')).body)).toBe(sha256(content));
   });
