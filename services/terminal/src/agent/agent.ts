@@ -133,17 +133,9 @@ export async function startAgent(settings: AgentSettings, options: { log?: (mess
     ...(switching ? { uid: account.uid, gid: account.gid } : {}),
   });
   const shellPid = term.pid;
-  // Input that the pty does not take at once (a long paste into a busy program) stops the sockets being read
-  // until it has gone in, so a paste cannot grow a buffer here without bound.
-  let inputPaused = false;
-  const input = createPtyInput(term, {
-    onError: (error) => log(`pty write failed: ${error.message}`),
-    onDrained: () => {
-      if (!inputPaused) return;
-      inputPaused = false;
-      for (const peer of peers) peer.socket.resume();
-    },
-  });
+  // Input the pty does not take at once (a long paste into a busy program) waits here, as it did in node-pty's own
+  // queue. Not by pausing the sockets: a paused socket reads no pongs either, and heartbeats would cut it off.
+  const input = createPtyInput(term, (error) => log(`pty write failed: ${error.message}`));
   if (switching) {
     // The terminal device belongs to whoever uses it (mesg, write, programs that reopen /dev/tty).
     const ptsName = (term as unknown as { ptsName?: string }).ptsName;
@@ -375,7 +367,6 @@ export async function startAgent(settings: AgentSettings, options: { log?: (mess
       return;
     }
     peers.add(peer);
-    if (inputPaused) socket.pause();
     detachedSince = null;
     if (replay.length > 0) sendData(peer, replay);
     socket.on('message', (data, isBinary) => {
@@ -383,10 +374,6 @@ export async function startAgent(settings: AgentSettings, options: { log?: (mess
       if (isBinary) {
         lastActivityAt = Date.now();
         input.write(Buffer.isBuffer(data) ? data : Buffer.concat(data as Buffer[]));
-        if (input.queued > HIGH_WATER && !inputPaused) {
-          inputPaused = true;
-          for (const peer of peers) peer.socket.pause();
-        }
         return;
       }
       const parsed = parseClientControl(data.toString());

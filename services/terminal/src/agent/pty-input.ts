@@ -17,14 +17,8 @@ export interface PtyInput {
 
 const RETRY_MS = 1;
 
-export interface PtyInputEvents {
-  /** The pty is gone: what was queued is dropped. */
-  onError(error: Error): void;
-  /** Everything queued has been taken by the pty. */
-  onDrained(): void;
-}
-
-export function createPtyInput(term: IPty, events: PtyInputEvents): PtyInput {
+/** `onError`: a write failed for another reason than a full pty; what was queued is dropped. */
+export function createPtyInput(term: IPty, onError: (error: Error) => void): PtyInput {
   const unix = term as IPty & { fd?: number; _writable?: boolean };
   const fd = unix.fd;
   if (typeof fd !== 'number') return { write: (data) => term.write(data), queued: 0, dispose: () => {} }; // not a Unix pty
@@ -53,7 +47,7 @@ export function createPtyInput(term: IPty, events: PtyInputEvents): PtyInput {
       if ((error as NodeJS.ErrnoException).code === 'EAGAIN') return data;
       // The pty failed: what is queued can never be delivered.
       close();
-      events.onError(error as Error);
+      onError(error as Error);
       return undefined;
     }
   };
@@ -72,7 +66,6 @@ export function createPtyInput(term: IPty, events: PtyInputEvents): PtyInput {
       }
       queue.shift();
     }
-    if (!closed) events.onDrained();
   };
 
   return {
