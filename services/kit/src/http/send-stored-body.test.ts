@@ -17,7 +17,7 @@ import { createLocalStore } from '../storage/local.ts';
 import type { ObjectStore } from '../storage/types.ts';
 import { sendStoredBody } from './send-stored-body.ts';
 
-// Not a multiple of the 256 KiB buffers, and more of them than are in flight at once.
+// Not a multiple of FileBody's 1 MiB buffers, and more of them than are in flight at once.
 const content = randomBytes(5 * 1024 * 1024 + 12_345);
 const sha256 = (data: Buffer) => createHash('sha256').update(data).digest('hex');
 

@@ -13,7 +13,7 @@ import { BodyDecoder, parseResponseHead, ProtocolError, type ResponseHead } from
 
 /**
  * 2 x 1 MiB per download: one is read into while the client's socket takes the other. Measured on loopback against
- * 4 x 256 KiB (the local store's FileBody): ~0.25 instead of ~0.35 CPU-s per 512 MiB, as fast or faster; 4 x 1 MiB
+ * 4 x 256 KiB (the local store's FileBody then): ~0.25 instead of ~0.35 CPU-s per 512 MiB, as fast or faster; 4 x 1 MiB
  * and 2 x 2 MiB were no better.
  */
 const SLAB_BYTES = 1024 * 1024;
