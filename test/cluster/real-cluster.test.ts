@@ -13,6 +13,7 @@ import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { makeBox } from '../../services/box-repository/src/testing/boxes.ts';
 import { api, login, openTerminal } from '../../services/terminal/src/testing.ts';
+import { finished } from '../harness/child-output.ts';
 import { NODE } from '../harness/node/network.ts';
 import type { ReceivedSpan } from '../harness/otel-collector.ts';
 import { HOSTS, NS, SYSTEM_NS, podReady, repoRoot, startBoxyardCluster, type BoxyardCluster, type Pod } from './boxyard-cluster.ts';
@@ -98,20 +99,13 @@ describe.runIf(process.getuid?.() === 0)('Boxyard on a real node (kubelet + cont
 
     const home = await mkdtemp(join(dir, 'vagrant-'));
     const vagrant = (args: string[], env: Record<string, string> = {}) =>
-      new Promise<{ code: number | null; output: string }>((resolve, reject) => {
-        const child = spawn(VAGRANT, args, {
-          env: {
-            PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: home, VAGRANT_HOME: join(home, 'vagrant.d'), VAGRANT_CHECKPOINT_DISABLE: '1',
-            VAGRANT_SERVER_URL: base, SSL_CERT_FILE: caFile, CURL_CA_BUNDLE: caFile, ...env,
-          },
-          stdio: ['ignore', 'pipe', 'pipe'],
-        });
-        let output = '';
-        child.stdout.on('data', (c: Buffer) => (output += c.toString()));
-        child.stderr.on('data', (c: Buffer) => (output += c.toString()));
-        child.on('error', reject);
-        child.on('close', (code) => resolve({ code, output }));
-      });
+      finished(spawn(VAGRANT, args, {
+        env: {
+          PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: home, VAGRANT_HOME: join(home, 'vagrant.d'), VAGRANT_CHECKPOINT_DISABLE: '1',
+          VAGRANT_SERVER_URL: base, SSL_CERT_FILE: caFile, CURL_CA_BUNDLE: caFile, ...env,
+        },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      }));
     const added = await vagrant(['box', 'add', 'acme/public-box', '--cacert', caFile]);
     expect(added.code, added.output).toBe(0);
     expect(added.output).toContain("Successfully added box 'acme/public-box' (v1.0.0) for 'virtualbox'");

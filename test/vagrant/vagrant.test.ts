@@ -10,38 +10,29 @@ import { Transform, type TransformCallback } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { makeBox } from '../../services/box-repository/src/testing/boxes.ts';
 import { archPath, createBoxPath, createOrganization, startTestService, uploadRaw, type BoxPath, type TestService, type TestServiceOptions } from '../../services/box-repository/src/testing/service.ts';
+import { finished, type Finished } from '../harness/child-output.ts';
 
 const VAGRANT = process.env.VAGRANT_BIN ?? '/usr/bin/vagrant';
 const MiB = 1024 * 1024;
 
-interface VagrantRun {
-  code: number | null;
-  output: string;
-}
-
 /** Runs the real vagrant with its own HOME, asking `serverUrl` for boxes by name. */
-function runVagrant(client: { home: string; serverUrl: string }, args: string[], env: Record<string, string> = {}, onSpawn?: (pid: number) => void): Promise<VagrantRun> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(VAGRANT, args, {
-      env: {
-        PATH: process.env.PATH ?? '/usr/bin:/bin',
-        HOME: client.home,
-        VAGRANT_HOME: join(client.home, 'vagrant.d'),
-        VAGRANT_CHECKPOINT_DISABLE: '1',
-        VAGRANT_SERVER_URL: client.serverUrl,
-        ...env,
-      },
-      // Its own process group, so a test can kill vagrant and its curl together.
-      detached: true,
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let output = '';
-    child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
-    child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));
-    child.on('error', reject);
-    child.on('close', (code) => resolve({ code, output }));
-    if (child.pid) onSpawn?.(child.pid);
+function runVagrant(client: { home: string; serverUrl: string }, args: string[], env: Record<string, string> = {}, onSpawn?: (pid: number) => void): Promise<Finished> {
+  const child = spawn(VAGRANT, args, {
+    env: {
+      PATH: process.env.PATH ?? '/usr/bin:/bin',
+      HOME: client.home,
+      VAGRANT_HOME: join(client.home, 'vagrant.d'),
+      VAGRANT_CHECKPOINT_DISABLE: '1',
+      VAGRANT_SERVER_URL: client.serverUrl,
+      ...env,
+    },
+    // Its own process group, so a test can kill vagrant and its curl together.
+    detached: true,
+    stdio: ['ignore', 'pipe', 'pipe'],
   });
+  const run = finished(child);
+  if (child.pid) onSpawn?.(child.pid);
+  return run;
 }
 
 /** A box repository on MinIO with organization `acme`, a scratch Vagrant home, and a service-account key for acme. */
@@ -94,7 +85,7 @@ describe('vagrant box add against the box repository', () => {
   const ranges: (string | undefined)[] = [];
   let serviceAccountKey: string;
 
-  const run = (args: string[], env: Record<string, string> = {}, onSpawn?: (pid: number) => void): Promise<VagrantRun> =>
+  const run = (args: string[], env: Record<string, string> = {}, onSpawn?: (pid: number) => void): Promise<Finished> =>
     runVagrant({ home: vagrantHome, serverUrl: service.url }, args, env, onSpawn);
 
   const boxList = async () => (await run(['box', 'list'])).output;
@@ -219,7 +210,7 @@ describe('vagrant box add through redirects to presigned storage URLs (download_
   let vagrantHome: string;
   let serviceAccountKey: string;
 
-  const vagrant = (args: string[], env: Record<string, string> = {}): Promise<VagrantRun> => runVagrant({ home: vagrantHome, serverUrl: service.url }, args, env);
+  const vagrant = (args: string[], env: Record<string, string> = {}): Promise<Finished> => runVagrant({ home: vagrantHome, serverUrl: service.url }, args, env);
 
   beforeAll(async () => {
     ({ service, vagrantHome, serviceAccountKey } = await startForVagrant({ config: { download_links: { redirect_to_storage: true, storage_url_ttl_seconds: 30 } } }));

@@ -12,6 +12,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { finished } from '../../../../test/harness/child-output.ts';
 import { makeBox } from '../testing/boxes.ts';
 import { ADMIN_PASSWORD, createBoxPath, createOrganization, startTestService, uploadRaw, USER_PASSWORD, type TestService } from '../testing/service.ts';
 
@@ -28,17 +29,10 @@ const fileSha256 = (path: string) => new Promise<string>((resolve, reject) => {
 });
 
 /** Runs a shell line as a user would paste it, with Vagrant's state in a temporary home. */
-const runLine = (line: string, home: string) => new Promise<{ code: number | null; output: string }>((resolve, reject) => {
-  const child = spawn('/bin/sh', ['-c', line], {
-    env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: home, VAGRANT_HOME: join(home, 'vagrant.d'), VAGRANT_CHECKPOINT_DISABLE: '1' },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let output = '';
-  child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
-  child.stderr.on('data', (chunk: Buffer) => (output += chunk.toString()));
-  child.on('error', reject);
-  child.on('close', (code) => resolve({ code, output }));
-});
+const runLine = (line: string, home: string) => finished(spawn('/bin/sh', ['-c', line], {
+  env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: home, VAGRANT_HOME: join(home, 'vagrant.d'), VAGRANT_CHECKPOINT_DISABLE: '1' },
+  stdio: ['ignore', 'pipe', 'pipe'],
+}));
 
 describe('box console in Chromium', { timeout: 240_000 }, () => {
   let service: TestService;
