@@ -16,6 +16,7 @@ import * as Minio from 'minio';
 import pg from 'pg';
 import { pack } from 'tar-stream';
 import { createBenchDatabase, type BenchEnv, type BenchRow } from './env.ts';
+import { LAUNCHER_ENV, launcherNodeFlags } from './launcher.ts';
 
 const MiB = 1024 * 1024;
 const GiB = 1024 * MiB;
@@ -88,7 +89,7 @@ export async function createPublicBox(base: string, adminPassword: string, names
 }
 
 export async function startService(config: Record<string, unknown>, env: Record<string, string> = {}): Promise<Service> {
-  const child = spawn(process.execPath, [serverScript], { env: { ...process.env, ...env, BOXREPO_BENCH_CONFIG: JSON.stringify(config) }, stdio: ['ignore', 'pipe', 'inherit'] });
+  const child = spawn(process.execPath, [...launcherNodeFlags(), serverScript], { env: { ...process.env, ...LAUNCHER_ENV, ...env, BOXREPO_BENCH_CONFIG: JSON.stringify(config) }, stdio: ['ignore', 'pipe', 'inherit'] });
   const url = await new Promise<string>((resolve, reject) => {
     let out = '';
     child.stdout!.on('data', (chunk: Buffer) => {

@@ -13,6 +13,7 @@ import pg from 'pg';
 import { freePort } from '../../services/kit/src/net/free-port.ts';
 import { progress } from './downloads.ts';
 import { createBenchDatabase, type BenchEnv, type BenchRow } from './env.ts';
+import { LAUNCHER_ENV, launcherNodeFlags } from './launcher.ts';
 import { alternate, loadGet, median, round } from './load.ts';
 import { startStaticServer } from './metadata.ts';
 
@@ -34,7 +35,7 @@ export async function benchListing(env: BenchEnv): Promise<BenchRow[]> {
     storage: { driver: 'local', root: join(dir, 'storage') }, rate_limiting: { enabled: false },
     session: { secret: randomBytes(32).toString('base64url') }, admin: { username: 'admin', password: adminPassword },
   }), { mode: 0o600 });
-  const child = spawn(process.execPath, [main, 'serve', 'file-share', '--config', configFile], { stdio: ['ignore', 'ignore', 'inherit'] });
+  const child = spawn(process.execPath, [...launcherNodeFlags(), main, 'serve', 'file-share', '--config', configFile], { env: { ...process.env, ...LAUNCHER_ENV }, stdio: ['ignore', 'ignore', 'inherit'] });
   const url = `http://127.0.0.1:${port}`;
   const staticDir = join(dir, 'static');
   await mkdir(staticDir);

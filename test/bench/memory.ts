@@ -22,11 +22,11 @@ import { freePort } from '../../services/kit/src/net/free-port.ts';
 import { generatedBox, httpUpload, createPublicBox } from './box-repository.ts';
 import { progress } from './downloads.ts';
 import type { BenchEnv, BenchRow } from './env.ts';
+import { LAUNCHER_ENV, launcherNodeFlags } from './launcher.ts';
 import { downloadMiBs, loadGet, round } from './load.ts';
 import { login, startSession, stopSession } from './terminal.ts';
 
 const main = fileURLToPath(new URL('../../services/boxyard/src/main.ts', import.meta.url));
-const nodeFlagsFile = fileURLToPath(new URL('../../services/boxyard/node-flags', import.meta.url));
 const MiB = 1024 * 1024;
 const ROUNDS = 3;
 const IDLE_GOAL = 300 * MiB;
@@ -39,9 +39,6 @@ const SETTLE_SECONDS = 60;
  * by at most 5% of round 1's heap or 4 MiB, whichever is larger (measured: 0.0–0.4 MiB on an ~80 MiB heap).
  */
 const heapTolerance = (first: number) => Math.max(0.05 * first, 4 * MiB);
-/** The V8 flags every `boxyard` launcher passes (Makefile's run, the image's and the host install's wrappers). */
-export const launcherNodeFlags = async (): Promise<string[]> =>
-  (await readFile(nodeFlagsFile, 'utf8')).split('\n').filter((line) => line.trim() && !line.startsWith('#')).map((line) => line.trim());
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 const statusField = async (pid: number, field: string) =>
@@ -94,7 +91,7 @@ export async function startProduct(env: BenchEnv, options: { nodeFlags?: string[
   await writeFile(configFile, JSON.stringify(config), { mode: 0o600 }); // JSON is YAML
   const adminPassword = `Bench-${randomBytes(8).toString('hex')}-1A`;
   const child = spawn(process.execPath, [...(options.nodeFlags ?? []), '--inspect=127.0.0.1:0', main, 'serve', 'all', '--config', configFile], {
-    env: { ...process.env, MALLOC_ARENA_MAX: '2', MALLOC_MMAP_THRESHOLD_: '131072', ...options.env, BOXYARD_ADMIN_PASSWORD: adminPassword }, // as the launchers
+    env: { ...process.env, ...LAUNCHER_ENV, ...options.env, BOXYARD_ADMIN_PASSWORD: adminPassword },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let output = '';
@@ -263,9 +260,7 @@ export const loads = [metadataLoad, transferLoad, listingLoad, terminalLoad];
 
 export async function benchMemory(env: BenchEnv): Promise<BenchRow[]> {
   const rows: BenchRow[] = [];
-  // BENCH_MEMORY_NODE_FLAGS (even empty) replaces the launcher's flags, to compare (e.g. before/after a flag).
-  const override = process.env.BENCH_MEMORY_NODE_FLAGS;
-  const product = await startProduct(env, { nodeFlags: override === undefined ? await launcherNodeFlags() : override.split(' ').filter(Boolean) });
+  const product = await startProduct(env, { nodeFlags: launcherNodeFlags() });
   try {
     await sleep(5000); // start-up's own work (migrations, first GCs) settles
     const idle = await rssOf(product.pid);

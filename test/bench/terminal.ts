@@ -23,6 +23,7 @@ import type { IPty } from 'node-pty';
 import WebSocket from 'ws';
 import { freePort } from '../../services/kit/src/net/free-port.ts';
 import { createBenchDatabase, type BenchEnv, type BenchRow } from './env.ts';
+import { LAUNCHER_ENV, launcherNodeFlags } from './launcher.ts';
 import { alternate } from './load.ts';
 
 const TERMINAL_SRC = fileURLToPath(new URL('../../services/terminal/src/', import.meta.url));
@@ -89,9 +90,10 @@ export async function startGateway(env: BenchEnv, adminPassword: string): Promis
     const service = await startTerminal(loadConfig(terminalConfigSchema), { print: () => {} });
     process.on('SIGTERM', () => void service.close().then(() => process.exit(0)));
     console.log('gateway ready');`;
-  const child = spawn(process.execPath, ['--input-type=module', '-e', launch], {
+  const child = spawn(process.execPath, [...launcherNodeFlags(), '--input-type=module', '-e', launch], {
     cwd: TERMINAL_SRC,
     env: {
+      ...LAUNCHER_ENV,
       PATH: process.env.PATH ?? '/usr/bin:/bin',
       BOXYARD_SERVER__PORT: String(port),
       BOXYARD_DATABASE__URL: databaseUrl,

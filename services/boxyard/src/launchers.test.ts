@@ -31,8 +31,15 @@ describe('boxyard launchers', () => {
   });
   afterAll(async () => rm(dir, { recursive: true, force: true }));
 
-  it('node-flags holds at least the young generation cap', () => {
+  it('node-flags holds the young generation cap and the external memory accounting', () => {
     expect(flags).toContain('--max-semi-space-size=16');
+    expect(flags).toContain('--external-memory-accounted-in-global-limit');
+  });
+
+  it("this Node accepts every one of them (V8 drops flags between versions: a launcher with one it doesn't know would not start)", async () => {
+    const { stdout, stderr } = await run(process.execPath, [...flags, '-e', 'console.log(process.version)']);
+    expect(stderr).toBe('');
+    expect(stdout.trim()).toBe(process.version);
   });
 
   it('make run starts main.ts dev with the flags', async () => {

@@ -14,6 +14,7 @@ import { adminsOnlyMessage, createAccountResolver, switchAbility, type LocalAcco
 import type { AgentSpec, BackendProbe, SessionBackend, StartedAgent } from './types.ts';
 import { telemetryEnvironment } from '../agent/tracing.ts';
 import { createWarmAgents } from './warm-agent.ts';
+import { agentRuntime } from './agent-runtime.ts';
 
 const AGENT_MAIN = fileURLToPath(new URL('../agent/main.ts', import.meta.url));
 const START_TIMEOUT_MS = 15_000;
@@ -77,11 +78,12 @@ export function createLocalBackend(options: LocalBackendOptions): SessionBackend
   const exitListeners: ((sessionId: string, exitCode: number | null) => void)[] = [];
   const exitCodes = new Map<string, number | null>();
   const paths = (id: string) => ({ socket: join(dir, `${id}.sock`), log: join(dir, `${id}.log`) });
+  const runtime = agentRuntime(process.execArgv, process.env);
   const spawnAgent = (args: string[], env: Record<string, string>, log: string, stdin: 'ignore' | 'pipe'): ChildProcess => {
     const logFd = openSync(log, 'a', 0o600);
     try {
       // Only the agent's own settings: nothing of the gateway's environment (database URL, secrets) goes along.
-      return spawn(process.execPath, [AGENT_MAIN, ...args], { env: { ...env, PATH: DEFAULT_PATH }, detached: true, stdio: [stdin, 'pipe', logFd] });
+      return spawn(process.execPath, [...runtime.flags, AGENT_MAIN, ...args], { env: { ...env, ...runtime.env, PATH: DEFAULT_PATH }, detached: true, stdio: [stdin, 'pipe', logFd] });
     } finally {
       closeSync(logFd);
     }
