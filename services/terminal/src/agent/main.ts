@@ -4,6 +4,7 @@
 // `--warm <slot>` (local backend's warm agent, see backends/warm-agent.ts): the process starts with no session,
 // loads its code, then waits for one JSON line on stdin holding the session's BOXYARD_AGENT_* (and TRACEPARENT)
 // variables; it leaves quietly when stdin closes first (its gateway is gone or no longer wants it).
+import { flushCompileCache } from 'node:module';
 import { createInterface } from 'node:readline';
 import { pathToFileURL } from 'node:url';
 import { startAgent } from './agent.ts';
@@ -28,6 +29,9 @@ async function claimedEnvironment(): Promise<Record<string, string> | undefined>
 }
 
 export async function runAgentFromEnvironment(): Promise<never> {
+  // Everything imported above is loaded: write it to the compile cache now (when NODE_COMPILE_CACHE names one, see
+  // backends/agent-runtime.ts), while this process may still write there; it drops to the shell's account later.
+  flushCompileCache();
   if (process.argv.includes(WARM_FLAG)) {
     let claim;
     try {

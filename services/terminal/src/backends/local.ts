@@ -78,7 +78,7 @@ export function createLocalBackend(options: LocalBackendOptions): SessionBackend
   const exitListeners: ((sessionId: string, exitCode: number | null) => void)[] = [];
   const exitCodes = new Map<string, number | null>();
   const paths = (id: string) => ({ socket: join(dir, `${id}.sock`), log: join(dir, `${id}.log`) });
-  const runtime = agentRuntime(process.execArgv, process.env);
+  const runtime = agentRuntime(process.execArgv, process.env, join(dir, 'compile-cache'));
   const spawnAgent = (args: string[], env: Record<string, string>, log: string, stdin: 'ignore' | 'pipe'): ChildProcess => {
     const logFd = openSync(log, 'a', 0o600);
     try {

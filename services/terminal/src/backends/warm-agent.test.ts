@@ -1,7 +1,9 @@
 // The local backend's spare agent, as a user and an operator would check it: a session started on a spare works
 // and is its owner's alone, the spare is replaced (never handed to a second session), stopping such a session
 // ends its process, and closing the gateway leaves no spare behind.
-import { existsSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestDatabase } from '../../../../test/harness/fixtures.ts';
 import { ADMIN_PASSWORD, api, createUser, login, openTerminal, startTestGateway, type TerminalClient } from '../testing.ts';
@@ -68,6 +70,17 @@ describe('warm agents (local backend)', () => {
     expect(firstSays).toBeTruthy();
     // Each shell is its owner's account (root gateways give every user an OS account of their own).
     if (root) expect(secondSays).not.toBe(firstSays);
+  });
+
+  it("a spare writes its compiled code to the agents' compile cache, inside the backend's private directory", async () => {
+    await until('a spare is waiting', () => gateway.backend.warmAgents!().length === 1);
+    const dir = join(tmpdir(), `boxyard-terminal-${process.getuid?.() ?? 'user'}`); // the default socket_dir
+    const cache = join(dir, 'compile-cache');
+    // One subdirectory per Node version and V8 flags; the agent's own modules are among what it holds.
+    await until('the compile cache holds entries', () => existsSync(cache) && readdirSync(cache).some((sub) => readdirSync(join(cache, sub)).length > 5));
+    expect(statSync(dir).mode & 0o077).toBe(0);
+    const spare = gateway.backend.warmAgents!()[0]!;
+    expect(readFileSync(`/proc/${spare}/environ`, 'utf8').split('\0')).toContain(`NODE_COMPILE_CACHE=${cache}`);
   });
 
   it('stopping a session started on a spare ends its agent process', async () => {
