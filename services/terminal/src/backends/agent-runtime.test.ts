@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { agentRuntime } from './agent-runtime.ts';
 
-describe('a local agent gets the gateway heap settings and nothing else of its runtime', () => {
+describe('a local agent gets the gateway heap settings and the shared compile cache, nothing else of its runtime', () => {
   it('takes the launcher flags (node-flags) and the malloc settings', () => {
     const runtime = agentRuntime(['--max-semi-space-size=16', '--external-memory-accounted-in-global-limit'], { MALLOC_ARENA_MAX: '2', MALLOC_MMAP_THRESHOLD_: '131072', PATH: '/usr/bin' }, '/run/gw/compile-cache');
     expect(runtime).toEqual({
