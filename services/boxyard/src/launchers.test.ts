@@ -26,7 +26,7 @@ describe('boxyard launchers', () => {
     flags = (await readFile(flagsFile, 'utf8')).split('\n').filter((l) => l.trim() && !l.startsWith('#'));
     fakeNode = join(dir, 'bin', 'node');
     await mkdir(join(dir, 'bin'));
-    await writeFile(fakeNode, '#!/bin/sh\necho "MALLOC_ARENA_MAX=$MALLOC_ARENA_MAX MALLOC_MMAP_THRESHOLD_=$MALLOC_MMAP_THRESHOLD_"\nprintf "%s\\n" "$@"\n');
+    await writeFile(fakeNode, '#!/bin/sh\necho "MALLOC_ARENA_MAX=$MALLOC_ARENA_MAX MALLOC_MMAP_THRESHOLD_=$MALLOC_MMAP_THRESHOLD_"\necho "NODE_COMPILE_CACHE=$NODE_COMPILE_CACHE"\nprintf "%s\\n" "$@"\n');
     await chmod(fakeNode, 0o755);
   });
   afterAll(async () => rm(dir, { recursive: true, force: true }));
@@ -44,7 +44,7 @@ describe('boxyard launchers', () => {
 
   it('make run starts main.ts dev with the flags', async () => {
     const { stdout } = await run('make', ['-s', '-n', 'run'], { cwd: root });
-    expect(stdout.trim().split('\n').at(-1)!.split(' ')).toEqual(['MALLOC_ARENA_MAX=2', 'MALLOC_MMAP_THRESHOLD_=131072', 'node', ...flags, 'services/boxyard/src/main.ts', 'dev']);
+    expect(stdout.trim().split('\n').at(-1)!.split(' ')).toEqual(['MALLOC_ARENA_MAX=2', 'MALLOC_MMAP_THRESHOLD_=131072', 'NODE_COMPILE_CACHE=.boxyard/compile-cache', 'node', ...flags, 'services/boxyard/src/main.ts', 'dev']);
   });
 
   it("the host install's command (deploy/boxyard) passes them before main.ts and the user's arguments", async () => {
@@ -57,9 +57,12 @@ describe('boxyard launchers', () => {
     await copyFile(flagsFile, join(prefix, 'app/services/boxyard/node-flags'));
     await chmod(join(prefix, 'bin/boxyard'), 0o755);
     await chmod(join(prefix, 'node/bin/node'), 0o755);
-    const { stdout, stderr } = await run(join(prefix, 'bin/boxyard'), ['serve', 'all', '--config', 'with space.yaml']);
+    const { stdout, stderr } = await run(join(prefix, 'bin/boxyard'), ['serve', 'all', '--config', 'with space.yaml'], { env: { PATH: '/usr/bin:/bin' } });
     expect(stderr).toBe('');
-    expect(stdout.trim().split('\n')).toEqual([MALLOC, ...flags, join(prefix, 'app/services/boxyard/src/main.ts'), 'serve', 'all', '--config', 'with space.yaml']);
+    expect(stdout.trim().split('\n')).toEqual([MALLOC, 'NODE_COMPILE_CACHE=', ...flags, join(prefix, 'app/services/boxyard/src/main.ts'), 'serve', 'all', '--config', 'with space.yaml']);
+    // Under systemd (StateDirectory=boxyard): Node's compile cache goes into the state directory.
+    const underSystemd = await run(join(prefix, 'bin/boxyard'), ['serve', 'all'], { env: { PATH: '/usr/bin:/bin', STATE_DIRECTORY: '/var/lib/boxyard' } });
+    expect(underSystemd.stdout.trim().split('\n')[1]).toBe('NODE_COMPILE_CACHE=/var/lib/boxyard/compile-cache');
   });
 
   it("the image's wrapper (services/boxyard/bin/boxyard, app at /app) passes them too", async () => {
@@ -72,6 +75,6 @@ describe('boxyard launchers', () => {
     await chmod(wrapper, 0o755);
     const { stdout, stderr } = await run(wrapper, ['terminal-agent'], { env: { PATH: `${join(dir, 'bin')}:/usr/bin:/bin` } });
     expect(stderr).toBe('');
-    expect(stdout.trim().split('\n')).toEqual([MALLOC, ...flags, join(app, 'services/boxyard/src/main.ts'), 'terminal-agent']);
+    expect(stdout.trim().split('\n')).toEqual([MALLOC, 'NODE_COMPILE_CACHE=', ...flags, join(app, 'services/boxyard/src/main.ts'), 'terminal-agent']);
   });
 });
