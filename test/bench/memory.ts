@@ -60,7 +60,7 @@ interface Product {
   stop(): Promise<void>;
 }
 
-export async function startProduct(env: BenchEnv, options: { nodeFlags?: string[]; env?: Record<string, string> } = {}): Promise<Product> {
+export async function startProduct(env: BenchEnv, options: { env?: Record<string, string> } = {}): Promise<Product> {
   const dir = join(env.workDir, `memory-${randomBytes(4).toString('hex')}`);
   const home = join(dir, 'home');
   await mkdir(home, { recursive: true, mode: 0o755 });
@@ -90,7 +90,7 @@ export async function startProduct(env: BenchEnv, options: { nodeFlags?: string[
   const configFile = join(dir, 'boxyard.yaml');
   await writeFile(configFile, JSON.stringify(config), { mode: 0o600 }); // JSON is YAML
   const adminPassword = `Bench-${randomBytes(8).toString('hex')}-1A`;
-  const child = spawn(process.execPath, [...(options.nodeFlags ?? []), '--inspect=127.0.0.1:0', main, 'serve', 'all', '--config', configFile], {
+  const child = spawn(process.execPath, [...launcherNodeFlags(), '--inspect=127.0.0.1:0', main, 'serve', 'all', '--config', configFile], {
     env: { ...process.env, ...LAUNCHER_ENV, ...options.env, BOXYARD_ADMIN_PASSWORD: adminPassword },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
@@ -260,7 +260,7 @@ export const loads = [metadataLoad, transferLoad, listingLoad, terminalLoad];
 
 export async function benchMemory(env: BenchEnv): Promise<BenchRow[]> {
   const rows: BenchRow[] = [];
-  const product = await startProduct(env, { nodeFlags: launcherNodeFlags() });
+  const product = await startProduct(env);
   try {
     await sleep(5000); // start-up's own work (migrations, first GCs) settles
     const idle = await rssOf(product.pid);

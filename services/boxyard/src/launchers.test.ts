@@ -9,10 +9,10 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { NODE_FLAGS_FILE, readNodeFlags } from './node-flags.ts';
 
 const run = promisify(execFile);
 const root = fileURLToPath(new URL('../../../', import.meta.url));
-const flagsFile = join(root, 'services/boxyard/node-flags');
 /** What the stand-in `node` prints first: the malloc settings it was started with. */
 const MALLOC = 'MALLOC_ARENA_MAX=2 MALLOC_MMAP_THRESHOLD_=131072';
 
@@ -23,7 +23,7 @@ describe('boxyard launchers', () => {
   let fakeNode: string;
   beforeAll(async () => {
     dir = await mkdtemp(join(tmpdir(), 'boxyard-launchers-'));
-    flags = (await readFile(flagsFile, 'utf8')).split('\n').filter((l) => l.trim() && !l.startsWith('#'));
+    flags = readNodeFlags();
     fakeNode = join(dir, 'bin', 'node');
     await mkdir(join(dir, 'bin'));
     await writeFile(fakeNode, '#!/bin/sh\necho "MALLOC_ARENA_MAX=$MALLOC_ARENA_MAX MALLOC_MMAP_THRESHOLD_=$MALLOC_MMAP_THRESHOLD_"\necho "NODE_COMPILE_CACHE=$NODE_COMPILE_CACHE"\nprintf "%s\\n" "$@"\n');
@@ -54,7 +54,7 @@ describe('boxyard launchers', () => {
     await mkdir(join(prefix, 'app/services/boxyard'), { recursive: true });
     await copyFile(join(root, 'deploy/boxyard'), join(prefix, 'bin/boxyard'));
     await copyFile(fakeNode, join(prefix, 'node/bin/node'));
-    await copyFile(flagsFile, join(prefix, 'app/services/boxyard/node-flags'));
+    await copyFile(NODE_FLAGS_FILE, join(prefix, 'app/services/boxyard/node-flags'));
     await chmod(join(prefix, 'bin/boxyard'), 0o755);
     await chmod(join(prefix, 'node/bin/node'), 0o755);
     const { stdout, stderr } = await run(join(prefix, 'bin/boxyard'), ['serve', 'all', '--config', 'with space.yaml'], { env: { PATH: '/usr/bin:/bin' } });
@@ -69,7 +69,7 @@ describe('boxyard launchers', () => {
     // The same script with /app pointing at a scratch copy (this machine has no /app).
     const app = join(dir, 'app');
     await mkdir(join(app, 'services/boxyard'), { recursive: true });
-    await copyFile(flagsFile, join(app, 'services/boxyard/node-flags'));
+    await copyFile(NODE_FLAGS_FILE, join(app, 'services/boxyard/node-flags'));
     const wrapper = join(dir, 'boxyard');
     await writeFile(wrapper, (await readFile(join(root, 'services/boxyard/bin/boxyard'), 'utf8')).replaceAll('/app/', `${app}/`));
     await chmod(wrapper, 0o755);

@@ -32,6 +32,9 @@ export interface LocalBackendOptions {
   warmAgents?: number;
 }
 
+/** Where agents' sockets (and their compile cache) go when `backend.local.socket_dir` is not set. */
+export const defaultSocketDir = () => join(tmpdir(), `boxyard-terminal-${process.getuid?.() ?? 'user'}`);
+
 function privateDirectory(dir: string): string {
   mkdirSync(dir, { recursive: true, mode: 0o700 });
   const stat = statSync(dir);
@@ -62,9 +65,9 @@ function isAgent(agent: { pid: number; tag: string } | undefined): agent is { pi
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 export function createLocalBackend(options: LocalBackendOptions): SessionBackend {
-  let dir = options.socketDir ?? join(tmpdir(), `boxyard-terminal-${process.getuid?.() ?? 'user'}`);
+  let dir = options.socketDir ?? defaultSocketDir();
   if (dir.length > MAX_SOCKET_DIR) {
-    const fallback = join(tmpdir(), `boxyard-terminal-${process.getuid?.() ?? 'user'}`);
+    const fallback = defaultSocketDir();
     options.log.warn(`terminal: ${dir} is too long for unix socket paths; using ${fallback}`);
     dir = fallback;
   }

@@ -2,10 +2,10 @@
 // and is its owner's alone, the spare is replaced (never handed to a second session), stopping such a session
 // ends its process, and closing the gateway leaves no spare behind.
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestDatabase } from '../../../../test/harness/fixtures.ts';
+import { defaultSocketDir } from './local.ts';
 import { ADMIN_PASSWORD, api, createUser, login, openTerminal, startTestGateway, type TerminalClient } from '../testing.ts';
 
 type Gateway = Awaited<ReturnType<typeof startTestGateway>>;
@@ -74,7 +74,7 @@ describe('warm agents (local backend)', () => {
 
   it("a spare writes its compiled code to the agents' compile cache, inside the backend's private directory", async () => {
     await until('a spare is waiting', () => gateway.backend.warmAgents!().length === 1);
-    const dir = join(tmpdir(), `boxyard-terminal-${process.getuid?.() ?? 'user'}`); // the default socket_dir
+    const dir = defaultSocketDir();
     const cache = join(dir, 'compile-cache');
     // One subdirectory per Node version and V8 flags; the agent's own modules are among what it holds.
     await until('the compile cache holds entries', () => existsSync(cache) && readdirSync(cache).some((sub) => readdirSync(join(cache, sub)).length > 5));
