@@ -149,7 +149,7 @@ export async function fileRoutes(app: FastifyInstance, { ctx }: { ctx: ServiceCo
       }
       const fileName = checkFileName(request.query.file_name ?? (baseName(header('x-file-name') ?? '') || DEFAULT_FILE_NAME), header('x-file-name') ? '/headers/x-file-name' : '/query/file_name');
       const checksum = parseClientChecksum(request.query.checksum ?? header('x-checksum'), request.query.checksum_type ?? header('x-checksum-type'));
-      const result = await receiveUpload(ctx, found, { source: request.raw, fileName, checksum, replace: request.query.replace ?? false }, request.log);
+      const result = await receiveUpload(ctx, found, { source: request.raw, fileName, checksum, replace: request.query.replace ?? false, ...(Number.isSafeInteger(declared) ? { size: declared } : {}) }, request.log);
       return respond(request, reply, found, result);
     });
   });

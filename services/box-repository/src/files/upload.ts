@@ -29,6 +29,8 @@ export interface UploadInput {
   fileName: string;
   checksum: ClientChecksum | undefined;
   replace: boolean;
+  /** The body's length, when the request announced it (Content-Length). */
+  size?: number;
 }
 
 /** Names stored and served as the last URL segment: plain characters only, so no header or path can be forged with them. */
@@ -92,7 +94,7 @@ export interface StoredUpload {
 }
 
 /** Streams the body into storage under a fresh key; a refused or cut-off body leaves nothing behind. */
-export async function storeUpload(ctx: ServiceContext, input: { source: Readable; checksum: ClientChecksum | undefined }): Promise<StoredUpload> {
+export async function storeUpload(ctx: ServiceContext, input: { source: Readable; checksum: ClientChecksum | undefined; size?: number }): Promise<StoredUpload> {
   const { max_bytes: maxBytes, stall_timeout_seconds: stallSeconds } = ctx.config.uploads;
   const key = `boxes/${randomUUID()}`;
   await ctx.cleanup.registerUpload(key);
@@ -120,6 +122,7 @@ export async function storeUpload(ctx: ServiceContext, input: { source: Readable
     const stored = await ctx.store.put(key, inspected(), {
       maxBytes,
       contentType: 'application/octet-stream',
+      ...(input.size !== undefined ? { size: input.size } : {}),
       ...(input.checksum?.type === 'sha256' ? { expectedSha256: input.checksum.value } : {}),
     });
     return { key, size: stored.size, sha256: stored.sha256, verified: input.checksum };

@@ -1,6 +1,8 @@
 // Uploads on the local driver: both forms, the client's checksum (sha256 and other types), the box-format check,
 // size limit, stall time-out, a cut-off upload, replacement, storage full, and the error statuses of the seed's
 // table. After every refused upload: no file row, no object (the directory is checked), nothing queued.
+// On the s3 driver: a raw upload's bytes go to storage as they arrive (its Content-Length is known), and a
+// multi-part box comes back whole.
 import { execFileSync } from 'node:child_process';
 import { once } from 'node:events';
 import { mkdtemp, rm } from 'node:fs/promises';
@@ -351,5 +353,49 @@ describe('uploads', () => {
       expect(await full.storedObjects()).toEqual([]);
       expect(await full.sql('select * from files')).toEqual([]);
     });
+  });
+});
+
+describe('uploads on the s3 driver', () => {
+  let service: TestService;
+  beforeAll(async () => {
+    service = await startTestService({ storage: 's3' });
+    await createOrganization(service, 'acme');
+  });
+  afterAll(async () => service?.close());
+
+  const MiB = 1024 * KiB;
+  const incompleteUploads = async () => {
+    const { client, bucket } = service.bucket!;
+    const keys: string[] = [];
+    for await (const upload of client.listIncompleteUploads(bucket, '', true)) keys.push(upload.key);
+    return keys;
+  };
+
+  it('a raw upload with a Content-Length streams into storage as it arrives, not a 16 MiB part at a time, and comes back whole', async () => {
+    const path = { org: 'acme', box: 'streamed', version: '1.0.0', provider: 'virtualbox', arch: 'amd64' };
+    await createBoxPath(service, service.adminToken, path);
+    const box = await makeBox({ gzip: false, fillerBytes: 40 * MiB }); // three parts of 16 MiB (the last one short)
+    const url = new URL(`${service.url}${archPath(path)}/file/upload`);
+    const socket = connect(Number(url.port), url.hostname);
+    await once(socket, 'connect');
+    const answer = new Promise<string>((resolve) => {
+      let text = '';
+      socket.on('data', (chunk: Buffer) => (text += chunk.toString('latin1')));
+      socket.on('end', () => resolve(text));
+      socket.on('close', () => resolve(text));
+    });
+    socket.write(`POST ${url.pathname} HTTP/1.1\r\nHost: ${url.host}\r\nx-access-token: ${service.adminToken}\r\ncontent-type: application/octet-stream\r\nconnection: close\r\ncontent-length: ${box.length}\r\n\r\n`);
+    socket.write(box.subarray(0, 4 * MiB));
+    // A quarter of the first part sent: its PUT to storage is already under way (buffering would wait for 16 MiB).
+    await expect.poll(incompleteUploads, { timeout: 20_000 }).toHaveLength(1);
+    socket.write(box.subarray(4 * MiB)); // the answer ends the connection (connection: close)
+    const response = await answer;
+    expect(response).toMatch(/^HTTP\/1\.1 201 /);
+    expect(await incompleteUploads()).toEqual([]);
+    const info = await service.request('GET', `${archPath(path)}/file`, { token: service.adminToken });
+    expect(info.body).toMatchObject({ size: box.length, sha256: sha256(box) });
+    const downloaded = Buffer.from(await (await fetch(info.body.download_url, { headers: { 'x-access-token': service.adminToken } })).arrayBuffer());
+    expect(downloaded.equals(box)).toBe(true);
   });
 });

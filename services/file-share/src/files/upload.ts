@@ -116,12 +116,12 @@ export async function handleUpload(request: FastifyRequest, target: SharePath, p
 }
 
 /** Streams bytes into a fresh opaque key: size limit and sha256 on the way; nothing is left on failure. */
-async function storeBytes(body: Readable & { truncated?: boolean }, deps: UploadDeps): Promise<{ storageKey: string; size: number; sha256: string }> {
+async function storeBytes(body: Readable & { truncated?: boolean }, deps: UploadDeps, size?: number): Promise<{ storageKey: string; size: number; sha256: string }> {
   const storageKey = `files/${randomUUID()}`;
   // Registered first: if this process dies mid-way, the sweeper removes whatever was stored.
   await deps.pool.query(sql.unsafe`insert into object_garbage (storage_key, delete_after) values (${storageKey}, now() + interval '1 day')`);
   try {
-    const result = await deps.store.put(storageKey, body, { maxBytes: deps.maxBytes, contentType: 'application/octet-stream' });
+    const result = await deps.store.put(storageKey, body, { maxBytes: deps.maxBytes, contentType: 'application/octet-stream', ...(size !== undefined ? { size } : {}) });
     // busboy ends a part cleanly at its own limit; ours is lower, so this only guards a misconfiguration.
     if (body.truncated) throw new HttpError(413, `File is larger than the limit of ${deps.maxBytes} bytes`);
     return { storageKey, size: result.size, sha256: result.sha256 };
@@ -160,7 +160,7 @@ export async function handleRawUpload(request: FastifyRequest, target: SharePath
 
   let bodyFailed = false;
   body.once('error', () => (bodyFailed = true));
-  const bytes = await storeBytes(body, deps).catch((error: unknown) => {
+  const bytes = await storeBytes(body, deps, Number.isSafeInteger(declared) ? declared : undefined).catch((error: unknown) => {
     if (error instanceof HttpError || error instanceof StorageError) throw error;
     if (bodyFailed || request.raw.destroyed || (error as { code?: string }).code === 'ECONNRESET') {
       throw new HttpError(400, 'The upload was interrupted before it completed; nothing was stored');

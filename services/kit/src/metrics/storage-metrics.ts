@@ -5,7 +5,7 @@
 import type { Span } from '@opentelemetry/api';
 import type { Readable } from 'node:stream';
 import { Counter, type Registry } from 'prom-client';
-import { ChecksumMismatchError, KeyConflictError, ObjectNotFoundError, ObjectTooLargeError, RangeNotSatisfiableError, InvalidKeyError, StorageError, StorageFullError } from '../storage/errors.ts';
+import { BodyLengthMismatchError, ChecksumMismatchError, KeyConflictError, ObjectNotFoundError, ObjectTooLargeError, RangeNotSatisfiableError, InvalidKeyError, StorageError, StorageFullError } from '../storage/errors.ts';
 import type { ObjectStore } from '../storage/types.ts';
 import { inClientSpan } from '../telemetry/client-span.ts';
 
@@ -15,6 +15,7 @@ export type UploadFailureReason = 'too_large' | 'checksum_mismatch' | 'conflict'
 export function uploadFailureReason(error: unknown): UploadFailureReason {
   if (error instanceof ObjectTooLargeError) return 'too_large';
   if (error instanceof ChecksumMismatchError) return 'checksum_mismatch';
+  if (error instanceof BodyLengthMismatchError) return 'client_aborted'; // fewer (or more) bytes than it announced
   if (error instanceof KeyConflictError) return 'conflict';
   if (error instanceof InvalidKeyError) return 'invalid_key';
   if (error instanceof StorageFullError) return 'storage_full';

@@ -34,6 +34,19 @@ export class ChecksumMismatchError extends StorageError {
   }
 }
 
+/** The body's length differs from the one the caller announced (`PutOptions.size`); nothing was stored. */
+export class BodyLengthMismatchError extends StorageError {
+  override name = 'BodyLengthMismatchError';
+  readonly statusCode = 400;
+  readonly code = 'BODY_LENGTH_MISMATCH';
+  readonly announced: number;
+
+  constructor(announced: number, actual: string) {
+    super(`the body is ${actual} bytes, not the ${announced} announced`);
+    this.announced = announced;
+  }
+}
+
 export class ObjectNotFoundError extends StorageError {
   override name = 'ObjectNotFoundError';
   readonly statusCode = 404;

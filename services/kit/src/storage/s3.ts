@@ -178,9 +178,10 @@ export function createS3Store(options: S3StoreOptions): ObjectStore {
       // Parts must be big enough that the allowed size fits in 10,000 of them; the limit is capped to match.
       const partSize = Math.max(basePartSize, Math.ceil((putOptions.maxBytes ?? 0) / maxParts));
       const maxBytes = Math.min(putOptions.maxBytes ?? Number.POSITIVE_INFINITY, partSize * maxParts);
-      const counter = new HashingCounter({ maxBytes, ...(putOptions.expectedSha256 ? { expectedSha256: putOptions.expectedSha256 } : {}) });
+      const counter = new HashingCounter({ maxBytes, ...(putOptions.expectedSha256 ? { expectedSha256: putOptions.expectedSha256 } : {}), ...(putOptions.size !== undefined ? { size: putOptions.size } : {}) });
       const upload = new S3Upload({
         client, bucket, objectName: name, partSize, concurrency,
+        ...(putOptions.size !== undefined ? { size: putOptions.size } : {}),
         ...(putOptions.contentType ? { contentType: putOptions.contentType } : {}),
       });
       // Only backend calls are mapped: an error from `body` (the client went away) is the caller's, not a 503.

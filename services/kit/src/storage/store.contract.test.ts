@@ -8,6 +8,7 @@ import { Readable } from 'node:stream';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createTestBucket } from '../../../../test/harness/fixtures.ts';
 import {
+  BodyLengthMismatchError,
   ChecksumMismatchError,
   createLocalStore,
   createObjectStore,
@@ -156,6 +157,43 @@ describe.each(drivers)('object store contract: $driver', ({ driver, create }) =>
     expect(result).toEqual({ key: 'many-parts', size: data.length, sha256: sha256(data) });
     expect((await readAll(await store.get('many-parts'))).equals(data)).toBe(true);
     expect(await subject.leftovers()).toEqual([]);
+  });
+
+  it('stores a body of announced length (a Content-Length; s3: each part streamed as it arrives) and refuses another length', async () => {
+    const data = randomBytes(8 * partSize + 12_345);
+    expect(await store.put('sized', chunks(data, 100_003), { size: data.length })).toEqual({ key: 'sized', size: data.length, sha256: sha256(data) });
+    expect((await readAll(await store.get('sized'))).equals(data)).toBe(true);
+    const exactParts = data.subarray(0, 2 * partSize); // ends on a part boundary
+    expect((await store.put('parts', chunks(exactParts, 3 * MiB), { size: exactParts.length })).sha256).toBe(sha256(exactParts));
+    expect((await readAll(await store.get('parts'))).equals(exactParts)).toBe(true);
+    const small = Buffer.from('hello');
+    expect(await store.put('small', chunks(small), { size: 5 })).toEqual({ key: 'small', size: 5, sha256: sha256(small) });
+    expect(await subject.leftovers()).toEqual([]);
+
+    const refusedWith = async (body: AsyncIterable<Buffer>, options: Parameters<ObjectStore['put']>[2], expected: unknown) => {
+      await expect(store.put('refused', body, options)).rejects.toEqual(expected);
+      expect(await store.stat('refused')).toBeUndefined();
+      expect(await subject.leftovers()).toEqual([]);
+    };
+    // Shorter (the body ended mid-part) and longer (past the last part) than announced; a small one too.
+    const short = new BodyLengthMismatchError(data.length + 1, String(data.length));
+    await refusedWith(chunks(data, 100_003), { size: data.length + 1 }, short);
+    await refusedWith(chunks(data, 100_003), { size: 6 * partSize }, new BodyLengthMismatchError(6 * partSize, `more than ${6 * partSize}`));
+    await refusedWith(chunks(small), { size: 4 }, new BodyLengthMismatchError(4, 'more than 4'));
+    await expect(store.put('refused', chunks(data), { size: data.length + 1 })).rejects.toMatchObject({ statusCode: 400, code: 'BODY_LENGTH_MISMATCH', announced: data.length + 1 });
+    // Announced over the limit: refused at the first chunk, not after reading up to it.
+    let pulled = 0;
+    async function* counted(): AsyncGenerator<Buffer> {
+      for await (const chunk of chunks(data)) {
+        pulled += chunk.length;
+        yield chunk;
+      }
+    }
+    await refusedWith(counted(), { size: data.length, maxBytes: data.length - 1 }, new ObjectTooLargeError(data.length - 1));
+    expect(pulled).toBeLessThanOrEqual(2 * MiB);
+    // A client that disconnects mid-part, and a wrong sha256: the same as for a body of unknown length.
+    await refusedWith(cutOff(data, 3 * partSize + 7), { size: data.length }, expect.objectContaining({ message: 'client disconnected', code: 'ECONNRESET' }));
+    await refusedWith(chunks(data), { size: data.length, expectedSha256: sha256(small) }, new ChecksumMismatchError(sha256(small), sha256(data)));
   });
 
   it('reads exactly the requested byte ranges', async () => {

@@ -9,6 +9,8 @@ export interface PutOptions {
   contentType?: string;
   /** Lower-case hex sha256 the body must have; ChecksumMismatchError otherwise, and nothing is stored. */
   expectedSha256?: string;
+  /** The body's exact length when known before it arrives (a request's Content-Length); another length fails the put. */
+  size?: number;
 }
 
 export interface PutResult {
