@@ -32,7 +32,7 @@ describe('boxyard launchers', () => {
   afterAll(async () => rm(dir, { recursive: true, force: true }));
 
   it('node-flags holds the young generation cap and the external memory accounting', () => {
-    expect(flags).toContain('--max-semi-space-size=16');
+    expect(flags).toContain('--max-semi-space-size=8');
     expect(flags).toContain('--external-memory-accounted-in-global-limit');
   });
 
