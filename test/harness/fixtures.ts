@@ -46,3 +46,10 @@ export async function createTestBucket(prefix = 't', server?: { endpoint: string
   await client.makeBucket(bucket, 'us-east-1');
   return { endpoint, accessKey, secretKey, bucket, region: 'us-east-1', client };
 }
+
+/** Keys of the multipart uploads started in the bucket and neither completed nor aborted, sorted. */
+export async function incompleteUploads(bucket: TestBucket): Promise<string[]> {
+  const keys: string[] = [];
+  for await (const upload of bucket.client.listIncompleteUploads(bucket.bucket, '', true)) keys.push((upload as { key: string }).key);
+  return keys.sort();
+}

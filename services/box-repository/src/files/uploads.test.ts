@@ -11,6 +11,8 @@ import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { incompleteUploads } from '../../../../test/harness/fixtures.ts';
+import { uploadInTwoParts } from '../../../../test/harness/upload-in-two-parts.ts';
 import { makeBox, md5, sha256 } from '../testing/boxes.ts';
 import { archPath, createBoxPath, createOrganization, startTestService, uploadRaw, type BoxPath, type TestService } from '../testing/service.ts';
 
@@ -364,35 +366,18 @@ describe('uploads on the s3 driver', () => {
   });
   afterAll(async () => service?.close());
 
-  const MiB = 1024 * KiB;
-  const incompleteUploads = async () => {
-    const { client, bucket } = service.bucket!;
-    const keys: string[] = [];
-    for await (const upload of client.listIncompleteUploads(bucket, '', true)) keys.push(upload.key);
-    return keys;
-  };
-
   it('a raw upload with a Content-Length streams into storage as it arrives, not a 16 MiB part at a time, and comes back whole', async () => {
+    const MiB = 1024 * KiB;
     const path = { org: 'acme', box: 'streamed', version: '1.0.0', provider: 'virtualbox', arch: 'amd64' };
     await createBoxPath(service, service.adminToken, path);
     const box = await makeBox({ gzip: false, fillerBytes: 40 * MiB }); // three parts of 16 MiB (the last one short)
-    const url = new URL(`${service.url}${archPath(path)}/file/upload`);
-    const socket = connect(Number(url.port), url.hostname);
-    await once(socket, 'connect');
-    const answer = new Promise<string>((resolve) => {
-      let text = '';
-      socket.on('data', (chunk: Buffer) => (text += chunk.toString('latin1')));
-      socket.on('end', () => resolve(text));
-      socket.on('close', () => resolve(text));
+    const headers = { 'x-access-token': service.adminToken, 'content-type': 'application/octet-stream' };
+    const answer = await uploadInTwoParts(`${service.url}${archPath(path)}/file/upload`, headers, box, 4 * MiB, async () => {
+      // A quarter of the first part sent: its PUT to storage is already under way (buffering would wait for 16 MiB).
+      await expect.poll(() => incompleteUploads(service.bucket!), { timeout: 20_000 }).toHaveLength(1);
     });
-    socket.write(`POST ${url.pathname} HTTP/1.1\r\nHost: ${url.host}\r\nx-access-token: ${service.adminToken}\r\ncontent-type: application/octet-stream\r\nconnection: close\r\ncontent-length: ${box.length}\r\n\r\n`);
-    socket.write(box.subarray(0, 4 * MiB));
-    // A quarter of the first part sent: its PUT to storage is already under way (buffering would wait for 16 MiB).
-    await expect.poll(incompleteUploads, { timeout: 20_000 }).toHaveLength(1);
-    socket.write(box.subarray(4 * MiB)); // the answer ends the connection (connection: close)
-    const response = await answer;
-    expect(response).toMatch(/^HTTP\/1\.1 201 /);
-    expect(await incompleteUploads()).toEqual([]);
+    expect(answer).toMatch(/^HTTP\/1\.1 201 /);
+    expect(await incompleteUploads(service.bucket!)).toEqual([]);
     const info = await service.request('GET', `${archPath(path)}/file`, { token: service.adminToken });
     expect(info.body).toMatchObject({ size: box.length, sha256: sha256(box) });
     const downloaded = Buffer.from(await (await fetch(info.body.download_url, { headers: { 'x-access-token': service.adminToken } })).arrayBuffer());

@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { generatedBox, generatedBytes, streamUpload } from '../../../../test/faults/big-upload.ts';
-import { createTestBucket, createTestDatabase, type TestBucket } from '../../../../test/harness/fixtures.ts';
+import { createTestBucket, createTestDatabase, incompleteUploads } from '../../../../test/harness/fixtures.ts';
 import { freePort } from '@boxyard/kit/net/free-port.ts';
 import { startService } from '../../../../test/bench/box-repository.ts';
 import { makeBox } from '../testing/boxes.ts';
@@ -27,12 +27,6 @@ async function startProcess(config: Record<string, unknown>): Promise<{ url: str
   const service = await startService(config);
   children.add(service.child);
   return service;
-}
-
-async function incompleteUploads(bucket: TestBucket): Promise<string[]> {
-  const keys: string[] = [];
-  for await (const upload of bucket.client.listIncompleteUploads(bucket.bucket, '', true)) keys.push((upload as { key: string }).key);
-  return keys.sort();
 }
 
 describe.each(['local', 's3'] as const)('a process killed mid-upload (%s storage)', (driver) => {

@@ -7,6 +7,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { incompleteUploads } from '../../../../test/harness/fixtures.ts';
+import { uploadInTwoParts } from '../../../../test/harness/upload-in-two-parts.ts';
 import { ADMIN_PASSWORD, adminAuth, bucketKeys, eventually, postJson, startTestShare, upload, type TestShare } from '../testing/share-fixture.ts';
 
 const run = promisify(execFile);
@@ -194,6 +196,23 @@ describe('uploads with the bytes as the body (application/octet-stream, as the w
     expect((await raw('/raw/new.txt', 'x', 'Basic bm9ib2R5Om5vcGU=')).status).toBe(401);
     // Only the replaced and the new bytes changed: nothing of the refused uploads stayed.
     await eventually(async () => (await bucketKeys(test)).length === before.length);
+  });
+
+  it('streams a body with a Content-Length into storage as it arrives (not a 16 MiB part at a time)', async () => {
+    const big = await startTestShare({ storage: 's3', overrides: { uploads: { max_bytes: 64 * 1024 * 1024 } } });
+    try {
+      const data = randomBytes(20 * 1024 * 1024); // two parts of 16 MiB, the last one short
+      const headers = { authorization: adminAuth, 'content-type': 'application/octet-stream', accept: 'application/json' };
+      const answer = await uploadInTwoParts(`${big.url}/raw/streamed.bin`, headers, data, 2 * 1024 * 1024, async () => {
+        await expect.poll(() => incompleteUploads(big.bucket!), { timeout: 20_000 }).toHaveLength(1);
+      });
+      expect(answer).toMatch(/^HTTP\/1\.1 201 /);
+      expect(await incompleteUploads(big.bucket!)).toEqual([]);
+      const stored = Buffer.from(await (await fetch(`${big.url}/raw/streamed.bin`, { headers: { authorization: adminAuth } })).arrayBuffer());
+      expect(sha256(stored)).toBe(sha256(data));
+    } finally {
+      await big.close();
+    }
   });
 
   it('leaves no record and no object when the body is cut off', async () => {

@@ -6,16 +6,10 @@ import { mkdir, mkdtemp, readdir, utimes, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it, vi } from 'vitest';
-import { createTestBucket, type TestBucket } from '../../../../test/harness/fixtures.ts';
+import { createTestBucket, incompleteUploads } from '../../../../test/harness/fixtures.ts';
 import { startTestShare } from '../testing/share-fixture.ts';
 
 const DAY = 24 * 3600;
-
-async function incompleteUploads(bucket: TestBucket): Promise<string[]> {
-  const keys: string[] = [];
-  for await (const upload of bucket.client.listIncompleteUploads(bucket.bucket, '', true)) keys.push((upload as { key: string }).key);
-  return keys.sort();
-}
 
 describe('the file share sweeps what interrupted uploads left', () => {
   it('local: removes .tmp files no longer written to, keeps a fresh one', async () => {
