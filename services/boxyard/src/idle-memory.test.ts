@@ -42,3 +42,37 @@ it('releaseMemoryWhenIdle: the garbage of a finished burst is collected and RSS 
     child.kill();
   }
 }, 30_000);
+
+it('releaseMemoryWhenIdle: a later burst under the threshold is collected too while RSS is still well above its lowest', async () => {
+  // 48 MiB stay in use after the first burst (as a load's caches and malloc's fragments do); the second burst adds
+  // ~20 MiB of garbage: under the threshold by itself, but RSS is then far above its lowest, so it is collected.
+  const script = `
+    import { releaseMemoryWhenIdle } from ${JSON.stringify(module)};
+    releaseMemoryWhenIdle({ intervalMs: 100, minGrowthBytes: 32 * 1024 * 1024 });
+    const kept = Array.from({ length: 48 }, () => Buffer.alloc(1024 * 1024, 1));
+    let burst = Array.from({ length: 48 }, (_, i) => Array.from({ length: 65536 }, (_, j) => ({ i, j })));
+    burst = undefined;
+    console.log('first burst');
+    process.stdin.once('data', () => {
+      let second = Array.from({ length: 8 }, (_, i) => Array.from({ length: 65536 }, (_, j) => ({ i, j })));
+      second = undefined;
+      console.log('second burst, ' + kept.length + ' MiB kept');
+    });
+    setInterval(() => {}, 1000);`;
+  const child = spawn(process.execPath, ['--trace-gc', '--input-type=module', '-e', script], { stdio: ['pipe', 'pipe', 'inherit'] });
+  setTimeout(() => child.kill(), 25_000).unref();
+  let output = '';
+  child.stdout!.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  const waitFor = async (text: string, after: string) => {
+    while (child.exitCode === null && !output.slice(Math.max(0, output.indexOf(after))).includes(text)) await new Promise((resolve) => setTimeout(resolve, 50));
+  };
+  try {
+    await waitFor('testing', 'first burst');
+    child.stdin!.write('go\n');
+    await waitFor('second burst', 'first burst');
+    await waitFor('testing', 'second burst');
+    expect(output.slice(output.indexOf('second burst'))).toContain('testing');
+  } finally {
+    child.kill();
+  }
+}, 30_000);

@@ -3,8 +3,9 @@
 // a process that stops receiving requests stops allocating, so no collection comes, and `make run` stayed ~60–120 MiB
 // above its idle size for as long as it idled after a transfer or listing load (issue 13: back within 20% of idle
 // 60 s after any load). V8's own memory reducer starts only after a full collection, which such loads rarely cause.
-// So: when the event loop has been nearly idle for one interval and RSS has grown since the last time, one full
-// collection (tens of milliseconds on the product's ~80 MiB heap), at most once per interval.
+// So: when the event loop has been nearly idle for one interval and RSS is well above the lowest it has been, one
+// full collection (tens of milliseconds on the product's ~80 MiB heap), at most once per interval, and only when RSS
+// has grown since the last one (what a collection cannot give back, such as malloc's fragments, is not retried).
 import { performance } from 'node:perf_hooks';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
@@ -12,7 +13,7 @@ import { runInNewContext } from 'node:vm';
 export interface IdleMemoryOptions {
   /** How often to look (default 10 s). */
   intervalMs?: number;
-  /** Growth of RSS since the last collection that is worth a collection (default 32 MiB). */
+  /** RSS above the lowest seen that is worth a collection (default 32 MiB); a quarter of it since the last one. */
   minGrowthBytes?: number;
   /** Event-loop utilization below which the process counts as idle (default 0.05). */
   idleUtilization?: number;
@@ -35,17 +36,20 @@ function fullCollection(): () => void {
 export function releaseMemoryWhenIdle(options: IdleMemoryOptions = {}): () => void {
   const { intervalMs = 10_000, minGrowthBytes = 32 * 1024 * 1024, idleUtilization = 0.05 } = options;
   const collect = fullCollection();
-  let baseline = process.memoryUsage.rss();
+  let lowest = process.memoryUsage.rss();
+  let afterLastCollection = 0;
   let last = performance.eventLoopUtilization();
   const timer = setInterval(() => {
     const now = performance.eventLoopUtilization();
     const utilization = performance.eventLoopUtilization(now, last).utilization;
     last = now;
     const rss = process.memoryUsage.rss();
-    if (rss < baseline) baseline = rss;
-    if (utilization >= idleUtilization || rss - baseline < minGrowthBytes) return;
+    lowest = Math.min(lowest, rss);
+    // Loads one after another: the first one's collection leaves RSS above the lowest; the next load's garbage is
+    // collected too once it has added a quarter of the threshold, though that alone is under the threshold.
+    if (utilization >= idleUtilization || rss - lowest < minGrowthBytes || rss - afterLastCollection < minGrowthBytes / 4) return;
     collect();
-    baseline = process.memoryUsage.rss();
+    afterLastCollection = process.memoryUsage.rss();
   }, intervalMs);
   timer.unref();
   return () => clearInterval(timer);
