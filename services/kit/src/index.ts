@@ -11,6 +11,7 @@ export { checkCertificatePair, CertificatePairError, type CertificateInfo } from
 export { listenUnencrypted, httpsOrigin, type PlainListener } from './http/plain-listener.ts';
 export { createOriginPolicy, refuseCrossSiteWrites, SAFE_METHODS, type OriginPolicy, type OriginPolicyOptions } from './http/origin-policy.ts';
 export { documentStatuses } from './http/documented-errors.ts';
+export { declaredLength } from './http/declared-length.ts';
 export { sendStoredBody } from './http/send-stored-body.ts';
 export { methodNotAllowed, type MethodTable } from './http/method-not-allowed.ts';
 export { createDatabasePool, pingDatabase, type DatabasePool } from './db/pool.ts';

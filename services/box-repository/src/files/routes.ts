@@ -1,7 +1,7 @@
 // Box files: upload (multipart part `file`, or the raw body), file information, deletion, short-lived download
 // links, and the stable download URL Vagrant uses.
 import multipart from '@fastify/multipart';
-import { HttpError, notFound, unauthorized, unprocessable } from '@boxyard/kit';
+import { declaredLength, HttpError, notFound, unauthorized, unprocessable } from '@boxyard/kit';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Readable } from 'node:stream';
 import { sql } from 'slonik';
@@ -143,13 +143,13 @@ export async function fileRoutes(app: FastifyInstance, { ctx }: { ctx: ServiceCo
         const value = request.headers[name];
         return typeof value === 'string' && value !== '' ? value : undefined;
       };
-      const declared = Number(request.headers['content-length']);
-      if (Number.isFinite(declared) && declared > maxBytes) {
+      const declared = declaredLength(request.headers);
+      if (declared !== undefined && declared > maxBytes) {
         throw new HttpError(413, `The upload (${declared} bytes) is larger than the limit of ${maxBytes} bytes (uploads.max_bytes); nothing was stored`);
       }
       const fileName = checkFileName(request.query.file_name ?? (baseName(header('x-file-name') ?? '') || DEFAULT_FILE_NAME), header('x-file-name') ? '/headers/x-file-name' : '/query/file_name');
       const checksum = parseClientChecksum(request.query.checksum ?? header('x-checksum'), request.query.checksum_type ?? header('x-checksum-type'));
-      const result = await receiveUpload(ctx, found, { source: request.raw, fileName, checksum, replace: request.query.replace ?? false, ...(Number.isSafeInteger(declared) ? { size: declared } : {}) }, request.log);
+      const result = await receiveUpload(ctx, found, { source: request.raw, fileName, checksum, replace: request.query.replace ?? false, ...(declared !== undefined ? { size: declared } : {}) }, request.log);
       return respond(request, reply, found, result);
     });
   });

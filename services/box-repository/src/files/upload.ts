@@ -94,7 +94,7 @@ export interface StoredUpload {
 }
 
 /** Streams the body into storage under a fresh key; a refused or cut-off body leaves nothing behind. */
-export async function storeUpload(ctx: ServiceContext, input: { source: Readable; checksum: ClientChecksum | undefined; size?: number }): Promise<StoredUpload> {
+export async function storeUpload(ctx: ServiceContext, input: Pick<UploadInput, 'source' | 'checksum' | 'size'>): Promise<StoredUpload> {
   const { max_bytes: maxBytes, stall_timeout_seconds: stallSeconds } = ctx.config.uploads;
   const key = `boxes/${randomUUID()}`;
   await ctx.cleanup.registerUpload(key);

@@ -11,7 +11,7 @@
 // a path ending in `/`, or an existing folder — the file goes into it under the part's filename (the HTML form
 // and `curl -F file=@a.txt http://host/docs/` both work). Missing parent folders are created.
 import { randomUUID } from 'node:crypto';
-import { badRequest, conflict, HttpError, StorageError, type ObjectStore } from '@boxyard/kit';
+import { badRequest, conflict, declaredLength, HttpError, StorageError, type ObjectStore } from '@boxyard/kit';
 import type { Multipart, MultipartFile } from '@fastify/multipart';
 import type { FastifyRequest } from 'fastify';
 import type { Readable } from 'node:stream';
@@ -150,9 +150,9 @@ export async function handleRawUpload(request: FastifyRequest, target: SharePath
   } catch (error) {
     refuse(error);
   }
-  const declared = Number(request.headers['content-length']);
+  const declared = declaredLength(request.headers);
   // Too big by its own account: answered at once, and the connection closed rather than the body read.
-  if (Number.isFinite(declared) && declared > deps.maxBytes) throw new HttpError(413, `File is larger than the limit of ${deps.maxBytes} bytes`, { headers: { connection: 'close' } });
+  if (declared !== undefined && declared > deps.maxBytes) throw new HttpError(413, `File is larger than the limit of ${deps.maxBytes} bytes`, { headers: { connection: 'close' } });
   const existing = await deps.tree.find(target.path);
   if (existing?.kind === 'dir') refuse(conflict(`${target.path} is a folder`));
   const mayReplace = principal.permissions.has('delete');
@@ -160,7 +160,7 @@ export async function handleRawUpload(request: FastifyRequest, target: SharePath
 
   let bodyFailed = false;
   body.once('error', () => (bodyFailed = true));
-  const bytes = await storeBytes(body, deps, Number.isSafeInteger(declared) ? declared : undefined).catch((error: unknown) => {
+  const bytes = await storeBytes(body, deps, declared).catch((error: unknown) => {
     if (error instanceof HttpError || error instanceof StorageError) throw error;
     if (bodyFailed || request.raw.destroyed || (error as { code?: string }).code === 'ECONNRESET') {
       throw new HttpError(400, 'The upload was interrupted before it completed; nothing was stored');
