@@ -389,7 +389,7 @@ describe('what the status alone does not show', () => {
     // And what is inside a private organization stays inside, even a box marked public.
     for (const url of ['/api/organization/vault/box/inside', '/vault/inside']) {
       expect((await call('anonymous', 'GET', url)).status, url).toBe(401);
-      expect((await call('outsider', 'GET', url)).status, url).toBe(403);
+      expect((await call('outsider', 'GET', url)).status, url).toBe(404); // as if missing (existence hidden)
       expect((await call('member', 'GET', url)).status, url).toBe(200);
     }
   });
