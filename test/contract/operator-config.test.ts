@@ -57,7 +57,7 @@ const everyStorageField: Json = {
   storage: { endpoint: 'https://s3.example.com', bucket: 'everything', region: 'eu-west-1', prefix: 'team-z', credentialsSecretRef: { name: 's3', accessKeyKey: 'ak', secretKeyKey: 'sk' }, createBucket: false },
 };
 const everyKindField: Record<string, Json> = {
-  BoxRepository: { ...everyStorageField, uploads: { maxBytes: 1073741824, stallTimeoutSeconds: 30 }, downloadLinks: { ttlSeconds: 600 } },
+  BoxRepository: { ...everyStorageField, uploads: { maxBytes: 1073741824, stallTimeoutSeconds: 30 }, downloadLinks: { ttlSeconds: 600 }, signUp: 'open' },
   FileShare: { ...everyStorageField, uploads: { maxBytes: 1073741824 }, events: { heartbeatSeconds: 30, retentionHours: 48 } },
   TerminalPool: {
     sessionPod: {
@@ -124,6 +124,8 @@ describe('the operator renders only config the services load', () => {
       const config = loadPodConfig(kind, await defaulted(resource));
       expect(config).toMatchObject({ database: { url: 'postgres://u:p@db:5432/boxyard' }, session: { secret: 'x'.repeat(64) } });
       expect((config.auth as Json | undefined)?.resource_server).toMatchObject({ enabled: false });
+      // Self sign-up needs an invitation unless the resource opens it.
+      if (resource.kind === 'BoxRepository') expect((config.auth as Json).sign_up).toBe('invited');
     });
 
     it(`${resource.kind} with every spec field set: loads, and the provider settings arrive`, async () => {
@@ -137,6 +139,8 @@ describe('the operator renders only config the services load', () => {
         resource_server: { enabled: true, issuer: 'https://idp.example.com/realms/acme', audience: 'https://svc.example.com', dpop: { required: true, proof_max_age_seconds: 120 } },
       });
       expect(config).toMatchObject({ logging: { level: 'debug' }, server: { public_url: 'https://svc.example.com' }, admin: { username: 'root-admin' } });
+      // The kind's own auth key arrives beside the provider settings, not instead of them.
+      if (resource.kind === 'BoxRepository') expect(config.auth).toMatchObject({ sign_up: 'open', resource_server: { enabled: true } });
       if (resource.kind === 'TerminalPool') {
         expect((config.backend as Json).kubernetes).toMatchObject({
           pool: `every-${kind.service}`,

@@ -16,6 +16,8 @@ const audiences = { boxes: 'https://boxes.example.test', files: 'https://files.e
 const client = (login: string, groups: string[]): TestClient => ({ client_id: `${login}-cli`, client_secret: randomBytes(18).toString('base64url'), actsAs: { login, groups } });
 const alice = client('alice', ['acme-devs']);
 const root = client('root', ['boxyard-admins', 'file-admins']);
+const boss = client('boss', ['boxyard-admins']);
+const gone = client('gone', []);
 
 const resourceServer = (issuer: string, audience: string) => ({
   auth: { resource_server: { enabled: true, issuer, audience, admin_groups: ['boxyard-admins'] } },
@@ -37,11 +39,12 @@ describe('identity provider tokens on every service', () => {
   let key: DpopKey;
 
   beforeAll(async () => {
-    idp = await startOidcProvider({ resources: Object.values(audiences), clients: [alice, root] });
+    idp = await startOidcProvider({ resources: Object.values(audiences), clients: [alice, root, boss, gone] });
     [boxes, share, shells] = await Promise.all([
       startTestService({ config: { ...resourceServer(idp.issuer, audiences.boxes), group_mapping: { organizations: [{ group: 'acme-devs', organization: 'acme', role: 'moderator' }] } } }),
       startTestShare({ storage: 'local', overrides: { ...resourceServer(idp.issuer, audiences.files), group_mapping: { permissions: [{ group: 'file-admins', permissions: ['downloads', 'uploads', 'delete'] }], default_permissions: ['downloads', 'uploads'] } } }),
-      createTestDatabase('idp_term').then((url) => startTestGateway(url, resourceServer(idp.issuer, audiences.shells))),
+      // A local account named like the provider's alice is mapped to an OS account: the provider's alice must not get it.
+      createTestDatabase('idp_term').then((url) => startTestGateway(url, { ...resourceServer(idp.issuer, audiences.shells), backend: { local: { accounts: { map: { alice: 'nobody' } } } } })),
     ]);
     shareReplica = await startTestShare({ storage: 'local', databaseUrl: share.databaseUrl, localRoot: share.localRoot!, overrides: { ...resourceServer(idp.issuer, audiences.files), session: { secret: share.config.session.secret } } });
     key = await newDpopKey();
@@ -90,6 +93,30 @@ describe('identity provider tokens on every service', () => {
     const refused = await fetch(url, { headers: { authorization: `Bearer ${forFiles}` } });
     expect(refused.status).toBe(401);
     expect(refused.headers.get('www-authenticate')).toMatch(/error="invalid_token"/);
+  });
+
+  it('box repository: a disabled provider admin is refused at once; a deleted provider user does not come back', async () => {
+    const profileUrl = `${boxes.url}/api/user/profile`;
+    const asBoss = async () => fetch(profileUrl, { headers: { authorization: `Bearer ${await idp.token({ resource: audiences.boxes, client: boss })}` } });
+    const first = await asBoss();
+    expect(first.status, await first.clone().text()).toBe(200);
+    expect(((await first.json()) as { roles: string[] }).roles).toContain('admin');
+    expect((await boxes.request('PATCH', '/api/admin/users/boss', { token: boxes.adminToken, json: { disabled: true } })).status).toBe(200);
+    // Refused in the problem shape on every route, although the provider still vouches for boss.
+    const refused = await asBoss();
+    expect(refused.status).toBe(401);
+    expect(refused.headers.get('www-authenticate')).toMatch(/error="invalid_token"/);
+    expect(await refused.json()).toMatchObject({ status: 401, detail: expect.stringContaining('disabled') });
+    const adminOnly = await fetch(`${boxes.url}/api/admin/users`, { headers: { authorization: `Bearer ${await idp.token({ resource: audiences.boxes, client: boss })}` } });
+    expect(adminOnly.status).toBe(401);
+
+    const asGone = async () => fetch(profileUrl, { headers: { authorization: `Bearer ${await idp.token({ resource: audiences.boxes, client: gone })}` } });
+    expect((await asGone()).status).toBe(200);
+    expect((await boxes.request('DELETE', '/api/admin/users/gone', { token: boxes.adminToken })).status).toBe(200);
+    const afterDelete = await asGone();
+    expect(afterDelete.status).toBe(401);
+    expect(await afterDelete.json()).toMatchObject({ status: 401, detail: expect.stringContaining('deleted') });
+    expect((await boxes.request('GET', '/api/admin/users/gone', { token: boxes.adminToken })).status).toBe(404);
   });
 
   it('file share: permissions follow the groups; a proof used on one replica is refused on the other', async () => {
@@ -144,6 +171,12 @@ describe('identity provider tokens on every service', () => {
     });
     socket.send(Buffer.from('echo $((6*7))\n'), { binary: true });
     await expect.poll(() => output, { timeout: 15_000 }).toContain('42');
+    // Her shell is not the OS account the map gives the username alice: a provider chose that name, not this server.
+    socket.send(Buffer.from('echo "U-$(id -un)-U"\n'), { binary: true });
+    await expect.poll(() => /U-([a-z0-9_.-]+)-U/.exec(output)?.[1], { timeout: 15_000 }).toBeDefined();
+    const account = /U-([a-z0-9_.-]+)-U/.exec(output)![1];
+    expect(account).not.toBe('nobody');
+    expect(account).toMatch(/^bxt[0-9a-f]{6}-/); // the account created for her user id
     socket.close();
 
     // Without a proof the upgrade is refused.

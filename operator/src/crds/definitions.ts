@@ -263,6 +263,10 @@ export const kinds: KindDefinition[] = [
           { default: {} },
         ),
         downloadLinks: object('Signed download links.', { ttlSeconds: integer('Lifetime of a download link.', { default: 300, minimum: 1, maximum: 604_800 }) }, { default: {} }),
+        signUp: string(
+          'Who may create an account through sign-up: open (anyone who reaches the service), invited (only with an invitation from a moderator or admin of an organization) or off (accounts come from the identity provider and the admin).',
+          { enum: ['open', 'invited', 'off'], default: 'invited' },
+        ),
       },
       { required: ['database', 'storage'] },
     ),

@@ -53,6 +53,7 @@ export interface BoxRepositorySpec extends CommonSpec {
   storage: StorageSpec;
   uploads: { maxBytes: number; stallTimeoutSeconds: number };
   downloadLinks: { ttlSeconds: number };
+  signUp: 'open' | 'invited' | 'off';
 }
 
 export interface FileShareSpec extends CommonSpec {

@@ -14,6 +14,8 @@ export const secretFiles = {
   adminPassword: `${SECRETS_DIR}/admin/password`,
 };
 
+const isSection = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);
+
 export function serviceConfig(kind: KindInfo, resource: ServiceResource, image: string): Record<string, unknown> {
   const { spec } = resource;
   const url = publicUrl(kind, resource);
@@ -54,7 +56,9 @@ export function serviceConfig(kind: KindInfo, resource: ServiceResource, image: 
       },
     };
   }
-  Object.assign(config, kind.serviceConfig(spec, { namespace: resource.metadata.namespace ?? 'default', image, podLabels: selectorLabels(kind, resource.metadata.name) }));
+  // A kind's own keys join a section the common part may have started (the box repository's auth.sign_up).
+  const own = kind.serviceConfig(spec, { namespace: resource.metadata.namespace ?? 'default', image, podLabels: selectorLabels(kind, resource.metadata.name) });
+  for (const [key, value] of Object.entries(own)) config[key] = isSection(config[key]) && isSection(value) ? { ...config[key], ...value } : value;
   return config;
 }
 

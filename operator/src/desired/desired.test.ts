@@ -52,6 +52,7 @@ const box = (over: Partial<BoxRepositorySpec> = {}) =>
     storage,
     uploads: { maxBytes: 10 * 1024 ** 3, stallTimeoutSeconds: 60 },
     downloadLinks: { ttlSeconds: 300 },
+    signUp: 'invited',
     ...over,
   });
 const share = (over: Partial<FileShareSpec> = {}) =>
@@ -258,13 +259,14 @@ describe('config.yaml', () => {
 
   it('box-repository: loads with the kit, secrets from files, the contract\'s sections only', () => {
     const { configYaml } = desiredState(input(boxRepository, box({ ingress: { host: 'boxes.example.com', path: '/', tls: { secretName: 't' } } })));
-    const config = load(configYaml, z.strictObject({ ...shared, storage: storageSchema, uploads: z.strictObject({ max_bytes: z.number(), stall_timeout_seconds: z.number() }), download_links: z.strictObject({ ttl_seconds: z.number() }) }));
+    const config = load(configYaml, z.strictObject({ ...shared, storage: storageSchema, uploads: z.strictObject({ max_bytes: z.number(), stall_timeout_seconds: z.number() }), download_links: z.strictObject({ ttl_seconds: z.number() }), auth: z.strictObject({ sign_up: z.enum(['open', 'invited', 'off']) }) }));
     expect(config.database).toEqual({ url: 'postgres://u:p@db:5432/boxyard', schema: 'box_repository', pool_size: 10 });
     expect(config.storage).toMatchObject({ driver: 's3', endpoint: 'http://minio.storage.svc:9000', access_key: 'AKIA', secret_key: 'secret', bucket: 'boxes', prefix: '' });
     expect(config.server).toMatchObject({ host: '0.0.0.0', port: 3000, public_url: 'https://boxes.example.com', trust_proxy: 1 });
     expect(config.session).toMatchObject({ secret: 'x'.repeat(64), issuer: 'https://boxes.example.com', audience: 'box-repository' });
     expect(config.admin).toEqual({ username: 'admin', password: 'Str0ngPassw0rd' });
     expect(config.uploads).toEqual({ max_bytes: 10 * 1024 ** 3, stall_timeout_seconds: 60 });
+    expect(config.auth).toEqual({ sign_up: 'invited' });
     expect(configYaml).not.toMatch(/Str0ng|AKIA/); // values never in the ConfigMap
   });
 

@@ -36,6 +36,7 @@ export const boxRepository: KindInfo = {
     return {
       uploads: { max_bytes: s.uploads.maxBytes, stall_timeout_seconds: s.uploads.stallTimeoutSeconds },
       download_links: { ttl_seconds: s.downloadLinks.ttlSeconds },
+      auth: { sign_up: s.signUp },
     };
   },
 };

@@ -40,6 +40,8 @@ const MANAGERS: Role[] = ['creator', 'moderator', 'orgAdmin', 'globalAdmin', 'mo
 /** Anyone may read public things; a credential that no longer works is refused even there (never read as anonymous). */
 const everyone = (status = 200) => expect_({ ...grant(ROLES.map((r) => r.name).filter((r) => !INVALID.includes(r)), status) });
 const readers = (status = 200) => expect_(grant(MEMBERS, status));
+/** Private things: a signed-in non-member hears 404, as for a missing thing (existence hidden). */
+const privateReaders = (granted: Role[] = MEMBERS, status = 200) => expect_(grant(granted, status), 404);
 
 let service: TestService;
 let smtp: TestSmtpServer;
@@ -102,7 +104,7 @@ function rows(): MatrixRow<Role>[] {
   /** A read of the public and of the private fixture box. */
   const read = (route: string, url: (p: BoxPath) => string, method = 'GET', ok = 200) => {
     add(`${method} ${route}`, everyone(ok), (role, m) => send(role, m, url(publicBox)), 'public box');
-    add(`${method} ${route}`, readers(ok), (role, m) => send(role, m, url(privateBox)), 'private box');
+    add(`${method} ${route}`, privateReaders(MEMBERS, ok), (role, m) => send(role, m, url(privateBox)), 'private box');
   };
   /** A change of a fresh box (made again after each success). */
   const change = (route: string, granted: Role[], status: number, request: (p: BoxPath) => [string, Call?], options: { upload?: boolean } = {}) => {
@@ -164,7 +166,7 @@ function rows(): MatrixRow<Role>[] {
   add('POST /api/organization', expect_(grant(['globalAdmin'], 201)), (role) => send(role, 'POST', '/api/organization', { json: { name: unique('org') } }));
   add('GET /api/organization', everyone(), (role, m) => send(role, m, '/api/organization'));
   add('GET /api/organization/:org', everyone(), (role, m) => send(role, m, '/api/organization/acme'), 'public organization');
-  add('GET /api/organization/:org', expect_(grant(['member', 'globalAdmin'], 200)), (role, m) => send(role, m, '/api/organization/vault'), 'private organization');
+  add('GET /api/organization/:org', privateReaders(['member', 'globalAdmin']), (role, m) => send(role, m, '/api/organization/vault'), 'private organization');
   add('PUT /api/organization/:org', expect_(grant(['orgAdmin', 'globalAdmin'], 200)), (role) => send(role, 'PUT', '/api/organization/acme', { json: { email: 'acme@example.test' } }));
   add('PATCH /api/organization/:org', expect_(grant(['orgAdmin', 'globalAdmin'], 200)), (role) => send(role, 'PATCH', '/api/organization/acme', { json: { description: `by ${role}` } }));
   const doomedOrg = reusable(async () => {
@@ -197,7 +199,7 @@ function rows(): MatrixRow<Role>[] {
   // Boxes and what is in them.
   add('POST /api/organization/:org/box', expect_(grant(MEMBERS, 201)), (role) => send(role, 'POST', '/api/organization/acme/box', { json: { name: unique('box') } }));
   add('GET /api/organization/:org/box', everyone(), (role, m) => send(role, m, '/api/organization/acme/box'), 'public organization');
-  add('GET /api/organization/:org/box', expect_(grant(['member', 'globalAdmin'], 200)), (role, m) => send(role, m, '/api/organization/vault/box'), 'private organization');
+  add('GET /api/organization/:org/box', privateReaders(['member', 'globalAdmin']), (role, m) => send(role, m, '/api/organization/vault/box'), 'private organization');
   read('/api/organization/:org/box/:box', boxUrl);
   change('PUT /api/organization/:org/box/:box', MANAGERS, 200, (p) => [boxUrl(p), { json: { description: 'changed' } }], { upload: false });
   change('PATCH /api/organization/:org/box/:box', MANAGERS, 200, (p) => [boxUrl(p), { json: { description: 'patched' } }], { upload: false });
@@ -276,7 +278,7 @@ function rows(): MatrixRow<Role>[] {
   // sign-in and sign-out answer 303 to anyone (the form's credentials decide, not the request's).
   add('GET /', everyone(), (role, m) => send(role, m, '/'));
   add('GET /:org', everyone(), (role, m) => send(role, m, '/acme'), 'public organization');
-  add('GET /:org', expect_(grant(['member', 'globalAdmin'], 200)), (role, m) => send(role, m, '/vault'), 'private organization');
+  add('GET /:org', privateReaders(['member', 'globalAdmin']), (role, m) => send(role, m, '/vault'), 'private organization');
   read('/:org/boxes/:box', (p) => `/${p.org}/boxes/${p.box}`);
   add('GET /console/users', expect_(grant(['globalAdmin'], 200)), (role, m) => send(role, m, '/console/users'));
   add('GET /console/webhooks', expect_(grant(['globalAdmin'], 200)), (role, m) => send(role, m, '/console/webhooks'));
@@ -387,7 +389,7 @@ describe('what the status alone does not show', () => {
     // And what is inside a private organization stays inside, even a box marked public.
     for (const url of ['/api/organization/vault/box/inside', '/vault/inside']) {
       expect((await call('anonymous', 'GET', url)).status, url).toBe(401);
-      expect((await call('outsider', 'GET', url)).status, url).toBe(403);
+      expect((await call('outsider', 'GET', url)).status, url).toBe(404); // as if missing (existence hidden)
       expect((await call('member', 'GET', url)).status, url).toBe(200);
     }
   });

@@ -72,7 +72,15 @@ export const boxRepositoryConfigSchema = z.strictObject({
       path: ['api_listen_port_unencrypted'], message: 'must differ from api_listen_port_encrypted',
     })
     .prefault({}),
-  auth: authSchemaWith({ jwt: jwtSchema }),
+  auth: authSchemaWith({
+    jwt: jwtSchema,
+    /**
+     * Who may create an account with POST /api/auth/signup (and the console's form): `open` anyone, `invited` only
+     * with an invitation token (POST /api/auth/invite), `off` nobody. Not `open` by default: anyone who reaches the
+     * server could otherwise make themselves an account (`boxyard dev` opens it; see README).
+     */
+    sign_up: z.enum(['open', 'invited', 'off']).default('invited'),
+  }),
   /** Outgoing mail (invitation links); without `smtp` no mail is sent and the link is only returned. */
   mail: z.strictObject({ smtp: smtpSchema.optional() }).prefault({}),
   invitations: z.strictObject({ expires_in: lifetime.default(7 * 86_400) }).prefault({}),

@@ -60,9 +60,17 @@ export function loadHostConfig(file: string, options: LoadHostConfigOptions = {}
   return { home: resolveHome(fromEnv || config.home), database, services: Object.fromEntries(chosen) as Installation['services'] };
 }
 
-/** `boxyard dev`: state in $BOXYARD_HOME (default ./.boxyard), embedded PostgreSQL on $BOXYARD_DEV_POSTGRES_PORT. */
+/**
+ * `boxyard dev`: state in $BOXYARD_HOME (default ./.boxyard), embedded PostgreSQL on $BOXYARD_DEV_POSTGRES_PORT.
+ * On loopback, for the person at this machine: the box repository's sign-up is open (a host install's and a
+ * cluster's default is `invited`); BOXYARD_AUTH__SIGN_UP still wins.
+ */
 export function devInstallation(): Installation {
-  return { home: resolveHome(), database: { embedded: { port: Number(process.env.BOXYARD_DEV_POSTGRES_PORT ?? DEFAULT_EMBEDDED_POSTGRES_PORT) } } };
+  return {
+    home: resolveHome(),
+    database: { embedded: { port: Number(process.env.BOXYARD_DEV_POSTGRES_PORT ?? DEFAULT_EMBEDDED_POSTGRES_PORT) } },
+    services: { 'box-repository': { auth: { sign_up: 'open' } } },
+  };
 }
 
 /** The installation a command acts on: the host config when `--config` is given, else `boxyard dev`'s. */

@@ -12,7 +12,8 @@ import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freePort } from '@boxyard/kit/net/free-port.ts';
 import { createTestBucket, createTestDatabase } from '../../../test/harness/fixtures.ts';
-import { loadHostConfig } from './host-config.ts';
+import { serviceDefinition as boxRepository } from '@boxyard/box-repository';
+import { devInstallation, loadHostConfig } from './host-config.ts';
 import { checkServiceConfigs } from './run-all.ts';
 
 const run = promisify(execFile);
@@ -203,6 +204,18 @@ describe('boxyard serve all', () => {
       if (saved === undefined) delete process.env.STATE_DIRECTORY;
       else process.env.STATE_DIRECTORY = saved;
     }
+  });
+
+  it("the box repository's sign-up: invited on a host install (deploy/boxyard.yaml), open under boxyard dev (make run)", async () => {
+    const dir = await mkdtemp(join('/tmp', 'boxyard-sign-up-'));
+    cleanup.push(dir);
+    const signUpOf = async (installation: { services?: Record<string, unknown> }) => {
+      const overrides = (installation.services?.['box-repository'] ?? {}) as Record<string, unknown>;
+      const config = await boxRepository.devConfig({ home: dir, databaseUrl: 'postgres://check@127.0.0.1/boxyard', secret: async () => 'x'.repeat(43), adminPassword: undefined, overrides });
+      return (config as unknown as { auth: { sign_up: string } }).auth.sign_up;
+    };
+    expect(await signUpOf(loadHostConfig(join(root, 'deploy/boxyard.yaml')))).toBe('invited');
+    expect(await signUpOf(devInstallation())).toBe('open');
   });
 
   it('refuses a mistake in the file with exit 2 and a line naming the key, before starting anything', async () => {

@@ -51,6 +51,8 @@ export const oidcSignInBackup: BackupPart = {
   migrations: oidcSignInMigrations,
   tables: {
     oidc_identities: { backup: true },
+    // Deleted provider users stay deleted after a restore.
+    oidc_deleted_identities: { backup: true },
     // Restored sessions keep their sign-out at the provider.
     oidc_sessions: { backup: true },
     oidc_used_states: { backup: false, reason: 'sign-in states redeemed in the last minutes (callback replay protection)' },

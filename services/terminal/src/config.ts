@@ -102,7 +102,7 @@ export const backendSchema = z
             prefix: z.string().regex(/^[a-z_][a-z0-9_-]{0,19}$/, 'must start a user name: a-z, 0-9, _ or -, at most 20 characters').default('boxyard-'),
             /** Where created accounts' homes go. */
             home_base: z.string().regex(/^\//, 'must be an absolute path').default('/home'),
-            /** Terminal username → an existing OS account (takes precedence over creating one). */
+            /** Terminal username (local accounts) or `oidc:<issuer>#<subject>` (provider users) → an existing OS account (takes precedence over creating one). */
             map: z.record(z.string().min(1), z.string().regex(/^[a-z_][a-z0-9_.-]*\$?$/i, 'must be a user name')).default({}),
           })
           .prefault({}),

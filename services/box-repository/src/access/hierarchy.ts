@@ -4,9 +4,10 @@
 //   - a box is readable by members, and by anyone when it is published and public (or has guest access, which
 //     makes a private box downloadable by URL for anyone without listing it), in a public organization;
 //   - non-members see only `active` versions; `unreleased` and `revoked` ones are members-only (404 otherwise).
-// Global admins read everything. A refused read is 401 for anonymous callers (so clients know to send
-// credentials) and 403 for signed-in non-members.
-import { forbidden, notFound } from '@boxyard/kit';
+// Global admins read everything. A caller who may not read a thing hears the same as for a thing that does not
+// exist, on read and write routes alike, so private names cannot be probed: 401 when anonymous (sending
+// credentials may help), 404 when signed in — named as the caller spelled it, never as stored.
+import { notFound } from '@boxyard/kit';
 import type { FastifyRequest } from 'fastify';
 import { sql } from 'slonik';
 import { z } from 'zod';
@@ -59,9 +60,10 @@ export function roleIn(principal: Principal | null, organizationId: number, memb
   return memberRole;
 }
 
-export function refuseRead(access: Access, what: string): never {
-  if (!access.principal) throw authenticationRequired(`Authentication required: ${what} is private`);
-  throw forbidden(`${what} is private: only members of its organization may read it`);
+/** The answer for a thing the caller may not read — or that does not exist: the two are told apart by no one. */
+export function hidden(access: Pick<Access, 'principal'>, what: string): never {
+  if (!access.principal) throw authenticationRequired(`Authentication required: ${what} does not exist or is not public`);
+  throw notFound(`${what} not found`);
 }
 
 export const canReadOrganization = (org: Organization, access: Access): boolean => org.is_public || isMember(access);
@@ -70,7 +72,11 @@ export const canReadBox = (org: Organization, box: Box, access: Access): boolean
   isMember(access) || (org.is_public && box.published && (box.is_public || box.guest_access));
 export const canSeeVersion = (version: Version, access: Access): boolean => isMember(access) || version.status === 'active';
 
-/** Looks the path up and applies the read rules; `params` decides how deep. */
+/**
+ * Looks the path up and applies the read rules; `params` decides how deep. Write routes use it too: who may not
+ * read a thing may not learn that it exists by trying to change it. `checkRead: false` only for a lookup whose
+ * result is used after another proof (a signed download link), never to answer the caller.
+ */
 export async function findPath(ctx: ServiceContext, request: FastifyRequest, params: PathParams, options: { checkRead?: boolean } = {}): Promise<Found> {
   const principal = await principalOf(ctx, request);
   const userId = principal?.kind === 'user' ? principal.id : null;
@@ -85,14 +91,19 @@ export async function findPath(ctx: ServiceContext, request: FastifyRequest, par
     left join architectures a on a.provider_id = p.id and lower(a.name) = lower(${params.arch ?? null})
     left join files f on f.architecture_id = a.id
     where lower(o.name) = lower(${params.org})`);
-  if (!row) throw notFound(`Organization '${params.org}' not found`);
-  const access: Access = { principal, role: roleIn(principal, row.org.id, row.member_role), isGlobalAdmin: principal?.kind === 'user' && principal.isAdmin };
   const checkRead = options.checkRead ?? true;
-  if (checkRead && !canReadOrganization(row.org, access)) refuseRead(access, `Organization '${row.org.name}'`);
+  const orgName = `Organization '${params.org}'`;
+  if (!row) {
+    if (checkRead) hidden({ principal }, orgName);
+    throw notFound(`${orgName} not found`);
+  }
+  const access: Access = { principal, role: roleIn(principal, row.org.id, row.member_role), isGlobalAdmin: principal?.kind === 'user' && principal.isAdmin };
+  if (checkRead && !canReadOrganization(row.org, access)) hidden(access, orgName);
   const found: Found = { ...access, org: row.org, box: undefined, version: undefined, provider: undefined, architecture: undefined, file: undefined };
   if (params.box === undefined) return found;
-  if (!row.box) throw notFound(`Box '${params.org}/${params.box}' not found`);
-  if (checkRead && !canReadBox(row.org, row.box, access)) refuseRead(access, `Box '${row.org.name}/${row.box.name}'`);
+  const boxName = `Box '${params.org}/${params.box}'`;
+  if (checkRead && (!row.box || !canReadBox(row.org, row.box, access))) hidden(access, boxName);
+  if (!row.box) throw notFound(`${boxName} not found`);
   found.box = row.box;
   if (params.version === undefined) return found;
   if (!row.version || (checkRead && !canSeeVersion(row.version, access))) throw notFound(`Version '${params.version}' of box '${row.org.name}/${row.box.name}' not found`);

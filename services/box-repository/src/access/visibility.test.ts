@@ -51,13 +51,13 @@ describe('published: false — a members-only draft', () => {
   const draft = at('draft');
   beforeAll(async () => boxWithFile(draft, { isPublic: true, published: false }));
 
-  it('is not listed, read or downloaded by non-members (401 anonymous, 403 signed in); members see all of it', async () => {
+  it('is not listed, read or downloaded by non-members (401 anonymous, 404 signed in: as if missing); members see all of it', async () => {
     expect(await listed('anonymous')).not.toContain('draft');
     expect(await listed('outsider')).not.toContain('draft');
     expect(await listed('member')).toContain('draft');
     for (const url of [boxUrl(draft), `${boxUrl(draft)}/metadata`, '/acme/draft', stableDownload(draft)]) {
       expect(await as('anonymous', 'GET', url), url).toBe(401);
-      expect(await as('outsider', 'GET', url), url).toBe(403);
+      expect(await as('outsider', 'GET', url), url).toBe(404);
       expect(await as('member', 'GET', url), url).toBe(200);
     }
   });
@@ -94,7 +94,7 @@ describe('guest_access — a private box readable by URL, never listed', () => {
 
   it('a guest box that is not published stays members-only', async () => {
     expect(await as('anonymous', 'GET', stableDownload(unpublishedGuest))).toBe(401);
-    expect(await as('outsider', 'GET', boxUrl(unpublishedGuest))).toBe(403);
+    expect(await as('outsider', 'GET', boxUrl(unpublishedGuest))).toBe(404);
   });
 
   it('does not reach into a private organization', async () => {
@@ -103,7 +103,7 @@ describe('guest_access — a private box readable by URL, never listed', () => {
     const inside = { ...at('guest-inside'), org: 'closed' };
     await boxWithFile(inside, { isPublic: true, guestAccess: true });
     expect(await as('anonymous', 'GET', stableDownload(inside))).toBe(401);
-    expect(await as('outsider', 'GET', boxUrl(inside))).toBe(403);
+    expect(await as('outsider', 'GET', boxUrl(inside))).toBe(404);
   });
 });
 

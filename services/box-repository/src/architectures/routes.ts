@@ -33,7 +33,7 @@ export async function architectureRoutes(app: FastifyInstance, { ctx }: { ctx: S
       response: { 201: architectureSchema, ...errors(401, 403, 404, 409, 422) },
     },
   }, async (request, reply) => {
-    const found = await findPath(ctx, request, request.params, { checkRead: false });
+    const found = await findPath(ctx, request, request.params);
     requireBoxManager(found, found.box!, found.org.name);
     const input = request.body;
     const providerId = found.provider!.id;
@@ -72,7 +72,7 @@ export async function architectureRoutes(app: FastifyInstance, { ctx }: { ctx: S
 
   type UpdateRequest = FastifyRequest<{ Params: { org: string; box: string; version: string; provider: string; arch: string }; Body: ArchInput }>;
   const update = async (request: UpdateRequest) => {
-    const found = await findPath(ctx, request, request.params, { checkRead: false });
+    const found = await findPath(ctx, request, request.params);
     requireBoxManager(found, found.box!, found.org.name);
     const input = request.body;
     const arch = found.architecture!;
@@ -99,7 +99,7 @@ export async function architectureRoutes(app: FastifyInstance, { ctx }: { ctx: S
   app.delete<{ Params: { org: string; box: string; version: string; provider: string; arch: string } }>(ARCH_PREFIX, {
     schema: { tags: ['architectures'], summary: 'Delete an architecture with its file', params: params(...A), response: { 200: messageSchema, ...errors(401, 403, 404) } },
   }, async (request) => {
-    const found = await findPath(ctx, request, request.params, { checkRead: false });
+    const found = await findPath(ctx, request, request.params);
     requireBoxManager(found, found.box!, found.org.name);
     const arch = found.architecture!;
     await ctx.cleanup.deleteWithFiles({ architectureId: arch.id }, async (tx) => {

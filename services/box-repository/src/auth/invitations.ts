@@ -43,7 +43,7 @@ export async function invitationRoutes(app: FastifyInstance, { ctx }: { ctx: Ser
     },
   }, async (request, reply) => {
     const principal = await requirePrincipal(ctx, request);
-    const found = await findPath(ctx, request, { org: request.body.organization_name }, { checkRead: false });
+    const found = await findPath(ctx, request, { org: request.body.organization_name });
     if (principal.kind !== 'user') throw forbidden('Service accounts cannot invite people');
     if (found.role !== 'moderator') requireOrganizationAdmin(found, found.org.name);
     const token = `${TOKEN_PREFIX}${randomBytes(32).toString('base64url')}`;

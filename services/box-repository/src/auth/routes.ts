@@ -94,6 +94,12 @@ export const USERNAME_REGEX = new RegExp(USERNAME_PATTERN);
  */
 export async function signUp(ctx: ServiceContext, input: { username: string; email: string; password: string; invitationToken?: string }): Promise<{ joined?: string }> {
   const { username, email: address, password, invitationToken: invitation } = input;
+  // Checked first: where sign-up is closed, a caller learns nothing else (not even whether a name is taken).
+  const mode = ctx.config.auth.sign_up;
+  if (mode === 'off') throw forbidden('Sign-up is off on this server (auth.sign_up: off): accounts come from its identity provider or its administrators');
+  if (mode === 'invited' && invitation === undefined) {
+    throw forbidden('Sign-up needs an invitation on this server (auth.sign_up: invited): ask a moderator or admin of an organization to invite your e-mail address');
+  }
   const failures = checkPassword(password);
   if (failures.length > 0) {
     throw unprocessable('The password does not meet the password rules', failures.map((f) => ({ pointer: '/password', rule: f.rule, params: {}, detail: f.detail })));
@@ -158,12 +164,12 @@ export async function authRoutes(app: FastifyInstance, { ctx }: { ctx: ServiceCo
 
   app.post<{ Body: { username: string; email: string; password: string; invitation_token?: string } }>('/api/auth/signup', {
     schema: {
-      tags: ['auth'], summary: 'Create an account (role user; with an invitation token, a member of the inviting organization)',
+      tags: ['auth'], summary: 'Create an account (role user; with an invitation token, a member of the inviting organization). auth.sign_up decides who may: open (anyone), invited (the default: only with an invitation token) or off (403)',
       body: body({
         username: { type: 'string', pattern: USERNAME_PATTERN }, email, password: text(1024),
         invitation_token: { type: 'string', maxLength: 128, description: 'From an invitation (POST /api/auth/invite): the new account joins its organization. The e-mail address must be the invited one.' },
       }, ['username', 'email', 'password']),
-      response: { 201: messageSchema, ...errors(409, 422, 429) },
+      response: { 201: messageSchema, ...errors(403, 409, 422, 429) },
     },
   }, async (request, reply) => {
     const { username, invitation_token: invitation } = request.body;

@@ -45,15 +45,16 @@ const selectAccounts = sql.fragment`
  * named, the creator's own organization: the first they belong to by name (the `organization` of the sign-in).
  */
 export async function organizationFor(ctx: ServiceContext, user: UserPrincipal, named: { id: number } | { name: string } | undefined) {
-  const orgRow = z.object({ id: int8, name: z.string(), role: z.enum(['admin', 'moderator', 'user']).nullable() });
+  const orgRow = z.object({ id: int8, name: z.string(), is_public: z.boolean(), role: z.enum(['admin', 'moderator', 'user']).nullable() });
   const org = named
     ? await ctx.pool.maybeOne(sql.type(orgRow)`
-        select o.id, o.name, m.role from organizations o left join memberships m on m.organization_id = o.id and m.user_id = ${user.id}::uuid
+        select o.id, o.name, o.is_public, m.role from organizations o left join memberships m on m.organization_id = o.id and m.user_id = ${user.id}::uuid
         where ${'id' in named ? sql.fragment`o.id = ${named.id}` : sql.fragment`lower(o.name) = lower(${named.name})`}`)
     : await ctx.pool.maybeOne(sql.type(orgRow)`
-        select o.id, o.name, m.role from memberships m join organizations o on o.id = m.organization_id
+        select o.id, o.name, o.is_public, m.role from memberships m join organizations o on o.id = m.organization_id
         where m.user_id = ${user.id}::uuid order by lower(o.name) limit 1`);
-  if (!org && named) throw notFound(`Organization '${'id' in named ? named.id : named.name}' not found`);
+  // A private organization the caller cannot read answers as a missing one (access/hierarchy.ts: hidden).
+  if (named && (!org || !(org.is_public || org.role !== null || user.isAdmin))) throw notFound(`Organization '${'id' in named ? named.id : named.name}' not found`);
   if (!org) {
     throw unprocessable('You belong to no organization: name the one the account acts in', [
       { pointer: '/organization', rule: 'required', params: { missingProperty: 'organization' }, detail: 'name the organization (organization or organization_id) the account acts in' },

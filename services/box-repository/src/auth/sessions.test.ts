@@ -100,6 +100,33 @@ describe('sessions on two replicas', () => {
     expect((await refreshB(two, long.refresh_token)).status).toBe(401);
   });
 
+  it('variant A: renewing never extends a session past the end its sign-in gave it', async () => {
+    const long = await signIn(one, true);
+    const family = decodeJwt(long.access_token).sid as string;
+    // As if the sign-in had been 30 days minus an hour ago: one hour of the session is left.
+    await one.sql(`update refresh_tokens set family_expires_at = now() + interval '1 hour' where family = $1::uuid`, [family]);
+    const renewed = await two.request('GET', '/api/auth/refresh-token', { token: long.access_token });
+    expect(renewed.status).toBe(200);
+    const end = (await one.sql<{ end: number }>(`select extract(epoch from min(family_expires_at))::float8 as end from refresh_tokens where family = $1::uuid`, [family]))[0]!.end;
+    expect(decodeJwt(renewed.body.access_token).exp!).toBeLessThanOrEqual(Math.ceil(end));
+    expect(Date.parse(renewed.body.expires_at) / 1000).toBeLessThanOrEqual(Math.ceil(end));
+    // Once that end has passed, the token still in hand no longer renews.
+    await one.sql(`update refresh_tokens set family_expires_at = now() - interval '1 second' where family = $1::uuid`, [family]);
+    const late = await one.request('GET', '/api/auth/refresh-token', { token: renewed.body.access_token });
+    expect(late.status).toBe(401);
+    expect(late.body.detail).toContain('ended');
+  });
+
+  it('variant A: a token renews once, even when twelve renewals of it race on two replicas', async () => {
+    const long = await signIn(one, true);
+    const answers = await Promise.all(Array.from({ length: 12 }, (_, i) =>
+      (i % 2 ? two : one).request('GET', '/api/auth/refresh-token', { token: long.access_token })));
+    expect(answers.map((a) => a.status).sort()).toEqual([200, ...Array<number>(11).fill(401)]);
+    for (const refused of answers.filter((a) => a.status === 401)) expect(refused.body).toMatchObject({ status: 401, detail: expect.any(String) });
+    const winner = answers.find((a) => a.status === 200)!;
+    expect((await whoAmI(one, winner.body.access_token)).status).toBe(200);
+  });
+
   it('disabling a user on one replica stops their sessions and refresh tokens on the other at once', async () => {
     await one.createUser('carol');
     const session = (await one.request('POST', '/api/auth/signin', { json: { username: 'carol', password: USER_PASSWORD } })).body;

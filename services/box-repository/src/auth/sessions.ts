@@ -83,16 +83,32 @@ export async function refreshSession(ctx: ServiceContext, token: string, stillAl
   throw invalidCredentials(outcome.refused);
 }
 
-/** Variant A: a stay-logged-in session's access token for a new one; the old one stops working. */
+/**
+ * Variant A: a stay-logged-in session's access token for a new one; the old one stops working. Single use: the
+ * old token's revocation is the claim, so of two renewals racing (any replicas) one inserts it and the other finds
+ * it taken. The new token ends no later than the session its sign-in started (the family's end).
+ */
 export async function renewAccessToken(pool: DatabasePool, ctx: ServiceContext, session: { jti: string; expiresAt: Date; family: string | undefined }, subject: string) {
-  return pool.transaction(async (tx) => {
-    await tx.query(sql.unsafe`insert into revoked_sessions (jti, expires_at) values (${session.jti}, ${session.expiresAt.toISOString()}::timestamptz) on conflict (jti) do nothing`);
-    const family = session.family ?? randomUUID();
-    const access = await ctx.tokens.sign(subject, { stay: true, sid: family }, accessTtl(ctx, true));
+  const outcome = await pool.transaction(async (tx): Promise<{ refused: string } | { renewed: { access_token: string; expires_at: string } }> => {
+    const claimed = await tx.maybeOne(sql.unsafe`
+      insert into revoked_sessions (jti, expires_at) values (${session.jti}, ${session.expiresAt.toISOString()}::timestamptz)
+      on conflict (jti) do nothing returning jti`);
+    if (!claimed) return { refused: 'This session token was already renewed or signed out: use the token its renewal returned' };
+    // The sign-in's row holds the end; renewed rows carry the same end (min: rows renewed before this rule carried later ones).
+    const end = session.family
+      ? await tx.maybeOneFirst(sql.type(z.object({ end: z.string().nullable() }))`
+          select to_jsonb(min(family_expires_at)) #>> '{}' as end from refresh_tokens where family = ${session.family}::uuid and family_expires_at > now()`)
+      : null;
+    if (!end || !session.family) return { refused: 'This session has ended: its sign-in\'s lifetime (auth.jwt.stayLoggedInExpiresIn) is over; sign in again' };
+    const familyExpiresAt = new Date(end);
+    const secondsLeft = Math.max(1, Math.floor((familyExpiresAt.getTime() - Date.now()) / 1000));
+    const access = await ctx.tokens.sign(subject, { stay: true, sid: session.family }, Math.min(accessTtl(ctx, true), secondsLeft));
     // Kept with the family, so that signing out (or a refresh-token reuse) ends the renewed token as well.
     await tx.query(sql.unsafe`
       insert into refresh_tokens (jti, family, subject, stay_logged_in, access_jti, access_expires_at, family_expires_at, used_at)
-      values (${`renewed:${access.jti}`}, ${family}::uuid, ${subject}, true, ${access.jti}, ${access.expiresAt.toISOString()}::timestamptz, ${access.expiresAt.toISOString()}::timestamptz, now())`);
-    return { access_token: access.token, expires_at: access.expiresAt.toISOString() };
+      values (${`renewed:${access.jti}`}, ${session.family}::uuid, ${subject}, true, ${access.jti}, ${access.expiresAt.toISOString()}::timestamptz, ${familyExpiresAt.toISOString()}::timestamptz, now())`);
+    return { renewed: { access_token: access.token, expires_at: access.expiresAt.toISOString() } };
   });
+  if ('renewed' in outcome) return outcome.renewed;
+  throw invalidCredentials(outcome.refused);
 }

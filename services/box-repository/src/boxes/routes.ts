@@ -32,7 +32,7 @@ export async function boxRoutes(app: FastifyInstance, { ctx }: { ctx: ServiceCon
       response: { 201: boxSchema, ...errors(401, 403, 404, 409, 422) },
     },
   }, async (request, reply) => {
-    const found = await findPath(ctx, request, request.params, { checkRead: false });
+    const found = await findPath(ctx, request, request.params);
     requireMember(found, found.org.name);
     const principal = found.principal!;
     const input = request.body;
@@ -73,7 +73,7 @@ export async function boxRoutes(app: FastifyInstance, { ctx }: { ctx: ServiceCon
 
   type UpdateRequest = FastifyRequest<{ Params: { org: string; box: string }; Body: BoxInput }>;
   const update = async (request: UpdateRequest) => {
-    const found = await findPath(ctx, request, request.params, { checkRead: false });
+    const found = await findPath(ctx, request, request.params);
     const box = found.box!;
     requireBoxManager(found, box, found.org.name);
     const input = request.body;
@@ -103,7 +103,7 @@ export async function boxRoutes(app: FastifyInstance, { ctx }: { ctx: ServiceCon
   app.delete<{ Params: { org: string; box: string } }>(BOX_PREFIX, {
     schema: { tags: ['boxes'], summary: 'Delete a box with all its versions and files', params: params('org', 'box'), response: { 200: messageSchema, ...errors(401, 403, 404) } },
   }, async (request) => {
-    const found = await findPath(ctx, request, request.params, { checkRead: false });
+    const found = await findPath(ctx, request, request.params);
     const box = found.box!;
     requireBoxManager(found, box, found.org.name);
     await ctx.cleanup.deleteWithFiles({ boxId: box.id }, async (tx) => {

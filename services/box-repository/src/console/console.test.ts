@@ -115,13 +115,13 @@ describe('box console pages (no JavaScript)', () => {
     expect(browser.headers.get('location')).toBe('/acme/boxes/ubuntu');
   });
 
-  it('shows a private box to members only: 401 page for anonymous visitors, 403 for non-members', async () => {
+  it('shows a private box to members only: 401 page for anonymous visitors, 404 for non-members (as if missing)', async () => {
     const anonymous = await get('/acme/boxes/secret-box');
     expect(anonymous.status).toBe(401);
     expect(anonymous.text).toContain('Sign in required');
     expect(anonymous.text).not.toContain('internal only');
     const outsider = await get('/acme/boxes/secret-box', outsiderCookie);
-    expect(outsider.status).toBe(403);
+    expect(outsider.status).toBe(404);
     expect(outsider.text).not.toContain('internal only');
     expect((await get('/', outsiderCookie)).text).not.toContain('secret-box');
     expect((await get('/acme', outsiderCookie)).text).not.toContain('secret-box');
@@ -192,10 +192,12 @@ describe('box console pages (no JavaScript)', () => {
     expect(users.status).toBe(200);
     expect(users.text).toContain('member1');
     expect(users.text).toContain('acme (user)');
-    const missing = await get('/no-such-org');
+    // Signed in: unknown items are 404 pages. Anonymous visitors are asked to sign in (a private one looks the same).
+    const missing = await get('/no-such-org', memberCookie);
     expect(missing.status).toBe(404);
     expect(missing.text).toContain('Not found');
-    expect((await get('/acme/boxes/no-such-box')).status).toBe(404);
+    expect((await get('/acme/boxes/no-such-box', memberCookie)).status).toBe(404);
+    expect((await get('/no-such-org')).status).toBe(401);
   });
 
   it('marks the cookie Secure when the service is reached over HTTPS (here through a trusted proxy)', async () => {

@@ -104,10 +104,10 @@ describe('downloads and metadata (s3 driver)', () => {
       expect(await response.text()).toBe('');
     });
 
-    it('unknown file names and paths: 404', async () => {
+    it('unknown file names and paths: 404 (an unknown organization: 401 anonymous, as a private one would be)', async () => {
       expect((await get(fileUrl(publicPath, 'other.box'))).status).toBe(404);
       expect((await get(fileUrl({ ...publicPath, version: '9.9.9' }))).status).toBe(404);
-      expect((await get(fileUrl({ ...publicPath, org: 'nobody' }))).status).toBe(404);
+      expect((await get(fileUrl({ ...publicPath, org: 'nobody' }))).status).toBe(401);
     });
 
     it('counts downloads that start at byte 0, not resumed ones', async () => {
@@ -247,16 +247,19 @@ describe('downloads and metadata (s3 driver)', () => {
       expect(((await viaLocalhost.json()) as { versions: { providers: { url: string }[] }[] }).versions[0]!.providers[0]!.url).toMatch(/^http:\/\/localhost:\d+\/acme\/boxes\/multi\//);
     });
 
-    it('HEAD answers like Vagrant needs: 200 application/json for a box, 404 for an unknown one, 401 for a private one', async () => {
+    it('HEAD answers like Vagrant needs: 200 application/json for a box, 401 anonymous for an unknown or a private one, 404 unknown with credentials', async () => {
       const head = (path: string, headers: Record<string, string> = {}) => get(path, { accept: 'application/json', 'user-agent': 'Vagrant/2.3.4', ...headers }, 'HEAD');
       const known = await head('/acme/multi');
       expect(known.status).toBe(200);
       expect(known.headers.get('content-type')).toMatch(/^application\/json/);
-      expect((await head('/acme/no-such-box')).status).toBe(404);
-      expect((await head('/nobody/multi')).status).toBe(404);
+      // Anonymous: unknown and private look alike (existence hidden); with credentials, unknown is 404.
+      expect((await head('/acme/no-such-box')).status).toBe(401);
+      expect((await head('/nobody/multi')).status).toBe(401);
       expect((await head('/acme/private')).status).toBe(401);
       expect((await head('/acme/private', { authorization: `Bearer ${key}` })).status).toBe(200);
-      expect((await head('/api/v2/vagrant/acme/no-such-box')).status).toBe(404);
+      expect((await head('/acme/no-such-box', { authorization: `Bearer ${key}` })).status).toBe(404);
+      expect((await head('/api/v2/vagrant/acme/no-such-box')).status).toBe(401);
+      expect((await head('/api/v2/vagrant/acme/no-such-box', { authorization: `Bearer ${key}` })).status).toBe(404);
     });
 
     it('does not shadow the service\'s own paths', async () => {

@@ -42,7 +42,7 @@ export function fileRecord(ctx: ServiceContext, request: FastifyRequest, found: 
 
 /** Everything checked before a byte of the body is read. */
 async function prepareUpload(ctx: ServiceContext, request: FastifyRequest<{ Params: ArchParams; Querystring: UploadQuery }>) {
-  const found = await findPath(ctx, request, request.params, { checkRead: false });
+  const found = await findPath(ctx, request, request.params);
   requireBoxManager(found, found.box!, found.org.name);
   assertReplaceAllowed(found.version!.status, found.file !== undefined, request.query.replace ?? false, found.architecture!.name);
   return found;
@@ -165,7 +165,7 @@ export async function fileRoutes(app: FastifyInstance, { ctx }: { ctx: ServiceCo
   app.delete<{ Params: ArchParams }>(`${ARCH_PREFIX}/file`, {
     schema: { tags: ['files'], summary: 'Delete the file of an architecture', params: params(...A), response: { 200: messageSchema, ...errors(401, 403, 404) } },
   }, async (request) => {
-    const found = await findPath(ctx, request, request.params, { checkRead: false });
+    const found = await findPath(ctx, request, request.params);
     requireBoxManager(found, found.box!, found.org.name);
     const file = found.file;
     if (!file) throw notFound(`No file has been uploaded for architecture '${found.architecture!.name}'`);

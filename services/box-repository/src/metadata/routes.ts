@@ -8,7 +8,7 @@ import { notFound } from '@boxyard/kit';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { sql } from 'slonik';
 import { z } from 'zod';
-import { canReadBox, canReadOrganization, isBoxListed, refuseRead, roleIn, type Access } from '../access/hierarchy.ts';
+import { canReadBox, canReadOrganization, isBoxListed, hidden, roleIn, type Access } from '../access/hierarchy.ts';
 import { principalOf } from '../auth/principal.ts';
 import type { ServiceContext } from '../context.ts';
 import { baseUrlOf, downloadUrl } from '../http/base-url.ts';
@@ -81,12 +81,12 @@ export async function metadataDocument(ctx: ServiceContext, request: FastifyRequ
     from organizations o
     left join boxes b on b.organization_id = o.id and lower(b.name) = lower(${boxName})
     where lower(o.name) = lower(${orgName})`);
-  if (!row) throw notFound(`Organization '${orgName}' not found`);
+  // As findPath: a private organization or box answers as a missing one (401 anonymous, 404 signed in).
+  if (!row) hidden({ principal }, `Organization '${orgName}'`);
   const access: Access = { principal, role: roleIn(principal, row.org.id, row.member_role), isGlobalAdmin: principal?.kind === 'user' && principal.isAdmin };
-  if (!canReadOrganization(row.org, access)) refuseRead(access, `Organization '${row.org.name}'`);
+  if (!canReadOrganization(row.org, access)) hidden(access, `Organization '${orgName}'`);
   const box = row.box;
-  if (!box || row.metadata_version === null) throw notFound(`Box '${orgName}/${boxName}' not found`);
-  if (!canReadBox(row.org, box, access)) refuseRead(access, `Box '${row.org.name}/${box.name}'`);
+  if (!box || row.metadata_version === null || !canReadBox(row.org, box, access)) hidden(access, `Box '${orgName}/${boxName}'`);
   const key = JSON.stringify([row.org.name, box.name, box.description]);
   let document = ctx.metadataCache.get(box.id, base, key, row.metadata_version);
   if (!document) {

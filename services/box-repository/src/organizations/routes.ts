@@ -97,7 +97,7 @@ export async function organizationRoutes(app: FastifyInstance, { ctx }: { ctx: S
 
   type UpdateRequest = FastifyRequest<{ Params: { org: string }; Body: { name?: string; description?: string; email?: string | null; is_public?: boolean } }>;
   const update = async (request: UpdateRequest) => {
-    const found = await findPath(ctx, request, request.params, { checkRead: false });
+    const found = await findPath(ctx, request, request.params);
     requireOrganizationAdmin(found, found.org.name);
     const input = request.body;
     if (input.name !== undefined) checkNotReserved(input.name);
@@ -126,7 +126,7 @@ export async function organizationRoutes(app: FastifyInstance, { ctx }: { ctx: S
   app.delete<{ Params: { org: string } }>(ORG_PREFIX, {
     schema: { tags: ['organizations'], summary: 'Delete an organization with all its boxes and files (global admins)', params: params('org'), response: { 200: messageSchema, ...errors(401, 403, 404) } },
   }, async (request) => {
-    const found = await findPath(ctx, request, request.params, { checkRead: false });
+    const found = await findPath(ctx, request, request.params);
     requireGlobalAdmin(found);
     await ctx.cleanup.deleteWithFiles({ organizationId: found.org.id }, async (tx) => {
       await recordOrganizationBoxesDeleted(tx, found.org.id, found.org.name);
@@ -144,7 +144,7 @@ export async function organizationRoutes(app: FastifyInstance, { ctx }: { ctx: S
       response: { 200: { type: 'array', items: memberSchema }, ...errors(401, 403, 404) },
     },
   }, async (request, reply) => {
-    const found = await findPath(ctx, request, request.params, { checkRead: false });
+    const found = await findPath(ctx, request, request.params);
     requireMember(found, found.org.name);
     const page = pageOf(request.query);
     const rows = await pool.any(sql.type(memberRow)`
@@ -179,7 +179,7 @@ export async function organizationRoutes(app: FastifyInstance, { ctx }: { ctx: S
       response: { 200: memberSchema, ...errors(401, 403, 404, 422) },
     },
   }, async (request) => {
-    const found = await findPath(ctx, request, request.params, { checkRead: false });
+    const found = await findPath(ctx, request, request.params);
     if (found.principal?.kind === 'service_account') requireOrganizationAdmin({ ...found, role: null, isGlobalAdmin: false }, found.org.name);
     const user = await findUser(request.params.username);
     requireMemberManager(found, [request.body.role, await currentRole(found.org.id, user.id)]);
@@ -197,7 +197,7 @@ export async function organizationRoutes(app: FastifyInstance, { ctx }: { ctx: S
       params: params('org', 'username'), response: { 200: messageSchema, ...errors(401, 403, 404) },
     },
   }, async (request) => {
-    const found = await findPath(ctx, request, request.params, { checkRead: false });
+    const found = await findPath(ctx, request, request.params);
     if (found.principal?.kind === 'service_account') requireOrganizationAdmin({ ...found, role: null, isGlobalAdmin: false }, found.org.name);
     const user = await findUser(request.params.username);
     const role = await currentRole(found.org.id, user.id);

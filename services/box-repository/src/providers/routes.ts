@@ -25,7 +25,7 @@ export async function providerRoutes(app: FastifyInstance, { ctx }: { ctx: Servi
       response: { 201: providerSchema, ...errors(401, 403, 404, 409, 422) },
     },
   }, async (request, reply) => {
-    const found = await findPath(ctx, request, request.params, { checkRead: false });
+    const found = await findPath(ctx, request, request.params);
     requireBoxManager(found, found.box!, found.org.name);
     const input = request.body;
     const created = await uniquely(() => pool.one(sql.type(z.object({ p: providerRow }))`
@@ -56,7 +56,7 @@ export async function providerRoutes(app: FastifyInstance, { ctx }: { ctx: Servi
 
   type UpdateRequest = FastifyRequest<{ Params: { org: string; box: string; version: string; provider: string }; Body: ProviderInput }>;
   const update = async (request: UpdateRequest) => {
-    const found = await findPath(ctx, request, request.params, { checkRead: false });
+    const found = await findPath(ctx, request, request.params);
     requireBoxManager(found, found.box!, found.org.name);
     const input = request.body;
     const updated = await uniquely(() => pool.one(sql.type(z.object({ p: providerRow }))`
@@ -78,7 +78,7 @@ export async function providerRoutes(app: FastifyInstance, { ctx }: { ctx: Servi
   app.delete<{ Params: { org: string; box: string; version: string; provider: string } }>(PROVIDER_PREFIX, {
     schema: { tags: ['providers'], summary: 'Delete a provider with its architectures and files', params: params(...P), response: { 200: messageSchema, ...errors(401, 403, 404) } },
   }, async (request) => {
-    const found = await findPath(ctx, request, request.params, { checkRead: false });
+    const found = await findPath(ctx, request, request.params);
     requireBoxManager(found, found.box!, found.org.name);
     const provider = found.provider!;
     await ctx.cleanup.deleteWithFiles({ providerId: provider.id }, async (tx) => {

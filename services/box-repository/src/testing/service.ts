@@ -93,6 +93,8 @@ export async function startTestService(options: TestServiceOptions = {}): Promis
     session: { secret: randomBytes(32).toString('base64url') },
     admin: { password: ADMIN_PASSWORD },
     rate_limiting: { enabled: false },
+    // The helpers sign their users up.
+    auth: { sign_up: 'open' },
   };
   const config = boxRepositoryConfigSchema.parse(deepMerge(base, options.config as Record<string, unknown>));
   const running = await startBoxRepository(config, { port: 0, hooks: options.hooks ?? {}, print: () => {} });

@@ -31,7 +31,7 @@ export async function versionRoutes(app: FastifyInstance, { ctx }: { ctx: Servic
       response: { 201: versionSchema, ...errors(401, 403, 404, 409, 422) },
     },
   }, async (request, reply) => {
-    const found = await findPath(ctx, request, request.params, { checkRead: false });
+    const found = await findPath(ctx, request, request.params);
     requireBoxManager(found, found.box!, found.org.name);
     const input = request.body;
     const [major, minor, patch] = parts(input.version_number);
@@ -66,7 +66,7 @@ export async function versionRoutes(app: FastifyInstance, { ctx }: { ctx: Servic
 
   type UpdateRequest = FastifyRequest<{ Params: { org: string; box: string; version: string }; Body: VersionInput }>;
   const update = async (request: UpdateRequest) => {
-    const found = await findPath(ctx, request, request.params, { checkRead: false });
+    const found = await findPath(ctx, request, request.params);
     requireBoxManager(found, found.box!, found.org.name);
     const input = request.body;
     const [major, minor, patch] = parts(input.version_number);
@@ -95,7 +95,7 @@ export async function versionRoutes(app: FastifyInstance, { ctx }: { ctx: Servic
   app.delete<{ Params: { org: string; box: string; version: string } }>(VERSION_PREFIX, {
     schema: { tags: ['versions'], summary: 'Delete a version with its providers and files', params: params('org', 'box', 'version'), response: { 200: messageSchema, ...errors(401, 403, 404) } },
   }, async (request) => {
-    const found = await findPath(ctx, request, request.params, { checkRead: false });
+    const found = await findPath(ctx, request, request.params);
     requireBoxManager(found, found.box!, found.org.name);
     const version = found.version!;
     await ctx.cleanup.deleteWithFiles({ versionId: version.id }, async (tx) => {

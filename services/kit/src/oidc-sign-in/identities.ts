@@ -55,13 +55,24 @@ function candidateUsernames(identity: ProviderIdentity): string[] {
   return [base, `${base}-${stable}`, `${base}-${stable}-${random()}`, `${base}-${random()}${random()}`].map((name) => name.slice(0, MAX_USERNAME));
 }
 
+/** The identity's local user was deleted: it stays deleted instead of being created again on the next sign-in. */
+export class DeletedIdentityError extends Error {
+  override name = 'DeletedIdentityError';
+  constructor() {
+    super('This account was deleted by an administrator');
+  }
+}
+
 export function roleFor(groups: readonly string[], mapping: RoleMapping): string {
   return mapping.adminGroups.some((group) => groups.includes(group)) ? mapping.admin : mapping.user;
 }
 
 export function createIdentityLinks(pool: DatabasePool) {
   return {
-    /** The user for this provider identity, created on first sight; its role and email refreshed from the claims. */
+    /**
+     * The user for this provider identity, created on first sight; its role and email refreshed from the claims.
+     * A disabled user is returned as such (the caller refuses it); a deleted one throws DeletedIdentityError.
+     */
     async signIn(identity: ProviderIdentity, mapping: RoleMapping): Promise<User> {
       const role = roleFor(identity.groups, mapping);
       return pool.transaction(async (tx) => {
@@ -79,6 +90,9 @@ export function createIdentityLinks(pool: DatabasePool) {
               email = case when ${email}::text is null or exists (select 1 from users o where lower(o.email) = lower(${email}::text) and o.id <> u.id) then u.email else ${email}::text end
             where u.id = ${linked.id}::uuid
             returning ${userColumns}`);
+        }
+        if (await tx.exists(sql.unsafe`select 1 from oidc_deleted_identities where issuer = ${identity.issuer} and subject = ${identity.subject}`)) {
+          throw new DeletedIdentityError();
         }
         // Only a new user needs it (argon2 takes a while; provider tokens reach here on every cache miss): an
         // unknown random password, so the account can't be signed into with a password.

@@ -15,7 +15,7 @@ import type { DatabasePool } from 'slonik';
 import type { User } from '../accounts/accounts.ts';
 import type { AuthConfig } from '../config/auth-section.ts';
 import { HttpError } from '../http/http-error.ts';
-import { createIdentityLinks, type ProviderIdentity, type RoleMapping } from './identities.ts';
+import { createIdentityLinks, DeletedIdentityError, type ProviderIdentity, type RoleMapping } from './identities.ts';
 import { continuePage, errorPage, noStore, sendPage } from './pages.ts';
 import { createProviderClient, ProviderUnavailableError, type ProviderClient } from './provider.ts';
 import { safeReturnPath } from './return-to.ts';
@@ -235,7 +235,11 @@ export async function oidcSignIn(app: FastifyInstance, options: OidcSignInOption
           email: stringClaim(claims[claimNames.email]),
           groups: groupsOf(claims[claimNames.groups]),
         };
-        const user = await links.signIn(identity, mapping);
+        const user = await links.signIn(identity, mapping).catch((error: unknown) => {
+          if (error instanceof DeletedIdentityError) throw new SignInFailure(403, 'Sign-in refused', `${error.message}.`);
+          throw error;
+        });
+        if (user.disabled) throw new SignInFailure(403, 'Sign-in refused', 'This account is disabled.');
         const session = await options.session.start(reply, user);
         if (tokens.id_token) await links.rememberSession(session.jti, tokens.id_token, session.expiresAt);
         request.log.info({ userId: user.id, issuer: identity.issuer }, 'oidc sign-in');

@@ -1,12 +1,14 @@
 // Provider access tokens on a service's own routes: the verifier (resource-server.ts) plus the local user each
 // provider identity maps to — created on first sight and found again by (issuer, subject) through the same
 // identity links as browser sign-in, its role following `admin_groups`. The mapping is cached for a minute per
-// (identity, groups, email), so a verified request costs no write once its user exists.
+// (identity, groups, email), so a verified request costs no write once its user exists. A disabled user is refused
+// (401 invalid_token) on every service; a deleted one is not created again (identities.ts remembers it).
 import { createHash } from 'node:crypto';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import type { User } from '../accounts/accounts.ts';
+import { sql } from 'slonik';
+import { userRow, type User } from '../accounts/accounts.ts';
 import type { AuthConfig } from '../config/auth-section.ts';
-import { createIdentityLinks } from '../oidc-sign-in/identities.ts';
+import { createIdentityLinks, DeletedIdentityError } from '../oidc-sign-in/identities.ts';
 import { createResourceServer, type ProviderIdentity, type ResourceServerDeps } from './resource-server.ts';
 
 export interface ProviderCaller {
@@ -40,7 +42,14 @@ export function createProviderAccounts(auth: AuthConfig, deps: ResourceServerDep
       .update(JSON.stringify([identity.issuer, identity.subject, identity.username, identity.email ?? null, [...identity.groups].sort()]))
       .digest('base64url');
     const hit = cache.get(key);
-    if (hit && Date.now() - hit.at < CACHE_MS) return hit.user;
+    if (hit && Date.now() - hit.at < CACHE_MS) {
+      // Read again on every request (one indexed read, as for a session token): disabling or deleting the user
+      // takes effect at once, not when the cache entry ages out.
+      const current = await deps.pool.maybeOne(sql.type(userRow)`
+        select id, username, email, role, disabled_at is not null as disabled, created_at from users where id = ${hit.user.id}::uuid`);
+      if (current) return current;
+      cache.delete(key);
+    }
     const user = await links.signIn({ issuer: identity.issuer, subject: identity.subject, username: identity.username, email: identity.email, groups: identity.groups }, mapping);
     if (cache.size >= MAX_CACHED) cache.clear();
     cache.set(key, { user, at: Date.now() });
@@ -51,7 +60,16 @@ export function createProviderAccounts(auth: AuthConfig, deps: ResourceServerDep
     recognizes: (request) => server.recognizes(request),
     async authenticate(request, reply) {
       const identity = await server.verify(request, reply);
-      return { identity, user: await userFor(identity) };
+      let user: User;
+      try {
+        user = await userFor(identity);
+      } catch (error) {
+        if (error instanceof DeletedIdentityError) throw server.refuse(request, `${error.message}: the identity provider's tokens for it are refused`);
+        throw error;
+      }
+      // The provider vouches for who the caller is, not for whether this service still lets them in.
+      if (user.disabled) throw server.refuse(request, 'This account is disabled');
+      return { identity, user };
     },
     challenge: () => server.challenge(),
     close: () => server.close(),

@@ -40,6 +40,8 @@ export interface ResourceServer {
    * Given `reply`, a fresh DPoP-Nonce is set on it when the proof's nonce is about to expire.
    */
   verify(request: FastifyRequest, reply?: FastifyReply): Promise<ProviderIdentity>;
+  /** A 401 invalid_token for a token that verified but whose holder may not act here (e.g. a disabled account). */
+  refuse(request: FastifyRequest, description: string): HttpError;
   /** WWW-Authenticate value for a 401 to a request without credentials: `DPoP algs="…", Bearer` (only DPoP when dpop.required). */
   challenge(): string;
   close(): Promise<void>;
@@ -166,6 +168,11 @@ export function createResourceServer(config: ResourceServerConfig, deps: Resourc
         }
         throw error;
       }
+    },
+
+    refuse(request, description) {
+      const scheme: Scheme = /^dpop /i.test(request.headers.authorization ?? '') ? 'DPoP' : 'Bearer';
+      return toHttpError(new TokenError(scheme, 'invalid_token', description), challengeOptions);
     },
 
     challenge: () => challengeFor(challengeOptions),

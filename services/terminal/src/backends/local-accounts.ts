@@ -4,7 +4,9 @@
 //
 // - The server can switch users when it is root, or has CAP_SETUID and CAP_SETGID as ambient capabilities (so its
 //   agents inherit them). Then every terminal user gets an account:
-//     1. the one `backend.local.accounts.map` names for their username, or else
+//     1. the one `backend.local.accounts.map` names for their username — for local accounts only: an identity
+//        provider's user got its username from the provider (first come, first served), so it is mapped only by
+//        its identity, `oidc:<issuer>#<subject>`, never by a name that may be someone else's here — or else
 //     2. (root only) a system account created on first use: `<prefix><first 12 hex digits of the user id>`
 //        (e.g. `boxyard-3f2a9c01d4e5`), its own group, home `<home_base>/<name>` (0700), login shell the
 //        configured shell, GECOS `Boxyard terminal user <user id>`. An existing account of that name without
@@ -25,7 +27,7 @@ export interface LocalAccountsConfig {
   prefix: string;
   /** Where created accounts' homes go (never inside the server's state directory). */
   home_base: string;
-  /** Terminal username → existing OS account. */
+  /** Terminal username (local accounts) or `oidc:<issuer>#<subject>` (provider users) → existing OS account. */
   map: Record<string, string>;
 }
 
@@ -90,7 +92,11 @@ function gecosOf(name: string): string | undefined {
 }
 
 export function createAccountResolver(config: LocalAccountsConfig, ability: SwitchAbility, shell: string) {
-  const map = new Map(Object.entries(config.map).map(([user, account]) => [user.toLowerCase(), account]));
+  const PROVIDER_KEY = 'oidc:';
+  const entries = Object.entries(config.map);
+  // Usernames are case-insensitive; provider identities are compared exactly (a subject is case-sensitive).
+  const byUsername = new Map(entries.filter(([key]) => !key.startsWith(PROVIDER_KEY)).map(([user, account]) => [user.toLowerCase(), account]));
+  const byIdentity = new Map(entries.filter(([key]) => key.startsWith(PROVIDER_KEY)).map(([key, account]) => [key.slice(PROVIDER_KEY.length), account]));
   const creating = new Map<string, Promise<Account>>();
 
   function ensureHome(account: Account): void {
@@ -118,15 +124,15 @@ export function createAccountResolver(config: LocalAccountsConfig, ability: Swit
 
   return {
     /** The OS account for this terminal user's shells (created when needed). Throws with a reason otherwise. */
-    async accountFor(user: { id: string; username: string }): Promise<Account> {
-      const mapped = map.get(user.username.toLowerCase());
+    async accountFor(user: { id: string; username: string; providerIdentity?: string | undefined }): Promise<Account> {
+      const mapped = user.providerIdentity !== undefined ? byIdentity.get(user.providerIdentity) : byUsername.get(user.username.toLowerCase());
       let account: Account;
       if (mapped) {
         const found = lookupAccount(mapped);
         if (!found) throw new Error(`the OS account ${mapped} (backend.local.accounts.map) does not exist`);
         account = found;
       } else {
-        if (!ability.canCreate) throw new Error(`no OS account is mapped to ${user.username} in backend.local.accounts.map, and only a root server creates them`);
+        if (!ability.canCreate) throw new Error(`no OS account is mapped to ${user.providerIdentity !== undefined ? `oidc:${user.providerIdentity}` : user.username} in backend.local.accounts.map, and only a root server creates them`);
         const name = accountNameFor(config.prefix, user.id);
         const existing = lookupAccount(name);
         if (existing) {

@@ -113,7 +113,7 @@ export function createLocalBackend(options: LocalBackendOptions): SessionBackend
     async start(spec: AgentSpec, onResource?: (resource: string) => void): Promise<StartedAgent> {
       privateDirectory(dir);
       // Switching: the user's own account. Not switching (admins only, see refusal): the server's.
-      const account = ability.canSwitch ? await resolver.accountFor({ id: spec.ownerId, username: spec.ownerName }) : undefined;
+      const account = ability.canSwitch ? await resolver.accountFor({ id: spec.ownerId, username: spec.ownerName, providerIdentity: spec.ownerProviderIdentity }) : undefined;
       const { socket, log } = paths(spec.sessionId);
       const env: AgentEnvironment = {
         BOXYARD_AGENT_SESSION_ID: spec.sessionId,

@@ -6,6 +6,11 @@ export interface AgentSpec {
   ownerId: string;
   /** The owner's username (the local backend's account mapping is by username). */
   ownerName: string;
+  /**
+   * `<issuer>#<subject>` when the owner is an identity provider's user: the provider chose its username, so the
+   * account mapping never goes by that name (only by `oidc:<issuer>#<subject>`).
+   */
+  ownerProviderIdentity?: string | undefined;
   /** SHA-256 (hex) of the session's agent secret: all the agent needs to check the gateway. */
   secretSha256: string;
   /** Epoch ms: the absolute end of the session. */

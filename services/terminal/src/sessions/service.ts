@@ -67,6 +67,7 @@ export function createSessionService(options: SessionServiceOptions) {
           sessionId: row.id,
           ownerId: row.owner_id,
           ownerName: row.owner_username,
+          ownerProviderIdentity: row.owner_provider_identity ?? undefined,
           secretSha256,
           expiresAt: row.expires_at,
           idleTimeoutSeconds: sessions.idle_timeout_seconds,
