@@ -160,7 +160,11 @@ describe('the operator under the chart\'s RBAC', { timeout: 150_000 }, () => {
     expect(await get(resources.podDisruptionBudget, 'boxes-box-repository')).toBeDefined();
     expect(await get(resources.networkPolicy, 'boxes-box-repository')).toBeDefined();
     const monitor = (await get(resources.serviceMonitor, 'boxes-box-repository')) as KubeObject & Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
-    expect(monitor.spec.endpoints).toEqual([{ port: 'http', path: '/metrics', interval: '30s' }]);
+    // Prometheus scrapes the metrics port, which the Service exposes and the Ingress never routes.
+    expect(monitor.spec.endpoints).toEqual([{ port: 'metrics', path: '/metrics', interval: '30s' }]);
+    const boxesService = (await get(resources.service, 'boxes-box-repository')) as KubeObject & { spec: { ports: { name: string; port: number; targetPort: string }[] } };
+    expect(boxesService.spec.ports).toContainEqual({ name: 'metrics', port: 9090, targetPort: 'metrics', protocol: 'TCP' });
+    expect(JSON.stringify((await get(resources.ingress, 'boxes-box-repository')) as KubeObject)).not.toContain('metrics');
     const config = parse(((await get(resources.configMap, 'boxes-box-repository-config')) as KubeObject & { data: Record<string, string> }).data['config.yaml']!);
     expect(config.storage).toMatchObject({ driver: 's3', bucket: `vagrant-boxes-${suffix}`, endpoint: minio.endpoint });
     expect(config.uploads.max_bytes).toBe(21474836480);
