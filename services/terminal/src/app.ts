@@ -19,6 +19,7 @@ import {
   serverTls, publicBaseUrl,
   listenMetrics,
   metricsListenOptions,
+  type MetricsListener,
 } from '@boxyard/kit';
 import { freePort } from '@boxyard/kit/net/free-port.ts';
 import { oidcSignIn, oidcSignInMethod, oidcSignInMigrations } from '@boxyard/kit/oidc-sign-in/index.ts';
@@ -75,6 +76,7 @@ export async function startTerminal(config: TerminalConfig, options: StartOption
   const pool = await createDatabasePool({ url: config.database.url, schema, poolSize: config.database.pool_size, metrics });
   let backend: SessionBackend | undefined;
   let app: FastifyInstance | undefined;
+  let metricsListener: MetricsListener | undefined;
   try {
     const accounts = createAccounts(pool);
     const admin = await accounts.ensureAdmin({ username: config.admin.username, password: config.admin.password });
@@ -188,21 +190,22 @@ export async function startTerminal(config: TerminalConfig, options: StartOption
     await webRoutes(app);
 
     await app.listen({ host: config.server.host, port });
-    const metricsListener = await listenMetrics(app.metrics, metricsListenOptions(config.metrics, config.server.port, DEFAULT_METRICS_PORT));
-    app.addHook('onClose', () => metricsListener.close());
+    metricsListener = await listenMetrics(app.metrics, metricsListenOptions(config.metrics, config.server.port, DEFAULT_METRICS_PORT));
     sessions.startReaper();
     if (!tls && !isLoopback(config.server.host) && !config.server.public_url?.startsWith('https:')) {
       log.warn('terminal: serving plain HTTP beyond loopback: browsers only keep the Secure auth_token cookie over HTTPS (enable server.tls or put a TLS proxy in front and set server.public_url)');
     }
     const running = app;
     const usedBackend = backend;
+    const metricsServer = metricsListener;
     return {
       app: running,
       url,
-      metricsUrl: metricsListener.url,
+      metricsUrl: metricsServer.url,
       sessions,
       backend: usedBackend,
       async close() {
+        await metricsServer.close();
         await sessions.close();
         await running.close();
         await usedBackend.close();
@@ -210,6 +213,7 @@ export async function startTerminal(config: TerminalConfig, options: StartOption
       },
     };
   } catch (error) {
+    await metricsListener?.close();
     await app?.close().catch(() => {});
     await backend?.close().catch(() => {});
     await pool.end();
