@@ -190,6 +190,11 @@ describe('a real Prometheus scrapes boxyard dev and the operator', () => {
     expect(up.map((s) => s.metric.job).sort()).toEqual([...SERVICES.map(() => 'boxyard'), 'boxyard-operator']);
     const requests = await samples(prometheus, 'sum by (service) (http_request_duration_seconds_count)', (v) => v.length === SERVICES.length);
     expect(Object.fromEntries(requests.map((s) => [s.metric.service, Number(s.value[1]) > 0]))).toEqual(Object.fromEntries(SERVICES.map((s) => [s, true])));
+    // Scraped on each service's own metrics listener: the public ports do not serve /metrics at all.
+    for (const service of SERVICES) {
+      expect((await insecureRequest(`${installation.dev.urls[service]!}/metrics`)).status, service).toBe(404);
+      expect(new URL(installation.dev.urls[`${service}-metrics`]!).hostname, service).toBe('127.0.0.1');
+    }
     // Route templates, never raw paths.
     const download = '/:org/boxes/:box/versions/:version/providers/:provider/:arch/:file_name';
     await waitFor('the download route in a scrape', async () => (await prometheus.query('count by (route) (http_request_duration_seconds_count{service="box-repository"})')).some((s) => s.metric.route === download), 30_000, 250);
