@@ -35,6 +35,7 @@ describe('charts/boxyard', () => {
       'ClusterRole boxyard', 'ClusterRole boxyard-metrics-auth', 'ClusterRole boxyard-metrics-reader', 'ClusterRole boxyard-terminal-gateway',
       'ClusterRoleBinding boxyard', 'ClusterRoleBinding boxyard-metrics-auth',
       'Deployment boxyard', 'PodDisruptionBudget boxyard', 'Role boxyard-leader-election', 'RoleBinding boxyard-leader-election', 'Service boxyard-metrics', 'ServiceAccount boxyard',
+      'ValidatingAdmissionPolicy boxyard-operator-writes', 'ValidatingAdmissionPolicyBinding boxyard-operator-writes',
     ]);
     const deployment = byKind(objects, 'Deployment')[0] as unknown as { spec: { replicas: number } };
     expect(deployment.spec.replicas).toBe(2);
@@ -134,7 +135,7 @@ describe('charts/boxyard', () => {
       const as = [`--as=${user}`, '-n', teams[0]!];
       const binding = (name: string, role: string) =>
         JSON.stringify({
-          apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'RoleBinding', metadata: { name, namespace: teams[0] },
+          apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'RoleBinding', metadata: { name, namespace: teams[0], labels: { 'app.kubernetes.io/managed-by': 'boxyard-operator' } },
           roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: role },
           subjects: [{ kind: 'ServiceAccount', name: 'shells-terminal', namespace: teams[0] }],
         });
@@ -144,11 +145,68 @@ describe('charts/boxyard', () => {
       expect(await canI('create', 'pods'), label).toBe('no');
       expect(await canI('bind', 'clusterroles/boxyard-terminal-gateway'), label).toBe('yes');
       expect(await canI('bind', 'clusterroles/cluster-admin'), label).toBe('no');
-      expect(await kubectl(kubeconfig, ['apply', '--server-side', ...as, '-f', '-'], binding(`gateway-${id}`, 'boxyard-terminal-gateway')), label).toMatch(/serverside-applied/);
+      expect(await kubectl(kubeconfig, ['apply', '--server-side', ...as, '-f', '-'], binding('shells-terminal-gateway', 'boxyard-terminal-gateway')), label).toMatch(/serverside-applied/);
+      await kubectl(kubeconfig, ['delete', 'rolebinding', '-n', teams[0]!, 'shells-terminal-gateway']);
       // Any other ClusterRole is refused: the apiserver's escalation check (it holds neither the rights nor `bind`).
       // (cluster-admin: `admin` and `edit` are empty here, with no controller-manager to aggregate them.)
-      await expect(kubectl(kubeconfig, ['apply', '--server-side', ...as, '-f', '-'], binding(`admin-${id}`, 'cluster-admin')), label).rejects.toThrow(/forbidden: user .* is attempting to grant RBAC permissions not currently held/);
-      await kubectl(kubeconfig, ['delete', 'rolebinding', '-n', teams[0]!, `gateway-${id}`]);
+      await expect(kubectl(kubeconfig, ['apply', '--server-side', ...as, '-f', '-'], binding('shells-terminal-gateway', 'cluster-admin')), label).rejects.toThrow(/forbidden: user .* is attempting to grant RBAC permissions not currently held/);
+    }
+  });
+
+  it('proves least privilege with kubectl auth can-i and the real apiserver: no self-grant of pod rights, Secrets only where it works', async () => {
+    const sa = (name: string, ns = teams[0]!) => `system:serviceaccount:${ns}:${name}`;
+    for (const [label, set] of [['cluster-wide', []], ['watchNamespaces', [`watchNamespaces={${teams[0]}}`]]] as const) {
+      if (label === 'watchNamespaces') {
+        // As `helm upgrade` would: the cluster-wide binding and the other namespace's Role go (earlier tests made them).
+        await kubectl(kubeconfig, ['delete', 'clusterrolebinding', 'boxyard', '--ignore-not-found']);
+        await kubectl(kubeconfig, ['delete', 'rolebinding', 'boxyard', '-n', teams[1]!, '--ignore-not-found']);
+      }
+      const user = await installChartRbac(kubeconfig, system, [...set]);
+      const canI = (as: string, ...what: string[]) => kubectl(kubeconfig, ['auth', 'can-i', ...what, `--as=${as}`]).then((out) => out.trim(), () => 'no');
+      // What it needs, where it works.
+      for (const [verb, resource] of [['get', 'secrets'], ['create', 'secrets'], ['create', 'deployments.apps'], ['create', 'rolebindings.rbac.authorization.k8s.io']]) {
+        expect(await canI(user, verb!, resource!, '-n', teams[0]!), `${label}: ${verb} ${resource}`).toBe('yes');
+      }
+      // Nothing it does not use: pods, Secret deletion, RBAC roles.
+      for (const what of [['create', 'pods'], ['patch', 'pods'], ['delete', 'secrets'], ['create', 'roles.rbac.authorization.k8s.io'], ['escalate', 'clusterroles.rbac.authorization.k8s.io'], ['create', 'serviceaccounts', '--subresource=token']]) {
+        expect(await canI(user, ...what, '-n', teams[0]!), `${label}: ${what.join(' ')}`).toBe('no');
+      }
+      // Secrets of namespaces it does not manage stay unreadable when it is told which it manages.
+      expect(await canI(user, 'get', 'secrets', '-n', teams[1]!), label).toBe(label === 'watchNamespaces' ? 'no' : 'yes');
+      expect(await canI(user, 'list', 'secrets', '-n', 'kube-system'), label).toBe(label === 'watchNamespaces' ? 'no' : 'yes');
+
+      // The gateway's ClusterRole: exactly the verbs the gateway calls (no pod patch, no list or watch).
+      await kubectl(kubeconfig, ['create', 'serviceaccount', 'shells-terminal', '-n', teams[0]!]).catch(() => {});
+      const gateway = (name: string, subject: Record<string, string>, role = 'boxyard-terminal-gateway') => JSON.stringify({
+        apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'RoleBinding',
+        metadata: { name, namespace: teams[0], labels: { 'app.kubernetes.io/managed-by': 'boxyard-operator' } },
+        roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: role },
+        subjects: [subject],
+      });
+      const asOperator = ['--as', user, '-n', teams[0]!];
+      const create = (manifest: string) => kubectl(kubeconfig, ['create', ...asOperator, '-f', '-'], manifest);
+      await create(gateway('shells-terminal-gateway', { kind: 'ServiceAccount', name: 'shells-terminal', namespace: teams[0]! }));
+      const gatewayUser = sa('shells-terminal');
+      expect(await canI(gatewayUser, 'create', 'pods', '-n', teams[0]!), label).toBe('yes');
+      expect(await canI(gatewayUser, 'delete', 'pods', '-n', teams[0]!), label).toBe('yes');
+      expect(await canI(gatewayUser, 'patch', 'pods', '-n', teams[0]!), label).toBe('no');
+      expect(await canI(gatewayUser, 'list', 'pods', '-n', teams[0]!), label).toBe('no');
+      expect(await canI(gatewayUser, 'create', 'pods', '-n', teams[1]!), label).toBe('no');
+      expect(await canI(gatewayUser, 'get', 'secrets', '-n', teams[0]!), label).toBe('no');
+      await kubectl(kubeconfig, ['delete', 'rolebinding', 'shells-terminal-gateway', ...asOperator]);
+
+      // `bind` on the gateway's role cannot be turned on the operator itself, a group, or another namespace's account.
+      const refused = /denied request: .*only binds the terminal gateway's ClusterRole to the pool's own ServiceAccount/;
+      const account = user.split(':');
+      await expect(create(gateway('own-terminal-gateway', { kind: 'ServiceAccount', name: account[3]!, namespace: account[2]! })), label).rejects.toThrow(refused);
+      await expect(create(gateway('x-terminal-gateway', { kind: 'Group', name: 'system:serviceaccounts', apiGroup: 'rbac.authorization.k8s.io' } as unknown as Record<string, string>)), label).rejects.toThrow(refused);
+      await expect(create(gateway('x-terminal-gateway', { kind: 'ServiceAccount', name: 'x-terminal', namespace: teams[1]! })), label).rejects.toThrow(refused);
+      // Nor can it mint a token through a Secret, or change or delete RoleBindings and Secrets it did not generate.
+      await expect(create(JSON.stringify({ apiVersion: 'v1', kind: 'Secret', type: 'kubernetes.io/service-account-token', metadata: { name: `token-${id}`, annotations: { 'kubernetes.io/service-account.name': 'shells-terminal' }, labels: { 'app.kubernetes.io/managed-by': 'boxyard-operator' } } })), label)
+        .rejects.toThrow(/denied request: .*Opaque/);
+      await kubectl(kubeconfig, ['create', 'rolebinding', `theirs-${id}`, '--clusterrole=view', `--serviceaccount=${teams[0]}:default`, '-n', teams[0]!]);
+      await expect(kubectl(kubeconfig, ['delete', 'rolebinding', `theirs-${id}`, ...asOperator]), label).rejects.toThrow(/denied request: .*generated/);
+      await kubectl(kubeconfig, ['delete', 'rolebinding', `theirs-${id}`, '-n', teams[0]!]);
     }
   });
 

@@ -10,6 +10,7 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { parse, stringify } from 'yaml';
 import { createTestBucket, createTestDatabase, type TestBucket } from '../../test/harness/fixtures.ts';
+import { startMinio } from '../../test/harness/minio.ts';
 import { startControlPlane, type RunningControlPlane } from '../../test/harness/kube.ts';
 import type { ServiceResource } from '../src/crds/types.ts';
 import type { KubeClient } from '../src/kube/client.ts';
@@ -141,7 +142,10 @@ describe('the operator under the chart\'s RBAC', { timeout: 150_000 }, () => {
     const [boxes, files, shells] = await Promise.all([ready(resources.boxRepository, 'boxes'), ready(resources.fileShare, 'files'), ready(resources.terminalPool, 'shells')]);
 
     // BoxRepository: two replicas behind an Ingress with TLS.
-    expect(boxes.status).toMatchObject({ url: 'https://boxes.example.com', replicas: 2, readyReplicas: 2, storage: { bucketCreated: true } });
+    expect(boxes.status).toMatchObject({ url: 'https://boxes.example.com', replicas: 2, readyReplicas: 2 });
+    // What it created is recorded with where it created it (deletionPolicy Delete removes only that).
+    expect(boxes.status?.storage?.createdBuckets).toEqual([{ endpoint: new URL(minio.endpoint).host, bucket: `vagrant-boxes-${suffix}`, accessKeyDigest: expect.stringMatching(/^[0-9a-f]{16}$/) }]);
+    expect(boxes.status?.database?.createdSchemas).toEqual([{ database: expect.stringMatching(/^127\.0\.0\.1:\d+\/operator_\w+$/), schema: 'box_repository' }]);
     expect(condition(boxes, 'Ready')).toMatchObject({ reason: 'Available', observedGeneration: boxes.metadata.generation });
     expect(condition(boxes, 'Stalled')?.status).toBe('False');
     const deployment = (await get(resources.deployment, 'boxes-box-repository')) as KubeObject & Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
@@ -156,7 +160,11 @@ describe('the operator under the chart\'s RBAC', { timeout: 150_000 }, () => {
     expect(await get(resources.podDisruptionBudget, 'boxes-box-repository')).toBeDefined();
     expect(await get(resources.networkPolicy, 'boxes-box-repository')).toBeDefined();
     const monitor = (await get(resources.serviceMonitor, 'boxes-box-repository')) as KubeObject & Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
-    expect(monitor.spec.endpoints).toEqual([{ port: 'http', path: '/metrics', interval: '30s' }]);
+    // Prometheus scrapes the metrics port, which the Service exposes and the Ingress never routes.
+    expect(monitor.spec.endpoints).toEqual([{ port: 'metrics', path: '/metrics', interval: '30s' }]);
+    const boxesService = (await get(resources.service, 'boxes-box-repository')) as KubeObject & { spec: { ports: { name: string; port: number; targetPort: string }[] } };
+    expect(boxesService.spec.ports).toContainEqual({ name: 'metrics', port: 9090, targetPort: 'metrics', protocol: 'TCP' });
+    expect(JSON.stringify((await get(resources.ingress, 'boxes-box-repository')) as KubeObject)).not.toContain('metrics');
     const config = parse(((await get(resources.configMap, 'boxes-box-repository-config')) as KubeObject & { data: Record<string, string> }).data['config.yaml']!);
     expect(config.storage).toMatchObject({ driver: 's3', bucket: `vagrant-boxes-${suffix}`, endpoint: minio.endpoint });
     expect(config.uploads.max_bytes).toBe(21474836480);
@@ -328,6 +336,57 @@ describe('the operator under the chart\'s RBAC', { timeout: 150_000 }, () => {
     await kubectl(plane.kubeconfig, ['delete', 'terminalpool', 'twin', '-n', 'apps2', '--wait=false']);
     await waitFor('TerminalPool apps2/twin to go', async () => (await get(resources.terminalPool, 'twin', 'apps2')) === undefined);
     await kubectl(plane.kubeconfig, ['delete', 'namespace', 'apps2', '--wait=false']);
+  });
+
+  it('with deletionPolicy Delete removes only what it created, where it created it: not what it moved to or adopted', async () => {
+    // A second object store and a second database, both holding things someone else made before.
+    const other = await startMinio({ dir: join(dir, 'minio-b'), accessKey: 'second-admin', secretKey: randomBytes(12).toString('hex') });
+    try {
+      const otherUrl = await createTestDatabase('operator_b');
+      const name = `moved-${suffix}`;
+      const otherClient = (await createTestBucket('unused', other)).client;
+      await otherClient.makeBucket(name, 'us-east-1'); // someone else's (empty) bucket of the same name
+      const otherDb = new pg.Client({ connectionString: otherUrl });
+      await otherDb.connect();
+      await otherDb.query('create schema moved_share; create table moved_share.ledger (id int); insert into moved_share.ledger values (42)');
+      await otherDb.end();
+      await kubectl(plane.kubeconfig, ['create', 'secret', 'generic', 'db-b', '-n', NS, `--from-literal=url=${otherUrl}`]);
+      await kubectl(plane.kubeconfig, ['create', 'secret', 'generic', 's3-b', '-n', NS, `--from-literal=accessKey=${other.accessKey}`, `--from-literal=secretKey=${other.secretKey}`]);
+
+      // Created here: the bucket on the first MinIO and the schema in the first database.
+      await apply(await example('file-share.yaml', (spec) => {
+        spec.storage = { endpoint: minio.endpoint, bucket: name, prefix: 'moved', credentialsSecretRef: { name: 's3' }, createBucket: true };
+        spec.database = { secretRef: { name: 'db' }, schema: 'moved_share' };
+        spec.deletionPolicy = 'Delete';
+        delete spec.ingress;
+      }).then((m) => ({ ...m, metadata: { name: 'moved' } })));
+      await ready(resources.fileShare, 'moved');
+      expect(await bucket.client.bucketExists(name)).toBe(true);
+      await query('create schema if not exists moved_share; create table moved_share.files (id int)'); // what the service would have written
+
+      // Moved to the second MinIO and the second database, where both already exist: adopted, not created.
+      await kubectl(plane.kubeconfig, ['patch', 'fileshare', 'moved', '-n', NS, '--type=merge', '-p', JSON.stringify({
+        spec: { storage: { endpoint: other.endpoint, credentialsSecretRef: { name: 's3-b' } }, database: { secretRef: { name: 'db-b' } } },
+      })]);
+      await ready(resources.fileShare, 'moved');
+      await otherClient.putObject(name, 'moved/written-after-the-move.txt', Buffer.from('x'));
+
+      await kubectl(plane.kubeconfig, ['delete', 'fileshare/moved', '-n', NS, '--wait=true', '--timeout=90s']);
+      // The adopted bucket and schema stay (the stored objects under the prefix are the resource's and go).
+      expect(await otherClient.bucketExists(name)).toBe(true);
+      const check = new pg.Client({ connectionString: otherUrl });
+      await check.connect();
+      expect((await check.query('select id from moved_share.ledger')).rows).toEqual([{ id: 42 }]);
+      await check.end();
+      // What it created stays where it was created too: the spec no longer says how to reach it.
+      expect(await bucket.client.bucketExists(name)).toBe(true);
+      expect(await schemaExists('moved_share')).toBe(true);
+      const events = JSON.parse(await kubectl(plane.kubeconfig, ['get', 'events', '-n', NS, '--field-selector=involvedObject.name=moved,reason=DataDeleted', '-o', 'json'])) as { items: { message: string }[] };
+      expect(events.items.at(-1)?.message).toMatch(/kept the schema "moved_share" .*it existed before/i);
+      expect(events.items.at(-1)?.message).toMatch(/kept the bucket "moved-[^"]+" .*it existed before/i);
+    } finally {
+      await other.stop();
+    }
   });
 
   it('refuses an image that is not on the allow-list: ImageNotAllowed, nothing created or changed', async () => {

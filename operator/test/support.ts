@@ -74,11 +74,21 @@ export async function installChartRbac(kubeconfig: string, namespace: string, se
   await kubectl(kubeconfig, ['apply', '--server-side', '-f', join(repoRoot, 'crds')]);
   await kubectl(kubeconfig, ['wait', '--for=condition=Established', '--timeout=60s', 'crd/boxrepositories.boxyard.io', 'crd/fileshares.boxyard.io', 'crd/terminalpools.boxyard.io']);
   const { objects } = await renderChart(namespace, setArgs);
-  const identity = objects.filter((o) => ['ServiceAccount', 'ClusterRole', 'ClusterRoleBinding', 'Role', 'RoleBinding'].includes(o.kind));
+  const identity = objects.filter((o) => ['ServiceAccount', 'ClusterRole', 'ClusterRoleBinding', 'Role', 'RoleBinding', 'ValidatingAdmissionPolicy', 'ValidatingAdmissionPolicyBinding'].includes(o.kind));
   await kubectl(kubeconfig, ['apply', '-f', '-'], identity.map((o) => stringify(o)).join('---\n'));
   const account = identity.find((o) => o.kind === 'ServiceAccount');
   if (!account) throw new Error('the chart renders no ServiceAccount');
-  return `system:serviceaccount:${namespace}:${account.metadata.name}`;
+  const user = `system:serviceaccount:${namespace}:${account.metadata.name}`;
+  if (identity.some((o) => o.kind === 'ValidatingAdmissionPolicy')) {
+    // The apiserver enforces a new policy only once its informer has it: wait until a forbidden write is refused.
+    // (In a namespace where RBAC lets it write Secrets, so that it is the policy that answers.)
+    const writesSecrets = (o: RenderedObject) => (o.rules as { resources: string[] }[] | undefined)?.some((r) => r.resources.includes('secrets'));
+    const probeNamespace = identity.find((o) => o.kind === 'Role' && writesSecrets(o))?.metadata.namespace ?? namespace;
+    const tokenSecret = JSON.stringify({ apiVersion: 'v1', kind: 'Secret', type: 'kubernetes.io/service-account-token', metadata: { name: 'policy-probe', namespace: probeNamespace, annotations: { 'kubernetes.io/service-account.name': 'default' } } });
+    await waitFor('the chart\'s ValidatingAdmissionPolicy to be enforced', async () =>
+      kubectl(kubeconfig, ['create', '--dry-run=server', `--as=${user}`, '-f', '-'], tokenSecret).then(() => false, (error: Error) => /denied request/.test(error.message)), 30_000, 250);
+  }
+  return user;
 }
 
 /** A copy of the admin kubeconfig whose user impersonates `user` (the admin is in system:masters). */

@@ -1,4 +1,5 @@
-// Matrix rows for the routes every service gets from the kit's createApp: health, readiness, metrics, the
+// Matrix rows for the routes every service gets from the kit's createApp: health, readiness, the
+// (/metrics is not one: it has a listener of its own, metrics-listener.ts, tested by each service.)
 // OpenAPI description and the Swagger UI. They carry no data of users and ask for no credentials, so every
 // role (even one holding a revoked credential) gets them.
 import type { MatrixRow, RoleSpec } from './access-matrix.ts';
@@ -15,7 +16,6 @@ export function operationalRows<R extends string>(roles: RoleSpec<R>[], send: Se
   return [
     row('GET /health', '/health'),
     row('GET /health/ready', '/health/ready'),
-    row('GET /metrics', '/metrics'),
     row('GET /openapi.json', '/openapi.json'),
     // The UI's page, its script and its static files are public; its old static address sends to the page.
     row('GET /api-docs', '/api-docs'),

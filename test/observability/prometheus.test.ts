@@ -72,7 +72,8 @@ async function observedInstallation(dir: string): Promise<ObservedInstallation> 
   await kubectl(kubeconfig, ['apply', '--server-side', '--force-conflicts', '-f', join(repoRoot, 'crds')]);
   await kubectl(kubeconfig, ['create', 'namespace', namespace]);
   const [dev, operator] = await Promise.all([
-    startDevProcess({ env: { BOXYARD_ADMIN_PASSWORD: ADMIN_PASSWORD } }),
+    // Gauges read from PostgreSQL refreshed every second, like the scrapes (the default is 15 s).
+    startDevProcess({ env: { BOXYARD_ADMIN_PASSWORD: ADMIN_PASSWORD, BOXYARD_METRICS__DATABASE_CACHE_SECONDS: '1' } }),
     startOperatorProcess({ kubeconfig, logFile: join(dir, 'operator.log'), args: ['--namespaces', namespace, '--workers', '2'] }),
   ]);
   const target = (url: string) => ({ address: new URL(url).host, scheme: new URL(url).protocol === 'https:' ? ('https' as const) : ('http' as const) });
@@ -80,7 +81,8 @@ async function observedInstallation(dir: string): Promise<ObservedInstallation> 
   const prometheus = await startPrometheus({
     dir: join(dir, 'prometheus'),
     targets: [
-      ...SERVICES.map((service) => ({ job: 'boxyard', ...target(dev.urls[service]!), labels: { container: service } })),
+      // Each service's /metrics listener (`boxyard dev` prints them as <service>-metrics), not its public port.
+      ...SERVICES.map((service) => ({ job: 'boxyard', ...target(dev.urls[`${service}-metrics`]!), labels: { container: service } })),
       { job: 'boxyard-operator', address: `127.0.0.1:${operator.port}`, labels: { container: 'operator' } },
     ],
     ruleFiles: [join(chartDir, 'rules', 'boxyard.rules.yaml')],
@@ -188,6 +190,11 @@ describe('a real Prometheus scrapes boxyard dev and the operator', () => {
     expect(up.map((s) => s.metric.job).sort()).toEqual([...SERVICES.map(() => 'boxyard'), 'boxyard-operator']);
     const requests = await samples(prometheus, 'sum by (service) (http_request_duration_seconds_count)', (v) => v.length === SERVICES.length);
     expect(Object.fromEntries(requests.map((s) => [s.metric.service, Number(s.value[1]) > 0]))).toEqual(Object.fromEntries(SERVICES.map((s) => [s, true])));
+    // Scraped on each service's own metrics listener: the public ports do not serve /metrics at all.
+    for (const service of SERVICES) {
+      expect((await insecureRequest(`${installation.dev.urls[service]!}/metrics`)).status, service).toBe(404);
+      expect(new URL(installation.dev.urls[`${service}-metrics`]!).hostname, service).toBe('127.0.0.1');
+    }
     // Route templates, never raw paths.
     const download = '/:org/boxes/:box/versions/:version/providers/:provider/:arch/:file_name';
     await waitFor('the download route in a scrape', async () => (await prometheus.query('count by (route) (http_request_duration_seconds_count{service="box-repository"})')).some((s) => s.metric.route === download), 30_000, 250);

@@ -56,8 +56,11 @@ function toFailure(error: unknown, url: string, where: string): CheckFailure {
   return new CheckFailure('DatabaseCheckFailed', `PostgreSQL at ${target}: ${message}`);
 }
 
-/** Connects, and checks that the schema exists or the user may create it. `where` names the Secret key. */
-export async function checkDatabase(url: string, schema: string, where: string): Promise<void> {
+/**
+ * Connects, and makes sure the schema exists: creates it when it does not (and the user may), so that `created`
+ * tells which schemas are the resource's own (deletionPolicy Delete drops only those). `where` names the Secret key.
+ */
+export async function checkDatabase(url: string, schema: string, where: string): Promise<{ created: boolean }> {
   const client = await connect(url, where);
   try {
     const { rows } = await client.query<{ user: string; database: string; can_create: boolean; schema_exists: boolean }>(
@@ -73,6 +76,15 @@ export async function checkDatabase(url: string, schema: string, where: string):
         `user "${row.user}" may not create the schema "${schema}" in database "${row.database}": run GRANT CREATE ON DATABASE "${row.database}" TO "${row.user}", or create the schema and make the user its owner`,
       );
     }
+    if (row?.schema_exists) return { created: false };
+    try {
+      await client.query(`create schema ${quoteIdentifier(schema)}`);
+      return { created: true };
+    } catch (error) {
+      // Created by someone else (a service replica's migration) between the check and here: not ours.
+      if ((error as { code?: string }).code === '42P06') return { created: false };
+      throw error;
+    }
   } catch (error) {
     if (error instanceof CheckFailure) throw error;
     throw toFailure(error, url, where);
@@ -81,11 +93,13 @@ export async function checkDatabase(url: string, schema: string, where: string):
   }
 }
 
+const quoteIdentifier = (name: string) => `"${name.replace(/"/g, '""')}"`;
+
 /** DROP SCHEMA ... CASCADE: the service's tables and everything in them. Idempotent. */
 export async function dropSchema(url: string, schema: string, where: string): Promise<void> {
   const client = await connect(url, where);
   try {
-    await client.query(`drop schema if exists "${schema.replace(/"/g, '""')}" cascade`);
+    await client.query(`drop schema if exists ${quoteIdentifier(schema)} cascade`);
   } catch (error) {
     throw toFailure(error, url, where);
   } finally {

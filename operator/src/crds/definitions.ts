@@ -218,7 +218,35 @@ const STATUS: Schema = object('Observed state, written by the operator.', {
   image: string('Image the pods run.'),
   sessionSecretName: string('Secret holding the session signing key.'),
   adminSecretName: string('Secret holding the first admin\'s password (key `password`, or the key named in spec.auth.adminPasswordSecretRef).'),
-  storage: object('What the operator did in object storage.', { bucketCreated: { type: 'boolean', description: 'The operator created the bucket.' } }),
+  storage: object('What the operator did in object storage.', {
+    bucketCreated: { type: 'boolean', description: 'Written by earlier versions and ignored: it did not say where the bucket was created.' },
+    createdBuckets: {
+      type: 'array',
+      maxItems: 16,
+      description: 'Buckets the operator created for this resource; deletionPolicy Delete removes only these, and only while the spec still points at them.',
+      items: object(
+        'A bucket the operator created.',
+        {
+          endpoint: string('host:port of the object storage.', { maxLength: 512 }),
+          bucket: string('The bucket.', { maxLength: 63 }),
+          accessKeyDigest: string('SHA-256 (first 16 hex digits) of the access key id it was created with.', { maxLength: 16 }),
+        },
+        { required: ['endpoint', 'bucket', 'accessKeyDigest'] },
+      ),
+    },
+  }),
+  database: object('What the operator did in PostgreSQL.', {
+    createdSchemas: {
+      type: 'array',
+      maxItems: 16,
+      description: 'Schemas the operator created for this resource; deletionPolicy Delete drops only these, and only while the spec still points at them. A schema that existed before is never dropped.',
+      items: object(
+        'A schema the operator created.',
+        { database: string('host:port/database.', { maxLength: 1024 }), schema: string('The schema.', { maxLength: 63 }) },
+        { required: ['database', 'schema'] },
+      ),
+    },
+  }),
 });
 
 const PRINTER_COLUMNS = [

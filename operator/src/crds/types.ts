@@ -93,7 +93,23 @@ export interface ServiceStatus {
   image?: string;
   sessionSecretName?: string;
   adminSecretName?: string;
-  storage?: { bucketCreated?: boolean };
+  /** Buckets the operator created for this resource, and where (deletionPolicy Delete removes only these). */
+  storage?: { bucketCreated?: boolean; createdBuckets?: CreatedBucket[] };
+  /** Schemas the operator created for this resource, and in which database. */
+  database?: { createdSchemas?: CreatedSchema[] };
+}
+
+/** A bucket the operator made: the endpoint (`host:port`), the bucket, and a digest of the access key id it used. */
+export interface CreatedBucket {
+  endpoint: string;
+  bucket: string;
+  accessKeyDigest: string;
+}
+
+/** A schema the operator made: the database (`host:port/database`) and the schema. */
+export interface CreatedSchema {
+  database: string;
+  schema: string;
 }
 
 export type ServiceSpec = BoxRepositorySpec | FileShareSpec | TerminalPoolSpec;

@@ -26,7 +26,7 @@ export function desiredServiceMonitor(kind: KindInfo, resource: ServiceResource,
     metadata: childMeta(kind, resource),
     spec: {
       selector: { matchLabels: selectorLabels(kind, resource.metadata.name) },
-      endpoints: [{ port: 'http', path: '/metrics', interval: monitor.interval }],
+      endpoints: [{ port: 'metrics', path: '/metrics', interval: monitor.interval }],
     },
   };
 }

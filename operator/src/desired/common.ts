@@ -4,6 +4,8 @@ import type { KubeObject, ObjectMeta, OwnerReference } from '../kube/types.ts';
 import type { KindInfo } from './kinds.ts';
 
 export const MANAGED_BY = 'boxyard-operator';
+/** Every service pod serves /metrics here, apart from its public port: the Service names it, no Ingress does. */
+export const METRICS_PORT = 9090;
 /** Every child carries it: the operator's informers watch only labelled objects. */
 export const MANAGED_BY_SELECTOR = `app.kubernetes.io/managed-by=${MANAGED_BY}`;
 /** Pod template annotation: a digest of config.yaml and the referenced secret values; a change rolls the pods. */

@@ -2,7 +2,7 @@
 // Secrets never appear in it: `*_file` keys point at the files of the mounted Secret volume.
 import { stringify } from 'yaml';
 import { hasStorage, type ServiceResource } from '../crds/types.ts';
-import { SECRETS_DIR, publicUrl, selectorLabels } from './common.ts';
+import { METRICS_PORT, SECRETS_DIR, publicUrl, selectorLabels } from './common.ts';
 import type { KindInfo } from './kinds.ts';
 
 /** Paths of the secret files inside the pod (see deployment.ts for the projected volume). */
@@ -28,6 +28,8 @@ export function serviceConfig(kind: KindInfo, resource: ServiceResource, image: 
       // could otherwise forge its address (rate limits) or the scheme and host of links.
       trust_proxy: spec.ingress !== undefined ? 1 : false,
     },
+    // Apart from the public port: the Service's `metrics` port, which the ServiceMonitor scrapes and no Ingress routes.
+    metrics: { host: '0.0.0.0', port: METRICS_PORT },
     logging: { level: spec.logging.level },
     database: { url_file: secretFiles.databaseUrl, schema: spec.database.schema, pool_size: spec.database.poolSize },
   };

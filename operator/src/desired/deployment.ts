@@ -3,7 +3,7 @@
 import type { V1Deployment, V1PodSpec, V1ResourceRequirements, V1VolumeProjection } from '@kubernetes/client-node';
 import type { Resources, ServiceResource } from '../crds/types.ts';
 import type { KubeObject } from '../kube/types.ts';
-import { CHECKSUM_ANNOTATION, CONFIG_FILE, RUN_AS_USER, SECRETS_DIR, asObject, childMeta, childName, selectorLabels, labelsFor, type SecretSources } from './common.ts';
+import { CHECKSUM_ANNOTATION, CONFIG_FILE, METRICS_PORT, RUN_AS_USER, SECRETS_DIR, asObject, childMeta, childName, selectorLabels, labelsFor, type SecretSources } from './common.ts';
 import type { KindInfo } from './kinds.ts';
 import { tracingEnv, type TracingDefaults } from './tracing.ts';
 
@@ -77,7 +77,7 @@ export function desiredDeployment({ kind, resource, image, sources, checksum, tr
         image,
         imagePullPolicy: spec.imagePullPolicy,
         args: ['serve', kind.service, '--config', CONFIG_FILE],
-        ports: [{ name: 'http', containerPort: kind.port, protocol: 'TCP' }],
+        ports: [{ name: 'http', containerPort: kind.port, protocol: 'TCP' }, { name: 'metrics', containerPort: METRICS_PORT, protocol: 'TCP' }],
         ...(otel.length ? { env: [{ name: 'POD_NAME', valueFrom: { fieldRef: { fieldPath: 'metadata.name' } } }, ...otel] } : {}),
         resources: resourceRequirements(spec.resources),
         // Migrations run before the listener opens: the startup probe gives them two minutes.

@@ -4,8 +4,9 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
+import { parse } from 'yaml';
 import { z } from 'zod';
-import { databaseSchema, loggingSchema, rateLimitSchema, serverSchema, sessionSchema, storageSchema } from '@boxyard/kit';
+import { databaseSchema, loggingSchema, metricsSchema, rateLimitSchema, serverSchema, sessionSchema, storageSchema } from '@boxyard/kit';
 import type { BoxRepositorySpec, FileShareSpec, ServiceResource, TerminalPoolSpec } from '../crds/types.ts';
 import type { KubeObject } from '../kube/types.ts';
 import { CHECKSUM_ANNOTATION, SECRETS_DIR } from './common.ts';
@@ -94,7 +95,7 @@ describe('desired Deployment', () => {
   it('runs `boxyard serve <service>` with the config file, the service port and the image', () => {
     expect(deployment.metadata.name).toBe('boxes-box-repository');
     expect(container.args).toEqual(['serve', 'box-repository', '--config', '/etc/boxyard/config.yaml']);
-    expect(container.ports).toEqual([{ name: 'http', containerPort: 3000, protocol: 'TCP' }]);
+    expect(container.ports).toEqual([{ name: 'http', containerPort: 3000, protocol: 'TCP' }, { name: 'metrics', containerPort: 9090, protocol: 'TCP' }]);
     expect(container.image).toBe('registry.example/boxyard:1.0');
   });
 
@@ -168,8 +169,17 @@ describe('desired exposure', () => {
   it('always has a Service and NetworkPolicy on the service port; an Ingress (with TLS) only when asked', () => {
     const plain = desiredState(input(fileShare, share())).objects;
     expect(kinds(plain)).toEqual(['ConfigMap', 'Service', 'Deployment', 'NetworkPolicy']);
-    expect(find(plain, 'Service')!.spec.ports).toEqual([{ name: 'http', port: 80, targetPort: 'http', protocol: 'TCP' }]);
-    expect(find(plain, 'NetworkPolicy')!.spec.ingress).toEqual([{ ports: [{ port: 3001, protocol: 'TCP' }] }]);
+    expect(find(plain, 'Service')!.spec.ports).toEqual([
+      { name: 'http', port: 80, targetPort: 'http', protocol: 'TCP' },
+      { name: 'metrics', port: 9090, targetPort: 'metrics', protocol: 'TCP' },
+    ]);
+    // /metrics: from inside the cluster only (Prometheus), on its own port, which no Ingress names.
+    expect(find(plain, 'NetworkPolicy')!.spec.ingress).toEqual([
+      { ports: [{ port: 3001, protocol: 'TCP' }] },
+      { ports: [{ port: 9090, protocol: 'TCP' }], from: [{ namespaceSelector: {} }] },
+    ]);
+    const config = parse(find(plain, 'ConfigMap')!.data['config.yaml']);
+    expect(config.metrics).toEqual({ host: '0.0.0.0', port: 9090 });
     const exposed = desiredState(input(fileShare, share({ ingress: { host: 'files.example.com', className: 'nginx', path: '/', tls: { secretName: 'files-tls' } } })));
     const ingress = find(exposed.objects, 'Ingress')!;
     expect(ingress.spec).toEqual({
@@ -216,6 +226,7 @@ describe('desired exposure', () => {
 
   it('adds a ServiceMonitor only when its CRD exists and the spec allows it', () => {
     expect(kinds(desiredState(input(fileShare, share(), { serviceMonitorAvailable: true })).objects)).toContain('ServiceMonitor');
+    expect(find(desiredState(input(fileShare, share(), { serviceMonitorAvailable: true })).objects, 'ServiceMonitor')!.spec.endpoints).toEqual([{ port: 'metrics', path: '/metrics', interval: '30s' }]);
     expect(kinds(desiredState(input(fileShare, share(), { serviceMonitorAvailable: false })).objects)).not.toContain('ServiceMonitor');
     const off = share({ monitoring: { serviceMonitor: { enabled: false, interval: '30s' } } });
     expect(kinds(desiredState(input(fileShare, off, { serviceMonitorAvailable: true })).objects)).not.toContain('ServiceMonitor');
@@ -247,6 +258,7 @@ describe('config.yaml', () => {
   // The shared sections with the kit's own schemas; service sections are the services' business, checked by name.
   const shared = {
     server: serverSchema,
+    metrics: metricsSchema,
     logging: loggingSchema,
     database: databaseSchema,
     rate_limiting: rateLimitSchema,

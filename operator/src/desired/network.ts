@@ -1,9 +1,10 @@
-// How the service is reached: a ClusterIP Service on port 80, an optional Ingress, and a NetworkPolicy that admits
-// traffic to the service port only (from the peers the spec names, or from anywhere).
+// How the service is reached: a ClusterIP Service on port 80 (and the metrics port), an optional Ingress (to port 80
+// only), and a NetworkPolicy that admits traffic to the service port (from the peers the spec names, or from
+// anywhere) and to the metrics port from inside the cluster only.
 import type { V1Ingress, V1Service } from '@kubernetes/client-node';
 import type { ServiceResource } from '../crds/types.ts';
 import type { KubeObject } from '../kube/types.ts';
-import { asObject, childMeta, childName, selectorLabels } from './common.ts';
+import { METRICS_PORT, asObject, childMeta, childName, selectorLabels } from './common.ts';
 import type { KindInfo } from './kinds.ts';
 
 export function desiredService(kind: KindInfo, resource: ServiceResource): KubeObject {
@@ -14,7 +15,10 @@ export function desiredService(kind: KindInfo, resource: ServiceResource): KubeO
     spec: {
       type: 'ClusterIP',
       selector: selectorLabels(kind, resource.metadata.name),
-      ports: [{ name: 'http', port: 80, targetPort: 'http', protocol: 'TCP' }],
+      ports: [
+        { name: 'http', port: 80, targetPort: 'http', protocol: 'TCP' },
+        { name: 'metrics', port: METRICS_PORT, targetPort: 'metrics', protocol: 'TCP' },
+      ],
     },
   };
   return asObject(service);
@@ -59,6 +63,8 @@ export function desiredNetworkPolicy(kind: KindInfo, resource: ServiceResource):
           ports: [{ port: kind.port, protocol: 'TCP' }],
           ...(policy.from?.length ? { from: policy.from } : {}),
         },
+        // Prometheus, wherever it runs in the cluster; never from outside it.
+        { ports: [{ port: METRICS_PORT, protocol: 'TCP' }], from: [{ namespaceSelector: {} }] },
       ],
     },
   };

@@ -13,8 +13,8 @@ export const DEFAULT_GATEWAY_CLUSTER_ROLE = 'boxyard-terminal-gateway';
 
 /** What the chart's gateway ClusterRole grants (charts/boxyard/templates/rbac.yaml; chart.test.ts keeps them equal). */
 export const GATEWAY_RULES = [
-  { apiGroups: [''], resources: ['pods'], verbs: ['get', 'list', 'watch', 'create', 'delete', 'patch'] },
-  { apiGroups: ['networking.k8s.io'], resources: ['networkpolicies'], verbs: ['get', 'list', 'watch', 'create', 'delete', 'patch'] },
+  { apiGroups: [''], resources: ['pods'], verbs: ['get', 'create', 'delete'] },
+  { apiGroups: ['networking.k8s.io'], resources: ['networkpolicies'], verbs: ['create', 'patch'] },
 ];
 
 /**

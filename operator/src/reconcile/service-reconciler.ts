@@ -16,7 +16,8 @@ import type { ReconcileResult } from '../runtime/controller.ts';
 import type { EventRecorder } from '../runtime/events.ts';
 import type { Informer } from '../runtime/informer.ts';
 import { conditionsFor, deploymentPhase, type DeploymentObject, type Phase } from './conditions.ts';
-import { deletionRefusal, locationOf } from './deletion-guard.ts';
+import { accessKeyDigest, createdAtLocation, createdElsewhere, recordBucket, recordSchema } from './created-data.ts';
+import { databaseIdentity, deletionRefusal, endpointIdentity, locationOf } from './deletion-guard.ts';
 import { hashOf, needsApply, withAppliedHash } from './drift.ts';
 import type { ImagePolicy } from './image-policy.ts';
 import type { TracingDefaults } from '../desired/tracing.ts';
@@ -196,18 +197,32 @@ export class ServiceReconciler {
     const fingerprint = hashOf([resource.metadata.uid, resource.spec.database, hasStorage(resource.spec) ? resource.spec.storage : null, versions]);
     if (this.checked.get(key) === fingerprint) return;
     const url = await this.secretValue(ns, sources.database.name, sources.database.key, 'spec.database.secretRef');
-    await checkDatabase(url, resource.spec.database.schema, `Secret "${sources.database.name}" key "${sources.database.key}"`);
+    const schema = resource.spec.database.schema;
+    const { created: schemaCreated } = await checkDatabase(url, schema, `Secret "${sources.database.name}" key "${sources.database.key}"`);
+    const database = databaseIdentity(url, ns);
+    if (schemaCreated && database) {
+      await this.recordCreated(resource, recordSchema(resource.status, { database, schema }));
+      await this.o.events.record(resource, 'Normal', 'SchemaCreated', `Created the schema "${schema}" in ${database}`);
+    }
     const storage = await this.storageTarget(resource, sources);
     if (storage && hasStorage(resource.spec)) {
       const { created } = await checkBucket(storage.target, resource.spec.storage.createBucket, storage.where);
       if (created) {
-        // Recorded at once: with deletionPolicy Delete the bucket goes too, even if this reconcile fails later.
-        await this.o.client.mergePatch(this.o.kind.resource, ns, resource.metadata.name, { status: { storage: { bucketCreated: true } } }, 'status');
-        resource.status = { ...(resource.status ?? {}), storage: { bucketCreated: true } };
+        const endpoint = endpointIdentity(storage.target.endpoint, ns);
+        await this.recordCreated(resource, recordBucket(resource.status, { endpoint, bucket: storage.target.bucket, accessKeyDigest: accessKeyDigest(storage.target.accessKey) }));
         await this.o.events.record(resource, 'Normal', 'BucketCreated', `Created bucket "${storage.target.bucket}" at ${storage.target.endpoint}`);
       }
     }
     this.checked.set(key, fingerprint);
+  }
+
+  /**
+   * Writes what was just created into the status at once: with deletionPolicy Delete it goes too, even if this
+   * reconcile fails later. A record lost to a failed write errs on the side of keeping the data.
+   */
+  private async recordCreated(resource: ServiceResource, fields: Partial<ServiceStatus>): Promise<void> {
+    await this.o.client.mergePatch(this.o.kind.resource, resource.metadata.namespace, resource.metadata.name, { status: fields }, 'status');
+    resource.status = { ...(resource.status ?? {}), ...fields };
   }
 
   /** Creates the generated Secrets when absent (never overwrites them); returns the Secret versions the pods read. */
@@ -374,7 +389,7 @@ export class ServiceReconciler {
   }
 
   /** Fails with DeletionRefused when the schema or the stored objects are not this resource's alone. */
-  private async refuseSharedData(resource: ServiceResource, url: string): Promise<void> {
+  private async refuseSharedData(resource: ServiceResource, url: string, bucketCreated: boolean): Promise<void> {
     const peers = await Promise.all(
       this.o.peers()
         .filter((peer) => peer.metadata.uid !== resource.metadata.uid)
@@ -388,7 +403,7 @@ export class ServiceReconciler {
           return { resource: peer, location: locationOf(peer, peerUrl) };
         }),
     );
-    const refusal = deletionRefusal({ resource, location: locationOf(resource, url), bucketCreated: !!resource.status?.storage?.bucketCreated }, peers);
+    const refusal = deletionRefusal({ resource, location: locationOf(resource, url), bucketCreated }, peers);
     if (refusal) {
       throw new CheckFailure('DeletionRefused', `deletionPolicy Delete refused: ${refusal}. Nothing was deleted; set spec.deletionPolicy: Retain to finish the deletion and keep the data`);
     }
@@ -405,21 +420,33 @@ export class ServiceReconciler {
           ? new CheckFailure(error.reason, `${error.message}; or set spec.deletionPolicy: Retain to finish the deletion and keep the data`)
           : error;
       });
+      const storage = await this.storageTarget(resource, sources);
+      const location = locationOf(resource, url);
+      const created = createdAtLocation(resource.status, location, storage?.target.accessKey);
       // Checked before anything goes, the Deployment included: a refused deletion leaves everything as it was.
-      await this.refuseSharedData(resource, url);
+      await this.refuseSharedData(resource, url, created.bucket);
       // Stop the writers first, so nothing writes into data being deleted.
       await this.o.client.delete(resources.deployment, ns, childName(this.o.kind, resource.metadata.name));
-      await dropSchema(url, resource.spec.database.schema, `Secret "${sources.database.name}" key "${sources.database.key}"`);
-      let detail = `Dropped the schema "${resource.spec.database.schema}"`;
-      const storage = await this.storageTarget(resource, sources);
+      const schema = resource.spec.database.schema;
+      let detail: string;
+      if (created.schema) {
+        await dropSchema(url, schema, `Secret "${sources.database.name}" key "${sources.database.key}"`);
+        detail = `Dropped the schema "${schema}"`;
+      } else {
+        detail = `Kept the schema "${schema}" in ${location.database ?? 'the database'}: it existed before this resource (the operator did not create it)`;
+      }
       if (storage) {
         const count = await deleteObjects(storage.target, storage.where);
-        detail += `, deleted ${count} objects${storage.target.prefix ? ` under "${storage.target.prefix}/"` : ''} in bucket "${storage.target.bucket}"`;
-        if (resource.status?.storage?.bucketCreated) {
+        detail += `; deleted ${count} objects${storage.target.prefix ? ` under "${storage.target.prefix}/"` : ''} in bucket "${storage.target.bucket}"`;
+        if (created.bucket) {
           await deleteBucket(storage.target, storage.where);
           detail += ' and the bucket';
+        } else {
+          detail += `; kept the bucket "${storage.target.bucket}" at ${storage.target.endpoint}: it existed before this resource, or was created with other credentials`;
         }
       }
+      const elsewhere = createdElsewhere(resource.status, location);
+      if (elsewhere.length) detail += `; left what it created where the spec no longer points: ${elsewhere.join(', ')}`;
       await this.o.events.record(resource, 'Normal', 'DataDeleted', `${detail} (deletionPolicy Delete)`);
     } else {
       // Retain: the generated Secrets outlive the resource, so a new one of the same name signs in the same way.

@@ -223,10 +223,13 @@ describe('box repository API', () => {
   });
 
   describe('operations', () => {
-    it('publishes the routes in /openapi.json and route templates in /metrics', async () => {
+    it('publishes the routes in /openapi.json, and route templates in /metrics on its own listener, not the public port', async () => {
       const spec = (await service.request('GET', '/openapi.json')).body;
       expect(Object.keys(spec.paths)).toEqual(expect.arrayContaining(['/api/organization/{org}/box', '/{org}/{box}', '/api/service-accounts', '/api/organization/{org}/box/{box}/version/{version}/provider/{provider}/architecture/{arch}/file/upload']));
-      const metrics = (await service.request('GET', '/metrics')).text;
+      const publicPort = await service.request('GET', '/metrics');
+      expect(publicPort.status).toBe(404);
+      expect(new URL(service.running.metricsUrl).port).not.toBe(new URL(service.url).port);
+      const metrics = await (await fetch(service.running.metricsUrl)).text();
       expect(metrics).toContain('route="/api/organization/:org/box"');
       expect(metrics).not.toContain('route="/api/organization/acme/box"');
     });

@@ -5,7 +5,7 @@ import { fileURLToPath } from 'node:url';
 import { oidcSignInMigrations } from '@boxyard/kit/oidc-sign-in/index.ts';
 import {
   accountMigrations, createAccounts, createProviderAccounts, resourceServerMigrations, createApp, createObjectStore, createSessionTokens, installRateLimit,
-  createMailer, createMetricsRegistry, instrumentStore, migrate, pingDatabase, rateLimitMigrations, publicBaseUrl, listenUnencrypted, httpsOrigin, type PlainListener,
+  createMailer, createMetricsRegistry, instrumentStore, migrate, pingDatabase, rateLimitMigrations, publicBaseUrl, listenUnencrypted, httpsOrigin, listenMetrics, metricsListenOptions, type MetricsListener, type PlainListener,
 } from '@boxyard/kit';
 import cookie from '@fastify/cookie';
 import type { FastifyInstance } from 'fastify';
@@ -22,7 +22,7 @@ import { userAdminRoutes } from './users/routes.ts';
 import { createGroupMembershipSync } from './provider-identity/group-memberships.ts';
 import { boxRoutes } from './boxes/routes.ts';
 import { consoleRoutes } from './console/routes.ts';
-import { SERVICE_NAME, type BoxRepositoryConfig } from './config.ts';
+import { DEFAULT_METRICS_PORT, SERVICE_NAME, type BoxRepositoryConfig } from './config.ts';
 import type { ServiceContext, TestHooks } from './context.ts';
 import { createDownloadLinks } from './files/download-links.ts';
 import { createMetadataCache } from './metadata/metadata-cache.ts';
@@ -167,7 +167,7 @@ export async function buildBoxRepository(config: BoxRepositoryConfig, options: B
   });
   // Webhook deliveries from the events outbox: every replica may run the worker (webhooks/worker.ts).
   const webhookSender = createSender({ allowPrivate: config.webhooks.allow_private_targets, timeoutSeconds: config.webhooks.timeout_seconds, userAgent: `Boxyard-Webhooks/${VERSION}` });
-  const webhookWorker = createWebhookWorker({ pool, config: config.webhooks, sender: webhookSender, metrics: createWebhookMetrics(metrics, pool), log: app.log.child({ component: 'webhooks' }) });
+  const webhookWorker = createWebhookWorker({ pool, config: config.webhooks, sender: webhookSender, metrics: createWebhookMetrics(metrics, pool, config.metrics.database_cache_seconds), log: app.log.child({ component: 'webhooks' }) });
   app.addHook('onReady', async () => {
     ctx.cleanup.start();
     tls?.start();
@@ -191,6 +191,8 @@ export interface RunningBoxRepository extends BoxRepository {
   url: string;
   /** The unencrypted listener beside an HTTPS one, when configured. */
   unencryptedUrl: string | undefined;
+  /** /metrics, on its own listener (metrics.host:metrics.port). */
+  metricsUrl: string;
   close(): Promise<void>;
 }
 
@@ -205,6 +207,7 @@ export async function startBoxRepository(config: BoxRepositoryConfig, options: B
   if (plainPort === 0) plainPort = await freePort();
   const built = await buildBoxRepository(config, { ...options, port });
   let plain: PlainListener | undefined;
+  let metricsListener: MetricsListener | undefined;
   try {
     const admin = await built.ctx.accounts.ensureAdmin({ username: config.admin.username, password: config.admin.password });
     if (admin.created && admin.password) {
@@ -222,14 +225,17 @@ export async function startBoxRepository(config: BoxRepositoryConfig, options: B
         redirectTo: (request) => (tls?.isConfigured() ? httpsOrigin(request, port, config.server.public_url) : undefined),
       });
     }
+    metricsListener = await listenMetrics(built.app.metrics, metricsListenOptions(config.metrics, options.port ?? config.server.port, DEFAULT_METRICS_PORT));
   } catch (error) {
     await plain?.close();
     await built.app.close();
     throw error;
   }
   const host = config.server.host.includes(':') ? `[${config.server.host}]` : config.server.host;
-  return { ...built, url: baseUrl(config, port), unencryptedUrl: plain ? `http://${host}:${plain.port}` : undefined,
+  const metrics = metricsListener;
+  return { ...built, url: baseUrl(config, port), unencryptedUrl: plain ? `http://${host}:${plain.port}` : undefined, metricsUrl: metrics.url,
     close: async () => {
+      await metrics.close();
       await plain?.close();
       await built.app.close();
     },

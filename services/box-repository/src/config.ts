@@ -4,6 +4,8 @@ import { authSchemaWith, rateLimitSchema, serviceSections, smtpSchema, storageSc
 import { z } from 'zod';
 
 export const SERVICE_NAME = 'box-repository';
+/** /metrics listens apart from the public port (loopback by default). */
+export const DEFAULT_METRICS_PORT = 9300;
 export const DEFAULT_PORT = 3000;
 const GiB = 1024 ** 3;
 const port = z.number().int().min(0).max(65535);

@@ -13,7 +13,7 @@ export const serviceDefinition: ServiceDefinition = {
   name: SERVICE_NAME,
   async serve(configFile) {
     const running = await startBoxRepository(loadConfig(boxRepositoryConfigSchema, { file: configFile }));
-    return { name: SERVICE_NAME, url: running.url, close: running.close };
+    return { name: SERVICE_NAME, url: running.url, metricsUrl: running.metricsUrl, close: running.close };
   },
   async devConfig(context) {
     const root = join(context.home, SERVICE_NAME);
@@ -31,6 +31,6 @@ export const serviceDefinition: ServiceDefinition = {
   },
   async dev(context) {
     const running = await startBoxRepository(await this.devConfig(context) as BoxRepositoryConfig);
-    return { name: SERVICE_NAME, url: running.url, close: running.close };
+    return { name: SERVICE_NAME, url: running.url, metricsUrl: running.metricsUrl, close: running.close };
   },
 };

@@ -121,6 +121,7 @@ export async function runAll(options: RunAllOptions): Promise<void> {
       const started = await service.dev({ home, databaseUrl, secret: (name) => secrets.get(name), adminPassword, overrides });
       running.push(started);
       console.log(`  ${service.name.padEnd(15)} ${started.url}`);
+      if (started.metricsUrl) console.log(`  ${`${service.name}-metrics`.padEnd(15)} ${started.metricsUrl}`);
     }
     await protectHome(home);
   } catch (error) {

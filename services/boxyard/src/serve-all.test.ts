@@ -62,7 +62,8 @@ async function serveAll(command: string[], file: string, env: Record<string, str
     const timer = setInterval(() => output.includes('\nReady.') && (clearInterval(timer), resolve()), 100);
     void exited.then((code) => (clearInterval(timer), reject(new Error(`boxyard serve all exited with ${code}:\n${output}`))));
   });
-  const urls = Object.fromEntries([...output.matchAll(/^ {2}([a-z-]+) +(https?:\/\/\S+)$/gm)].map((m) => [m[1]!, m[2]!]));
+  // The services' public URLs (their `<service>-metrics` listeners are printed too, and left out here).
+  const urls = Object.fromEntries([...output.matchAll(/^ {2}([a-z-]+) +(https?:\/\/\S+)$/gm)].filter((m) => !m[1]!.endsWith('-metrics')).map((m) => [m[1]!, m[2]!]));
   return {
     child,
     output: () => output,

@@ -24,6 +24,8 @@ import {
   serverTls, publicBaseUrl, documentStatuses,
   type DatabasePool,
   type ObjectStore,
+  listenMetrics,
+  metricsListenOptions,
 } from '@boxyard/kit';
 import { oidcSignIn, oidcSignInMethod, oidcSignInMigrations } from '@boxyard/kit/oidc-sign-in/index.ts';
 import type { FastifyInstance } from 'fastify';
@@ -33,7 +35,7 @@ import { authRoutes, endSession, startSession } from './auth/auth-routes.ts';
 import { createAuthenticator } from './auth/authenticate.ts';
 import { createSessionCookiePolicy } from './auth/session-cookie.ts';
 import type { Principal } from './auth/principal.ts';
-import { SERVICE_NAME, type FileShareConfig } from './config.ts';
+import { DEFAULT_METRICS_PORT, SERVICE_NAME, type FileShareConfig } from './config.ts';
 import { createEventBus, type EventBus } from './events/event-bus.ts';
 import { eventRoutes } from './events/event-routes.ts';
 import { ok } from './http/envelope.ts';
@@ -200,6 +202,8 @@ export async function buildFileShare(config: FileShareConfig, options: BuildOpti
 
 export interface RunningFileShare extends FileShare {
   url: string;
+  /** /metrics, on its own listener (metrics.host:metrics.port). */
+  metricsUrl: string;
   close(): Promise<void>;
 }
 
@@ -208,13 +212,16 @@ export async function startFileShare(config: FileShareConfig, options: BuildOpti
   let port = config.server.port;
   if (port === 0) port = await (await import('@boxyard/kit/net/free-port.ts')).freePort();
   const share = await buildFileShare(config, { ...options, port });
+  let metrics;
   try {
     await share.app.listen({ host: config.server.host, port });
+    metrics = await listenMetrics(share.app.metrics, metricsListenOptions(config.metrics, config.server.port, DEFAULT_METRICS_PORT));
   } catch (error) {
     await share.app.close();
     await share.pool.end();
     throw error;
   }
+  const metricsListener = metrics;
   const url = publicUrlOf(config, port);
   if (share.generatedAdminPassword) {
     console.log(
@@ -224,7 +231,9 @@ export async function startFileShare(config: FileShareConfig, options: BuildOpti
   return {
     ...share,
     url,
+    metricsUrl: metricsListener.url,
     async close() {
+      await metricsListener.close();
       await share.app.close();
       await share.pool.end();
     },

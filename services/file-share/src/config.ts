@@ -2,6 +2,8 @@
 import { serviceSections, storageSchema } from '@boxyard/kit';
 import { z } from 'zod';
 
+/** /metrics listens apart from the public port (loopback by default). */
+export const DEFAULT_METRICS_PORT = 9301;
 export const DEFAULT_PORT = 3001;
 export const SERVICE_NAME = 'file-share';
 const GiB = 1024 ** 3;

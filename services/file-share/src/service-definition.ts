@@ -11,7 +11,7 @@ export const serviceDefinition: ServiceDefinition = {
 
   async serve(configFile) {
     const share = await startFileShare(loadConfig(fileShareConfigSchema, { file: configFile }));
-    return { name: SERVICE_NAME, url: share.url, close: () => share.close() };
+    return { name: SERVICE_NAME, url: share.url, metricsUrl: share.metricsUrl, close: () => share.close() };
   },
 
   async devConfig(context) {
@@ -33,6 +33,6 @@ export const serviceDefinition: ServiceDefinition = {
 
   async dev(context) {
     const share = await startFileShare((await this.devConfig(context)) as FileShareConfig);
-    return { name: SERVICE_NAME, url: share.url, close: () => share.close() };
+    return { name: SERVICE_NAME, url: share.url, metricsUrl: share.metricsUrl, close: () => share.close() };
   },
 };

@@ -35,5 +35,7 @@ export { createResourceServer, type ResourceServer, type ResourceServerDeps, typ
 export { resourceServerMigrations } from './oidc/replay-cache.ts';
 export { createProviderAccounts, type ProviderAccounts, type ProviderCaller } from './oidc/provider-accounts.ts';
 export { createMetricsRegistry } from './metrics/metrics.ts';
+export { listenMetrics, type MetricsListener } from './metrics/metrics-listener.ts';
+export { cachedReading } from './metrics/cached-reading.ts';
 export { instrumentStore, uploadFailureReason } from './metrics/storage-metrics.ts';
 export { createMailer, smtpSchema, MailDeliveryError, type Mailer, type OutgoingMail, type SmtpSettings } from './mail/mailer.ts';

@@ -5,6 +5,8 @@ import type { DatabaseConfig, StorageConfig } from './config/common.ts';
 export interface RunningService {
   name: string;
   url: string;
+  /** /metrics, on its own listener (never the public port). */
+  metricsUrl?: string;
   close(): Promise<void>;
 }
 

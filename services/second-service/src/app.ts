@@ -1,15 +1,18 @@
 // The second service of seed 3: an HTTPS listener that publishes an OpenAPI 3.0.3 description, version 0.3.7,
 // whose path list is empty. Nothing else is specified, so nothing else is served beyond the kit's
-// operational routes (/health, /health/ready, /metrics, /api-docs), which stay out of the description.
-import { createApp, serverTls, publicBaseUrl } from '@boxyard/kit';
+// operational routes (/health, /health/ready, /api-docs), which stay out of the description; /metrics is served on
+// a listener of its own (metrics.port).
+import { createApp, listenMetrics, metricsListenOptions, serverTls, publicBaseUrl } from '@boxyard/kit';
 import type { FastifyInstance } from 'fastify';
-import type { SecondServiceConfig } from './config.ts';
+import { DEFAULT_METRICS_PORT, type SecondServiceConfig } from './config.ts';
 
 export const SECOND_SERVICE_VERSION = '0.3.7';
 
 export interface SecondService {
   app: FastifyInstance;
   url: string;
+  /** /metrics, on its own listener (metrics.host:metrics.port). */
+  metricsUrl: string;
   close(): Promise<void>;
 }
 
@@ -34,5 +37,17 @@ export async function startSecondService(config: SecondServiceConfig): Promise<S
   if (port === 0) port = await (await import('@boxyard/kit/net/free-port.ts')).freePort();
   const app = await buildSecondService(config, port);
   await app.listen({ host: config.server.host, port });
-  return { app, url: baseUrl(config, port), close: () => app.close() };
+  const metrics = await listenMetrics(app.metrics, metricsListenOptions(config.metrics, config.server.port, DEFAULT_METRICS_PORT)).catch(async (error: unknown) => {
+    await app.close();
+    throw error;
+  });
+  return {
+    app,
+    url: baseUrl(config, port),
+    metricsUrl: metrics.url,
+    close: async () => {
+      await metrics.close();
+      await app.close();
+    },
+  };
 }

@@ -10,7 +10,7 @@ const cli = fileURLToPath(new URL('../../boxyard/src/main.ts', import.meta.url))
 const curl = async (...args: string[]) => (await run('curl', ['-sS', '--max-time', '10', ...args])).stdout;
 
 function serve(env: Record<string, string>): ChildProcess {
-  return spawn(process.execPath, [cli, 'serve', 'second-service'], { env: { PATH: process.env.PATH ?? '', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  return spawn(process.execPath, [cli, 'serve', 'second-service'], { env: { PATH: process.env.PATH ?? '', BOXYARD_METRICS__PORT: '0', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
 }
 
 async function waitUntilListening(child: ChildProcess): Promise<void> {
@@ -29,10 +29,13 @@ async function waitUntilListening(child: ChildProcess): Promise<void> {
 describe('second service over HTTPS', () => {
   let child: ChildProcess;
   let base: string;
+  let metricsUrl: string;
   beforeAll(async () => {
     const port = await freePort();
+    const metricsPort = await freePort();
     base = `https://127.0.0.1:${port}`;
-    child = serve({ BOXYARD_SERVER__PORT: String(port) });
+    metricsUrl = `http://127.0.0.1:${metricsPort}/metrics`;
+    child = serve({ BOXYARD_SERVER__PORT: String(port), BOXYARD_METRICS__PORT: String(metricsPort) });
     await waitUntilListening(child);
   });
   afterAll(() => {
@@ -55,10 +58,11 @@ describe('second service over HTTPS', () => {
     expect(verbose).toMatch(/subjectAltName|SSL connection using TLS/);
   });
 
-  it('serves Swagger UI at /api-docs, /health and /metrics', async () => {
+  it('serves Swagger UI at /api-docs and /health, and /metrics on its own listener only', async () => {
     expect(await curl('-k', `${base}/api-docs/`)).toContain('swagger-ui');
     expect(JSON.parse(await curl('-k', `${base}/health`))).toEqual({ status: 'ok' });
-    const metrics = await curl('-k', `${base}/metrics`);
+    expect(await curl('-k', '-o', '/dev/null', '-w', '%{http_code}', `${base}/metrics`)).toBe('404');
+    const metrics = await curl(metricsUrl);
     expect(metrics).toContain('http_request_duration_seconds_bucket{le="0.005",service="second-service",method="GET",route="/health"');
   });
 

@@ -17,6 +17,9 @@ import {
   refuseCrossSiteWrites,
   resourceServerMigrations,
   serverTls, publicBaseUrl,
+  listenMetrics,
+  metricsListenOptions,
+  type MetricsListener,
 } from '@boxyard/kit';
 import { freePort } from '@boxyard/kit/net/free-port.ts';
 import { oidcSignIn, oidcSignInMethod, oidcSignInMigrations } from '@boxyard/kit/oidc-sign-in/index.ts';
@@ -26,7 +29,7 @@ import { createAuth, installAuth } from './auth/plugin.ts';
 import { createKubernetesBackend } from './backends/kubernetes.ts';
 import { createLocalBackend } from './backends/local.ts';
 import type { SessionBackend } from './backends/types.ts';
-import type { TerminalConfig } from './config.ts';
+import { DEFAULT_METRICS_PORT, type TerminalConfig } from './config.ts';
 import { ok } from './http/envelope.ts';
 import { createSecretBox } from './sessions/agent-secret.ts';
 import { sessionRoutes } from './sessions/routes.ts';
@@ -45,6 +48,8 @@ const HEARTBEAT_MS = 30_000;
 export interface TerminalService {
   app: FastifyInstance;
   url: string;
+  /** /metrics, on its own listener (metrics.host:metrics.port). */
+  metricsUrl: string;
   sessions: SessionService;
   backend: SessionBackend;
   close(): Promise<void>;
@@ -71,6 +76,7 @@ export async function startTerminal(config: TerminalConfig, options: StartOption
   const pool = await createDatabasePool({ url: config.database.url, schema, poolSize: config.database.pool_size, metrics });
   let backend: SessionBackend | undefined;
   let app: FastifyInstance | undefined;
+  let metricsListener: MetricsListener | undefined;
   try {
     const accounts = createAccounts(pool);
     const admin = await accounts.ensureAdmin({ username: config.admin.username, password: config.admin.password });
@@ -111,7 +117,7 @@ export async function startTerminal(config: TerminalConfig, options: StartOption
       sessions: config.sessions,
       secretBox: createSecretBox(sessionSecrets),
       log,
-      metrics: createSessionMetrics(metrics, pool, backend.kind),
+      metrics: createSessionMetrics(metrics, pool, backend.kind, config.metrics.database_cache_seconds),
       startTimeoutSeconds: config.backend.kind === 'kubernetes' ? config.backend.kubernetes!.pod_ready_timeout_seconds : 15,
     });
 
@@ -184,18 +190,22 @@ export async function startTerminal(config: TerminalConfig, options: StartOption
     await webRoutes(app);
 
     await app.listen({ host: config.server.host, port });
+    metricsListener = await listenMetrics(app.metrics, metricsListenOptions(config.metrics, config.server.port, DEFAULT_METRICS_PORT));
     sessions.startReaper();
     if (!tls && !isLoopback(config.server.host) && !config.server.public_url?.startsWith('https:')) {
       log.warn('terminal: serving plain HTTP beyond loopback: browsers only keep the Secure auth_token cookie over HTTPS (enable server.tls or put a TLS proxy in front and set server.public_url)');
     }
     const running = app;
     const usedBackend = backend;
+    const metricsServer = metricsListener;
     return {
       app: running,
       url,
+      metricsUrl: metricsServer.url,
       sessions,
       backend: usedBackend,
       async close() {
+        await metricsServer.close();
         await sessions.close();
         await running.close();
         await usedBackend.close();
@@ -203,6 +213,7 @@ export async function startTerminal(config: TerminalConfig, options: StartOption
       },
     };
   } catch (error) {
+    await metricsListener?.close();
     await app?.close().catch(() => {});
     await backend?.close().catch(() => {});
     await pool.end();

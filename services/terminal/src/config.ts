@@ -3,6 +3,8 @@
 import { serviceSections } from '@boxyard/kit';
 import { z } from 'zod';
 
+/** /metrics listens apart from the public port (loopback by default). */
+export const DEFAULT_METRICS_PORT = 9302;
 export const DEFAULT_PORT = 3002;
 
 const quantity = z.string().regex(/^[0-9]+(\.[0-9]+)?([EPTGMK]i?|[munk])?$/, 'must be a Kubernetes quantity (e.g. 500m, 256Mi)');

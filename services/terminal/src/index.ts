@@ -10,7 +10,7 @@ export { terminalConfigSchema, DEFAULT_PORT, type TerminalConfig } from './confi
 /** For a `boxyard terminal-agent` subcommand: the agent in a session pod. */
 export { runAgentFromEnvironment } from './agent/main.ts';
 
-const running = (service: Awaited<ReturnType<typeof startTerminal>>): RunningService => ({ name: 'terminal', url: service.url, close: () => service.close() });
+const running = (service: Awaited<ReturnType<typeof startTerminal>>): RunningService => ({ name: 'terminal', url: service.url, metricsUrl: service.metricsUrl, close: () => service.close() });
 
 export const serviceDefinition: ServiceDefinition = {
   name: 'terminal',

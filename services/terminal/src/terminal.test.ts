@@ -353,9 +353,12 @@ describe('terminal service (local backend)', () => {
       expect((await fetch(`${base}/vendor/__proto__`)).status).toBe(404);
     });
 
-    it('reports health and metrics', async () => {
+    it('reports health, and metrics on their own listener only', async () => {
       expect((await api(base, 'GET', '/health/ready')).json).toEqual({ status: 'ok', checks: { postgres: 'ok' } });
-      const metrics = await (await fetch(`${base}/metrics`)).text();
+      const publicPort = await api(base, 'GET', '/metrics');
+      expect(publicPort.status).toBe(404);
+      expect(publicPort.json).toMatchObject({ success: false });
+      const metrics = await (await fetch(gateway.metricsUrl)).text();
       expect(metrics).toContain('route="/api/terminal/start"');
       expect(metrics).not.toMatch(/route="\/api\/terminal\/sessions\/[0-9a-f-]{36}/);
     });

@@ -1,6 +1,7 @@
 // Webhook series: deliveries by final outcome (delivered, failed after the last attempt), failed attempts by
 // reason, and the backlog: deliveries waiting to be sent plus events not yet turned into deliveries. The backlog
 // is read from PostgreSQL at scrape time, so every replica reports the installation's: aggregate with max.
+import { cachedReading } from '@boxyard/kit';
 import { Counter, Gauge, type Registry } from 'prom-client';
 import { sql, type DatabasePool } from 'slonik';
 import { z } from 'zod';
@@ -13,15 +14,20 @@ export interface WebhookMetrics {
 
 const REASONS: FailureReason[] = ['status', 'redirect', 'refused_address', 'timeout', 'connection'];
 
-export function createWebhookMetrics(registry: Registry, pool: DatabasePool): WebhookMetrics {
+/** `cacheSeconds`: the backlog's SQL runs at most once per this many seconds, however often it is scraped. */
+export function createWebhookMetrics(registry: Registry, pool: DatabasePool, cacheSeconds: number): WebhookMetrics {
   const registers = [registry];
+  const readBacklog = cachedReading(
+    () => pool.oneFirst(sql.type(z.object({ n: z.number() }))`
+        select ((select count(*) from webhook_deliveries where status = 'pending') + (select count(*) from events where delivered_at is null))::int as n`).catch(() => undefined),
+    cacheSeconds,
+  );
   new Gauge({
     name: 'boxyard_webhook_backlog',
     help: 'Webhook deliveries waiting to be sent (new or retrying) plus events not yet fanned out to webhooks, in the installation (every replica reports the same count).',
     registers,
     async collect() {
-      const backlog = await pool.oneFirst(sql.type(z.object({ n: z.number() }))`
-        select ((select count(*) from webhook_deliveries where status = 'pending') + (select count(*) from events where delivered_at is null))::int as n`).catch(() => undefined);
+      const backlog = await readBacklog();
       if (backlog !== undefined) this.set(backlog); // the database is down: the scrape still answers, the database errors say why
     },
   });

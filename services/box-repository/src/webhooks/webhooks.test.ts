@@ -65,7 +65,7 @@ const createWebhook = async (service: TestService, json: Record<string, unknown>
 
 /** A sample of the service's /metrics: the series `name` carrying every label given. */
 const metric = async (service: TestService, name: string, labels: Record<string, string> = {}) => {
-  const text = await (await fetch(`${service.url}/metrics`)).text();
+  const text = await (await fetch(service.running.metricsUrl)).text();
   const line = text.split('\n').find((l) => (l.startsWith(`${name}{`) || l.startsWith(`${name} `)) && Object.entries(labels).every(([k, v]) => l.includes(`${k}="${v}"`)));
   return line === undefined ? undefined : Number(line.split(' ').at(-1));
 };

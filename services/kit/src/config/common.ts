@@ -34,6 +34,17 @@ export const serverSchema = z.strictObject({
   body_limit_bytes: z.number().int().positive().default(1_048_576),
 });
 
+/**
+ * `/metrics` is served on a listener of its own (never the public port, which an Ingress routes): loopback by
+ * default. `port`: default the service's own metrics port (9300-9303), or an OS-chosen one when `server.port` is 0.
+ * `database_cache_seconds`: gauges read from PostgreSQL run their SQL at most once per this many seconds.
+ */
+export const metricsSchema = z.strictObject({
+  host: z.string().min(1).default('127.0.0.1'),
+  port: port.optional(),
+  database_cache_seconds: z.number().int().min(1).max(3600).default(15),
+});
+
 export const loggingSchema = z
   .strictObject({ level: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info') })
   .prefault({});
@@ -79,6 +90,13 @@ export const sessionSchema = z.strictObject({
 });
 
 export type ServerConfig = z.output<typeof serverSchema>;
+export type MetricsConfig = z.output<typeof metricsSchema>;
+
+/** Where /metrics listens: metrics.port, else the service's default, or OS-chosen when the public port is (0). */
+export const metricsListenOptions = (metrics: MetricsConfig, publicPort: number, defaultPort: number) => ({
+  host: metrics.host,
+  port: metrics.port ?? (publicPort === 0 ? 0 : defaultPort),
+});
 export type DatabaseConfig = z.output<typeof databaseSchema>;
 export type StorageConfig = z.output<typeof storageSchema>;
 export type RateLimitConfig = z.output<typeof rateLimitSchema>;

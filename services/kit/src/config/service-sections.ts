@@ -4,7 +4,7 @@ import { z } from 'zod';
 import { checkPassword } from '../auth/password-policy.ts';
 import { resolveTls, type TlsMaterial } from '../http/tls.ts';
 import { authSchema } from './auth-section.ts';
-import { databaseSchema, loggingSchema, rateLimitSchema, serverSchema, sessionSchema, type ServerConfig } from './common.ts';
+import { databaseSchema, loggingSchema, metricsSchema, rateLimitSchema, serverSchema, sessionSchema, type ServerConfig } from './common.ts';
 
 /** The first admin: created on first start; without a password one is generated and printed once. */
 export const adminSchema = z
@@ -21,10 +21,11 @@ export const adminSchema = z
   })
   .prefault({});
 
-/** server, logging, database, rate_limiting, session, admin, auth, state_dir — spread into the service's strictObject. */
+/** server, metrics, logging, database, rate_limiting, session, admin, auth, state_dir — spread into the service's strictObject. */
 export function serviceSections(service: { name: string; port: number; schema: string }) {
   return {
     server: serverSchema.extend({ port: serverSchema.shape.port.default(service.port) }).prefault({}),
+    metrics: metricsSchema.prefault({}),
     logging: loggingSchema,
     database: databaseSchema.extend({ schema: databaseSchema.shape.schema.unwrap().default(service.schema) }),
     rate_limiting: rateLimitSchema,

@@ -3,6 +3,7 @@ import { execFileSync } from 'node:child_process';
 import { Writable } from 'node:stream';
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { listenMetrics } from '../metrics/metrics-listener.ts';
 import { createApp, redactUrl } from './create-app.ts';
 import { conflict } from './http-error.ts';
 
@@ -133,12 +134,20 @@ describe('operational routes', () => {
     await app.close();
   });
 
-  it('exposes Prometheus metrics labelled by route template, and promtool accepts them', async () => {
+  it('exposes Prometheus metrics labelled by route template on a listener of their own, and promtool accepts them', async () => {
     const app = await build('problem');
     await app.inject({ method: 'POST', url: '/things/acme', payload: { name: 'ok', version: '1' } });
     await app.inject({ method: 'POST', url: '/things/other', payload: { name: 'ok', version: '1' } });
     await app.inject({ method: 'GET', url: '/no/such/path' });
-    const res = await app.inject({ method: 'GET', url: '/metrics' });
+    // Not on the app's (public) port...
+    expect((await app.inject({ method: 'GET', url: '/metrics' })).statusCode).toBe(404);
+    // ...but on the metrics listener, which serves nothing else.
+    const listener = await listenMetrics(app.metrics, { host: '127.0.0.1', port: 0 });
+    const response = await fetch(listener.url);
+    const res = { headers: { 'content-type': response.headers.get('content-type') }, body: await response.text() };
+    expect((await fetch(listener.url.replace(/\/metrics$/, '/health'))).status).toBe(404);
+    expect((await fetch(listener.url, { method: 'POST' })).status).toBe(405);
+    await listener.close();
     expect(res.headers['content-type']).toMatch(/^text\/plain; version=0\.0\.4/);
     expect(res.body).toContain('http_request_duration_seconds_count{service="test",method="POST",route="/things/:org",status_code="200"} 2');
     expect(res.body).toContain('route="unmatched",status_code="404"');

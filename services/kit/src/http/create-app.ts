@@ -1,5 +1,5 @@
 // The fastify 5 app every service starts from: logs with request ids, the service's error shape, health and
-// readiness, /metrics, OpenAPI + Swagger UI at /api-docs, and HTTPS when configured.
+// readiness, the metrics registry (served apart: metrics-listener.ts), OpenAPI + Swagger UI at /api-docs, and HTTPS when configured.
 import { randomUUID } from 'node:crypto';
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';

@@ -1,4 +1,5 @@
-// Prometheus exposition: default process metrics plus an HTTP duration histogram labelled by route template.
+// Prometheus series: default process metrics plus an HTTP duration histogram labelled by route template. They are
+// exposed by metrics-listener.ts, apart from the public port.
 import { X509Certificate } from 'node:crypto';
 import type { FastifyInstance } from 'fastify';
 import { Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
@@ -24,10 +25,7 @@ export function installMetrics(app: FastifyInstance, registry: Registry): void {
     const route = request.routeOptions.url ?? 'unmatched';
     duration.observe({ method: request.method, route, status_code: String(reply.statusCode) }, reply.elapsedTime / 1000);
   });
-  app.get('/metrics', { schema: { hide: true }, config: { rateLimit: false, otel: false } }, async (_request, reply) => {
-    reply.type(registry.contentType);
-    return registry.metrics();
-  });
+  // No /metrics route here: the series are served on a listener of their own (metrics-listener.ts).
 }
 
 /**

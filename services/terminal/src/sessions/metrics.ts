@@ -1,6 +1,7 @@
 // The terminal's own Prometheus series: sessions alive per backend (read from PostgreSQL at scrape time, so every
 // gateway replica reports the installation's count: aggregate with max, not sum) and how long a start takes,
 // from the request to an agent accepting connections, by backend and outcome.
+import { cachedReading } from '@boxyard/kit';
 import { Gauge, Histogram, type Registry } from 'prom-client';
 import { sql, type DatabasePool } from 'slonik';
 import { z } from 'zod';
@@ -11,15 +12,20 @@ export interface SessionMetrics {
 
 const liveCount = z.object({ backend: z.string(), state: z.string(), count: z.number() });
 
-export function createSessionMetrics(registry: Registry, pool: DatabasePool, backend: 'local' | 'kubernetes'): SessionMetrics {
+/** `cacheSeconds`: the count's SQL runs at most once per this many seconds, however often it is scraped. */
+export function createSessionMetrics(registry: Registry, pool: DatabasePool, backend: 'local' | 'kubernetes', cacheSeconds: number): SessionMetrics {
+  const readLive = cachedReading(
+    () => pool.any(sql.type(liveCount)`
+        select backend, state, count(*)::int as count from terminal_sessions where state in ('starting', 'running') group by backend, state`).catch(() => undefined),
+    cacheSeconds,
+  );
   new Gauge({
     name: 'boxyard_terminal_sessions_active',
     help: 'Terminal sessions starting or running in the installation, by backend and state (every replica reports the same count).',
     labelNames: ['backend', 'state'],
     registers: [registry],
     async collect() {
-      const rows = await pool.any(sql.type(liveCount)`
-        select backend, state, count(*)::int as count from terminal_sessions where state in ('starting', 'running') group by backend, state`).catch(() => undefined);
+      const rows = await readLive();
       if (!rows) return; // the database is down: the scrape still answers, and the database errors say why
       this.reset();
       for (const backend of ['local', 'kubernetes']) for (const state of ['starting', 'running']) this.set({ backend, state }, 0);
