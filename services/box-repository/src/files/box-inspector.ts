@@ -34,8 +34,12 @@ export const DEFAULT_INSPECTION_LIMITS: InspectionLimits = {
 export class NotABoxError extends Error {
   override name = 'NotABoxError';
   /** `box_format`: not a box; `box_limit`: a limit of uploads.inspection was passed (params say which). */
-  constructor(message: string, readonly rule: 'box_format' | 'box_limit' = 'box_format', readonly params: Record<string, unknown> = {}) {
+  readonly rule: 'box_format' | 'box_limit';
+  readonly params: Record<string, unknown>;
+  constructor(message: string, rule: 'box_format' | 'box_limit' = 'box_format', params: Record<string, unknown> = {}) {
     super(message);
+    this.rule = rule;
+    this.params = params;
   }
 }
 
@@ -66,7 +70,11 @@ export class BoxInspector {
   /** Bytes of tar data the parser was given (after gunzip). */
   unpackedBytes = 0;
 
-  constructor(private readonly limits: InspectionLimits = DEFAULT_INSPECTION_LIMITS) {}
+  private readonly limits: InspectionLimits;
+
+  constructor(limits: InspectionLimits = DEFAULT_INSPECTION_LIMITS) {
+    this.limits = limits;
+  }
 
   /** Feeds a chunk; resolves when the parser is ready for more, rejects with NotABoxError as soon as it is clear. */
   async write(chunk: Buffer): Promise<void> {
