@@ -164,12 +164,14 @@ describe('invitation links', () => {
     } finally {
       await everywhere.close();
     }
-    const configured = await startTestService({ config: { server: { host: '0.0.0.0', port: 0, public_url: 'https://boxes.example.test/' } } });
+    // With a public URL (here one naming the listener by `localhost`), the link is built on it.
+    const port = await freePort();
+    const configured = await startTestService({ port, config: { server: { host: '0.0.0.0', public_url: `http://localhost:${port}/` } } });
     try {
       await createOrganization(configured, 'wide');
       const created = await configured.request('POST', '/api/auth/invite', { token: configured.adminToken, json: { email: 'x@example.test', organizationName: 'wide' } });
       expect(created.status).toBe(201);
-      expect(created.body.invitation_link).toMatch(/^https:\/\/boxes\.example\.test\/console\/sign-up\?invitationToken=/);
+      expect(created.body.invitation_link).toMatch(new RegExp(`^http://localhost:${port}/console/sign-up\\?invitationToken=`));
     } finally {
       await configured.close();
     }
