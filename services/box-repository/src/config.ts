@@ -2,6 +2,7 @@
 // `download_links`. Secrets have no defaults: `boxyard dev` and the operator generate them.
 import { authSchemaWith, rateLimitSchema, serviceSections, smtpSchema, storageSchema } from '@boxyard/kit';
 import { z } from 'zod';
+import { DEFAULT_INSPECTION_LIMITS } from './files/box-inspector.ts';
 
 export const SERVICE_NAME = 'box-repository';
 /** /metrics listens apart from the public port (loopback by default). */
@@ -96,6 +97,18 @@ export const boxRepositoryConfigSchema = z.strictObject({
        * longer than the slowest upload.
        */
       abandoned_after_seconds: z.number().int().min(1).default(24 * 3600),
+      /**
+       * What the box check (files/box-inspector.ts) unpacks while looking for metadata.json, so a gzip bomb is
+       * refused (422) at a limit instead of being inflated to its end. Real boxes often put metadata.json after
+       * the disk image: max_unpacked_bytes must exceed the largest unpacked disk image accepted.
+       */
+      inspection: z
+        .strictObject({
+          max_unpacked_bytes: z.number().int().positive().default(DEFAULT_INSPECTION_LIMITS.max_unpacked_bytes),
+          max_expansion_ratio: z.number().positive().default(DEFAULT_INSPECTION_LIMITS.max_expansion_ratio),
+          max_entries: z.number().int().positive().default(DEFAULT_INSPECTION_LIMITS.max_entries),
+        })
+        .prefault({}),
     })
     .prefault({}),
   download_links: z

@@ -3,8 +3,8 @@
 import { freePort } from '@boxyard/kit/net/free-port.ts';
 import { startTestSmtpServer, type TestSmtpServer } from '@boxyard/kit/mail/test-smtp-server.ts';
 import { createHmac } from 'node:crypto';
-import { createServer } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { createServer, request as httpRequest } from 'node:http';
+import { createServer as createNetServer, type AddressInfo, type Server as NetServer, type Socket } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { addMember, createOrganization, startTestService, USER_PASSWORD, type TestService } from '../testing/service.ts';
 
@@ -127,6 +127,57 @@ describe('invitations', () => {
   });
 });
 
+/** POST with a Host header of the caller's choosing (fetch sets its own): as any client may. */
+function postWithHost(path: string, token: string, json: unknown, host: string): Promise<{ status: number; body: Record<string, unknown> }> {
+  const target = new URL(path, service.url);
+  return new Promise((resolve, reject) => {
+    const request = httpRequest(target, { method: 'POST', headers: { host, 'x-access-token': token, 'content-type': 'application/json' } }, (response) => {
+      const chunks: Buffer[] = [];
+      response.on('data', (chunk: Buffer) => chunks.push(chunk));
+      response.on('end', () => resolve({ status: response.statusCode!, body: JSON.parse(Buffer.concat(chunks).toString('utf8')) as Record<string, unknown> }));
+    });
+    request.on('error', reject);
+    request.end(JSON.stringify(json));
+  });
+}
+
+describe('invitation links', () => {
+  it('are built from the service\'s own address, never from the Host header the client sent (was: from Host)', async () => {
+    const created = await postWithHost('/api/auth/invite', moderator, { email: 'host.header@example.test', organizationName: 'acme' }, 'evil.example');
+    expect(created.status).toBe(201);
+    const link = new URL(created.body.invitation_link as string);
+    expect(link.origin).toBe(new URL(service.url).origin);
+    const mail = await smtp.waitFor((m) => m.to.includes('host.header@example.test'));
+    expect(mail.text).toContain(created.body.invitation_link);
+    expect(mail.text).not.toContain('evil.example');
+  });
+
+  it('need server.public_url when the service listens on every address: 409 naming it, nothing made', async () => {
+    const everywhere = await startTestService({ config: { server: { host: '0.0.0.0', port: 0 } } });
+    try {
+      await createOrganization(everywhere, 'wide');
+      const refused = await everywhere.request('POST', '/api/auth/invite', { token: everywhere.adminToken, json: { email: 'x@example.test', organizationName: 'wide' } });
+      expect(refused.status).toBe(409);
+      expect(refused.headers.get('content-type')).toContain('application/problem+json');
+      expect(refused.body).toMatchObject({ status: 409, detail: expect.stringContaining('server.public_url') });
+      expect(await everywhere.sql('select 1 from invitations')).toEqual([]);
+    } finally {
+      await everywhere.close();
+    }
+    // With a public URL (here one naming the listener by `localhost`), the link is built on it.
+    const port = await freePort();
+    const configured = await startTestService({ port, config: { server: { host: '0.0.0.0', public_url: `http://localhost:${port}/` } } });
+    try {
+      await createOrganization(configured, 'wide');
+      const created = await configured.request('POST', '/api/auth/invite', { token: configured.adminToken, json: { email: 'x@example.test', organizationName: 'wide' } });
+      expect(created.status).toBe(201);
+      expect(created.body.invitation_link).toMatch(new RegExp(`^http://localhost:${port}/console/sign-up\\?invitationToken=`));
+    } finally {
+      await configured.close();
+    }
+  });
+});
+
 describe('POST /api/mail/test-smtp', () => {
   const testSmtp = (token: string | undefined, json: Record<string, unknown>) => service.request('POST', '/api/mail/test-smtp', { ...(token ? { token } : {}), json });
 
@@ -138,14 +189,41 @@ describe('POST /api/mail/test-smtp', () => {
     expect(mail.raw).toContain(sent.body.message_id);
   });
 
-  it('says why it failed (502, problem details), and is for global admins only', async () => {
-    const wrong = await testSmtp(service.adminToken, { host: smtp.host, port: smtp.port, auth: { user: 'boxyard', pass: 'wrong' }, to: 'ops@example.test', from: 'setup@example.test' });
-    expect(wrong.status).toBe(502);
-    expect(wrong.headers.get('content-type')).toContain('application/problem+json');
-    expect(wrong.body.detail).toMatch(/EAUTH|Invalid username or password/);
-    const closed = await testSmtp(service.adminToken, { host: '127.0.0.1', port: await freePort(), to: 'ops@example.test', from: 'setup@example.test' });
-    expect(closed.status).toBe(502);
-    expect(closed.body.detail).toMatch(/ECONNREFUSED|ECONNECTION|ESOCKET/);
+  it('fails with one and the same answer whatever went wrong, so it cannot tell open ports from closed ones (was: the reason: ECONNREFUSED, EPROTOCOL, ETIMEDOUT, EAUTH)', async () => {
+    const settings = { to: 'ops@example.test', from: 'setup@example.test' };
+    // Something listening that is not an SMTP server: it answers at once with another protocol's greeting, or
+    // accepts and says nothing (the test then waits out the route's 15 s time-out).
+    const speaker = createNetServer((socket) => socket.end('HTTP/1.1 400 Bad Request\r\n\r\n'));
+    const silent = createNetServer(() => {});
+    const sockets: Socket[] = [];
+    silent.on('connection', (socket) => sockets.push(socket));
+    await Promise.all([speaker, silent].map((server) => new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))));
+    const portOf = (server: NetServer) => (server.address() as AddressInfo).port;
+    try {
+      // All at once: each failure is answered no sooner than the route's 15 s time-out, so timing tells nothing
+      // either (not asserted: no wall-clock bounds in tests).
+      const closedPort = await freePort();
+      const failures = Object.fromEntries(await Promise.all(Object.entries({
+        wrongPassword: { host: smtp.host, port: smtp.port, auth: { user: 'boxyard', pass: 'wrong' } },
+        closedPort: { host: '127.0.0.1', port: closedPort },
+        notSmtp: { host: '127.0.0.1', port: portOf(speaker) },
+        silent: { host: '127.0.0.1', port: portOf(silent) },
+      }).map(async ([name, target]) => [name, await testSmtp(service.adminToken, { ...target, ...settings })] as const)));
+      const seen = Object.entries(failures).map(([name, response]) => {
+        expect(response.headers.get('content-type'), name).toContain('application/problem+json');
+        const { type, title, status, detail, errors } = response.body;
+        return { type, title, status, detail, errors };
+      });
+      expect(seen[0]).toMatchObject({ status: 502, detail: expect.stringContaining('not delivered') });
+      for (const answer of seen) expect(answer).toEqual(seen[0]);
+      expect(JSON.stringify(seen[0])).not.toMatch(/ECONN|EAUTH|EPROTOCOL|ETIMEDOUT|ESOCKET|greeting|535|refused the connection/i);
+    } finally {
+      for (const socket of sockets) socket.destroy();
+      await Promise.all([speaker, silent].map((server) => new Promise((resolve) => server.close(resolve))));
+    }
+  }, 90_000);
+
+  it('is for global admins only, and checks its input', async () => {
     expect((await testSmtp(moderator, { host: smtp.host, port: smtp.port, to: 'ops@example.test', from: 'setup@example.test' })).status).toBe(403);
     expect((await testSmtp(undefined, { host: smtp.host, port: smtp.port, to: 'ops@example.test', from: 'setup@example.test' })).status).toBe(401);
     expect((await testSmtp(service.adminToken, { host: smtp.host, port: 70_000, to: 'ops@example.test', from: 'x@y.z' })).status).toBe(422);

@@ -3,14 +3,14 @@
 // sha256 only, works once, and expires after `invitations.expires_in`. With `mail.smtp` configured the link is
 // mailed; it is always returned to the inviter too (to pass on by hand).
 import { createHash, randomBytes } from 'node:crypto';
-import { forbidden, unprocessable } from '@boxyard/kit';
+import { conflict, forbidden, unprocessable } from '@boxyard/kit';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { sql, type CommonQueryMethods } from 'slonik';
 import { z } from 'zod';
 import { findPath } from '../access/hierarchy.ts';
 import { requireOrganizationAdmin } from '../access/permissions.ts';
 import type { ServiceContext } from '../context.ts';
-import { baseUrlOf } from '../http/base-url.ts';
+import { ownBaseUrl } from '../http/base-url.ts';
 import { body, email, errors } from '../http/schemas.ts';
 import { int8 } from '../records.ts';
 import { requirePrincipal } from './principal.ts';
@@ -39,19 +39,23 @@ export async function invitationRoutes(app: FastifyInstance, { ctx }: { ctx: Ser
     schema: {
       tags: ['auth'], summary: 'Invite an e-mail address to an organization (its moderators and admins, global admins); the link is mailed when mail.smtp is configured',
       body: body({ email, organization_name: { type: 'string', minLength: 1, maxLength: 100 } }, ['email', 'organization_name']),
-      response: { 201: invitationSchema, ...errors(401, 403, 404, 422) },
+      response: { 201: invitationSchema, ...errors(401, 403, 404, 409, 422) },
     },
   }, async (request, reply) => {
     const principal = await requirePrincipal(ctx, request);
     const found = await findPath(ctx, request, { org: request.body.organization_name });
     if (principal.kind !== 'user') throw forbidden('Service accounts cannot invite people');
     if (found.role !== 'moderator') requireOrganizationAdmin(found, found.org.name);
+    const base = ownBaseUrl(ctx);
+    if (!base) {
+      throw conflict(`Invitations need server.public_url: this service listens on every address (${ctx.config.server.host || 'all'}), so it has no address of its own to put in the link, and the request's Host header is the client's choice`);
+    }
     const token = `${TOKEN_PREFIX}${randomBytes(32).toString('base64url')}`;
     const expiresAt = await ctx.pool.oneFirst(sql.type(z.object({ expires_at: z.number() }))`
       insert into invitations (token_sha256, email, organization_id, invited_by, expires_at)
       values (${tokenHash(token)}, ${request.body.email}, ${found.org.id}, ${principal.id}::uuid, now() + make_interval(secs => ${ctx.config.invitations.expires_in}))
       returning (extract(epoch from expires_at) * 1000)::float8 as expires_at`);
-    const link = new URL('/console/sign-up', `${baseUrlOf(ctx, request)}/`);
+    const link = new URL('/console/sign-up', `${base}/`);
     link.searchParams.set('invitationToken', token);
     link.searchParams.set('organization', found.org.name);
     const mailSent = await mailInvitation(ctx, request, { to: request.body.email, organization: found.org.name, inviter: principal.username, link: link.href, expiresAt: new Date(expiresAt) });

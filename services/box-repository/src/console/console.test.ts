@@ -145,6 +145,10 @@ describe('box console pages (no JavaScript)', () => {
     expect((await formSignIn('member1', USER_PASSWORD, '//evil.example/x')).headers.get('location')).toBe('/');
     expect((await formSignIn('member1', USER_PASSWORD, '/\\evil.example/x')).headers.get('location')).toBe('/');
     expect((await formSignIn('member1', USER_PASSWORD, 'https://evil.example/')).headers.get('location')).toBe('/');
+    // Characters beyond Latin-1 are percent-encoded into the Location header (was: a 500 after signing in).
+    const unicode = await formSignIn('member1', USER_PASSWORD, '/acme?q=日本€');
+    expect(unicode.status).toBe(303);
+    expect(unicode.headers.get('location')).toBe('/acme?q=%E6%97%A5%E6%9C%AC%E2%82%AC');
     // A header-splitting attempt is a plain redirect home, not a 500.
     const splitting = await formSignIn('member1', USER_PASSWORD, '/x\r\nset-cookie: a=b');
     expect(splitting.status).toBe(303);

@@ -3,6 +3,7 @@
 // static assets. Pages are for browsers only: they answer HTML, and errors become HTML pages too.
 import { readFileSync } from 'node:fs';
 import { createOriginPolicy, HttpError, notFound, unauthorized } from '@boxyard/kit';
+import { safeReturnPath } from '@boxyard/kit/oidc-sign-in/return-to.ts';
 import { pageHeaders } from '@boxyard/kit/web/page-headers.ts';
 import type { Html } from '@boxyard/kit/web/html.ts';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
@@ -27,10 +28,10 @@ const ASSETS: Record<string, { body: Buffer; type: string }> = {
 const hide = { schema: { hide: true } } as const;
 const pageNumber = (value: unknown) => (typeof value === 'string' && /^\d{1,6}$/.test(value) ? Math.max(1, Number(value)) : 1);
 /**
- * Only a path on this site: never `//host` or a scheme (sign-in must not become an open redirect), and no control
- * characters or spaces (they could not go into the Location header).
+ * Only a path on this site: never `//host` or a scheme (sign-in must not become an open redirect), percent-encoded
+ * so it fits the Location header (a raw character beyond Latin-1 there was a 500). The kit's rule.
  */
-const safeReturn = (value: unknown) => (typeof value === 'string' && value.length <= 2000 && /^\/(?![/\\])[!-~\u00a0-\uffff]*$/.test(value) ? value : '/');
+const safeReturn = (value: unknown) => safeReturnPath(value);
 
 const pathOf = (request: FastifyRequest) => request.url;
 

@@ -1,15 +1,46 @@
 // Checks, while the bytes stream past, that an upload is a Vagrant box: a tar archive, plain or gzip'd, with a
 // top-level `metadata.json` holding a JSON object. The upload itself is never held back more than the parser
 // needs: once metadata.json has been read, the inspector stops parsing and lets the rest flow through untouched.
+// Until then what it unpacks is bounded (InspectionLimits): a gzip bomb — a few MB that inflate to many GB of
+// padding before (or instead of) metadata.json — is refused once a limit is passed, not inflated to its end.
 import { once } from 'node:events';
-import type { Writable } from 'node:stream';
+import { Transform, type Writable } from 'node:stream';
 import { createGunzip, type Gunzip } from 'node:zlib';
 import { extract, type Extract } from 'tar-stream';
 
 const MAX_METADATA_BYTES = 64 * 1024;
+/**
+ * The expansion ratio is only judged once this much has been unpacked: the first megabytes of real boxes (tar
+ * headers and padding, the zero-filled head of a disk image) compress far better than the whole.
+ */
+export const RATIO_GRACE_BYTES = 64 * 1024 * 1024;
+
+/** How much of an archive the inspector unpacks while looking for metadata.json (`uploads.inspection`). */
+export interface InspectionLimits {
+  /** Bytes of tar data (after gunzip) read before metadata.json; also the largest entry it will read past. */
+  max_unpacked_bytes: number;
+  /** Unpacked bytes per uploaded byte, judged once RATIO_GRACE_BYTES have been unpacked. */
+  max_expansion_ratio: number;
+  /** Archive entries before metadata.json. */
+  max_entries: number;
+}
+
+export const DEFAULT_INSPECTION_LIMITS: InspectionLimits = {
+  max_unpacked_bytes: 64 * 1024 ** 3,
+  max_expansion_ratio: 100,
+  max_entries: 10_000,
+};
 
 export class NotABoxError extends Error {
   override name = 'NotABoxError';
+  /** `box_format`: not a box; `box_limit`: a limit of uploads.inspection was passed (params say which). */
+  readonly rule: 'box_format' | 'box_limit';
+  readonly params: Record<string, unknown>;
+  constructor(message: string, rule: 'box_format' | 'box_limit' = 'box_format', params: Record<string, unknown> = {}) {
+    super(message);
+    this.rule = rule;
+    this.params = params;
+  }
 }
 
 const signatures: { magic: number[]; name: string }[] = [
@@ -27,11 +58,23 @@ export class BoxInspector {
   private headBytes = 0;
   private input: Writable | undefined;
   private gunzip: Gunzip | undefined;
+  private meter: Transform | undefined;
   private parser: Extract | undefined;
   private failure: NotABoxError | undefined;
   private done = false;
+  private entries = 0;
   /** The parsed metadata.json, once seen. */
   metadata: Record<string, unknown> | undefined;
+  /** Bytes of the upload handed to the parser (gzip'd or not). */
+  packedBytes = 0;
+  /** Bytes of tar data the parser was given (after gunzip). */
+  unpackedBytes = 0;
+
+  private readonly limits: InspectionLimits;
+
+  constructor(limits: InspectionLimits = DEFAULT_INSPECTION_LIMITS) {
+    this.limits = limits;
+  }
 
   /** Feeds a chunk; resolves when the parser is ready for more, rejects with NotABoxError as soon as it is clear. */
   async write(chunk: Buffer): Promise<void> {
@@ -74,7 +117,24 @@ export class BoxInspector {
   /** Frees the parser (after a failure elsewhere). */
   destroy(): void {
     this.gunzip?.destroy();
+    this.meter?.destroy();
     this.parser?.destroy();
+  }
+
+  /** Refuses (as NotABoxError) once the tar data read so far passes a limit; undefined while within them. */
+  private overLimit(): NotABoxError | undefined {
+    const { max_unpacked_bytes: maxBytes, max_expansion_ratio: maxRatio } = this.limits;
+    if (this.unpackedBytes > maxBytes) {
+      return this.limitError(`more than ${maxBytes} bytes of archive come before metadata.json`, { limit: 'uploads.inspection.max_unpacked_bytes', max: maxBytes });
+    }
+    if (this.unpackedBytes > RATIO_GRACE_BYTES && this.unpackedBytes > maxRatio * this.packedBytes) {
+      return this.limitError(`the gzip stream expands more than ${maxRatio} times before metadata.json (a gzip bomb?)`, { limit: 'uploads.inspection.max_expansion_ratio', max: maxRatio });
+    }
+    return undefined;
+  }
+
+  private limitError(reason: string, params: Record<string, unknown>): NotABoxError {
+    return new NotABoxError(`Not a Vagrant box this service accepts: ${reason}; nothing was stored`, 'box_limit', params);
   }
 
   private start(head: Buffer): void {
@@ -83,6 +143,15 @@ export class BoxInspector {
     const parser = extract();
     this.parser = parser;
     parser.on('entry', (header, stream, next) => {
+      if (++this.entries > this.limits.max_entries) {
+        this.failWith(this.limitError(`more than ${this.limits.max_entries} archive entries come before metadata.json`, { limit: 'uploads.inspection.max_entries', max: this.limits.max_entries }));
+        return;
+      }
+      // An entry larger than what will be read is refused from its header, before any of it is unpacked.
+      if ((header.size ?? 0) > this.limits.max_unpacked_bytes) {
+        this.failWith(this.limitError(`an entry of ${header.size} bytes comes before metadata.json (more than ${this.limits.max_unpacked_bytes})`, { limit: 'uploads.inspection.max_unpacked_bytes', max: this.limits.max_unpacked_bytes }));
+        return;
+      }
       const name = header.name.replace(/^(\.\/)+/, '');
       if (name !== 'metadata.json' || (header.type !== 'file' && header.type !== 'contiguous-file')) {
         stream.on('end', () => next());
@@ -121,7 +190,21 @@ export class BoxInspector {
       gunzip.on('error', (error: Error) => {
         if (!this.done) this.fail(`Not a Vagrant box: the gzip stream is corrupt (${error.message}); ${EXPECTED}`);
       });
-      gunzip.pipe(parser as unknown as NodeJS.WritableStream);
+      // Counts what gunzip produces before the parser sees it; past a limit, gunzip is stopped (destroyed).
+      const meter = new Transform({
+        transform: (data: Buffer, _encoding, callback) => {
+          this.unpackedBytes += data.length;
+          const refusal = this.overLimit();
+          if (refusal) {
+            this.failWith(refusal);
+            callback();
+            return;
+          }
+          callback(null, data);
+        },
+      });
+      this.meter = meter;
+      gunzip.pipe(meter).pipe(parser as unknown as NodeJS.WritableStream);
       this.input = gunzip;
     } else {
       this.input = parser as unknown as Writable;
@@ -129,7 +212,11 @@ export class BoxInspector {
   }
 
   private fail(message: string): NotABoxError {
-    this.failure ??= new NotABoxError(message);
+    return this.failWith(new NotABoxError(message));
+  }
+
+  private failWith(error: NotABoxError): NotABoxError {
+    this.failure ??= error;
     this.destroy();
     return this.failure;
   }
@@ -138,6 +225,13 @@ export class BoxInspector {
     if (this.failure) throw this.failure;
     if (this.done) return;
     const input = this.input!;
+    this.packedBytes += chunk.length;
+    if (!this.gunzip) {
+      // A plain tar: what is uploaded is what the parser reads.
+      this.unpackedBytes = this.packedBytes;
+      const refusal = this.overLimit();
+      if (refusal) throw this.failWith(refusal);
+    }
     if (input.write(chunk)) return;
     // Wait until the parser has caught up, or failed, or finished its job.
     const ac = new AbortController();

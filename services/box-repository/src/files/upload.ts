@@ -77,7 +77,7 @@ export function assertReplaceAllowed(status: string, existing: boolean, replace:
 
 function mapUploadError(error: unknown, maxBytes: number): unknown {
   if (error instanceof NotABoxError) {
-    return unprocessable(error.message, [{ pointer: '/file', rule: 'box_format', params: {}, detail: error.message }]);
+    return unprocessable(error.message, [{ pointer: '/file', rule: error.rule, params: error.params, detail: error.message }]);
   }
   if (error instanceof ChecksumMismatchError) return checksumMismatch('sha256', error.expected, error.actual);
   if (error instanceof ObjectTooLargeError) return new HttpError(413, `The upload is larger than the limit of ${maxBytes} bytes (uploads.max_bytes); nothing was stored`);
@@ -99,7 +99,7 @@ export async function storeUpload(ctx: ServiceContext, input: Pick<UploadInput, 
   const key = `boxes/${randomUUID()}`;
   await ctx.cleanup.registerUpload(key);
 
-  const inspector = new BoxInspector();
+  const inspector = new BoxInspector(ctx.config.uploads.inspection);
   const extraHash = input.checksum && input.checksum.type !== 'sha256' ? createHash(input.checksum.type) : undefined;
   async function* inspected(): AsyncGenerator<Buffer> {
     try {

@@ -13,7 +13,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { incompleteUploads } from '../../../../test/harness/fixtures.ts';
 import { uploadInTwoParts } from '../../../../test/harness/upload-in-two-parts.ts';
-import { makeBox, md5, sha256 } from '../testing/boxes.ts';
+import { makeBox, makeGzipBomb, md5, sha256 } from '../testing/boxes.ts';
 import { archPath, createBoxPath, createOrganization, startTestService, uploadRaw, type BoxPath, type TestService } from '../testing/service.ts';
 
 const KiB = 1024;
@@ -243,6 +243,22 @@ describe('uploads', () => {
         await expectNothingLeft(before);
       });
     }
+
+    it('a gzip bomb (256 MiB of zeros in 0.3 MB before metadata.json): 422 at the expansion limit, nothing stored (was: inflated whole and stored)', async () => {
+      const path = await freshPath();
+      const before = await snapshot();
+      const bomb = await makeGzipBomb(256);
+      expect(bomb.length).toBeLessThan(MAX_BYTES);
+      const response = await uploadRaw(service, path, bomb, { token: token() });
+      expect(response.status, response.text).toBe(422);
+      expect(response.headers.get('content-type')).toContain('application/problem+json');
+      expect(response.body).toMatchObject({
+        type: 'https://boxyard.io/problems/validation', status: 422,
+        errors: [{ pointer: '/file', rule: 'box_limit', params: { limit: 'uploads.inspection.max_expansion_ratio', max: 100 } }],
+      });
+      expect(response.body.detail).toMatch(/expands more than 100 times/);
+      await expectNothingLeft(before);
+    });
 
     it('larger than uploads.max_bytes: 413 (declared length, streamed without length, multipart)', async () => {
       const path = await freshPath();

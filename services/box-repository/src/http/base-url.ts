@@ -1,6 +1,7 @@
 // Absolute URLs for links and Vagrant metadata: the configured public URL, else the address the client used
 // (Host, or X-Forwarded-* when server.trust_proxy is on), so Vagrant sees download URLs on the host it asked,
 // which is the only host it sends its token to.
+import { publicBaseUrl } from '@boxyard/kit';
 import type { FastifyRequest } from 'fastify';
 import type { ServiceContext } from '../context.ts';
 
@@ -8,6 +9,24 @@ export function baseUrlOf(ctx: ServiceContext, request: FastifyRequest): string 
   const configured = ctx.config.server.public_url;
   if (configured) return configured.replace(/\/+$/, '');
   return `${request.protocol}://${request.host}`;
+}
+
+/** Addresses that mean "every interface": no address anyone could be sent to. */
+const WILDCARD_HOSTS = new Set(['', '0.0.0.0', '::', '[::]', '::0', '0:0:0:0:0:0:0:0']);
+
+/**
+ * The base of links that go to someone else (invitation mails), never taken from the request: its Host header is
+ * whatever the client sent, and a link mailed with a token in it must not point at a host the client picked.
+ * `server.public_url`; else the listener's own address; undefined when the service listens on every address
+ * and has no public URL (there is no own address to use).
+ */
+export function ownBaseUrl(ctx: ServiceContext): string | undefined {
+  const { server } = ctx.config;
+  if (server.public_url) return server.public_url.replace(/\/+$/, '');
+  const { encryptedPort, unencryptedPort } = ctx.listening;
+  const port = encryptedPort ?? unencryptedPort;
+  if (WILDCARD_HOSTS.has(server.host) || port === undefined) return undefined;
+  return publicBaseUrl({ ...server, tls: { ...server.tls, enabled: encryptedPort !== undefined } }, port);
 }
 
 export interface FilePath {

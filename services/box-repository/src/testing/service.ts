@@ -24,6 +24,8 @@ export interface TestServiceOptions {
   databaseUrl?: string;
   /** A bucket of the caller's own MinIO instead of a fresh one on the run's (s3 storage). */
   bucket?: TestBucket;
+  /** The port to listen on (default: a free one), e.g. to name it in server.public_url beforehand. */
+  port?: number;
 }
 
 export interface ApiResponse<T = unknown> {
@@ -97,7 +99,7 @@ export async function startTestService(options: TestServiceOptions = {}): Promis
     auth: { sign_up: 'open' },
   };
   const config = boxRepositoryConfigSchema.parse(deepMerge(base, options.config as Record<string, unknown>));
-  const running = await startBoxRepository(config, { port: 0, hooks: options.hooks ?? {}, print: () => {} });
+  const running = await startBoxRepository(config, { port: options.port ?? 0, hooks: options.hooks ?? {}, print: () => {} });
   // Beside an HTTPS listener (self-signed until a test uploads one), the helpers talk to the unencrypted one.
   const url = running.unencryptedUrl ?? running.url;
 

@@ -131,7 +131,8 @@ function rows(): MatrixRow<Role>[] {
   add('POST /*', writers(201), (role) => send(role, 'POST', '/team/folders', { json: { folderName: unique('folder') } }), 'a new folder');
   add('POST /*', readers(200, true), (role) => send(role, 'POST', '/team/search', { json: { query: 'plan' } }), 'a search');
   const renamed = reusable(teamFile);
-  add('PUT /*', writers(200), (role) => renamed((path) => send(role, 'PUT', `${path}?action=rename`, { json: { newName: `${unique('renamed')}.txt` } })), 'a rename');
+  // Renaming a file away frees its path like deleting it: it needs delete as well as uploads.
+  add('PUT /*', expect_(grant(['adminSession', 'keyScopedTeam'], 200)), (role) => renamed((path) => send(role, 'PUT', `${path}?action=rename`, { json: { newName: `${unique('renamed')}.txt` } })), 'a rename (needs uploads and delete)');
   const deleted = reusable(teamFile);
   add('DELETE /*', deleters(200), (role) => deleted((path) => send(role, 'DELETE', path)), 'a deletion');
   return rows;

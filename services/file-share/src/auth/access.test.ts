@@ -111,13 +111,36 @@ describe('file routes by role', () => {
     }
     expect((await upload(url, '/alice/new.txt', 'mine', alice.authorization)).status).toBe(201);
     expect((await postJson(url, '/alice/folders', { folderName: 'sub' }, alice.authorization)).status).toBe(201);
-    expect((await rename('/alice/new.txt', 'renamed.txt', alice.authorization)).status).toBe(200);
-    const replace = await upload(url, '/alice/renamed.txt', 'overwrite', alice.authorization);
+    const replace = await upload(url, '/alice/new.txt', 'overwrite', alice.authorization);
     expect(replace.status).toBe(403);
     expect(await replace.json()).toMatchObject({ success: false, message: expect.stringContaining('delete permission') });
-    expect((await del('/alice/renamed.txt', alice.authorization)).status).toBe(403);
-    expect((await upload(url, '/alice/renamed.txt', 'overwrite', adminAuth)).status).toBe(200);
-    expect((await del('/alice/renamed.txt', adminAuth)).status).toBe(200);
+    expect((await del('/alice/new.txt', alice.authorization)).status).toBe(403);
+    expect((await upload(url, '/alice/new.txt', 'overwrite', adminAuth)).status).toBe(200);
+    expect((await del('/alice/new.txt', adminAuth)).status).toBe(200);
+  });
+
+  it('renaming a file away needs delete too, so a user cannot rename one and upload in its place (was: a user could)', async () => {
+    expect((await upload(url, '/shared/report.txt', 'the original', adminAuth)).status).toBe(201);
+    const renamed = await rename('/shared/report.txt', 'old-report.txt', alice.authorization);
+    expect(renamed.status).toBe(403);
+    expect(await renamed.json()).toMatchObject({ success: false, message: 'Insufficient permissions: delete is required' });
+    // So the path is still taken and uploading "in its place" is a replacement, which needs delete as well.
+    expect((await upload(url, '/shared/report.txt', 'forged', alice.authorization)).status).toBe(403);
+    expect(await (await get('/shared/report.txt', alice.authorization)).text()).toBe('the original');
+    expect((await get('/shared/old-report.txt', alice.authorization)).status).toBe(404);
+    // The same for a folder, e.g. one an API key is limited to: it stays where its key points.
+    expect((await rename('/team', 'team-old', alice.authorization)).status).toBe(403);
+    expect((await rename('/team', 'team-old', bob.authorization)).status).toBe(403);
+    expect(await (await get('/team/plan.txt', adminAuth)).text()).toBe('plan');
+    // Keys: uploads alone or delete alone are not enough; both are (inside the key's scope).
+    const writer = await createKey(url, adminAuth, { name: 'rename-writer', permissions: ['downloads', 'uploads'] });
+    const deleter = await createKey(url, adminAuth, { name: 'rename-deleter', permissions: ['downloads', 'delete'] });
+    const both = await createKey(url, adminAuth, { name: 'rename-both', permissions: ['uploads', 'delete'] });
+    expect((await rename('/shared/report.txt', 'a.txt', bearer(writer.token))).status).toBe(403);
+    expect((await rename('/shared/report.txt', 'a.txt', bearer(deleter.token))).status).toBe(403);
+    expect((await rename('/shared/report.txt', 'b.txt', bearer(both.token))).status).toBe(200);
+    expect((await rename('/shared/b.txt', 'report.txt', adminAuth)).status).toBe(200);
+    expect(await (await get('/shared/report.txt', adminAuth)).text()).toBe('the original');
   });
 
   it('holds API keys to their permissions and their scope', async () => {

@@ -130,8 +130,8 @@ export async function apiKeyRoutes(app: FastifyInstance, options: ApiKeyRoutesOp
       schema: {
         summary: 'Create an API key (the token is returned once)',
         description:
-          'Permissions: `downloads` (list, download, search, events), `uploads` (upload, create folders, rename), ' +
-          '`delete`. Users may create download-only keys; admins any. `expires_at` (ISO 8601, optional: none = no ' +
+          'Permissions: `downloads` (list, download, search, events), `uploads` (upload, create folders), ' +
+          '`delete` (delete, replace; with uploads: rename). Users may create download-only keys; admins any. `expires_at` (ISO 8601, optional: none = no ' +
           'expiry) and `scope` (a folder path, default `/`) are optional.',
         tags: ['api-keys'],
         body: {

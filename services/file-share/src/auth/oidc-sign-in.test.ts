@@ -123,6 +123,16 @@ describe('file share: provider sign-in over HTTP', () => {
     return fetch(`${share.url}${path}`, { method: 'POST', headers: { cookie }, body: form });
   };
 
+  it('returns to a return_to with non-Latin-1 characters, percent-encoded in the Location header, signed in', async () => {
+    const jar = new CookieJar();
+    const start = await request(jar, `${share.url}/auth/oidc/login?return_to=${encodeURIComponent('/docs/€ü/?q=日本#κ')}`);
+    expect(start.status).toBe(303);
+    const done = await request(jar, await signInAtProvider(jar, start.location!, 'bob'));
+    expect(done.status).toBe(303);
+    expect(done.headers.get('location')).toBe('/docs/%E2%82%AC%C3%BC/?q=%E6%97%A5%E6%9C%AC#%CE%BA');
+    expect(jar.get(new URL(share.url), 'auth_token')).toBeTruthy();
+  });
+
   it('gives a session that lists and uploads per the user\'s role', async () => {
     const bob = await signIn('bob');
     expect((await upload(bob, '/docs/bob.txt', 'bob')).status).toBe(201);

@@ -168,9 +168,10 @@ describe('file share console (Chromium)', () => {
     await expect.poll(() => rowLinks(admin)).toEqual(['../', 'photos/', 'reports/', 'beta notes.md', 'gamma.json', 'omega.txt', 'readme.txt']);
     expect(await names('/docs/')).toEqual(['photos', 'reports', 'beta notes.md', 'gamma.json', 'omega.txt', 'readme.txt']);
     await expect.poll(() => rowLinks(alice), { timeout: 20_000 }).toEqual(['../', 'photos/', 'reports/', 'beta notes.md', 'gamma.json', 'omega.txt', 'readme.txt']);
-    // Only what alice may do: she may rename (uploads), not delete.
-    expect(await alice.getByRole('button', { name: 'Rename omega.txt' }).count()).toBe(1);
+    // Only what alice may do: neither delete nor rename (renaming needs delete too), though she may upload.
+    expect(await alice.getByRole('button', { name: 'Rename omega.txt' }).count()).toBe(0);
     expect(await alice.getByRole('button', { name: 'Delete omega.txt' }).count()).toBe(0);
+    expect(await alice.getByRole('button', { name: 'Copy link to omega.txt' }).count()).toBe(1);
   });
 
   it('deletes only after confirmation, with the keyboard alone', async () => {

@@ -30,6 +30,8 @@ describe('return_to', () => {
     ['javascript:alert(1)', '/'],
     ['/a\r\nSet-Cookie: x=1', '/'],
     ['', '/'],
+    // Percent-encoded, so it can go into the Location header (a raw € there was a 500).
+    ['/docs/€ü?q=日本#κ', '/docs/%E2%82%AC%C3%BC?q=%E6%97%A5%E6%9C%AC#%CE%BA'],
   ])('%j goes to %j', (given, expected) => expect(safeReturnTo(given)).toBe(expected));
 });
 
@@ -66,6 +68,13 @@ describe('sign-in form', () => {
     const policy = createSessionCookiePolicy('https://files.example.com');
     expect(policy.options({ hostname: 'files.lan', protocol: 'http' } as never).secure).toBe(true);
     expect(createSessionCookiePolicy(undefined).options({ hostname: 'files.lan', protocol: 'https' } as never).secure).toBe(true);
+  });
+
+  it('returns to a path with non-Latin-1 characters, percent-encoded (was: 500 after a successful sign-in)', async () => {
+    const response = await signIn({ username: 'admin', password: ADMIN_PASSWORD, return_to: '/docs/€ü/?q=日本' });
+    expect(response.status).toBe(303);
+    expect(response.headers.get('location')).toBe('/docs/%E2%82%AC%C3%BC/?q=%E6%97%A5%E6%9C%AC');
+    expect(response.headers.get('set-cookie')).toMatch(/^auth_token=/);
   });
 
   it('never redirects off the site', async () => {

@@ -1,16 +1,15 @@
 // The console's own password sign-in: a plain HTML form (no JavaScript needed) posting to /-/sign-in, which
 // starts the same session as POST /auth/login/basic (the HttpOnly, Secure, SameSite=Strict auth_token cookie)
 // and sends the browser back where it came from. Sign-out ends the session and clears the cookie.
+import { safeReturnPath } from '@boxyard/kit/oidc-sign-in/return-to.ts';
 import { escapeHtml } from './escape.ts';
 import { providerSignInLink, renderPage, SIGN_IN_PATH, type Viewer } from './layout.ts';
 
-/** Where to go after signing in: a path on this site only (never `//host` or `/\host`, which leave it). */
-export function safeReturnTo(value: unknown): string {
-  if (typeof value !== 'string' || value.length > 4096) return '/';
-  // eslint-disable-next-line no-control-regex
-  if (!value.startsWith('/') || value.startsWith('//') || value.startsWith('/\\') || /[\u0000-\u001f\u007f]/.test(value)) return '/';
-  return value;
-}
+/**
+ * Where to go after signing in: a path on this site only (never `//host` or `/\host`, which leave it), percent-
+ * encoded so it fits the Location header whatever characters it holds. The kit's rule, as for provider sign-in.
+ */
+export const safeReturnTo = (value: unknown): string => safeReturnPath(value);
 
 export function signInForm(returnTo: string, error?: string): string {
   const alert = error ? `<p class="error" role="alert">${escapeHtml(error)}</p>\n` : '';

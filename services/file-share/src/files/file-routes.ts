@@ -299,7 +299,8 @@ export async function fileRoutes(app: FastifyInstance, options: FileRoutesOption
     {
       schema: {
         summary: 'Rename a file or folder within its folder',
-        description: '`?action=rename` with `{newName}`; 409 when the new name exists. A folder keeps its contents.',
+        description: '`?action=rename` with `{newName}`; 409 when the new name exists. A folder keeps its contents. ' +
+          'Needs the `uploads` and the `delete` permission (the old path is freed as by a deletion).',
         tags: ['files'],
         params: pathParams,
         querystring: { type: 'object', properties: { action: { type: 'string', enum: ['rename'] } }, required: ['action'] },
@@ -315,7 +316,10 @@ export async function fileRoutes(app: FastifyInstance, options: FileRoutesOption
     async (request) => {
       const target = parseRequestPath(rawPathOf(request).pathname);
       const principal = request.principal;
+      // A rename takes the entry away from its path as a deletion would (and frees the path for an upload that
+      // is then no replacement): it needs delete as well as uploads, so "replacing needs delete" holds.
       requirePermission(principal, 'uploads', target.path);
+      requirePermission(principal, 'delete', target.path);
       if (target.path === '/') throw badRequest('The share root cannot be renamed');
       if (target.path === principal.scope) throw refuse(principal, 'Insufficient permissions: a key cannot rename the folder it is limited to');
       const { newName } = request.body as { newName: string };

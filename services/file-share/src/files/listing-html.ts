@@ -27,7 +27,7 @@ export interface ListingPage {
   total: number;
   page: number;
   limit: number;
-  /** The caller may upload, create folders and rename here. */
+  /** The caller may upload and create folders here (renaming needs canDelete too). */
   canUpload: boolean;
   /** The caller may delete (and replace) here. */
   canDelete: boolean;

@@ -16,6 +16,11 @@ describe('return_to', () => {
     expect(safeReturnPath(undefined)).toBe('/');
   });
 
+  it('percent-encodes characters beyond ASCII, so the path fits a Location header', () => {
+    expect(safeReturnPath('/docs/€ü/?q=日本#κ')).toBe('/docs/%E2%82%AC%C3%BC/?q=%E6%97%A5%E6%9C%AC#%CE%BA');
+    expect(safeReturnPath('/\u{1F600}\uD800')).toBe('/%F0%9F%98%80%EF%BF%BD');
+  });
+
   it.each(['https://evil.example', '//evil.example', '/\\evil.example', '\\\\evil.example', 'evil.example', 'javascript:alert(1)', '/\t/evil.example', '/auth/oidc/login', ' /x', ''])(
     'refuses %j',
     (value) => {

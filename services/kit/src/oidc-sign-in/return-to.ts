@@ -1,6 +1,8 @@
 // Where to go after signing in or out: only a path on this service. Anything else — an absolute URL, a
 // scheme-relative `//host`, `/\host` (browsers read `\` as `/`), control characters — falls back to `/`, so
-// the sign-in routes can't be used as an open redirect.
+// the sign-in routes can't be used as an open redirect. What is returned is re-serialised by the URL parser, so
+// every character beyond ASCII is percent-encoded: it always fits a Location header (Node refuses characters
+// beyond Latin-1 there: a raw one was a 500 after a successful sign-in). Every sign-in form uses this rule.
 
 const BASE = new URL('http://return-to.invalid');
 

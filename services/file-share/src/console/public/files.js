@@ -24,7 +24,7 @@ function decorateRows() {
     const name = row.dataset.name;
     const isDirectory = row.dataset.kind === 'dir';
     if (!isDirectory) cell.append(button('Copy link', `Copy link to ${name}`, () => copyText(new URL(entryUrl(name, false), location.href).href, 'Link')));
-    if (canUpload) cell.append(button('Rename', `Rename ${name}`, () => rename(name, isDirectory)));
+    if (canUpload && canDelete) cell.append(button('Rename', `Rename ${name}`, () => rename(name, isDirectory)));
     if (canDelete) cell.append(button('Delete', `Delete ${name}`, () => remove(name, isDirectory), true));
   }
 }
