@@ -47,6 +47,7 @@ function startImpostor(path: string) {
     firstMessage,
     listening: new Promise<void>((resolve) => server.listen(path, resolve)),
     close: () => new Promise<void>((resolve) => {
+      for (const client of wss.clients) client.terminate();
       wss.close();
       server.closeAllConnections();
       server.close(() => resolve());
@@ -91,7 +92,8 @@ describe('an impostor at the agent address', () => {
     const impostor = startImpostor(join(dir, 'agent.sock'));
     await impostor.listening;
     try {
-      await database.query('update terminal_sessions set agent_address = $1 where id = $2', [`unix:${join(dir, 'agent.sock')}`, id]);
+      const { rows } = await database.query("select table_schema from information_schema.tables where table_name = 'terminal_sessions'");
+      await database.query(`update "${String(rows[0]?.table_schema)}".terminal_sessions set agent_address = $1 where id = $2`, [`unix:${join(dir, 'agent.sock')}`, id]);
 
       const attempt = await openTerminal(gateway.url, started.json.data.websocket_path, { cookie: admin });
       attempt.type('my-password-typed-in\r');
