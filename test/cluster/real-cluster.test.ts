@@ -195,6 +195,52 @@ describe.runIf(process.getuid?.() === 0)('Boxyard on a real node (kubelet + cont
       await kubectl(['delete', 'pod', '-n', NS, 'intruder', '--wait=false']);
       await api(base, 'DELETE', `/api/terminal/sessions/${session.session.id}/stop`, { cookie, origin: base });
     }, 180_000);
+
+    it('keeps the agent’s key and the gateway’s OTEL_* settings out of the shell’s reach (/proc/1/environ)', async () => {
+      const session = await startSession('e2e-environ');
+      const pod = (await json<{ spec: { containers: { env?: { name: string }[] }[] } }>(['get', 'pod', '-n', NS, `boxyard-term-${session.session.id}`]));
+      // What there is to keep: the agent's key, and the collector settings the gateway passes on.
+      const names = (pod.spec.containers[0]!.env ?? []).map((e) => e.name);
+      expect(names.some((name) => name.startsWith('BOXYARD_AGENT_'))).toBe(true);
+      expect(names.some((name) => name.startsWith('OTEL_'))).toBe(true);
+
+      const terminal = await openTerminal(base, session.websocket_path, { cookie, origin: base });
+      terminal.type("echo uid=$(id -u); tr '\\0' '\\n' < /proc/1/environ; ls /proc/1/fd; head -c 16 /proc/1/mem; echo done-$((6*7))\r");
+      const seen = await terminal.waitFor(/^done-42$/m, 30_000);
+      await terminal.close();
+      expect(seen).toMatch(/^uid=[1-9][0-9]*$/m); // not root
+      expect(seen).toMatch(/\/proc\/1\/environ: Permission denied/);
+      expect(seen).toMatch(/\/proc\/1\/fd.*Permission denied/);
+      expect(seen).toMatch(/\/proc\/1\/mem.*Permission denied/);
+      expect(seen).not.toMatch(/BOXYARD_AGENT_|OTEL_/);
+      await api(base, 'DELETE', `/api/terminal/sessions/${session.session.id}/stop`, { cookie, origin: base });
+    }, 180_000);
+
+    it('does not attach to another pod at the session’s address: it gets no keystrokes, no credential', async () => {
+      const session = await startSession('e2e-takeover');
+      const id = session.session.id;
+      // Another pod listening on the agent port, logging every byte it receives: the IP a dead session pod had may
+      // go to any pod. The session record is pointed at it, as such a takeover would leave it.
+      const listener = "require('net').createServer((s)=>s.on('data',(d)=>console.log('GOT '+JSON.stringify(d.toString())))).listen(7681,()=>console.log('listening'))";
+      await kubectl(['run', 'taker', '-n', NS, `--image=${image.image}`, '--image-pull-policy=Never', '--restart=Never', '--labels=app=taker', '--command', '--', 'node', '-e', listener]);
+      try {
+        const taker = await until('the other pod to listen', async () => {
+          const p = await json<Pod>(['get', 'pod', '-n', NS, 'taker']);
+          return p.status.podIP && (await kubectl(['logs', '-n', NS, 'taker']).catch(() => '')).includes('listening') ? p : undefined;
+        }, 60_000);
+        const schema = String((await sql("select table_schema from information_schema.tables where table_name = 'terminal_sessions'"))[0]?.table_schema);
+        await sql(`update "${schema}".terminal_sessions set agent_address = '${taker.status.podIP}:7681' where id = '${id}'`);
+
+        const terminal = await openTerminal(base, session.websocket_path, { cookie, origin: base });
+        terminal.type('typed-password-123\r');
+        expect(await terminal.closed).toMatchObject({ code: 4500 });
+        const logs = await kubectl(['logs', '-n', NS, 'taker']);
+        expect(logs).not.toMatch(/typed-password|authorization|attach/i);
+      } finally {
+        await kubectl(['delete', 'pod', '-n', NS, 'taker', '--wait=false']).catch(() => {});
+        await api(base, 'DELETE', `/api/terminal/sessions/${id}/stop`, { cookie, origin: base });
+      }
+    }, 180_000);
   });
 
   it('lets a shell reach DNS, but neither other pods, Services nor the cloud metadata address (session egress policy)', async () => {

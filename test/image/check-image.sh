@@ -67,15 +67,19 @@ run '^usage: boxyard operator|--kubeconfig' -- boxyard operator --help
 run 'BOXYARD_AGENT_SESSION_ID: required' -- boxyard terminal-agent
 run '^procps ok' -- sh -c 'ps -o pid= -p 1 >/dev/null && test -s /etc/ssl/certs/ca-certificates.crt && echo procps ok'
 
-# A session pod: `boxyard terminal-agent` listening on TCP, reached from a second process in the same container.
-secret=$(printf s3cret | sha256sum | cut -d' ' -f1)
+# A session pod: `boxyard terminal-agent` listening on TCP, reached from a second process in the same container
+# through the gateway's handshake (services/terminal/src/agent/handshake.ts). (That the agent keeps its environment
+# from its shell needs the pod's root start and privilege drop: the real-node suite, test/cluster, checks it.)
+secret=check-image-session-secret-0123456789abcdefgh
+keys=$(cd "$ROOT" && node -e "import('./services/terminal/src/agent/handshake.ts').then(({ sessionKeys }) => { const k = sessionKeys(process.argv[1]); console.log(k.agentKey, k.gatewayPublicKey) })" "$secret")
 ctr run -d --read-only --snapshotter overlayfs --mount "type=tmpfs,src=tmpfs,dst=/tmp,options=rw:nosuid:nodev:mode=1777" \
-  --env BOXYARD_AGENT_SESSION_ID=s1 --env BOXYARD_AGENT_LISTEN=127.0.0.1:7681 --env BOXYARD_AGENT_SECRET_SHA256="$secret" \
+  --env BOXYARD_AGENT_SESSION_ID=s1 --env BOXYARD_AGENT_LISTEN=127.0.0.1:7681 --env BOXYARD_AGENT_KEY="${keys% *}" \
+  --env BOXYARD_AGENT_GATEWAY_KEY="${keys#* }" \
   --env BOXYARD_AGENT_EXPIRES_AT=$(( ($(date +%s) + 600) * 1000 )) "$REF" agent boxyard terminal-agent >/dev/null
 status=""
 for _ in $(seq 50); do
-  status=$(ctr task exec --exec-id probe-$RANDOM agent node -e \
-    "fetch('http://127.0.0.1:7681/status', { headers: { authorization: 'Bearer s3cret' } }).then(async (r) => console.log(r.status, await r.text()), () => {})" 2>/dev/null || true)
+  status=$(ctr task exec --exec-id probe-$RANDOM agent node --input-type=module -e \
+    "const { agentStatus } = await import('/app/services/terminal/src/agent/client.ts'); const { sessionKeys } = await import('/app/services/terminal/src/agent/handshake.ts'); console.log(JSON.stringify(await agentStatus('127.0.0.1:7681', { sessionId: 's1', keys: sessionKeys('$secret') })))" 2>/dev/null || true)
   [ -n "$status" ] && break
   sleep 0.2
 done

@@ -334,7 +334,7 @@ export const kinds: KindDefinition[] = [
       {
         ...commonSpec('terminal'),
         sessionPod: object(
-          'The pod each session runs in: non-root, no privilege escalation, no capabilities, default seccomp, no service-account token.',
+          'The pod each session runs in: a non-root shell (the agent starts as root with only CAP_SETUID and CAP_SETGID and drops to its user before the shell starts, which keeps its environment from the shell), no privilege escalation, default seccomp, no service-account token.',
           {
             image: string('Image of the session pods (default: the gateway\'s image).', { maxLength: 512 }),
             imagePullPolicy: PULL_POLICY,

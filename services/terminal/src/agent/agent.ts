@@ -1,11 +1,12 @@
 // The agent: owns one shell on a pseudo-terminal and a bounded scrollback ring, and serves them to the gateway
 // over a tiny HTTP + WebSocket server (a unix socket under the local backend, a TCP port in a session pod).
-// Every request but /healthz needs the session's secret. The same program runs locally and in the pod.
+// Every request but /healthz and /challenge needs the gateway's signature (handshake.ts). The same program runs
+// locally and in the pod.
 //   GET  /healthz     readiness (no secret, no information)
+//   POST /challenge   the agent proves it is the session's agent, and hands out a one-time nonce for the call
 //   GET  /status      activity and exit state, for the gateway's reaper
 //   POST /terminate   end the shell: {"reason": "stopped" | "idle_timeout" | ...}
 //   WS   /attach      terminal I/O in the frame format of ../protocol.ts: replay of the scrollback, then live
-import { createHash, timingSafeEqual } from 'node:crypto';
 import { accessSync, chmodSync, chownSync, constants, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import { traceAgentRequest } from './tracing.ts';
@@ -15,7 +16,8 @@ import type { IPty } from 'node-pty';
 import { WebSocketServer, type WebSocket } from 'ws';
 import { closeCodeFor, encodeServerMessage, EXIT_REASONS, parseClientControl, type ExitMessage, type ExitReason } from '../protocol.ts';
 import { expiryReason } from './expiry.ts';
-import { currentAccount, lookupAccount, prepareHome, shellArguments, shellEnvironment, type Account } from './identity.ts';
+import { agentProof, CHALLENGE_HEADER, CHALLENGE_PATH, createChallenges, isNonce, parseAuthorization, publicKeyFrom, signatureValid } from './handshake.ts';
+import { currentAccount, dropPrivileges, environmentReadableBySameUser, lookupAccount, prepareHome, shellArguments, shellEnvironment, type Account } from './identity.ts';
 import { createPtyInput } from './pty-input.ts';
 import { Scrollback } from './scrollback.ts';
 import { DEFAULT_PATH, type AgentSettings } from './settings.ts';
@@ -33,6 +35,9 @@ const BULK_READ = 2048;
 const BULK_WAIT_MS = 2;
 const PING_INTERVAL_MS = 30_000;
 const TICK_MS = 5000;
+/** Challenges answered and not yet used: a gateway uses its nonce within a round trip. */
+const MAX_CHALLENGES = 256;
+const CHALLENGE_TTL_MS = 30_000;
 
 export interface AgentStatus {
   session_id: string;
@@ -63,8 +68,6 @@ interface Peer {
   queued: number;
   alive: boolean;
 }
-
-const sha256 = (value: string | Buffer) => createHash('sha256').update(value).digest();
 
 /**
  * The account the shell runs as: `BOXYARD_AGENT_RUN_AS` when given (the gateway gives it only when this agent can
@@ -102,9 +105,21 @@ function killSessionProcesses(sessionLeader: number): void {
 
 export async function startAgent(settings: AgentSettings, options: { log?: (message: string) => void } = {}): Promise<RunningAgent> {
   const log = options.log ?? ((message: string) => process.stderr.write(`${message}\n`));
-  const secretHash = Buffer.from(settings.BOXYARD_AGENT_SECRET_SHA256, 'hex');
+  const gatewayKey = publicKeyFrom(settings.BOXYARD_AGENT_GATEWAY_KEY);
+  const challenges = createChallenges({ max: MAX_CHALLENGES, ttlMs: CHALLENGE_TTL_MS });
+  // Before anything of the shell's exists: from here on this process is not dumpable (settings.ts says why).
+  if (settings.BOXYARD_AGENT_DROP_TO) dropPrivileges(settings.BOXYARD_AGENT_DROP_TO);
   const account = shellAccount(settings);
   const switching = account.uid !== (process.getuid?.() ?? account.uid);
+  // A shell of this process's own uid reads /proc/<agent>/environ (and its memory) unless the kernel marks this
+  // process not dumpable, which it does once the process has changed its uid (and suid_dumpable is not 1).
+  if (settings.BOXYARD_AGENT_PRIVATE_ENVIRONMENT && account.uid === 0) throw new Error('terminal agent: refusing to run shells as root (set BOXYARD_AGENT_DROP_TO)');
+  if (settings.BOXYARD_AGENT_PRIVATE_ENVIRONMENT && !switching && environmentReadableBySameUser()) {
+    throw new Error(
+      `the shell would run as this agent's uid ${process.getuid?.()} and could read its environment (the agent key, OTEL_* settings) in /proc: ` +
+        'start the agent as root with CAP_SETUID and CAP_SETGID only, and BOXYARD_AGENT_DROP_TO=<uid>:<gid> (fs.suid_dumpable must not be 1)',
+    );
+  }
   const shell = settings.BOXYARD_AGENT_SHELL;
   try {
     accessSync(shell, constants.X_OK);
@@ -286,10 +301,20 @@ export async function startAgent(settings: AgentSettings, options: { log?: (mess
   }, TICK_MS);
   ticker.unref();
 
-  const authorized = (request: IncomingMessage): boolean => {
-    const header = request.headers.authorization ?? '';
-    const token = header.startsWith('Bearer ') ? header.slice(7) : '';
-    return token.length > 0 && timingSafeEqual(sha256(token), secretHash);
+  // The gateway signed this very call (method and path) over a nonce this agent issued and has not seen used.
+  const authorized = (request: IncomingMessage, path: string): boolean => {
+    const presented = parseAuthorization(request.headers.authorization);
+    if (!presented) return false;
+    const gatewayNonce = challenges.take(presented.nonce);
+    if (!gatewayNonce) return false;
+    return signatureValid(gatewayKey, settings.BOXYARD_AGENT_SESSION_ID, presented.nonce, gatewayNonce, request.method ?? 'GET', path, presented.signature);
+  };
+
+  const answerChallenge = (request: IncomingMessage, response: ServerResponse) => {
+    const gatewayNonce = request.headers[CHALLENGE_HEADER];
+    if (!isNonce(gatewayNonce)) return reply(response, 400, { message: `${CHALLENGE_HEADER} must be 32 random bytes, base64url` });
+    const nonce = challenges.issue(gatewayNonce);
+    reply(response, 200, { nonce, proof: agentProof(settings.BOXYARD_AGENT_KEY, settings.BOXYARD_AGENT_SESSION_ID, gatewayNonce, nonce) });
   };
 
   const status = (): AgentStatus => ({
@@ -315,7 +340,8 @@ export async function startAgent(settings: AgentSettings, options: { log?: (mess
   const server = createServer((request, response) => traceAgentRequest(request, response, (request.url ?? '/').split('?')[0] ?? '/', () => {
     const path = (request.url ?? '/').split('?')[0];
     if (request.method === 'GET' && path === '/healthz') return reply(response, 200, { status: 'ok' });
-    if (!authorized(request)) return reply(response, 401, { message: 'unauthorized' });
+    if (request.method === 'POST' && path === CHALLENGE_PATH) return answerChallenge(request, response);
+    if (!authorized(request, path ?? '/')) return reply(response, 401, { message: 'unauthorized' });
     if (request.method === 'GET' && path === '/status') return reply(response, 200, status());
     if (request.method === 'POST' && path === '/terminate') {
       let body = '';
@@ -344,7 +370,7 @@ export async function startAgent(settings: AgentSettings, options: { log?: (mess
   const wss = new WebSocketServer({ noServer: true, maxPayload: MAX_FRAME });
   server.on('upgrade', (request, socket, head) => traceAgentRequest(request, undefined, '/attach', () => {
     const path = (request.url ?? '/').split('?')[0];
-    if (path !== '/attach' || !authorized(request)) {
+    if (path !== '/attach' || !authorized(request, path)) {
       socket.end(`HTTP/1.1 ${path === '/attach' ? '401 Unauthorized' : '404 Not Found'}\r\nConnection: close\r\nContent-Length: 0\r\n\r\n`);
       return;
     }

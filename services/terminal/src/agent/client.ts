@@ -4,6 +4,7 @@ import { request as httpRequest, type RequestOptions } from 'node:http';
 import WebSocket from 'ws';
 import type { ExitReason } from '../protocol.ts';
 import type { AgentStatus } from './agent.ts';
+import { agentProof, CHALLENGE_HEADER, CHALLENGE_PATH, gatewayAuthorization, isNonce, newNonce, proofMatches, type GatewayKeys } from './handshake.ts';
 import { withTraceparent } from './tracing.ts';
 
 const MAX_FRAME = 1_048_576;
@@ -23,7 +24,21 @@ export class AgentUnreachableError extends Error {
   override name = 'AgentUnreachableError';
 }
 
-async function call<T>(address: string, secret: string, method: string, path: string, body?: unknown, timeoutMs = 3000): Promise<{ status: number; body: T }> {
+/** The peer at the session's address did not prove it is the session's agent (an address that changed hands). */
+export class NotTheAgentError extends AgentUnreachableError {
+  override name = 'NotTheAgentError';
+}
+
+/** What the gateway needs to talk to one session's agent. */
+export interface AgentCredentials {
+  sessionId: string;
+  keys: GatewayKeys;
+}
+
+/** An agent's answers are small; a peer that sends more is not one. */
+const MAX_ANSWER_BYTES = 65_536;
+
+async function call<T>(address: string, method: string, path: string, headers: Record<string, string>, body?: unknown, timeoutMs = 3000): Promise<{ status: number; body: T }> {
   const payload = body === undefined ? undefined : JSON.stringify(body);
   return new Promise((resolve, reject) => {
     const req = httpRequest(
@@ -31,13 +46,16 @@ async function call<T>(address: string, secret: string, method: string, path: st
         ...target(address).http,
         method,
         path,
-        headers: withTraceparent({ authorization: `Bearer ${secret}`, ...(payload ? { 'content-type': 'application/json', 'content-length': Buffer.byteLength(payload) } : {}) }),
+        headers: withTraceparent({ ...headers, ...(payload ? { 'content-type': 'application/json', 'content-length': Buffer.byteLength(payload) } : {}) }),
         timeout: timeoutMs,
       },
       (res) => {
         let text = '';
         res.setEncoding('utf8');
-        res.on('data', (chunk: string) => (text += chunk));
+        res.on('data', (chunk: string) => {
+          text += chunk;
+          if (text.length > MAX_ANSWER_BYTES) req.destroy(new AgentUnreachableError(`agent at ${address} answered more than ${MAX_ANSWER_BYTES} bytes`));
+        });
         res.on('end', () => {
           try {
             resolve({ status: res.statusCode ?? 0, body: (text ? JSON.parse(text) : undefined) as T });
@@ -53,14 +71,32 @@ async function call<T>(address: string, secret: string, method: string, path: st
   });
 }
 
-export async function agentStatus(address: string, secret: string): Promise<AgentStatus> {
-  const { status, body } = await call<AgentStatus>(address, secret, 'GET', '/status');
+/**
+ * The Authorization header for one call (`method` `path`) to the session's agent, once the peer at `address` has
+ * proven it is that agent (handshake.ts). Nothing secret goes to a peer that has not.
+ */
+async function authorize(address: string, credentials: AgentCredentials, method: string, path: string): Promise<string> {
+  const gatewayNonce = newNonce();
+  const { status, body } = await call<{ nonce?: unknown; proof?: unknown } | undefined>(address, 'POST', CHALLENGE_PATH, { [CHALLENGE_HEADER]: gatewayNonce });
+  const agentNonce = body?.nonce;
+  if (status !== 200 || !isNonce(agentNonce) || !proofMatches(agentProof(credentials.keys.agentKey, credentials.sessionId, gatewayNonce, agentNonce), body?.proof)) {
+    throw new NotTheAgentError(`the peer at ${address} is not the agent of session ${credentials.sessionId} (no valid proof)`);
+  }
+  return gatewayAuthorization(credentials.keys, credentials.sessionId, agentNonce, gatewayNonce, method, path);
+}
+
+async function authorizedCall<T>(address: string, credentials: AgentCredentials, method: string, path: string, body?: unknown) {
+  return call<T>(address, method, path, { authorization: await authorize(address, credentials, method, path) }, body);
+}
+
+export async function agentStatus(address: string, credentials: AgentCredentials): Promise<AgentStatus> {
+  const { status, body } = await authorizedCall<AgentStatus>(address, credentials, 'GET', '/status');
   if (status !== 200) throw new AgentUnreachableError(`agent at ${address} answered ${status} to /status`);
   return body;
 }
 
-export async function terminateAgent(address: string, secret: string, reason: ExitReason): Promise<void> {
-  const { status } = await call(address, secret, 'POST', '/terminate', { reason });
+export async function terminateAgent(address: string, credentials: AgentCredentials, reason: ExitReason): Promise<void> {
+  const { status } = await authorizedCall(address, credentials, 'POST', '/terminate', { reason });
   if (status !== 202) throw new AgentUnreachableError(`agent at ${address} answered ${status} to /terminate`);
 }
 
@@ -70,7 +106,7 @@ export async function waitForAgent(address: string, timeoutMs: number): Promise<
   let last: unknown;
   while (Date.now() < deadline) {
     try {
-      const { status } = await call(address, '', 'GET', '/healthz', undefined, 2000);
+      const { status } = await call(address, 'GET', '/healthz', {}, undefined, 2000);
       if (status === 200) return;
     } catch (error) {
       last = error;
@@ -80,7 +116,8 @@ export async function waitForAgent(address: string, timeoutMs: number): Promise<
   throw new AgentUnreachableError(`agent at ${address} not ready within ${timeoutMs} ms: ${String(last)}`);
 }
 
-/** Opens the terminal stream of a session on its agent. */
-export function connectAgent(address: string, secret: string): WebSocket {
-  return new WebSocket(target(address).ws, { headers: withTraceparent({ authorization: `Bearer ${secret}` }), maxPayload: MAX_FRAME, handshakeTimeout: 10_000, perMessageDeflate: false });
+/** Opens the terminal stream of a session on its agent, once the agent has proven it is the session's. */
+export async function connectAgent(address: string, credentials: AgentCredentials): Promise<WebSocket> {
+  const authorization = await authorize(address, credentials, 'GET', '/attach');
+  return new WebSocket(target(address).ws, { headers: withTraceparent({ authorization }), maxPayload: MAX_FRAME, handshakeTimeout: 10_000, perMessageDeflate: false });
 }

@@ -82,3 +82,24 @@ export function shellEnvironment(input: { account: Account; home: string; shell:
 export function shellArguments(shell: string): string[] {
   return /\/(bash|sh|zsh|ksh|dash|ash|fish)$/.test(shell) ? ['-l'] : [];
 }
+
+/**
+ * Whether another process of this uid may read this one's /proc/<pid>/environ (and memory): true unless the kernel
+ * marked the process not dumpable, which shows as /proc/self/environ belonging to root. It does so for a process
+ * started from a binary its uid cannot read, or one that changed its uid.
+ */
+export function environmentReadableBySameUser(): boolean {
+  try {
+    return statSync('/proc/self/environ').uid === process.getuid?.();
+  } catch {
+    return true; // no /proc to tell: assume the worst
+  }
+}
+
+/** Becomes `uid`:`gid` for good (groups: just `gid`): needs root or CAP_SETUID and CAP_SETGID, which go with it. */
+export function dropPrivileges(target: { uid: number; gid: number }): void {
+  if (process.getuid?.() === target.uid && process.getgid?.() === target.gid) return;
+  process.setgroups!([target.gid]);
+  process.setgid!(target.gid);
+  process.setuid!(target.uid);
+}

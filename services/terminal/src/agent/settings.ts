@@ -1,6 +1,8 @@
 // What an agent is told at start, through BOXYARD_AGENT_* environment variables (the same in a session pod and
-// under the local backend). None of them is secret: the agent gets the SHA-256 of its attach secret, never the
-// secret itself, so a pod spec or a process environment reveals nothing that lets anyone attach.
+// under the local backend). Nothing here lets anyone attach: the agent gets the gateway's public key to check the
+// gateway with, and an agent key that proves it is the session's agent (agent/handshake.ts). The agent key lets its
+// holder pose as the agent, so the agent's environment must stay out of its shell's reach (see
+// BOXYARD_AGENT_DROP_TO and BOXYARD_AGENT_PRIVATE_ENVIRONMENT).
 // Checked by hand rather than with zod: every session runs an agent, and zod alone adds ~18 MB to its RSS.
 
 export const DEFAULT_PATH = '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin';
@@ -10,7 +12,21 @@ export type AgentListen = { path: string } | { host: string; port: number };
 export interface AgentSettings {
   BOXYARD_AGENT_SESSION_ID: string;
   BOXYARD_AGENT_LISTEN: AgentListen;
-  BOXYARD_AGENT_SECRET_SHA256: string;
+  /** Proves to the gateway that this is the session's agent (base64url, 32 bytes). */
+  BOXYARD_AGENT_KEY: string;
+  /** The gateway's Ed25519 public key for this session (base64url, 32 bytes): checks every call. */
+  BOXYARD_AGENT_GATEWAY_KEY: string;
+  /**
+   * `uid:gid` the agent switches to as it starts, before its shell exists (a session pod's agent starts as root with
+   * only CAP_SETUID and CAP_SETGID). The kernel marks a process that changed its uid not dumpable: the shell, of
+   * that same uid, can then read neither /proc/<agent>/environ nor the agent's memory.
+   */
+  BOXYARD_AGENT_DROP_TO: { uid: number; gid: number } | undefined;
+  /**
+   * Refuse to start when the shell could read this process's environment (/proc/<pid>/environ: the agent key, the
+   * OTEL_* settings): set in session pods, where shell and agent have one uid.
+   */
+  BOXYARD_AGENT_PRIVATE_ENVIRONMENT: boolean;
   BOXYARD_AGENT_SHELL: string;
   BOXYARD_AGENT_SCROLLBACK_BYTES: number;
   BOXYARD_AGENT_IDLE_TIMEOUT_SECONDS: number;
@@ -51,13 +67,29 @@ export function parseAgentSettings(env: Record<string, string | undefined>): Age
     if (value === undefined || !Number.isInteger(value) || value < min || value > max) problems.push(`${name}: must be an integer from ${min} to ${max}`);
     return value ?? 0;
   };
+  const flag = (name: keyof AgentSettings): boolean => {
+    const value = env[name] ?? 'false';
+    if (value !== 'true' && value !== 'false') problems.push(`${name}: must be true or false`);
+    return value === 'true';
+  };
+  const dropTo = (): AgentSettings['BOXYARD_AGENT_DROP_TO'] => {
+    const value = env.BOXYARD_AGENT_DROP_TO;
+    if (!value) return undefined;
+    const match = /^([0-9]{1,10}):([0-9]{1,10})$/.exec(value);
+    const [uid, gid] = match ? [Number(match[1]), Number(match[2])] : [0, 0];
+    if (uid < 1 || gid < 1 || uid > 4_294_967_294 || gid > 4_294_967_294) problems.push('BOXYARD_AGENT_DROP_TO: must be <uid>:<gid>, neither of them 0');
+    return { uid, gid };
+  };
   const listenText = text('BOXYARD_AGENT_LISTEN');
   const listen = parseListen(listenText);
   if (listenText && !listen) problems.push('BOXYARD_AGENT_LISTEN: must be unix:/absolute/path or host:port');
   const settings: AgentSettings = {
     BOXYARD_AGENT_SESSION_ID: text('BOXYARD_AGENT_SESSION_ID'),
     BOXYARD_AGENT_LISTEN: listen ?? { path: '' },
-    BOXYARD_AGENT_SECRET_SHA256: text('BOXYARD_AGENT_SECRET_SHA256', undefined, /^[0-9a-f]{64}$/),
+    BOXYARD_AGENT_KEY: text('BOXYARD_AGENT_KEY', undefined, /^[A-Za-z0-9_-]{43}$/),
+    BOXYARD_AGENT_GATEWAY_KEY: text('BOXYARD_AGENT_GATEWAY_KEY', undefined, /^[A-Za-z0-9_-]{43}$/),
+    BOXYARD_AGENT_DROP_TO: dropTo(),
+    BOXYARD_AGENT_PRIVATE_ENVIRONMENT: flag('BOXYARD_AGENT_PRIVATE_ENVIRONMENT'),
     BOXYARD_AGENT_SHELL: text('BOXYARD_AGENT_SHELL', '/bin/bash'),
     BOXYARD_AGENT_SCROLLBACK_BYTES: int('BOXYARD_AGENT_SCROLLBACK_BYTES', 1024, 64 * 1_048_576, 1_048_576),
     BOXYARD_AGENT_IDLE_TIMEOUT_SECONDS: int('BOXYARD_AGENT_IDLE_TIMEOUT_SECONDS', 1, YEARS_10, 1800),

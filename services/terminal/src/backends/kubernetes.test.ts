@@ -27,7 +27,12 @@ function fakeKubelet(core: CoreV1Api, namespace: string) {
     env.BOXYARD_AGENT_LISTEN = '127.0.0.1:0';
     env.PATH = process.env.PATH ?? '/usr/bin:/bin';
     // securityContext.runAsUser: the shell must not run as root.
-    if (process.getuid?.() === 0) env.BOXYARD_AGENT_RUN_AS = 'nobody';
+    // As root, the agent drops to the pod's run_as_user as in a pod. Not root: it cannot, shell and agent share this
+    // uid, and the agent would (rightly) refuse to start; the real-node suite checks the pod's agent.
+    if (process.getuid?.() !== 0) {
+      delete env.BOXYARD_AGENT_DROP_TO;
+      env.BOXYARD_AGENT_PRIVATE_ENVIRONMENT = 'false';
+    }
     const child = spawn(process.execPath, [AGENT_MAIN, '--session', env.BOXYARD_AGENT_SESSION_ID ?? name], { env, stdio: ['ignore', 'pipe', 'ignore'] });
     agents.set(name, child);
     const address = await new Promise<string>((resolve, reject) => {
@@ -140,7 +145,7 @@ describe('kubernetes backend (local control plane)', () => {
     await core?.deleteNamespace({ name: namespace }).catch(() => {});
   });
 
-  it('starts a session in its own pod: non-root, no escalation, no capabilities, default seccomp, no token, limits, owner labels', async () => {
+  it('starts a session in its own pod: a non-root shell, no escalation, no capabilities but the agent’s drop, default seccomp, no token, limits, owner labels', async () => {
     const started = await api(base, 'POST', '/api/terminal/start', { cookie: alice.cookie, body: { terminal_cookie: 'k8s' } });
     expect(started.status, JSON.stringify(started.json)).toBe(200);
     expect(started.json.data).toMatchObject({ reattached: false, session: { state: 'running', backend: 'kubernetes' } });
@@ -151,15 +156,17 @@ describe('kubernetes backend (local control plane)', () => {
     expect(pods.items).toHaveLength(1);
     const pod = pods.items[0]!;
     expect(pod.metadata?.labels).toMatchObject({ 'app.kubernetes.io/managed-by': 'boxyard', 'boxyard.io/session': sessionId, 'boxyard.io/owner': alice.id, [POOL_LABEL]: 'test' });
-    expect(pod.spec).toMatchObject({ restartPolicy: 'Never', automountServiceAccountToken: false, enableServiceLinks: false, securityContext: { runAsNonRoot: true, seccompProfile: { type: 'RuntimeDefault' } } });
+    // Root only until the agent drops to run_as_user, before the shell exists; CAP_SETUID/CAP_SETGID for that alone.
+    expect(pod.spec).toMatchObject({ restartPolicy: 'Never', automountServiceAccountToken: false, enableServiceLinks: false, securityContext: { runAsUser: 0, seccompProfile: { type: 'RuntimeDefault' } } });
     const container = pod.spec!.containers[0]!;
     expect(container.image).toBe('registry.example/boxyard/terminal-session:test');
-    expect(container.securityContext).toMatchObject({ runAsNonRoot: true, allowPrivilegeEscalation: false, privileged: false, capabilities: { drop: ['ALL'] }, seccompProfile: { type: 'RuntimeDefault' } });
+    expect(container.securityContext).toMatchObject({ allowPrivilegeEscalation: false, privileged: false, capabilities: { drop: ['ALL'], add: ['SETUID', 'SETGID'] }, seccompProfile: { type: 'RuntimeDefault' } });
     expect(container.resources?.limits).toMatchObject({ cpu: '1', memory: '512Mi' });
     expect(container.resources?.requests).toMatchObject({ cpu: '100m', memory: '128Mi' });
-    // The pod spec holds only the secret's hash: reading pods lets no one attach.
-    const secretHash = container.env?.find((e) => e.name === 'BOXYARD_AGENT_SECRET_SHA256')?.value;
-    expect(secretHash).toMatch(/^[0-9a-f]{64}$/);
+    // The pod spec holds the gateway's public key and the agent's key, never the session's secret: reading pods lets
+    // no one attach. The agent refuses to start where its shell could read them.
+    const env = Object.fromEntries((container.env ?? []).map((e) => [e.name, e.value]));
+    expect(env).toMatchObject({ BOXYARD_AGENT_GATEWAY_KEY: expect.stringMatching(/^[\w-]{43}$/), BOXYARD_AGENT_KEY: expect.stringMatching(/^[\w-]{43}$/), BOXYARD_AGENT_PRIVATE_ENVIRONMENT: 'true', BOXYARD_AGENT_DROP_TO: '1000:1000' });
     expect(JSON.stringify(pod)).not.toContain(gateway.sessions.secretOf((await gateway.sessions.store.get(sessionId))!));
   });
 
@@ -194,6 +201,25 @@ describe('kubernetes backend (local control plane)', () => {
     const again = await openTerminal(base, websocketPath, { cookie: alice.cookie });
     await again.waitFor(/^42$/m);
     await again.close();
+  });
+
+  it('does not attach once the session pod no longer holds the recorded address (its IP may be another pod\'s now)', async () => {
+    const name = `boxyard-term-${sessionId}`;
+    const setIp = (ip: string) => core.patchNamespacedPodStatus({ name, namespace, body: { status: { podIP: ip, podIPs: [{ ip }] } } }, mergePatch);
+    await setIp('127.0.0.2');
+    try {
+      const term = await openTerminal(base, websocketPath, { cookie: alice.cookie });
+      term.type('echo $((6*7))\r');
+      // Closed (4500), or attached after all: whichever comes first.
+      const outcome = await Promise.race([term.closed, term.waitFor(/^42$/m).then(() => 'attached to the agent', () => 'no answer')]);
+      expect(outcome).toMatchObject({ code: 4500 });
+    } finally {
+      await setIp('127.0.0.1');
+    }
+    // The pod holds it again: attaching works.
+    const term = await openTerminal(base, websocketPath, { cookie: alice.cookie });
+    await term.waitFor(/^42$/m);
+    await term.close();
   });
 
   it('deletes the pod on stop, and the next session gets a new pod', async () => {

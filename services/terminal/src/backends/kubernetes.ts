@@ -1,9 +1,12 @@
 // Kubernetes backend: one pod per session running the agent, never reused (the pod is named after the session
-// and deleted when it ends). The pod runs non-root with no privilege escalation, no capabilities, the default
+// and deleted when it ends). The pod's shell runs non-root (the agent starts as root with CAP_SETUID and CAP_SETGID
+// only and drops to run_as_user before the shell exists), with no privilege escalation, no capabilities, the default
 // seccomp profile, no service-account token and resource limits; a NetworkPolicy admits only the gateway, and lets
 // the shell reach only what `egress` allows (by default DNS and public addresses, never the cluster's own ranges
 // nor the cloud metadata address).
-// The gateway reaches the agent at <pod IP>:<port from the pod's `boxyard.io/agent-port` annotation>.
+// The gateway reaches the agent at <pod IP>:<port from the pod's `boxyard.io/agent-port` annotation>, and before it
+// attaches checks that the pod it started (by UID) still holds that IP: a dead session pod's IP may go to another
+// pod. The agent proves itself on every call besides (agent/handshake.ts).
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import {
@@ -14,6 +17,7 @@ import type { SessionsConfig, KubernetesBackendConfig } from '../config.ts';
 import type { AgentEnvironment } from '../agent/settings.ts';
 import { inClientSpan } from '@boxyard/kit';
 import { telemetryEnvironment } from '../agent/tracing.ts';
+import { NotTheAgentError } from '../agent/client.ts';
 import type { AgentSpec, BackendProbe, SessionBackend, StartedAgent } from './types.ts';
 
 export const MANAGED_BY = { 'app.kubernetes.io/managed-by': 'boxyard' } as const;
@@ -59,6 +63,15 @@ const SERVICE_ACCOUNT_NAMESPACE = '/var/run/secrets/kubernetes.io/serviceaccount
 
 export const podName = (sessionId: string) => `boxyard-term-${sessionId}`;
 
+/** A session's resource: `pod/<name> uid:<uid>` (the UID tells this pod from a later one of the same name). */
+const podResource = (name: string, uid: string | undefined) => `pod/${name}${uid ? ` uid:${uid}` : ''}`;
+export function parsePodResource(resource: string | null): { name: string; uid: string | undefined } | undefined {
+  const match = /^pod\/([a-z0-9.-]{1,253})(?: uid:([0-9a-f-]{36}))?$/.exec(resource ?? '');
+  return match ? { name: match[1]!, uid: match[2] } : undefined;
+}
+/** The host part of `host:port` or `[v6]:port`. */
+const hostOf = (address: string) => address.slice(0, address.lastIndexOf(':')).replace(/^\[|\]$/g, '');
+
 /** A label-safe owner value: the user id is a UUID (label-safe already); anything else is hashed. */
 export const ownerLabel = (ownerId: string) =>
   /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/i.test(ownerId) ? ownerId : createHash('sha256').update(ownerId).digest('hex').slice(0, 40);
@@ -71,7 +84,13 @@ export function sessionPod(input: { spec: AgentSpec; config: KubernetesBackendCo
   const env: AgentEnvironment = {
     BOXYARD_AGENT_SESSION_ID: spec.sessionId,
     BOXYARD_AGENT_LISTEN: `0.0.0.0:${config.agent_port}`,
-    BOXYARD_AGENT_SECRET_SHA256: spec.secretSha256,
+    BOXYARD_AGENT_KEY: spec.agentKey,
+    BOXYARD_AGENT_GATEWAY_KEY: spec.gatewayPublicKey,
+    // The container starts as root with CAP_SETUID/CAP_SETGID only; the agent drops to this uid before its shell
+    // exists, which leaves the agent not dumpable: the shell (same uid) cannot read its environment or memory. It
+    // refuses to start where the shell could.
+    BOXYARD_AGENT_DROP_TO: `${config.run_as_user}:${config.run_as_group}`,
+    BOXYARD_AGENT_PRIVATE_ENVIRONMENT: 'true',
     BOXYARD_AGENT_SHELL: config.shell,
     BOXYARD_AGENT_SCROLLBACK_BYTES: String(spec.scrollbackBytes),
     BOXYARD_AGENT_IDLE_TIMEOUT_SECONDS: String(spec.idleTimeoutSeconds),
@@ -95,10 +114,12 @@ export function sessionPod(input: { spec: AgentSpec; config: KubernetesBackendCo
       // Kubernetes itself ends the pod at the session's lifetime, even if no gateway is left to do it.
       activeDeadlineSeconds: input.sessions.max_lifetime_seconds + 60,
       terminationGracePeriodSeconds: 5,
+      // Root only until the agent drops to run_as_user (BOXYARD_AGENT_DROP_TO), with no capability but the two that
+      // takes; no shell ever runs as root (the agent refuses uid 0).
       securityContext: {
-        runAsNonRoot: true,
-        runAsUser: config.run_as_user,
-        runAsGroup: config.run_as_group,
+        runAsNonRoot: false,
+        runAsUser: 0,
+        runAsGroup: 0,
         seccompProfile: { type: 'RuntimeDefault' },
       },
       containers: [
@@ -113,10 +134,9 @@ export function sessionPod(input: { spec: AgentSpec; config: KubernetesBackendCo
           readinessProbe: { httpGet: { path: '/healthz', port: 'agent' }, periodSeconds: 2, failureThreshold: 3 },
           resources: { requests: config.resources.requests, limits: config.resources.limits },
           securityContext: {
-            runAsNonRoot: true,
             allowPrivilegeEscalation: false,
             privileged: false,
-            capabilities: { drop: ['ALL'] },
+            capabilities: { drop: ['ALL'], add: ['SETUID', 'SETGID'] },
             seccompProfile: { type: 'RuntimeDefault' },
           },
         },
@@ -230,8 +250,9 @@ export function createKubernetesBackend(options: KubernetesBackendOptions): Sess
         await policyReady;
       }
       const name = podName(spec.sessionId);
-      await api('create', 'pods', () => core.createNamespacedPod({ namespace, body: sessionPod({ spec, config, namespace, sessions: options.sessions }) }));
-      onResource?.(`pod/${name}`);
+      const created = await api('create', 'pods', () => core.createNamespacedPod({ namespace, body: sessionPod({ spec, config, namespace, sessions: options.sessions }) }));
+      const resource = podResource(name, created.metadata?.uid);
+      onResource?.(resource);
       const deadline = Date.now() + config.pod_ready_timeout_seconds * 1000;
       let delay = 250;
       for (;;) {
@@ -239,7 +260,7 @@ export function createKubernetesBackend(options: KubernetesBackendOptions): Sess
         if (isReady(pod)) {
           const port = Number(pod.metadata?.annotations?.[AGENT_PORT_ANNOTATION] ?? config.agent_port);
           const ip = pod.status!.podIP!;
-          return { address: `${ip.includes(':') ? `[${ip}]` : ip}:${port}`, resource: `pod/${name}` };
+          return { address: `${ip.includes(':') ? `[${ip}]` : ip}:${port}`, resource };
         }
         const phase = pod.status?.phase;
         if (phase === 'Failed' || phase === 'Succeeded') {
@@ -256,7 +277,28 @@ export function createKubernetesBackend(options: KubernetesBackendOptions): Sess
     },
 
     async release(session) {
-      await deletePod(session.resource?.startsWith('pod/') ? session.resource.slice(4) : podName(session.id));
+      await deletePod(parsePodResource(session.resource)?.name ?? podName(session.id));
+    },
+
+    async verifyAddress(session) {
+      const started = parsePodResource(session.resource);
+      const name = started?.name ?? podName(session.id);
+      let pod: V1Pod | undefined;
+      try {
+        pod = await api('get', 'pods', () => core.readNamespacedPod({ name, namespace }));
+      } catch (error) {
+        if (!isStatus(error, 404)) throw error;
+      }
+      const problem = !pod
+        ? 'is gone'
+        : started?.uid && pod.metadata?.uid !== started.uid
+          ? 'was replaced by another pod of that name'
+          : pod.metadata?.deletionTimestamp || pod.status?.phase !== 'Running'
+            ? 'is not running'
+            : !(pod.status?.podIPs ?? [{ ip: pod.status?.podIP }]).some((entry) => entry.ip === hostOf(session.address))
+              ? `no longer has the address ${session.address}`
+              : undefined;
+      if (problem) throw new NotTheAgentError(`session pod ${name} ${problem}`);
     },
 
     async probe(session): Promise<BackendProbe> {

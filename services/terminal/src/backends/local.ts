@@ -118,7 +118,8 @@ export function createLocalBackend(options: LocalBackendOptions): SessionBackend
       const env: AgentEnvironment = {
         BOXYARD_AGENT_SESSION_ID: spec.sessionId,
         BOXYARD_AGENT_LISTEN: `unix:${socket}`,
-        BOXYARD_AGENT_SECRET_SHA256: spec.secretSha256,
+        BOXYARD_AGENT_KEY: spec.agentKey,
+        BOXYARD_AGENT_GATEWAY_KEY: spec.gatewayPublicKey,
         BOXYARD_AGENT_SHELL: options.shell,
         BOXYARD_AGENT_SCROLLBACK_BYTES: String(spec.scrollbackBytes),
         BOXYARD_AGENT_IDLE_TIMEOUT_SECONDS: String(spec.idleTimeoutSeconds),

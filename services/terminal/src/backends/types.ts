@@ -11,8 +11,10 @@ export interface AgentSpec {
    * account mapping never goes by that name (only by `oidc:<issuer>#<subject>`).
    */
   ownerProviderIdentity?: string | undefined;
-  /** SHA-256 (hex) of the session's agent secret: all the agent needs to check the gateway. */
-  secretSha256: string;
+  /** Proves the agent is the session's (agent/handshake.ts); must stay out of reach of the session's shell. */
+  agentKey: string;
+  /** The gateway's public key for this session: how the agent checks the gateway. */
+  gatewayPublicKey: string;
   /** Epoch ms: the absolute end of the session. */
   expiresAt: number;
   idleTimeoutSeconds: number;
@@ -23,7 +25,7 @@ export interface AgentSpec {
 export interface StartedAgent {
   /** `unix:/path` or `host:port`. */
   address: string;
-  /** What release() needs: `pid:<n>` or `pod/<name>`. */
+  /** What release() needs: `pid:<n>` or `pod/<name> uid:<pod uid>`. */
   resource: string;
 }
 
@@ -43,6 +45,11 @@ export interface SessionBackend {
   start(spec: AgentSpec, onResource?: (resource: string) => void): Promise<StartedAgent>;
   /** Releases the session's process or pod (and files). Idempotent; resolves when it is gone or going. */
   release(session: { id: string; resource: string | null; address: string | null }): Promise<void>;
+  /**
+   * Throws when what is at the session's address is no longer what was started for it (a session pod's IP given to
+   * another pod). Called before attaching; the agent's own proof (handshake.ts) is checked on every call anyway.
+   */
+  verifyAddress?(session: { id: string; resource: string | null; address: string }): Promise<void>;
   /** Whether the session's process or pod still exists, and its exit status when known. */
   probe(session: { id: string; resource: string | null }): Promise<BackendProbe>;
   /** Called when an agent this replica started exits (local backend only: it sees its children end). */

@@ -1,14 +1,13 @@
-// Each session has its own agent secret: the gateway presents it to the agent, the agent only knows its
-// SHA-256. Any gateway replica must be able to attach, so the secret is kept in the session record, sealed
+// Each session has its own agent secret: the gateway's and the agent's keys derive from it (agent/handshake.ts), and
+// it never leaves the gateway. Any gateway replica must be able to attach, so the secret is kept in the session record, sealed
 // with AES-256-GCM under a key derived from the service's session secret (current first, then previous ones,
 // so rotating `session.secret` keeps live sessions reachable while the old secret is listed).
 import { createCipheriv, createDecipheriv, createHash, hkdfSync, randomBytes } from 'node:crypto';
 
 const VERSION = 'v1';
 
-export function newAgentSecret(): { secret: string; sha256: string } {
-  const secret = randomBytes(32).toString('base64url');
-  return { secret, sha256: createHash('sha256').update(secret).digest('hex') };
+export function newAgentSecret(): string {
+  return randomBytes(32).toString('base64url');
 }
 
 export interface SecretBox {

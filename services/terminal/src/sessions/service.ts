@@ -5,7 +5,8 @@ import { randomUUID } from 'node:crypto';
 import { HttpError } from '@boxyard/kit';
 import type { FastifyBaseLogger } from 'fastify';
 import { sql, UniqueIntegrityConstraintViolationError, type DatabasePool } from 'slonik';
-import { agentStatus, AgentUnreachableError, terminateAgent } from '../agent/client.ts';
+import { agentStatus, AgentUnreachableError, connectAgent, terminateAgent, type AgentCredentials } from '../agent/client.ts';
+import { sessionKeys } from '../agent/handshake.ts';
 import { expiryReason } from '../agent/expiry.ts';
 import type { SessionBackend } from '../backends/types.ts';
 import type { SessionsConfig } from '../config.ts';
@@ -45,6 +46,7 @@ export function createSessionService(options: SessionServiceOptions) {
   const { pool, backend, sessions, secretBox, log } = options;
   const store = createSessionStore(pool);
   const secretOf = (row: SessionRow) => secretBox.open(row.agent_secret, row.id);
+  const credentialsOf = (row: SessionRow): AgentCredentials => ({ sessionId: row.id, keys: sessionKeys(secretOf(row)) });
   let reaper: NodeJS.Timeout | undefined;
   let reaping: Promise<void> | undefined;
   let closed = false;
@@ -59,7 +61,8 @@ export function createSessionService(options: SessionServiceOptions) {
     }
   }
 
-  async function launch(row: SessionRow, secretSha256: string): Promise<SessionRow> {
+  async function launch(row: SessionRow, secret: string): Promise<SessionRow> {
+    const keys = sessionKeys(secret);
     const timer = options.metrics?.startDuration.startTimer({ backend: backend.kind });
     try {
       const agent = await backend.start(
@@ -68,7 +71,8 @@ export function createSessionService(options: SessionServiceOptions) {
           ownerId: row.owner_id,
           ownerName: row.owner_username,
           ownerProviderIdentity: row.owner_provider_identity ?? undefined,
-          secretSha256,
+          agentKey: keys.agentKey,
+          gatewayPublicKey: keys.gatewayPublicKey,
           expiresAt: row.expires_at,
           idleTimeoutSeconds: sessions.idle_timeout_seconds,
           reattachGraceSeconds: sessions.reattach_grace_seconds,
@@ -100,7 +104,7 @@ export function createSessionService(options: SessionServiceOptions) {
     if (claimed.agent_address) {
       try {
         // The agent ends the shell and tells every attached socket why, before its resources go.
-        await terminateAgent(claimed.agent_address, secretOf(claimed), reason);
+        await terminateAgent(claimed.agent_address, credentialsOf(claimed), reason);
       } catch (error) {
         log.warn({ err: error, session: id }, 'could not ask the agent to terminate; releasing its resources');
       }
@@ -150,7 +154,7 @@ export function createSessionService(options: SessionServiceOptions) {
     if (!row.agent_address) return;
     let status;
     try {
-      status = await agentStatus(row.agent_address, secretOf(row));
+      status = await agentStatus(row.agent_address, credentialsOf(row));
     } catch (error) {
       if (!(error instanceof AgentUnreachableError)) throw error;
       const probe = await backend.probe({ id: row.id, resource: row.agent_resource });
@@ -197,6 +201,12 @@ export function createSessionService(options: SessionServiceOptions) {
     store,
     secretOf,
 
+    /** The terminal stream of a running session's agent, once the backend and the agent vouch for the address. */
+    async connect(row: SessionRow & { agent_address: string }) {
+      await backend.verifyAddress?.({ id: row.id, resource: row.agent_resource, address: row.agent_address });
+      return connectAgent(row.agent_address, credentialsOf(row));
+    },
+
     /** Why the backend won't run shells for this user, or undefined (then it will). */
     refusal: (caller: { role: string }) => backend.refusal?.(caller),
 
@@ -230,7 +240,7 @@ export function createSessionService(options: SessionServiceOptions) {
             ownerId: caller.id,
             cookie,
             backend: backend.kind,
-            sealedSecret: secretBox.seal(agentSecret.secret, id),
+            sealedSecret: secretBox.seal(agentSecret, id),
             lifetimeSeconds: sessions.max_lifetime_seconds,
           });
           return { kind: 'created' as const, row };
@@ -242,7 +252,7 @@ export function createSessionService(options: SessionServiceOptions) {
         if (!live) throw error;
         outcome = { kind: 'existing', row: live };
       }
-      if (outcome.kind === 'created') return { session: await launch(outcome.row, agentSecret.sha256), reattached: false };
+      if (outcome.kind === 'created') return { session: await launch(outcome.row, agentSecret), reattached: false };
       const row = outcome.row.state === 'starting' ? await settled(outcome.row.id) : outcome.row;
       if (!row || row.state !== 'running') throw new HttpError(503, 'The session with this terminal_cookie failed to start; try again');
       return { session: row, reattached: true };

@@ -6,7 +6,6 @@
 import { endUpgradeSpan, forbidden, notFound } from '@boxyard/kit';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { WebSocket } from 'ws';
-import { connectAgent } from '../agent/client.ts';
 import type { Auth } from '../auth/plugin.ts';
 import type { OriginPolicy } from '@boxyard/kit';
 import { CLOSE_CODES, closeCodeFor, encodeServerMessage, EXIT_REASONS, type ExitReason } from '../protocol.ts';
@@ -87,25 +86,40 @@ export function socketRoutes(app: FastifyInstance, options: SocketRouteOptions):
       });
       socket.once('close', unwatch);
 
-      const upstream = connectAgent(row.agent_address, sessions.secretOf(row));
       const id = row.id;
+      const lost = async ({ wasOpen, error }: { wasOpen: boolean; error: Error | undefined }): Promise<Ending> => {
+        request.log.warn({ session: id, err: error }, wasOpen ? 'lost the agent connection' : 'agent unreachable');
+        // Ended meanwhile (stopped by another replica, pod gone)? Then the client hears how it ended.
+        await sessions.store.checkSoon(id);
+        const current = await sessions.store.get(id);
+        if (current && (ENDED.has(current.state) || current.state === 'stopping')) return endingOf(current);
+        return {
+          message: { type: 'error', message: wasOpen ? 'Lost the connection to the terminal' : 'The terminal is not reachable right now' },
+          code: CLOSE_CODES.agentUnavailable,
+          reason: wasOpen ? 'agent connection lost' : 'agent unreachable',
+        };
+      };
+      let upstream: WebSocket;
+      try {
+        // Only once the address is still the session's and the agent there has proven it is the session's agent.
+        upstream = await sessions.connect({ ...row, agent_address: row.agent_address });
+      } catch (error) {
+        const ending = await lost({ wasOpen: false, error: error as Error }).catch(
+          (): Ending => ({ message: { type: 'error', message: 'The terminal is not reachable right now' }, code: CLOSE_CODES.agentUnavailable, reason: 'agent unreachable' }),
+        );
+        if (socket.readyState === socket.OPEN) end(ending);
+        return;
+      }
+      if (socket.readyState !== socket.OPEN) {
+        upstream.terminate(); // the client left while the agent was being checked
+        return;
+      }
       proxyTerminal(socket, upstream, {
         heartbeatMs: options.heartbeatMs,
         onExit: (message) => {
           if (message.reason === 'exited') void sessions.markExited(id, message.code).catch((error: unknown) => request.log.warn({ err: error }, 'could not record the exit'));
         },
-        onUpstreamLost: async ({ wasOpen, error }) => {
-          request.log.warn({ session: id, err: error }, wasOpen ? 'lost the agent connection' : 'agent unreachable');
-          // Ended meanwhile (stopped by another replica, pod gone)? Then the client hears how it ended.
-          await sessions.store.checkSoon(id);
-          const current = await sessions.store.get(id);
-          if (current && (ENDED.has(current.state) || current.state === 'stopping')) return endingOf(current);
-          return {
-            message: { type: 'error', message: wasOpen ? 'Lost the connection to the terminal' : 'The terminal is not reachable right now' },
-            code: CLOSE_CODES.agentUnavailable,
-            reason: wasOpen ? 'agent connection lost' : 'agent unreachable',
-          };
-        },
+        onUpstreamLost: lost,
       });
     },
   );
