@@ -174,7 +174,7 @@ describe('downloads and metadata (s3 driver)', () => {
       const forged = '?expires=9999999999&signature=AAAA';
       const paths = {
         'existing file': fileUrl(privatePath),
-        'missing file name': fileUrl(privatePath).replace(/[^/]+$/, 'nope.box'),
+        'missing file name': fileUrl(privatePath).replace(/\/[^/]*$/, '/nope.box'),
         'missing version': fileUrl({ ...privatePath, version: '9.9.9' }),
         'missing architecture': fileUrl({ ...privatePath, arch: 'riscv64' }),
       };

@@ -3,10 +3,11 @@
 // which is the only host it sends its token to.
 import type { FastifyRequest } from 'fastify';
 import type { ServiceContext } from '../context.ts';
+import { withoutTrailingSlashes } from '@boxyard/kit';
 
 export function baseUrlOf(ctx: ServiceContext, request: FastifyRequest): string {
   const configured = ctx.config.server.public_url;
-  if (configured) return configured.replace(/\/+$/, '');
+  if (configured) return withoutTrailingSlashes(configured);
   return `${request.protocol}://${request.host}`;
 }
 
