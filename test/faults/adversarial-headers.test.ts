@@ -5,10 +5,10 @@
 // quotes and the pathological shape of each parser, while the other services are asked for /health over and over.
 // Every hostile request must be answered, never with a 5xx (nor 431/414/429: the value must reach the parser), and
 // every other service must keep answering meanwhile.
-import { createHash, randomBytes } from 'node:crypto';
 import { Agent as HttpAgent, request as httpRequest, type IncomingHttpHeaders } from 'node:http';
 import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { makeBox, sha256 } from '../../services/box-repository/src/testing/boxes.ts';
 import { startDevProcess, type DevProcess } from '../harness/dev-process.ts';
 
 const ADMIN_PASSWORD = 'Hostile-Input-Passw0rd';
@@ -184,10 +184,9 @@ async function installation(): Promise<Installation> {
   await post('/api/organization/acme/box/base/version', { version_number: '1.0.0' });
   await post('/api/organization/acme/box/base/version/1.0.0/provider', { name: 'virtualbox' });
   await post('/api/organization/acme/box/base/version/1.0.0/provider/virtualbox/architecture', { name: 'amd64' });
-  const box = randomBytes(64 * 1024);
+  const box = await makeBox();
   const architecture = '/api/organization/acme/box/base/version/1.0.0/provider/virtualbox/architecture/amd64';
-  const sha256 = createHash('sha256').update(box).digest('hex');
-  await succeeded(`${boxes}${architecture}/file/upload?checksum=${sha256}&checksum_type=sha256`, { method: 'POST', headers: { 'content-type': 'application/octet-stream', 'x-file-name': 'base.box', 'x-access-token': token }, body: box });
+  await succeeded(`${boxes}${architecture}/file/upload?checksum=${sha256(box)}&checksum_type=sha256`, { method: 'POST', headers: { 'content-type': 'application/octet-stream', 'x-file-name': 'base.box', 'x-access-token': token }, body: box });
   const download = '/acme/boxes/base/versions/1.0.0/providers/virtualbox/amd64/base.box';
   expect((await send(`${boxes}${download}`, { headers: { range: 'bytes=0-9' } })).status).toBe(206);
 
