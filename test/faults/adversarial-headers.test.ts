@@ -184,6 +184,7 @@ async function installation(): Promise<Installation> {
   await post('/api/organization/acme/box/base/version', { version_number: '1.0.0' });
   await post('/api/organization/acme/box/base/version/1.0.0/provider', { name: 'virtualbox' });
   await post('/api/organization/acme/box/base/version/1.0.0/provider/virtualbox/architecture', { name: 'amd64' });
+  await post('/api/organization/acme/box/base/version/1.0.0/provider/virtualbox/architecture', { name: 'arm64' }); // stays empty: uploads to it read every header
   const box = await makeBox();
   const architecture = '/api/organization/acme/box/base/version/1.0.0/provider/virtualbox/architecture/amd64';
   await succeeded(`${boxes}${architecture}/file/upload?checksum=${sha256(box)}&checksum_type=sha256`, { method: 'POST', headers: { 'content-type': 'application/octet-stream', 'x-file-name': 'base.box', 'x-access-token': token }, body: box });
@@ -211,12 +212,12 @@ async function installation(): Promise<Installation> {
       { name: 'public download with a range', path: download, headers: { range: 'bytes=0-9' }, poison: ['if-range'] },
       { name: 'DPoP download', path: download, headers: { authorization: 'DPoP abc' }, poison: ['dpop'] },
       { name: 'Vagrant metadata', path: '/acme/base', poison: ['accept', 'if-none-match'] },
-      { name: 'organization list', path: '/api/organization', headers: { 'x-access-token': token }, poison: [], query: ['page', 'limit'] },
-      { name: 'user search', path: '/api/users', headers: { 'x-access-token': token }, poison: [], query: ['q', 'page'] },
+      { name: 'organization list', path: '/api/organization', headers: { 'x-access-token': token }, poison: [], query: ['page', 'per_page'] },
+      { name: 'user search', path: '/api/admin/users', headers: { 'x-access-token': token }, poison: [], query: ['q', 'page', 'per_page'] },
       // Bodies the schema refuses: every header is read, and nothing is stored.
       { name: 'sign-in', method: 'POST', path: '/api/auth/signin', headers: jsonPost, body: '{"username":5}', poison: ['content-type', 'origin', 'sec-fetch-site'] },
       {
-        name: 'raw upload', method: 'POST', path: `${architecture}/file/upload`, headers: { 'content-type': 'application/octet-stream', 'x-access-token': token, 'x-checksum-type': 'sha256', 'x-checksum': '0'.repeat(64) }, body: 'not a box',
+        name: 'raw upload (refused: not a box)', method: 'POST', path: `${architecture.replace('amd64', 'arm64')}/file/upload`, headers: { 'content-type': 'application/octet-stream', 'x-access-token': token, 'x-checksum-type': 'sha256', 'x-checksum': '0'.repeat(64) }, body: 'not a box',
         poison: ['content-type', 'x-file-name', 'x-checksum', 'x-checksum-type', 'origin'], query: ['checksum', 'checksum_type', 'file_name', 'replace'],
       },
     ],
