@@ -6,7 +6,7 @@ import { describe, expect, it } from 'vitest';
 
 const root = new URL('../', import.meta.url).pathname;
 const packages = ['kit', 'box-repository', 'file-share', 'terminal', 'second-service'];
-const IMPORT = /(?:^|\n)\s*(?:import|export)\b[^'"]*?from\s+['"]([^'"]+)['"]|import\(\s*['"]([^'"]+)['"]\s*\)/g;
+const IMPORT = /^[ \t]*(?:import|export)\b[^'"]*?from\s+['"]([^'"]+)['"]|import\(\s*['"]([^'"]+)['"]\s*\)/gm;
 
 async function sources(dir: string): Promise<string[]> {
   const entries = await readdir(dir, { withFileTypes: true, recursive: true });

@@ -93,7 +93,7 @@ export async function installChartRbac(kubeconfig: string, namespace: string, se
 
 /** A copy of the admin kubeconfig whose user impersonates `user` (the admin is in system:masters). */
 export async function impersonatingKubeconfig(adminKubeconfig: string, user: string, file: string): Promise<string> {
-  const text = readFileSync(adminKubeconfig, 'utf8').replace(/(\n\s+client-key-data:)/, `\n    as: ${user}$1`);
+  const text = readFileSync(adminKubeconfig, 'utf8').replace(/(\n +client-key-data:)/, `\n    as: ${user}$1`);
   await writeFile(file, text, { mode: 0o600 });
   if ((await (await kubeconfigCredentials(file)).headers())['Impersonate-User'] !== user) throw new Error('impersonation not set in the kubeconfig');
   return file;
@@ -184,8 +184,9 @@ export function metricSum(text: string, name: string, filter: (labels: Record<st
   for (const line of text.split('\n')) {
     if (!line.startsWith(`${name}{`) && !line.startsWith(`${name} `)) continue;
     const labels: Record<string, string> = {};
-    const braces = /\{(.*)\}/.exec(line)?.[1] ?? '';
-    for (const m of braces.matchAll(/(\w+)="((?:[^"\\]|\\.)*)"/g)) labels[m[1]!] = m[2]!;
+    const [open, close] = [line.indexOf('{'), line.lastIndexOf('}')];
+    const braces = open !== -1 && close > open ? line.slice(open + 1, close) : '';
+    for (const m of braces.matchAll(/\b(\w+)="((?:[^"\\]|\\.)*)"/g)) labels[m[1]!] = m[2]!;
     if (!filter(labels)) continue;
     sum += Number(line.slice(line.lastIndexOf(' ') + 1));
   }

@@ -120,10 +120,12 @@ export async function startBoxyardCluster(log: (line: string) => void): Promise<
     setDefaultCACertificates([...getCACertificates('default'), pki.ca]);
     await addHostsEntries(Object.values(HOSTS));
 
+    // The admin URL as pods reach it: the in-cluster Service name, and the `boxyard` database.
+    const inCluster = (adminUrl: string) => Object.assign(new URL(adminUrl), { host: `postgres.${NS}.svc:5432`, pathname: '/boxyard' }).href;
     await kubectl(['create', 'namespace', NS]);
     await kubectl(['create', 'namespace', 'storage']);
     await kubectl(['apply', '-f', '-'], [externalService('postgres', NS, 5432, new URL(postgres.adminUrl).port), externalService('minio', 'storage', 9000, minioUrl.port)].join('---\n'));
-    await kubectl(['create', 'secret', 'generic', 'db', '-n', NS, `--from-literal=url=${postgres.adminUrl.replace(/@[^/]+\/postgres$/, `@postgres.${NS}.svc:5432/boxyard`)}`]);
+    await kubectl(['create', 'secret', 'generic', 'db', '-n', NS, `--from-literal=url=${inCluster(postgres.adminUrl)}`]);
     await kubectl(['create', 'secret', 'generic', 's3', '-n', NS, `--from-literal=accessKey=${minio.accessKey}`, `--from-literal=secretKey=${minio.secretKey}`]);
     for (const [name, host] of Object.entries(HOSTS)) {
       const files = join(dir, `${name}-tls`);

@@ -29,7 +29,8 @@ function finalStage(text: string): Instruction[] {
     .map((line) => line.trim())
     .filter(Boolean);
   const instructions = logical.map((line) => {
-    const [, name = '', args = ''] = /^(\S+)\s*(.*)$/.exec(line) ?? [];
+    const space = line.search(/\s/);
+    const [name, args] = space === -1 ? [line, ''] : [line.slice(0, space), line.slice(space).trimStart()];
     return { name: name.toUpperCase(), args };
   });
   const lastFrom = instructions.map((i) => i.name).lastIndexOf('FROM');
@@ -39,7 +40,7 @@ function finalStage(text: string): Instruction[] {
 /** `KEY=value KEY2="quoted value"` pairs (ENV and LABEL). */
 function pairs(args: string): Record<string, string> {
   const out: Record<string, string> = {};
-  for (const match of args.matchAll(/([^\s=]+)=("(?:[^"\\]|\\.)*"|\S+)/g)) {
+  for (const match of args.matchAll(/(?<![^\s=])([^\s=]+)=("(?:[^"\\]|\\.)*"|\S+)/g)) {
     const value = match[2]!;
     out[match[1]!] = value.startsWith('"') ? (JSON.parse(value) as string) : value;
   }

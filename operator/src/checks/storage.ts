@@ -3,6 +3,7 @@
 // created it).
 import type * as Minio from 'minio';
 import { CheckFailure, NETWORK_ERRORS, withTimeout } from './check-failure.ts';
+import { withoutTrailingSlashes } from '@boxyard/kit/text/trim.ts';
 
 const TIMEOUT_MS = 10_000;
 
@@ -67,7 +68,7 @@ export async function checkBucket(target: StorageTarget, create: boolean, where:
 /** Deletes every object under the prefix (the whole bucket when the prefix is empty); returns how many. */
 export async function deleteObjects(target: StorageTarget, where: string): Promise<number> {
   const client = await clientFor(target);
-  const prefix = target.prefix ? `${target.prefix.replace(/\/+$/, '')}/` : '';
+  const prefix = target.prefix ? `${withoutTrailingSlashes(target.prefix)}/` : '';
   let deleted = 0;
   try {
     if (!(await withTimeout(client.bucketExists(target.bucket), TIMEOUT_MS, 'bucket check'))) return 0;

@@ -2,6 +2,7 @@
 import type { ServiceResource } from '../crds/types.ts';
 import type { KubeObject, ObjectMeta, OwnerReference } from '../kube/types.ts';
 import type { KindInfo } from './kinds.ts';
+import { withoutTrailingSlashes } from '@boxyard/kit/text/trim.ts';
 
 export const MANAGED_BY = 'boxyard-operator';
 /** Every service pod serves /metrics here, apart from its public port: the Service names it, no Ingress does. */
@@ -59,9 +60,9 @@ export function childMeta(kind: KindInfo, resource: ServiceResource, name = chil
 /** Where users reach the service: spec.publicURL, else the Ingress host, else the in-cluster Service. */
 export function publicUrl(kind: KindInfo, resource: ServiceResource): string {
   const { spec } = resource;
-  if (spec.publicURL) return spec.publicURL.replace(/\/+$/, '');
+  if (spec.publicURL) return withoutTrailingSlashes(spec.publicURL);
   if (spec.ingress?.host) {
-    const path = spec.ingress.path && spec.ingress.path !== '/' ? spec.ingress.path.replace(/\/+$/, '') : '';
+    const path = spec.ingress.path && spec.ingress.path !== '/' ? withoutTrailingSlashes(spec.ingress.path) : '';
     return `${spec.ingress.tls ? 'https' : 'http'}://${spec.ingress.host}${path}`;
   }
   return `http://${childName(kind, resource.metadata.name)}.${resource.metadata.namespace}.svc`;

@@ -4,6 +4,7 @@ import { stringify } from 'yaml';
 import { hasStorage, type ServiceResource } from '../crds/types.ts';
 import { METRICS_PORT, SECRETS_DIR, publicUrl, selectorLabels } from './common.ts';
 import type { KindInfo } from './kinds.ts';
+import { withoutTrailingSlashes } from '@boxyard/kit/text/trim.ts';
 
 /** Paths of the secret files inside the pod (see deployment.ts for the projected volume). */
 export const secretFiles = {
@@ -36,7 +37,7 @@ export function serviceConfig(kind: KindInfo, resource: ServiceResource, image: 
   if (kind.storage && hasStorage(spec)) {
     config.storage = {
       driver: 's3',
-      endpoint: spec.storage.endpoint.replace(/\/+$/, ''),
+      endpoint: withoutTrailingSlashes(spec.storage.endpoint),
       access_key_file: secretFiles.storageAccessKey,
       secret_key_file: secretFiles.storageSecretKey,
       bucket: spec.storage.bucket,

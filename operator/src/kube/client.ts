@@ -6,6 +6,7 @@ import { traceApiCall } from '../runtime/tracing.ts';
 import type { Credentials } from './credentials.ts';
 import { collectionPath, objectPath, resourceTypeOf, type ResourceType } from './resources.ts';
 import type { KubeList, KubeObject, KubeStatus, WatchEvent } from './types.ts';
+import { withoutTrailingSlashes } from '@boxyard/kit/text/trim.ts';
 
 export const FIELD_MANAGER = 'boxyard-operator';
 
@@ -76,7 +77,7 @@ export class KubeClient {
 
   constructor(credentials: Credentials, options: KubeClientOptions = {}) {
     if (!credentials.server.startsWith('https://')) throw new Error(`refusing a plain-http API server (${credentials.server})`);
-    this.server = credentials.server.replace(/\/+$/, '');
+    this.server = withoutTrailingSlashes(credentials.server);
     this.credentials = credentials;
     this.options = options;
     this.agent = new https.Agent({ ...credentials.tls, keepAlive: true, maxSockets: 32 });

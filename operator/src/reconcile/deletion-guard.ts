@@ -4,6 +4,7 @@
 // any watched namespace, also uses. Refusing is the safe answer when it cannot tell (a peer's URL unreadable).
 import type { ServiceResource } from '../crds/types.ts';
 import { hasStorage } from '../crds/types.ts';
+import { trimLeading, trimTrailing } from '@boxyard/kit/text/trim.ts';
 
 const RESERVED_SCHEMAS = /^(public|information_schema|pg_.*)$/;
 
@@ -41,7 +42,7 @@ export function endpointIdentity(endpoint: string, namespace: string): string {
   }
 }
 
-const trimPrefix = (prefix: string) => prefix.replace(/^\/+|\/+$/g, '');
+const trimPrefix = (prefix: string) => trimTrailing(trimLeading(prefix, '/'), '/');
 
 /** Two prefixes overlap when one is the other or lies under it (`a` and `a/b`), or either is the whole bucket. */
 export function prefixesOverlap(a: string, b: string): boolean {

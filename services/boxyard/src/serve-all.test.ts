@@ -239,7 +239,7 @@ describe('boxyard serve all', () => {
       await writeFile(file, yaml({ home: join(dir, 'home'), ...(config as object) }));
       const { code, stderr } = await failing(file);
       expect({ code, stderr }).toMatchObject({ code: 2, stderr: expect.stringMatching(message) });
-      expect(stderr).not.toMatch(/^\s+at /m); // no stack trace
+      expect(stderr).not.toMatch(/^[ \t]+at /m); // no stack trace
     }
     // BOXYARD_HOME overrides `home` and must be absolute as well; an explicit --config that is missing is an error.
     await writeFile(join(dir, 'ok.yaml'), yaml({ database }));

@@ -13,6 +13,8 @@ export { createOriginPolicy, refuseCrossSiteWrites, SAFE_METHODS, type OriginPol
 export { documentStatuses } from './http/documented-errors.ts';
 export { declaredLength } from './http/declared-length.ts';
 export { sendStoredBody } from './http/send-stored-body.ts';
+export { parseRange, type RangeRequest } from './http/range-header.ts';
+export { trimLeading, trimTrailing, withoutTrailingSlashes } from './text/trim.ts';
 export { methodNotAllowed, type MethodTable } from './http/method-not-allowed.ts';
 export { createDatabasePool, pingDatabase, type DatabasePool } from './db/pool.ts';
 export { migrate, type MigrationSource, type MigrationResult } from './db/migrate.ts';

@@ -10,7 +10,7 @@ export const DEFAULT_PORT = 3002;
 const quantity = z.string().regex(/^[0-9]+(\.[0-9]+)?([EPTGMK]i?|[munk])?$/, 'must be a Kubernetes quantity (e.g. 500m, 256Mi)');
 const resourceList = z.partialRecord(z.enum(['cpu', 'memory', 'ephemeral-storage']), quantity);
 const labelKey = z.string().regex(/^([a-z0-9]([-a-z0-9.]*[a-z0-9])?\/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$/, 'must be a label key');
-const cidr = z.string().regex(/^(\d{1,3}(\.\d{1,3}){3}\/\d{1,2}|[0-9a-fA-F:]+:[0-9a-fA-F:]*\/\d{1,3})$/, 'must be a CIDR range (10.96.0.0/12, fd00::/8)');
+const cidr = z.string().regex(/^(\d{1,3}(\.\d{1,3}){3}\/\d{1,2}|[0-9a-fA-F:][0-9a-fA-F]*:[0-9a-fA-F:]*\/\d{1,3})$/, 'must be a CIDR range (10.96.0.0/12, fd00::/8)');
 const labelValue = z.string().regex(/^([A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)?$/, 'must be a label value');
 
 export const sessionsSchema = z

@@ -2,33 +2,12 @@
 // sha256), Last-Modified, Content-Disposition; one byte range (206, or 416 with `Content-Range: bytes */size`);
 // If-None-Match (304) and If-Range; HEAD without touching storage. Multi-range requests get the whole file. With
 // download_links.redirect_to_storage (s3 driver), a GET is answered with 302 to a short-lived presigned URL instead.
-import { HttpError, RangeNotSatisfiableError, sendStoredBody } from '@boxyard/kit';
+import { HttpError, parseRange, RangeNotSatisfiableError, sendStoredBody } from '@boxyard/kit';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { pipeline } from 'node:stream';
 import { sql } from 'slonik';
 import type { ServiceContext } from '../context.ts';
 import type { BoxFile } from '../records.ts';
-
-export type ParsedRange = { start: number; end: number } | 'unsatisfiable' | undefined;
-
-/** A single `bytes=` range resolved against `size`; undefined when absent, malformed or multi-range (whole file). */
-export function parseRange(header: string | undefined, size: number): ParsedRange {
-  if (!header) return undefined;
-  const match = /^\s*bytes\s*=\s*(\d*)\s*-\s*(\d*)\s*$/i.exec(header);
-  if (!match) return undefined;
-  const [, first = '', last = ''] = match;
-  if (first === '' && last === '') return undefined;
-  if (first === '') {
-    const suffix = Number(last);
-    if (suffix === 0) return 'unsatisfiable';
-    return size === 0 ? 'unsatisfiable' : { start: Math.max(0, size - suffix), end: size - 1 };
-  }
-  const start = Number(first);
-  const end = last === '' ? Number.MAX_SAFE_INTEGER : Number(last);
-  if (!Number.isSafeInteger(start) || !Number.isSafeInteger(end) || end < start) return undefined;
-  if (start >= size) return 'unsatisfiable';
-  return { start, end: Math.min(end, size - 1) };
-}
 
 const etagOf = (file: BoxFile) => `"${file.sha256}"`;
 
@@ -50,12 +29,13 @@ export async function serveFile(ctx: ServiceContext, request: FastifyRequest, re
   const ifNoneMatch = request.headers['if-none-match'];
   if (typeof ifNoneMatch === 'string' && matchesAnyEtag(ifNoneMatch, etag)) return reply.status(304).send();
 
-  let range = parseRange(rangeHeader, file.size);
+  const parsed = parseRange(rangeHeader, file.size);
   const ifRange = request.headers['if-range'];
-  if (range && typeof ifRange === 'string' && ifRange.trim() !== etag) range = undefined; // changed since: send it all
-  if (range === 'unsatisfiable') {
+  const changedSince = typeof ifRange === 'string' && ifRange.trim() !== etag; // If-Range no longer matches: send it all
+  if (parsed.kind === 'unsatisfiable' && !changedSince) {
     throw new HttpError(416, `Range not satisfiable: the file has ${file.size} bytes`, { headers: { 'content-range': `bytes */${file.size}` } });
   }
+  const range = parsed.kind === 'range' && !changedSince ? parsed : undefined;
   reply.type('application/octet-stream');
   if (range) {
     reply.status(206);

@@ -1,13 +1,13 @@
 // Absolute URLs for links and Vagrant metadata: the configured public URL, else the address the client used
 // (Host, or X-Forwarded-* when server.trust_proxy is on), so Vagrant sees download URLs on the host it asked,
 // which is the only host it sends its token to.
-import { publicBaseUrl } from '@boxyard/kit';
+import { publicBaseUrl, withoutTrailingSlashes } from '@boxyard/kit';
 import type { FastifyRequest } from 'fastify';
 import type { ServiceContext } from '../context.ts';
 
 export function baseUrlOf(ctx: ServiceContext, request: FastifyRequest): string {
   const configured = ctx.config.server.public_url;
-  if (configured) return configured.replace(/\/+$/, '');
+  if (configured) return withoutTrailingSlashes(configured);
   return `${request.protocol}://${request.host}`;
 }
 
@@ -22,7 +22,7 @@ const WILDCARD_HOSTS = new Set(['', '0.0.0.0', '::', '[::]', '::0', '0:0:0:0:0:0
  */
 export function ownBaseUrl(ctx: ServiceContext): string | undefined {
   const { server } = ctx.config;
-  if (server.public_url) return server.public_url.replace(/\/+$/, '');
+  if (server.public_url) return withoutTrailingSlashes(server.public_url);
   const { encryptedPort, unencryptedPort } = ctx.listening;
   const port = encryptedPort ?? unencryptedPort;
   if (WILDCARD_HOSTS.has(server.host) || port === undefined) return undefined;

@@ -275,7 +275,7 @@ describe('boxyard backup', () => {
     const result = await boxyard(['backup', backupDir], devEnv(homeA, 1));
     expect(result.code).toBe(1);
     expect(result.stderr).toContain('exists and is not empty');
-    expect(result.stderr).not.toMatch(/\n\s+at /); // no stack trace for a user's mistake
+    expect(result.stderr).not.toMatch(/\n[ \t]+at /); // no stack trace for a user's mistake
   });
 
   it('exits 2 with the usage for a missing directory', async () => {
@@ -370,7 +370,7 @@ describe('boxyard restore into a fresh home', () => {
     const result = await boxyard(['restore', backupDir], devEnv(homeB, portB));
     expect(result.code).toBe(1);
     expect(result.stderr).toMatch(/box-repository: schema box_repository in .* already holds data/);
-    expect(result.stderr).not.toMatch(/\n\s+at /);
+    expect(result.stderr).not.toMatch(/\n[ \t]+at /);
   });
 
   it('refuses a corrupted backup, naming the file, before writing anything', async () => {

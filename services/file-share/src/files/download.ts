@@ -1,9 +1,8 @@
 // GET/HEAD of a file: metadata from PostgreSQL, bytes streamed from the object store. Strong ETag = the sha256,
 // Last-Modified = mtime, conditional requests (If-None-Match, If-Modified-Since, If-Range) and one byte range.
-import { HttpError, ObjectNotFoundError, RangeNotSatisfiableError, sendStoredBody, type ObjectStore } from '@boxyard/kit';
+import { HttpError, ObjectNotFoundError, parseRange, RangeNotSatisfiableError, sendStoredBody, type ObjectStore } from '@boxyard/kit';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { Readable } from 'node:stream';
-import { parseRange } from '../http/byte-range.ts';
 import { contentTypeFor } from '../http/content-types.ts';
 import type { Entry } from '../tree/tree-store.ts';
 

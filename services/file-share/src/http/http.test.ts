@@ -1,30 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { parseRange } from './byte-range.ts';
 import { contentTypeFor } from './content-types.ts';
 import { listingFormat, wantsHtmlPage } from './negotiate.ts';
-
-describe('parseRange', () => {
-  it.each([
-    ['bytes=0-9', { kind: 'range', start: 0, end: 9 }],
-    ['bytes=90-', { kind: 'range', start: 90, end: 99 }],
-    ['bytes=-10', { kind: 'range', start: 90, end: 99 }],
-    ['bytes=-500', { kind: 'range', start: 0, end: 99 }],
-    ['bytes=50-500', { kind: 'range', start: 50, end: 99 }],
-    ['bytes=100-', { kind: 'unsatisfiable' }],
-    ['bytes=-0', { kind: 'unsatisfiable' }],
-    ['bytes=0-1,5-6', { kind: 'none' }],
-    ['bytes=9-1', { kind: 'none' }],
-    ['items=0-1', { kind: 'none' }],
-    ['bytes=-', { kind: 'none' }],
-    [undefined, { kind: 'none' }],
-  ])('%s of 100 bytes', (header, expected) => {
-    expect(parseRange(header, 100)).toEqual(expected);
-  });
-
-  it('ignores ranges on empty files', () => {
-    expect(parseRange('bytes=0-0', 0)).toEqual({ kind: 'none' });
-  });
-});
 
 describe('negotiation', () => {
   it.each([

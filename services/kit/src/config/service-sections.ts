@@ -5,6 +5,7 @@ import { checkPassword } from '../auth/password-policy.ts';
 import { resolveTls, type TlsMaterial } from '../http/tls.ts';
 import { authSchema } from './auth-section.ts';
 import { databaseSchema, loggingSchema, metricsSchema, rateLimitSchema, serverSchema, sessionSchema, type ServerConfig } from './common.ts';
+import { withoutTrailingSlashes } from '../text/trim.ts';
 
 /** The first admin: created on first start; without a password one is generated and printed once. */
 export const adminSchema = z
@@ -42,7 +43,7 @@ export function serviceSections(service: { name: string; port: number; schema: s
 
 /** The URL users reach the service at: `server.public_url`, else the listener's own address. */
 export function publicBaseUrl(server: ServerConfig, port = server.port): string {
-  if (server.public_url) return server.public_url.replace(/\/+$/, '');
+  if (server.public_url) return withoutTrailingSlashes(server.public_url);
   const host = server.host.includes(':') ? `[${server.host}]` : server.host;
   return `${server.tls.enabled ? 'https' : 'http'}://${host}:${port}`;
 }

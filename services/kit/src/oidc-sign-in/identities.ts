@@ -8,6 +8,7 @@ import { sql, type DatabasePool } from 'slonik';
 import { userRow, type User } from '../accounts/accounts.ts';
 import { hashPassword } from '../auth/passwords.ts';
 import type { MigrationSource } from '../db/migrate.ts';
+import { trimTrailing } from '../text/trim.ts';
 
 /** After kit-accounts: the tables reference `users`. */
 export const oidcSignInMigrations: MigrationSource = {
@@ -41,10 +42,8 @@ export function usernameFrom(value: string): string {
   const ascii = value.normalize('NFKD').replace(/[\u0300-\u036f]/g, '');
   const cleaned = ascii
     .replace(/[^A-Za-z0-9._@-]+/g, '-')
-    .replace(/^[^A-Za-z0-9]+/, '')
-    .replace(/[._@-]+$/, '')
-    .slice(0, 48);
-  return cleaned || 'user';
+    .replace(/^[^A-Za-z0-9]+/, '');
+  return trimTrailing(cleaned, '._@-').slice(0, 48) || 'user';
 }
 
 /** The names tried in order: the provider's, then with a suffix stable for this identity, then random ones. */

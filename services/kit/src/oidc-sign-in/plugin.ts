@@ -20,6 +20,7 @@ import { continuePage, errorPage, noStore, sendPage } from './pages.ts';
 import { createProviderClient, ProviderUnavailableError, type ProviderClient } from './provider.ts';
 import { safeReturnPath } from './return-to.ts';
 import { createTransactionSealer, TRANSACTION_TTL_SECONDS, transactionCookieOptions } from './transaction.ts';
+import { withoutTrailingSlashes } from '../text/trim.ts';
 
 export const LOGIN_PATH = '/auth/oidc/login';
 export const CALLBACK_PATH = '/auth/oidc/callback';
@@ -102,7 +103,7 @@ export async function oidcSignIn(app: FastifyInstance, options: OidcSignInOption
   const links = createIdentityLinks(options.pool);
   const sealer = createTransactionSealer(options.secret, options.service);
   const cookieName = `boxyard_oidc_${options.service.replace(/[^A-Za-z0-9]/g, '_')}`;
-  const base = options.publicUrl.replace(/\/+$/, '');
+  const base = withoutTrailingSlashes(options.publicUrl);
   const callbackUrl = `${base}${CALLBACK_PATH}`;
   const postLogoutUrl = `${base}/`;
   const claimNames = auth.resource_server.claims;

@@ -1,6 +1,7 @@
 // The `htu` of a DPoP proof (RFC 9449 §4.3 check 9): the target URI without query and fragment, compared after
 // syntax- and scheme-based normalisation (RFC 3986 §6.2.2, §6.2.3). The server's side is built from the configured
 // public URL, never from the Host header, which the client controls.
+import { withoutTrailingSlashes } from '../text/trim.ts';
 
 const UNRESERVED = /[A-Za-z0-9\-._~]/;
 
@@ -34,7 +35,7 @@ export function normalizeHtu(value: string): string | undefined {
  */
 export function expectedHtu(publicUrl: string, requestUrl: string): string | undefined {
   const base = new URL(publicUrl);
-  const prefix = base.pathname.replace(/\/+$/, '');
+  const prefix = withoutTrailingSlashes(base.pathname);
   const path = requestUrl.split(/[?#]/, 1)[0] || '/';
   const full = prefix && (path === prefix || path.startsWith(`${prefix}/`)) ? path : `${prefix}${path}`;
   return normalizeHtu(`${base.origin}${full}`);

@@ -18,6 +18,7 @@ import { validateKey, validatePrefix } from './keys.ts';
 import { getObjectBody } from './s3-get/get-object.ts';
 import { maxParts, S3Upload } from './s3-upload.ts';
 import type { ByteRange, ObjectInfo, ObjectStore, PutBody, PutOptions, PutResult } from './types.ts';
+import { withoutTrailingSlashes } from '../text/trim.ts';
 
 export interface S3StoreOptions {
   /** `http(s)://host:port` */
@@ -86,7 +87,7 @@ function clientFor(options: S3StoreOptions): Client {
 
 /** '' or `segments/` : the store's namespace, validated like a key. */
 function normalizePrefix(prefix: string | undefined): string {
-  const trimmed = (prefix ?? '').replace(/\/+$/, '');
+  const trimmed = withoutTrailingSlashes(prefix ?? '');
   return trimmed === '' ? '' : `${validateKey(trimmed)}/`;
 }
 
