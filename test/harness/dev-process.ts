@@ -9,6 +9,10 @@ import { freePort } from './ports.ts';
 const MAIN = new URL('../../services/boxyard/src/main.ts', import.meta.url).pathname;
 
 export interface DevProcess {
+  /** The `boxyard dev` process itself. */
+  pid: number;
+  /** Settles when it has exited: its exit code, or null when a signal ended it. */
+  exited: Promise<number | null>;
   home: string;
   postgresPort: number;
   /** Service name → base URL, as printed. */
@@ -62,6 +66,8 @@ export async function startDevProcess(options: { home?: string; postgresPort?: n
   const urls = Object.fromEntries([...text.matchAll(/^ {2}([a-z-]+) +(https?:\/\/\S+)$/gm)].map((m) => [m[1]!, m[2]!]));
   const secrets = async () => JSON.parse(await readFile(join(home, 'secrets.json'), 'utf8')) as Record<string, string>;
   return {
+    pid: child.pid!,
+    exited,
     home,
     postgresPort,
     urls,
