@@ -20,8 +20,8 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 describe('local backend: the socket directory', () => {
   /** Stands for /tmp: world-writable and sticky. */
   let shared: string;
-  /** A directory the planter wants changed: root's, 0755, with content. */
-  let victim: string;
+  /** Directories the planter wants changed: root's, 0755, with content. */
+  const victims: string[] = [];
   let savedTmpdir: string | undefined;
   const warnings: string[] = [];
   const backends: SessionBackend[] = [];
@@ -59,6 +59,7 @@ describe('local backend: the socket directory', () => {
     await Promise.all(backends.splice(0).map((b) => b.close()));
     warnings.length = 0;
     for (const entry of readdirSync(shared)) rmSync(join(shared, entry), { recursive: true, force: true });
+    for (const victim of victims.splice(0)) rmSync(victim, { recursive: true, force: true });
   });
 
   afterAll(() => {
@@ -68,7 +69,8 @@ describe('local backend: the socket directory', () => {
   });
 
   const makeVictim = () => {
-    victim = mkdtempSync('/var/tmp/boxyard-victim-');
+    const victim = mkdtempSync('/var/tmp/boxyard-victim-');
+    victims.push(victim);
     chmodSync(victim, 0o755);
     writeFileSync(join(victim, 'keep'), 'x');
     return victim;
@@ -91,7 +93,6 @@ describe('local backend: the socket directory', () => {
     const info = lstatSync(used);
     expect({ directory: info.isDirectory(), uid: info.uid, mode: info.mode & 0o777 }).toEqual({ directory: true, uid: process.getuid?.(), mode: 0o700 });
     expect(warnings.join('\n')).toMatch(/is a symbolic link/);
-    rmSync(target, { recursive: true, force: true });
   });
 
   it.skipIf(!root)("a directory of another user's at the default path is neither used nor changed", async () => {
@@ -136,6 +137,5 @@ describe('local backend: the socket directory', () => {
     expect(() => backend(link)).toThrow(/backend\.local\.socket_dir: .*agents is a symbolic link/);
     expect(statSync(target).mode & 0o7777).toBe(0o755);
     expect(existsSync(join(target, 'compile-cache'))).toBe(false);
-    rmSync(target, { recursive: true, force: true });
   });
 });
