@@ -34,13 +34,22 @@ export async function makeHome(prefix = 'boxyard-dev-'): Promise<string> {
   return home;
 }
 
-export async function startDevProcess(options: { home?: string; postgresPort?: number; env?: Record<string, string> } = {}): Promise<DevProcess> {
+export interface DevProcessOptions {
+  home?: string;
+  postgresPort?: number;
+  env?: Record<string, string>;
+  /** A process group of its own, as a shell gives a foreground job: a test can signal the whole group (Ctrl-C). */
+  ownProcessGroup?: boolean;
+}
+
+export async function startDevProcess(options: DevProcessOptions = {}): Promise<DevProcess> {
   const home = options.home ?? (await makeHome());
   const postgresPort = options.postgresPort ?? (await freePort());
   let text = '';
   const child: ChildProcess = spawn(process.execPath, [MAIN, 'dev'], {
     env: { ...process.env, BOXYARD_HOME: home, BOXYARD_DEV_POSTGRES_PORT: String(postgresPort), BOXYARD_SERVER__PORT: '0', BOXYARD_LOGGING__LEVEL: 'warn', ...options.env },
     stdio: ['ignore', 'pipe', 'pipe'],
+    detached: options.ownProcessGroup ?? false,
   });
   child.stdout!.on('data', (c: Buffer) => (text += c.toString()));
   child.stderr!.on('data', (c: Buffer) => (text += c.toString()));

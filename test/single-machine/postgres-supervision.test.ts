@@ -88,8 +88,8 @@ function expectOwnPostgres(dev: DevProcess, dataDir: string): number {
 describe('boxyard dev keeps exactly one PostgreSQL, its own', () => {
   let dev: DevProcess;
   let dataDir: string;
-  const restart = async () => {
-    dev = await startDevProcess({ home: dev.home, postgresPort: dev.postgresPort, env });
+  const restart = async (options: { ownProcessGroup?: boolean } = {}) => {
+    dev = await startDevProcess({ home: dev.home, postgresPort: dev.postgresPort, env, ...options });
   };
 
   beforeAll(async () => {
@@ -188,5 +188,20 @@ describe('boxyard dev keeps exactly one PostgreSQL, its own', () => {
     // A postmaster that shut down (not one killed) removes its lock file.
     expect(existsSync(join(dataDir, 'postmaster.pid')), 'postmaster.pid left behind').toBe(false);
     expect(code).toBe(0);
+  }, 300_000);
+
+  it('on Ctrl-C in a terminal (SIGINT to the whole foreground process group) stops the services first, then PostgreSQL', async () => {
+    await dev.stop();
+    await restart({ ownProcessGroup: true });
+    const before = dev.output().length;
+    process.kill(-dev.pid, 'SIGINT');
+    const code = await dev.exited;
+    expect(processesOn(dataDir), 'PostgreSQL processes left when the product exited').toEqual([]);
+    expect(existsSync(join(dataDir, 'postmaster.pid')), 'postmaster.pid left behind').toBe(false);
+    expect(code).toBe(0);
+    // PostgreSQL did not get the Ctrl-C itself: it went down after the services, none of them lost a connection.
+    const stopping = dev.output().slice(before);
+    expect(stopping).toMatch(/boxyard dev: stopping[^]*boxyard dev: stopped/);
+    expect(stopping).not.toMatch(/terminating connection|connection lost|PostgreSQL \(pid \d+\) exited/);
   }, 300_000);
 });

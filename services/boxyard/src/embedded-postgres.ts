@@ -117,7 +117,14 @@ const SETPRIV = ['/usr/bin/setpriv', '/bin/setpriv'].find((path) => existsSync(p
 
 function spawnLogged(command: string, args: string[], user: RunAs | undefined, log: (m: string) => void, deathSignal?: 'INT'): ChildProcess {
   if (deathSignal && SETPRIV) [command, args] = [SETPRIV, ['--pdeathsig', deathSignal, command, ...args]];
-  const child = spawn(command, args, { ...(user ?? {}), env: { ...process.env, LC_MESSAGES: 'C', LANG: 'C' }, stdio: ['ignore', 'pipe', 'pipe'] });
+  // A supervised server gets a process group of its own: a terminal's Ctrl-C reaches only the product, which stops
+  // the services first and PostgreSQL after them (the parent-death signal covers the product dying instead).
+  const child = spawn(command, args, {
+    ...(user ?? {}),
+    env: { ...process.env, LC_MESSAGES: 'C', LANG: 'C' },
+    stdio: ['ignore', 'pipe', 'pipe'],
+    detached: Boolean(deathSignal),
+  });
   child.stdout?.on('data', (c: Buffer) => log(c.toString()));
   child.stderr?.on('data', (c: Buffer) => log(c.toString()));
   return child;
