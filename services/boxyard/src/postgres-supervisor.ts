@@ -1,6 +1,8 @@
 // The embedded PostgreSQL of a one-machine Boxyard, kept alive: when the server dies (killed, out of memory, a
 // crash) it is started again on the same port and data directory with exponential backoff, so the services'
 // pools reconnect to the same URL by themselves. PostgreSQL's own crash recovery replays the WAL on that start.
+// A server that dies while it is being started again is noticed at once (its exit ends the start), the server
+// stops when this process ends however it ends (parent-death signal), and stop() also ends a start under way.
 import { startPostgres, type RunningPostgres } from './embedded-postgres.ts';
 
 export interface SupervisedPostgres {
@@ -21,6 +23,8 @@ export interface SuperviseOptions {
   log: (message: string) => void;
   /** First and longest wait between restart attempts. */
   backoff?: { initialMs: number; maxMs: number };
+  /** Gives up the first start (the product is stopping before it was ready). */
+  signal?: AbortSignal;
 }
 
 /** A server that stayed up this long resets the backoff: the next death is a new incident, not a crash loop. */
@@ -28,12 +32,15 @@ const STABLE_AFTER_MS = 60_000;
 
 export async function superviseEmbeddedPostgres(options: SuperviseOptions): Promise<SupervisedPostgres> {
   const backoff = options.backoff ?? { initialMs: 500, maxMs: 30_000 };
-  const start = () => startPostgres({ dir: options.dir, port: options.port, persistent: true, password: options.password });
-  let current: RunningPostgres = await start();
+  const start = (signal: AbortSignal | undefined) => startPostgres({ dir: options.dir, port: options.port, persistent: true, password: options.password, dieWithParent: true, signal, notice: options.log });
+  let current: RunningPostgres = await start(options.signal);
+  /** Gives up a restart under way when stop() is called. */
+  const stopped = new AbortController();
   let stopping = false;
   let restarts = 0;
   let delay = backoff.initialMs;
   let timer: NodeJS.Timeout | undefined;
+  let restarting: Promise<void> | undefined;
 
   const watch = (server: RunningPostgres) => {
     const startedAt = Date.now();
@@ -52,19 +59,22 @@ export async function superviseEmbeddedPostgres(options: SuperviseOptions): Prom
     timer = setTimeout(() => {
       timer = undefined;
       if (stopping) return;
-      start().then(
-        (server) => {
-          if (stopping) return void server.stop();
-          current = server;
-          restarts++;
-          options.log(`PostgreSQL restarted (pid ${server.pid}); services reconnect by themselves`);
-          watch(server);
-        },
-        (error: unknown) => {
-          options.log(`PostgreSQL did not start again (${(error as Error).message.split('\n')[0]}); next attempt in ${delay} ms`);
-          scheduleRestart();
-        },
-      );
+      restarting = start(stopped.signal)
+        .then(
+          (server) => {
+            current = server; // stop() stops it when it came up just as stopping began
+            if (stopping) return;
+            restarts++;
+            options.log(`PostgreSQL restarted (pid ${server.pid}); services reconnect by themselves`);
+            watch(server);
+          },
+          (error: unknown) => {
+            if (stopping) return;
+            options.log(`PostgreSQL did not start again (${(error as Error).message.split('\n')[0]}); next attempt in ${delay} ms`);
+            scheduleRestart();
+          },
+        )
+        .finally(() => (restarting = undefined));
     }, wait);
   };
 
@@ -78,6 +88,8 @@ export async function superviseEmbeddedPostgres(options: SuperviseOptions): Prom
     stop: async () => {
       stopping = true;
       if (timer) clearTimeout(timer);
+      stopped.abort();
+      await restarting;
       await current.stop();
     },
   };

@@ -9,6 +9,9 @@ import { embeddedPostgresDir, installationDatabase, secretStore } from './home.t
 import { superviseEmbeddedPostgres, type SupervisedPostgres } from './postgres-supervisor.ts';
 import { services, type RunningService, type ServiceDefinition } from './services.ts';
 
+/** How long the services get at a stop to finish what they are doing before PostgreSQL is stopped under them. */
+const SERVICES_CLOSE_MS = 10_000;
+
 export type ServiceOverrides = Record<string, unknown>;
 
 /** Where a one-machine Boxyard keeps its state and which PostgreSQL it uses: `boxyard dev`'s or a host config's. */
@@ -75,20 +78,34 @@ export async function runAll(options: RunAllOptions): Promise<void> {
   const secrets = secretStore(home);
   console.log(`${label}: state in ${home}`);
 
-  let postgres: SupervisedPostgres | undefined;
+  let postgres: Promise<SupervisedPostgres> | undefined;
   const running: RunningService[] = [];
+  const startingUp = new AbortController();
   let stopping = false;
+  let hurry = () => {};
   const stop = async (code: number) => {
     if (stopping) return;
     stopping = true;
     console.log(`\n${label}: stopping ...`);
-    await Promise.allSettled(running.map((s) => s.close()));
-    await postgres?.stop();
+    startingUp.abort();
+    // Services finish what they are doing, for a while; a second signal cuts that short. PostgreSQL is stopped
+    // and waited for either way: this process never exits leaving it running.
+    await new Promise<void>((resolve) => {
+      hurry = resolve;
+      setTimeout(resolve, SERVICES_CLOSE_MS).unref();
+      void Promise.allSettled(running.map((s) => s.close())).then(() => resolve());
+    });
+    await (await postgres?.catch(() => undefined))?.stop();
     console.log(`${label}: stopped`);
     process.exit(code);
   };
-  process.once('SIGINT', () => void stop(0));
-  process.once('SIGTERM', () => void stop(0));
+  const onSignal = () => {
+    if (!stopping) return void stop(0);
+    console.log(`${label}: still stopping: PostgreSQL is stopped before this process exits`);
+    hurry();
+  };
+  process.on('SIGINT', onSignal);
+  process.on('SIGTERM', onSignal);
   try {
     let databaseUrl: string;
     if ('url' in options.database) {
@@ -97,14 +114,16 @@ export async function runAll(options: RunAllOptions): Promise<void> {
     } else {
       const { dir, moved } = await embeddedPostgresDir(home);
       if (moved) console.log(`  (the postgres user cannot reach ${home}; PostgreSQL data kept in ${dir})`);
-      postgres = await superviseEmbeddedPostgres({
+      postgres = superviseEmbeddedPostgres({
         dir,
         port: options.database.embedded.port,
         password: await secrets.get('postgres_password'),
         log: (line) => console.log(`${label}: ${line}`),
+        signal: startingUp.signal,
       });
-      console.log(`  postgres        ${postgres.version} on 127.0.0.1:${postgres.port} (embedded, restarted if it dies)`);
-      databaseUrl = (await installationDatabase(postgres.adminUrl, { create: true }))!;
+      const { version, port, adminUrl } = await postgres;
+      console.log(`  postgres        ${version} on 127.0.0.1:${port} (embedded, restarted if it dies)`);
+      databaseUrl = (await installationDatabase(adminUrl, { create: true }))!;
     }
     // One admin password for every service: BOXYARD_ADMIN_PASSWORD, or generated once and kept with the secrets.
     let adminPassword = process.env.BOXYARD_ADMIN_PASSWORD;
@@ -125,7 +144,7 @@ export async function runAll(options: RunAllOptions): Promise<void> {
     }
     await protectHome(home);
   } catch (error) {
-    console.error(`${label}: ${(error as Error).message}`);
+    if (!stopping) console.error(`${label}: ${(error as Error).message}`); // else: a start given up by stop()
     await stop(1);
     return;
   }

@@ -15,10 +15,11 @@
 // - It cannot (the usual `make run`, the systemd unit's dynamic user): admins get shells as the server's own
 //   account (they administer it anyway); everyone else is refused with a message that says why.
 import { execFile } from 'node:child_process';
-import { chmodSync, chownSync, mkdirSync, readFileSync, statSync } from 'node:fs';
+import { mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { currentAccount, lookupAccount, type Account } from '../agent/identity.ts';
+import { ensurePrivateDirectory, UnsafeDirectoryError } from './private-directory.ts';
 
 const run = promisify(execFile);
 
@@ -101,11 +102,14 @@ export function createAccountResolver(config: LocalAccountsConfig, ability: Swit
 
   function ensureHome(account: Account): void {
     if (!account.home) return;
-    mkdirSync(account.home, { recursive: true, mode: 0o700 });
-    const stat = statSync(account.home);
-    if (stat.uid !== account.uid) chownSync(account.home, account.uid, account.gid);
-    // Another user's shell must not read this one's files.
-    if ((stat.mode & 0o077) !== 0) chmodSync(account.home, 0o700);
+    // Another user's shell must not read this one's files; a symlink or someone else's directory at the home's
+    // path (planted where home_base is writable by others) is never followed nor handed to the account.
+    try {
+      ensurePrivateDirectory(account.home, account);
+    } catch (error) {
+      if (error instanceof UnsafeDirectoryError) throw new Error(`the home directory of the OS account ${account.name} is unsafe (${error.message}); refusing to use it`, { cause: error });
+      throw error;
+    }
   }
 
   async function create(name: string, userId: string): Promise<Account> {

@@ -4,10 +4,11 @@
 // who may have one at all, is local-accounts.ts's business. Agents start with only their own settings: nothing of
 // the gateway's environment (database URL, secrets) reaches them or their shells.
 import { spawn, type ChildProcess } from 'node:child_process';
-import { closeSync, mkdirSync, openSync, readFileSync, renameSync, rmSync, statSync, chmodSync } from 'node:fs';
+import { closeSync, mkdtempSync, openSync, readFileSync, renameSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { ConfigError } from '@boxyard/kit';
 import { READY_PREFIX, WARM_FLAG } from '../agent/main.ts';
 import { DEFAULT_PATH, type AgentEnvironment } from '../agent/settings.ts';
 import { adminsOnlyMessage, createAccountResolver, switchAbility, type LocalAccountsConfig, type SwitchAbility } from './local-accounts.ts';
@@ -15,6 +16,7 @@ import type { AgentSpec, BackendProbe, SessionBackend, StartedAgent } from './ty
 import { telemetryEnvironment } from '../agent/tracing.ts';
 import { createWarmAgents } from './warm-agent.ts';
 import { agentRuntime } from './agent-runtime.ts';
+import { ensurePrivateDirectory, UnsafeDirectoryError } from './private-directory.ts';
 
 const AGENT_MAIN = fileURLToPath(new URL('../agent/main.ts', import.meta.url));
 const START_TIMEOUT_MS = 15_000;
@@ -35,12 +37,37 @@ export interface LocalBackendOptions {
 /** Where agents' sockets (and their compile cache) go when `backend.local.socket_dir` is not set. */
 export const defaultSocketDir = () => join(tmpdir(), `boxyard-terminal-${process.getuid?.() ?? 'user'}`);
 
-function privateDirectory(dir: string): string {
-  mkdirSync(dir, { recursive: true, mode: 0o700 });
-  const stat = statSync(dir);
-  if (stat.uid !== process.getuid?.()) throw new Error(`terminal: socket directory ${dir} belongs to another user`);
-  if ((stat.mode & 0o077) !== 0) chmodSync(dir, 0o700);
-  return dir;
+/**
+ * The agents' directory: `socket_dir` as configured (refused unless it is a plain directory of ours), else the
+ * default under the temp directory. Whatever someone else put at that fixed name first is left alone: the agents
+ * go to a fresh private directory beside it instead (a restart then cannot reattach to them, the price of not
+ * refusing to start).
+ */
+function socketDirectory(options: LocalBackendOptions): string {
+  let configured = options.socketDir;
+  if (configured && configured.length > MAX_SOCKET_DIR) {
+    options.log.warn(`terminal: ${configured} is too long for unix socket paths; using ${defaultSocketDir()}`);
+    configured = undefined;
+  }
+  if (configured) {
+    try {
+      ensurePrivateDirectory(configured);
+    } catch (error) {
+      if (error instanceof UnsafeDirectoryError) throw new ConfigError(`config: backend.local.socket_dir: ${error.message}; it must be a directory of this user's`);
+      throw error;
+    }
+    return configured;
+  }
+  const fixed = defaultSocketDir();
+  try {
+    ensurePrivateDirectory(fixed);
+    return fixed;
+  } catch (error) {
+    if (!(error instanceof UnsafeDirectoryError)) throw error;
+    const fresh = mkdtempSync(`${fixed}-`); // 0700, ours, a name nobody could take first
+    options.log.warn(`terminal: ${error.message}: not used, not changed; agents' sockets go to ${fresh}`);
+    return fresh;
+  }
 }
 
 /**
@@ -65,13 +92,7 @@ function isAgent(agent: { pid: number; tag: string } | undefined): agent is { pi
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 export function createLocalBackend(options: LocalBackendOptions): SessionBackend {
-  let dir = options.socketDir ?? defaultSocketDir();
-  if (dir.length > MAX_SOCKET_DIR) {
-    const fallback = defaultSocketDir();
-    options.log.warn(`terminal: ${dir} is too long for unix socket paths; using ${fallback}`);
-    dir = fallback;
-  }
-  privateDirectory(dir);
+  const dir = socketDirectory(options);
   const ability = options.ability ?? switchAbility();
   const resolver = createAccountResolver(options.accounts, ability, options.shell);
   const refusedMessage = adminsOnlyMessage(ability.self);
@@ -111,7 +132,7 @@ export function createLocalBackend(options: LocalBackendOptions): SessionBackend
     refusal: (user) => (ability.canSwitch || user.role === 'admin' ? undefined : refusedMessage),
 
     async start(spec: AgentSpec, onResource?: (resource: string) => void): Promise<StartedAgent> {
-      privateDirectory(dir);
+      ensurePrivateDirectory(dir); // again: a temp cleaner may have removed it meanwhile
       // Switching: the user's own account. Not switching (admins only, see refusal): the server's.
       const account = ability.canSwitch ? await resolver.accountFor({ id: spec.ownerId, username: spec.ownerName, providerIdentity: spec.ownerProviderIdentity }) : undefined;
       const { socket, log } = paths(spec.sessionId);
