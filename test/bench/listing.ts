@@ -31,7 +31,7 @@ export async function benchListing(env: BenchEnv): Promise<BenchRow[]> {
   const port = await freePort();
   const configFile = join(dir, 'file-share.json');
   await writeFile(configFile, JSON.stringify({
-    server: { host: '127.0.0.1', port }, logging: { level: 'warn' }, database: { url: databaseUrl },
+    server: { host: '127.0.0.1', port }, metrics: { port: 0 }, logging: { level: 'warn' }, database: { url: databaseUrl },
     storage: { driver: 'local', root: join(dir, 'storage') }, rate_limiting: { enabled: false },
     session: { secret: randomBytes(32).toString('base64url') }, admin: { username: 'admin', password: adminPassword },
   }), { mode: 0o600 });

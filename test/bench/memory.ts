@@ -75,7 +75,7 @@ export async function startProduct(env: BenchEnv, options: { env?: Record<string
     }
   };
   const postgresPort = await distinctPort();
-  const listener = async () => ({ server: { host: '127.0.0.1', port: await distinctPort() }, logging: { level: 'warn' } });
+  const listener = async () => ({ server: { host: '127.0.0.1', port: await distinctPort() }, metrics: { port: 0 }, logging: { level: 'warn' } });
   const service = async () => ({ ...(await listener()), rate_limiting: { enabled: false } });
   const config = {
     home,

@@ -96,6 +96,7 @@ export async function startGateway(env: BenchEnv, adminPassword: string): Promis
       ...LAUNCHER_ENV,
       PATH: process.env.PATH ?? '/usr/bin:/bin',
       BOXYARD_SERVER__PORT: String(port),
+      BOXYARD_METRICS__PORT: '0',
       BOXYARD_DATABASE__URL: databaseUrl,
       BOXYARD_SESSION__SECRET: randomBytes(32).toString('base64url'),
       BOXYARD_ADMIN__PASSWORD: adminPassword,

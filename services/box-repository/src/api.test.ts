@@ -239,7 +239,12 @@ describe('box repository API', () => {
       const config = boxRepositoryConfigSchema.parse(base);
       expect(config.server.port).toBe(3000);
       expect(config.server.tls.enabled).toBe(false);
-      expect(config.uploads).toEqual({ max_bytes: 10 * 1024 ** 3, stall_timeout_seconds: 60, abandoned_after_seconds: 24 * 3600 });
+      expect(config.uploads).toEqual({
+        max_bytes: 10 * 1024 ** 3,
+        stall_timeout_seconds: 60,
+        abandoned_after_seconds: 24 * 3600,
+        inspection: { max_unpacked_bytes: 64 * 1024 ** 3, max_expansion_ratio: 100, max_entries: 10_000 },
+      });
       expect(config.download_links.ttl_seconds).toBe(300);
       expect(config.database.schema).toBe('box_repository');
       expect(config.admin.username).toBe('admin');

@@ -137,7 +137,7 @@ describe('boxyard serve all', () => {
             server: { port: 0 },
             storage: { driver: 's3', endpoint: bucket.endpoint, access_key: bucket.accessKey, secret_key_file: join(dir, 's3-secret-key'), bucket: bucket.bucket },
           },
-          'file-share': { server: { port: filesPort, public_url: 'https://files.example.test' } },
+          'file-share': { server: { port: filesPort, public_url: 'https://files.example.test' }, metrics: { port: 0 } },
           terminal: { server: { port: 0 } },
           'second-service': false,
         },

@@ -43,6 +43,8 @@ export async function startTestGateway(databaseUrl: string, overrides: Record<st
   const accounts = testAccounts(databaseUrl);
   const base = {
     server: { host: '127.0.0.1', port: 0 },
+    // OS-chosen like the public port, also when a test fixes that one (files run in parallel).
+    metrics: { port: 0 },
     logging: { level: process.env.TERMINAL_TEST_LOG ?? 'silent' },
     database: { url: databaseUrl },
     rate_limiting: { max_requests: 100_000 },

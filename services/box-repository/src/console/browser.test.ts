@@ -273,9 +273,10 @@ describe('box console in Chromium', { timeout: 240_000 }, () => {
     await page.goto(`${service.url}/acme`);
     expect(await page.locator('main').textContent()).not.toContain('internal-tools');
     const refused = await page.goto(`${service.url}/acme/boxes/internal-tools`);
-    expect(refused?.status()).toBe(403);
+    // Answered as if it did not exist (existence hidden): a non-member learns nothing about private names.
+    expect(refused?.status()).toBe(404);
     // Chromium logs the refused document itself as a failed load: expected here, and nothing else.
-    allowLoadError(403, `${service.url}/acme/boxes/internal-tools)`);
+    allowLoadError(404, `${service.url}/acme/boxes/internal-tools)`);
     expect(await page.locator('main').textContent()).not.toContain('Private tooling box');
     await shot(page, 'private-box-refused');
     // Signing out ends the session: the header offers sign-in again.

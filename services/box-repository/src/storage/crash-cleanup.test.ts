@@ -42,7 +42,7 @@ describe.each(['local', 's3'] as const)('a process killed mid-upload (%s storage
     let replica: TestService | undefined;
     try {
       const victim = await startProcess({
-        server: { host: '127.0.0.1', port: await freePort() }, logging: { level: 'silent' }, database: { url: databaseUrl }, storage,
+        server: { host: '127.0.0.1', port: await freePort() }, metrics: { port: 0 }, logging: { level: 'silent' }, database: { url: databaseUrl }, storage,
         session: { secret }, admin: { password: ADMIN_PASSWORD }, rate_limiting: { enabled: false },
       });
       const signIn = await fetch(`${victim.url}/api/auth/signin`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ username: 'admin', password: ADMIN_PASSWORD }) });

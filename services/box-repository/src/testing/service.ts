@@ -89,6 +89,8 @@ export async function startTestService(options: TestServiceOptions = {}): Promis
   }
   const base = {
     server: { host: '127.0.0.1', port: 0 },
+    // OS-chosen like the public port, also when a test fixes that one (files run in parallel).
+    metrics: { port: 0 },
     logging: { level: process.env.BOXREPO_TEST_LOG ?? 'silent' },
     database: { url: databaseUrl },
     storage,

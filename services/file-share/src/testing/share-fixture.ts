@@ -53,6 +53,8 @@ export async function startTestShare(options: TestShareOptions = {}): Promise<Te
   }
   const base = {
     server: { host: '127.0.0.1', port: 0 },
+    // OS-chosen like the public port, also when a test fixes that one (files run in parallel).
+    metrics: { port: 0 },
     logging: { level: 'warn' },
     database: { url: databaseUrl, pool_size: 5 },
     storage,
