@@ -8,6 +8,7 @@ import type { Registry } from 'prom-client';
 import { traceIdsOfActiveSpan } from '../telemetry/log-correlation.ts';
 import type { TrustProxy } from '../config/common.ts';
 import { certificateExpiryMetric, createMetricsRegistry, installMetrics } from '../metrics/metrics.ts';
+import { refuseControlCharacters } from './control-characters.ts';
 import { documentErrors } from './documented-errors.ts';
 import { installErrorHandling, renderError, toHttpError, type ErrorShape } from './error-handler.ts';
 import { trackRoutes } from './method-not-allowed.ts';
@@ -107,6 +108,7 @@ export async function createApp(options: CreateAppOptions): Promise<FastifyInsta
   app.decorate('methodTable', routes);
   documentErrors(app, options.errorShape);
   installErrorHandling(app, { shape: options.errorShape, problemBase, routes });
+  refuseControlCharacters(app, options.errorShape);
 
   const registry = options.metrics ?? createMetricsRegistry({ service: options.service });
   app.decorate('metrics', registry);
