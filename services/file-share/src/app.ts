@@ -99,6 +99,7 @@ export async function buildFileShare(config: FileShareConfig, options: BuildOpti
       https: tls,
       trustProxy: config.server.trust_proxy,
       bodyLimit: config.server.body_limit_bytes,
+      timeouts: config.server.timeouts,
       readiness: { postgres: () => pingDatabase(pool), storage: () => store.check() },
       openapi: {
         title: 'Boxyard file share',

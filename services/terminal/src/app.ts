@@ -91,6 +91,7 @@ export async function startTerminal(config: TerminalConfig, options: StartOption
       https: tls,
       trustProxy: config.server.trust_proxy,
       bodyLimit: config.server.body_limit_bytes,
+      timeouts: config.server.timeouts,
       readiness: { postgres: () => pingDatabase(pool) },
       openapi: {
         title: 'Boxyard terminal',
