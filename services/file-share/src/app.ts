@@ -181,7 +181,7 @@ export async function buildFileShare(config: FileShareConfig, options: BuildOpti
         });
       }
       await scope.register(apiKeyRoutes, { pool, keys });
-      await scope.register(eventRoutes, { bus, authenticator, changes, heartbeatSeconds: config.events.heartbeat_seconds, ...(options.sseRetryMs ? { retryMs: options.sseRetryMs } : {}) });
+      await scope.register(eventRoutes, { bus, authenticator, changes, heartbeatSeconds: config.events.heartbeat_seconds, maxStreamsPerUser: config.events.max_streams_per_user, maxStreams: config.events.max_streams, ...(options.sseRetryMs ? { retryMs: options.sseRetryMs } : {}) });
       await scope.register(fileRoutes, {
         pool,
         store,
