@@ -8,7 +8,7 @@
 // Upgraded connections (WebSockets) leave node's HTTP handling and are the upgrade handler's to watch.
 import { STATUS_CODES, type Server as HttpServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { Server as HttpsServer } from 'node:https';
-import type { Socket } from 'node:net';
+import { Socket } from 'node:net';
 import type { FastifyBaseLogger, FastifyInstance } from 'fastify';
 import type { ServerTimeouts } from '../config/common.ts';
 import { renderError, type ErrorHandlerOptions } from './error-handler.ts';
@@ -71,7 +71,8 @@ export function guardSlowClients(app: FastifyInstance, timeouts: ServerTimeouts,
 
   app.addHook('onRequest', async (request, reply) => {
     const socket = request.raw.socket;
-    if (!socket) return;
+    // Only connections of a listener (app.inject's requests have a stand-in socket and no network to guard).
+    if (!(socket instanceof Socket)) return;
     const current = { request: request.raw, response: reply.raw };
     inFlight.set(socket, current);
     reply.raw.once('close', () => {
