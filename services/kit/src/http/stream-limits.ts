@@ -1,6 +1,7 @@
 // Caps on long-lived connections (event streams, terminal WebSockets) of one replica: per holder (a user, a key,
 // or an anonymous client's address) and in total, so that no one caller, and no crowd, can hold every socket and
-// file descriptor of the process. Over a holder's cap: 429; over the total: 503; both with Retry-After.
+// file descriptor of the process. Over a holder's cap: 429; over the total: 503 (a refusal, logged as info);
+// both with Retry-After.
 // Per replica on purpose: what runs out is this process's sockets and memory, and a count in PostgreSQL would
 // outlive a crashed replica's connections.
 import { HttpError } from './http-error.ts';
@@ -32,7 +33,7 @@ export function createStreamLimits(options: StreamLimitsOptions): StreamLimits {
         throw new HttpError(429, `too many open ${options.what} for this caller (at most ${options.perHolder}); close one first`, { headers: { 'retry-after': retryAfter } });
       }
       if (total >= options.total) {
-        throw new HttpError(503, `too many open ${options.what} on this server (at most ${options.total}); try again later`, { headers: { 'retry-after': retryAfter } });
+        throw new HttpError(503, `too many open ${options.what} on this server (at most ${options.total}); try again later`, { kind: 'throttled', headers: { 'retry-after': retryAfter } });
       }
       byHolder.set(holder, held + 1);
       total++;
