@@ -14,7 +14,7 @@
 //   NFD spelling of "é" are two different names, as on Linux filesystems and S3).
 // A NEW name (a folder, an upload, a rename, and each folder an upload creates) must also not display as
 // something else (newNameProblem): no bidirectional controls (U+202A-U+202E, U+2066-U+2069, U+200E, U+200F, ...)
-// and no other invisible format characters or line separators (zero-width space, BOM, soft hyphen, tags), except
+// and no other invisible format characters (zero-width space, BOM, soft hyphen, tags), except
 // the zero-width (non-)joiners that Persian, Indic scripts and emoji sequences need; Unicode NFC, so that no two
 // names of one folder look alike by normalisation alone; and no word mixing Latin, Greek and Cyrillic letters
 // (`pаypal` with a Cyrillic `а`), while words of different scripts side by side stay fine (`Отчёт report`). Names
@@ -61,15 +61,15 @@ export function nameProblem(name: string): string | undefined {
 
 // Single character classes and a split on one: linear, no backtracking.
 const BIDI_CONTROL = /[\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/u;
-// Format characters (Cf) and line/paragraph separators, but not ZWNJ/ZWJ (U+200C/U+200D).
-const INVISIBLE = /(?![\u200c\u200d])[\p{Cf}\p{Zl}\p{Zp}]/u;
+// Format characters (Cf), but not ZWNJ/ZWJ (U+200C/U+200D).
+const INVISIBLE = /(?![\u200c\u200d])\p{Cf}/u;
 const NOT_LETTER = /[^\p{L}\p{M}]+/u;
 const CONFUSABLE_SCRIPTS = [/\p{Script=Latin}/u, /\p{Script=Greek}/u, /\p{Script=Cyrillic}/u];
 
 /** Why `name` may not be given to a new entry, beyond nameProblem: it would display as something else. */
 export function newNameProblem(name: string): string | undefined {
   if (BIDI_CONTROL.test(name)) return 'bidirectional control characters (such as U+202E, right-to-left override) are not allowed: they make a name display as another';
-  if (INVISIBLE.test(name)) return 'invisible format characters and line separators (such as U+200B, zero-width space) are not allowed';
+  if (INVISIBLE.test(name)) return 'invisible format characters (such as U+200B, zero-width space) are not allowed';
   if (name.normalize('NFC') !== name) return 'a name must be in Unicode NFC (composed) form, e.g. "é" as one character; send the NFC spelling';
   for (const word of name.split(NOT_LETTER)) {
     if (CONFUSABLE_SCRIPTS.filter((script) => script.test(word)).length > 1) {
