@@ -103,6 +103,7 @@ export async function buildBoxRepository(config: BoxRepositoryConfig, options: B
     https: tls?.initial,
     trustProxy: config.server.trust_proxy,
     bodyLimit: config.server.body_limit_bytes,
+    timeouts: config.server.timeouts,
     readiness: { postgres: () => pingDatabase(pool), storage: () => store.check() },
     openapi: {
       title: 'Boxyard box repository',

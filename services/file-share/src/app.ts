@@ -101,6 +101,7 @@ export async function buildFileShare(config: FileShareConfig, options: BuildOpti
       https: tls,
       trustProxy: config.server.trust_proxy,
       bodyLimit: config.server.body_limit_bytes,
+      timeouts: config.server.timeouts,
       readiness: { postgres: () => pingDatabase(pool), storage: () => store.check() },
       openapi: {
         title: 'Boxyard file share',
@@ -182,7 +183,7 @@ export async function buildFileShare(config: FileShareConfig, options: BuildOpti
         });
       }
       await scope.register(apiKeyRoutes, { pool, keys });
-      await scope.register(eventRoutes, { bus, authenticator, changes, heartbeatSeconds: config.events.heartbeat_seconds, ...(options.sseRetryMs ? { retryMs: options.sseRetryMs } : {}) });
+      await scope.register(eventRoutes, { bus, authenticator, changes, heartbeatSeconds: config.events.heartbeat_seconds, maxStreamsPerUser: config.events.max_streams_per_user, maxStreams: config.events.max_streams, ...(options.sseRetryMs ? { retryMs: options.sseRetryMs } : {}) });
       await scope.register(fileRoutes, {
         pool,
         store,

@@ -22,6 +22,9 @@ export const fileShareConfigSchema = z.strictObject({
     .strictObject({
       heartbeat_seconds: z.number().positive().default(15),
       retention_hours: z.number().positive().default(24),
+      /** Open event streams per user (or API key, or anonymous address) and in all, per replica: 429 / 503 beyond. */
+      max_streams_per_user: z.number().int().min(1).max(10_000).default(10),
+      max_streams: z.number().int().min(1).max(1_000_000).default(1000),
     })
     .prefault({}),
   /** Anonymous callers may list, download, search and follow events. Off by default: a share is private. */

@@ -12,6 +12,7 @@ export { listenUnencrypted, httpsOrigin, type PlainListener } from './http/plain
 export { createOriginPolicy, refuseCrossSiteWrites, SAFE_METHODS, type OriginPolicy, type OriginPolicyOptions } from './http/origin-policy.ts';
 export { documentStatuses } from './http/documented-errors.ts';
 export { declaredLength } from './http/declared-length.ts';
+export { createStreamLimits, type StreamLimits, type StreamLimitsOptions } from './http/stream-limits.ts';
 export { sendStoredBody } from './http/send-stored-body.ts';
 export { parseRange, type RangeRequest } from './http/range-header.ts';
 export { trimLeading, trimTrailing, withoutTrailingSlashes } from './text/trim.ts';

@@ -27,6 +27,7 @@ export async function buildSecondService(config: SecondServiceConfig, port = con
     logLevel: config.logging.level,
     https: tls,
     trustProxy: config.server.trust_proxy,
+    timeouts: config.server.timeouts,
     openapi: { title: 'Boxyard second service', openapi: '3.0.3', servers: [{ url: baseUrl(config, port) }] },
   });
 }

@@ -97,6 +97,7 @@ export async function startTerminal(config: TerminalConfig, options: StartOption
       https: tls,
       trustProxy: config.server.trust_proxy,
       bodyLimit: config.server.body_limit_bytes,
+      timeouts: config.server.timeouts,
       readiness: { postgres: () => pingDatabase(pool) },
       openapi: {
         title: 'Boxyard terminal',
@@ -186,7 +187,7 @@ export async function startTerminal(config: TerminalConfig, options: StartOption
     userRoutes(app, { auth, accounts, sessions });
     userAdministrationRoutes(app, { auth, accounts, sessions });
     sessionRoutes(app, { auth, sessions });
-    socketRoutes(app, { auth, origins, sessions, heartbeatMs: HEARTBEAT_MS, access });
+    socketRoutes(app, { auth, origins, sessions, heartbeatMs: HEARTBEAT_MS, access, maxSocketsPerUser: config.sessions.max_sockets_per_user, maxSockets: config.sessions.max_sockets });
     await webRoutes(app);
 
     await app.listen({ host: config.server.host, port });

@@ -23,6 +23,9 @@ export const sessionsSchema = z
     reattach_grace_seconds: z.number().int().positive().default(300),
     per_user_limit: z.number().int().positive().default(3),
     global_limit: z.number().int().positive().default(100),
+    /** Attached WebSockets per user (tabs on their sessions) and in all, per replica: 429 / 503 beyond. */
+    max_sockets_per_user: z.number().int().min(1).max(10_000).default(20),
+    max_sockets: z.number().int().min(1).max(1_000_000).default(1000),
     /** Output kept per session and replayed to a socket that attaches. */
     scrollback_bytes: z.number().int().min(1024).max(64 * 1_048_576).default(1_048_576),
     /**

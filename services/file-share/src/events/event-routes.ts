@@ -5,7 +5,7 @@
 // notification names its session, user or key (sign-out, account or key changed, on any replica), and at the
 // expiry of its token or key — so only events about paths the caller may read *now* are sent, and the stream
 // ends (after an `access-ended` event saying why) once its credential has ended or lost `downloads`.
-import type { AccountChange } from '@boxyard/kit';
+import { createStreamLimits, type AccountChange } from '@boxyard/kit';
 import type { FastifyInstance } from 'fastify';
 import { Gauge } from 'prom-client';
 import type { Authenticator } from '../auth/authenticate.ts';
@@ -17,6 +17,9 @@ export interface EventRoutesOptions {
   bus: EventBus;
   authenticator: Authenticator;
   heartbeatSeconds: number;
+  /** Open streams per user (API key, anonymous address) and in all on this replica (events.max_streams*). */
+  maxStreamsPerUser: number;
+  maxStreams: number;
   /** Reconnection delay suggested to clients (`retry:`). */
   retryMs?: number;
   /** Account and key changes (the kit's account watch). */
@@ -36,9 +39,14 @@ const concerns = (principal: Principal, change: AccountChange) =>
 const maxQueuedEvents = 10_000;
 const maxBufferedBytes = 8 * 1024 * 1024;
 
+/** Whose slot a stream takes: its user, else its key, else (anonymous reads) its address. */
+const holderOf = (principal: Principal, address: string) =>
+  principal.user ? `user:${principal.user.id}` : principal.key ? `key:${principal.key.id}` : `address:${address}`;
+
 const frame = (event: ShareEvent) => `id: ${event.id}\nevent: ${event.name}\ndata: ${JSON.stringify(event.data)}\n\n`;
 
 export async function eventRoutes(app: FastifyInstance, options: EventRoutesOptions): Promise<void> {
+  const limits = createStreamLimits({ what: 'event streams', perHolder: options.maxStreamsPerUser, total: options.maxStreams });
   const subscribers = new Gauge({ name: 'boxyard_sse_subscribers', help: 'Clients connected to GET /events on this replica.', registers: [app.metrics] });
   app.get(
     '/events',
@@ -66,8 +74,11 @@ export async function eventRoutes(app: FastifyInstance, options: EventRoutesOpti
       const resumeFrom = header !== undefined && /^\d{1,18}$/.test(header.trim()) ? Number(header.trim()) : (request.query as { lastEventId?: string }).lastEventId;
       const lastId = resumeFrom === undefined ? undefined : Number(resumeFrom);
 
+      // Before anything is written: over a cap the answer is still a plain 429/503 in the envelope.
+      const release = limits.claim(holderOf(principal, request.ip));
       reply.hijack();
       const raw = reply.raw;
+      raw.once('close', release);
       raw.writeHead(200, {
         'content-type': 'text/event-stream; charset=utf-8',
         'cache-control': 'no-cache, no-transform',
@@ -86,6 +97,7 @@ export async function eventRoutes(app: FastifyInstance, options: EventRoutesOpti
       const close = () => {
         if (closed) return;
         closed = true;
+        release();
         subscribers.dec();
         unsubscribe();
         stopWatching();

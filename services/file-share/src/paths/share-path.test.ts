@@ -91,6 +91,34 @@ describe('names from bodies', () => {
     refused(() => validateName(42, '/newName'));
   });
 
+  // Issue 27 item 14: names that display as something else.
+  it.each([
+    ['right-to-left override (invoice\u202Etxt.exe shows as invoiceexe.txt)', 'invoice\u202Etxt.exe', 'bidirectional'],
+    ['left-to-right embedding', 'a\u202Ab', 'bidirectional'],
+    ['right-to-left isolate', 'a\u2067b', 'bidirectional'],
+    ['right-to-left mark', 'report\u200F.pdf', 'bidirectional'],
+    ['zero-width space', 'pay\u200Bpal', 'invisible'],
+    ['byte-order mark', '\uFEFFname', 'invisible'],
+    ['soft hyphen', 'pass\u00ADwords', 'invisible'],
+    ['Cyrillic а inside a Latin word', 'p\u0430ypal.pdf', 'mix'],
+    ['Greek ο inside a Latin word', 'g\u03BFogle', 'mix'],
+    ['a decomposed é (NFD)', 'cafe\u0301.txt', 'NFC'],
+  ])('refuses a new name with %s', (_what, name, reason) => {
+    expect(refused(() => validateName(name, '/folderName'))).toContain(reason);
+    expect(refused(() => checkNewPath(`/docs/${name}`))).toContain(reason);
+  });
+
+  it('accepts names in one script per word, joiners where scripts need them, and NFC accents', () => {
+    for (const name of ['Отчёт report 2024.pdf', 'Ελληνικά-notes.txt', 'café.txt', 'می\u200Cخواهم.txt', '👨\u200D👩\u200D👧 photos', 'नमस्ते', '日本語 ファイル']) {
+      expect(validateName(name, '/folderName')).toBe(name);
+      expect(() => checkNewPath(`/docs/${name}`)).not.toThrow();
+    }
+  });
+
+  it('still reads existing entries whose names the new rules refuse (they stay reachable, and deletable)', () => {
+    expect(parseRequestPath(`/${encodeURIComponent('cafe\u0301')}/${encodeURIComponent('a\u202Eb')}`).segments).toEqual(['cafe\u0301', 'a\u202Eb']);
+  });
+
   it('validates share paths given in JSON (key scopes)', () => {
     expect(validateSharePath('/', '/scope')).toBe('/');
     expect(validateSharePath('/team/docs/', '/scope')).toBe('/team/docs');

@@ -12,6 +12,13 @@
 // - at most 255 bytes (UTF-8) per name and 4096 bytes for the whole path;
 // - names are kept exactly as given: no case folding, no trimming and no Unicode normalisation (an NFC and an
 //   NFD spelling of "é" are two different names, as on Linux filesystems and S3).
+// A NEW name (a folder, an upload, a rename, and each folder an upload creates) must also not display as
+// something else (newNameProblem): no bidirectional controls (U+202A-U+202E, U+2066-U+2069, U+200E, U+200F, ...)
+// and no other invisible format characters (zero-width space, BOM, soft hyphen, tags), except
+// the zero-width (non-)joiners that Persian, Indic scripts and emoji sequences need; Unicode NFC, so that no two
+// names of one folder look alike by normalisation alone; and no word mixing Latin, Greek and Cyrillic letters
+// (`pаypal` with a Cyrillic `а`), while words of different scripts side by side stay fine (`Отчёт report`). Names
+// already stored are still read, so nothing the rules now refuse becomes unreachable.
 import { HttpError } from '@boxyard/kit';
 
 export const MAX_NAME_BYTES = 255;
@@ -52,10 +59,30 @@ export function nameProblem(name: string): string | undefined {
   return undefined;
 }
 
-/** Validates a name sent in a JSON body or a multipart filename; `pointer` names the member in the error. */
+// Single character classes and a split on one: linear, no backtracking.
+const BIDI_CONTROL = /[\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/u;
+// Format characters (Cf), but not ZWNJ/ZWJ (U+200C/U+200D).
+const INVISIBLE = /(?![\u200c\u200d])\p{Cf}/u;
+const NOT_LETTER = /[^\p{L}\p{M}]+/u;
+const CONFUSABLE_SCRIPTS = [/\p{Script=Latin}/u, /\p{Script=Greek}/u, /\p{Script=Cyrillic}/u];
+
+/** Why `name` may not be given to a new entry, beyond nameProblem: it would display as something else. */
+export function newNameProblem(name: string): string | undefined {
+  if (BIDI_CONTROL.test(name)) return 'bidirectional control characters (such as U+202E, right-to-left override) are not allowed: they make a name display as another';
+  if (INVISIBLE.test(name)) return 'invisible format characters (such as U+200B, zero-width space) are not allowed';
+  if (name.normalize('NFC') !== name) return 'a name must be in Unicode NFC (composed) form, e.g. "é" as one character; send the NFC spelling';
+  for (const word of name.split(NOT_LETTER)) {
+    if (CONFUSABLE_SCRIPTS.filter((script) => script.test(word)).length > 1) {
+      return `"${word}" mixes Latin, Greek and Cyrillic letters in one word, which look alike; use one script per word`;
+    }
+  }
+  return undefined;
+}
+
+/** Validates a new name sent in a JSON body or a multipart filename; `pointer` names the member in the error. */
 export function validateName(name: unknown, pointer: string): string {
   if (typeof name !== 'string') throw invalidName(pointer, 'must be a string');
-  const problem = nameProblem(name);
+  const problem = nameProblem(name) ?? newNameProblem(name);
   if (problem) throw invalidName(pointer, problem);
   return name;
 }
@@ -107,9 +134,11 @@ export const baseName = (path: string): string => path.slice(path.lastIndexOf('/
 /** True when `path` is `scope` itself or inside it (by whole segments: `/ab` is not inside `/a`). */
 export const isWithin = (path: string, scope: string): boolean => scope === '/' || path === scope || path.startsWith(`${scope}/`);
 
-/** Throws unless the new path fits within the length limit and its top-level name is not reserved. */
+/** Throws unless the new path fits within the length limit, its new (last) name passes the rules for new names and its top-level name is not reserved. */
 export function checkNewPath(path: string): void {
   if (Buffer.byteLength(path) > MAX_PATH_BYTES) throw invalidPath(`a path must be at most ${MAX_PATH_BYTES} bytes (UTF-8)`);
+  const problem = newNameProblem(baseName(path));
+  if (problem) throw invalidPath(problem);
   const top = path.split('/')[1] ?? '';
   if (path.indexOf('/', 1) === -1 && RESERVED_TOP_LEVEL_NAMES.has(top)) {
     throw invalidPath(`"${top}" is reserved at the top level of the share (it is one of the service's routes)`);

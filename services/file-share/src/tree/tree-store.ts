@@ -26,9 +26,19 @@ export type Entry = z.output<typeof entryRow>;
 
 const entryColumns = sql.fragment`id, parent_id, name, path, kind, size, sha256, storage_key, mtime, listing_version::text as listing_version`;
 
-/** Rows under `path` (not `path` itself): one range scan on the unique path index. */
-const descendantsOf = (path: string) =>
-  path === '/' ? sql.fragment`path <> '/'` : sql.fragment`(path > ${`${path}/`} and path < ${`${path}0`})`;
+/** Characters of the path prefix index (0006_long_paths.sql): 512 of up to 4 bytes stay under btree's 2704. */
+const PREFIX_CHARS = 512;
+
+/**
+ * Rows under `path` (not `path` itself): one range scan on the path prefix index. Cutting both bounds and the path
+ * to the same length keeps their byte order (C collation), so the prefix range holds every row of the full range.
+ */
+const descendantsOf = (path: string) => {
+  if (path === '/') return sql.fragment`path <> '/'`;
+  const low = `${path}/`;
+  const high = `${path}0`;
+  return sql.fragment`(left(path, ${PREFIX_CHARS}) between left(${low}::text, ${PREFIX_CHARS}) and left(${high}::text, ${PREFIX_CHARS}) and path > ${low} and path < ${high})`;
+};
 
 const listingJsonRow = z.object({ version: z.string(), path: z.string(), total: z.number(), files: z.string() });
 

@@ -18,6 +18,23 @@ export const trustProxySchema = z
   });
 export type TrustProxy = z.output<typeof trustProxySchema>;
 
+/**
+ * Slow and abandoned clients are cut by their progress, never by a total time, so an upload of many GiB takes as
+ * long as it needs: the header block must arrive within `headers_seconds`; a request body must deliver at least
+ * `body_min_bytes` in every `body_window_seconds` (while the service is not the one holding it back); a connection
+ * on which nothing moves for `idle_seconds` while the service waits on the client (for more of the request, for it
+ * to read the answer, or between requests) is closed.
+ */
+export const timeoutsSchema = z
+  .strictObject({
+    headers_seconds: z.number().positive().max(600).default(30),
+    body_window_seconds: z.number().positive().max(3600).default(30),
+    body_min_bytes: z.number().int().min(1).max(1_073_741_824).default(8192),
+    idle_seconds: z.number().positive().max(86_400).default(120),
+  })
+  .prefault({});
+export type ServerTimeouts = z.output<typeof timeoutsSchema>;
+
 export const serverSchema = z.strictObject({
   host: z.string().min(1).default('127.0.0.1'),
   port,
@@ -32,6 +49,7 @@ export const serverSchema = z.strictObject({
     .prefault({}),
   trust_proxy: trustProxySchema.default(false),
   body_limit_bytes: z.number().int().positive().default(1_048_576),
+  timeouts: timeoutsSchema,
 });
 
 /**

@@ -6,11 +6,13 @@ import swaggerUi from '@fastify/swagger-ui';
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest, type FastifyServerOptions } from 'fastify';
 import type { Registry } from 'prom-client';
 import { traceIdsOfActiveSpan } from '../telemetry/log-correlation.ts';
-import type { TrustProxy } from '../config/common.ts';
+import type { ServerTimeouts, TrustProxy } from '../config/common.ts';
 import { certificateExpiryMetric, createMetricsRegistry, installMetrics } from '../metrics/metrics.ts';
+import { refuseControlCharacters } from './control-characters.ts';
 import { documentErrors } from './documented-errors.ts';
 import { installErrorHandling, renderError, toHttpError, type ErrorShape } from './error-handler.ts';
 import { trackRoutes } from './method-not-allowed.ts';
+import { clientErrorAnswer, DEFAULT_TIMEOUTS, guardSlowClients } from './slow-clients.ts';
 import { partAwareValidator } from './validator.ts';
 import { recordRouteTable } from './route-table.ts';
 
@@ -29,6 +31,8 @@ export interface CreateAppOptions {
   /** `server.trust_proxy`: which forwarded headers fastify believes (request.ip, .protocol, .host). */
   trustProxy?: TrustProxy;
   bodyLimit?: number;
+  /** `server.timeouts`: how slow or idle a client may be before its connection is closed. */
+  timeouts?: ServerTimeouts;
   /** The app's metrics registry, when the service made it first (to count into it from its pool and store). */
   metrics?: Registry;
   /** Named readiness checks (PostgreSQL, storage...) run by GET /health/ready. */
@@ -90,6 +94,8 @@ export async function createApp(options: CreateAppOptions): Promise<FastifyInsta
       // fastify types this reply generically; it is a plain reply here.
       void (reply as unknown as FastifyReply).status(httpError.statusCode).type(type).send(body);
     },
+    // Before routing (headers too slow or too large, malformed HTTP): the service's shape, then close.
+    clientErrorHandler: clientErrorAnswer({ shape: options.errorShape, problemBase }),
     forceCloseConnections: true,
     return503OnClosing: true,
   };
@@ -98,6 +104,8 @@ export async function createApp(options: CreateAppOptions): Promise<FastifyInsta
     ? Fastify({ ...serverOptions, https: { cert: options.https.cert, key: options.https.key } } as FastifyServerOptions)
     : Fastify(serverOptions)) as unknown as FastifyInstance;
   recordRouteTable(app);
+  app.decorate('slowClients', guardSlowClients(app, options.timeouts ?? DEFAULT_TIMEOUTS, clientErrorAnswer({ shape: options.errorShape, problemBase })));
+  app.slowClients.attach(app.server);
 
   app.addHook('onRequest', async (request, reply) => {
     reply.header('x-request-id', request.id);
@@ -107,6 +115,7 @@ export async function createApp(options: CreateAppOptions): Promise<FastifyInsta
   app.decorate('methodTable', routes);
   documentErrors(app, options.errorShape);
   installErrorHandling(app, { shape: options.errorShape, problemBase, routes });
+  refuseControlCharacters(app, options.errorShape);
 
   const registry = options.metrics ?? createMetricsRegistry({ service: options.service });
   app.decorate('metrics', registry);

@@ -62,9 +62,9 @@ const BODY_METHODS = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
 
 /** The statuses any route of this kind can answer, whatever it does. */
 function commonStatuses(route: RouteOptions, shape: ErrorShape): number[] {
-  const schema = route.schema ?? {};
   const statuses = [400, 503];
-  if (schema.body || schema.querystring || schema.params || schema.headers) statuses.push(shape === 'problem' ? 422 : 400);
+  // Input validation, and the edge's refusal of control characters, which any query string can carry.
+  statuses.push(shape === 'problem' ? 422 : 400);
   if (([] as HTTPMethods[]).concat(route.method).some((m) => BODY_METHODS.has(m))) statuses.push(413, 415);
   // A path parameter longer than fastify's maxParamLength (100) is refused before routing.
   if (/[:*]/.test(route.url)) statuses.push(404, 414);

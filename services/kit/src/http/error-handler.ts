@@ -77,10 +77,13 @@ export function renderError(error: HttpError, options: ErrorHandlerOptions, inst
   };
 }
 
-/** Bugs are errors; a dependency away (503, 507) is a warning with its cause; a caller's mistake is info. */
+/**
+ * Bugs are errors; a dependency away (503, 507) is a warning with its cause; a caller's mistake, and a 503 that
+ * throttles on purpose (a replica's cap on open streams reached), is info.
+ */
 export function logFailure(request: FastifyRequest, error: unknown, httpError: HttpError): void {
   if (httpError.statusCode >= 500 && !exposedServerStatuses.has(httpError.statusCode)) request.log.error({ err: error }, 'unhandled error');
-  else if (httpError.statusCode >= 500) request.log.warn({ status: httpError.statusCode, err: error }, 'dependency unavailable');
+  else if (httpError.statusCode >= 500 && httpError.kind !== 'throttled') request.log.warn({ status: httpError.statusCode, err: error }, 'dependency unavailable');
   else request.log.info({ status: httpError.statusCode, reason: httpError.message }, 'request refused');
 }
 

@@ -31,6 +31,8 @@ export async function listenUnencrypted(app: FastifyInstance, options: PlainList
     response.writeHead(308, { location: `${origin}${request.url ?? '/'}`, 'content-type': 'text/plain; charset=utf-8', 'cache-control': 'no-store' });
     response.end(`Use HTTPS: ${origin}\n`);
   });
+  // The same header, body and idle rules as the app's own listener.
+  app.slowClients.attach(server);
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(options.port, options.host, () => {

@@ -3,7 +3,7 @@
 // caller (see SessionBackend.refusal), 404 for a session that doesn't exist or isn't the caller's (admins
 // included: only the owner may attach to a shell). Once attached, the access watch closes the socket when that
 // authorisation ends (sign-out, expiry, account disabled or deleted, rights lost): 4401 / 4403.
-import { endUpgradeSpan, forbidden, notFound } from '@boxyard/kit';
+import { createStreamLimits, endUpgradeSpan, forbidden, notFound } from '@boxyard/kit';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { WebSocket } from 'ws';
 import type { Auth } from '../auth/plugin.ts';
@@ -26,6 +26,9 @@ export interface SocketRouteOptions {
   sessions: SessionService;
   heartbeatMs: number;
   access: AccessWatch;
+  /** Attached sockets per user and in all on this replica (sessions.max_sockets*). */
+  maxSocketsPerUser: number;
+  maxSockets: number;
 }
 
 const ENDED = new Set(['exited', 'stopped', 'failed']);
@@ -51,12 +54,19 @@ export function socketRoutes(app: FastifyInstance, options: SocketRouteOptions):
     request.terminalSession = row;
   };
 
+  // Last before the upgrade: a refused client gets a plain 429/503; the slot is held as long as the connection.
+  const limits = createStreamLimits({ what: 'terminal sockets', perHolder: options.maxSocketsPerUser, total: options.maxSockets });
+  const claimSocketSlot = async (request: FastifyRequest) => {
+    const release = limits.claim(`user:${request.user!.id}`);
+    request.raw.socket.once('close', release);
+  };
+
   app.get<{ Params: { sessionId: string } }>(
     '/ws/terminal/:sessionId',
     {
       websocket: true,
       schema: { params: { type: 'object', required: ['sessionId'], properties: { sessionId: { type: 'string', format: 'uuid' } } } },
-      preHandler: [origins.check, auth.requireUser, loadOwnSession],
+      preHandler: [origins.check, auth.requireUser, loadOwnSession, claimSocketSlot],
     },
     async (socket: WebSocket, request) => {
       endUpgradeSpan(request);
