@@ -53,7 +53,7 @@ function hostileCalls(spec: Spec): Call[] {
   for (const [template, operations] of Object.entries(spec.paths)) {
     for (const [method, operation] of Object.entries(operations)) {
       if (!['get', 'post', 'put', 'patch', 'delete'].includes(method)) continue;
-      const path = template.replace(/\{[^}]+\}/g, 'a%00b');
+      const path = template.replace(/\{[^{}]+\}/g, 'a%00b');
       const query = (operation.parameters ?? []).filter((p) => p.in === 'query').map((p) => `${encodeURIComponent(p.name)}=x%00y`);
       const content = operation.requestBody?.content ?? {};
       const json = content['application/json'];
