@@ -15,8 +15,10 @@ export interface DevProcess {
   exited: Promise<number | null>;
   home: string;
   postgresPort: number;
-  /** Service name → base URL, as printed. */
+  /** Each service's public URL, by service name. */
   urls: Record<string, string>;
+  /** Each service's /metrics listener (`…/metrics`), by service name. */
+  metricsUrls: Record<string, string>;
   /** Everything it printed so far (stdout and stderr; JSON log lines included). */
   output(): string;
   /** URL of the `boxyard` database as the superuser (password from the home's secrets). */
@@ -72,7 +74,10 @@ export async function startDevProcess(options: DevProcessOptions = {}): Promise<
       reject(new Error(`boxyard dev exited (${code}) before it was ready:\n${text.slice(-3000)}`));
     });
   });
-  const urls = Object.fromEntries([...text.matchAll(/^ {2}([a-z-]+) +(https?:\/\/\S+)$/gm)].map((m) => [m[1]!, m[2]!]));
+  // `boxyard dev` prints each service's public URL, and its metrics listener as `<service>-metrics`.
+  const printed = [...text.matchAll(/^ {2}([a-z-]+) +(https?:\/\/\S+)$/gm)].map((m) => [m[1]!, m[2]!] as const);
+  const urls = Object.fromEntries(printed.filter(([name]) => !name.endsWith('-metrics')));
+  const metricsUrls = Object.fromEntries(printed.filter(([name]) => name.endsWith('-metrics')).map(([name, url]) => [name.slice(0, -'-metrics'.length), url]));
   const secrets = async () => JSON.parse(await readFile(join(home, 'secrets.json'), 'utf8')) as Record<string, string>;
   return {
     pid: child.pid!,
@@ -80,6 +85,7 @@ export async function startDevProcess(options: DevProcessOptions = {}): Promise<
     home,
     postgresPort,
     urls,
+    metricsUrls,
     output: () => text,
     databaseUrl: async () => `postgres://postgres:${encodeURIComponent((await secrets()).postgres_password!)}@127.0.0.1:${postgresPort}/boxyard`,
     postgresPid: async () => Number((await readFile(join(home, 'postgres', 'postmaster.pid'), 'utf8')).split('\n')[0]),

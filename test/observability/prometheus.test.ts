@@ -82,7 +82,7 @@ async function observedInstallation(dir: string): Promise<ObservedInstallation> 
     dir: join(dir, 'prometheus'),
     targets: [
       // Each service's /metrics listener (`boxyard dev` prints them as <service>-metrics), not its public port.
-      ...SERVICES.map((service) => ({ job: 'boxyard', ...target(dev.urls[`${service}-metrics`]!), labels: { container: service } })),
+      ...SERVICES.map((service) => ({ job: 'boxyard', ...target(dev.metricsUrls[service]!), labels: { container: service } })),
       { job: 'boxyard-operator', address: `127.0.0.1:${operator.port}`, labels: { container: 'operator' } },
     ],
     ruleFiles: [join(chartDir, 'rules', 'boxyard.rules.yaml')],
@@ -193,7 +193,7 @@ describe('a real Prometheus scrapes boxyard dev and the operator', () => {
     // Scraped on each service's own metrics listener: the public ports do not serve /metrics at all.
     for (const service of SERVICES) {
       expect((await insecureRequest(`${installation.dev.urls[service]!}/metrics`)).status, service).toBe(404);
-      expect(new URL(installation.dev.urls[`${service}-metrics`]!).hostname, service).toBe('127.0.0.1');
+      expect(new URL(installation.dev.metricsUrls[service]!).hostname, service).toBe('127.0.0.1');
     }
     // Route templates, never raw paths.
     const download = '/:org/boxes/:box/versions/:version/providers/:provider/:arch/:file_name';

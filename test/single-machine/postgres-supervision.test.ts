@@ -166,16 +166,20 @@ describe('boxyard dev keeps exactly one PostgreSQL, its own', () => {
     expect(dev.output()).not.toMatch(/PostgreSQL \(pid \d+\) exited|PostgreSQL restarted/);
   }, 300_000);
 
+  /** The product exited 0 and left no PostgreSQL process and no lock file (a postmaster that shut down removes it). */
+  async function expectCleanExit(): Promise<void> {
+    const code = await dev.exited;
+    expect(processesOn(dataDir), 'PostgreSQL processes left when the product exited').toEqual([]);
+    expect(existsSync(join(dataDir, 'postmaster.pid')), 'postmaster.pid left behind').toBe(false);
+    expect(code).toBe(0);
+  }
+
   it('stops PostgreSQL and waits for it on SIGTERM, also when a second signal follows at once', async () => {
     // An impatient stop: a second SIGTERM while the first is being handled (Ctrl-C twice, a service manager's retry).
     process.kill(dev.pid, 'SIGTERM');
     await until('stopping', () => dev.output().includes('boxyard dev: stopping'));
     process.kill(dev.pid, 'SIGTERM');
-    const code = await dev.exited;
-    expect(processesOn(dataDir), 'PostgreSQL processes left when the product exited').toEqual([]);
-    // A postmaster that shut down (not one killed) removes its lock file.
-    expect(existsSync(join(dataDir, 'postmaster.pid')), 'postmaster.pid left behind').toBe(false);
-    expect(code).toBe(0);
+    await expectCleanExit();
   }, 300_000);
 
   it('stops PostgreSQL and waits for it on SIGTERM while it is restarting PostgreSQL', async () => {
@@ -183,11 +187,7 @@ describe('boxyard dev keeps exactly one PostgreSQL, its own', () => {
     process.kill(first, 'SIGKILL');
     await nextPostmaster(dataDir, first);
     process.kill(dev.pid, 'SIGTERM');
-    const code = await dev.exited;
-    expect(processesOn(dataDir), 'PostgreSQL processes left when the product exited').toEqual([]);
-    // A postmaster that shut down (not one killed) removes its lock file.
-    expect(existsSync(join(dataDir, 'postmaster.pid')), 'postmaster.pid left behind').toBe(false);
-    expect(code).toBe(0);
+    await expectCleanExit();
   }, 300_000);
 
   it('on Ctrl-C in a terminal (SIGINT to the whole foreground process group) stops the services first, then PostgreSQL', async () => {
