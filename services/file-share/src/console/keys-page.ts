@@ -3,7 +3,7 @@
 // (the token is shown once, with a copy button) and revokes them through DELETE /api/api-keys/{id}.
 import type { ApiKeyRecord } from '../auth/api-key-store.ts';
 import type { Permission } from '../auth/principal.ts';
-import { escapeHtml } from './escape.ts';
+import { escapeHtml } from '@boxyard/kit/web/html.ts';
 import { renderPage, type Viewer } from './layout.ts';
 
 const day = (value: number | null) => (value === null ? '' : new Date(value).toISOString().replace('T', ' ').replace(/\.\d+Z$/, 'Z'));

@@ -1,7 +1,7 @@
 // The frame every console page shares: head (stylesheet and module scripts from /-/assets, nothing inline), a
 // top bar with who is signed in and the way in or out, and a status line the scripts announce results in.
 // Sign-in and sign-out are plain forms, so they work without JavaScript.
-import { escapeHtml } from './escape.ts';
+import { escapeHtml } from '@boxyard/kit/web/html.ts';
 
 export const CONSOLE_PREFIX = '/-';
 export const ASSETS_PATH = `${CONSOLE_PREFIX}/assets`;

@@ -2,7 +2,7 @@
 // starts the same session as POST /auth/login/basic (the HttpOnly, Secure, SameSite=Strict auth_token cookie)
 // and sends the browser back where it came from. Sign-out ends the session and clears the cookie.
 import { safeReturnPath } from '@boxyard/kit/oidc-sign-in/return-to.ts';
-import { escapeHtml } from './escape.ts';
+import { escapeHtml } from '@boxyard/kit/web/html.ts';
 import { providerSignInLink, renderPage, SIGN_IN_PATH, type Viewer } from './layout.ts';
 
 /**

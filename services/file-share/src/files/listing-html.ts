@@ -3,7 +3,7 @@
 // JavaScript. Sizes, times and SHA-256 are in the page for people; tools read the links and then HEAD/GET the
 // files. The console's script (console/public/files.js) adds uploads with progress, drag and drop, folders,
 // rename, delete, copy link and live updates on top of this page; without it the plain upload form remains.
-import { escapeHtml } from '../console/escape.ts';
+import { escapeHtml } from '@boxyard/kit/web/html.ts';
 import { providerSignInLink, renderPage, type Viewer } from '../console/layout.ts';
 import { encodePath, relativeHref } from '../paths/share-path.ts';
 import type { Entry } from '../tree/tree-store.ts';

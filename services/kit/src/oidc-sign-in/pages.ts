@@ -1,10 +1,7 @@
 // The few pages the sign-in routes show a browser: "continue" (a page that moves on by itself where a redirect
 // would not do, see plugin.ts) and errors. No script, nothing loaded: a CSP that allows nothing but the meta refresh.
 import type { FastifyReply } from 'fastify';
-
-export function escapeHtml(value: string): string {
-  return value.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]!);
-}
+import { escapeHtml } from '../web/html.ts';
 
 const CSP = "default-src 'none'; style-src 'unsafe-inline'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'";
 
