@@ -7,6 +7,7 @@ import { spawn } from 'node:child_process';
 import { readFile } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
 import { expect, it } from 'vitest';
+import { releaseMemoryWhenIdle } from './idle-memory.ts';
 
 const module = fileURLToPath(new URL('./idle-memory.ts', import.meta.url));
 const MiB = 1024 * 1024;
@@ -76,3 +77,35 @@ it('releaseMemoryWhenIdle: a later burst under the threshold is collected too wh
     child.kill();
   }
 }, 30_000);
+
+it('releaseMemoryWhenIdle: measures what a collection gave back after V8 has handed the pages back, not as it returns', async () => {
+  // Played RSS (MiB): idle at 100; a load to 250; the collection returns before V8's threads give pages back, so
+  // RSS still reads 250 right after it and falls to 160 later (60 MiB kept); the next load adds 15 MiB of garbage,
+  // under the threshold by itself but RSS is far above its lowest: it must be collected.
+  let rss = 100 * MiB;
+  let reads = 0;
+  let collections = 0;
+  const stop = releaseMemoryWhenIdle({
+    intervalMs: 5,
+    minGrowthBytes: 32 * MiB,
+    idleUtilization: 2, // always idle: the rule under test is the memory one
+    rss: () => (reads++, rss),
+    collect: () => collections++,
+  });
+  const ticks = async (n: number) => {
+    const until = reads + n;
+    while (reads < until) await new Promise((resolve) => setTimeout(resolve, 5));
+  };
+  try {
+    rss = 250 * MiB;
+    while (collections < 1) await ticks(1);
+    rss = 160 * MiB;
+    await ticks(3);
+    expect(collections).toBe(1);
+    rss = 175 * MiB;
+    await ticks(3);
+    expect(collections).toBe(2);
+  } finally {
+    stop();
+  }
+});

@@ -17,6 +17,9 @@ export interface IdleMemoryOptions {
   minGrowthBytes?: number;
   /** Event-loop utilization below which the process counts as idle (default 0.05). */
   idleUtilization?: number;
+  /** The process's RSS and a full collection: V8's and the kernel's, unless a test plays them. */
+  rss?: () => number;
+  collect?: () => void;
 }
 
 /**
@@ -35,21 +38,26 @@ function fullCollection(): () => void {
 /** Starts watching; the returned function stops it. The timer never keeps the process alive. */
 export function releaseMemoryWhenIdle(options: IdleMemoryOptions = {}): () => void {
   const { intervalMs = 10_000, minGrowthBytes = 32 * 1024 * 1024, idleUtilization = 0.05 } = options;
-  const collect = fullCollection();
-  let lowest = process.memoryUsage.rss();
-  let afterLastCollection = 0;
+  const collect = options.collect ?? fullCollection();
+  const rssNow = options.rss ?? (() => process.memoryUsage.rss());
+  let lowest = rssNow();
+  // The lowest RSS since the last collection: V8 hands freed pages back on its own threads after the collection
+  // returns, so the RSS read right after it can still hold them (a busy machine: long after). Measured once there,
+  // the next load's garbage had to outgrow pages already given back before it was collected.
+  let sinceLastCollection = 0;
   let last = performance.eventLoopUtilization();
   const timer = setInterval(() => {
     const now = performance.eventLoopUtilization();
     const utilization = performance.eventLoopUtilization(now, last).utilization;
     last = now;
-    const rss = process.memoryUsage.rss();
+    const rss = rssNow();
     lowest = Math.min(lowest, rss);
+    sinceLastCollection = Math.min(sinceLastCollection, rss);
     // Loads one after another: the first one's collection leaves RSS above the lowest; the next load's garbage is
     // collected too once it has added a quarter of the threshold, though that alone is under the threshold.
-    if (utilization >= idleUtilization || rss - lowest < minGrowthBytes || rss - afterLastCollection < minGrowthBytes / 4) return;
+    if (utilization >= idleUtilization || rss - lowest < minGrowthBytes || rss - sinceLastCollection < minGrowthBytes / 4) return;
     collect();
-    afterLastCollection = process.memoryUsage.rss();
+    sinceLastCollection = rssNow();
   }, intervalMs);
   timer.unref();
   return () => clearInterval(timer);
