@@ -72,6 +72,8 @@ function trustProxyFunction(trust: TrustProxy): boolean | string[] | ((address: 
 
 export async function createApp(options: CreateAppOptions): Promise<FastifyInstance> {
   const problemBase = options.problemBase ?? 'https://boxyard.io/problems';
+  // Before routing (headers too slow or too large, malformed HTTP), on every listener: the service's shape, then close.
+  const clientError = clientErrorAnswer({ shape: options.errorShape, problemBase });
   const serverOptions: FastifyServerOptions = {
     logger: {
       level: options.logLevel ?? 'info',
@@ -94,8 +96,7 @@ export async function createApp(options: CreateAppOptions): Promise<FastifyInsta
       // fastify types this reply generically; it is a plain reply here.
       void (reply as unknown as FastifyReply).status(httpError.statusCode).type(type).send(body);
     },
-    // Before routing (headers too slow or too large, malformed HTTP): the service's shape, then close.
-    clientErrorHandler: clientErrorAnswer({ shape: options.errorShape, problemBase }),
+    clientErrorHandler: clientError,
     forceCloseConnections: true,
     return503OnClosing: true,
   };
@@ -104,7 +105,7 @@ export async function createApp(options: CreateAppOptions): Promise<FastifyInsta
     ? Fastify({ ...serverOptions, https: { cert: options.https.cert, key: options.https.key } } as FastifyServerOptions)
     : Fastify(serverOptions)) as unknown as FastifyInstance;
   recordRouteTable(app);
-  app.decorate('slowClients', guardSlowClients(app, options.timeouts ?? DEFAULT_TIMEOUTS, clientErrorAnswer({ shape: options.errorShape, problemBase })));
+  app.decorate('slowClients', guardSlowClients(app, options.timeouts ?? DEFAULT_TIMEOUTS, clientError));
   app.slowClients.attach(app.server);
 
   app.addHook('onRequest', async (request, reply) => {
