@@ -25,6 +25,7 @@ COPY services/second-service/package.json services/second-service/
 COPY services/box-repository/package.json services/box-repository/
 COPY services/file-share/package.json services/file-share/
 COPY services/terminal/package.json services/terminal/
+COPY services/registry/package.json services/registry/
 COPY services/boxyard/package.json services/boxyard/
 COPY operator/package.json operator/
 COPY test/package.json test/

@@ -1,0 +1,1 @@
+export { services, findService } from './services.ts';
