@@ -8,7 +8,7 @@ import { connect as connectTls } from 'node:tls';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestService, type TestService } from '../../services/box-repository/src/testing/service.ts';
 import { startTestShare, type TestShare } from '../../services/file-share/src/testing/share-fixture.ts';
-import { startSecondService, type SecondService } from '../../services/second-service/src/app.ts';
+import { startSecondService, type SecondService } from '../../services/second-service/src/service.ts';
 import { secondServiceConfigSchema } from '../../services/second-service/src/config.ts';
 import { startTestGateway } from '../../services/terminal/src/testing.ts';
 import { createTestDatabase } from '../harness/fixtures.ts';

@@ -5,7 +5,7 @@ import { request } from 'node:https';
 import { afterAll, beforeAll } from 'vitest';
 import { describeAccessMatrix, type RoleSpec } from '../../../test/harness/access-matrix.ts';
 import { operationalRows } from '../../../test/harness/operational-rows.ts';
-import { startSecondService, type SecondService } from './app.ts';
+import { startSecondService, type SecondService } from './service.ts';
 import { secondServiceConfigSchema } from './config.ts';
 
 type Role = 'anonymous' | 'foreignCredential';
