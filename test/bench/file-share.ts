@@ -13,7 +13,7 @@ import { promisify } from 'node:util';
 import * as Minio from 'minio';
 import { sql } from 'slonik';
 import { z } from 'zod';
-import { startFileShare } from '../../services/file-share/src/app.ts';
+import { startFileShare } from '../../services/file-share/src/service.ts';
 import { fileShareConfigSchema } from '../../services/file-share/src/config.ts';
 import { createBenchDatabase, type BenchEnv, type BenchRow } from './env.ts';
 

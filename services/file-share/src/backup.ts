@@ -3,9 +3,12 @@
 // the entry at a new key and queues the old one as garbage. So a consistent snapshot of `entries` only names
 // complete objects.
 import { accountsBackup, backupDescriptor, oidcSignInBackup, rateLimitBackup, resourceServerBackup } from '@boxyard/kit/backup.ts';
-import { fileShareMigrations } from './app.ts';
+import { fileURLToPath } from 'node:url';
 import { SERVICE_NAME } from './config.ts';
 
+export const fileShareMigrations = { namespace: 'file-share', dir: fileURLToPath(new URL('./migrations', import.meta.url)) };
+
+/** In the order the migrations apply (the host runs them at start; restore runs exactly these). */
 export const fileShareBackup = backupDescriptor(SERVICE_NAME, [
   accountsBackup,
   oidcSignInBackup,

@@ -5,7 +5,7 @@ import { mkdtemp } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createTestBucket, createTestDatabase, type TestBucket } from '../../../../test/harness/fixtures.ts';
-import { startFileShare, type RunningFileShare } from '../app.ts';
+import { startFileShare, type RunningFileShare } from '../service.ts';
 import { fileShareConfigSchema, type FileShareConfig } from '../config.ts';
 
 export const ADMIN_PASSWORD = 'Admin-Pass-2024!';

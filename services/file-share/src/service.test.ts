@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { createTestDatabase } from '../../../test/harness/fixtures.ts';
-import { serviceDefinition } from './service-definition.ts';
+import { serviceDefinition } from './service.ts';
 import { basic, sharedSecret, upload } from './testing/share-fixture.ts';
 
 describe('serviceDefinition', () => {
