@@ -27,7 +27,7 @@ import { LAUNCHER_ENV, launcherNodeFlags } from './launcher.ts';
 import { alternate } from './load.ts';
 
 const TERMINAL_SRC = fileURLToPath(new URL('../../services/terminal/src/', import.meta.url));
-const require = createRequire(join(TERMINAL_SRC, 'app.ts'));
+const require = createRequire(join(TERMINAL_SRC, 'service.ts'));
 const pty = require('node-pty') as typeof NodePty;
 
 const KEYSTROKES = 1000;
@@ -85,7 +85,7 @@ export async function startGateway(env: BenchEnv, adminPassword: string): Promis
   const port = await freePort();
   const launch = `
     import { loadConfig } from '@boxyard/kit';
-    import { startTerminal } from ${JSON.stringify(join(TERMINAL_SRC, 'app.ts'))};
+    import { startTerminal } from ${JSON.stringify(join(TERMINAL_SRC, 'service.ts'))};
     import { terminalConfigSchema } from ${JSON.stringify(join(TERMINAL_SRC, 'config.ts'))};
     const service = await startTerminal(loadConfig(terminalConfigSchema), { print: () => {} });
     process.on('SIGTERM', () => void service.close().then(() => process.exit(0)));

@@ -4,7 +4,7 @@ import { execFileSync } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
 import { mkdirSync, readFileSync, rmSync } from 'node:fs';
 import WebSocket from 'ws';
-import { startTerminal, type TerminalService } from './app.ts';
+import { startTerminal, type TerminalService } from './service.ts';
 import { terminalConfigSchema, type TerminalConfig } from './config.ts';
 import type { ServerMessage } from './protocol.ts';
 

@@ -1,0 +1,134 @@
+// The terminal gateway's own part, inside the host (kit service/host.ts gives it the pool, accounts and provider
+// accounts): the session backend (local agents or Kubernetes pods), sessions and the reaper, the terminal
+// WebSocket, REST (auth, users, sessions) and the browser page.
+import websocket from '@fastify/websocket';
+import { createAccountWatch, createOriginPolicy, createSessionTokens, refuseCrossSiteWrites } from '@boxyard/kit';
+import { oidcSignIn, oidcSignInMethod } from '@boxyard/kit/oidc-sign-in/index.ts';
+import type { PluginOptions } from '@boxyard/kit/service/contract.ts';
+import type { FastifyInstance } from 'fastify';
+import { createAuth, installAuth, type Auth } from './auth/plugin.ts';
+import { authRoutes } from './auth/routes.ts';
+import { createKubernetesBackend } from './backends/kubernetes.ts';
+import { createLocalBackend } from './backends/local.ts';
+import type { SessionBackend } from './backends/types.ts';
+import type { TerminalConfig } from './config.ts';
+import { ok } from './http/envelope.ts';
+import { createSecretBox } from './sessions/agent-secret.ts';
+import { createSessionMetrics } from './sessions/metrics.ts';
+import { sessionRoutes } from './sessions/routes.ts';
+import { createSessionService, type SessionService } from './sessions/service.ts';
+import { userAdministrationRoutes, userRoutes } from './users/routes.ts';
+import { webRoutes } from './web/routes.ts';
+import { createAccessWatch } from './ws/access-watch.ts';
+import { socketRoutes } from './ws/routes.ts';
+
+const MAX_FRAME = 1_048_576;
+const HEARTBEAT_MS = 30_000;
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    /** The gateway's sessions and the backend that runs their shells (tests drive them). */
+    terminal: { sessions: SessionService; backend: SessionBackend };
+  }
+}
+
+const isLoopback = (host: string) => host === 'localhost' || host === '::1' || host.startsWith('127.');
+
+export async function terminalPlugin(app: FastifyInstance, { config, publicUrl }: PluginOptions<TerminalConfig>): Promise<void> {
+  const { sessions, backend } = startSessions(app, config);
+  await app.register(websocket, {
+    options: { maxPayload: MAX_FRAME, perMessageDeflate: false },
+    // On shutdown, tell clients to come back (1001) rather than that their shell ended: it didn't.
+    preClose(done) {
+      for (const client of app.websocketServer.clients) client.close(1001, 'gateway restarting');
+      app.websocketServer.close(() => done());
+    },
+  });
+  await installAuth(app);
+  const auth = createAuth({
+    accounts: app.accounts,
+    tokens: createSessionTokens({
+      secrets: [config.session.secret, ...config.session.previous_secrets], issuer: config.session.issuer, audience: config.session.audience,
+      typ: 'boxyard-terminal-session+jwt', ttlSeconds: config.session.ttl_seconds,
+    }),
+    ttlSeconds: config.session.ttl_seconds,
+    provider: app.providerAccounts,
+  });
+  const origins = createOriginPolicy({ allowed: config.allowed_origins, publicUrl: config.server.public_url });
+  // Cookies are SameSite=Strict already; a foreign Origin on a state-changing request is refused as well.
+  refuseCrossSiteWrites(app, origins);
+
+  const signIn = config.auth.sign_in.enabled ? oidcSignInMethod(config.auth) : undefined;
+  authRoutes(app, { auth, accounts: app.accounts, signIn });
+  if (signIn) await app.register(oidcSignIn, providerSignIn(app, config, publicUrl, auth));
+  const access = await watchAccess(app, config, sessions);
+  userRoutes(app, { auth, accounts: app.accounts, sessions });
+  userAdministrationRoutes(app, { auth, accounts: app.accounts, sessions });
+  sessionRoutes(app, { auth, sessions });
+  socketRoutes(app, { auth, origins, sessions, heartbeatMs: HEARTBEAT_MS, access, maxSocketsPerUser: config.sessions.max_sockets_per_user, maxSockets: config.sessions.max_sockets });
+  await webRoutes(app);
+  if (!config.server.tls.enabled && !isLoopback(config.server.host) && !config.server.public_url?.startsWith('https:')) {
+    app.log.warn('terminal: serving plain HTTP beyond loopback: browsers only keep the Secure auth_token cookie over HTTPS (enable server.tls or put a TLS proxy in front and set server.public_url)');
+  }
+}
+
+/** The backend and the sessions on it; sessions end before the app closes, the backend after. */
+function startSessions(app: FastifyInstance, config: TerminalConfig) {
+  const log = { info: (m: string) => app.log.info(m), warn: (m: string) => app.log.warn(m) };
+  const backend =
+    config.backend.kind === 'kubernetes'
+      ? createKubernetesBackend({ config: config.backend.kubernetes!, sessions: config.sessions, log })
+      : createLocalBackend({ shell: config.backend.local.shell, socketDir: config.backend.local.socket_dir, accounts: config.backend.local.accounts, warmAgents: config.backend.local.warm_agents, log });
+  app.addHook('onClose', () => backend.close());
+  const sessions = createSessionService({
+    pool: app.pool,
+    backend,
+    sessions: config.sessions,
+    secretBox: createSecretBox([config.session.secret, ...config.session.previous_secrets]),
+    log: app.log,
+    metrics: createSessionMetrics(app.metrics, app.pool, backend.kind, config.metrics.database_cache_seconds),
+    startTimeoutSeconds: config.backend.kind === 'kubernetes' ? config.backend.kubernetes!.pod_ready_timeout_seconds : 15,
+  });
+  // Before the WebSocket plugin's own preClose (registered after this): sessions detach, then clients hear 1001.
+  app.addHook('preClose', () => sessions.close());
+  app.addHook('onListen', () => sessions.startReaper());
+  app.decorate('terminal', { sessions, backend });
+  return { sessions, backend };
+}
+
+/**
+ * Attached sockets keep only the access they still have: sign-outs and account changes from any replica arrive
+ * through PostgreSQL notifications; every socket is re-checked periodically as well.
+ */
+async function watchAccess(app: FastifyInstance, config: TerminalConfig, sessions: SessionService) {
+  const access = createAccessWatch({ accounts: app.accounts, refusal: (user) => sessions.refusal(user), recheckMs: config.sessions.access_recheck_seconds * 1000, log: app.log });
+  const accountWatch = createAccountWatch({ databaseUrl: config.database.url, schema: config.database.schema, log: app.log });
+  accountWatch.subscribe((change) => access.onChange(change));
+  app.addHook('onClose', async () => {
+    access.close();
+    await accountWatch.close();
+  });
+  await accountWatch.start();
+  return access;
+}
+
+/** Provider sign-in ends in the same session cookie as a password; signing out revokes it the same way. */
+function providerSignIn(app: FastifyInstance, config: TerminalConfig, publicUrl: string, auth: Auth) {
+  return {
+    service: 'terminal',
+    auth: config.auth,
+    publicUrl,
+    secret: config.session.secret,
+    pool: app.pool,
+    ok,
+    session: {
+      start: (reply: Parameters<Auth['signIn']>[0], user: Parameters<Auth['signIn']>[1]) => auth.signIn(reply, user),
+      async end(request: Parameters<Auth['resolveUser']>[0], reply: Parameters<Auth['signOut']>[0]) {
+        const user = await auth.resolveUser(request);
+        if (user) await app.accounts.revokeSession(user.jti, user.expiresAt);
+        auth.signOut(reply);
+        return user?.jti;
+      },
+    },
+  };
+}

@@ -1,0 +1,48 @@
+// The terminal service as the registry lists it and the `boxyard` command runs it: `boxyard serve terminal` and
+// `boxyard dev` start the gateway in the kit's host (service/host.ts); plugin.ts is what is its own.
+import { resolve } from 'node:path';
+import { defineService } from '@boxyard/kit/service/define-service.ts';
+import type { HostedService, StartOptions } from '@boxyard/kit/service/host.ts';
+import type { SessionBackend } from './backends/types.ts';
+import { terminalBackup } from './backup.ts';
+import { DEFAULT_METRICS_PORT, terminalConfigSchema, type TerminalConfig } from './config.ts';
+import type { SessionService } from './sessions/service.ts';
+
+export const TERMINAL_VERSION = '0.1.0';
+
+export const serviceDefinition = defineService({
+  name: 'terminal',
+  version: TERMINAL_VERSION,
+  config: terminalConfigSchema,
+  metricsPort: DEFAULT_METRICS_PORT,
+  errorShape: 'envelope',
+  openapi: {
+    title: 'Boxyard terminal',
+    description: 'On-demand shell sessions: start, list and stop over REST; terminal I/O over the WebSocket at /ws/terminal/{sessionId} (frame format in the README).',
+  },
+  backup: terminalBackup,
+  accounts: true,
+  async devDefaults(context) {
+    const home = resolve(context.home, 'terminal');
+    return {
+      database: { url: context.databaseUrl, schema: 'terminal' },
+      session: { secret: await context.secret('terminal_session_secret') },
+      admin: context.adminPassword ? { password: context.adminPassword } : {},
+      backend: { kind: 'local', local: { socket_dir: resolve(home, 'agents') } },
+      state_dir: home,
+    };
+  },
+  plugin: async () => (await import('./plugin.ts')).terminalPlugin,
+});
+
+export interface TerminalService extends HostedService {
+  sessions: SessionService;
+  backend: SessionBackend;
+}
+
+/** Starts the gateway with a loaded config (tests, the bench); with port 0 the OS picks a port. */
+export async function startTerminal(config: TerminalConfig, options: StartOptions = {}): Promise<TerminalService> {
+  const running = await serviceDefinition.start(config, options);
+  return { ...running, ...running.app.terminal };
+}
+
