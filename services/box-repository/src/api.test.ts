@@ -299,7 +299,7 @@ describe('boxyard dev (serviceDefinition.dev)', () => {
       console.log = log;
       const banner = printed.filter((line) => line.includes('generated password'));
       expect(banner).toHaveLength(1);
-      const password = /\n[ \t]+(\S+)\n/.exec(banner[0]!)![1]!;
+      const password = /password: (\S+)/.exec(banner[0]!)![1]!;
       const signIn = await fetch(`${second.url}/api/auth/signin`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ username: 'admin', password }) });
       expect(signIn.status).toBe(200);
       expect(second.url).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);

@@ -2,9 +2,12 @@
 // (`boxes/<uuid>`, files/upload.ts) before the row that names them commits, and a replaced file gets a new key
 // (the old one is queued for deletion), so a consistent snapshot of `files` only names complete objects.
 import { accountsBackup, backupDescriptor, oidcSignInBackup, rateLimitBackup, resourceServerBackup } from '@boxyard/kit/backup.ts';
-import { migrations } from './app.ts';
+import { fileURLToPath } from 'node:url';
 import { SERVICE_NAME } from './config.ts';
 
+export const migrations = { namespace: SERVICE_NAME, dir: fileURLToPath(new URL('./migrations', import.meta.url)) };
+
+/** In the order the migrations apply (the host runs them at start; restore runs exactly these). */
 export const boxRepositoryBackup = backupDescriptor(SERVICE_NAME, [
   accountsBackup,
   oidcSignInBackup,

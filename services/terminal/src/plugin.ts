@@ -35,7 +35,7 @@ declare module 'fastify' {
 const isLoopback = (host: string) => host === 'localhost' || host === '::1' || host.startsWith('127.');
 
 export async function terminalPlugin(app: FastifyInstance, { config, publicUrl }: PluginOptions<TerminalConfig>): Promise<void> {
-  const { sessions, backend } = startSessions(app, config);
+  const { sessions } = startSessions(app, config);
   await app.register(websocket, {
     options: { maxPayload: MAX_FRAME, perMessageDeflate: false },
     // On shutdown, tell clients to come back (1001) rather than that their shell ended: it didn't.

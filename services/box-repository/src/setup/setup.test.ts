@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { connect } from 'node:tls';
 import { generate } from 'selfsigned';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startBoxRepository } from '../app.ts';
+import { startBoxRepository } from '../service.ts';
 import { startTestService, type TestService } from '../testing/service.ts';
 
 /** The certificate a real TLS client is shown by host:port. */

@@ -2,7 +2,7 @@
 // load generator). Config comes as JSON in BOXREPO_BENCH_CONFIG; prints `listening <url>` once ready. Traces
 // when OTEL_* variables say so, as `boxyard serve` does (the tracing bench compares it on and off).
 import { startTelemetry } from '@boxyard/kit';
-import { startBoxRepository } from '../app.ts';
+import { startBoxRepository } from '../service.ts';
 import { boxRepositoryConfigSchema } from '../config.ts';
 
 const telemetry = startTelemetry('boxyard-box-repository');

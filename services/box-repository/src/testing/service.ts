@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
 import { createTestBucket, createTestDatabase, type TestBucket } from '../../../../test/harness/fixtures.ts';
-import { startBoxRepository, type RunningBoxRepository } from '../app.ts';
+import { startBoxRepository, type RunningBoxRepository } from '../service.ts';
 import { boxRepositoryConfigSchema, type BoxRepositoryConfig } from '../config.ts';
 import type { TestHooks } from '../context.ts';
 

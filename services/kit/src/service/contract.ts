@@ -1,11 +1,12 @@
 // The service contract: what a Boxyard service declares once (`defineService`), and what the host (host.ts) and
 // the `boxyard` command read from it. A service's folder then holds only what is its own: its config schema, its
 // migrations and backup rules, and its plugin; the host does the common work in one order (host.ts says which).
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { z } from 'zod';
 import type { BackupDescriptor } from '../backup.ts';
 import type { AuthConfig } from '../config/auth-section.ts';
 import type { DatabaseConfig, MetricsConfig, RateLimitConfig, ServerConfig, SessionConfig, StorageConfig } from '../config/common.ts';
+import type { DatabasePool } from '../db/pool.ts';
 import type { ErrorShape } from '../http/error-handler.ts';
 import type { DevContext, ServiceConfigBase, ServiceDefinition } from '../service-definition.ts';
 
@@ -41,6 +42,8 @@ export interface PluginOptions<C> {
   config: C;
   /** The URL users reach the service at (server.public_url, or the listener's own address). */
   publicUrl: string;
+  /** The main listener's port (the OS-chosen one when the config said 0). */
+  port: number;
   /** Options the caller of startService passed for this service (test hooks, shorter intervals). */
   extra: Record<string, unknown>;
 }
@@ -63,11 +66,13 @@ export interface ServiceSpec<C extends HostedConfig> {
   /** Whether the host makes the kit's accounts (and the first admin), provider accounts and the rate limit. */
   accounts?: boolean;
   /** Rate-limit classes with ceilings of their own (default: one limit for every request). */
-  rateLimitClasses?(config: C): { of: (request: import('fastify').FastifyRequest) => string | undefined; max: Record<string, number> };
+  rateLimitClasses?(config: C): { of: (request: FastifyRequest) => string | undefined; max: Record<string, number> };
   /** The main listener, when not server.port/server.tls (the box repository's seed ports). */
   mainListener?(config: C): MainListener;
   /** TLS of the main listener, when not server.tls (the box repository's certificate set up through its API). */
-  tls?(context: { config: C; pool: import('../db/pool.ts').DatabasePool | undefined; log: { warn(obj: object, msg: string): void } }): Promise<ServiceTls | undefined>;
+  tls?(context: { config: C; pool: DatabasePool | undefined; log: { warn(obj: object, msg: string): void } }): Promise<ServiceTls | undefined>;
+  /** After the main listener listens (more listeners of its own, closed before the app); a failure stops the start. */
+  afterListen?(app: FastifyInstance, context: { config: C; port: number }): Promise<{ close(): Promise<void> } | undefined>;
   /** The embedded defaults of `boxyard dev` (a home directory, the shared database, generated secrets). */
   devDefaults(context: DevContext): Promise<Record<string, unknown>>;
   /** The service's own routes, workers and hooks: loaded when the service starts, so listing services loads none. */
@@ -78,3 +83,6 @@ export interface ServiceSpec<C extends HostedConfig> {
 export interface ServiceModule<C extends HostedConfig = HostedConfig> extends ServiceDefinition, Omit<ServiceSpec<C>, 'name'> {
   name: string;
 }
+
+/** A service as lists hold it (the registry, the `boxyard` command): the parts that do not depend on its config type. */
+export type RegisteredService = ServiceDefinition & Pick<ServiceSpec<HostedConfig>, 'version' | 'metricsPort' | 'backup'>;

@@ -43,6 +43,8 @@ export interface StartOptions {
   print?: (text: string) => void;
   /** Passed to the service's plugin as `extra` (test hooks, shorter intervals). */
   extra?: Record<string, unknown>;
+  /** The main listener's port instead of the config's (tests; 0: the OS chooses). */
+  port?: number;
 }
 
 export interface HostedService extends RunningService {
@@ -68,13 +70,16 @@ const defaultListener = (config: HostedConfig): MainListener => ({ port: config.
 /** Starts a service with the given (already loaded) config: see the top of this file for the order. */
 export async function startService<C extends HostedConfig>(spec: ServiceSpec<C>, config: C, options: StartOptions = {}): Promise<HostedService> {
   const main = spec.mainListener?.(config) ?? defaultListener(config);
-  const port = main.port === 0 ? await freePort() : main.port;
+  const wanted = options.port ?? main.port;
+  const port = wanted === 0 ? await freePort() : wanted;
   const publicUrl = publicBaseUrl({ ...config.server, tls: { ...config.server.tls, enabled: main.https } }, port);
   const teardown = new Teardown();
   try {
     const app = await buildApp(spec, config, { port, publicUrl, teardown, options });
     await app.listen({ host: config.server.host, port });
-    const metrics = await listenMetrics(app.metrics, metricsListenOptions(config.metrics, config.server.port, spec.metricsPort));
+    const more = await spec.afterListen?.(app, { config, port });
+    if (more) teardown.add(() => more.close());
+    const metrics = await listenMetrics(app.metrics, metricsListenOptions(config.metrics, options.port ?? config.server.port, spec.metricsPort));
     teardown.add(() => metrics.close());
     printAdminNotice(spec, config, app, options);
     return { name: spec.name, app, port, url: publicUrl, metricsUrl: metrics.url, close: () => teardown.run() };
@@ -131,7 +136,7 @@ async function buildApp<C extends HostedConfig>(spec: ServiceSpec<C>, config: C,
   }
   // The plugin shares the root context (no encapsulation): its hooks and decorators apply to every route, as the
   // kit's own (health, OpenAPI) are there too.
-  await app.register(fastifyPlugin(await spec.plugin(), { name: spec.name }), { config, publicUrl: context.publicUrl, extra: context.options.extra ?? {} });
+  await app.register(fastifyPlugin(await spec.plugin(), { name: spec.name }), { config, publicUrl: context.publicUrl, port: context.port, extra: context.options.extra ?? {} });
   await app.ready();
   return app;
 }
