@@ -52,6 +52,8 @@ export async function renderSpecTypes(): Promise<string> {
     '// (services/*/src/kind.ts). Do not edit by hand: crds.test.ts fails when this file differs from what they give.\n' +
     'export type Quantity = string | number;\n\n' +
     text
+      // The root the definitions hang from is no type of its own.
+      .replace(/^export interface Specs \{\}\n+/m, '')
       // The generator's note on where each definition came from says nothing here.
       .replace(/ \*\n \* This interface was referenced by `Specs`'s JSON-Schema\n \* via the `definition` "\w+".\n/g, '')
       .replace(/^\}\n(?=\S)/gm, '}\n\n')
