@@ -1,8 +1,9 @@
-// Writes the Grafana dashboards the chart ships (charts/boxyard/dashboards/*.json): one per service and one for
-// the operator. Run `node charts/generate-dashboards.ts` after editing; test/observability checks the files are
+// Writes the Grafana dashboards the chart ships (charts/boxyard/dashboards/*.json): one per service of the registry
+// (@boxyard/registry) and one for the operator. Run `node charts/generate-dashboards.ts` after editing; test/observability checks the files are
 // current and runs every panel's query against a real Prometheus scraping `boxyard dev` and an operator.
 import { writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
+import { kinds, services } from '@boxyard/registry';
 
 export interface PanelSpec {
   title: string;
@@ -78,76 +79,73 @@ function databaseAndProcessRow(service: string): DashboardSpec['rows'][number] {
   };
 }
 
+/** What a service's dashboard shows besides requests, storage (for kinds that use it), database and process. */
+const ownRows: Record<string, DashboardSpec['rows']> = {
+  'box-repository': [
+    {
+      title: 'Webhooks',
+      panels: [
+        { title: 'Webhook deliveries by outcome', unit: 'short', queries: [q('sum by (outcome) (increase(boxyard_webhook_deliveries_total{service="box-repository"}[$__rate_interval]))', '{{outcome}}')] },
+        { title: 'Failed delivery attempts by reason', unit: 'short', queries: [q('sum by (reason) (increase(boxyard_webhook_delivery_failures_total{service="box-repository"}[$__rate_interval]))', '{{reason}}')] },
+        {
+          title: 'Webhook backlog',
+          unit: 'short',
+          description: 'Deliveries waiting (new or retrying) plus events not yet fanned out, read from PostgreSQL by every replica: max, not sum.',
+          queries: [q('max(boxyard_webhook_backlog{service="box-repository"})', 'waiting')],
+        },
+      ],
+    },
+  ],
+  'file-share': [{ title: 'Live events', panels: [{ title: 'SSE subscribers', unit: 'short', queries: [q('sum(boxyard_sse_subscribers{service="file-share"})', 'subscribers')] }] }],
+  terminal: [
+    {
+      title: 'Sessions',
+      panels: [
+        {
+          title: 'Active sessions by backend',
+          unit: 'short',
+          description: 'Read from PostgreSQL by every gateway replica: max, not sum.',
+          queries: [q('max by (backend, state) (boxyard_terminal_sessions_active{service="terminal"})', '{{backend}} {{state}}')],
+        },
+        {
+          title: 'Session start latency p50 / p99',
+          unit: 's',
+          queries: [
+            q('histogram_quantile(0.5, sum by (le, backend) (rate(boxyard_terminal_session_start_duration_seconds_bucket{service="terminal"}[$__rate_interval])))', 'p50 {{backend}}'),
+            q('histogram_quantile(0.99, sum by (le, backend) (rate(boxyard_terminal_session_start_duration_seconds_bucket{service="terminal"}[$__rate_interval])))', 'p99 {{backend}}'),
+          ],
+        },
+        { title: 'Session starts by outcome', unit: 'short', queries: [q('sum by (backend, outcome) (increase(boxyard_terminal_session_start_duration_seconds_count{service="terminal"}[$__rate_interval]))', '{{backend}} {{outcome}}')] },
+      ],
+    },
+  ],
+};
+
+/** The second service has neither a database nor a rate limit: requests and the process only. */
+const withoutDatabase = new Set(['second-service']);
+
+/** "box-repository" -> "Box repository". */
+const titleOf = (service: string) => service.charAt(0).toUpperCase() + service.slice(1).replaceAll('-', ' ');
+
+/** One dashboard per service of the registry, in its order; storage panels for the kinds that use object storage. */
+function serviceDashboard(service: string): DashboardSpec {
+  const plain = withoutDatabase.has(service);
+  const storage = kinds.some((k) => k.service === service && k.storage);
+  return {
+    file: `${service}.json`,
+    uid: `boxyard-${service}`,
+    title: `Boxyard / ${titleOf(service)}`,
+    rows: [
+      ...httpRows(service, plain ? { rateLimited: false } : {}),
+      ...(storage ? [storageRow(service)] : []),
+      ...(ownRows[service] ?? []),
+      plain ? { title: 'Process', panels: databaseAndProcessRow(service).panels.slice(1) } : databaseAndProcessRow(service),
+    ],
+  };
+}
+
 export const dashboards: DashboardSpec[] = [
-  {
-    file: 'box-repository.json',
-    uid: 'boxyard-box-repository',
-    title: 'Boxyard / Box repository',
-    rows: [
-      ...httpRows('box-repository'),
-      storageRow('box-repository'),
-      {
-        title: 'Webhooks',
-        panels: [
-          { title: 'Webhook deliveries by outcome', unit: 'short', queries: [q('sum by (outcome) (increase(boxyard_webhook_deliveries_total{service="box-repository"}[$__rate_interval]))', '{{outcome}}')] },
-          { title: 'Failed delivery attempts by reason', unit: 'short', queries: [q('sum by (reason) (increase(boxyard_webhook_delivery_failures_total{service="box-repository"}[$__rate_interval]))', '{{reason}}')] },
-          {
-            title: 'Webhook backlog',
-            unit: 'short',
-            description: 'Deliveries waiting (new or retrying) plus events not yet fanned out, read from PostgreSQL by every replica: max, not sum.',
-            queries: [q('max(boxyard_webhook_backlog{service="box-repository"})', 'waiting')],
-          },
-        ],
-      },
-      databaseAndProcessRow('box-repository'),
-    ],
-  },
-  {
-    file: 'file-share.json',
-    uid: 'boxyard-file-share',
-    title: 'Boxyard / File share',
-    rows: [
-      ...httpRows('file-share'),
-      storageRow('file-share'),
-      { title: 'Live events', panels: [{ title: 'SSE subscribers', unit: 'short', queries: [q('sum(boxyard_sse_subscribers{service="file-share"})', 'subscribers')] }] },
-      databaseAndProcessRow('file-share'),
-    ],
-  },
-  {
-    file: 'terminal.json',
-    uid: 'boxyard-terminal',
-    title: 'Boxyard / Terminal',
-    rows: [
-      ...httpRows('terminal'),
-      {
-        title: 'Sessions',
-        panels: [
-          {
-            title: 'Active sessions by backend',
-            unit: 'short',
-            description: 'Read from PostgreSQL by every gateway replica: max, not sum.',
-            queries: [q('max by (backend, state) (boxyard_terminal_sessions_active{service="terminal"})', '{{backend}} {{state}}')],
-          },
-          {
-            title: 'Session start latency p50 / p99',
-            unit: 's',
-            queries: [
-              q('histogram_quantile(0.5, sum by (le, backend) (rate(boxyard_terminal_session_start_duration_seconds_bucket{service="terminal"}[$__rate_interval])))', 'p50 {{backend}}'),
-              q('histogram_quantile(0.99, sum by (le, backend) (rate(boxyard_terminal_session_start_duration_seconds_bucket{service="terminal"}[$__rate_interval])))', 'p99 {{backend}}'),
-            ],
-          },
-          { title: 'Session starts by outcome', unit: 'short', queries: [q('sum by (backend, outcome) (increase(boxyard_terminal_session_start_duration_seconds_count{service="terminal"}[$__rate_interval]))', '{{backend}} {{outcome}}')] },
-        ],
-      },
-      databaseAndProcessRow('terminal'),
-    ],
-  },
-  {
-    file: 'second-service.json',
-    uid: 'boxyard-second-service',
-    title: 'Boxyard / Second service',
-    rows: [...httpRows('second-service', { rateLimited: false }), { title: 'Process', panels: databaseAndProcessRow('second-service').panels.slice(1) }],
-  },
+  ...services.map((s) => serviceDashboard(s.name)),
   {
     file: 'operator.json',
     uid: 'boxyard-operator',

@@ -3,6 +3,7 @@ import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { kinds } from '@boxyard/registry/kinds.ts';
 import { GATEWAY_RULES } from '../src/desired/rbac.ts';
 import { chartDir, helm, installChartRbac, kubectl, renderChart, type RenderedObject } from './support.ts';
 
@@ -75,6 +76,17 @@ describe('charts/boxyard', () => {
     expect(verbsOn('apiextensions.k8s.io', 'customresourcedefinitions')).toEqual([]);
     expect(verbsOn('boxyard.io', 'boxrepositories')).not.toContain('create');
     expect(verbsOn('boxyard.io', 'boxrepositories/status')).toContain('patch');
+  });
+
+  it('lets the operator reconcile every kind of the registry (the lists in _helpers.tpl are written by hand)', async () => {
+    const { objects } = await renderChart(system);
+    const rules = named(objects, 'ClusterRole', 'boxyard')!.rules;
+    const verbsOn = (resource: string) => rules.filter((r) => r.apiGroups.includes('boxyard.io') && r.resources.includes(resource)).flatMap((r) => r.verbs).sort();
+    for (const { plural } of kinds) {
+      expect(verbsOn(plural), `${plural}: add it to boxyard.operatorRules`).toEqual(['get', 'list', 'patch', 'update', 'watch']);
+      expect(verbsOn(`${plural}/status`), `${plural}/status`).toEqual(['get', 'patch', 'update']);
+      expect(verbsOn(`${plural}/finalizers`), `${plural}/finalizers`).toEqual(['update']);
+    }
   });
 
   it('renders namespaced Roles instead of a ClusterRole when watchNamespaces is set', async () => {

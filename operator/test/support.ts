@@ -8,6 +8,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { parseAllDocuments, stringify } from 'yaml';
+import { kinds } from '@boxyard/registry/kinds.ts';
 import { freePort } from '../../test/harness/ports.ts';
 import { tool } from '../../test/harness/tools.ts';
 import { KubeClient } from '../src/kube/client.ts';
@@ -72,7 +73,7 @@ export async function renderChart(namespace: string, setArgs: string[] = [], ext
 export async function installChartRbac(kubeconfig: string, namespace: string, setArgs: string[] = []): Promise<string> {
   await kubectl(kubeconfig, ['create', 'namespace', namespace]).catch(() => {});
   await kubectl(kubeconfig, ['apply', '--server-side', '-f', join(repoRoot, 'crds')]);
-  await kubectl(kubeconfig, ['wait', '--for=condition=Established', '--timeout=60s', 'crd/boxrepositories.boxyard.io', 'crd/fileshares.boxyard.io', 'crd/terminalpools.boxyard.io']);
+  await kubectl(kubeconfig, ['wait', '--for=condition=Established', '--timeout=60s', ...kinds.map((k) => `crd/${k.plural}.boxyard.io`)]);
   const { objects } = await renderChart(namespace, setArgs);
   const identity = objects.filter((o) => ['ServiceAccount', 'ClusterRole', 'ClusterRoleBinding', 'Role', 'RoleBinding', 'ValidatingAdmissionPolicy', 'ValidatingAdmissionPolicyBinding'].includes(o.kind));
   await kubectl(kubeconfig, ['apply', '-f', '-'], identity.map((o) => stringify(o)).join('---\n'));

@@ -9,9 +9,7 @@ import { join } from 'node:path';
 import { parse } from 'yaml';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import type { z } from 'zod';
-import { boxRepositoryConfigSchema } from '../../services/box-repository/src/config.ts';
-import { fileShareConfigSchema } from '../../services/file-share/src/config.ts';
-import { terminalConfigSchema } from '../../services/terminal/src/config.ts';
+import { kinds as clusterKinds } from '@boxyard/registry/kinds.ts';
 import { desiredState } from '../../operator/src/desired/index.ts';
 import { loadAsPod } from '../../operator/src/desired/pod-config.ts';
 import { allKinds, type KindInfo } from '../../operator/src/desired/kinds.ts';
@@ -19,7 +17,8 @@ import type { ServiceResource } from '../../operator/src/crds/types.ts';
 import { kubectlFor } from '../harness/clients.ts';
 
 const root = new URL('../../', import.meta.url).pathname;
-const serviceSchemas: Record<string, z.ZodType> = { BoxRepository: boxRepositoryConfigSchema, FileShare: fileShareConfigSchema, TerminalPool: terminalConfigSchema };
+// Each kind's service config schema, as its kind.ts declares it (the registry's list).
+const serviceSchemas: Record<string, z.ZodType> = Object.fromEntries(clusterKinds.map((k) => [k.kind, k.configSchema]));
 
 type Json = Record<string, unknown>;
 const isObject = (v: unknown): v is Json => typeof v === 'object' && v !== null && !Array.isArray(v);

@@ -8,6 +8,7 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
+import { services } from '@boxyard/registry';
 import { dashboards, dashboardsDir, renderedFile } from '../../charts/generate-dashboards.ts';
 import { chartDir, renderChart } from '../../operator/test/support.ts';
 
@@ -38,6 +39,15 @@ describe('the chart ships dashboards and alerts', () => {
     const rule = objects.find((o) => o.kind === 'PrometheusRule') as unknown as { metadata: { labels: Record<string, string> }; spec: RuleGroups };
     expect(rule.metadata.labels.release).toBe('monitoring');
     expect(rule.spec).toEqual(rules); // exactly the file promtool tests
+  });
+
+  it('watches every service of the registry: a target-down alert and a dashboard for each', () => {
+    const targetDown = rules.groups.flatMap((g) => g.rules).find((r) => r.alert === 'BoxyardTargetDown')!;
+    const containers = /container=~"([^"]+)"/.exec(targetDown.expr)![1]!.split('|');
+    for (const { name } of services) {
+      expect(containers, `${name}: add it to BoxyardTargetDown in ${rulesFile}`).toContain(name);
+      expect(dashboards.map((d) => d.file)).toContain(`${name}.json`);
+    }
   });
 
   it('ships the dashboards its generator writes', () => {

@@ -5,8 +5,11 @@ import { readFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { parse, stringify } from 'yaml';
+import { kinds } from '@boxyard/registry/kinds.ts';
 import { kubectl, repoRoot } from '../../test/support.ts';
+import { specTypesFile } from './generate.ts';
 import { renderCrds } from './render.ts';
+import { renderSpecTypes } from './spec-types.ts';
 
 const crdFiles = (dir: string) => readdirSync(dir).filter((f) => f.endsWith('.yaml')).sort();
 
@@ -15,6 +18,14 @@ describe('CRD files', () => {
     const generated = renderCrds();
     expect(crdFiles(join(repoRoot, 'crds'))).toEqual(generated.map((c) => c.file).sort());
     for (const { file, text } of generated) expect(readFileSync(join(repoRoot, 'crds', file), 'utf8'), file).toBe(text);
+  });
+
+  it('generated-types.ts holds exactly the spec types the schemas give (run `node operator/src/crds/generate.ts` after a change)', async () => {
+    expect(readFileSync(specTypesFile, 'utf8')).toBe(await renderSpecTypes());
+  });
+
+  it('has one CRD per kind of the registry', () => {
+    expect(renderCrds().map((c) => c.file).sort()).toEqual(kinds.map((k) => `boxyard.io_${k.plural}.yaml`).sort());
   });
 
   it('the chart ships byte-identical copies of crds/ (helm reads only files inside the chart)', () => {
@@ -43,7 +54,7 @@ describe('CRDs on the apiserver', () => {
 
   beforeAll(async () => {
     await kubectl(kubeconfig, ['apply', '--server-side', '--force-conflicts', '-f', join(repoRoot, 'crds')]);
-    await kubectl(kubeconfig, ['wait', '--for=condition=Established', '--timeout=60s', 'crd/boxrepositories.boxyard.io', 'crd/fileshares.boxyard.io', 'crd/terminalpools.boxyard.io']);
+    await kubectl(kubeconfig, ['wait', '--for=condition=Established', '--timeout=60s', ...kinds.map((k) => `crd/${k.plural}.boxyard.io`)]);
     await kubectl(kubeconfig, ['create', 'namespace', namespace]);
   });
   afterAll(async () => {

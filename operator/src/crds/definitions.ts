@@ -1,34 +1,15 @@
-// The three CustomResourceDefinitions, built from shared schema fragments so the kinds stay consistent.
+// The CustomResourceDefinitions of the registry's kinds: the fields every kind shares (declared here), storage for
+// the kinds that use it, and each kind's own fields, which come from its service (kind.ts and config.ts).
 // `node operator/src/crds/generate.ts` writes them to crds/ (the single source kubectl and the chart use) and
-// copies them into charts/boxyard/crds/; crds.test.ts fails when either copy drifts from this file.
+// copies them into charts/boxyard/crds/; crds.test.ts fails when either copy drifts from what this file builds.
+import { kindSpecProperties, type ClusterKind } from '@boxyard/kit/service/cluster-kind.ts';
+import { boolean, integer, object, PULL_POLICY, resources, string, stringMap, type JsonSchema as Schema } from '@boxyard/kit/service/cluster-schema.ts';
+import { kinds as registryKinds } from '@boxyard/registry/kinds.ts';
 import { GROUP, VERSION } from '../kube/resources.ts';
 
-type Schema = Record<string, unknown>;
-
-const string = (description: string, extra: Schema = {}): Schema => ({ type: 'string', description, ...extra });
-const integer = (description: string, extra: Schema = {}): Schema => ({ type: 'integer', description, ...extra });
-const boolean = (description: string, defaultValue: boolean): Schema => ({ type: 'boolean', description, default: defaultValue });
-const object = (description: string, properties: Record<string, Schema>, extra: Schema = {}): Schema => ({ type: 'object', description, properties, ...extra });
-const stringMap = (description: string): Schema => ({ type: 'object', description, additionalProperties: { type: 'string' } });
 const immutable = (what: string): Schema => ({
   'x-kubernetes-validations': [{ rule: 'self == oldSelf', message: `${what} is immutable: the data lives there; create a new resource to move it` }],
 });
-
-const QUANTITY: Schema = {
-  anyOf: [{ type: 'integer' }, { type: 'string' }],
-  pattern: '^(\\+|-)?(([0-9]+(\\.[0-9]*)?)|(\\.[0-9]+))(([KMGTPE]i)|[numkMGTPE]|([eE](\\+|-)?(([0-9]+(\\.[0-9]*)?)|(\\.[0-9]+))))?$',
-  'x-kubernetes-int-or-string': true,
-};
-
-const resources = (description: string, defaults: Schema): Schema =>
-  object(
-    description,
-    {
-      requests: { type: 'object', description: 'Minimum resources the scheduler reserves (cpu, memory, ephemeral-storage).', additionalProperties: QUANTITY },
-      limits: { type: 'object', description: 'Maximum resources the container may use.', additionalProperties: QUANTITY },
-    },
-    { default: defaults },
-  );
 
 const secretKeyRef = (description: string, defaultKey: string): Schema =>
   object(
@@ -40,10 +21,8 @@ const secretKeyRef = (description: string, defaultKey: string): Schema =>
     { required: ['name'] },
   );
 
-const PULL_POLICY = string('When the kubelet pulls the image.', { enum: ['Always', 'IfNotPresent', 'Never'], default: 'IfNotPresent' });
-
 /** Fields every kind has: the Deployment, database, auth, exposure, limits and what happens to data on deletion. */
-function commonSpec(schemaDefault: string): Record<string, Schema> {
+export function commonSpec(schemaDefault: string): Record<string, Schema> {
   return {
     replicas: integer('Number of pods. Above 1 a PodDisruptionBudget keeps at least one serving during node drains.', { default: 1, minimum: 0, maximum: 100 }),
     image: string('Container image of the service (default: the operator\'s own image; all Boxyard services share one).', { maxLength: 512 }),
@@ -162,7 +141,7 @@ function commonSpec(schemaDefault: string): Record<string, Schema> {
   };
 }
 
-const STORAGE: Schema = object(
+export const STORAGE: Schema = object(
   'S3-compatible object storage (MinIO or any S3). The operator checks that the bucket exists, or creates it, before rolling out.',
   {
     endpoint: string('http(s)://host[:port] of the S3 API.', { pattern: '^https?://[^/\\s]+/?$', maxLength: 2048 }),
@@ -270,133 +249,26 @@ export interface KindDefinition {
   spec: Schema;
 }
 
-export const kinds: KindDefinition[] = [
-  {
-    kind: 'BoxRepository',
-    plural: 'boxrepositories',
-    singular: 'boxrepository',
-    shortNames: ['boxrepo', 'boxrepos'],
-    description: 'A Vagrant box repository (`vagrant box add org/box`), backed by PostgreSQL and S3-compatible storage.',
+/** "BoxRepository" -> "box repository". */
+const words = (kind: string) => kind.replace(/(?<=[a-z])(?=[A-Z])/g, ' ').toLowerCase();
+
+/** A kind's CRD: the common fields, storage where the service uses it, then the service's own fields. */
+export function kindDefinition(kind: ClusterKind): KindDefinition {
+  return {
+    kind: kind.kind,
+    plural: kind.plural,
+    singular: kind.singular,
+    shortNames: kind.shortNames,
+    description: kind.description,
     spec: object(
-      'Desired state of the box repository.',
-      {
-        ...commonSpec('box_repository'),
-        storage: STORAGE,
-        uploads: object(
-          'Box file uploads.',
-          {
-            maxBytes: integer('Largest box file accepted (413 above).', { format: 'int64', default: 10 * 1024 ** 3, minimum: 1 }),
-            stallTimeoutSeconds: integer('An upload that sends nothing for this long is cut off (408).', { default: 60, minimum: 1 }),
-          },
-          { default: {} },
-        ),
-        downloadLinks: object('Signed download links.', { ttlSeconds: integer('Lifetime of a download link.', { default: 300, minimum: 1, maximum: 604_800 }) }, { default: {} }),
-        signUp: string(
-          'Who may create an account through sign-up: open (anyone who reaches the service), invited (only with an invitation from a moderator or admin of an organization) or off (accounts come from the identity provider and the admin).',
-          { enum: ['open', 'invited', 'off'], default: 'invited' },
-        ),
-      },
-      { required: ['database', 'storage'] },
+      `Desired state of the ${words(kind.kind)}.`,
+      { ...commonSpec(kind.databaseSchema), ...(kind.storage ? { storage: STORAGE } : {}), ...kindSpecProperties(kind) },
+      { required: ['database', ...(kind.storage ? ['storage'] : [])] },
     ),
-  },
-  {
-    kind: 'FileShare',
-    plural: 'fileshares',
-    singular: 'fileshare',
-    shortNames: ['fshare', 'fshares'],
-    description: 'A web file server with an API (list, download, upload, search, API keys, live events), backed by PostgreSQL and S3-compatible storage.',
-    spec: object(
-      'Desired state of the file share.',
-      {
-        ...commonSpec('file_share'),
-        storage: STORAGE,
-        uploads: object('File uploads.', { maxBytes: integer('Largest file accepted (413 above).', { format: 'int64', default: 5 * 1024 ** 3, minimum: 1 }) }, { default: {} }),
-        events: object(
-          'Live events (server-sent events).',
-          {
-            heartbeatSeconds: integer('Heartbeat interval on open event streams.', { default: 15, minimum: 1, maximum: 300 }),
-            retentionHours: integer('How long events stay available for replay (Last-Event-ID).', { default: 24, minimum: 1 }),
-          },
-          { default: {} },
-        ),
-      },
-      { required: ['database', 'storage'] },
-    ),
-  },
-  {
-    kind: 'TerminalPool',
-    plural: 'terminalpools',
-    singular: 'terminalpool',
-    shortNames: ['tpool', 'tpools'],
-    description: 'Cloud terminals: a gateway Deployment that starts one pod per shell session in this namespace.',
-    spec: object(
-      'Desired state of the terminal pool.',
-      {
-        ...commonSpec('terminal'),
-        sessionPod: object(
-          'The pod each session runs in: a non-root shell (the agent starts as root with only CAP_SETUID and CAP_SETGID and drops to its user before the shell starts, which keeps its environment from the shell), no privilege escalation, default seccomp, no service-account token.',
-          {
-            image: string('Image of the session pods (default: the gateway\'s image).', { maxLength: 512 }),
-            imagePullPolicy: PULL_POLICY,
-            shell: string('Shell started in the session pod.', { default: '/bin/bash', minLength: 1, maxLength: 256 }),
-            resources: resources('CPU and memory of each session pod.', { requests: { cpu: '50m', memory: '64Mi' }, limits: { cpu: '1', memory: '512Mi' } }),
-            readyTimeoutSeconds: integer('How long the gateway waits for a session pod to become ready.', { default: 60, minimum: 5, maximum: 600 }),
-            egress: object(
-              'Where shells may connect to: the Egress part of the NetworkPolicy the gateway keeps on its session pods. Anything not allowed here is dropped (needs a network plugin that enforces NetworkPolicy).',
-              {
-                clusterDNS: boolean('DNS (UDP and TCP 53) to the cluster DNS pods (namespace kube-system, label k8s-app=kube-dns).', true),
-                internet: boolean(
-                  'Public addresses: 0.0.0.0/0 and ::/0 except the private (10/8, 172.16/12, 192.168/16, fc00::/7), shared (100.64/10), link-local (169.254/16 with the cloud metadata address 169.254.169.254, fe80::/10) and NAT64 ranges, so neither the cluster\'s pods and Services nor the metadata service.',
-                  true,
-                ),
-                excludedCIDRs: {
-                  type: 'array',
-                  description: 'More ranges kept out of `internet`, e.g. the cluster\'s pod and service ranges when they are not private.',
-                  maxItems: 64,
-                  items: string('A CIDR range.', { pattern: '^(\\d{1,3}(\\.\\d{1,3}){3}/\\d{1,2}|[0-9a-fA-F:]+:[0-9a-fA-F:]*/\\d{1,3})$', maxLength: 64 }),
-                },
-                allow: {
-                  type: 'array',
-                  description: 'More destinations (networking.k8s.io/v1 NetworkPolicyEgressRule: to, ports), e.g. a package mirror inside the cluster.',
-                  maxItems: 64,
-                  items: { type: 'object', 'x-kubernetes-preserve-unknown-fields': true },
-                },
-              },
-              { default: {} },
-            ),
-          },
-          { default: {} },
-        ),
-        sessions: object(
-          'Session limits.',
-          {
-            idleTimeoutSeconds: integer('A session without input or output for this long is stopped.', { default: 1800, minimum: 60 }),
-            maxLifetimeSeconds: integer('Absolute lifetime of a session.', { default: 28_800, minimum: 60 }),
-            reattachGraceSeconds: integer('How long a session survives without an attached socket.', { default: 300, minimum: 0 }),
-            perUserLimit: integer('Concurrent sessions per user.', { default: 3, minimum: 1 }),
-            globalLimit: integer('Concurrent sessions in the pool.', { default: 100, minimum: 1 }),
-            scrollbackBytes: integer('Output kept for replay on reattach.', { default: 1_048_576, minimum: 0, maximum: 67_108_864 }),
-          },
-          {
-            default: {},
-            'x-kubernetes-validations': [
-              // has(): the rules also run against the bare `{}` default, before its members are defaulted.
-              { rule: '!has(self.maxLifetimeSeconds) || !has(self.idleTimeoutSeconds) || self.maxLifetimeSeconds >= self.idleTimeoutSeconds', message: 'sessions.maxLifetimeSeconds must not be shorter than sessions.idleTimeoutSeconds' },
-              { rule: '!has(self.perUserLimit) || !has(self.globalLimit) || self.perUserLimit <= self.globalLimit', message: 'sessions.perUserLimit must not exceed sessions.globalLimit' },
-            ],
-          },
-        ),
-        allowedOrigins: {
-          type: 'array',
-          description: 'Origins allowed to open terminal WebSockets (default: the service\'s own public origin).',
-          maxItems: 32,
-          items: string('An origin, scheme://host[:port].', { pattern: '^https?://[^/\\s]+$', maxLength: 2048 }),
-        },
-      },
-      { required: ['database'] },
-    ),
-  },
-];
+  };
+}
+
+export const kinds: KindDefinition[] = registryKinds.map(kindDefinition);
 
 export function crdFor(definition: KindDefinition): Record<string, unknown> {
   return {

@@ -1,86 +1,13 @@
-// The custom resources as the operator reads them: defaults are filled in by the apiserver (structural schema
-// defaults), so fields with a default are required here. Mirrors definitions.ts.
+// The custom resources as the operator reads them. The specs' types are generated from the CRD schemas
+// (generated-types.ts): defaults are filled in by the apiserver, so fields with a default are required there.
 import type { Condition, KubeObject } from '../kube/types.ts';
 
-export type Quantity = string | number;
-export interface Resources {
-  requests?: Record<string, Quantity>;
-  limits?: Record<string, Quantity>;
-}
-export interface SecretKeyRef {
-  name: string;
-  key: string;
-}
-export type PullPolicy = 'Always' | 'IfNotPresent' | 'Never';
+import type { BoxRepositorySpec, CommonSpec, FileShareSpec, StorageSpec, TerminalPoolSpec } from './generated-types.ts';
 
-export interface CommonSpec {
-  replicas: number;
-  image?: string;
-  imagePullPolicy: PullPolicy;
-  imagePullSecrets?: { name: string }[];
-  resources: Resources;
-  podAnnotations?: Record<string, string>;
-  nodeSelector?: Record<string, string>;
-  tolerations?: Record<string, unknown>[];
-  affinity?: Record<string, unknown>;
-  logging: { level: string };
-  database: { secretRef: SecretKeyRef; schema: string; poolSize: number };
-  auth: {
-    sessionSecretRef?: SecretKeyRef;
-    sessionTTLSeconds: number;
-    adminUsername: string;
-    adminPasswordSecretRef?: SecretKeyRef;
-    oidc?: { issuer: string; audience: string; dpop: { required: boolean; proofMaxAgeSeconds: number } };
-  };
-  publicURL?: string;
-  ingress?: { host?: string; className?: string; path: string; annotations?: Record<string, string>; tls?: { secretName: string } };
-  rateLimiting: { enabled: boolean; maxRequests: number; windowSeconds: number };
-  networkPolicy: { enabled: boolean; from?: Record<string, unknown>[] };
-  monitoring: { serviceMonitor: { enabled: boolean; interval: string }; tracing?: { enabled: boolean; endpoint?: string; sampleRatio?: number } };
-  deletionPolicy: 'Retain' | 'Delete';
-}
-
-export interface StorageSpec {
-  endpoint: string;
-  bucket: string;
-  region: string;
-  prefix: string;
-  credentialsSecretRef: { name: string; accessKeyKey: string; secretKeyKey: string };
-  createBucket: boolean;
-}
-
-export interface BoxRepositorySpec extends CommonSpec {
-  storage: StorageSpec;
-  uploads: { maxBytes: number; stallTimeoutSeconds: number };
-  downloadLinks: { ttlSeconds: number };
-  signUp: 'open' | 'invited' | 'off';
-}
-
-export interface FileShareSpec extends CommonSpec {
-  storage: StorageSpec;
-  uploads: { maxBytes: number };
-  events: { heartbeatSeconds: number; retentionHours: number };
-}
-
-export interface TerminalPoolSpec extends CommonSpec {
-  sessionPod: {
-    image?: string;
-    imagePullPolicy: PullPolicy;
-    shell: string;
-    resources: Resources;
-    readyTimeoutSeconds: number;
-    egress?: { clusterDNS?: boolean; internet?: boolean; excludedCIDRs?: string[]; allow?: Record<string, unknown>[] };
-  };
-  sessions: {
-    idleTimeoutSeconds: number;
-    maxLifetimeSeconds: number;
-    reattachGraceSeconds: number;
-    perUserLimit: number;
-    globalLimit: number;
-    scrollbackBytes: number;
-  };
-  allowedOrigins?: string[];
-}
+export type { BoxRepositorySpec, CommonSpec, FileShareSpec, Quantity, StorageSpec, TerminalPoolSpec } from './generated-types.ts';
+export type Resources = CommonSpec['resources'];
+export type SecretKeyRef = CommonSpec['database']['secretRef'];
+export type PullPolicy = CommonSpec['imagePullPolicy'];
 
 export interface ServiceStatus {
   observedGeneration?: number;

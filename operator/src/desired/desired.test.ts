@@ -7,25 +7,27 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
 import { z } from 'zod';
 import { databaseSchema, loggingSchema, metricsSchema, rateLimitSchema, serverSchema, sessionSchema, storageSchema } from '@boxyard/kit';
-import type { BoxRepositorySpec, FileShareSpec, ServiceResource, TerminalPoolSpec } from '../crds/types.ts';
+import type { BoxRepositorySpec, CommonSpec, FileShareSpec, ServiceResource, TerminalPoolSpec } from '../crds/types.ts';
 import type { KubeObject } from '../kube/types.ts';
 import { CHECKSUM_ANNOTATION, SECRETS_DIR } from './common.ts';
 import { loadAsPod } from './pod-config.ts';
 import { desiredState, type DesiredInput } from './index.ts';
-import { boxRepository, fileShare, terminalPool, type KindInfo } from './kinds.ts';
+import { kindNamed, type KindInfo } from './kinds.ts';
 import { desiredGeneratedSecrets, generateValues } from './secrets.ts';
 import { tracingDefaultsFrom } from './tracing.ts';
+
+const [boxRepository, fileShare, terminalPool] = ['BoxRepository', 'FileShare', 'TerminalPool'].map(kindNamed) as [KindInfo, KindInfo, KindInfo];
 
 // Specs as the apiserver hands them to the operator: every CRD default filled in.
 const common = {
   replicas: 1,
   imagePullPolicy: 'IfNotPresent' as const,
   resources: { requests: { cpu: '100m', memory: '128Mi' }, limits: { memory: '512Mi' } },
-  logging: { level: 'info' },
+  logging: { level: 'info' as const },
   auth: { sessionTTLSeconds: 3600, adminUsername: 'admin' },
   rateLimiting: { enabled: true, maxRequests: 100, windowSeconds: 600 },
   networkPolicy: { enabled: true },
-  monitoring: { serviceMonitor: { enabled: true, interval: '30s' } },
+  monitoring: { serviceMonitor: { enabled: true, interval: '30s' } } as CommonSpec['monitoring'], // tracing: the operator's defaults
   deletionPolicy: 'Retain' as const,
 };
 const storage = {
@@ -69,7 +71,7 @@ const pool = (over: Partial<TerminalPoolSpec> = {}) =>
   resource<TerminalPoolSpec>('TerminalPool', 'shells', {
     ...common,
     database: { secretRef: { name: 'db', key: 'url' }, schema: 'terminal', poolSize: 10 },
-    sessionPod: { imagePullPolicy: 'IfNotPresent', shell: '/bin/bash', resources: { requests: { cpu: '50m' }, limits: { cpu: 1, memory: '512Mi' } }, readyTimeoutSeconds: 60 },
+    sessionPod: { imagePullPolicy: 'IfNotPresent', shell: '/bin/bash', resources: { requests: { cpu: '50m' }, limits: { cpu: 1, memory: '512Mi' } }, readyTimeoutSeconds: 60, egress: {} as TerminalPoolSpec['sessionPod']['egress'] },
     sessions: { idleTimeoutSeconds: 1800, maxLifetimeSeconds: 28800, reattachGraceSeconds: 300, perUserLimit: 3, globalLimit: 100, scrollbackBytes: 1048576 },
     ...over,
   });
@@ -228,7 +230,7 @@ describe('desired exposure', () => {
     expect(kinds(desiredState(input(fileShare, share(), { serviceMonitorAvailable: true })).objects)).toContain('ServiceMonitor');
     expect(find(desiredState(input(fileShare, share(), { serviceMonitorAvailable: true })).objects, 'ServiceMonitor')!.spec.endpoints).toEqual([{ port: 'metrics', path: '/metrics', interval: '30s' }]);
     expect(kinds(desiredState(input(fileShare, share(), { serviceMonitorAvailable: false })).objects)).not.toContain('ServiceMonitor');
-    const off = share({ monitoring: { serviceMonitor: { enabled: false, interval: '30s' } } });
+    const off = share({ monitoring: { serviceMonitor: { enabled: false, interval: '30s' } } as CommonSpec['monitoring'] });
     expect(kinds(desiredState(input(fileShare, off, { serviceMonitorAvailable: true })).objects)).not.toContain('ServiceMonitor');
   });
 });

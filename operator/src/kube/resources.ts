@@ -13,10 +13,14 @@ const r = (group: string, version: string, kind: string, plural: string, namespa
 export const GROUP = 'boxyard.io';
 export const VERSION = 'v1alpha1';
 
+/** The type of one of Boxyard's own kinds (the registry's cluster kinds). */
+export const customResourceType = (kind: string, plural: string): ResourceType => r(GROUP, VERSION, kind, plural);
+
 export const resources = {
-  boxRepository: r(GROUP, VERSION, 'BoxRepository', 'boxrepositories'),
-  fileShare: r(GROUP, VERSION, 'FileShare', 'fileshares'),
-  terminalPool: r(GROUP, VERSION, 'TerminalPool', 'terminalpools'),
+  // Boxyard's kinds, by name for the tests and tools; the operator builds its list from the registry (desired/kinds.ts).
+  boxRepository: customResourceType('BoxRepository', 'boxrepositories'),
+  fileShare: customResourceType('FileShare', 'fileshares'),
+  terminalPool: customResourceType('TerminalPool', 'terminalpools'),
   deployment: r('apps', 'v1', 'Deployment', 'deployments'),
   service: r('', 'v1', 'Service', 'services'),
   configMap: r('', 'v1', 'ConfigMap', 'configmaps'),

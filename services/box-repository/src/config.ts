@@ -82,15 +82,18 @@ export const boxRepositoryConfigSchema = z.strictObject({
      * with an invitation token (POST /api/auth/invite), `off` nobody. Not `open` by default: anyone who reaches the
      * server could otherwise make themselves an account (`boxyard dev` opens it; see docs/configuration.md).
      */
-    sign_up: z.enum(['open', 'invited', 'off']).default('invited'),
+    sign_up: z
+      .enum(['open', 'invited', 'off'])
+      .default('invited')
+      .describe('Who may create an account through sign-up: open (anyone who reaches the service), invited (only with an invitation from a moderator or admin of an organization) or off (accounts come from the identity provider and the admin).'),
   }),
   /** Outgoing mail (invitation links); without `smtp` no mail is sent and the link is only returned. */
   mail: z.strictObject({ smtp: smtpSchema.optional() }).prefault({}),
   invitations: z.strictObject({ expires_in: lifetime.default(7 * 86_400) }).prefault({}),
   uploads: z
     .strictObject({
-      max_bytes: z.number().int().positive().default(10 * GiB),
-      stall_timeout_seconds: z.number().positive().default(60),
+      max_bytes: z.number().int().positive().default(10 * GiB).describe('Largest box file accepted (413 above).'),
+      stall_timeout_seconds: z.number().positive().default(60).describe('An upload that sends nothing for this long is cut off (408).'),
       /**
        * What a crash mid-upload leaves (local: a temp file no longer written to; s3: a multipart upload this
        * service started) is removed once this old. On s3 the age counts from the upload's start: keep it
@@ -110,10 +113,11 @@ export const boxRepositoryConfigSchema = z.strictObject({
         })
         .prefault({}),
     })
-    .prefault({}),
+    .prefault({})
+    .describe('Box file uploads.'),
   download_links: z
     .strictObject({
-      ttl_seconds: z.number().int().min(1).max(7 * 24 * 3600).default(300),
+      ttl_seconds: z.number().int().min(1).max(7 * 24 * 3600).default(300).describe('Lifetime of a download link.'),
       /**
        * s3 driver: answer a download (GET, after the read check) with 302 to a presigned storage URL valid for
        * `storage_url_ttl_seconds`, so the bytes flow from storage to the client directly. Off by default: the
@@ -122,7 +126,8 @@ export const boxRepositoryConfigSchema = z.strictObject({
       redirect_to_storage: z.boolean().default(false),
       storage_url_ttl_seconds: z.number().int().min(1).max(3600).default(60),
     })
-    .prefault({}),
+    .prefault({})
+    .describe('Signed download links.'),
   /** What an identity provider's groups grant (admins: auth.resource_server.admin_groups). */
   group_mapping: z
     .strictObject({

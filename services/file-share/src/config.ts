@@ -13,20 +13,22 @@ export const fileShareConfigSchema = z.strictObject({
   storage: storageSchema,
   uploads: z
     .strictObject({
-      max_bytes: z.number().int().positive().default(5 * GiB),
+      max_bytes: z.number().int().positive().default(5 * GiB).describe('Largest file accepted (413 above).'),
       // What a crashed upload left (a local .tmp file, an unfinished S3 multipart upload) goes once this old.
       abandoned_after_seconds: z.number().int().min(1).default(24 * 3600),
     })
-    .prefault({}),
+    .prefault({})
+    .describe('File uploads.'),
   events: z
     .strictObject({
-      heartbeat_seconds: z.number().positive().default(15),
-      retention_hours: z.number().positive().default(24),
+      heartbeat_seconds: z.number().positive().default(15).describe('Heartbeat interval on open event streams.'),
+      retention_hours: z.number().positive().default(24).describe('How long events stay available for replay (Last-Event-ID).'),
       /** Open event streams per user (or API key, or anonymous address) and in all, per replica: 429 / 503 beyond. */
       max_streams_per_user: z.number().int().min(1).max(10_000).default(10),
       max_streams: z.number().int().min(1).max(1_000_000).default(1000),
     })
-    .prefault({}),
+    .prefault({})
+    .describe('Live events (server-sent events).'),
   /** Anonymous callers may list, download, search and follow events. Off by default: a share is private. */
   public_read: z.boolean().default(false),
   /** What an identity provider's groups grant (admins, with every permission: auth.resource_server.admin_groups). */

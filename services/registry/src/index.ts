@@ -1,1 +1,2 @@
 export { services, findService } from './services.ts';
+export { kinds, findKind } from './kinds.ts';

@@ -16,18 +16,18 @@ const labelValue = z.string().regex(/^([A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-
 export const sessionsSchema = z
   .strictObject({
     /** No keystroke, resize or attach for this long stops the session. */
-    idle_timeout_seconds: z.number().int().positive().default(1800),
+    idle_timeout_seconds: z.number().int().positive().default(1800).describe('A session without input or output for this long is stopped.'),
     /** A session never lives longer than this, active or not. */
-    max_lifetime_seconds: z.number().int().positive().default(28_800),
+    max_lifetime_seconds: z.number().int().positive().default(28_800).describe('Absolute lifetime of a session.'),
     /** With no socket attached for this long, the session is stopped. */
-    reattach_grace_seconds: z.number().int().positive().default(300),
-    per_user_limit: z.number().int().positive().default(3),
-    global_limit: z.number().int().positive().default(100),
+    reattach_grace_seconds: z.number().int().positive().default(300).describe('How long a session survives without an attached socket.'),
+    per_user_limit: z.number().int().positive().default(3).describe('Concurrent sessions per user.'),
+    global_limit: z.number().int().positive().default(100).describe('Concurrent sessions in the pool.'),
     /** Attached WebSockets per user (tabs on their sessions) and in all, per replica: 429 / 503 beyond. */
     max_sockets_per_user: z.number().int().min(1).max(10_000).default(20),
     max_sockets: z.number().int().min(1).max(1_000_000).default(1000),
     /** Output kept per session and replayed to a socket that attaches. */
-    scrollback_bytes: z.number().int().min(1024).max(64 * 1_048_576).default(1_048_576),
+    scrollback_bytes: z.number().int().min(1024).max(64 * 1_048_576).default(1_048_576).describe('Output kept for replay on reattach.'),
     /**
      * How often every attached socket's credential is checked again (sign-out, expiry, account changes arrive at
      * once through PostgreSQL notifications; this bounds what a missed one could cost).
@@ -38,7 +38,8 @@ export const sessionsSchema = z
     /** Ended sessions stay listed (with their exit code) this long, then are deleted. */
     retention_hours: z.number().int().min(0).default(24),
   })
-  .prefault({});
+  .prefault({})
+  .describe('Session limits.');
 
 const kubernetesSchema = z.strictObject({
   /** Namespace of the session pods; default: the gateway's own namespace (in a cluster), else `default`. */
