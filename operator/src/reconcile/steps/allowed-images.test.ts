@@ -1,9 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import type { TerminalPoolSpec } from '../../crds/types.ts';
-import { boxRepository, terminalPool } from '../../desired/kinds.ts';
 import { ImagePolicy } from '../image-policy.ts';
 import { requireAllowedImages } from './allowed-images.ts';
-import { boxes, shells } from './fake-fixtures.ts';
+import { boxRepository, boxes, shells, terminalPool } from './fake-fixtures.ts';
 
 const policy = new ImagePolicy(['ghcr.io/boxyard/*']);
 

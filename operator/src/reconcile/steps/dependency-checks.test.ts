@@ -1,10 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import type { ServiceResource } from '../../crds/types.ts';
 import { secretSources } from '../../desired/common.ts';
-import { terminalPool } from '../../desired/kinds.ts';
 import { resources } from '../../kube/resources.ts';
 import { checkDataStores, requireReferencedSecrets, type PassedChecks } from './dependency-checks.ts';
-import { DATABASE_URL, boxes, fakeWorld, secret, shells } from './fake-fixtures.ts';
+import { DATABASE_URL, boxes, fakeWorld, secret, shells, terminalPool } from './fake-fixtures.ts';
 
 const s3 = () => secret('s3', { accessKey: 'AKIA1', secretKey: 'shh' });
 

@@ -3,7 +3,7 @@
 // PostgreSQL and S3 (their real behaviour is tested against real servers in operator/test).
 import type { BoxRepositorySpec, ServiceResource, TerminalPoolSpec } from '../../crds/types.ts';
 import { desiredState, type DesiredState } from '../../desired/index.ts';
-import { boxRepository, type KindInfo } from '../../desired/kinds.ts';
+import { kindNamed, type KindInfo } from '../../desired/kinds.ts';
 import { resources } from '../../kube/resources.ts';
 import type { KubeObject } from '../../kube/types.ts';
 import type { DataStores } from './data-stores.ts';
@@ -14,11 +14,11 @@ const common = {
   replicas: 1,
   imagePullPolicy: 'IfNotPresent' as const,
   resources: { requests: { cpu: '100m', memory: '128Mi' }, limits: { memory: '512Mi' } },
-  logging: { level: 'info' },
+  logging: { level: 'info' as const },
   auth: { sessionTTLSeconds: 3600, adminUsername: 'admin' },
   rateLimiting: { enabled: true, maxRequests: 100, windowSeconds: 600 },
   networkPolicy: { enabled: true },
-  monitoring: { serviceMonitor: { enabled: false, interval: '30s' } },
+  monitoring: { serviceMonitor: { enabled: false, interval: '30s' }, tracing: { enabled: true } },
   deletionPolicy: 'Retain' as const,
 };
 
@@ -48,12 +48,16 @@ export function shells(over: Partial<TerminalPoolSpec> = {}): ServiceResource {
   const spec: TerminalPoolSpec = {
     ...common,
     database: { secretRef: { name: 'db', key: 'url' }, schema: 'terminal', poolSize: 10 },
-    sessionPod: { imagePullPolicy: 'IfNotPresent', shell: '/bin/bash', resources: {}, readyTimeoutSeconds: 60 },
+    sessionPod: { imagePullPolicy: 'IfNotPresent', shell: '/bin/bash', resources: {}, readyTimeoutSeconds: 60, egress: { clusterDNS: true, internet: true } },
     sessions: { idleTimeoutSeconds: 1800, maxLifetimeSeconds: 28800, reattachGraceSeconds: 300, perUserLimit: 3, globalLimit: 100, scrollbackBytes: 1048576 },
     ...over,
   };
   return { apiVersion: 'boxyard.io/v1alpha1', kind: 'TerminalPool', metadata: { name: 'shells', namespace: 'team', generation: 1 }, spec };
 }
+
+/** The kinds the step tests use, as the registry declares them. */
+export const boxRepository = kindNamed('BoxRepository');
+export const terminalPool = kindNamed('TerminalPool');
 
 export type SecretObject = KubeObject & { data: Record<string, string> };
 

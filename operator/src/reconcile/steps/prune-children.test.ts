@@ -52,7 +52,7 @@ describe('prune children (fake client)', () => {
 
   it('deletes its ServiceMonitor once monitoring is turned off, not one another resource controls', async () => {
     const { world, before } = await setUp({ serviceMonitors: true });
-    const monitoring = { serviceMonitor: { enabled: true, interval: '30s' } };
+    const monitoring = { serviceMonitor: { enabled: true, interval: '30s' }, tracing: { enabled: true } };
     const on: ServiceResource = { ...before, spec: { ...before.spec, monitoring } };
     await applyChildren(world, on, desiredFor(world, on, true));
     expect(world.client.peek(resources.serviceMonitor, 'team', NAME)).toBeDefined();
