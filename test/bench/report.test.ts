@@ -7,7 +7,7 @@ import { formatRow, formatSpan, mergeReport, renderSection, splitSections, type 
 
 const order = ['storage', 'metadata', 'listing', 'memory'];
 const facts = (measured: string, commit: string) => ({
-  measured, checkout: `\`${commit}\``, machine: '2 × Test CPU, 7.8 GiB memory, Linux 6.1.0 (x64); load average 0.10 at its start', software: 'Node v24.0.0, MinIO M, PostgreSQL P',
+  measured, checkout: `\`${commit}\``, machine: '2 × Test CPU, 7.8 GiB memory, Linux 6.1.0 (x64); load average 0.10 at its start, 2.05 at its end', software: 'Node v24.0.0, MinIO M, PostgreSQL P',
 });
 const metadataRows: BenchRow[] = [
   { name: 'metadata req/s, 32 clients (vs static file server)', value: 13444.94, unit: 'req/s', baseline: 7874.8, ratio: 1.7073, goal: '≥ 4000 req/s', pass: true },
@@ -35,7 +35,7 @@ describe('bench report', () => {
       '',
       '- measured: 2026-11-25 10:31–10:33 UTC',
       '- checkout: `abc1234`',
-      '- machine: 2 × Test CPU, 7.8 GiB memory, Linux 6.1.0 (x64); load average 0.10 at its start',
+      '- machine: 2 × Test CPU, 7.8 GiB memory, Linux 6.1.0 (x64); load average 0.10 at its start, 2.05 at its end',
       '- software: Node v24.0.0, MinIO M, PostgreSQL P',
       '',
       '| measure | value | baseline | ratio | goal | result |',

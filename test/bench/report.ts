@@ -10,7 +10,7 @@ export interface SectionFacts {
   measured: string;
   /** Short commit, and whether the checkout had changes. */
   checkout: string;
-  /** Cores, memory, kernel, and the load average as the section began. */
+  /** Cores, memory, kernel, and the load average as the section began and ended. */
   machine: string;
   /** Node and the real components' versions. */
   software: string;

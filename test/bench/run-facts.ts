@@ -1,6 +1,6 @@
 // What the figures of a bench run depend on besides the code, for the page it writes (report.ts): the machine and
 // the checkout. Figures from a 2-core machine with a compiler running beside the bench are not comparable with an
-// idle one's, so each section also records the load average it started under.
+// idle one's, so each section also records the load average as it started and as it ended.
 import { execFileSync } from 'node:child_process';
 import { arch, cpus, loadavg, release, totalmem, type } from 'node:os';
 
@@ -13,8 +13,8 @@ export function machine(): string {
   return `${processors.length} × ${model}, ${(totalmem() / GiB).toFixed(1)} GiB memory, ${type()} ${release()} (${arch()})`;
 }
 
-/** The 1-minute load average now, as the section's machine fact adds it. */
-export const loadAverage = (): string => `load average ${loadavg()[0]!.toFixed(2)} at its start`;
+/** The 1-minute load average now (at a section's end it includes the bench's own processes). */
+export const loadAverage = (): string => loadavg()[0]!.toFixed(2);
 
 /**
  * The short commit of `root`'s checkout, and whether it has changes the commit does not hold (the generated page

@@ -91,7 +91,7 @@ try {
     const load = loadAverage();
     const rows = await section.run(env);
     print(section.title, rows);
-    const facts = { measured: formatSpan(started, new Date()), checkout: commit, machine: `${machine()}; ${load}`, software };
+    const facts = { measured: formatSpan(started, new Date()), checkout: commit, machine: `${machine()}; load average ${load} at its start, ${loadAverage()} at its end`, software };
     results.push({ name: section.name, title: section.title, facts, rows });
   }
 } finally {
