@@ -27,7 +27,7 @@ help:
 	@echo "make test         install everything needed and run all tests against real components"
 	@echo "make fuzz         fuzz every service's API with schemathesis, long pass (make test runs a short one)"
 	@echo "make lint         type-check and lint"
-	@echo "make bench        measure throughput and memory (ratios against direct baselines)"
+	@echo "make bench        measure throughput and memory (ratios against direct baselines), tables to docs/performance/latest.md"
 	@echo "make image        build the container image without Docker (a docker-archive under \$$BOXYARD_CACHE/images) and load it into the local node"
 	@echo "make cluster      start a local cluster with a real node, DNS, NetworkPolicy and an ingress on 127.0.0.1:80/443 (kubeconfig in .boxyard/kubeconfig)"
 	@echo "make cluster-down stop it and remove what its node left on the host (pods, mounts, iptables rules, the bridge)"

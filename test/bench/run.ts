@@ -1,10 +1,12 @@
 // `make bench`: throughput and memory, always as ratios against a baseline measured in the same run on the
 // same machine (wall-clock numbers alone mean little on a shared 2-core box). Starts its own real components.
-// `make bench ONLY=storage` runs one section.
+// `make bench ONLY=storage` runs one section. Each section's table also goes to docs/performance/latest.md (or
+// $BENCH_REPORT), replacing that section's previous table and keeping the others (report.ts).
 import { randomBytes } from 'node:crypto';
-import { chmod, mkdtemp, rm } from 'node:fs/promises';
+import { chmod, mkdir, mkdtemp, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join, relative, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { startPostgres } from '../../services/boxyard/src/embedded-postgres.ts';
 import { startMinio } from '../harness/minio.ts';
 import { startTogether } from '../harness/start-together.ts';
@@ -22,6 +24,8 @@ import { benchOperator } from './operator.ts';
 import { benchStorage } from './storage.ts';
 import { benchTerminal } from './terminal.ts';
 import { benchTracing } from './tracing.ts';
+import { formatRow, formatSpan, mergeReport, type SectionResult } from './report.ts';
+import { checkout, loadAverage, machine } from './run-facts.ts';
 
 const sections: { name: string; title: string; run: (env: BenchEnv) => Promise<BenchRow[]> }[] = [
   { name: 'storage', title: 'storage layer (256 MiB object)', run: (env) => benchStorage({ minio: env.minio }) },
@@ -43,15 +47,30 @@ function print(title: string, rows: BenchRow[]): void {
   console.log(`\n## ${title}`);
   console.log(`${'measure'.padEnd(62)} ${'value'.padStart(14)} ${'baseline'.padStart(14)}  ${'ratio'.padStart(5)}  goal`);
   for (const row of rows) {
-    const value = `${row.value.toFixed(1)} ${row.unit}`;
-    const baseline = row.baseline === undefined ? '' : `${row.baseline.toFixed(1)} ${row.unit}`;
-    const ratio = row.ratio === undefined ? '' : row.ratio.toFixed(2);
-    const goal = row.goal === undefined ? '' : `${row.goal}  ${row.pass ? 'PASS' : 'FAIL'}`;
-    console.log(`${row.name.padEnd(62)} ${value.padStart(14)} ${baseline.padStart(14)}  ${ratio.padStart(5)}  ${goal}`);
+    const { measure, value, baseline, ratio, goal, result } = formatRow(row);
+    console.log(`${measure.padEnd(62)} ${value.padStart(14)} ${baseline.padStart(14)}  ${ratio.padStart(5)}  ${goal && `${goal}  ${result}`}`);
   }
 }
 
 const only = process.env.ONLY?.split(',').filter(Boolean);
+const root = fileURLToPath(new URL('../../', import.meta.url));
+const reportPath = resolve(root, process.env.BENCH_REPORT || 'docs/performance/latest.md');
+const runStarted = new Date();
+
+/** Merges this run's sections into the figures page, keeping the sections it did not run. */
+async function writeReport(results: SectionResult[]): Promise<void> {
+  const existing = await readFile(reportPath, 'utf8').catch((error: NodeJS.ErrnoException) => {
+    if (error.code === 'ENOENT') return undefined;
+    throw error;
+  });
+  const run = { measured: formatSpan(runStarted, new Date()), machine: machine(), sections: results.map((r) => r.name) };
+  const text = mergeReport(existing, run, results, sections.map((s) => s.name));
+  await mkdir(dirname(reportPath), { recursive: true });
+  await writeFile(`${reportPath}.tmp`, text);
+  await rename(`${reportPath}.tmp`, reportPath);
+  console.log(`\nbench: wrote ${run.sections.join(', ')} to ${relative(process.cwd(), reportPath)}`);
+}
+
 const workDir = await mkdtemp(join(tmpdir(), 'boxyard-bench-'));
 await chmod(workDir, 0o755);
 const secret = () => randomBytes(18).toString('base64url');
@@ -59,14 +78,25 @@ const [minio, postgres] = await startTogether([
   startMinio({ dir: join(workDir, 'minio'), accessKey: `bench${randomBytes(4).toString('hex')}`, secretKey: secret() }),
   startPostgres({ dir: join(workDir, 'pg'), password: secret(), fast: true }),
 ] as const);
+const results: SectionResult[] = [];
 try {
   console.log(`bench: MinIO ${minio.version}, PostgreSQL ${postgres.version}, Node ${process.version}`);
   const env: BenchEnv = { minio, postgresAdminUrl: postgres.adminUrl, workDir };
+  const software = `Node ${process.version}, MinIO ${minio.version}, PostgreSQL ${postgres.version}`;
+  const page = relative(root, reportPath);
+  const commit = checkout(root, page.startsWith('..') ? undefined : page);
   for (const section of sections) {
     if (only && !only.includes(section.name)) continue;
-    print(section.title, await section.run(env));
+    const started = new Date();
+    const load = loadAverage();
+    const rows = await section.run(env);
+    print(section.title, rows);
+    const facts = { measured: formatSpan(started, new Date()), checkout: commit, machine: `${machine()}; load average ${load} at its start, ${loadAverage()} at its end`, software };
+    results.push({ name: section.name, title: section.title, facts, rows });
   }
 } finally {
   await Promise.allSettled([minio.stop(), postgres.stop()]);
   await rm(workDir, { recursive: true, force: true });
+  // Sections that finished before one failed still measured what they say: their tables are written.
+  if (results.length > 0) await writeReport(results);
 }
