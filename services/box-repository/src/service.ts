@@ -9,6 +9,7 @@ import { defineService } from '@boxyard/kit/service/define-service.ts';
 import type { HostedService, StartOptions } from '@boxyard/kit/service/host.ts';
 import { boxRepositoryBackup } from './backup.ts';
 import { boxRepositoryConfigSchema, DEFAULT_METRICS_PORT, SERVICE_NAME, type BoxRepositoryConfig } from './config.ts';
+import { clusterKind } from './kind.ts';
 import type { ServiceContext, TestHooks } from './context.ts';
 import { PROBLEM_BASE } from './http/errors.ts';
 import { limitCeilings, limitClassOf } from './limits/classes.ts';
@@ -39,6 +40,7 @@ export const serviceDefinition = defineService({
     title: 'Boxyard box repository',
     description: 'Vagrant boxes: organization > box > version > provider > architecture > file. `vagrant box add org/box` works with VAGRANT_SERVER_URL set to this service.',
   },
+  kind: clusterKind,
   backup: boxRepositoryBackup,
   accounts: true,
   rateLimitClasses: (config) => ({ of: limitClassOf, max: limitCeilings(config.rate_limiting) }),

@@ -24,7 +24,7 @@ it('releaseMemoryWhenIdle: the garbage of a finished burst is collected and RSS 
     setInterval(() => {}, 1000); // idle, alive`;
   const child = spawn(process.execPath, ['--trace-gc', '--input-type=module', '-e', script], { stdio: ['ignore', 'pipe', 'inherit'] });
   // Ends the child (and so the waits below) even when the test times out.
-  setTimeout(() => child.kill(), 25_000).unref();
+  setTimeout(() => child.kill(), 55_000).unref();
   let output = '';
   child.stdout!.on('data', (chunk: Buffer) => (output += chunk.toString()));
   try {
@@ -42,7 +42,7 @@ it('releaseMemoryWhenIdle: the garbage of a finished burst is collected and RSS 
   } finally {
     child.kill();
   }
-}, 30_000);
+}, 60_000);
 
 it('releaseMemoryWhenIdle: a later burst under the threshold is collected too while RSS is still well above its lowest', async () => {
   // 48 MiB stay in use after the first burst (as a load's caches and malloc's fragments do); the second burst adds
@@ -61,7 +61,7 @@ it('releaseMemoryWhenIdle: a later burst under the threshold is collected too wh
     });
     setInterval(() => {}, 1000);`;
   const child = spawn(process.execPath, ['--trace-gc', '--input-type=module', '-e', script], { stdio: ['pipe', 'pipe', 'inherit'] });
-  setTimeout(() => child.kill(), 25_000).unref();
+  setTimeout(() => child.kill(), 55_000).unref();
   let output = '';
   child.stdout!.on('data', (chunk: Buffer) => (output += chunk.toString()));
   const waitFor = async (text: string, after: string) => {
@@ -76,7 +76,7 @@ it('releaseMemoryWhenIdle: a later burst under the threshold is collected too wh
   } finally {
     child.kill();
   }
-}, 30_000);
+}, 60_000);
 
 it('releaseMemoryWhenIdle: measures what a collection gave back after V8 has handed the pages back, not as it returns', async () => {
   // Played RSS (MiB): idle at 100; a load to 250; the collection returns before V8's threads give pages back, so

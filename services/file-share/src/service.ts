@@ -7,6 +7,7 @@ import { defineService } from '@boxyard/kit/service/define-service.ts';
 import type { HostedService, StartOptions } from '@boxyard/kit/service/host.ts';
 import { fileShareBackup } from './backup.ts';
 import { DEFAULT_METRICS_PORT, fileShareConfigSchema, SERVICE_NAME, type FileShareConfig } from './config.ts';
+import { clusterKind } from './kind.ts';
 import type { EventBus } from './events/event-bus.ts';
 import type { Sweeper } from './maintenance/sweeper.ts';
 import type { FileShareExtra } from './plugin.ts';
@@ -26,6 +27,7 @@ export const serviceDefinition = defineService({
       'folders, rename, delete, search, API keys and live events. Authenticate with `Authorization: Bearer <API key>`, ' +
       'a session from POST /auth/login/basic (Bearer or the auth_token cookie), or HTTP Basic.',
   },
+  kind: clusterKind,
   backup: fileShareBackup,
   accounts: true,
   async devDefaults(context) {

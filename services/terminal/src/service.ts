@@ -6,6 +6,7 @@ import type { HostedService, StartOptions } from '@boxyard/kit/service/host.ts';
 import type { SessionBackend } from './backends/types.ts';
 import { terminalBackup } from './backup.ts';
 import { DEFAULT_METRICS_PORT, terminalConfigSchema, type TerminalConfig } from './config.ts';
+import { clusterKind } from './kind.ts';
 import type { SessionService } from './sessions/service.ts';
 
 export const TERMINAL_VERSION = '0.1.0';
@@ -20,6 +21,7 @@ export const serviceDefinition = defineService({
     title: 'Boxyard terminal',
     description: 'On-demand shell sessions: start, list and stop over REST; terminal I/O over the WebSocket at /ws/terminal/{sessionId} (frame format in the README).',
   },
+  kind: clusterKind,
   backup: terminalBackup,
   accounts: true,
   async devDefaults(context) {

@@ -4,6 +4,7 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { z } from 'zod';
 import type { BackupDescriptor } from '../backup.ts';
+import type { ClusterKind } from './cluster-kind.ts';
 import type { AuthConfig } from '../config/auth-section.ts';
 import type { DatabaseConfig, MetricsConfig, RateLimitConfig, ServerConfig, SessionConfig, StorageConfig } from '../config/common.ts';
 import type { DatabasePool } from '../db/pool.ts';
@@ -63,6 +64,8 @@ export interface ServiceSpec<C extends HostedConfig> {
   openapi: { title: string; description?: string; openapi?: '3.0.3' | '3.1.0' };
   /** Tables and migrations (in the order they apply); absent for a service that keeps nothing. */
   backup?: BackupDescriptor;
+  /** The service's custom resource kind, when it runs in a cluster (kind.ts beside it; the operator reconciles it). */
+  kind?: ClusterKind;
   /** Whether the host makes the kit's accounts (and the first admin), provider accounts and the rate limit. */
   accounts?: boolean;
   /** Rate-limit classes with ceilings of their own (default: one limit for every request). */
@@ -85,4 +88,4 @@ export interface ServiceModule<C extends HostedConfig = HostedConfig> extends Se
 }
 
 /** A service as lists hold it (the registry, the `boxyard` command): the parts that do not depend on its config type. */
-export type RegisteredService = ServiceDefinition & Pick<ServiceSpec<HostedConfig>, 'version' | 'metricsPort' | 'backup'>;
+export type RegisteredService = ServiceDefinition & Pick<ServiceSpec<HostedConfig>, 'version' | 'metricsPort' | 'backup' | 'kind'>;
