@@ -55,9 +55,14 @@ it('releaseMemoryWhenIdle: a later burst under the threshold is collected too wh
     burst = undefined;
     console.log('first burst');
     process.stdin.once('data', () => {
-      let second = Array.from({ length: 8 }, (_, i) => Array.from({ length: 65536 }, (_, j) => ({ i, j })));
+      // Until RSS has grown by 12 MiB: V8 may still hold pages the first burst freed, and a burst that fits in them
+      // grows nothing (nothing to give back, so no collection is due).
+      const start = process.memoryUsage.rss();
+      let second = [];
+      for (let i = 0; i < 64 && process.memoryUsage.rss() - start < 12 * 1024 * 1024; i++) second.push(Array.from({ length: 65536 }, (_, j) => ({ i, j })));
+      const grown = process.memoryUsage.rss() - start;
       second = undefined;
-      console.log('second burst, ' + kept.length + ' MiB kept');
+      console.log('second burst, ' + kept.length + ' MiB kept, RSS grew ' + grown);
     });
     setInterval(() => {}, 1000);`;
   const child = spawn(process.execPath, ['--trace-gc', '--input-type=module', '-e', script], { stdio: ['pipe', 'pipe', 'inherit'] });
@@ -70,7 +75,11 @@ it('releaseMemoryWhenIdle: a later burst under the threshold is collected too wh
   try {
     await waitFor('testing', 'first burst');
     child.stdin!.write('go\n');
-    await waitFor('second burst', 'first burst');
+    await waitFor('RSS grew', 'first burst');
+    const grown = Number(/RSS grew (\d+)/.exec(output.slice(output.indexOf('second burst')))?.[1]);
+    // Over a quarter of the threshold, under the threshold: collected because RSS is far above its lowest.
+    expect(grown).toBeGreaterThanOrEqual(12 * MiB);
+    expect(grown).toBeLessThan(32 * MiB);
     await waitFor('testing', 'second burst');
     expect(output.slice(output.indexOf('second burst'))).toContain('testing');
   } finally {
