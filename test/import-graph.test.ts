@@ -30,3 +30,26 @@ describe('import graph', () => {
     expect(offenders).toEqual([]);
   });
 });
+
+describe('imports between packages', () => {
+  it('name the package (@boxyard/test/harness/…), never a relative path out of their own package', async () => {
+    const roots = ['services/kit', 'services/box-repository', 'services/file-share', 'services/terminal', 'services/second-service', 'services/registry', 'services/boxyard', 'operator', 'test'].map((p) => join(root, p));
+    const packageOf = (file: string) => roots.filter((r) => file.startsWith(`${r}/`)).sort((a, b) => b.length - a.length)[0];
+    const offenders: string[] = [];
+    for (const packageRoot of roots) {
+      const entries = await readdir(packageRoot, { withFileTypes: true, recursive: true });
+      for (const entry of entries) {
+        if (!entry.isFile() || !entry.name.endsWith('.ts') || entry.parentPath.includes('node_modules')) continue;
+        const file = join(entry.parentPath, entry.name);
+        if (packageOf(file) !== packageRoot) continue;
+        for (const match of (await readFile(file, 'utf8')).matchAll(IMPORT)) {
+          const target = match[1] ?? match[2]!;
+          // Into another package (a folder of no package, such as charts/, is the repository's own tooling).
+          const into = target.startsWith('.') ? packageOf(join(entry.parentPath, target)) : undefined;
+          if (into !== undefined && into !== packageRoot) offenders.push(`${relative(root, file)} → ${target}`);
+        }
+      }
+    }
+    expect(offenders).toEqual([]);
+  });
+});

@@ -9,8 +9,8 @@ import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { parseAllDocuments, stringify } from 'yaml';
 import { kinds } from '@boxyard/registry/kinds.ts';
-import { freePort } from '../../test/harness/ports.ts';
-import { tool } from '../../test/harness/tools.ts';
+import { freePort } from '@boxyard/test/harness/ports.ts';
+import { tool } from '@boxyard/test/harness/tools.ts';
 import { KubeClient } from '../src/kube/client.ts';
 import { kubeconfigCredentials } from '../src/kube/credentials.ts';
 

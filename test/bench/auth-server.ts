@@ -2,7 +2,7 @@
 // one route that accepts what a service will accept, in the order a service tries it: the provider's tokens
 // when the resource server recognizes them (Bearer JWT of the provider, DPoP), else the service's session JWT.
 // Configured by environment: BENCH_ISSUER, BENCH_AUDIENCE, BENCH_DATABASE_URL, BENCH_SESSION_SECRET, BENCH_PORT.
-import { createApp, createDatabasePool, createResourceServer, createSessionTokens, resourceServerSchema, unauthorized } from '../../services/kit/src/index.ts';
+import { createApp, createDatabasePool, createResourceServer, createSessionTokens, resourceServerSchema, unauthorized } from '@boxyard/kit/index.ts';
 
 const env = (name: string) => {
   const value = process.env[name];

@@ -10,8 +10,8 @@ import { randomBytes } from 'node:crypto';
 import { once } from 'node:events';
 import { Agent, request as httpRequest, type IncomingMessage } from 'node:http';
 import { fileURLToPath } from 'node:url';
-import { createSessionTokens, migrate, resourceServerMigrations } from '../../services/kit/src/index.ts';
-import { freePort } from '../../services/kit/src/net/free-port.ts';
+import { createSessionTokens, migrate, resourceServerMigrations } from '@boxyard/kit/index.ts';
+import { freePort } from '@boxyard/kit/net/free-port.ts';
 import { dpopProof, newDpopKey, startOidcProvider } from '../harness/oidc-provider.ts';
 import { createBenchDatabase, type BenchEnv, type BenchRow } from './env.ts';
 

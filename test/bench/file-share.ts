@@ -13,8 +13,8 @@ import { promisify } from 'node:util';
 import * as Minio from 'minio';
 import { sql } from 'slonik';
 import { z } from 'zod';
-import { startFileShare } from '../../services/file-share/src/service.ts';
-import { fileShareConfigSchema } from '../../services/file-share/src/config.ts';
+import { startFileShare } from '@boxyard/file-share/service.ts';
+import { fileShareConfigSchema } from '@boxyard/file-share/config.ts';
 import { createBenchDatabase, type BenchEnv, type BenchRow } from './env.ts';
 
 const run = promisify(execFile);

@@ -1,7 +1,7 @@
 // Product processes in the benches run as the `boxyard` launchers run them (Makefile's run, the image's and the host
 // install's wrappers): with the V8 flags of services/boxyard/node-flags and glibc's malloc settings beside them, so
 // a bench measures what users run. BENCH_NODE_FLAGS (even empty) replaces the flags, to compare before/after one.
-import { readNodeFlags } from '../../services/boxyard/src/node-flags.ts';
+import { readNodeFlags } from 'boxyard/src/node-flags.ts';
 
 /** The V8 flags every `boxyard` launcher passes, or BENCH_NODE_FLAGS when set. */
 export function launcherNodeFlags(): string[] {

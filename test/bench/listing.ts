@@ -10,7 +10,7 @@ import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
-import { freePort } from '../../services/kit/src/net/free-port.ts';
+import { freePort } from '@boxyard/kit/net/free-port.ts';
 import { progress } from './downloads.ts';
 import { createBenchDatabase, type BenchEnv, type BenchRow } from './env.ts';
 import { LAUNCHER_ENV, launcherNodeFlags } from './launcher.ts';

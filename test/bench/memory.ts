@@ -18,7 +18,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import WebSocket from 'ws';
-import { freePort } from '../../services/kit/src/net/free-port.ts';
+import { freePort } from '@boxyard/kit/net/free-port.ts';
 import { generatedBox, httpUpload, createPublicBox } from './box-repository.ts';
 import { progress } from './downloads.ts';
 import type { BenchEnv, BenchRow } from './env.ts';

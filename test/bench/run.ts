@@ -7,7 +7,7 @@ import { chmod, mkdir, mkdtemp, readFile, rename, rm, writeFile } from 'node:fs/
 import { tmpdir } from 'node:os';
 import { dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { startPostgres } from '../../services/boxyard/src/embedded-postgres.ts';
+import { startPostgres } from 'boxyard/src/embedded-postgres.ts';
 import { startMinio } from '../harness/minio.ts';
 import { startTogether } from '../harness/start-together.ts';
 import type { BenchEnv, BenchRow } from './env.ts';

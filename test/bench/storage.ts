@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import * as Minio from 'minio';
-import { createLocalStore, createS3Store } from '../../services/kit/src/storage/index.ts';
+import { createLocalStore, createS3Store } from '@boxyard/kit/storage/index.ts';
 
 export type BenchRow = {
   name: string; value: number; unit: string; baseline?: number; ratio?: number;

@@ -21,7 +21,7 @@ import { fileURLToPath } from 'node:url';
 import type * as NodePty from 'node-pty';
 import type { IPty } from 'node-pty';
 import WebSocket from 'ws';
-import { freePort } from '../../services/kit/src/net/free-port.ts';
+import { freePort } from '@boxyard/kit/net/free-port.ts';
 import { createBenchDatabase, type BenchEnv, type BenchRow } from './env.ts';
 import { LAUNCHER_ENV, launcherNodeFlags } from './launcher.ts';
 import { alternate } from './load.ts';

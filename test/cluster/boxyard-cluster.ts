@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { getCACertificates, setDefaultCACertificates } from 'node:tls';
 import * as Minio from 'minio';
 import pg from 'pg';
-import { startPostgres, type RunningPostgres } from '../../services/boxyard/src/embedded-postgres.ts';
+import { startPostgres, type RunningPostgres } from 'boxyard/src/embedded-postgres.ts';
 import { startControlPlane, type RunningControlPlane } from '../harness/kube.ts';
 import { startMinio, type RunningMinio } from '../harness/minio.ts';
 import { startCollector, type RunningCollector } from '../harness/otel-collector.ts';

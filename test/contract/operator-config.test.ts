@@ -10,10 +10,10 @@ import { parse } from 'yaml';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import type { z } from 'zod';
 import { kinds as clusterKinds } from '@boxyard/registry/kinds.ts';
-import { desiredState } from '../../operator/src/desired/index.ts';
-import { loadAsPod } from '../../operator/src/desired/pod-config.ts';
-import { allKinds, type KindInfo } from '../../operator/src/desired/kinds.ts';
-import type { ServiceResource } from '../../operator/src/crds/types.ts';
+import { desiredState } from '@boxyard/operator/desired/index.ts';
+import { loadAsPod } from '@boxyard/operator/desired/pod-config.ts';
+import { allKinds, type KindInfo } from '@boxyard/operator/desired/kinds.ts';
+import type { ServiceResource } from '@boxyard/operator/crds/types.ts';
 import { kubectlFor } from '../harness/clients.ts';
 
 const root = new URL('../../', import.meta.url).pathname;

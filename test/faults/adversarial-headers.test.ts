@@ -8,7 +8,7 @@
 import { Agent as HttpAgent, request as httpRequest, type IncomingHttpHeaders } from 'node:http';
 import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { makeBox, sha256 } from '../../services/box-repository/src/testing/boxes.ts';
+import { makeBox, sha256 } from '@boxyard/box-repository/testing/boxes.ts';
 import { startDevProcess, type DevProcess } from '../harness/dev-process.ts';
 
 const ADMIN_PASSWORD = 'Hostile-Input-Passw0rd';

@@ -1,8 +1,8 @@
 // Fuzzes the second service with schemathesis. Its description lists no paths (seed 3), so what is fuzzed is
 // that the description loads over its HTTPS listener and that nothing undocumented answers as if it existed.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startSecondService, type SecondService } from '../../services/second-service/src/service.ts';
-import { secondServiceConfigSchema } from '../../services/second-service/src/config.ts';
+import { startSecondService, type SecondService } from '@boxyard/second-service/service.ts';
+import { secondServiceConfigSchema } from '@boxyard/second-service/config.ts';
 import { fuzz } from './schemathesis.ts';
 import { reportOf } from './report.ts';
 

@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { TestProject } from 'vitest/node';
 import { startMinio } from './minio.ts';
-import { startPostgres } from '../../services/boxyard/src/embedded-postgres.ts';
+import { startPostgres } from 'boxyard/src/embedded-postgres.ts';
 import { startControlPlane } from './kube.ts';
 import { startTogether } from './start-together.ts';
 

@@ -5,7 +5,7 @@ import { randomBytes } from 'node:crypto';
 import { chmod, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { startPostgres, type RunningPostgres } from '../../services/boxyard/src/embedded-postgres.ts';
+import { startPostgres, type RunningPostgres } from 'boxyard/src/embedded-postgres.ts';
 import { startMinio, type RunningMinio } from './minio.ts';
 
 export interface Killable {

@@ -1,4 +1,4 @@
-export { freePort } from '../../services/kit/src/net/free-port.ts';
+export { freePort } from '@boxyard/kit/net/free-port.ts';
 
 /** Resolves when `url` answers (any HTTP status), or rejects after `timeoutMs`. */
 export async function waitForHttp(url: string, timeoutMs: number, init?: RequestInit): Promise<void> {

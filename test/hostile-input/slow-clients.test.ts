@@ -6,11 +6,11 @@ import { get as httpsGet } from 'node:https';
 import { connect as connectTcp, type Socket } from 'node:net';
 import { connect as connectTls } from 'node:tls';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startTestService, type TestService } from '../../services/box-repository/src/testing/service.ts';
-import { startTestShare, type TestShare } from '../../services/file-share/src/testing/share-fixture.ts';
-import { startSecondService, type SecondService } from '../../services/second-service/src/service.ts';
-import { secondServiceConfigSchema } from '../../services/second-service/src/config.ts';
-import { startTestGateway } from '../../services/terminal/src/testing.ts';
+import { startTestService, type TestService } from '@boxyard/box-repository/testing/service.ts';
+import { startTestShare, type TestShare } from '@boxyard/file-share/testing/share-fixture.ts';
+import { startSecondService, type SecondService } from '@boxyard/second-service/service.ts';
+import { secondServiceConfigSchema } from '@boxyard/second-service/config.ts';
+import { startTestGateway } from '@boxyard/terminal/testing.ts';
 import { createTestDatabase } from '../harness/fixtures.ts';
 
 const timeouts = { headers_seconds: 1, body_window_seconds: 1, body_min_bytes: 1024, idle_seconds: 2 };

@@ -7,7 +7,7 @@ import { accessSync, constants, existsSync, readFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { RUN_AS_USER } from '../../operator/src/desired/common.ts';
+import { RUN_AS_USER } from '@boxyard/operator/desired/common.ts';
 import type { ImageConfig } from './image-spec.ts';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '../..');

@@ -10,7 +10,7 @@ import { describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
 import { services } from '@boxyard/registry';
 import { dashboards, dashboardsDir, renderedFile } from '../../charts/generate-dashboards.ts';
-import { chartDir, renderChart } from '../../operator/test/support.ts';
+import { chartDir, renderChart } from '@boxyard/operator/test/support.ts';
 
 const run = promisify(execFile);
 const rulesFile = join(chartDir, 'rules', 'boxyard.rules.yaml');

@@ -12,7 +12,7 @@ import { pack } from 'tar-stream';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { stringify } from 'yaml';
 import { dashboards, renderDashboard } from '../../charts/generate-dashboards.ts';
-import { chartDir, kubectl, repoRoot, startOperatorProcess, waitFor, type OperatorProcess } from '../../operator/test/support.ts';
+import { chartDir, kubectl, repoRoot, startOperatorProcess, waitFor, type OperatorProcess } from '@boxyard/operator/test/support.ts';
 import { startDevProcess, type DevProcess } from '../harness/dev-process.ts';
 import { startPrometheus, type RunningPrometheus } from '../harness/prometheus.ts';
 

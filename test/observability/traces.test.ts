@@ -11,12 +11,12 @@ import { join } from 'node:path';
 import { pack } from 'tar-stream';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { stringify } from 'yaml';
-import { kubectl, repoRoot, startOperatorProcess, waitFor } from '../../operator/test/support.ts';
+import { kubectl, repoRoot, startOperatorProcess, waitFor } from '@boxyard/operator/test/support.ts';
 import { startService } from '../bench/box-repository.ts';
 import { startDevProcess, type DevProcess } from '../harness/dev-process.ts';
 import { createTestBucket, createTestDatabase } from '../harness/fixtures.ts';
 import { startCollector, type ReceivedSpan, type RunningCollector } from '../harness/otel-collector.ts';
-import { openTerminal } from '../../services/terminal/src/testing.ts';
+import { openTerminal } from '@boxyard/terminal/testing.ts';
 
 const ADMIN_PASSWORD = 'Traced-Admin-Passw0rd';
 const sha256 = (data: Buffer) => createHash('sha256').update(data).digest('hex');

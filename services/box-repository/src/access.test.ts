@@ -6,8 +6,8 @@
 // and a deleted service-account key. Below the matrix: what a status code alone does not show.
 import { generate } from 'selfsigned';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { describeAccessMatrix, outcomes, reusable, type MatrixRow, type RoleSpec } from '../../../test/harness/access-matrix.ts';
-import { operationalRows } from '../../../test/harness/operational-rows.ts';
+import { describeAccessMatrix, outcomes, reusable, type MatrixRow, type RoleSpec } from '@boxyard/test/harness/access-matrix.ts';
+import { operationalRows } from '@boxyard/test/harness/operational-rows.ts';
 import { makeBox } from './testing/boxes.ts';
 import { startTestSmtpServer, type TestSmtpServer } from '@boxyard/kit/mail/test-smtp-server.ts';
 import { ADMIN_PASSWORD, addMember, archPath, createBoxPath, createOrganization, startTestService, USER_PASSWORD, type BoxPath, type TestService } from './testing/service.ts';

@@ -11,7 +11,7 @@ import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freePort } from '@boxyard/kit/net/free-port.ts';
-import { createTestBucket, createTestDatabase } from '../../../test/harness/fixtures.ts';
+import { createTestBucket, createTestDatabase } from '@boxyard/test/harness/fixtures.ts';
 import { serviceDefinition as boxRepository } from '@boxyard/box-repository';
 import { devInstallation, loadHostConfig } from './host-config.ts';
 import { checkServiceConfigs } from './run-all.ts';

@@ -3,8 +3,8 @@
 // metrics and OpenAPI routes) is checked against its route table over its real HTTPS listener.
 import { request } from 'node:https';
 import { afterAll, beforeAll } from 'vitest';
-import { describeAccessMatrix, type RoleSpec } from '../../../test/harness/access-matrix.ts';
-import { operationalRows } from '../../../test/harness/operational-rows.ts';
+import { describeAccessMatrix, type RoleSpec } from '@boxyard/test/harness/access-matrix.ts';
+import { operationalRows } from '@boxyard/test/harness/operational-rows.ts';
 import { startSecondService, type SecondService } from './service.ts';
 import { secondServiceConfigSchema } from './config.ts';
 

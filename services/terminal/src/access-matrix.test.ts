@@ -5,9 +5,9 @@
 // WebSocket row is a real upgrade: 101 only for the owner.
 import { createSessionTokens } from '@boxyard/kit';
 import { afterAll, beforeAll } from 'vitest';
-import { describeAccessMatrix, outcomes, reusable, type MatrixRow, type RoleSpec } from '../../../test/harness/access-matrix.ts';
-import { createTestDatabase } from '../../../test/harness/fixtures.ts';
-import { operationalRows } from '../../../test/harness/operational-rows.ts';
+import { describeAccessMatrix, outcomes, reusable, type MatrixRow, type RoleSpec } from '@boxyard/test/harness/access-matrix.ts';
+import { createTestDatabase } from '@boxyard/test/harness/fixtures.ts';
+import { operationalRows } from '@boxyard/test/harness/operational-rows.ts';
 import { ADMIN_PASSWORD, createUser, login, startTestGateway, upgradeStatus } from './testing.ts';
 
 type Role = 'anonymous' | 'owner' | 'otherUser' | 'admin' | 'expiredSession' | 'signedOutSession';

@@ -4,9 +4,9 @@
 // terminal on 127.0.0.1 — two sites, as in real deployments — so SameSite rules apply as they would for users.
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createTestDatabase } from '../../../test/harness/fixtures.ts';
-import { startOidcProvider, type RunningOidcProvider } from '../../../test/harness/oidc-provider.ts';
-import { freePort } from '../../../test/harness/ports.ts';
+import { createTestDatabase } from '@boxyard/test/harness/fixtures.ts';
+import { startOidcProvider, type RunningOidcProvider } from '@boxyard/test/harness/oidc-provider.ts';
+import { freePort } from '@boxyard/test/harness/ports.ts';
 import { api, startTestGateway } from './testing.ts';
 
 const CHROMIUM_ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'];

@@ -2,10 +2,10 @@
 // the cookie a browser ends with works on REST and the terminal socket like a password session; state, replay
 // and return_to are guarded; groups make admins; sign-out ends the session here and at the provider.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createTestDatabase } from '../../../test/harness/fixtures.ts';
-import { CookieJar, request, signInAtProvider, signOutAtProvider } from '../../../test/harness/oidc-login.ts';
-import { startOidcProvider, type RunningOidcProvider } from '../../../test/harness/oidc-provider.ts';
-import { freePort } from '../../../test/harness/ports.ts';
+import { createTestDatabase } from '@boxyard/test/harness/fixtures.ts';
+import { CookieJar, request, signInAtProvider, signOutAtProvider } from '@boxyard/test/harness/oidc-login.ts';
+import { startOidcProvider, type RunningOidcProvider } from '@boxyard/test/harness/oidc-provider.ts';
+import { freePort } from '@boxyard/test/harness/ports.ts';
 import { api, openTerminal, startTestGateway } from './testing.ts';
 
 type Gateway = Awaited<ReturnType<typeof startTestGateway>>;

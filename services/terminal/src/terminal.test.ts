@@ -1,7 +1,7 @@
 // The terminal service against real processes: a gateway on the run's PostgreSQL, real agents with real
 // shells on pseudo-terminals (local backend), real WebSocket clients.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createTestDatabase } from '../../../test/harness/fixtures.ts';
+import { createTestDatabase } from '@boxyard/test/harness/fixtures.ts';
 import { ADMIN_PASSWORD, api, createUser, login, openTerminal, startTestGateway, upgradeStatus, type TerminalClient } from './testing.ts';
 
 type Gateway = Awaited<ReturnType<typeof startTestGateway>>;

@@ -1,8 +1,8 @@
 // The harness's NetworkPolicy enforcer renders what the terminal's session policy asks for: egress to DNS pods and
 // to public IPv4 ranges only (ipBlock with except), IPv6 blocks skipped (the node's pods are IPv4-only).
 import { describe, expect, it } from 'vitest';
-import { sessionNetworkPolicy } from '../../../services/terminal/src/backends/kubernetes.ts';
-import { terminalConfigSchema } from '../../../services/terminal/src/config.ts';
+import { sessionNetworkPolicy } from '@boxyard/terminal/backends/kubernetes.ts';
+import { terminalConfigSchema } from '@boxyard/terminal/config.ts';
 import { renderRules } from './network-policy.ts';
 
 describe('the iptables NetworkPolicy enforcer', () => {

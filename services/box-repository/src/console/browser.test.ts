@@ -12,7 +12,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { finished } from '../../../../test/harness/child-output.ts';
+import { finished } from '@boxyard/test/harness/child-output.ts';
 import { makeBox } from '../testing/boxes.ts';
 import { ADMIN_PASSWORD, createBoxPath, createOrganization, startTestService, uploadRaw, USER_PASSWORD, type TestService } from '../testing/service.ts';
 

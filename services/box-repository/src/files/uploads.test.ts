@@ -11,8 +11,8 @@ import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { incompleteUploads } from '../../../../test/harness/fixtures.ts';
-import { uploadInTwoParts } from '../../../../test/harness/upload-in-two-parts.ts';
+import { incompleteUploads } from '@boxyard/test/harness/fixtures.ts';
+import { uploadInTwoParts } from '@boxyard/test/harness/upload-in-two-parts.ts';
 import { makeBox, makeGzipBomb, md5, sha256 } from '../testing/boxes.ts';
 import { archPath, createBoxPath, createOrganization, startTestService, uploadRaw, type BoxPath, type TestService } from '../testing/service.ts';
 

@@ -1,11 +1,12 @@
 // Organizations and their members. Global admins create and delete organizations; organization admins update
 // them and manage members; moderators manage the plain users of their organizations.
-import { forbidden, notFound, unprocessable } from '@boxyard/kit';
+// The members' routes are member-routes.ts.
+import { unprocessable } from '@boxyard/kit';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { sql } from 'slonik';
 import { z } from 'zod';
-import { findPath, type Found } from '../access/hierarchy.ts';
-import { requireGlobalAdmin, requireMember, requireOrganizationAdmin } from '../access/permissions.ts';
+import { findPath } from '../access/hierarchy.ts';
+import { requireGlobalAdmin, requireOrganizationAdmin } from '../access/permissions.ts';
 import { principalOf, requirePrincipal, type MemberRole } from '../auth/principal.ts';
 import type { ServiceContext } from '../context.ts';
 import { recordOrganizationBoxesDeleted } from '../events/outbox.ts';
@@ -13,21 +14,13 @@ import { alreadyExists, uniquely } from '../http/errors.ts';
 import { describePage, pageOf, paginationQuery } from '../http/pagination.ts';
 import { body, email, errors, ORG_PREFIX, params, RESERVED_ORGANIZATION_NAMES, slug, text, updateBody } from '../http/schemas.ts';
 import { messageSchema, organizationRow, organizationSchema, type Organization } from '../records.ts';
+import { memberRoutes, ROLES } from './member-routes.ts';
 
-const ROLES = ['admin', 'moderator', 'user'] as const;
+type UpdateBody = { name?: string; description?: string; email?: string | null; is_public?: boolean };
+type UpdateRequest = FastifyRequest<{ Params: { org: string }; Body: UpdateBody }>;
+
 const orgFields = { name: slug, description: text(4000), email, is_public: { type: 'boolean' } };
 const withRole = (org: Organization, role: MemberRole | null) => ({ ...org, role });
-
-const memberSchema = {
-  type: 'object',
-  properties: { user_id: { type: 'string' }, username: { type: 'string' }, email: { type: ['string', 'null'] }, role: { type: 'string', enum: [...ROLES] }, created_at: { type: 'string', format: 'date-time' } },
-  required: ['user_id', 'username', 'email', 'role', 'created_at'],
-  additionalProperties: false,
-} as const;
-const memberRow = z.object({
-  user_id: z.string(), username: z.string(), email: z.string().nullable(), role: z.enum(ROLES),
-  created_at: z.number().transform((ms) => new Date(ms).toISOString()),
-});
 
 function checkNotReserved(name: string): void {
   if (RESERVED_ORGANIZATION_NAMES.includes(name.toLowerCase())) {
@@ -37,9 +30,7 @@ function checkNotReserved(name: string): void {
 
 const taken = (name: string) => alreadyExists(`An organization named '${name}' already exists`, '/name', name);
 
-export async function organizationRoutes(app: FastifyInstance, { ctx }: { ctx: ServiceContext }): Promise<void> {
-  const { pool } = ctx;
-
+function createRoute(app: FastifyInstance, ctx: ServiceContext): void {
   app.post<{ Body: { name: string; description?: string; email?: string; is_public?: boolean } }>('/api/organization', {
     schema: {
       tags: ['organizations'], summary: 'Create an organization (global admins); the creator becomes its admin',
@@ -51,7 +42,7 @@ export async function organizationRoutes(app: FastifyInstance, { ctx }: { ctx: S
     requireGlobalAdmin({ principal, isGlobalAdmin: principal.kind === 'user' && principal.isAdmin });
     const input = request.body;
     checkNotReserved(input.name);
-    const org = await uniquely(() => pool.transaction(async (tx) => {
+    const org = await uniquely(() => ctx.pool.transaction(async (tx) => {
       const created = await tx.one(sql.type(z.object({ o: organizationRow }))`
         insert into organizations as o (name, description, email, is_public)
         values (${input.name}, ${input.description ?? ''}, ${input.email ?? null}, ${input.is_public ?? true})
@@ -61,7 +52,9 @@ export async function organizationRoutes(app: FastifyInstance, { ctx }: { ctx: S
     }), () => taken(input.name));
     return reply.status(201).send(withRole(org, 'admin'));
   });
+}
 
+function listRoute(app: FastifyInstance, ctx: ServiceContext): void {
   app.get<{ Querystring: { page?: number; per_page?: number } }>('/api/organization', {
     schema: {
       tags: ['organizations'], summary: 'List the organizations the caller can see (public ones, and those the caller belongs to)',
@@ -75,54 +68,60 @@ export async function organizationRoutes(app: FastifyInstance, { ctx }: { ctx: S
     const all = principal?.kind === 'user' && principal.isAdmin;
     const page = pageOf(request.query);
     const visible = sql.fragment`(${all} or o.is_public or m.role is not null or o.id = ${saOrg}::bigint)`;
-    const rows = await pool.any(sql.type(z.object({ o: organizationRow, role: z.enum(ROLES).nullable() }))`
+    const rows = await ctx.pool.any(sql.type(z.object({ o: organizationRow, role: z.enum(ROLES).nullable() }))`
       select to_jsonb(o) as o,
              coalesce(m.role, case when o.id = ${saOrg}::bigint then ${principal?.kind === 'service_account' ? principal.role : null}::text end) as role
       from organizations o
       left join memberships m on m.organization_id = o.id and m.user_id = ${userId}::uuid
       where ${visible}
       order by lower(o.name) limit ${page.limit} offset ${page.offset}`);
-    const total = await pool.oneFirst(sql.type(z.object({ n: z.number() }))`
+    const total = await ctx.pool.oneFirst(sql.type(z.object({ n: z.number() }))`
       select count(*)::int as n from organizations o left join memberships m on m.organization_id = o.id and m.user_id = ${userId}::uuid where ${visible}`);
     describePage(request, reply, page, total);
     return rows.map((r) => withRole(r.o, r.role));
   });
+}
 
+function getRoute(app: FastifyInstance, ctx: ServiceContext): void {
   app.get<{ Params: { org: string } }>(ORG_PREFIX, {
     schema: { tags: ['organizations'], summary: 'One organization', params: params('org'), response: { 200: organizationSchema, ...errors(401, 403, 404) } },
   }, async (request) => {
     const found = await findPath(ctx, request, request.params);
     return withRole(found.org, found.role);
   });
+}
 
-  type UpdateRequest = FastifyRequest<{ Params: { org: string }; Body: { name?: string; description?: string; email?: string | null; is_public?: boolean } }>;
-  const update = async (request: UpdateRequest) => {
-    const found = await findPath(ctx, request, request.params);
-    requireOrganizationAdmin(found, found.org.name);
-    const input = request.body;
-    if (input.name !== undefined) checkNotReserved(input.name);
-    const org = await uniquely(() => pool.one(sql.type(z.object({ o: organizationRow }))`
-      update organizations o set
-        name = coalesce(${input.name ?? null}, name),
-        description = coalesce(${input.description ?? null}, description),
-        email = case when ${input.email !== undefined} then ${input.email ?? null} else email end,
-        is_public = coalesce(${input.is_public ?? null}, is_public),
-        updated_at = now()
-      where id = ${found.org.id} returning to_jsonb(o) as o`), () => taken(input.name ?? ''));
-    return withRole(org.o, found.role);
-  };
+async function update(ctx: ServiceContext, request: UpdateRequest) {
+  const found = await findPath(ctx, request, request.params);
+  requireOrganizationAdmin(found, found.org.name);
+  const input = request.body;
+  if (input.name !== undefined) checkNotReserved(input.name);
+  const org = await uniquely(() => ctx.pool.one(sql.type(z.object({ o: organizationRow }))`
+    update organizations o set
+      name = coalesce(${input.name ?? null}, name),
+      description = coalesce(${input.description ?? null}, description),
+      email = case when ${input.email !== undefined} then ${input.email ?? null} else email end,
+      is_public = coalesce(${input.is_public ?? null}, is_public),
+      updated_at = now()
+    where id = ${found.org.id} returning to_jsonb(o) as o`), () => taken(input.name ?? ''));
+  return withRole(org.o, found.role);
+}
+
+function updateRoutes(app: FastifyInstance, ctx: ServiceContext): void {
   for (const method of ['PUT', 'PATCH'] as const) {
-    app.route<{ Params: { org: string }; Body: { name?: string; description?: string; email?: string | null; is_public?: boolean } }>({
+    app.route<{ Params: { org: string }; Body: UpdateBody }>({
       method, url: ORG_PREFIX,
       schema: {
         tags: ['organizations'], summary: 'Update an organization (its admins, global admins); members not given are kept',
         params: params('org'), body: updateBody({ ...orgFields, email: { ...email, type: ['string', 'null'] } }),
         response: { 200: organizationSchema, ...errors(401, 403, 404, 409, 422) },
       },
-      handler: (request) => update(request),
+      handler: (request) => update(ctx, request),
     });
   }
+}
 
+function deleteRoute(app: FastifyInstance, ctx: ServiceContext): void {
   app.delete<{ Params: { org: string } }>(ORG_PREFIX, {
     schema: { tags: ['organizations'], summary: 'Delete an organization with all its boxes and files (global admins)', params: params('org'), response: { 200: messageSchema, ...errors(401, 403, 404) } },
   }, async (request) => {
@@ -134,77 +133,13 @@ export async function organizationRoutes(app: FastifyInstance, { ctx }: { ctx: S
     });
     return { message: `Organization '${found.org.name}' deleted` };
   });
+}
 
-  // ---- members ----
-
-  app.get<{ Params: { org: string }; Querystring: { page?: number; per_page?: number } }>(`${ORG_PREFIX}/members`, {
-    schema: {
-      tags: ['organizations'], summary: "List an organization's members (members, global admins)",
-      params: params('org'), querystring: { type: 'object', properties: paginationQuery },
-      response: { 200: { type: 'array', items: memberSchema }, ...errors(401, 403, 404) },
-    },
-  }, async (request, reply) => {
-    const found = await findPath(ctx, request, request.params);
-    requireMember(found, found.org.name);
-    const page = pageOf(request.query);
-    const rows = await pool.any(sql.type(memberRow)`
-      select u.id as user_id, u.username, u.email, m.role, m.created_at
-      from memberships m join users u on u.id = m.user_id
-      where m.organization_id = ${found.org.id} order by lower(u.username) limit ${page.limit} offset ${page.offset}`);
-    const total = await pool.oneFirst(sql.type(z.object({ n: z.number() }))`select count(*)::int as n from memberships where organization_id = ${found.org.id}`);
-    describePage(request, reply, page, total);
-    return rows;
-  });
-
-  /** Admins manage any member; moderators only plain users (and only as plain users). */
-  const requireMemberManager = (found: Found, roles: (MemberRole | null)[]) => {
-    if (found.isGlobalAdmin || found.role === 'admin') return;
-    if (found.role === 'moderator' && found.principal?.kind === 'user' && roles.every((r) => r === null || r === 'user')) return;
-    if (found.role === 'moderator') throw forbidden('Moderators manage plain users only');
-    requireOrganizationAdmin(found, found.org.name);
-  };
-
-  const findUser = async (username: string) => {
-    const user = await ctx.accounts.findByUsername(username);
-    if (!user) throw notFound(`User '${username}' not found`);
-    return user;
-  };
-  const currentRole = (orgId: number, userId: string) =>
-    pool.maybeOneFirst(sql.type(z.object({ role: z.enum(ROLES) }))`select role from memberships where organization_id = ${orgId} and user_id = ${userId}::uuid`);
-
-  app.put<{ Params: { org: string; username: string }; Body: { role: MemberRole } }>(`${ORG_PREFIX}/members/:username`, {
-    schema: {
-      tags: ['organizations'], summary: 'Add a user to an organization or change their role (org admins; moderators for plain users)',
-      params: params('org', 'username'), body: body({ role: { type: 'string', enum: [...ROLES] } }, ['role']),
-      response: { 200: memberSchema, ...errors(401, 403, 404, 422) },
-    },
-  }, async (request) => {
-    const found = await findPath(ctx, request, request.params);
-    if (found.principal?.kind === 'service_account') requireOrganizationAdmin({ ...found, role: null, isGlobalAdmin: false }, found.org.name);
-    const user = await findUser(request.params.username);
-    requireMemberManager(found, [request.body.role, await currentRole(found.org.id, user.id)]);
-    return pool.one(sql.type(memberRow)`
-      with m as (
-        insert into memberships (organization_id, user_id, role) values (${found.org.id}, ${user.id}::uuid, ${request.body.role})
-        on conflict (organization_id, user_id) do update set role = excluded.role
-        returning user_id, role, created_at)
-      select u.id as user_id, u.username, u.email, m.role, m.created_at from m join users u on u.id = m.user_id`);
-  });
-
-  app.delete<{ Params: { org: string; username: string } }>(`${ORG_PREFIX}/members/:username`, {
-    schema: {
-      tags: ['organizations'], summary: 'Remove a user from an organization (org admins; moderators for plain users)',
-      params: params('org', 'username'), response: { 200: messageSchema, ...errors(401, 403, 404) },
-    },
-  }, async (request) => {
-    const found = await findPath(ctx, request, request.params);
-    if (found.principal?.kind === 'service_account') requireOrganizationAdmin({ ...found, role: null, isGlobalAdmin: false }, found.org.name);
-    const user = await findUser(request.params.username);
-    const role = await currentRole(found.org.id, user.id);
-    if (role === null) throw notFound(`User '${user.username}' is not a member of '${found.org.name}'`);
-    requireMemberManager(found, [role]);
-    await pool.query(sql.unsafe`delete from memberships where organization_id = ${found.org.id} and user_id = ${user.id}::uuid`);
-    return { message: `User '${user.username}' removed from '${found.org.name}'` };
-  });
-
+export async function organizationRoutes(app: FastifyInstance, { ctx }: { ctx: ServiceContext }): Promise<void> {
+  createRoute(app, ctx);
+  listRoute(app, ctx);
+  getRoute(app, ctx);
+  updateRoutes(app, ctx);
+  deleteRoute(app, ctx);
+  memberRoutes(app, ctx);
 }

@@ -8,10 +8,10 @@ import { mkdtemp, readdir, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { generatedBox, generatedBytes, streamUpload } from '../../../../test/faults/big-upload.ts';
-import { createTestBucket, createTestDatabase, incompleteUploads } from '../../../../test/harness/fixtures.ts';
+import { generatedBox, generatedBytes, streamUpload } from '@boxyard/test/faults/big-upload.ts';
+import { createTestBucket, createTestDatabase, incompleteUploads } from '@boxyard/test/harness/fixtures.ts';
 import { freePort } from '@boxyard/kit/net/free-port.ts';
-import { startService } from '../../../../test/bench/box-repository.ts';
+import { startService } from '@boxyard/test/bench/box-repository.ts';
 import { makeBox } from '../testing/boxes.ts';
 import { ADMIN_PASSWORD, archPath, startTestService, uploadRaw, type TestService } from '../testing/service.ts';
 

@@ -5,7 +5,7 @@ import { mkdtemp, readdir, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
-import { createTestBucket, createTestDatabase, type TestBucket } from '../../../../test/harness/fixtures.ts';
+import { createTestBucket, createTestDatabase, type TestBucket } from '@boxyard/test/harness/fixtures.ts';
 import { startBoxRepository, type RunningBoxRepository } from '../service.ts';
 import { boxRepositoryConfigSchema, type BoxRepositoryConfig } from '../config.ts';
 import type { TestHooks } from '../context.ts';

@@ -1,7 +1,7 @@
 // The backlog gauge against a real PostgreSQL, scraped through the real metrics listener: a burst of scrapes runs
 // its SQL once per metrics.database_cache_seconds, not once per scrape.
 import { createDatabasePool, createMetricsRegistry, listenMetrics } from '@boxyard/kit';
-import { createTestDatabase } from '../../../../test/harness/fixtures.ts';
+import { createTestDatabase } from '@boxyard/test/harness/fixtures.ts';
 import { sql, type DatabasePool } from 'slonik';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createWebhookMetrics } from './metrics.ts';

@@ -14,9 +14,9 @@ import { promisify } from 'node:util';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freePort } from '@boxyard/kit/net/free-port.ts';
-import { makeBox } from '../../../box-repository/src/testing/boxes.ts';
-import { startDevProcess, type DevProcess } from '../../../../test/harness/dev-process.ts';
-import { createTestBucket, createTestDatabase, type TestBucket } from '../../../../test/harness/fixtures.ts';
+import { makeBox } from '@boxyard/box-repository/testing/boxes.ts';
+import { startDevProcess, type DevProcess } from '@boxyard/test/harness/dev-process.ts';
+import { createTestBucket, createTestDatabase, type TestBucket } from '@boxyard/test/harness/fixtures.ts';
 import { backup } from './backup.ts';
 import { readManifest, type Manifest } from './manifest.ts';
 

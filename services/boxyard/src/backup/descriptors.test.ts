@@ -3,7 +3,7 @@
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { migrate } from '@boxyard/kit';
-import { createTestDatabase } from '../../../../test/harness/fixtures.ts';
+import { createTestDatabase } from '@boxyard/test/harness/fixtures.ts';
 import { services } from '../services.ts';
 import { backupDescriptors } from './descriptors.ts';
 import { copyableColumns, foreignKeys, listTables } from './schema-catalog.ts';

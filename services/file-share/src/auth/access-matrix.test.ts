@@ -8,8 +8,8 @@
 import { createSessionTokens } from '@boxyard/kit';
 import pg from 'pg';
 import { afterAll, beforeAll } from 'vitest';
-import { describeAccessMatrix, outcomes, reusable, type MatrixRow, type RoleSpec } from '../../../../test/harness/access-matrix.ts';
-import { operationalRows } from '../../../../test/harness/operational-rows.ts';
+import { describeAccessMatrix, outcomes, reusable, type MatrixRow, type RoleSpec } from '@boxyard/test/harness/access-matrix.ts';
+import { operationalRows } from '@boxyard/test/harness/operational-rows.ts';
 import { ADMIN_PASSWORD, adminAuth, createKey, createUser, startTestShare, upload, type TestShare } from '../testing/share-fixture.ts';
 
 type Role =

@@ -4,9 +4,9 @@
 // admin_groups), the listing offers the sign-in link to anonymous readers, and tools still get the Basic challenge.
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { CookieJar, request, signInAtProvider } from '../../../../test/harness/oidc-login.ts';
-import { startOidcProvider, type RunningOidcProvider } from '../../../../test/harness/oidc-provider.ts';
-import { freePort } from '../../../../test/harness/ports.ts';
+import { CookieJar, request, signInAtProvider } from '@boxyard/test/harness/oidc-login.ts';
+import { startOidcProvider, type RunningOidcProvider } from '@boxyard/test/harness/oidc-provider.ts';
+import { freePort } from '@boxyard/test/harness/ports.ts';
 import { startTestShare, type TestShare } from '../testing/share-fixture.ts';
 
 const CHROMIUM_ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'];

@@ -7,8 +7,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { incompleteUploads } from '../../../../test/harness/fixtures.ts';
-import { uploadInTwoParts } from '../../../../test/harness/upload-in-two-parts.ts';
+import { incompleteUploads } from '@boxyard/test/harness/fixtures.ts';
+import { uploadInTwoParts } from '@boxyard/test/harness/upload-in-two-parts.ts';
 import { ADMIN_PASSWORD, adminAuth, bucketKeys, eventually, postJson, startTestShare, upload, type TestShare } from '../testing/share-fixture.ts';
 
 const run = promisify(execFile);

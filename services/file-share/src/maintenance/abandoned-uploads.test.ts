@@ -6,7 +6,7 @@ import { mkdir, mkdtemp, readdir, utimes, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it, vi } from 'vitest';
-import { createTestBucket, incompleteUploads } from '../../../../test/harness/fixtures.ts';
+import { createTestBucket, incompleteUploads } from '@boxyard/test/harness/fixtures.ts';
 import { startTestShare } from '../testing/share-fixture.ts';
 
 const DAY = 24 * 3600;

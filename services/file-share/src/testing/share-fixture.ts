@@ -4,7 +4,7 @@ import { randomBytes } from 'node:crypto';
 import { mkdtemp } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createTestBucket, createTestDatabase, type TestBucket } from '../../../../test/harness/fixtures.ts';
+import { createTestBucket, createTestDatabase, type TestBucket } from '@boxyard/test/harness/fixtures.ts';
 import { startFileShare, type RunningFileShare } from '../service.ts';
 import { fileShareConfigSchema, type FileShareConfig } from '../config.ts';
 

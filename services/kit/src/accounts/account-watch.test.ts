@@ -2,7 +2,7 @@
 // after its connection is killed (notifications sent meanwhile are lost, so listeners must re-check).
 import { sql } from 'slonik';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createTestDatabase } from '../../../../test/harness/fixtures.ts';
+import { createTestDatabase } from '@boxyard/test/harness/fixtures.ts';
 import { migrate } from '../db/migrate.ts';
 import { createDatabasePool, type DatabasePool } from '../db/pool.ts';
 import { createAccountWatch, type AccountChange, type AccountWatch } from './account-watch.ts';

@@ -4,7 +4,7 @@
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import type * as argon2 from '@node-rs/argon2';
 import { sql } from 'slonik';
-import { createTestDatabase } from '../../../../test/harness/fixtures.ts';
+import { createTestDatabase } from '@boxyard/test/harness/fixtures.ts';
 import { migrate } from '../db/migrate.ts';
 import { createDatabasePool, type DatabasePool } from '../db/pool.ts';
 import { accountMigrations, createAccounts } from './accounts.ts';

@@ -6,7 +6,7 @@ import { fileURLToPath } from 'node:url';
 import { sql } from 'slonik';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { createTestDatabase } from '../../../../test/harness/fixtures.ts';
+import { createTestDatabase } from '@boxyard/test/harness/fixtures.ts';
 import { listMigrations, migrate } from './migrate.ts';
 import { createDatabasePool, pingDatabase, type DatabasePool } from './pool.ts';
 

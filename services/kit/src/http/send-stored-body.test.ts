@@ -10,7 +10,7 @@ import { Readable } from 'node:stream';
 import Fastify, { type FastifyInstance } from 'fastify';
 import { Registry } from 'prom-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { curlGet, hangUpMidBody } from '../../../../test/harness/download-clients.ts';
+import { curlGet, hangUpMidBody } from '@boxyard/test/harness/download-clients.ts';
 import { instrumentStore } from '../metrics/storage-metrics.ts';
 import { FileBody } from '../storage/file-body.ts';
 import { createLocalStore } from '../storage/local.ts';

@@ -3,9 +3,9 @@
 import { sql, UniqueIntegrityConstraintViolationError } from 'slonik';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createTestDatabase } from '../../../../test/harness/fixtures.ts';
+import { createTestDatabase } from '@boxyard/test/harness/fixtures.ts';
 import { createDatabasePool, type DatabasePool } from '../db/pool.ts';
-import { startTcpProxy } from '../../../../test/harness/tcp-proxy.ts';
+import { startTcpProxy } from '@boxyard/test/harness/tcp-proxy.ts';
 import { StorageUnavailableError } from '../storage/errors.ts';
 import { toHttpError } from './error-handler.ts';
 import { isDatabaseUnavailable, RETRY_AFTER_SECONDS } from './unavailable.ts';

@@ -1,7 +1,7 @@
 // The pure parts of provider sign-in (return_to, the sealed transaction cookie, usernames) and the identity
 // links on a real PostgreSQL. The flow itself is tested end to end in the services, against a real provider.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createTestDatabase } from '../../../../test/harness/fixtures.ts';
+import { createTestDatabase } from '@boxyard/test/harness/fixtures.ts';
 import { accountMigrations, createAccounts } from '../accounts/accounts.ts';
 import { migrate } from '../db/migrate.ts';
 import { createDatabasePool, type DatabasePool } from '../db/pool.ts';

@@ -1,6 +1,6 @@
 // The few pages the sign-in routes show a browser: "continue" (a page that moves on by itself where a redirect
 // would not do, see plugin.ts) and errors. No script, nothing loaded: a CSP that allows nothing but the meta refresh.
-import type { FastifyReply } from 'fastify';
+import type { FastifyReply, FastifyRequest } from 'fastify';
 import { escapeHtml } from '../web/html.ts';
 
 const CSP = "default-src 'none'; style-src 'unsafe-inline'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'";
@@ -46,3 +46,12 @@ export function errorPage(title: string, message: string, retryHref: string | un
   const retry = retryHref ? `<p><a href="${escapeHtml(retryHref)}">Try again</a> · <a href="/">Back</a></p>` : '<p><a href="/">Back</a></p>';
   return page(title, `<h1>${escapeHtml(title)}</h1>\n<p class="detail">${escapeHtml(message)}</p>\n${retry}`);
 }
+
+/** Whether the caller's Accept names `type` before the other of the two (a browser's page, or JSON). */
+export const wants = (request: FastifyRequest, type: 'text/html' | 'application/json') => {
+  const accept = request.headers.accept ?? '';
+  const html = accept.indexOf('text/html');
+  const json = accept.indexOf('application/json');
+  if (type === 'text/html') return html !== -1 && (json === -1 || html < json);
+  return json !== -1 && (html === -1 || json < html);
+};

@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { createTestBucket } from '../../../../test/harness/fixtures.ts';
+import { createTestBucket } from '@boxyard/test/harness/fixtures.ts';
 import {
   BodyLengthMismatchError,
   ChecksumMismatchError,

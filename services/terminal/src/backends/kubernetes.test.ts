@@ -7,7 +7,7 @@ import { randomBytes } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
 import { CoreV1Api, KubeConfig, NetworkingV1Api, PatchStrategy, setHeaderOptions, type V1Pod } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { createTestDatabase } from '../../../../test/harness/fixtures.ts';
+import { createTestDatabase } from '@boxyard/test/harness/fixtures.ts';
 import { READY_PREFIX } from '../agent/main.ts';
 import { ADMIN_PASSWORD, api, createUser, login, openTerminal, startTestGateway } from '../testing.ts';
 import { AGENT_PORT_ANNOTATION, NETWORK_POLICY_NAME, POOL_LABEL, networkPolicyName } from './kubernetes.ts';

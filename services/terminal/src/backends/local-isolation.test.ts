@@ -10,9 +10,9 @@ import { randomBytes } from 'node:crypto';
 import { chmod, link, mkdtemp, readFile, rm, stat, writeFile, copyFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startDevProcess, type DevProcess } from '../../../../test/harness/dev-process.ts';
-import { createTestDatabase } from '../../../../test/harness/fixtures.ts';
-import { freePort, waitForHttp } from '../../../../test/harness/ports.ts';
+import { startDevProcess, type DevProcess } from '@boxyard/test/harness/dev-process.ts';
+import { createTestDatabase } from '@boxyard/test/harness/fixtures.ts';
+import { freePort, waitForHttp } from '@boxyard/test/harness/ports.ts';
 import { api, createUser, login, openTerminal, removeTestAccounts, upgradeStatus, type TerminalClient } from '../testing.ts';
 
 const root = process.getuid?.() === 0;

@@ -2,24 +2,18 @@
 // (0700) directory. Agents are started detached so they outlive a gateway restart (reattach still works);
 // they end themselves at their limits when no gateway is left to stop them. Whose account a shell runs as, and
 // who may have one at all, is local-accounts.ts's business. Agents start with only their own settings: nothing of
-// the gateway's environment (database URL, secrets) reaches them or their shells.
-import { spawn, type ChildProcess } from 'node:child_process';
-import { closeSync, mkdtempSync, openSync, readFileSync, renameSync, rmSync } from 'node:fs';
+// the gateway's environment (database URL, secrets) reaches them or their shells. Starting one is local-start.ts.
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { ConfigError } from '@boxyard/kit';
-import { READY_PREFIX, WARM_FLAG } from '../agent/main.ts';
-import { DEFAULT_PATH, type AgentEnvironment } from '../agent/settings.ts';
-import { adminsOnlyMessage, createAccountResolver, switchAbility, type LocalAccountsConfig, type SwitchAbility } from './local-accounts.ts';
-import type { AgentSpec, BackendProbe, SessionBackend, StartedAgent } from './types.ts';
-import { telemetryEnvironment } from '../agent/tracing.ts';
-import { createWarmAgents } from './warm-agent.ts';
 import { agentRuntime } from './agent-runtime.ts';
+import { adminsOnlyMessage, createAccountResolver, switchAbility, type LocalAccountsConfig, type SwitchAbility } from './local-accounts.ts';
+import { agentPaths, spawnSpare, startAgent, type LocalAgents } from './local-start.ts';
 import { ensurePrivateDirectory, UnsafeDirectoryError } from './private-directory.ts';
+import type { BackendProbe, SessionBackend } from './types.ts';
+import { createWarmAgents } from './warm-agent.ts';
 
-const AGENT_MAIN = fileURLToPath(new URL('../agent/main.ts', import.meta.url));
-const START_TIMEOUT_MS = 15_000;
 /** sun_path is 108 bytes on Linux; `<uuid>.sock` takes 41 of them. */
 const MAX_SOCKET_DIR = 60;
 
@@ -91,6 +85,28 @@ function isAgent(agent: { pid: number; tag: string } | undefined): agent is { pi
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
+function kill(pid: number, signal: NodeJS.Signals): void {
+  try {
+    process.kill(pid, signal);
+  } catch {
+    // gone
+  }
+}
+
+/** Ends the session's agent (if it is still the session's) and removes its socket and log. */
+async function release({ dir }: LocalAgents, session: { id: string; resource: string | null }): Promise<void> {
+  const agent = agentOf(session);
+  if (isAgent(agent)) {
+    kill(agent.pid, 'SIGTERM');
+    // The agent ends its shell on SIGTERM and leaves; insist after a while.
+    for (let i = 0; i < 40 && isAgent(agent); i++) await sleep(100);
+    if (isAgent(agent)) kill(agent.pid, 'SIGKILL');
+  }
+  const { socket, log } = agentPaths(dir, session.id);
+  rmSync(socket, { force: true });
+  rmSync(log, { force: true });
+}
+
 export function createLocalBackend(options: LocalBackendOptions): SessionBackend {
   const dir = socketDirectory(options);
   const ability = options.ability ?? switchAbility();
@@ -99,153 +115,34 @@ export function createLocalBackend(options: LocalBackendOptions): SessionBackend
   if (!ability.canSwitch) {
     options.log.warn(`terminal: running as ${ability.self.name} (uid ${ability.self.uid}), which cannot switch users: only admins get terminals (as this account)`);
   }
-  const exitListeners: ((sessionId: string, exitCode: number | null) => void)[] = [];
-  const exitCodes = new Map<string, number | null>();
-  const paths = (id: string) => ({ socket: join(dir, `${id}.sock`), log: join(dir, `${id}.log`) });
   const runtime = agentRuntime(process.execArgv, process.env, join(dir, 'compile-cache'));
-  const spawnAgent = (args: string[], env: Record<string, string>, log: string, stdin: 'ignore' | 'pipe'): ChildProcess => {
-    const logFd = openSync(log, 'a', 0o600);
-    try {
-      // Only the agent's own settings: nothing of the gateway's environment (database URL, secrets) goes along.
-      return spawn(process.execPath, [...runtime.flags, AGENT_MAIN, ...args], { env: { ...env, ...runtime.env, PATH: DEFAULT_PATH }, detached: true, stdio: [stdin, 'pipe', logFd] });
-    } finally {
-      closeSync(logFd);
-    }
+  const agents: LocalAgents = {
+    dir,
+    shell: options.shell,
+    ability,
+    resolver,
+    runtime,
+    warm: createWarmAgents(options.warmAgents ?? 0, (slot) => spawnSpare(runtime, dir, slot)),
+    exitListeners: [],
+    exitCodes: new Map(),
   };
-  const warm = createWarmAgents(options.warmAgents ?? 0, (slot) => {
-    // The trace context of whatever request happens to be running is not the spare's: it gets its own at claim.
-    const { TRACEPARENT: _parent, TRACESTATE: _state, ...otel } = telemetryEnvironment(process.env);
-    const child = spawnAgent([WARM_FLAG, slot], otel, join(dir, `warm-${slot}.log`), 'pipe');
-    // A waiting spare holds nothing of the gateway's up: it leaves by itself when the gateway's end of stdin closes.
-    child.stdin!.on('error', () => {}); // a spare that died meanwhile: its exit is what counts
-    child.unref();
-    for (const stream of [child.stdin, child.stdout]) (stream as unknown as { unref?: () => void } | null)?.unref?.();
-    child.once('exit', () => {
-      if (!child.stdin?.writableEnded) rmSync(join(dir, `warm-${slot}.log`), { force: true });
-    });
-    return child;
-  });
 
   return {
     kind: 'local',
-
     refusal: (user) => (ability.canSwitch || user.role === 'admin' ? undefined : refusedMessage),
-
-    async start(spec: AgentSpec, onResource?: (resource: string) => void): Promise<StartedAgent> {
-      ensurePrivateDirectory(dir); // again: a temp cleaner may have removed it meanwhile
-      // Switching: the user's own account. Not switching (admins only, see refusal): the server's.
-      const account = ability.canSwitch ? await resolver.accountFor({ id: spec.ownerId, username: spec.ownerName, providerIdentity: spec.ownerProviderIdentity }) : undefined;
-      const { socket, log } = paths(spec.sessionId);
-      const env: AgentEnvironment = {
-        BOXYARD_AGENT_SESSION_ID: spec.sessionId,
-        BOXYARD_AGENT_LISTEN: `unix:${socket}`,
-        BOXYARD_AGENT_KEY: spec.agentKey,
-        BOXYARD_AGENT_GATEWAY_KEY: spec.gatewayPublicKey,
-        BOXYARD_AGENT_SHELL: options.shell,
-        BOXYARD_AGENT_SCROLLBACK_BYTES: String(spec.scrollbackBytes),
-        BOXYARD_AGENT_IDLE_TIMEOUT_SECONDS: String(spec.idleTimeoutSeconds),
-        BOXYARD_AGENT_REATTACH_GRACE_SECONDS: String(spec.reattachGraceSeconds),
-        BOXYARD_AGENT_EXPIRES_AT: String(spec.expiresAt),
-        BOXYARD_AGENT_PATH: DEFAULT_PATH,
-        ...(account ? { BOXYARD_AGENT_RUN_AS: account.name } : {}),
-      };
-      const spare = warm.take();
-      let child: ChildProcess;
-      let resource: string;
-      if (spare) {
-        child = spare.child;
-        resource = `pid:${child.pid} warm:${spare.slot}`;
-        renameSync(join(dir, `warm-${spare.slot}.log`), log);
-        child.stdin!.end(`${JSON.stringify({ ...env, ...telemetryEnvironment({}) })}\n`);
-        child.ref();
-      } else {
-        child = spawnAgent(['--session', spec.sessionId], { ...env, ...telemetryEnvironment(process.env) }, log, 'ignore');
-        resource = `pid:${child.pid}`;
-      }
-      const stdout = child.stdout!;
-      if (child.pid !== undefined) onResource?.(resource);
-      child.on('exit', (code, signal) => {
-        const exitCode = signal ? null : code;
-        exitCodes.set(spec.sessionId, exitCode);
-        for (const listener of exitListeners) listener(spec.sessionId, exitCode);
-      });
-      try {
-        const address = await new Promise<string>((resolve, reject) => {
-          let output = '';
-          const timer = setTimeout(() => reject(new Error(`agent not ready within ${START_TIMEOUT_MS} ms`)), START_TIMEOUT_MS);
-          stdout.setEncoding('utf8');
-          stdout.on('data', (chunk: string) => {
-            output += chunk;
-            const line = output.split('\n').find((l) => l.startsWith(READY_PREFIX));
-            if (line) {
-              clearTimeout(timer);
-              resolve(line.slice(READY_PREFIX.length).trim());
-            }
-          });
-          child.once('error', (error) => {
-            clearTimeout(timer);
-            reject(error);
-          });
-          child.once('exit', (code) => {
-            clearTimeout(timer);
-            let detail = '';
-            try {
-              const lines = readFileSync(log, 'utf8').trim().split('\n');
-              const reason = lines.find((line) => line.includes('cannot start: '));
-              detail = reason ? reason.slice(reason.indexOf('cannot start: ') + 'cannot start: '.length) : lines.slice(-3).join(' | ');
-            } catch {
-              // no log
-            }
-            reject(new Error(`agent exited with ${code} before it was ready${detail ? `: ${detail}` : ''}`));
-          });
-        });
-        // From here on the agent lives on its own; the gateway may exit without taking it along.
-        stdout.destroy();
-        child.unref();
-        return { address, resource };
-      } catch (error) {
-        child.kill('SIGKILL');
-        throw error;
-      }
-    },
-
-    async release(session) {
-      const agent = agentOf(session);
-      if (isAgent(agent)) {
-        try {
-          process.kill(agent.pid, 'SIGTERM');
-        } catch {
-          // gone
-        }
-        // The agent ends its shell on SIGTERM and leaves; insist after a while.
-        for (let i = 0; i < 40 && isAgent(agent); i++) await sleep(100);
-        if (isAgent(agent)) {
-          try {
-            process.kill(agent.pid, 'SIGKILL');
-          } catch {
-            // gone
-          }
-        }
-      }
-      const { socket, log } = paths(session.id);
-      rmSync(socket, { force: true });
-      rmSync(log, { force: true });
-    },
-
+    start: (spec, onResource) => startAgent(agents, spec, onResource),
+    release: (session) => release(agents, session),
     async probe(session): Promise<BackendProbe> {
       if (isAgent(agentOf(session))) return { state: 'present' };
-      return { state: 'gone', exitCode: exitCodes.get(session.id) ?? null };
+      return { state: 'gone', exitCode: agents.exitCodes.get(session.id) ?? null };
     },
-
     onAgentExit(listener) {
-      exitListeners.push(listener);
+      agents.exitListeners.push(listener);
     },
-
-    warmAgents: () => warm.waiting(),
-
+    warmAgents: () => agents.warm.waiting(),
     async close() {
-      warm.close();
-      exitListeners.length = 0;
+      agents.warm.close();
+      agents.exitListeners.length = 0;
     },
   };
 }

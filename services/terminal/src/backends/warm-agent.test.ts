@@ -4,7 +4,7 @@
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createTestDatabase } from '../../../../test/harness/fixtures.ts';
+import { createTestDatabase } from '@boxyard/test/harness/fixtures.ts';
 import { defaultSocketDir } from './local.ts';
 import { ADMIN_PASSWORD, api, createUser, login, openTerminal, startTestGateway, type TerminalClient } from '../testing.ts';
 

@@ -3,7 +3,7 @@
 import { createDatabasePool, createMetricsRegistry, listenMetrics } from '@boxyard/kit';
 import { sql, type DatabasePool } from 'slonik';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createTestDatabase } from '../../../../test/harness/fixtures.ts';
+import { createTestDatabase } from '@boxyard/test/harness/fixtures.ts';
 import { createSessionMetrics } from './metrics.ts';
 
 let pool: DatabasePool;

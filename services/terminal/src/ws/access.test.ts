@@ -1,7 +1,7 @@
 // An attached socket lives only as long as the access it was opened with: real WebSocket clients against two
 // gateway replicas on the run's PostgreSQL.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createTestDatabase } from '../../../../test/harness/fixtures.ts';
+import { createTestDatabase } from '@boxyard/test/harness/fixtures.ts';
 import { ADMIN_PASSWORD, api, createUser, login, openTerminal, startTestGateway } from '../testing.ts';
 
 type Gateway = Awaited<ReturnType<typeof startTestGateway>>;

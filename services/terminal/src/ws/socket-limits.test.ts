@@ -2,7 +2,7 @@
 // own sessions were unlimited, so one caller could hold every socket of the gateway.
 import { request as httpRequest } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createTestDatabase } from '../../../../test/harness/fixtures.ts';
+import { createTestDatabase } from '@boxyard/test/harness/fixtures.ts';
 import { ADMIN_PASSWORD, api, createUser, login, openTerminal, startTestGateway, upgradeStatus, type TerminalClient } from '../testing.ts';
 
 let gateway: Awaited<ReturnType<typeof startTestGateway>>;

@@ -1,0 +1,124 @@
+// The session's shell: the account it runs as, its home and environment, the pseudo-terminal it runs on, and
+// the end of every process of its session.
+import { accessSync, chownSync, constants, readdirSync, readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import type * as NodePty from 'node-pty';
+import type { IPty } from 'node-pty';
+import { currentAccount, dropPrivileges, environmentReadableBySameUser, lookupAccount, prepareHome, shellArguments, shellEnvironment, type Account } from './identity.ts';
+import { createPtyInput, type PtyInput } from './pty-input.ts';
+import { DEFAULT_PATH, type AgentSettings } from './settings.ts';
+
+const require = createRequire(import.meta.url);
+// node-pty is CommonJS with a native addon: loaded through require.
+const pty = require('node-pty') as typeof NodePty;
+
+export interface Shell {
+  term: IPty;
+  /** Keystrokes into the pty (pty-input.ts). */
+  input: PtyInput;
+  account: Account;
+  /** The shell runs as another account than this process. */
+  switching: boolean;
+  home: string;
+  /** The home was made for this session only: it goes with it. */
+  temporary: boolean;
+}
+
+/**
+ * The account the shell runs as: `BOXYARD_AGENT_RUN_AS` when given (the gateway gives it only when this agent can
+ * switch: root, or CAP_SETUID/CAP_SETGID), else the agent's own.
+ */
+function shellAccount(settings: AgentSettings): Account {
+  const self = currentAccount();
+  const wanted = settings.BOXYARD_AGENT_RUN_AS;
+  if (!wanted || wanted === self.name) return self;
+  const account = lookupAccount(wanted);
+  if (!account) throw new Error(`terminal agent: user ${wanted} does not exist on this host`);
+  if (account.uid === 0) throw new Error(`terminal agent: refusing to run shells as root (${wanted})`);
+  return account;
+}
+
+/** Refuses a shell that could read this agent's secrets, and a shell that is not there. */
+function checkShell(settings: AgentSettings, account: Account, switching: boolean): void {
+  // A shell of this process's own uid reads /proc/<agent>/environ (and its memory) unless the kernel marks this
+  // process not dumpable, which it does once the process has changed its uid (and suid_dumpable is not 1).
+  if (settings.BOXYARD_AGENT_PRIVATE_ENVIRONMENT && account.uid === 0) throw new Error('terminal agent: refusing to run shells as root (set BOXYARD_AGENT_DROP_TO)');
+  if (settings.BOXYARD_AGENT_PRIVATE_ENVIRONMENT && !switching && environmentReadableBySameUser()) {
+    throw new Error(
+      `the shell would run as this agent's uid ${process.getuid?.()} and could read its environment (the agent key, OTEL_* settings) in /proc: ` +
+        'start the agent as root with CAP_SETUID and CAP_SETGID only, and BOXYARD_AGENT_DROP_TO=<uid>:<gid> (fs.suid_dumpable must not be 1)',
+    );
+  }
+  const shell = settings.BOXYARD_AGENT_SHELL;
+  try {
+    accessSync(shell, constants.X_OK);
+  } catch {
+    throw new Error(`shell ${shell} does not exist or is not executable`);
+  }
+}
+
+/** Starts the shell on a new pseudo-terminal, as the account the settings name. */
+export function startShell(settings: AgentSettings, log: (message: string) => void): Shell {
+  // Before anything of the shell's exists: from here on this process is not dumpable (settings.ts says why).
+  if (settings.BOXYARD_AGENT_DROP_TO) dropPrivileges(settings.BOXYARD_AGENT_DROP_TO);
+  const account = shellAccount(settings);
+  const switching = account.uid !== (process.getuid?.() ?? account.uid);
+  checkShell(settings, account, switching);
+  const shell = settings.BOXYARD_AGENT_SHELL;
+  const { home, temporary } = prepareHome(account);
+  const env = shellEnvironment({
+    account,
+    home,
+    shell,
+    lang: settings.BOXYARD_AGENT_LANG,
+    path: settings.BOXYARD_AGENT_PATH ?? process.env.PATH ?? DEFAULT_PATH,
+  });
+
+  // node-pty's setuid/setgid in the child leaves the parent's supplementary groups (root's!) in place:
+  // set the shell's group here first, so the shell has exactly that one.
+  if (switching) process.setgroups!([account.gid]);
+  const term: IPty = pty.spawn(shell, shellArguments(shell), {
+    name: 'xterm-256color',
+    cols: settings.BOXYARD_AGENT_COLS,
+    rows: settings.BOXYARD_AGENT_ROWS,
+    cwd: home,
+    env,
+    encoding: null,
+    ...(switching ? { uid: account.uid, gid: account.gid } : {}),
+  });
+  // Input the pty does not take at once (a long paste into a busy program) waits here, as it did in node-pty's own
+  // queue. Not by pausing the sockets: a paused socket reads no pongs either, and heartbeats would cut it off.
+  const input = createPtyInput(term, (error) => log(`pty write failed: ${error.message}`));
+  if (switching) handTerminalTo(term, account, log);
+  return { term, input, account, switching, home, temporary };
+}
+
+/** The terminal device belongs to whoever uses it (mesg, write, programs that reopen /dev/tty). */
+function handTerminalTo(term: IPty, account: Account, log: (message: string) => void): void {
+  const ptsName = (term as unknown as { ptsName?: string }).ptsName;
+  try {
+    if (ptsName) chownSync(ptsName, account.uid, account.gid);
+  } catch (error) {
+    log(`could not hand ${ptsName} to ${account.name}: ${String(error)}`);
+  }
+}
+
+/** Every process in the shell's session (its jobs, background processes): they end with the session. */
+export function killSessionProcesses(sessionLeader: number): void {
+  let entries: string[];
+  try {
+    entries = readdirSync('/proc').filter((name) => /^\d+$/.test(name));
+  } catch {
+    return;
+  }
+  for (const entry of entries) {
+    try {
+      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
+      // Fields after the parenthesised command: state ppid pgrp session ...
+      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      if (Number(fields[3]) === sessionLeader && Number(entry) !== process.pid) process.kill(Number(entry), 'SIGKILL');
+    } catch {
+      // gone already, or not ours
+    }
+  }
+}

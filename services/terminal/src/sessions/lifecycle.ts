@@ -1,0 +1,101 @@
+// A session's state changes once it exists: waiting for its start, launching its agent, stopping it, recording its
+// exit. All are conditional UPDATEs (store.ts), so two gateway replicas never both act on one session.
+import { HttpError } from '@boxyard/kit';
+import { terminateAgent, type AgentCredentials } from '../agent/client.ts';
+import { sessionKeys } from '../agent/handshake.ts';
+import type { ExitReason } from '../protocol.ts';
+import type { SessionServiceOptions } from './service.ts';
+import type { SessionRow, SessionStore } from './store.ts';
+
+/** What the session service's functions share. */
+export interface SessionContext {
+  readonly options: SessionServiceOptions;
+  readonly store: SessionStore;
+  /** Set by close(): agent exits are no longer recorded, and the reaper stops. */
+  closed: boolean;
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+export const secretOf = ({ options }: SessionContext, row: SessionRow) => options.secretBox.open(row.agent_secret, row.id);
+
+export const credentialsOf = (ctx: SessionContext, row: SessionRow): AgentCredentials => ({ sessionId: row.id, keys: sessionKeys(secretOf(ctx, row)) });
+
+/** Waits while another request (maybe on another replica) is starting this session. */
+export async function settled({ options, store }: SessionContext, id: string): Promise<SessionRow | null> {
+  const deadline = Date.now() + (options.startTimeoutSeconds + 15) * 1000;
+  for (;;) {
+    const row = await store.get(id);
+    if (!row || row.state !== 'starting' || Date.now() > deadline) return row;
+    await sleep(200);
+  }
+}
+
+/** Starts the agent of a session just inserted; a start that fails marks it failed and releases what it got. */
+export async function launch({ options, store }: SessionContext, row: SessionRow, secret: string): Promise<SessionRow> {
+  const { backend, sessions, log } = options;
+  const keys = sessionKeys(secret);
+  const timer = options.metrics?.startDuration.startTimer({ backend: backend.kind });
+  try {
+    const agent = await backend.start(
+      {
+        sessionId: row.id,
+        ownerId: row.owner_id,
+        ownerName: row.owner_username,
+        ownerProviderIdentity: row.owner_provider_identity ?? undefined,
+        agentKey: keys.agentKey,
+        gatewayPublicKey: keys.gatewayPublicKey,
+        expiresAt: row.expires_at,
+        idleTimeoutSeconds: sessions.idle_timeout_seconds,
+        reattachGraceSeconds: sessions.reattach_grace_seconds,
+        scrollbackBytes: sessions.scrollback_bytes,
+      },
+      (resource) => void store.setResource(row.id, resource).catch(() => {}),
+    );
+    const running = await store.markRunning(row.id, agent);
+    timer?.({ outcome: 'started' });
+    if (running) return running;
+    // Stopped while it was starting: don't leave the agent behind.
+    await backend.release({ id: row.id, resource: agent.resource, address: agent.address }).catch(() => {});
+    const current = await store.get(row.id);
+    if (current) return current;
+    throw new HttpError(503, 'The session was stopped while it was starting');
+  } catch (error) {
+    if (error instanceof HttpError) throw error;
+    timer?.({ outcome: 'failed' });
+    log.error({ err: error, session: row.id }, 'terminal session failed to start');
+    await store.markFailed(row.id, 'start_failed');
+    await backend.release({ id: row.id, resource: (await store.get(row.id))?.agent_resource ?? null, address: null }).catch(() => {});
+    throw new HttpError(503, `Could not start the terminal: ${(error as Error).message}`);
+  }
+}
+
+export async function stopSession(ctx: SessionContext, id: string, reason: ExitReason): Promise<SessionRow | null> {
+  const { store, options: { backend, log } } = ctx;
+  const claimed = await store.claimStop(id, reason);
+  if (!claimed) return store.get(id);
+  if (claimed.agent_address) {
+    try {
+      // The agent ends the shell and tells every attached socket why, before its resources go.
+      await terminateAgent(claimed.agent_address, credentialsOf(ctx, claimed), reason);
+    } catch (error) {
+      log.warn({ err: error, session: id }, 'could not ask the agent to terminate; releasing its resources');
+    }
+  }
+  await backend.release({ id, resource: claimed.agent_resource, address: claimed.agent_address }).catch((error: unknown) => {
+    log.error({ err: error, session: id }, 'could not release the session; the reaper will retry');
+  });
+  return (await store.markStopped(id)) ?? store.get(id);
+}
+
+export async function markExited({ store, options: { backend, log } }: SessionContext, id: string, exitCode: number | null, reason: 'exited' | 'lost' = 'exited'): Promise<void> {
+  const row = await store.markExited(id, exitCode, reason);
+  if (!row) {
+    if (exitCode !== null) await store.recordExitCode(id, exitCode);
+    return;
+  }
+  log.info({ session: id, exitCode, reason }, 'terminal session ended');
+  await backend.release({ id, resource: row.agent_resource, address: row.agent_address }).catch((error: unknown) => {
+    log.warn({ err: error, session: id }, 'could not release an ended session');
+  });
+}
