@@ -5,7 +5,7 @@
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 import WebSocket from 'ws';
-import { plain } from '@boxyard/terminal/testing.ts';
+import { plain } from '@boxyard/terminal/testing/test-gateway.ts';
 import { NS, repoRoot, startBoxyardCluster } from '../cluster/boxyard-cluster.ts';
 import type { BenchEnv, BenchRow } from './env.ts';
 import { login, percentile, row, startGateway, startSession, stopSession } from './terminal.ts';

@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { makeBox } from '@boxyard/box-repository/testing/boxes.ts';
-import { api, login, openTerminal } from '@boxyard/terminal/testing.ts';
+import { api, login, openTerminal } from '@boxyard/terminal/testing/test-gateway.ts';
 import { finished } from '../harness/child-output.ts';
 import { NODE } from '../harness/node/network.ts';
 import type { ReceivedSpan } from '../harness/otel-collector.ts';

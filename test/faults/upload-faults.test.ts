@@ -10,10 +10,10 @@
 // test files in parallel, and killing them would break those.
 import { readdir } from 'node:fs/promises';
 import { join } from 'node:path';
-import { adminAuth, startTestShare, type TestShare } from '@boxyard/file-share/testing/share-fixture.ts';
+import { adminAuth, startTestShare, type TestShare } from '@boxyard/file-share/testing/test-share.ts';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { archPath, createBoxPath, createOrganization, startTestService, type BoxPath, type TestService } from '@boxyard/box-repository/testing/service.ts';
+import { archPath, createBoxPath, createOrganization, startTestService, type BoxPath, type TestService } from '@boxyard/box-repository/testing/test-service.ts';
 import { createTestBucket, createTestDatabase, type TestBucket } from '../harness/fixtures.ts';
 import { startKillableMinio, startKillablePostgres, type KillableMinio, type KillablePostgres } from '../harness/killable.ts';
 import { downloadSha256, generatedBox, generatedBytes, generatedMultipart, streamUpload, type UploadAnswer } from './big-upload.ts';

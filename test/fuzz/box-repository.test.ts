@@ -1,7 +1,7 @@
 // Fuzzes the box repository's API with schemathesis, as the global admin and as a plain member, against a
 // service on the run's PostgreSQL and MinIO seeded with an organization, a box down to a file, and members.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { addMember, createBoxPath, createOrganization, startTestService, uploadRaw, type TestService } from '@boxyard/box-repository/testing/service.ts';
+import { addMember, createBoxPath, createOrganization, startTestService, uploadRaw, type TestService } from '@boxyard/box-repository/testing/test-service.ts';
 import { makeBox } from '@boxyard/box-repository/testing/boxes.ts';
 import { fuzz, LONG } from './schemathesis.ts';
 import { reportOf } from './report.ts';

@@ -1,7 +1,7 @@
 // Fuzzes the file share's API with schemathesis, as the admin and as a plain user, against a share on the run's
 // PostgreSQL and MinIO seeded with folders and files (so paths exist), and an API key.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ADMIN_PASSWORD, adminAuth, createKey, createUser, postJson, startTestShare, upload, type TestShare } from '@boxyard/file-share/testing/share-fixture.ts';
+import { ADMIN_PASSWORD, adminAuth, createKey, createUser, postJson, startTestShare, upload, type TestShare } from '@boxyard/file-share/testing/test-share.ts';
 import { fuzz, LONG } from './schemathesis.ts';
 import { reportOf } from './report.ts';
 

@@ -2,7 +2,7 @@
 // on the run's PostgreSQL with the local backend (real shells), seeded with a running session.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestDatabase } from '../harness/fixtures.ts';
-import { ADMIN_PASSWORD, api, createUser, login, startTestGateway } from '@boxyard/terminal/testing.ts';
+import { ADMIN_PASSWORD, api, createUser, login, startTestGateway } from '@boxyard/terminal/testing/test-gateway.ts';
 import { fuzz, LONG } from './schemathesis.ts';
 import { reportOf } from './report.ts';
 

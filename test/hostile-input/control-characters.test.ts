@@ -4,9 +4,9 @@
 // parameter and every string of its JSON body (other members get plausible values, so the NUL is what reaches
 // the route). Each answer must be a 4xx in the service's error shape: never a 5xx (a 5xx is what logs a stack).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startTestService, type TestService } from '@boxyard/box-repository/testing/service.ts';
-import { adminAuth, startTestShare, type TestShare } from '@boxyard/file-share/testing/share-fixture.ts';
-import { ADMIN_PASSWORD, login, startTestGateway } from '@boxyard/terminal/testing.ts';
+import { startTestService, type TestService } from '@boxyard/box-repository/testing/test-service.ts';
+import { adminAuth, startTestShare, type TestShare } from '@boxyard/file-share/testing/test-share.ts';
+import { ADMIN_PASSWORD, login, startTestGateway } from '@boxyard/terminal/testing/test-gateway.ts';
 import { createTestDatabase } from '../harness/fixtures.ts';
 
 interface Schema {

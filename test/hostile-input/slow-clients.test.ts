@@ -6,11 +6,11 @@ import { get as httpsGet } from 'node:https';
 import { connect as connectTcp, type Socket } from 'node:net';
 import { connect as connectTls } from 'node:tls';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startTestService, type TestService } from '@boxyard/box-repository/testing/service.ts';
-import { startTestShare, type TestShare } from '@boxyard/file-share/testing/share-fixture.ts';
+import { startTestService, type TestService } from '@boxyard/box-repository/testing/test-service.ts';
+import { startTestShare, type TestShare } from '@boxyard/file-share/testing/test-share.ts';
 import { startSecondService, type SecondService } from '@boxyard/second-service/service.ts';
 import { secondServiceConfigSchema } from '@boxyard/second-service/config.ts';
-import { startTestGateway } from '@boxyard/terminal/testing.ts';
+import { startTestGateway } from '@boxyard/terminal/testing/test-gateway.ts';
 import { createTestDatabase } from '../harness/fixtures.ts';
 
 const timeouts = { headers_seconds: 1, body_window_seconds: 1, body_min_bytes: 1024, idle_seconds: 2 };

@@ -6,9 +6,9 @@
 import { randomBytes } from 'node:crypto';
 import WebSocket from 'ws';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startTestService, type TestService } from '@boxyard/box-repository/testing/service.ts';
-import { startTestShare, type TestShare } from '@boxyard/file-share/testing/share-fixture.ts';
-import { startTestGateway } from '@boxyard/terminal/testing.ts';
+import { startTestService, type TestService } from '@boxyard/box-repository/testing/test-service.ts';
+import { startTestShare, type TestShare } from '@boxyard/file-share/testing/test-share.ts';
+import { startTestGateway } from '@boxyard/terminal/testing/test-gateway.ts';
 import { createTestDatabase } from '../harness/fixtures.ts';
 import { dpopProof, newDpopKey, startOidcProvider, type DpopKey, type RunningOidcProvider, type TestClient } from '../harness/oidc-provider.ts';
 

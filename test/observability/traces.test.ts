@@ -16,7 +16,7 @@ import { startService } from '../bench/box-repository.ts';
 import { startDevProcess, type DevProcess } from '../harness/dev-process.ts';
 import { createTestBucket, createTestDatabase } from '../harness/fixtures.ts';
 import { startCollector, type ReceivedSpan, type RunningCollector } from '../harness/otel-collector.ts';
-import { openTerminal } from '@boxyard/terminal/testing.ts';
+import { openTerminal } from '@boxyard/terminal/testing/test-gateway.ts';
 
 const ADMIN_PASSWORD = 'Traced-Admin-Passw0rd';
 const sha256 = (data: Buffer) => createHash('sha256').update(data).digest('hex');

@@ -14,7 +14,7 @@ import { createLocalStore } from '@boxyard/kit/storage/local.ts';
 import pg from 'pg';
 import { pack } from 'tar-stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { api as terminalApi, createUser as createTerminalUser, login as terminalLogin } from '@boxyard/terminal/testing.ts';
+import { api as terminalApi, createUser as createTerminalUser, login as terminalLogin } from '@boxyard/terminal/testing/test-gateway.ts';
 import { startDevProcess, type DevProcess } from '../harness/dev-process.ts';
 
 const run = promisify(execFile);

@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { Transform, type TransformCallback } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { makeBox } from '@boxyard/box-repository/testing/boxes.ts';
-import { archPath, createBoxPath, createOrganization, startTestService, uploadRaw, type BoxPath, type TestService, type TestServiceOptions } from '@boxyard/box-repository/testing/service.ts';
+import { archPath, createBoxPath, createOrganization, startTestService, uploadRaw, type BoxPath, type TestService, type TestServiceOptions } from '@boxyard/box-repository/testing/test-service.ts';
 import { finished, type Finished } from '../harness/child-output.ts';
 
 const VAGRANT = process.env.VAGRANT_BIN ?? '/usr/bin/vagrant';

@@ -10,7 +10,7 @@ import { describeAccessMatrix, outcomes, reusable, type MatrixRow, type RoleSpec
 import { operationalRows } from '@boxyard/test/harness/operational-rows.ts';
 import { makeBox } from './testing/boxes.ts';
 import { startTestSmtpServer, type TestSmtpServer } from '@boxyard/kit/mail/test-smtp-server.ts';
-import { ADMIN_PASSWORD, addMember, archPath, createBoxPath, createOrganization, startTestService, USER_PASSWORD, type BoxPath, type TestService } from './testing/service.ts';
+import { ADMIN_PASSWORD, addMember, archPath, createBoxPath, createOrganization, startTestService, USER_PASSWORD, type BoxPath, type TestService } from './testing/test-service.ts';
 
 type Role =
   | 'anonymous' | 'outsider' | 'member' | 'creator' | 'moderator' | 'orgAdmin' | 'globalAdmin'

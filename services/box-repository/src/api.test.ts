@@ -10,7 +10,7 @@ import { createTestDatabase } from '@boxyard/test/harness/fixtures.ts';
 import { boxRepositoryConfigSchema } from './config.ts';
 import { serviceDefinition } from './index.ts';
 import { makeBox } from './testing/boxes.ts';
-import { archPath, createBoxPath, createOrganization, startTestService, uploadRaw, USER_PASSWORD, type TestService } from './testing/service.ts';
+import { archPath, createBoxPath, createOrganization, startTestService, uploadRaw, USER_PASSWORD, type TestService } from './testing/test-service.ts';
 
 const PROBLEM = 'https://boxyard.io/problems';
 

@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { createTestDatabase } from '@boxyard/test/harness/fixtures.ts';
 import { serviceDefinition } from './service.ts';
-import { basic, sharedSecret, upload } from './testing/share-fixture.ts';
+import { basic, sharedSecret, upload } from './testing/test-share.ts';
 
 describe('serviceDefinition', () => {
   const saved = process.env.BOXYARD_SERVER__PORT;

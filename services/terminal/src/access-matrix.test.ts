@@ -8,7 +8,7 @@ import { afterAll, beforeAll } from 'vitest';
 import { describeAccessMatrix, outcomes, reusable, type MatrixRow, type RoleSpec } from '@boxyard/test/harness/access-matrix.ts';
 import { createTestDatabase } from '@boxyard/test/harness/fixtures.ts';
 import { operationalRows } from '@boxyard/test/harness/operational-rows.ts';
-import { ADMIN_PASSWORD, createUser, login, startTestGateway, upgradeStatus } from './testing.ts';
+import { ADMIN_PASSWORD, createUser, login, startTestGateway, upgradeStatus } from './testing/test-gateway.ts';
 
 type Role = 'anonymous' | 'owner' | 'otherUser' | 'admin' | 'expiredSession' | 'signedOutSession';
 const ROLES: RoleSpec<Role>[] = [{ name: 'anonymous' }, { name: 'owner' }, { name: 'otherUser' }, { name: 'admin' }, { name: 'expiredSession' }, { name: 'signedOutSession' }];

@@ -6,7 +6,7 @@ import { createTestDatabase } from '@boxyard/test/harness/fixtures.ts';
 import { CookieJar, request, signInAtProvider, signOutAtProvider } from '@boxyard/test/harness/oidc-login.ts';
 import { startOidcProvider, type RunningOidcProvider } from '@boxyard/test/harness/oidc-provider.ts';
 import { freePort } from '@boxyard/test/harness/ports.ts';
-import { api, openTerminal, startTestGateway } from './testing.ts';
+import { api, openTerminal, startTestGateway } from './testing/test-gateway.ts';
 
 type Gateway = Awaited<ReturnType<typeof startTestGateway>>;
 

@@ -2,7 +2,7 @@
 // shells on pseudo-terminals (local backend), real WebSocket clients.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestDatabase } from '@boxyard/test/harness/fixtures.ts';
-import { ADMIN_PASSWORD, api, createUser, login, openTerminal, startTestGateway, upgradeStatus, type TerminalClient } from './testing.ts';
+import { ADMIN_PASSWORD, api, createUser, login, openTerminal, startTestGateway, upgradeStatus, type TerminalClient } from './testing/test-gateway.ts';
 
 type Gateway = Awaited<ReturnType<typeof startTestGateway>>;
 type Person = { cookie: string; id: string; username: string };

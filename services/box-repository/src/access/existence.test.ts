@@ -6,7 +6,7 @@
 // same paths with a missing organization or box.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { makeBox } from '../testing/boxes.ts';
-import { addMember, createBoxPath, createOrganization, startTestService, uploadRaw, type BoxPath, type TestService } from '../testing/service.ts';
+import { addMember, createBoxPath, createOrganization, startTestService, uploadRaw, type BoxPath, type TestService } from '../testing/test-service.ts';
 
 let service: TestService;
 let outsider: string;

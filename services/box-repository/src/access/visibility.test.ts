@@ -4,7 +4,7 @@
 // organization A; and the multipart upload's part names and order.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { makeBox, sha256 } from '../testing/boxes.ts';
-import { addMember, archPath, createBoxPath, createOrganization, startTestService, uploadRaw, type BoxPath, type TestService } from '../testing/service.ts';
+import { addMember, archPath, createBoxPath, createOrganization, startTestService, uploadRaw, type BoxPath, type TestService } from '../testing/test-service.ts';
 
 let service: TestService;
 const tokens: Record<string, string> = {};

@@ -6,7 +6,7 @@ import { createHmac } from 'node:crypto';
 import { createServer, request as httpRequest } from 'node:http';
 import { createServer as createNetServer, type AddressInfo, type Server as NetServer, type Socket } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { addMember, createOrganization, startTestService, USER_PASSWORD, type TestService } from '../testing/service.ts';
+import { addMember, createOrganization, startTestService, USER_PASSWORD, type TestService } from '../testing/test-service.ts';
 
 let smtp: TestSmtpServer;
 let service: TestService;

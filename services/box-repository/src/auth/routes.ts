@@ -9,7 +9,7 @@ import { alreadyExists } from '../http/errors.ts';
 import { body, email, errors, text } from '../http/schemas.ts';
 import { messageSchema } from '../records.ts';
 import { fromServiceAccountKey, principalOfSubject, requirePrincipal, type Principal } from './principal.ts';
-import { claimInvitation } from './invitations.ts';
+import { claimInvitation } from './invitation-routes.ts';
 import { recordEvent } from '../events/outbox.ts';
 import { endFamily, refreshSession, renewAccessToken, startSession } from './sessions.ts';
 import { looksLikeServiceAccountKey } from './service-account-keys.ts';

@@ -1,6 +1,6 @@
 // Service accounts, both variants: what a key can do, where, and when it stops.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { addMember, createOrganization, startTestService, type TestService } from '../testing/service.ts';
+import { addMember, createOrganization, startTestService, type TestService } from '../testing/test-service.ts';
 
 let service: TestService;
 let orgAdmin: string;

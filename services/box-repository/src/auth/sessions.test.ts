@@ -4,7 +4,7 @@ import { loadConfig } from '@boxyard/kit';
 import { decodeJwt } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { boxRepositoryConfigSchema } from '../config.ts';
-import { startTestService, USER_PASSWORD, type TestService } from '../testing/service.ts';
+import { startTestService, USER_PASSWORD, type TestService } from '../testing/test-service.ts';
 
 let one: TestService;
 let two: TestService;

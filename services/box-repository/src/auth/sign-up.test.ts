@@ -5,7 +5,7 @@
 import { loadConfig } from '@boxyard/kit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { boxRepositoryConfigSchema } from '../config.ts';
-import { createOrganization, startTestService, USER_PASSWORD, type TestService } from '../testing/service.ts';
+import { createOrganization, startTestService, USER_PASSWORD, type TestService } from '../testing/test-service.ts';
 
 const services: Partial<Record<'open' | 'invited' | 'off', TestService>> = {};
 

@@ -3,7 +3,7 @@
 // sign-out revoking the cookie's session, and the Vagrant paths still answering JSON next to the pages.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { makeBox, sha256 } from '../testing/boxes.ts';
-import { addMember, createBoxPath, createOrganization, startTestService, uploadRaw, USER_PASSWORD, type TestService } from '../testing/service.ts';
+import { addMember, createBoxPath, createOrganization, startTestService, uploadRaw, USER_PASSWORD, type TestService } from '../testing/test-service.ts';
 
 const STRICT_CSP = "default-src 'self'; script-src 'self'; style-src 'self'";
 
@@ -191,7 +191,7 @@ describe('box console pages (no JavaScript)', () => {
   it('shows the users page to admins only, and HTML error pages for unknown items', async () => {
     expect((await get('/console/users')).status).toBe(401);
     expect((await get('/console/users', memberCookie)).status).toBe(403);
-    const admin = cookieOf(await formSignIn('admin', (await import('../testing/service.ts')).ADMIN_PASSWORD));
+    const admin = cookieOf(await formSignIn('admin', (await import('../testing/test-service.ts')).ADMIN_PASSWORD));
     const users = await get('/console/users', admin);
     expect(users.status).toBe(200);
     expect(users.text).toContain('member1');
@@ -211,7 +211,7 @@ describe('box console pages (no JavaScript)', () => {
       const response = await fetch(`${proxied.url}/console/sign-in`, {
         method: 'POST', redirect: 'manual',
         headers: { 'content-type': 'application/x-www-form-urlencoded', 'x-forwarded-proto': 'https', origin },
-        body: new URLSearchParams({ username: 'admin', password: (await import('../testing/service.ts')).ADMIN_PASSWORD }),
+        body: new URLSearchParams({ username: 'admin', password: (await import('../testing/test-service.ts')).ADMIN_PASSWORD }),
       });
       expect(response.status).toBe(303);
       expect(response.headers.get('set-cookie')).toMatch(/; Secure/);
@@ -222,7 +222,7 @@ describe('box console pages (no JavaScript)', () => {
   });
 
   it('shows admins the webhooks with their latest deliveries', async () => {
-    const admin = cookieOf(await formSignIn('admin', (await import('../testing/service.ts')).ADMIN_PASSWORD));
+    const admin = cookieOf(await formSignIn('admin', (await import('../testing/test-service.ts')).ADMIN_PASSWORD));
     const created = await service.request('POST', '/api/admin/webhooks', { token: service.adminToken, json: { url: 'https://hooks.example.invalid/boxes', events: ['box.deleted'], description: 'CI <hook>' } });
     expect(created.status).toBe(201);
     const [event] = await service.sql<{ id: string }>(`insert into events (type, data, delivered_at) values ('box.deleted', '{"organization": "acme", "box": "gone"}', now()) returning id`);

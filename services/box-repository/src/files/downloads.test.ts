@@ -3,7 +3,7 @@
 // Vagrant reads (which versions, the order of architectures, absolute stable URLs, HEAD answers).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { makeBox, sha256 } from '../testing/boxes.ts';
-import { archPath, createBoxPath, createOrganization, startTestService, uploadRaw, type BoxPath, type TestService } from '../testing/service.ts';
+import { archPath, createBoxPath, createOrganization, startTestService, uploadRaw, type BoxPath, type TestService } from '../testing/test-service.ts';
 
 describe('downloads and metadata (s3 driver)', () => {
   let service: TestService;

@@ -14,7 +14,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { incompleteUploads } from '@boxyard/test/harness/fixtures.ts';
 import { uploadInTwoParts } from '@boxyard/test/harness/upload-in-two-parts.ts';
 import { makeBox, makeGzipBomb, md5, sha256 } from '../testing/boxes.ts';
-import { archPath, createBoxPath, createOrganization, startTestService, uploadRaw, type BoxPath, type TestService } from '../testing/service.ts';
+import { archPath, createBoxPath, createOrganization, startTestService, uploadRaw, type BoxPath, type TestService } from '../testing/test-service.ts';
 
 const KiB = 1024;
 const MAX_BYTES = 512 * KiB;

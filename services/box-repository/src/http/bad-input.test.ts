@@ -2,7 +2,7 @@
 // mistake and gets a clear 4xx in the problem-details shape.
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startTestService, type TestService } from '../testing/service.ts';
+import { startTestService, type TestService } from '../testing/test-service.ts';
 
 let service: TestService;
 beforeAll(async () => (service = await startTestService()));
@@ -26,7 +26,7 @@ describe('numbers past what the database holds', () => {
 
 describe('a resource deleted while a request on it runs', () => {
   it('answers 404 to an update whose organization another request deleted meanwhile, not 500', async () => {
-    const { createOrganization } = await import('../testing/service.ts');
+    const { createOrganization } = await import('../testing/test-service.ts');
     await createOrganization(service, 'racing');
     const locker = new pg.Client({ connectionString: service.databaseUrl });
     const watcher = new pg.Client({ connectionString: service.databaseUrl });

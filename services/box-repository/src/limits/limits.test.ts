@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { makeBox } from '../testing/boxes.ts';
-import { archPath, createBoxPath, createOrganization, startTestService, uploadRaw, type ApiResponse, type TestService } from '../testing/service.ts';
+import { archPath, createBoxPath, createOrganization, startTestService, uploadRaw, type ApiResponse, type TestService } from '../testing/test-service.ts';
 
 const PROBLEM = 'https://boxyard.io/problems';
 const path = { org: 'acme', box: 'base', version: '1.0.0', provider: 'virtualbox', arch: 'amd64' };

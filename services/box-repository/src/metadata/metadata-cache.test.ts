@@ -4,7 +4,7 @@
 // connection turning the memory layer off (reads then ask the database) until it is back.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { makeBox } from '../testing/boxes.ts';
-import { createBoxPath, createOrganization, startTestService, uploadRaw, type BoxPath, type TestService } from '../testing/service.ts';
+import { createBoxPath, createOrganization, startTestService, uploadRaw, type BoxPath, type TestService } from '../testing/test-service.ts';
 
 describe('metadata caching across replicas', () => {
   let a: TestService;

@@ -11,7 +11,7 @@ import { connect } from 'node:tls';
 import { generate } from 'selfsigned';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startBoxRepository } from '../service.ts';
-import { startTestService, type TestService } from '../testing/service.ts';
+import { startTestService, type TestService } from '../testing/test-service.ts';
 
 /** The certificate a real TLS client is shown by host:port. */
 function servedCertificate(url: string): Promise<X509Certificate> {

@@ -13,7 +13,7 @@ import { createTestBucket, createTestDatabase, incompleteUploads } from '@boxyar
 import { freePort } from '@boxyard/kit/net/free-port.ts';
 import { startService } from '@boxyard/test/bench/box-repository.ts';
 import { makeBox } from '../testing/boxes.ts';
-import { ADMIN_PASSWORD, archPath, startTestService, uploadRaw, type TestService } from '../testing/service.ts';
+import { ADMIN_PASSWORD, archPath, startTestService, uploadRaw, type TestService } from '../testing/test-service.ts';
 
 const MiB = 1024 * 1024;
 const path = { org: 'acme', box: 'crash', version: '1.0.0', provider: 'virtualbox', arch: 'amd64' };

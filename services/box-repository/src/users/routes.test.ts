@@ -1,6 +1,6 @@
 // User administration by global admins, and moderators and admins limited to their own organizations.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { addMember, createOrganization, startTestService, USER_PASSWORD, type TestService } from '../testing/service.ts';
+import { addMember, createOrganization, startTestService, USER_PASSWORD, type TestService } from '../testing/test-service.ts';
 
 let service: TestService;
 const tokens: Record<string, string> = {};

@@ -8,7 +8,7 @@ import { freePort } from '@boxyard/kit/net/free-port.ts';
 import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { makeBox } from '../testing/boxes.ts';
-import { createBoxPath, createOrganization, startTestService, uploadRaw, type TestService } from '../testing/service.ts';
+import { createBoxPath, createOrganization, startTestService, uploadRaw, type TestService } from '../testing/test-service.ts';
 
 interface Received {
   headers: Record<string, string>;

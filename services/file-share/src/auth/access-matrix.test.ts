@@ -10,7 +10,7 @@ import pg from 'pg';
 import { afterAll, beforeAll } from 'vitest';
 import { describeAccessMatrix, outcomes, reusable, type MatrixRow, type RoleSpec } from '@boxyard/test/harness/access-matrix.ts';
 import { operationalRows } from '@boxyard/test/harness/operational-rows.ts';
-import { ADMIN_PASSWORD, adminAuth, createKey, createUser, startTestShare, upload, type TestShare } from '../testing/share-fixture.ts';
+import { ADMIN_PASSWORD, adminAuth, createKey, createUser, startTestShare, upload, type TestShare } from '../testing/test-share.ts';
 
 type Role =
   | 'anonymous' | 'userCookie' | 'otherUserBasic' | 'adminSession'

@@ -3,7 +3,7 @@
 // escalation cases the original got wrong. Missing credentials are 401 with a challenge, missing rights 403.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sql } from 'slonik';
-import { ADMIN_PASSWORD, adminAuth, basic, createKey, createUser, postJson, startTestShare, upload, type TestShare } from '../testing/share-fixture.ts';
+import { ADMIN_PASSWORD, adminAuth, basic, createKey, createUser, postJson, startTestShare, upload, type TestShare } from '../testing/test-share.ts';
 
 let test: TestShare;
 let url: string;

@@ -2,7 +2,7 @@
 // with any request another site's page makes. State-changing requests from a foreign origin are refused with 403
 // and change nothing; the share's own pages and non-browser clients (no Origin) work as before.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ADMIN_PASSWORD, adminAuth, startTestShare, upload, type TestShare } from '../testing/share-fixture.ts';
+import { ADMIN_PASSWORD, adminAuth, startTestShare, upload, type TestShare } from '../testing/test-share.ts';
 
 let test: TestShare;
 let cookie: string;

@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CookieJar, request, signInAtProvider } from '@boxyard/test/harness/oidc-login.ts';
 import { startOidcProvider, type RunningOidcProvider } from '@boxyard/test/harness/oidc-provider.ts';
 import { freePort } from '@boxyard/test/harness/ports.ts';
-import { startTestShare, type TestShare } from '../testing/share-fixture.ts';
+import { startTestShare, type TestShare } from '../testing/test-share.ts';
 
 const CHROMIUM_ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'];
 const SECRET = 'file-share-web-secret-0123456789';

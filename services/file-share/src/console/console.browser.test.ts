@@ -13,7 +13,7 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { chromium, type Browser, type BrowserContext, type Page, type Request } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ADMIN_PASSWORD, adminAuth, createUser, upload, type TestShare, startTestShare } from '../testing/share-fixture.ts';
+import { ADMIN_PASSWORD, adminAuth, createUser, upload, type TestShare, startTestShare } from '../testing/test-share.ts';
 import { CONSOLE_CSP } from './page-security.ts';
 
 const run = promisify(execFile);

@@ -3,7 +3,7 @@
 // open redirect); bad input gets the page again with a clear message, never a 500; unknown assets are 404s and
 // known ones revalidate with their ETag; `/-` is the console's and can never be a file of the share.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ADMIN_PASSWORD, adminAuth, postJson, startTestShare, upload, type TestShare } from '../testing/share-fixture.ts';
+import { ADMIN_PASSWORD, adminAuth, postJson, startTestShare, upload, type TestShare } from '../testing/test-share.ts';
 import { createSessionCookiePolicy } from '../auth/session-cookie.ts';
 import { safeReturnTo } from './sign-in.ts';
 

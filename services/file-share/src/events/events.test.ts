@@ -5,7 +5,7 @@ import { createHash } from 'node:crypto';
 import { EventSource, type FetchLikeResponse } from 'eventsource';
 import { sql } from 'slonik';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { adminAuth, createKey, createUser, postJson, sharedSecret, startTestShare, upload, type TestShare } from '../testing/share-fixture.ts';
+import { adminAuth, createKey, createUser, postJson, sharedSecret, startTestShare, upload, type TestShare } from '../testing/test-share.ts';
 
 const sha256 = (data: string) => createHash('sha256').update(data).digest('hex');
 

@@ -2,7 +2,7 @@
 // what this is about can end a stream here: PostgreSQL notifications from the other replica, and expiry timers.
 import { sql } from 'slonik';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { adminAuth, createKey, createUser, sharedSecret, startTestShare, upload, type TestShare } from '../testing/share-fixture.ts';
+import { adminAuth, createKey, createUser, sharedSecret, startTestShare, upload, type TestShare } from '../testing/test-share.ts';
 
 const FAR = { events: { heartbeat_seconds: 600 } };
 

@@ -1,7 +1,7 @@
 // GET /events is capped per user (or key, or anonymous address) and in total on each replica (issue 27 item 6):
 // one caller, or a crowd, could otherwise hold every socket of the process with streams that never end.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { adminAuth, createUser, startTestShare, type TestShare } from '../testing/share-fixture.ts';
+import { adminAuth, createUser, startTestShare, type TestShare } from '../testing/test-share.ts';
 
 let test: TestShare;
 beforeAll(async () => (test = await startTestShare({ storage: 'local', overrides: { events: { max_streams_per_user: 2, max_streams: 3 } } })));

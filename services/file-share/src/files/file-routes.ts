@@ -1,7 +1,7 @@
 // The share's own paths: GET/HEAD /{path} (file bytes or a listing), POST /{path} (upload, or /folders and
 // /search with a JSON body), PUT /{path}?action=rename, DELETE /{path}. The raw URL path is parsed once by
 // paths/share-path.ts; the router's own decoding of the wildcard is never used.
-// The parts: read-route.ts (GET), post-route.ts (POST); rename and delete are here.
+// The parts: read-routes.ts (GET), post-routes.ts (POST); rename and delete are here.
 import { badRequest, methodNotAllowed, notFound, type ObjectStore } from '@boxyard/kit';
 import type { FastifyInstance } from 'fastify';
 import type { DatabasePool } from 'slonik';
@@ -12,8 +12,8 @@ import type { Sweeper } from '../maintenance/sweeper.ts';
 import type { Tree } from '../tree/tree-store.ts';
 import { entrySchema, entryView } from './entry-view.ts';
 import { createListingCache } from './listing-cache.ts';
-import { postRoute } from './post-route.ts';
-import { readRoute } from './read-route.ts';
+import { postRoute } from './post-routes.ts';
+import { readRoute } from './read-routes.ts';
 import { pathParams, rawPathOf } from './share-request.ts';
 
 export { DEFAULT_HTML_LIMIT, DEFAULT_JSON_LIMIT, MAX_LIMIT, MAX_PAGE } from './share-request.ts';

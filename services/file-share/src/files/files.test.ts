@@ -9,7 +9,7 @@ import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { incompleteUploads } from '@boxyard/test/harness/fixtures.ts';
 import { uploadInTwoParts } from '@boxyard/test/harness/upload-in-two-parts.ts';
-import { ADMIN_PASSWORD, adminAuth, bucketKeys, eventually, postJson, startTestShare, upload, type TestShare } from '../testing/share-fixture.ts';
+import { ADMIN_PASSWORD, adminAuth, bucketKeys, eventually, postJson, startTestShare, upload, type TestShare } from '../testing/test-share.ts';
 
 const run = promisify(execFile);
 const sha256 = (data: Buffer | string) => createHash('sha256').update(data).digest('hex');

@@ -6,7 +6,7 @@ import { sql } from 'slonik';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { int8 } from '../db/columns.ts';
-import { adminAuth, postJson, startTestShare, upload, type TestShare } from '../testing/share-fixture.ts';
+import { adminAuth, postJson, startTestShare, upload, type TestShare } from '../testing/test-share.ts';
 import { entryRow } from '../tree/tree-store.ts';
 import { entryView } from './file-routes.ts';
 

@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { ADMIN_PASSWORD, adminAuth, createKey, postJson, startTestShare, upload, type TestShare } from '../testing/share-fixture.ts';
+import { ADMIN_PASSWORD, adminAuth, createKey, postJson, startTestShare, upload, type TestShare } from '../testing/test-share.ts';
 
 const run = promisify(execFile);
 

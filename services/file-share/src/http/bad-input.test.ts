@@ -1,7 +1,7 @@
 // What the fuzzer (test/fuzz) found: the service's own paths answering a method they lack through the share's
 // catch-all, a page number past what PostgreSQL holds, and answers missing from the OpenAPI description.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { adminAuth, postJson, startTestShare, type TestShare } from '../testing/share-fixture.ts';
+import { adminAuth, postJson, startTestShare, type TestShare } from '../testing/test-share.ts';
 
 let test: TestShare;
 beforeAll(async () => (test = await startTestShare({ storage: 'local' })));

@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it, vi } from 'vitest';
 import { createTestBucket, incompleteUploads } from '@boxyard/test/harness/fixtures.ts';
-import { startTestShare } from '../testing/share-fixture.ts';
+import { startTestShare } from '../testing/test-share.ts';
 
 const DAY = 24 * 3600;
 

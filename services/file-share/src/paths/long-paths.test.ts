@@ -2,7 +2,7 @@
 // at most 2704 bytes), and names that display as something else were accepted. Against the real service.
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { adminAuth, postJson, startTestShare, upload, type TestShare } from '../testing/share-fixture.ts';
+import { adminAuth, postJson, startTestShare, upload, type TestShare } from '../testing/test-share.ts';
 
 let test: TestShare;
 beforeAll(async () => (test = await startTestShare({ storage: 'local' })));

@@ -7,7 +7,7 @@ import { mkdir, readdir, readFile, stat, writeFile } from 'node:fs/promises';
 import { request as httpRequest } from 'node:http';
 import { dirname, join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { adminAuth, bucketKeys, startTestShare, upload, type TestShare } from '../testing/share-fixture.ts';
+import { adminAuth, bucketKeys, startTestShare, upload, type TestShare } from '../testing/test-share.ts';
 
 const CANARY = `canary-${randomBytes(8).toString('hex')}`;
 

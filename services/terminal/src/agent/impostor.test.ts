@@ -10,7 +10,7 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { WebSocketServer } from 'ws';
 import { createTestDatabase } from '@boxyard/test/harness/fixtures.ts';
-import { ADMIN_PASSWORD, api, login, openTerminal, startTestGateway } from '../testing.ts';
+import { ADMIN_PASSWORD, api, login, openTerminal, startTestGateway } from '../testing/test-gateway.ts';
 import { CLOSE_CODES } from '../protocol.ts';
 
 type Gateway = Awaited<ReturnType<typeof startTestGateway>>;

@@ -9,7 +9,7 @@ import { CoreV1Api, KubeConfig, NetworkingV1Api, PatchStrategy, setHeaderOptions
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { createTestDatabase } from '@boxyard/test/harness/fixtures.ts';
 import { READY_PREFIX } from '../agent/main.ts';
-import { ADMIN_PASSWORD, api, createUser, login, openTerminal, startTestGateway } from '../testing.ts';
+import { ADMIN_PASSWORD, api, createUser, login, openTerminal, startTestGateway } from '../testing/test-gateway.ts';
 import { AGENT_PORT_ANNOTATION, NETWORK_POLICY_NAME, POOL_LABEL, networkPolicyName } from './kubernetes.ts';
 
 const AGENT_MAIN = fileURLToPath(new URL('../agent/main.ts', import.meta.url));

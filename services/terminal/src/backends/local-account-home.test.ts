@@ -8,7 +8,7 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import { chmodSync, lchownSync, mkdtempSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { removeTestAccounts } from '../testing.ts';
+import { removeTestAccounts } from '../testing/test-gateway.ts';
 import { accountNameFor, createAccountResolver } from './local-accounts.ts';
 
 const root = process.getuid?.() === 0;

@@ -13,7 +13,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startDevProcess, type DevProcess } from '@boxyard/test/harness/dev-process.ts';
 import { createTestDatabase } from '@boxyard/test/harness/fixtures.ts';
 import { freePort, waitForHttp } from '@boxyard/test/harness/ports.ts';
-import { api, createUser, login, openTerminal, removeTestAccounts, upgradeStatus, type TerminalClient } from '../testing.ts';
+import { api, createUser, login, openTerminal, removeTestAccounts, upgradeStatus, type TerminalClient } from '../testing/test-gateway.ts';
 
 const root = process.getuid?.() === 0;
 const MAIN = new URL('../../../boxyard/src/main.ts', import.meta.url).pathname;

@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestDatabase } from '@boxyard/test/harness/fixtures.ts';
 import { defaultSocketDir } from './local.ts';
-import { ADMIN_PASSWORD, api, createUser, login, openTerminal, startTestGateway, type TerminalClient } from '../testing.ts';
+import { ADMIN_PASSWORD, api, createUser, login, openTerminal, startTestGateway, type TerminalClient } from '../testing/test-gateway.ts';
 
 type Gateway = Awaited<ReturnType<typeof startTestGateway>>;
 const root = process.getuid?.() === 0;

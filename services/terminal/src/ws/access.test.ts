@@ -2,7 +2,7 @@
 // gateway replicas on the run's PostgreSQL.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestDatabase } from '@boxyard/test/harness/fixtures.ts';
-import { ADMIN_PASSWORD, api, createUser, login, openTerminal, startTestGateway } from '../testing.ts';
+import { ADMIN_PASSWORD, api, createUser, login, openTerminal, startTestGateway } from '../testing/test-gateway.ts';
 
 type Gateway = Awaited<ReturnType<typeof startTestGateway>>;
 

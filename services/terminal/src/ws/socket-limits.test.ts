@@ -3,7 +3,7 @@
 import { request as httpRequest } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestDatabase } from '@boxyard/test/harness/fixtures.ts';
-import { ADMIN_PASSWORD, api, createUser, login, openTerminal, startTestGateway, upgradeStatus, type TerminalClient } from '../testing.ts';
+import { ADMIN_PASSWORD, api, createUser, login, openTerminal, startTestGateway, upgradeStatus, type TerminalClient } from '../testing/test-gateway.ts';
 
 let gateway: Awaited<ReturnType<typeof startTestGateway>>;
 let admin: string;

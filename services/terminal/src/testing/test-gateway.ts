@@ -4,9 +4,9 @@ import { execFileSync } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
 import { mkdirSync, readFileSync, rmSync } from 'node:fs';
 import WebSocket from 'ws';
-import { startTerminal, type TerminalService } from './service.ts';
-import { terminalConfigSchema, type TerminalConfig } from './config.ts';
-import type { ServerMessage } from './protocol.ts';
+import { startTerminal, type TerminalService } from '../service.ts';
+import { terminalConfigSchema, type TerminalConfig } from '../config.ts';
+import type { ServerMessage } from '../protocol.ts';
 
 export const ADMIN_PASSWORD = `Admin-${randomBytes(9).toString('base64url')}1`;
 

@@ -13,7 +13,7 @@ import { int8, messageSchema } from '../records.ts';
 import { principalOfSubject, requirePrincipal } from './principal.ts';
 import { accessTtl } from './sessions.ts';
 import { generateServiceAccountKey, keyIdOf, keyMatches } from './service-account-keys.ts';
-import { organizationFor, requireUser } from './service-accounts.ts';
+import { organizationFor, requireUser } from './service-account-routes.ts';
 
 const time = z.string().nullable().transform((value) => (value === null ? null : new Date(value).toISOString()));
 const clientRow = z.object({
