@@ -4,6 +4,7 @@
 import { fileURLToPath } from 'node:url';
 import { backupDescriptor, rateLimitBackup } from '@boxyard/kit/backup.ts';
 import { defineService } from '@boxyard/kit/service/define-service.ts';
+import { devDefaults } from '@boxyard/kit/service/dev-defaults.ts';
 import { NAME, notesConfigSchema } from './config.ts';
 import { clusterKind } from './kind.ts';
 
@@ -18,6 +19,6 @@ export const serviceDefinition = defineService({
   openapi: { title: 'Boxyard fixture notes' },
   kind: clusterKind,
   backup: backupDescriptor(NAME, [rateLimitBackup, { migrations, tables: { notes: { backup: true } } }]),
-  devDefaults: async (context) => ({ database: { url: context.databaseUrl }, session: { secret: await context.secret('fixture_notes_session_secret') } }),
+  devDefaults: (context) => devDefaults(context, NAME),
   plugin: async () => (await import('./routes.ts')).notesPlugin,
 });

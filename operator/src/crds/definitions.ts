@@ -21,7 +21,10 @@ const secretKeyRef = (description: string, defaultKey: string): Schema =>
     { required: ['name'] },
   );
 
-/** Fields every kind has: the Deployment, database, auth, exposure, limits and what happens to data on deletion. */
+/**
+ * Fields every kind has: the Deployment, database, auth, exposure, limits and what happens to data on deletion.
+ * One long declaration on purpose: it is the CRD text users read in `kubectl explain`, field by field, in order.
+ */
 export function commonSpec(schemaDefault: string): Record<string, Schema> {
   return {
     replicas: integer('Number of pods. Above 1 a PodDisruptionBudget keeps at least one serving during node drains.', { default: 1, minimum: 0, maximum: 100 }),

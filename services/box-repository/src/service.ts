@@ -2,10 +2,9 @@
 // and `boxyard dev` start it in the kit's host (service/host.ts); plugin.ts is what is its own. Its listeners are
 // the seed's (`boxyard.api_listen_port_encrypted` / `_unencrypted`), and its certificate can be replaced through
 // its API (setup/live-tls.ts).
-import { mkdir } from 'node:fs/promises';
-import { join } from 'node:path';
 import type { Server as TlsServer } from 'node:tls';
 import { defineService } from '@boxyard/kit/service/define-service.ts';
+import { devDefaults } from '@boxyard/kit/service/dev-defaults.ts';
 import type { HostedService, StartOptions } from '@boxyard/kit/service/host.ts';
 import { boxRepositoryBackup } from './backup.ts';
 import { boxRepositoryConfigSchema, DEFAULT_METRICS_PORT, SERVICE_NAME, type BoxRepositoryConfig } from './config.ts';
@@ -54,17 +53,7 @@ export const serviceDefinition = defineService({
     return { initial: live.initial, attach: (app) => live.attach(app.server as unknown as TlsServer), live };
   },
   afterListen: async (app, { config, port }) => (await import('./plugin.ts')).listenBesideHttps(app, config, port, listenPorts(config)),
-  async devDefaults(context) {
-    const root = join(context.home, SERVICE_NAME);
-    await mkdir(root, { recursive: true, mode: 0o700 });
-    return {
-      database: { url: context.databaseUrl },
-      storage: { driver: 'local', root },
-      state_dir: join(context.home, 'state', SERVICE_NAME),
-      session: { secret: await context.secret('box_repository_session_secret') },
-      ...(context.adminPassword ? { admin: { password: context.adminPassword } } : {}),
-    };
-  },
+  devDefaults: (context) => devDefaults(context, SERVICE_NAME, { localStorage: true }),
   plugin: async () => (await import('./plugin.ts')).boxRepositoryPlugin,
 });
 

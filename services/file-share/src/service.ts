@@ -1,9 +1,8 @@
 // The file share as the registry lists it and the `boxyard` command runs it: `boxyard serve file-share` and
 // `boxyard dev` start it in the kit's host (service/host.ts); plugin.ts is what is its own.
-import { mkdir } from 'node:fs/promises';
-import { join } from 'node:path';
 import type { DatabasePool, ObjectStore } from '@boxyard/kit';
 import { defineService } from '@boxyard/kit/service/define-service.ts';
+import { devDefaults } from '@boxyard/kit/service/dev-defaults.ts';
 import type { HostedService, StartOptions } from '@boxyard/kit/service/host.ts';
 import { fileShareBackup } from './backup.ts';
 import { DEFAULT_METRICS_PORT, fileShareConfigSchema, SERVICE_NAME, type FileShareConfig } from './config.ts';
@@ -30,19 +29,8 @@ export const serviceDefinition = defineService({
   kind: clusterKind,
   backup: fileShareBackup,
   accounts: true,
-  async devDefaults(context) {
-    // Local storage under $BOXYARD_HOME/file-share (the driver wants an existing directory), PostgreSQL schema
-    // `file_share` in the dev database, a session secret generated once and kept in the home's secrets file.
-    const root = join(context.home, SERVICE_NAME);
-    await mkdir(root, { recursive: true, mode: 0o700 });
-    return {
-      database: { url: context.databaseUrl },
-      storage: { driver: 'local', root },
-      state_dir: join(context.home, 'state', SERVICE_NAME),
-      session: { secret: await context.secret('file_share_session_secret') },
-      ...(context.adminPassword ? { admin: { password: context.adminPassword } } : {}),
-    };
-  },
+  // Local storage under $BOXYARD_HOME/file-share, PostgreSQL schema `file_share` in the dev database.
+  devDefaults: (context) => devDefaults(context, SERVICE_NAME, { localStorage: true }),
   plugin: async () => (await import('./plugin.ts')).fileSharePlugin,
 });
 

@@ -2,6 +2,7 @@
 // `boxyard dev` start the gateway in the kit's host (service/host.ts); plugin.ts is what is its own.
 import { resolve } from 'node:path';
 import { defineService } from '@boxyard/kit/service/define-service.ts';
+import { devDefaults } from '@boxyard/kit/service/dev-defaults.ts';
 import type { HostedService, StartOptions } from '@boxyard/kit/service/host.ts';
 import type { SessionBackend } from './backends/types.ts';
 import { terminalBackup } from './backup.ts';
@@ -26,13 +27,7 @@ export const serviceDefinition = defineService({
   accounts: true,
   async devDefaults(context) {
     const home = resolve(context.home, 'terminal');
-    return {
-      database: { url: context.databaseUrl, schema: 'terminal' },
-      session: { secret: await context.secret('terminal_session_secret') },
-      admin: context.adminPassword ? { password: context.adminPassword } : {},
-      backend: { kind: 'local', local: { socket_dir: resolve(home, 'agents') } },
-      state_dir: home,
-    };
+    return { ...(await devDefaults(context, 'terminal')), backend: { kind: 'local', local: { socket_dir: resolve(home, 'agents') } }, state_dir: home };
   },
   plugin: async () => (await import('./plugin.ts')).terminalPlugin,
 });
