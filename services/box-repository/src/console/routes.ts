@@ -35,36 +35,53 @@ const safeReturn = (value: unknown) => safeReturnPath(value);
 
 const pathOf = (request: FastifyRequest) => request.url;
 
+const sendPage = (reply: FastifyReply, page: Html, status = 200) =>
+  pageHeaders(reply).status(status).header('cache-control', 'no-store').type('text/html; charset=utf-8').send(page.value);
+
+/** Renders a page; a refusal or a missing item becomes an HTML error page with the same status. */
+const page = (ctx: ServiceContext, render: (request: FastifyRequest, principal: Principal | null) => Promise<Html>) =>
+  async (request: FastifyRequest, reply: FastifyReply) => {
+    let principal: Principal | null = null;
+    try {
+      principal = await principalOf(ctx, request);
+      return sendPage(reply, await render(request, principal));
+    } catch (error) {
+      if (!(error instanceof HttpError) || error.statusCode >= 500) throw error;
+      return sendPage(reply, errorPage({ principal, path: pathOf(request) }, error.statusCode, error.message), error.statusCode);
+    }
+  };
+
+/** A form or query field as a string of at most `max` characters ('' when absent). */
+const field = (form: Record<string, unknown>, name: string, max: number) => (typeof form[name] === 'string' ? (form[name] as string).slice(0, max) : '');
+
+type OriginPolicy = ReturnType<typeof createOriginPolicy>;
+
 export async function consoleRoutes(app: FastifyInstance, { ctx }: { ctx: ServiceContext }): Promise<void> {
   // The sign-in form posts urlencoded fields; only these routes read that media type.
   app.addContentTypeParser('application/x-www-form-urlencoded', { parseAs: 'string', bodyLimit: 16 * 1024 }, (_request, body, done) => {
     done(null, Object.fromEntries(new URLSearchParams(body as string)));
   });
+  // Signing in (or up) from another site's page (login CSRF) is refused like any cross-site write.
+  const origins = createOriginPolicy({ publicUrl: ctx.config.server.public_url });
+  assetRoute(app);
+  boxPages(app, ctx);
+  adminPages(app, ctx);
+  signInRoutes(app, ctx, origins);
+  signUpRoutes(app, ctx, origins);
+  signOutRoute(app, ctx);
+}
 
-  const send = (reply: FastifyReply, page: Html, status = 200) =>
-    pageHeaders(reply).status(status).header('cache-control', 'no-store').type('text/html; charset=utf-8').send(page.value);
-
-  /** Renders a page; a refusal or a missing item becomes an HTML error page with the same status. */
-  const page = (render: (request: FastifyRequest, principal: Principal | null) => Promise<Html>) =>
-    async (request: FastifyRequest, reply: FastifyReply) => {
-      let principal: Principal | null = null;
-      try {
-        principal = await principalOf(ctx, request);
-        return send(reply, await render(request, principal));
-      } catch (error) {
-        if (!(error instanceof HttpError) || error.statusCode >= 500) throw error;
-        return send(reply, errorPage({ principal, path: pathOf(request) }, error.statusCode, error.message), error.statusCode);
-      }
-    };
-
+function assetRoute(app: FastifyInstance): void {
   // Assets are fixed files read at start: not worth a rate-limit write per request (as the terminal's page).
   app.get('/console/assets/:file', { ...hide, config: { rateLimit: false } }, async (request: FastifyRequest<{ Params: { file: string } }>, reply) => {
     const file = Object.hasOwn(ASSETS, request.params.file) ? ASSETS[request.params.file] : undefined;
     if (!file) throw notFound(`No asset ${request.params.file}`);
     return pageHeaders(reply).header('cache-control', 'public, max-age=3600').type(file.type).send(file.body);
   });
+}
 
-  app.get('/', hide, page(async (request, principal) => {
+/** The public boxes and search, an organization, a box with its versions. */function boxPages(app: FastifyInstance, ctx: ServiceContext): void {
+  app.get('/', hide, page(ctx, async (request, principal) => {
     const query = request.query as Record<string, unknown>;
     const search = typeof query.q === 'string' ? query.q.trim().slice(0, 200) : '';
     const listed = await listBoxes(ctx, principal, { search, page: pageNumber(query.page) });
@@ -73,7 +90,7 @@ export async function consoleRoutes(app: FastifyInstance, { ctx }: { ctx: Servic
     });
   }));
 
-  app.get('/:org', hide, page(async (request, principal) => {
+  app.get('/:org', hide, page(ctx, async (request, principal) => {
     const { org: name } = request.params as { org: string };
     if (RESERVED_ORGANIZATION_NAMES.includes(name.toLowerCase())) throw notFound(`No page ${request.url.split('?')[0]}`);
     const found = await findPath(ctx, request, { org: name });
@@ -88,7 +105,7 @@ export async function consoleRoutes(app: FastifyInstance, { ctx }: { ctx: Servic
     });
   }));
 
-  app.get('/:org/boxes/:box', hide, page(async (request, principal) => {
+  app.get('/:org/boxes/:box', hide, page(ctx, async (request, principal) => {
     const params = request.params as { org: string; box: string };
     const found = await findPath(ctx, request, params);
     const box = found.box!;
@@ -97,26 +114,28 @@ export async function consoleRoutes(app: FastifyInstance, { ctx }: { ctx: Servic
       org: found.org, box, versions: await versionTree(ctx, box, member), canManage: canManageBox(found, box), baseUrl: baseUrlOf(ctx, request),
     });
   }));
+}
 
-  app.get('/console/users', hide, page(async (request, principal) => {
+function adminPages(app: FastifyInstance, ctx: ServiceContext): void {
+  app.get('/console/users', hide, page(ctx, async (request, principal) => {
     if (!principal) throw unauthorized('Sign in to see the users');
     if (principal.kind !== 'user' || !principal.isAdmin) throw new HttpError(403, 'Only administrators see the users');
     return usersPage({ principal, path: pathOf(request) }, await allUsers(ctx));
   }));
 
-  app.get('/console/webhooks', hide, page(async (request, principal) => {
+  app.get('/console/webhooks', hide, page(ctx, async (request, principal) => {
     if (!principal) throw unauthorized('Sign in to see the webhooks');
     if (principal.kind !== 'user' || !principal.isAdmin) throw new HttpError(403, 'Only administrators manage webhooks');
     return webhooksPage({ principal, path: pathOf(request) }, { events: WEBHOOK_EVENTS, webhooks: await allWebhooks(ctx), deliveries: await latestDeliveries(ctx, 20) });
   }));
+}
 
-  app.get('/console/sign-in', hide, page(async (request, principal) => {
+function signInRoutes(app: FastifyInstance, ctx: ServiceContext, origins: OriginPolicy): void {
+  app.get('/console/sign-in', hide, page(ctx, async (request, principal) => {
     const returnTo = safeReturn((request.query as Record<string, unknown>).return_to);
     return signInPage({ principal, path: pathOf(request) }, { returnTo });
   }));
 
-  // Signing in from another site's page (login CSRF) is refused like any cross-site write.
-  const origins = createOriginPolicy({ publicUrl: ctx.config.server.public_url });
   app.post('/console/sign-in', { ...hide, preHandler: origins.check }, async (request, reply) => {
     const form = (request.body ?? {}) as Record<string, unknown>;
     const username = typeof form.username === 'string' ? form.username.slice(0, 254) : '';
@@ -124,17 +143,18 @@ export async function consoleRoutes(app: FastifyInstance, { ctx }: { ctx: Servic
     const returnTo = safeReturn(form.return_to);
     const principal = username && password ? await verifySignIn(ctx, username, password) : null;
     if (!principal) {
-      return send(reply, signInPage({ principal: null, path: '/console/sign-in' }, { returnTo, username, error: 'Invalid username or password.' }), 401);
+      return sendPage(reply, signInPage({ principal: null, path: '/console/sign-in' }, { returnTo, username, error: 'Invalid username or password.' }), 401);
     }
     const issued = await issueSession(ctx, principal, false);
     setSessionCookie(ctx, request, reply, issued.access_token, new Date(issued.expires_at));
     return reply.redirect(returnTo, 303);
   });
+}
 
-  // Sign-up, e.g. from an invitation's link (POST /api/auth/invite): the account is made by the API's own rules,
-  // then signed in with the cookie and sent to the organization it joined.
-  const field = (form: Record<string, unknown>, name: string, max: number) => (typeof form[name] === 'string' ? (form[name] as string).slice(0, max) : '');
-  app.get('/console/sign-up', hide, page(async (request, principal) => {
+// Sign-up, e.g. from an invitation's link (POST /api/auth/invite): the account is made by the API's own rules,
+// then signed in with the cookie and sent to the organization it joined.
+function signUpRoutes(app: FastifyInstance, ctx: ServiceContext, origins: OriginPolicy): void {
+  app.get('/console/sign-up', hide, page(ctx, async (request, principal) => {
     const query = request.query as Record<string, unknown>;
     const invitationToken = (field(query, 'invitationToken', 128) || field(query, 'invitation_token', 128)) || undefined; // the API's hook may have snake-cased the key
     const organization = field(query, 'organization', 254) || undefined;
@@ -145,7 +165,7 @@ export async function consoleRoutes(app: FastifyInstance, { ctx }: { ctx: Servic
     const input = { username: field(form, 'username', 64), email: field(form, 'email', 254), password: field(form, 'password', 1024) };
     const invitationToken = field(form, 'invitation_token', 128) || undefined;
     const again = (status: number, error: string) =>
-      send(reply, signUpPage({ principal: null, path: '/console/sign-up' }, { ...(invitationToken ? { invitationToken } : {}), username: input.username, email: input.email, error }), status);
+      sendPage(reply, signUpPage({ principal: null, path: '/console/sign-up' }, { ...(invitationToken ? { invitationToken } : {}), username: input.username, email: input.email, error }), status);
     if (!USERNAME_REGEX.test(input.username)) return again(422, 'A username is 1 to 64 letters, digits, dots, dashes or underscores.');
     if (!/^[^\s@]+@[^\s@]+$/.test(input.email)) return again(422, 'Give an e-mail address.');
     let joined: string | undefined;
@@ -162,7 +182,9 @@ export async function consoleRoutes(app: FastifyInstance, { ctx }: { ctx: Servic
     setSessionCookie(ctx, request, reply, issued.access_token, new Date(issued.expires_at));
     return reply.redirect(joined ? `/${encodeURIComponent(joined)}` : '/', 303);
   });
+}
 
+function signOutRoute(app: FastifyInstance, ctx: ServiceContext): void {
   app.post('/console/sign-out', hide, async (request, reply) => {
     // A stale or missing cookie signs out too; a valid one is revoked, so a copy of it stops working as well.
     if (sessionCookieOf(request)) {

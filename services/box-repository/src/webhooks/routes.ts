@@ -106,9 +106,17 @@ function checkUrl(raw: string, allowPrivate: boolean): string {
 }
 
 export async function webhookRoutes(app: FastifyInstance, { ctx }: { ctx: ServiceContext }): Promise<void> {
+  createWebhookRoute(app, ctx);
+  listWebhooksRoute(app, ctx);
+  getWebhookRoute(app, ctx);
+  deleteWebhookRoute(app, ctx);
+  deliveryLogRoute(app, ctx);
+  redeliverRoute(app, ctx);
+}
+
+function createWebhookRoute(app: FastifyInstance, ctx: ServiceContext): void {
   const { pool } = ctx;
   const allowPrivate = ctx.config.webhooks.allow_private_targets;
-
   app.post<{ Body: { url: string; events: string[]; secret?: string; description?: string } }>('/api/admin/webhooks', {
     schema: {
       tags: ['webhooks'],
@@ -136,7 +144,10 @@ export async function webhookRoutes(app: FastifyInstance, { ctx }: { ctx: Servic
       returning id, url, events, description, to_jsonb(created_at) #>> '{}' as created_at`);
     return reply.status(201).send({ ...created, secret });
   });
+}
 
+function listWebhooksRoute(app: FastifyInstance, ctx: ServiceContext): void {
+  const { pool } = ctx;
   app.get<{ Querystring: { page?: number; per_page?: number } }>('/api/admin/webhooks', {
     schema: {
       tags: ['webhooks'], summary: 'The webhooks (global admins); secrets are never shown',
@@ -150,7 +161,10 @@ export async function webhookRoutes(app: FastifyInstance, { ctx }: { ctx: Servic
     describePage(request, reply, page, total);
     return pool.any(sql.type(webhookRow)`${selectWebhooks} order by id limit ${page.limit} offset ${page.offset}`);
   });
+}
 
+function getWebhookRoute(app: FastifyInstance, ctx: ServiceContext): void {
+  const { pool } = ctx;
   app.get<{ Params: { id: string } }>('/api/admin/webhooks/:id', {
     schema: { tags: ['webhooks'], summary: 'One webhook (global admins)', params: params('id'), response: { 200: webhookSchema, ...errors(401, 403, 404) } },
   }, async (request) => {
@@ -159,7 +173,10 @@ export async function webhookRoutes(app: FastifyInstance, { ctx }: { ctx: Servic
     if (!found) throw notFound(`Webhook ${request.params.id} not found`);
     return found;
   });
+}
 
+function deleteWebhookRoute(app: FastifyInstance, ctx: ServiceContext): void {
+  const { pool } = ctx;
   app.delete<{ Params: { id: string } }>('/api/admin/webhooks/:id', {
     schema: { tags: ['webhooks'], summary: 'Remove a webhook (global admins): nothing more is sent to it, its delivery log goes too', params: params('id'), response: { 200: messageSchema, ...errors(401, 403, 404) } },
   }, async (request) => {
@@ -168,7 +185,10 @@ export async function webhookRoutes(app: FastifyInstance, { ctx }: { ctx: Servic
     if (!deleted) throw notFound(`Webhook ${request.params.id} not found`);
     return { message: `Webhook ${request.params.id} (${deleted.url}) deleted` };
   });
+}
 
+function deliveryLogRoute(app: FastifyInstance, ctx: ServiceContext): void {
+  const { pool } = ctx;
   app.get<{ Params: { id: string }; Querystring: { page?: number; per_page?: number; status?: string } }>('/api/admin/webhooks/:id/deliveries', {
     schema: {
       tags: ['webhooks'], summary: "A webhook's delivery log, newest first, each delivery with every attempt (global admins)",
@@ -191,7 +211,10 @@ export async function webhookRoutes(app: FastifyInstance, { ctx }: { ctx: Servic
       order by d.created_at desc, d.event_id desc
       limit ${page.limit} offset ${page.offset}`);
   });
+}
 
+function redeliverRoute(app: FastifyInstance, ctx: ServiceContext): void {
+  const { pool } = ctx;
   app.post<{ Params: { id: string; delivery: string } }>('/api/admin/webhooks/:id/deliveries/:delivery/redeliver', {
     schema: {
       tags: ['webhooks'],

@@ -80,26 +80,31 @@ function checkGrant(
 }
 
 export async function apiKeyRoutes(app: FastifyInstance, options: ApiKeyRoutesOptions): Promise<void> {
-  const { keys, pool } = options;
+  listKeysRoute(app, options);
+  createKeyRoute(app, options);
+  updateKeyRoute(app, options);
+  revokeKeyRoute(app, options);
+}
 
-  /** Key ids a key-authenticated caller may see and delete: itself and everything minted from it. */
-  const lineageOf = (keyId: string) =>
-    pool.anyFirst(sql.type(z.object({ id: z.string() }))`
-      with recursive lineage as (
-        select id from api_keys where id = ${keyId}
-        union all
-        select k.id from api_keys k join lineage l on k.created_by_key = l.id
-      ) select id from lineage`);
+/** Key ids a key-authenticated caller may see and delete: itself and everything minted from it. */
+const lineageOf = (pool: DatabasePool, keyId: string) =>
+  pool.anyFirst(sql.type(z.object({ id: z.string() }))`
+    with recursive lineage as (
+      select id from api_keys where id = ${keyId}
+      union all
+      select k.id from api_keys k join lineage l on k.created_by_key = l.id
+    ) select id from lineage`);
 
-  async function visibleKey(principal: Principal, id: string) {
-    const user = requireUser(principal);
-    const key = await keys.get(id);
-    if (!key) return null;
-    if (principal.key) return (await lineageOf(principal.key.id)).includes(id) ? key : null;
-    if (user.role === 'admin') return key;
-    return key.user_id === user.id ? key : null;
-  }
+async function visibleKey({ keys, pool }: ApiKeyRoutesOptions, principal: Principal, id: string) {
+  const user = requireUser(principal);
+  const key = await keys.get(id);
+  if (!key) return null;
+  if (principal.key) return (await lineageOf(pool, principal.key.id)).includes(id) ? key : null;
+  if (user.role === 'admin') return key;
+  return key.user_id === user.id ? key : null;
+}
 
+function listKeysRoute(app: FastifyInstance, { keys, pool }: ApiKeyRoutesOptions): void {
   app.get(
     '/api/api-keys',
     {
@@ -117,13 +122,15 @@ export async function apiKeyRoutes(app: FastifyInstance, options: ApiKeyRoutesOp
       if (all && (user.role !== 'admin' || principal.key)) throw refuse(principal, 'Insufficient permissions: administrators only');
       let rows = await keys.list(all ? null : user.id);
       if (principal.key) {
-        const lineage = new Set(await lineageOf(principal.key.id));
+        const lineage = new Set(await lineageOf(pool, principal.key.id));
         rows = rows.filter((row) => lineage.has(row.id));
       }
       return ok('API keys', { keys: rows.map(keyView) });
     },
   );
+}
 
+function createKeyRoute(app: FastifyInstance, { keys }: ApiKeyRoutesOptions): void {
   app.post(
     '/api/api-keys',
     {
@@ -160,7 +167,10 @@ export async function apiKeyRoutes(app: FastifyInstance, options: ApiKeyRoutesOp
       return reply.status(201).send(ok('API key created; the token is shown only this once', { key: keyView(record), token }));
     },
   );
+}
 
+function updateKeyRoute(app: FastifyInstance, options: ApiKeyRoutesOptions): void {
+  const { keys } = options;
   app.put(
     '/api/api-keys/:id',
     {
@@ -184,7 +194,7 @@ export async function apiKeyRoutes(app: FastifyInstance, options: ApiKeyRoutesOp
       if (principal.key) throw forbidden('Insufficient permissions: API keys cannot be edited with an API key; sign in as the user');
       const { id } = request.params as { id: string };
       const body = request.body as { name?: string; permissions?: Permission[]; expires_at?: string | null };
-      const key = await visibleKey(principal, id);
+      const key = await visibleKey(options, principal, id);
       if (!key) throw notFound(`No API key ${id}`);
       const parentRecord = key.created_by_key ? await keys.get(key.created_by_key) : null;
       const parent = parentRecord
@@ -200,7 +210,10 @@ export async function apiKeyRoutes(app: FastifyInstance, options: ApiKeyRoutesOp
       return ok('API key updated', { key: keyView(updated) });
     },
   );
+}
 
+function revokeKeyRoute(app: FastifyInstance, options: ApiKeyRoutesOptions): void {
+  const { keys } = options;
   app.delete(
     '/api/api-keys/:id',
     {
@@ -213,7 +226,7 @@ export async function apiKeyRoutes(app: FastifyInstance, options: ApiKeyRoutesOp
     },
     async (request) => {
       const { id } = request.params as { id: string };
-      const key = await visibleKey(request.principal, id);
+      const key = await visibleKey(options, request.principal, id);
       if (!key) throw notFound(`No API key ${id}`);
       await keys.delete(id);
       return ok('API key revoked', { id });

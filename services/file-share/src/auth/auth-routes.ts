@@ -48,8 +48,14 @@ const userView = (user: { id: string; username: string; email: string | null; ro
 });
 
 export async function authRoutes(app: FastifyInstance, options: AuthRoutesOptions): Promise<void> {
-  const { accounts, sessions, cookie } = options;
+  methodsRoute(app, options);
+  signInRoute(app, options);
+  signOutRoute(app, options);
+  listUsersRoute(app, options);
+  createUserRoute(app, options);
+}
 
+function methodsRoute(app: FastifyInstance, options: AuthRoutesOptions): void {
   app.get(
     '/auth/methods',
     { schema: { summary: 'Available authentication methods', tags: ['auth'] } },
@@ -72,7 +78,9 @@ export async function authRoutes(app: FastifyInstance, options: AuthRoutesOption
         roles: Object.fromEntries(ROLES.map((role) => [role, { permissions: rolePermissions[role], apiKeyPermissions: keyPermissionsForRole[role] }])),
       }),
   );
+}
 
+function signInRoute(app: FastifyInstance, { accounts, sessions, cookie }: AuthRoutesOptions): void {
   app.post(
     '/auth/login/basic',
     {
@@ -113,7 +121,9 @@ export async function authRoutes(app: FastifyInstance, options: AuthRoutesOption
       });
     },
   );
+}
 
+function signOutRoute(app: FastifyInstance, { accounts, cookie }: AuthRoutesOptions): void {
   app.post(
     '/auth/logout',
     { schema: { summary: 'Sign out: revokes the session token and clears the cookie', tags: ['auth'] } },
@@ -122,13 +132,17 @@ export async function authRoutes(app: FastifyInstance, options: AuthRoutesOption
       return ok(ended ? 'Signed out' : 'No session to end', { revoked: Boolean(ended) });
     },
   );
+}
 
+function listUsersRoute(app: FastifyInstance, { accounts }: AuthRoutesOptions): void {
   app.get('/api/users', { schema: { summary: 'List users (admins)', tags: ['users'] } }, async (request) => {
     requireAdmin(request.principal);
     const rows = await accounts.list();
     return ok('Users', { users: rows.map(userView) });
   });
+}
 
+function createUserRoute(app: FastifyInstance, { accounts }: AuthRoutesOptions): void {
   app.post(
     '/api/users',
     {
