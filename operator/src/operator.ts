@@ -1,25 +1,16 @@
-// The operator: shared informers, one controller per kind, leader election, and the metrics/health endpoints.
-// Only the leader runs informers and controllers; a standby replica holds no cache and issues no writes.
+// The operator: leader election and the metrics/health endpoints. Only the leader runs informers and controllers
+// (leader.ts); a standby replica holds no cache and issues no writes.
 import { hostname } from 'node:os';
 import { randomUUID } from 'node:crypto';
-import type { ServiceResource } from './crds/types.ts';
-import { MANAGED_BY_SELECTOR } from './desired/common.ts';
-import { allKinds } from './desired/kinds.ts';
-import { KubeClient, KubeApiError } from './kube/client.ts';
+import { tracingDefaultsFrom, type TracingDefaults } from './desired/tracing.ts';
+import { KubeClient } from './kube/client.ts';
 import { loadCredentials } from './kube/credentials.ts';
-import { resources, type ResourceType } from './kube/resources.ts';
-import { keyOf, type KubeObject } from './kube/types.ts';
+import { lead, type Operator } from './leader.ts';
 import { ImagePolicy, repositoryOf } from './reconcile/image-policy.ts';
-import { OWNER_INDEX, SECRET_INDEX, ServiceReconciler, controllerUid, referencedSecrets } from './reconcile/service-reconciler.ts';
-import { Controller } from './runtime/controller.ts';
-import { EventRecorder } from './runtime/events.ts';
 import { startHttpServer } from './runtime/http-server.ts';
 import { kubernetesMetricsAuth } from './runtime/metrics-auth.ts';
-import { Informer } from './runtime/informer.ts';
 import { LeaderElector } from './runtime/leader-election.ts';
 import { OperatorMetrics } from './runtime/metrics.ts';
-import { RateLimiter } from './runtime/queue.ts';
-import { tracingDefaultsFrom, type TracingDefaults } from './desired/tracing.ts';
 
 export const DEFAULT_IMAGE = 'ghcr.io/boxyard/boxyard:0.1.0';
 
@@ -73,165 +64,84 @@ export interface RunningOperator {
   stop(): Promise<void>;
 }
 
-const CHILD_TYPES: ResourceType[] = [
-  resources.deployment,
-  resources.service,
-  resources.configMap,
-  resources.serviceAccount,
-  resources.roleBinding,
-  resources.ingress,
-  resources.networkPolicy,
-  resources.podDisruptionBudget,
-];
-
-/** Whether the ServiceMonitor CRD is served, asked at most once a minute. */
-function serviceMonitorDiscovery(client: KubeClient, log: (line: string) => void): () => Promise<boolean> {
-  let cached: { value: boolean; at: number } | undefined;
-  return async () => {
-    if (cached && Date.now() - cached.at < 60_000) return cached.value;
-    let value = false;
-    try {
-      const list = await client.request<{ resources?: { name: string }[] }>('GET', '/apis/monitoring.coreos.com/v1', { verb: 'get', resource: 'discovery' });
-      value = (list.resources ?? []).some((r) => r.name === 'servicemonitors');
-    } catch (error) {
-      if (!(error instanceof KubeApiError && error.status === 404)) log(`ServiceMonitor discovery failed: ${(error as Error).message}`);
-    }
-    cached = { value, at: Date.now() };
-    return value;
-  };
-}
-
 export async function runOperator(options: OperatorOptions = {}): Promise<RunningOperator> {
   const log = options.log ?? ((line: string) => console.log(`${new Date().toISOString()} ${line}`));
   const identity = options.identity ?? `${hostname()}_${randomUUID().slice(0, 8)}`;
   const credentials = await loadCredentials(options.kubeconfig);
-  const metrics = new OperatorMetrics();
-  let elector: LeaderElector | undefined;
-  const client = new KubeClient(credentials, {
-    onRequest: metrics.recordRequest,
-    mayWrite: () => !elector || elector.isLeader(),
-    userAgent: `boxyard-operator/${identity}`,
-  });
-  const namespaces = options.namespaces?.filter(Boolean).length ? options.namespaces.filter(Boolean) : undefined;
-  const resyncMs = options.resyncMs ?? 10 * 60_000;
-  const defaultImage = options.defaultImage ?? DEFAULT_IMAGE;
-  const tracing = options.tracing ?? tracingDefaultsFrom(process.env);
-  const imagePolicy = new ImagePolicy(options.allowedImages?.length ? options.allowedImages : [repositoryOf(defaultImage)], [defaultImage]);
-  let synced = false;
-
-  /** Runs the informers and controllers until `stop` aborts. */
-  const lead = async (stop: AbortSignal): Promise<void> => {
-    metrics.leader.set(1);
-    const informer = <T extends KubeObject>(type: ResourceType, extra: { labelSelector?: string; metadataOnly?: boolean; resyncMs?: number } = {}) =>
-      new Informer<T>(client, { namespaces, log, type, ...extra, onWatchRestart: metrics.watchRestartCounter(type.plural) });
-    const children = new Map<string, Informer>();
-    for (const type of CHILD_TYPES) {
-      const child = informer(type, { labelSelector: MANAGED_BY_SELECTOR });
-      child.addIndex(OWNER_INDEX, controllerUid);
-      children.set(type.plural, child);
-    }
-    // Metadata only: the operator must see the Secrets resources reference, but never holds their values.
-    const secrets = informer(resources.secret, { metadataOnly: true });
-    secrets.addIndex(OWNER_INDEX, controllerUid);
-    const events = new EventRecorder(client, { component: 'boxyard-operator', instance: identity, log });
-    const serviceMonitorAvailable = serviceMonitorDiscovery(client, log);
-    const primaries: Informer<ServiceResource>[] = [];
-    const controllers: Controller<ServiceResource>[] = [];
-    // One token bucket for all kinds: retries together stay under 10/s.
-    const limiter = new RateLimiter();
-    for (const kind of allKinds) {
-      const primary = informer<ServiceResource>(kind.resource, { resyncMs });
-      primary.addIndex(SECRET_INDEX, referencedSecrets);
-      primaries.push(primary);
-      const reconciler = new ServiceReconciler({
-        client,
-        kind,
-        primary,
-        children,
-        secrets,
-        events,
-        defaultImage,
-        tracing,
-        imagePolicy,
-        gatewayClusterRole: options.gatewayClusterRole,
-        peers: () => primaries.flatMap((p) => p.list()),
-        serviceMonitorAvailable,
-        log,
-      });
-      const controller = new Controller<ServiceResource>({
-        name: kind.resource.plural,
-        primary,
-        reconcile: reconciler.reconcile,
-        onPaused: reconciler.onPaused,
-        workers: options.workers ?? 4,
-        metrics,
-        limiter,
-        log,
-      });
-      for (const child of children.values()) controller.watchOwned(child);
-      controller.watchOwned(secrets);
-      controller.watchMapped(secrets, (secret) => primary.byIndex(SECRET_INDEX, keyOf(secret.metadata)).map((r) => keyOf(r.metadata)));
-      controllers.push(controller);
-    }
-    const all = [...primaries, ...children.values(), secrets] as Informer[];
-    metrics.cacheSizes = () => Object.fromEntries(all.map((i) => [i.type.plural, i.size]));
-    for (const i of all) i.start();
-    const started = Promise.all(controllers.map((c) => c.start())).then(() => {
-      synced = true;
-      log(`caches synced; reconciling ${allKinds.map((k) => k.kind).join(', ')} in ${namespaces ? namespaces.join(', ') : 'all namespaces'}`);
-    });
-    await new Promise<void>((resolve) => (stop.aborted ? resolve() : stop.addEventListener('abort', () => resolve(), { once: true })));
-    synced = false;
-    await Promise.all(controllers.map((c) => c.stop()));
-    await Promise.all(all.map((i) => i.stop()));
-    await started.catch(() => {});
-    metrics.cacheSizes = () => ({});
-    metrics.leader.set(0);
-  };
+  const operator = describeOperator(options, log, identity, credentials);
 
   // Its own client: token reviews are neither the leader's writes nor counted with the reconcilers' requests.
   const reviewClient = options.metricsAuth === 'none' ? undefined : new KubeClient(credentials, { userAgent: `boxyard-operator/${identity}` });
   const http = await startHttpServer({
     host: options.metricsHost,
     port: options.metricsPort ?? 8080,
-    registry: metrics.registry,
+    registry: operator.metrics.registry,
     authorizeMetrics: reviewClient ? kubernetesMetricsAuth(reviewClient) : undefined,
     // A standby replica is ready (it serves /metrics and waits); the leader once its caches are synced.
-    ready: () => (elector ? !elector.isLeader() || synced : synced),
+    ready: () => (operator.elector ? !operator.elector.isLeader() || operator.synced : operator.synced),
   });
 
   const shutdown = new AbortController();
-  let running: Promise<void>;
-  if (options.leaderElection) {
-    const le = options.leaderElection;
-    elector = new LeaderElector(client, {
-      namespace: le.namespace,
-      name: le.name ?? 'boxyard-operator',
-      identity,
-      leaseDurationMs: le.leaseDurationMs,
-      renewDeadlineMs: le.renewDeadlineMs,
-      retryPeriodMs: le.retryPeriodMs,
-      log,
-    });
-    log(`operator ${identity} started; waiting for the lease ${le.namespace}/${le.name ?? 'boxyard-operator'}`);
-    running = elector.run(shutdown.signal, lead);
-  } else {
-    log(`operator ${identity} started without leader election`);
-    running = lead(shutdown.signal);
-  }
-  log(`images allowed: ${imagePolicy.describe()}; /metrics ${reviewClient ? 'needs a bearer token allowed to get /metrics' : 'is open (--metrics-auth=none)'}`);
+  const running = leadWhenElected(operator, shutdown.signal);
+  log(`images allowed: ${operator.imagePolicy.describe()}; /metrics ${reviewClient ? 'needs a bearer token allowed to get /metrics' : 'is open (--metrics-auth=none)'}`);
   running.catch((error: unknown) => log(`operator stopped with an error: ${String(error)}`));
 
   return {
     port: http.port,
-    metrics,
-    isLeader: () => (elector ? elector.isLeader() : true),
+    metrics: operator.metrics,
+    isLeader: () => (operator.elector ? operator.elector.isLeader() : true),
     async stop() {
       shutdown.abort();
       await running.catch(() => {});
       await http.close();
-      client.close();
+      operator.client.close();
       reviewClient?.close();
     },
   };
 }
+
+function describeOperator(options: OperatorOptions, log: (line: string) => void, identity: string, credentials: Awaited<ReturnType<typeof loadCredentials>>): Operator {
+  const metrics = new OperatorMetrics();
+  const defaultImage = options.defaultImage ?? DEFAULT_IMAGE;
+  const operator: Operator = {
+    options,
+    log,
+    identity,
+    metrics,
+    client: new KubeClient(credentials, {
+      onRequest: metrics.recordRequest,
+      mayWrite: () => !operator.elector || operator.elector.isLeader(),
+      userAgent: `boxyard-operator/${identity}`,
+    }),
+    namespaces: options.namespaces?.filter(Boolean).length ? options.namespaces.filter(Boolean) : undefined,
+    resyncMs: options.resyncMs ?? 10 * 60_000,
+    defaultImage,
+    tracing: options.tracing ?? tracingDefaultsFrom(process.env),
+    imagePolicy: new ImagePolicy(options.allowedImages?.length ? options.allowedImages : [repositoryOf(defaultImage)], [defaultImage]),
+    elector: undefined,
+    synced: false,
+  };
+  return operator;
+}
+
+/** Leads at once without leader election; with it, whenever this replica holds the Lease. */
+function leadWhenElected(operator: Operator, stop: AbortSignal): Promise<void> {
+  const { options, identity, log } = operator;
+  const le = options.leaderElection;
+  if (!le) {
+    log(`operator ${identity} started without leader election`);
+    return lead(operator, stop);
+  }
+  operator.elector = new LeaderElector(operator.client, {
+    namespace: le.namespace,
+    name: le.name ?? 'boxyard-operator',
+    identity,
+    leaseDurationMs: le.leaseDurationMs,
+    renewDeadlineMs: le.renewDeadlineMs,
+    retryPeriodMs: le.retryPeriodMs,
+    log,
+  });
+  log(`operator ${identity} started; waiting for the lease ${le.namespace}/${le.name ?? 'boxyard-operator'}`);
+  return operator.elector.run(stop, (signal) => lead(operator, signal));
+}
+

@@ -18,10 +18,22 @@ export interface SignInMethod {
   display_name: string;
 }
 
-export function authRoutes(app: FastifyInstance, deps: { auth: Auth; accounts: Accounts; signIn?: SignInMethod | undefined }): void {
-  const { auth, accounts } = deps;
-  const tags = ['auth'];
+interface AuthRouteDeps {
+  auth: Auth;
+  accounts: Accounts;
+  signIn?: SignInMethod | undefined;
+}
 
+const tags = ['auth'];
+
+export function authRoutes(app: FastifyInstance, deps: AuthRouteDeps): void {
+  loginRoute(app, deps);
+  logoutRoute(app, deps);
+  statusRoute(app, deps);
+  methodsRoute(app, deps);
+}
+
+function loginRoute(app: FastifyInstance, { auth, accounts }: AuthRouteDeps): void {
   app.post<{ Body: LoginBody }>(
     '/auth/login/basic',
     {
@@ -48,7 +60,9 @@ export function authRoutes(app: FastifyInstance, deps: { auth: Auth; accounts: A
       return ok('Signed in', { user: { id: user.id, username: user.username, role: user.role, email: user.email }, expires_at: issued.expiresAt.toISOString() });
     },
   );
+}
 
+function logoutRoute(app: FastifyInstance, { auth, accounts }: AuthRouteDeps): void {
   app.post(
     '/auth/logout',
     {
@@ -61,7 +75,9 @@ export function authRoutes(app: FastifyInstance, deps: { auth: Auth; accounts: A
       return ok(request.user ? 'Signed out' : 'Not signed in', {});
     },
   );
+}
 
+function statusRoute(app: FastifyInstance, { auth }: AuthRouteDeps): void {
   app.get(
     '/auth/status',
     {
@@ -86,7 +102,9 @@ export function authRoutes(app: FastifyInstance, deps: { auth: Auth; accounts: A
       return ok('Signed in', { authenticated: true, user: { id: user.id, username: user.username, role: user.role }, expires_at: user.expiresAt.toISOString() });
     },
   );
+}
 
+function methodsRoute(app: FastifyInstance, deps: AuthRouteDeps): void {
   app.get(
     '/auth/methods',
     {

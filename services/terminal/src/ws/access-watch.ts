@@ -52,108 +52,119 @@ export function withdrawn(why: string): Ending {
   return { code: CLOSE_CODES.accessWithdrawn, reason: Buffer.byteLength(reason) > 123 ? 'access withdrawn' : reason, message: `Access withdrawn: ${why}` };
 }
 
+/** The watched sockets, their expiry timers, and the re-check round under way (with whether another is due). */
+interface Watch {
+  options: AccessWatchOptions;
+  sockets: Set<WatchedSocket>;
+  timers: Map<WatchedSocket, NodeJS.Timeout>;
+  checking: Promise<void> | undefined;
+  again: boolean;
+}
+
 export function createAccessWatch(options: AccessWatchOptions) {
-  const sockets = new Set<WatchedSocket>();
-  const timers = new Map<WatchedSocket, NodeJS.Timeout>();
-  let checking: Promise<void> | undefined;
-  let again = false;
-
-  const end = (socket: WatchedSocket, ending: Ending) => {
-    if (!sockets.delete(socket)) return;
-    clearTimeout(timers.get(socket));
-    timers.delete(socket);
-    socket.end(ending);
-  };
-
-  async function check(subset: WatchedSocket[]): Promise<void> {
-    const live = subset.filter((socket) => sockets.has(socket));
-    if (live.length === 0) return;
-    const now = Date.now();
-    for (const socket of live) if (socket.expiresAt.getTime() <= now) end(socket, ENDINGS.expired);
-    const rest = live.filter((socket) => sockets.has(socket));
-    const [revoked, users] = await Promise.all([
-      options.accounts.revokedAmong([...new Set(rest.map((s) => s.jti))]),
-      options.accounts.activeAmong([...new Set(rest.map((s) => s.userId))]),
-    ]);
-    for (const socket of rest) {
-      if (revoked.has(socket.jti)) {
-        end(socket, ENDINGS.signedOut);
-        continue;
-      }
-      const user = users.get(socket.userId);
-      if (!user) {
-        end(socket, ENDINGS.accountGone);
-        continue;
-      }
-      const refusal = options.refusal(user);
-      if (refusal) end(socket, withdrawn(refusal));
-    }
-  }
-
-  /** Re-checks everything; rounds that overlap coalesce into one more. */
-  function checkAll(): Promise<void> {
-    if (checking) {
-      again = true;
-      return checking;
-    }
-    checking = (async () => {
-      do {
-        again = false;
-        await check([...sockets]);
-      } while (again);
-    })()
-      .catch((error: unknown) => options.log.warn({ err: error }, 'terminal: re-checking attached sockets failed; retrying on the next round'))
-      .finally(() => (checking = undefined));
-    return checking;
-  }
-
-  const checkSome = (subset: WatchedSocket[]) =>
-    void check(subset).catch((error: unknown) => options.log.warn({ err: error }, 'terminal: re-checking attached sockets failed; retrying on the next round'));
-
-  const interval = setInterval(() => void checkAll(), options.recheckMs);
+  const watch: Watch = { options, sockets: new Set(), timers: new Map(), checking: undefined, again: false };
+  const interval = setInterval(() => void checkAll(watch), options.recheckMs);
   interval.unref();
 
   return {
     /** Watches a socket until it is closed (call the returned function then). */
-    register(socket: WatchedSocket): () => void {
-      sockets.add(socket);
-      const delay = socket.expiresAt.getTime() - Date.now();
-      if (delay < MAX_TIMER_MS) {
-        const timer = setTimeout(() => end(socket, ENDINGS.expired), Math.max(0, delay));
-        timer.unref();
-        timers.set(socket, timer);
-      }
-      // A sign-out between the upgrade's check and now would have had no socket to close.
-      checkSome([socket]);
-      return () => {
-        sockets.delete(socket);
-        clearTimeout(timers.get(socket));
-        timers.delete(socket);
-      };
-    },
-
-    onChange(change: AccountChange): void {
-      if (change.kind === 'revoked') {
-        for (const socket of [...sockets]) if (socket.jti === change.jti) end(socket, ENDINGS.signedOut);
-      } else if (change.kind === 'user') {
-        checkSome([...sockets].filter((socket) => socket.userId === change.id));
-      } else if (change.kind === 'resync') {
-        void checkAll();
-      }
-    },
-
-    checkAll,
+    register: (socket: WatchedSocket): (() => void) => register(watch, socket),
+    onChange: (change: AccountChange): void => onChange(watch, change),
+    checkAll: (): Promise<void> => checkAll(watch),
     get size() {
-      return sockets.size;
+      return watch.sockets.size;
     },
 
     close(): void {
       clearInterval(interval);
-      for (const timer of timers.values()) clearTimeout(timer);
-      timers.clear();
-      sockets.clear();
+      for (const timer of watch.timers.values()) clearTimeout(timer);
+      watch.timers.clear();
+      watch.sockets.clear();
     },
   };
 }
 
 export type AccessWatch = ReturnType<typeof createAccessWatch>;
+
+function forget({ sockets, timers }: Watch, socket: WatchedSocket): boolean {
+  const watched = sockets.delete(socket);
+  clearTimeout(timers.get(socket));
+  timers.delete(socket);
+  return watched;
+}
+
+function end(watch: Watch, socket: WatchedSocket, ending: Ending): void {
+  if (!watch.sockets.has(socket)) return;
+  forget(watch, socket);
+  socket.end(ending);
+}
+
+function register(watch: Watch, socket: WatchedSocket): () => void {
+  watch.sockets.add(socket);
+  const delay = socket.expiresAt.getTime() - Date.now();
+  if (delay < MAX_TIMER_MS) {
+    const timer = setTimeout(() => end(watch, socket, ENDINGS.expired), Math.max(0, delay));
+    timer.unref();
+    watch.timers.set(socket, timer);
+  }
+  // A sign-out between the upgrade's check and now would have had no socket to close.
+  checkSome(watch, [socket]);
+  return () => void forget(watch, socket);
+}
+
+function onChange(watch: Watch, change: AccountChange): void {
+  if (change.kind === 'revoked') {
+    for (const socket of [...watch.sockets]) if (socket.jti === change.jti) end(watch, socket, ENDINGS.signedOut);
+  } else if (change.kind === 'user') {
+    checkSome(watch, [...watch.sockets].filter((socket) => socket.userId === change.id));
+  } else if (change.kind === 'resync') {
+    void checkAll(watch);
+  }
+}
+
+async function check(watch: Watch, subset: WatchedSocket[]): Promise<void> {
+  const { sockets, options } = watch;
+  const live = subset.filter((socket) => sockets.has(socket));
+  if (live.length === 0) return;
+  const now = Date.now();
+  for (const socket of live) if (socket.expiresAt.getTime() <= now) end(watch, socket, ENDINGS.expired);
+  const rest = live.filter((socket) => sockets.has(socket));
+  const [revoked, users] = await Promise.all([
+    options.accounts.revokedAmong([...new Set(rest.map((s) => s.jti))]),
+    options.accounts.activeAmong([...new Set(rest.map((s) => s.userId))]),
+  ]);
+  for (const socket of rest) {
+    if (revoked.has(socket.jti)) {
+      end(watch, socket, ENDINGS.signedOut);
+      continue;
+    }
+    const user = users.get(socket.userId);
+    if (!user) {
+      end(watch, socket, ENDINGS.accountGone);
+      continue;
+    }
+    const refusal = options.refusal(user);
+    if (refusal) end(watch, socket, withdrawn(refusal));
+  }
+}
+
+/** Re-checks everything; rounds that overlap coalesce into one more. */
+function checkAll(watch: Watch): Promise<void> {
+  if (watch.checking) {
+    watch.again = true;
+    return watch.checking;
+  }
+  watch.checking = (async () => {
+    do {
+      watch.again = false;
+      await check(watch, [...watch.sockets]);
+    } while (watch.again);
+  })()
+    .catch((error: unknown) => watch.options.log.warn({ err: error }, 'terminal: re-checking attached sockets failed; retrying on the next round'))
+    .finally(() => (watch.checking = undefined));
+  return watch.checking;
+}
+
+function checkSome(watch: Watch, subset: WatchedSocket[]): void {
+  void check(watch, subset).catch((error: unknown) => watch.options.log.warn({ err: error }, 'terminal: re-checking attached sockets failed; retrying on the next round'));
+}

@@ -26,128 +26,161 @@ const sendable = (code: number) => code === 1000 || code === 1001 || (code >= 10
 
 const OPEN = 1;
 
+/** What the two directions share: bytes queued on each side, who is paused, and what has been seen. */
+interface Link {
+  client: WebSocket;
+  upstream: WebSocket;
+  options: ProxyOptions;
+  clientQueued: number;
+  upstreamQueued: number;
+  upstreamPaused: boolean;
+  clientPaused: boolean;
+  upstreamOpen: boolean;
+  clientAlive: boolean;
+  exitSeen: boolean;
+  upstreamError: Error | undefined;
+  heartbeat: NodeJS.Timeout | undefined;
+}
+
 export function proxyTerminal(client: WebSocket, upstream: WebSocket, options: ProxyOptions): void {
-  let clientQueued = 0;
-  let upstreamQueued = 0;
-  let upstreamPaused = false;
-  let clientPaused = false;
-  let upstreamOpen = false;
-  let clientAlive = true;
-  let exitSeen = false;
+  const link: Link = {
+    client,
+    upstream,
+    options,
+    clientQueued: 0,
+    upstreamQueued: 0,
+    upstreamPaused: false,
+    clientPaused: false,
+    upstreamOpen: false,
+    clientAlive: true,
+    exitSeen: false,
+    upstreamError: undefined,
+    heartbeat: undefined,
+  };
 
   // Nothing from the client is read until the agent's socket is open (it stays in the kernel's buffers).
   client.pause();
 
-  const toClient = (data: Buffer) => {
-    clientQueued += data.length;
-    client.send(data, { binary: true }, () => {
-      clientQueued -= data.length;
-      if (upstreamPaused && clientQueued < LOW_WATER) {
-        upstreamPaused = false;
-        upstream.resume();
-      }
-    });
-    if (clientQueued > HIGH_WATER && !upstreamPaused) {
-      upstreamPaused = true;
-      upstream.pause();
-    }
-  };
-
-  const toUpstream = (data: Buffer | string, binary: boolean) => {
-    const size = typeof data === 'string' ? Buffer.byteLength(data) : data.length;
-    upstreamQueued += size;
-    upstream.send(data, { binary }, () => {
-      upstreamQueued -= size;
-      if (clientPaused && upstreamQueued < LOW_WATER) {
-        clientPaused = false;
-        client.resume();
-      }
-    });
-    if (upstreamQueued > HIGH_WATER && !clientPaused) {
-      clientPaused = true;
-      client.pause();
-    }
-  };
-
-  const heartbeat = setInterval(() => {
-    if (!clientAlive) {
-      client.close(CLOSE_CODES.heartbeatTimeout, 'no pong');
-      setTimeout(() => client.terminate(), 1000).unref();
-      return;
-    }
-    clientAlive = false;
-    if (client.readyState === OPEN) client.ping();
-  }, options.heartbeatMs);
-  heartbeat.unref();
-  client.on('pong', () => (clientAlive = true));
+  startHeartbeat(link);
+  client.on('pong', () => (link.clientAlive = true));
 
   upstream.on('open', () => {
-    upstreamOpen = true;
-    if (!clientPaused) client.resume();
+    link.upstreamOpen = true;
+    if (!link.clientPaused) client.resume();
   });
-
-  upstream.on('message', (data, isBinary) => {
-    const buffer = Buffer.isBuffer(data) ? data : Array.isArray(data) ? Buffer.concat(data) : Buffer.from(data);
-    if (isBinary) return toClient(buffer);
-    const text = buffer.toString('utf8');
-    try {
-      const message = JSON.parse(text) as { type?: string };
-      if (message.type === 'exit') {
-        exitSeen = true;
-        options.onExit(message as ExitMessage);
-      }
-    } catch {
-      // not ours to judge: forward as is
-    }
-    if (client.readyState === OPEN) client.send(text);
-  });
-
-  client.on('message', (data, isBinary) => {
-    if (!upstreamOpen || upstream.readyState !== OPEN) return;
-    const buffer = Buffer.isBuffer(data) ? data : Array.isArray(data) ? Buffer.concat(data) : Buffer.from(data);
-    clientAlive = true;
-    if (isBinary) return toUpstream(buffer, true);
-    const parsed = parseClientControl(buffer.toString('utf8'));
-    if (!parsed.ok) {
-      client.send(encodeServerMessage({ type: 'error', message: parsed.error }));
-      return;
-    }
-    const message = parsed.message;
-    if (message.type === 'ping') client.send(encodeServerMessage({ type: 'pong' }));
-    else if (message.type === 'resize') toUpstream(JSON.stringify(message), false);
-  });
-
-  const cleanUp = () => clearInterval(heartbeat);
+  upstream.on('message', (data, isBinary) => relayAgentMessage(link, toBuffer(data), isBinary));
+  client.on('message', (data, isBinary) => relayClientMessage(link, data, isBinary));
 
   client.on('close', () => {
-    cleanUp();
+    clearInterval(link.heartbeat);
     if (upstream.readyState === OPEN) upstream.close(1000, 'client left');
     else upstream.terminate();
   });
   client.on('error', () => client.terminate());
 
-  let upstreamError: Error | undefined;
   upstream.on('error', (error) => {
-    upstreamError = error;
+    link.upstreamError = error;
   });
-  upstream.on('close', (code, reason) => {
-    cleanUp();
-    if (client.readyState !== OPEN) return;
-    // Read again, or the client's answer to our close frame would never be seen.
-    client.resume();
-    if (exitSeen && sendable(code)) {
-      client.close(code, reason.toString());
+  upstream.on('close', (code, reason) => endClient(link, code, reason));
+}
+
+const toBuffer = (data: Buffer | ArrayBuffer | Buffer[]): Buffer => (Buffer.isBuffer(data) ? data : Array.isArray(data) ? Buffer.concat(data) : Buffer.from(data));
+
+function sendToClient(link: Link, data: Buffer): void {
+  link.clientQueued += data.length;
+  link.client.send(data, { binary: true }, () => {
+    link.clientQueued -= data.length;
+    if (link.upstreamPaused && link.clientQueued < LOW_WATER) {
+      link.upstreamPaused = false;
+      link.upstream.resume();
+    }
+  });
+  if (link.clientQueued > HIGH_WATER && !link.upstreamPaused) {
+    link.upstreamPaused = true;
+    link.upstream.pause();
+  }
+}
+
+function sendToUpstream(link: Link, data: Buffer | string, binary: boolean): void {
+  const size = typeof data === 'string' ? Buffer.byteLength(data) : data.length;
+  link.upstreamQueued += size;
+  link.upstream.send(data, { binary }, () => {
+    link.upstreamQueued -= size;
+    if (link.clientPaused && link.upstreamQueued < LOW_WATER) {
+      link.clientPaused = false;
+      link.client.resume();
+    }
+  });
+  if (link.upstreamQueued > HIGH_WATER && !link.clientPaused) {
+    link.clientPaused = true;
+    link.client.pause();
+  }
+}
+
+function startHeartbeat(link: Link): void {
+  const { client } = link;
+  link.heartbeat = setInterval(() => {
+    if (!link.clientAlive) {
+      client.close(CLOSE_CODES.heartbeatTimeout, 'no pong');
+      setTimeout(() => client.terminate(), 1000).unref();
       return;
     }
-    // The agent went away without an exit message (process killed, pod deleted, network), or never answered:
-    // the caller knows whether the session has ended meanwhile (then the client gets its exit) or not.
-    void options
-      .onUpstreamLost({ wasOpen: upstreamOpen, error: upstreamError })
-      .catch((): Ending => ({ message: { type: 'error', message: 'Lost the connection to the terminal' }, code: CLOSE_CODES.agentUnavailable, reason: 'agent connection lost' }))
-      .then((ending) => {
-        if (client.readyState !== OPEN) return;
-        client.send(encodeServerMessage(ending.message));
-        client.close(ending.code, ending.reason);
-      });
-  });
+    link.clientAlive = false;
+    if (client.readyState === OPEN) client.ping();
+  }, link.options.heartbeatMs);
+  link.heartbeat.unref();
+}
+
+/** Terminal data goes through; control messages too, and an exit is reported on the way. */
+function relayAgentMessage(link: Link, buffer: Buffer, isBinary: boolean): void {
+  if (isBinary) return sendToClient(link, buffer);
+  const text = buffer.toString('utf8');
+  try {
+    const message = JSON.parse(text) as { type?: string };
+    if (message.type === 'exit') {
+      link.exitSeen = true;
+      link.options.onExit(message as ExitMessage);
+    }
+  } catch {
+    // not ours to judge: forward as is
+  }
+  if (link.client.readyState === OPEN) link.client.send(text);
+}
+
+function relayClientMessage(link: Link, data: Buffer | ArrayBuffer | Buffer[], isBinary: boolean): void {
+  const { client, upstream } = link;
+  if (!link.upstreamOpen || upstream.readyState !== OPEN) return;
+  const buffer = toBuffer(data);
+  link.clientAlive = true;
+  if (isBinary) return sendToUpstream(link, buffer, true);
+  const parsed = parseClientControl(buffer.toString('utf8'));
+  if (!parsed.ok) {
+    client.send(encodeServerMessage({ type: 'error', message: parsed.error }));
+    return;
+  }
+  const message = parsed.message;
+  if (message.type === 'ping') client.send(encodeServerMessage({ type: 'pong' }));
+  else if (message.type === 'resize') sendToUpstream(link, JSON.stringify(message), false);
+}
+
+function endClient(link: Link, code: number, reason: Buffer): void {
+  const { client } = link;
+  clearInterval(link.heartbeat);
+  if (client.readyState !== OPEN) return;
+  // Read again, or the client's answer to our close frame would never be seen.
+  client.resume();
+  if (link.exitSeen && sendable(code)) {
+    client.close(code, reason.toString());
+    return;
+  }
+  // The agent went away without an exit message (process killed, pod deleted, network), or never answered:
+  // the caller knows whether the session has ended meanwhile (then the client gets its exit) or not.
+  void link.options
+    .onUpstreamLost({ wasOpen: link.upstreamOpen, error: link.upstreamError })
+    .catch((): Ending => ({ message: { type: 'error', message: 'Lost the connection to the terminal' }, code: CLOSE_CODES.agentUnavailable, reason: 'agent connection lost' }))
+    .then((ending) => {
+      if (client.readyState !== OPEN) return;
+      client.send(encodeServerMessage(ending.message));
+      client.close(ending.code, ending.reason);
+    });
 }
