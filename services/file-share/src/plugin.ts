@@ -3,7 +3,7 @@
 import cookie from '@fastify/cookie';
 import multipart from '@fastify/multipart';
 import { createAccountWatch, createOriginPolicy, createSessionTokens, documentStatuses, refuseCrossSiteWrites, type SessionTokens } from '@boxyard/kit';
-import { oidcSignIn, oidcSignInMethod } from '@boxyard/kit/oidc-sign-in/index.ts';
+import { hostedSignInOptions, oidcSignIn, oidcSignInMethod } from '@boxyard/kit/oidc-sign-in/index.ts';
 import type { PluginOptions } from '@boxyard/kit/service/contract.ts';
 import type { FastifyInstance } from 'fastify';
 import { apiKeyRoutes } from './auth/api-key-routes.ts';
@@ -114,11 +114,7 @@ async function startWorkers(app: FastifyInstance, config: FileShareConfig, setti
 /** Provider sign-in ends in the same auth_token session as POST /auth/login/basic. */
 function providerSignIn(app: FastifyInstance, config: FileShareConfig, publicUrl: string, sessions: SessionTokens, sessionCookie: ReturnType<typeof createSessionCookiePolicy>) {
   return {
-    service: SERVICE_NAME,
-    auth: config.auth,
-    publicUrl,
-    secret: config.session.secret,
-    pool: app.pool,
+    ...hostedSignInOptions(app, SERVICE_NAME, config, publicUrl),
     ok,
     session: {
       start: (reply: Parameters<typeof startSession>[2], user: Parameters<typeof startSession>[3]) => startSession(sessions, sessionCookie, reply, user),

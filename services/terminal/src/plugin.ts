@@ -3,7 +3,7 @@
 // WebSocket, REST (auth, users, sessions) and the browser page.
 import websocket from '@fastify/websocket';
 import { createAccountWatch, createOriginPolicy, createSessionTokens, refuseCrossSiteWrites } from '@boxyard/kit';
-import { oidcSignIn, oidcSignInMethod } from '@boxyard/kit/oidc-sign-in/index.ts';
+import { hostedSignInOptions, oidcSignIn, oidcSignInMethod } from '@boxyard/kit/oidc-sign-in/index.ts';
 import type { PluginOptions } from '@boxyard/kit/service/contract.ts';
 import type { FastifyInstance } from 'fastify';
 import { createAuth, installAuth, type Auth } from './auth/plugin.ts';
@@ -115,11 +115,7 @@ async function watchAccess(app: FastifyInstance, config: TerminalConfig, session
 /** Provider sign-in ends in the same session cookie as a password; signing out revokes it the same way. */
 function providerSignIn(app: FastifyInstance, config: TerminalConfig, publicUrl: string, auth: Auth) {
   return {
-    service: 'terminal',
-    auth: config.auth,
-    publicUrl,
-    secret: config.session.secret,
-    pool: app.pool,
+    ...hostedSignInOptions(app, 'terminal', config, publicUrl),
     ok,
     session: {
       start: (reply: Parameters<Auth['signIn']>[0], user: Parameters<Auth['signIn']>[1]) => auth.signIn(reply, user),

@@ -50,6 +50,10 @@ export interface OidcSignInOptions {
   ok: (message: string, data: Record<string, unknown>) => unknown;
 }
 
+/** What a service started by the kit's host passes the same way: its name, auth section, public URL, secret, pool. */
+export const hostedSignInOptions = (app: FastifyInstance, service: string, config: { auth: AuthConfig; session: { secret: string } }, publicUrl: string) =>
+  ({ service, auth: config.auth, publicUrl, secret: config.session.secret, pool: app.pool }) satisfies Partial<OidcSignInOptions>;
+
 /** What a service's `GET /auth/methods` lists for this sign-in, when enabled. */
 export function oidcSignInMethod(auth: AuthConfig) {
   return { type: 'oidc', method: 'GET', path: `${LOGIN_PATH}?return_to=/`, logout: LOGOUT_PATH, display_name: auth.sign_in.display_name };
