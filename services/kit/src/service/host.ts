@@ -54,14 +54,20 @@ export interface HostedService extends RunningService {
   metricsUrl: string;
 }
 
-/** What a failed start undoes, newest first; a started service undoes the same at close. */
+/** What a failed start undoes, newest first; a started service undoes the same at close (every step runs; the first failure is thrown after). */
 class Teardown {
   private readonly steps: (() => Promise<unknown>)[] = [];
   add(step: () => Promise<unknown>): void {
     this.steps.unshift(step);
   }
   async run(): Promise<void> {
-    for (const step of this.steps.splice(0)) await step().catch(() => {});
+    let failure: unknown;
+    for (const step of this.steps.splice(0)) {
+      await step().catch((error: unknown) => {
+        failure ??= error;
+      });
+    }
+    if (failure !== undefined) throw failure;
   }
 }
 
@@ -84,7 +90,7 @@ export async function startService<C extends HostedConfig>(spec: ServiceSpec<C>,
     printAdminNotice(spec, config, app, options);
     return { name: spec.name, app, port, url: publicUrl, metricsUrl: metrics.url, close: () => teardown.run() };
   } catch (error) {
-    await teardown.run();
+    await teardown.run().catch(() => {}); // the start's own error is the one to report
     throw error;
   }
 }
