@@ -103,6 +103,8 @@ export async function startGateway(env: BenchEnv, adminPassword: string): Promis
       BOXYARD_RATE_LIMITING__ENABLED: 'false',
       BOXYARD_SESSIONS__PER_USER_LIMIT: String(IDLE_SESSIONS + 10),
       BOXYARD_SESSIONS__GLOBAL_LIMIT: String(IDLE_SESSIONS + 10),
+      // One user holds a socket on each idle session (the per-user cap is 20 by default).
+      BOXYARD_SESSIONS__MAX_SOCKETS_PER_USER: String(IDLE_SESSIONS + 10),
       BOXYARD_LOGGING__LEVEL: 'warn',
     },
     stdio: ['ignore', 'pipe', 'inherit'],
