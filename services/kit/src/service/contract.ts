@@ -66,7 +66,7 @@ export interface ServiceSpec<C extends HostedConfig> {
   backup?: BackupDescriptor;
   /** The service's custom resource kind, when it runs in a cluster (kind.ts beside it; the operator reconciles it). */
   kind?: ClusterKind;
-  /** Whether the host makes the kit's accounts (and the first admin), provider accounts and the rate limit. */
+  /** Whether the host makes the kit's accounts (with the first admin) and provider accounts; the rate limit follows rate_limiting. */
   accounts?: boolean;
   /** Rate-limit classes with ceilings of their own (default: one limit for every request). */
   rateLimitClasses?(config: C): { of: (request: FastifyRequest) => string | undefined; max: Record<string, number> };
