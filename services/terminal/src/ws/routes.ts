@@ -12,6 +12,7 @@ import { CLOSE_CODES, closeCodeFor, encodeServerMessage, EXIT_REASONS, type Exit
 import type { SessionService } from '../sessions/service.ts';
 import type { SessionRow } from '../sessions/store.ts';
 import type { AccessWatch } from './access-watch.ts';
+import { discardUpstream } from './discard-upstream.ts';
 import { proxyTerminal, type Ending } from './proxy.ts';
 
 declare module 'fastify' {
@@ -121,7 +122,7 @@ export function socketRoutes(app: FastifyInstance, options: SocketRouteOptions):
         return;
       }
       if (socket.readyState !== socket.OPEN) {
-        upstream.terminate(); // the client left while the agent was being checked
+        discardUpstream(upstream); // the client left while the agent was being checked
         return;
       }
       proxyTerminal(socket, upstream, {
