@@ -84,6 +84,8 @@ describe('CRDs on the apiserver', () => {
     expect(await refusal({ ...box, spec: { ...box.spec, storage: { ...box.spec.storage, bucket: 'Not_A_Bucket' } } })).toMatch(/spec\.storage\.bucket/);
     expect(await refusal({ ...box, spec: { ...box.spec, storage: { ...box.spec.storage, endpoint: 'minio:9000' } } })).toMatch(/spec\.storage\.endpoint/);
     expect(await refusal({ ...box, spec: { ...box.spec, deletionPolicy: 'Destroy' } })).toMatch(/deletionPolicy/);
+    // A name the service refuses would crash-loop its pods: the apiserver refuses it first.
+    expect(await refusal({ ...box, spec: { ...box.spec, auth: { adminUsername: 'ops admin' } } })).toMatch(/spec\.auth\.adminUsername/);
     const { storage: _storage, ...noStorage } = box.spec;
     expect(await refusal({ ...box, spec: noStorage })).toMatch(/spec\.storage: Required value/);
     expect(await refusal({ ...box, metadata: { name: 'a-name-that-is-far-too-long-for-the-children-names' } })).toMatch(/at most 40 characters/);

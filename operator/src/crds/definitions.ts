@@ -5,6 +5,7 @@
 import { kindSpecProperties, type ClusterKind } from '@boxyard/kit/service/cluster-kind.ts';
 import { boolean, integer, object, PULL_POLICY, resources, string, stringMap, type JsonSchema as Schema } from '@boxyard/kit/service/cluster-schema.ts';
 import { kinds as registryKinds } from '@boxyard/registry/kinds.ts';
+import { USERNAME_PATTERN } from '@boxyard/kit/config/service-sections.ts';
 import { GROUP, VERSION } from '../kube/resources.ts';
 
 const immutable = (what: string): Schema => ({
@@ -60,7 +61,7 @@ export function commonSpec(schemaDefault: string): Record<string, Schema> {
       {
         sessionSecretRef: secretKeyRef('Secret key holding the session signing key (at least 32 characters). Default: generated once into the Secret <name>-<service>-session and never overwritten.', 'secret'),
         sessionTTLSeconds: integer('Lifetime of a session token.', { default: 3600, minimum: 60, maximum: 2_592_000 }),
-        adminUsername: string('Username of the first admin account, created on first start.', { default: 'admin', minLength: 1, maxLength: 64 }),
+        adminUsername: string('Username of the first admin account, created on first start (letters, digits, ".", "_" and "-").', { default: 'admin', minLength: 1, maxLength: 64, pattern: USERNAME_PATTERN.source }),
         adminPasswordSecretRef: secretKeyRef('Secret key holding the first admin\'s password. Default: generated once into the Secret <name>-<service>-admin (key password).', 'password'),
         oidc: object(
           'An OpenID provider whose JWT access tokens are accepted (RFC 9068), optionally DPoP-bound (RFC 9449).',

@@ -123,7 +123,7 @@ export interface CommonSpec {
      */
     sessionTTLSeconds: number;
     /**
-     * Username of the first admin account, created on first start.
+     * Username of the first admin account, created on first start (letters, digits, ".", "_" and "-").
      */
     adminUsername: string;
     /**

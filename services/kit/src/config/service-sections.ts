@@ -7,10 +7,13 @@ import { authSchema } from './auth-section.ts';
 import { databaseSchema, loggingSchema, metricsSchema, rateLimitSchema, serverSchema, sessionSchema, type ServerConfig } from './common.ts';
 import { withoutTrailingSlashes } from '../text/trim.ts';
 
+/** A username the accounts accept; the CRDs' auth.adminUsername uses the same pattern (a name the service refused crash-looped its pods). */
+export const USERNAME_PATTERN = /^[A-Za-z0-9_.-]{1,64}$/;
+
 /** The first admin: created on first start; without a password one is generated and printed once. */
 export const adminSchema = z
   .strictObject({
-    username: z.string().regex(/^[A-Za-z0-9_.-]{1,64}$/, 'letters, digits, ".", "_" and "-" only, 1 to 64 characters').default('admin'),
+    username: z.string().regex(USERNAME_PATTERN, 'letters, digits, ".", "_" and "-" only, 1 to 64 characters').default('admin'),
     // The same password rules as every other account: a weak admin password stops start-up, naming the rules.
     password: z
       .string()
