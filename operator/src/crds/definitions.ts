@@ -29,6 +29,10 @@ const secretKeyRef = (description: string, defaultKey: string): Schema =>
 export function commonSpec(schemaDefault: string): Record<string, Schema> {
   return {
     replicas: integer('Number of pods. Above 1 a PodDisruptionBudget keeps at least one serving during node drains.', { default: 1, minimum: 0, maximum: 100 }),
+    terminationGracePeriodSeconds: integer(
+      'How long a stopping pod (rolling update, node drain) may take: it leaves the Service first (a 5 s preStop wait), then finishes what is in flight — box downloads and uploads — and is killed when this runs out. The default, 600, lets a 10 GiB box finish at ~18 MB/s.',
+      { default: 600, minimum: 15, maximum: 86_400 },
+    ),
     image: string('Container image of the service (default: the operator\'s own image; all Boxyard services share one).', { maxLength: 512 }),
     imagePullPolicy: PULL_POLICY,
     imagePullSecrets: {

@@ -11,6 +11,10 @@ export interface CommonSpec {
    */
   replicas: number;
   /**
+   * How long a stopping pod (rolling update, node drain) may take: it leaves the Service first (a 5 s preStop wait), then finishes what is in flight — box downloads and uploads — and is killed when this runs out. The default, 600, lets a 10 GiB box finish at ~18 MB/s.
+   */
+  terminationGracePeriodSeconds: number;
+  /**
    * Container image of the service (default: the operator's own image; all Boxyard services share one).
    */
   image?: string;

@@ -16,6 +16,21 @@ export const CONFIG_FILE = '/etc/boxyard/config.yaml';
 /** The non-root user of the image (Dockerfile). */
 export const RUN_AS_USER = 10001;
 
+/**
+ * Stopping a pod: the preStop wait runs while the endpoints controller, kube-proxy and the ingress controller
+ * drop the pod (a few seconds), so no new request is routed to it once its listener closes; the service then
+ * waits DRAIN_DELAY_SECONDS more and gives in-flight requests the rest of the grace period, minus a margin to exit.
+ */
+export const PRE_STOP_SECONDS = 5;
+const DRAIN_DELAY_SECONDS = 1;
+const EXIT_MARGIN_SECONDS = 4;
+
+/** `server.shutdown` of a pod whose terminationGracePeriodSeconds is `grace` (graceful-stop.ts in the kit). */
+export const shutdownTimes = (grace: number) => ({
+  delay_seconds: DRAIN_DELAY_SECONDS,
+  grace_seconds: Math.max(1, grace - PRE_STOP_SECONDS - DRAIN_DELAY_SECONDS - EXIT_MARGIN_SECONDS),
+});
+
 /** `<name>-<service>`: children of different kinds with the same name never collide. */
 export const childName = (kind: KindInfo, name: string): string => `${name}-${kind.service}`;
 

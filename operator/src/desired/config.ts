@@ -2,7 +2,7 @@
 // Secrets never appear in it: `*_file` keys point at the files of the mounted Secret volume.
 import { stringify } from 'yaml';
 import { hasStorage, type ServiceResource } from '../crds/types.ts';
-import { METRICS_PORT, SECRETS_DIR, publicUrl, selectorLabels } from './common.ts';
+import { METRICS_PORT, SECRETS_DIR, publicUrl, selectorLabels, shutdownTimes } from './common.ts';
 import type { KindInfo } from './kinds.ts';
 import { withoutTrailingSlashes } from '@boxyard/kit/text/trim.ts';
 
@@ -28,6 +28,7 @@ export function serviceConfig(kind: KindInfo, resource: ServiceResource, image: 
       // Forwarded headers are trusted only behind the Ingress, and only the one hop its controller adds: a client
       // could otherwise forge its address (rate limits) or the scheme and host of links.
       trust_proxy: spec.ingress !== undefined ? 1 : false,
+      shutdown: shutdownTimes(spec.terminationGracePeriodSeconds),
     },
     // Apart from the public port: the Service's `metrics` port, which the ServiceMonitor scrapes and no Ingress routes.
     metrics: { host: '0.0.0.0', port: METRICS_PORT },

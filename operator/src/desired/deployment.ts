@@ -3,7 +3,7 @@
 import type { V1Deployment, V1PodSpec, V1ResourceRequirements, V1VolumeProjection } from '@kubernetes/client-node';
 import type { Resources, ServiceResource } from '../crds/types.ts';
 import type { KubeObject } from '../kube/types.ts';
-import { CHECKSUM_ANNOTATION, CONFIG_FILE, METRICS_PORT, RUN_AS_USER, SECRETS_DIR, asObject, childMeta, childName, selectorLabels, labelsFor, type SecretSources } from './common.ts';
+import { CHECKSUM_ANNOTATION, CONFIG_FILE, METRICS_PORT, PRE_STOP_SECONDS, RUN_AS_USER, SECRETS_DIR, asObject, childMeta, childName, selectorLabels, labelsFor, type SecretSources } from './common.ts';
 import type { KindInfo } from './kinds.ts';
 import { tracingEnv, type TracingDefaults } from './tracing.ts';
 
@@ -70,7 +70,7 @@ export function desiredDeployment({ kind, resource, image, sources, checksum, tr
     ...(spec.replicas > 1
       ? { topologySpreadConstraints: [{ maxSkew: 1, topologyKey: 'kubernetes.io/hostname', whenUnsatisfiable: 'ScheduleAnyway', labelSelector: { matchLabels: selector } }] }
       : {}),
-    terminationGracePeriodSeconds: 30,
+    terminationGracePeriodSeconds: spec.terminationGracePeriodSeconds,
     containers: [
       {
         name: kind.service,
@@ -84,6 +84,8 @@ export function desiredDeployment({ kind, resource, image, sources, checksum, tr
         startupProbe: { httpGet: { path: '/health', port: 'http' }, periodSeconds: 2, timeoutSeconds: 2, failureThreshold: 60 },
         livenessProbe: { httpGet: { path: '/health', port: 'http' }, periodSeconds: 10, timeoutSeconds: 3, failureThreshold: 3 },
         readinessProbe: { httpGet: { path: '/health/ready', port: 'http' }, periodSeconds: 5, timeoutSeconds: 3, failureThreshold: 3 },
+        // The pod leaves the Service's endpoints while this waits; SIGTERM (and the service's drain) comes after.
+        lifecycle: { preStop: { sleep: { seconds: PRE_STOP_SECONDS } } },
         securityContext: {
           allowPrivilegeEscalation: false,
           readOnlyRootFilesystem: true,

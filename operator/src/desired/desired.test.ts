@@ -21,6 +21,7 @@ const [boxRepository, fileShare, terminalPool] = ['BoxRepository', 'FileShare', 
 // Specs as the apiserver hands them to the operator: every CRD default filled in.
 const common = {
   replicas: 1,
+  terminationGracePeriodSeconds: 600,
   imagePullPolicy: 'IfNotPresent' as const,
   resources: { requests: { cpu: '100m', memory: '128Mi' }, limits: { memory: '512Mi' } },
   logging: { level: 'info' as const },
@@ -105,6 +106,13 @@ describe('desired Deployment', () => {
     expect(container.livenessProbe.httpGet).toEqual({ path: '/health', port: 'http' });
     expect(container.startupProbe.httpGet).toEqual({ path: '/health', port: 'http' });
     expect(container.readinessProbe.httpGet).toEqual({ path: '/health/ready', port: 'http' });
+  });
+
+  it('stops gracefully: leaves the endpoints in a preStop wait, then has the resource\'s grace period to finish', () => {
+    expect(container.lifecycle).toEqual({ preStop: { sleep: { seconds: 5 } } });
+    expect(pod.terminationGracePeriodSeconds).toBe(600);
+    const short = find(desiredState(input(boxRepository, box({ terminationGracePeriodSeconds: 30 }))).objects, 'Deployment')!;
+    expect(short.spec.template.spec.terminationGracePeriodSeconds).toBe(30);
   });
 
   it('meets the restricted pod security standard', () => {
@@ -277,6 +285,8 @@ describe('config.yaml', () => {
     expect(config.database).toEqual({ url: 'postgres://u:p@db:5432/boxyard', schema: 'box_repository', pool_size: 10 });
     expect(config.storage).toMatchObject({ driver: 's3', endpoint: 'http://minio.storage.svc:9000', access_key: 'AKIA', secret_key: 'secret', bucket: 'boxes', prefix: '' });
     expect(config.server).toMatchObject({ host: '0.0.0.0', port: 3000, public_url: 'https://boxes.example.com', trust_proxy: 1 });
+    // The drain ends before the kubelet's SIGKILL: 600 s minus the preStop wait, the drain delay and a margin.
+    expect((config.server as { shutdown: unknown }).shutdown).toEqual({ delay_seconds: 1, grace_seconds: 590 });
     expect(config.session).toMatchObject({ secret: 'x'.repeat(64), issuer: 'https://boxes.example.com', audience: 'box-repository' });
     expect(config.admin).toEqual({ username: 'admin', password: 'Str0ngPassw0rd' });
     expect(config.uploads).toEqual({ max_bytes: 10 * 1024 ** 3, stall_timeout_seconds: 60 });

@@ -12,6 +12,7 @@ import type { ObjectCache } from './step-inputs.ts';
 
 const common = {
   replicas: 1,
+  terminationGracePeriodSeconds: 600,
   imagePullPolicy: 'IfNotPresent' as const,
   resources: { requests: { cpu: '100m', memory: '128Mi' }, limits: { memory: '512Mi' } },
   logging: { level: 'info' as const },

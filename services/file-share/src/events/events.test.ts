@@ -169,3 +169,22 @@ describe('on one replica', () => {
     }
   });
 });
+
+describe('a replica that stops', () => {
+  it('ends each stream with a short retry hint instead of cutting it, while its other requests finish', async () => {
+    const stopping = await startTestShare({ storage: 's3', databaseUrl: a.databaseUrl, bucket: a.bucket!, sessionSecret: sharedSecret() });
+    const response = await fetch(`${stopping.url}/events`, { headers: { authorization: adminAuth } });
+    const reader = response.body!.getReader();
+    let text = '';
+    while (!text.includes(': connected')) text += new TextDecoder().decode((await reader.read()).value);
+    const closed = stopping.close();
+    // The stream ends cleanly (done, no reset), after telling the client to come back within half a second.
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) break;
+      text += new TextDecoder().decode(value);
+    }
+    expect(text).toContain('retry: 500\n');
+    await closed;
+  });
+});

@@ -11,7 +11,7 @@ import { Gauge } from 'prom-client';
 import type { Authenticator } from '../auth/authenticate.ts';
 import { requirePermission, type Principal } from '../auth/principal.ts';
 import type { EventBus } from './event-bus.ts';
-import { closeStream, createEventStream, replayMissed, startLive, watchAccess } from './event-stream.ts';
+import { closeStream, createEventStream, replayMissed, startLive, watchAccess, type EventStream } from './event-stream.ts';
 
 export interface EventRoutesOptions {
   bus: EventBus;
@@ -46,13 +46,25 @@ interface StreamDeps {
   options: EventRoutesOptions;
   limits: ReturnType<typeof createStreamLimits>;
   subscribers: Gauge;
+  open: Set<EventStream>;
 }
+
+/** What a stream hears when this replica stops: come back soon (to another replica), resuming with Last-Event-ID. */
+const STOPPING_RETRY_MS = 500;
 
 export async function eventRoutes(app: FastifyInstance, options: EventRoutesOptions): Promise<void> {
   const limits = createStreamLimits({ what: 'event streams', perHolder: options.maxStreamsPerUser, total: options.maxStreams });
   const subscribers = new Gauge({ name: 'boxyard_sse_subscribers', help: 'Clients connected to GET /events on this replica.', registers: [app.metrics] });
-  const deps: StreamDeps = { options, limits, subscribers };
+  const deps: StreamDeps = { options, limits, subscribers, open: new Set() };
   app.get('/events', { schema: eventsSchema }, (request, reply) => streamEvents(request, reply, deps));
+  // An open stream holds its connection forever: when the listener stops, end each with a short retry hint, so
+  // the client reconnects at once elsewhere and replays what it missed (graceful-stop.ts).
+  app.addHook('preClose', async () => {
+    for (const stream of deps.open) {
+      stream.raw.write(`retry: ${STOPPING_RETRY_MS}\n: server stopping; reconnect with Last-Event-ID\n\n`);
+      closeStream(stream);
+    }
+  });
 }
 
 /** The id to resume after: the Last-Event-ID header when well formed, else `?lastEventId=`. */
@@ -63,7 +75,7 @@ function resumePoint(request: FastifyRequest): number | undefined {
   return resumeFrom === undefined ? undefined : Number(resumeFrom);
 }
 
-async function streamEvents(request: FastifyRequest, reply: FastifyReply, { options, limits, subscribers }: StreamDeps) {
+async function streamEvents(request: FastifyRequest, reply: FastifyReply, { options, limits, subscribers, open }: StreamDeps) {
   const principal = request.principal;
   requirePermission(principal, 'downloads', principal.scope);
   // HEAD answers what a GET would, then ends: node sends a HEAD response's headers only when it ends, so a
@@ -87,6 +99,8 @@ async function streamEvents(request: FastifyRequest, reply: FastifyReply, { opti
 
   subscribers.inc();
   const stream = createEventStream(raw, principal, lastId, { options, subscribers, release });
+  open.add(stream);
+  raw.once('close', () => open.delete(stream));
   watchAccess(stream);
   startLive(stream);
   const close = () => closeStream(stream);

@@ -35,6 +35,19 @@ export const timeoutsSchema = z
   .prefault({});
 export type ServerTimeouts = z.output<typeof timeoutsSchema>;
 
+/**
+ * Stopping (http/graceful-stop.ts): readiness turns 503 at once; the listener keeps serving for `delay_seconds`
+ * (load balancers catching up), then closes; in-flight requests get `grace_seconds` to finish. One machine's
+ * default fits systemd's 90 s stop timeout; the operator sets both from the resource's
+ * terminationGracePeriodSeconds and its preStop wait.
+ */
+export const shutdownSchema = z
+  .strictObject({
+    delay_seconds: z.number().min(0).max(300).default(0),
+    grace_seconds: z.number().min(0).max(86_400).default(60),
+  })
+  .prefault({});
+
 export const serverSchema = z.strictObject({
   host: z.string().min(1).default('127.0.0.1'),
   port,
@@ -50,6 +63,7 @@ export const serverSchema = z.strictObject({
   trust_proxy: trustProxySchema.default(false),
   body_limit_bytes: z.number().int().positive().default(1_048_576),
   timeouts: timeoutsSchema,
+  shutdown: shutdownSchema,
 });
 
 /**

@@ -15,6 +15,7 @@ import { trackRoutes } from './method-not-allowed.ts';
 import { clientErrorAnswer, DEFAULT_TIMEOUTS, guardSlowClients } from './slow-clients.ts';
 import { partAwareValidator } from './validator.ts';
 import { recordRouteTable } from './route-table.ts';
+import { installGracefulStop } from './graceful-stop.ts';
 
 export type ReadinessCheck = () => Promise<void>;
 
@@ -97,8 +98,10 @@ export async function createApp(options: CreateAppOptions): Promise<FastifyInsta
       void (reply as unknown as FastifyReply).status(httpError.statusCode).type(type).send(body);
     },
     clientErrorHandler: clientError,
-    forceCloseConnections: true,
-    return503OnClosing: true,
+    // Stopping closes idle keep-alive connections only: in-flight requests finish (graceful-stop.ts), and requests
+    // still arriving on open connections are served (with `Connection: close`), not refused.
+    forceCloseConnections: 'idle',
+    return503OnClosing: false,
   };
   // fastify's overloads type an HTTPS server apart; the app's API is the same either way.
   const app = (options.https
@@ -111,6 +114,7 @@ export async function createApp(options: CreateAppOptions): Promise<FastifyInsta
   app.addHook('onRequest', async (request, reply) => {
     reply.header('x-request-id', request.id);
   });
+  installGracefulStop(app);
   // Both watch every route added from here on.
   const routes = trackRoutes(app);
   app.decorate('methodTable', routes);
@@ -135,6 +139,8 @@ export async function createApp(options: CreateAppOptions): Promise<FastifyInsta
 
   app.get('/health', { schema: { hide: true }, config: { rateLimit: false, otel: false } }, async () => ({ status: 'ok' }));
   app.get('/health/ready', { schema: { hide: true }, config: { rateLimit: false, otel: false } }, async (_request, reply) => {
+    // A stopping service leaves the load balancer's rotation at once, whatever its dependencies say.
+    if (app.draining.aborted) return reply.status(503).send({ status: 'draining', checks: {} });
     const checks = Object.entries(options.readiness ?? {});
     const results = await Promise.all(
       checks.map(async ([name, check]) => {

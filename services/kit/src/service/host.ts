@@ -11,6 +11,7 @@ import { publicBaseUrl, serverTls } from '../config/service-sections.ts';
 import { migrate } from '../db/migrate.ts';
 import { createDatabasePool, pingDatabase, type DatabasePool } from '../db/pool.ts';
 import { createApp, type ReadinessCheck } from '../http/create-app.ts';
+import { stopGracefully } from '../http/graceful-stop.ts';
 import { listenMetrics } from '../metrics/metrics-listener.ts';
 import { createMetricsRegistry } from '../metrics/metrics.ts';
 import { instrumentStore } from '../metrics/storage-metrics.ts';
@@ -88,7 +89,7 @@ export async function startService<C extends HostedConfig>(spec: ServiceSpec<C>,
     const metrics = await listenMetrics(app.metrics, metricsListenOptions(config.metrics, options.port ?? config.server.port, spec.metricsPort));
     teardown.add(() => metrics.close());
     printAdminNotice(spec, config, app, options);
-    return { name: spec.name, app, port, url: publicUrl, metricsUrl: metrics.url, close: () => teardown.run() };
+    return { name: spec.name, app, port, url: publicUrl, metricsUrl: metrics.url, close: () => stopGracefully(app, config.server.shutdown, () => teardown.run()) };
   } catch (error) {
     await teardown.run().catch(() => {}); // the start's own error is the one to report
     throw error;
