@@ -33,7 +33,7 @@ describe('charts/boxyard', () => {
   it('renders two replicas with leader election, a ClusterRole, a metrics Service and a PodDisruptionBudget by default', async () => {
     const { objects } = await renderChart(system);
     expect(objects.map((o) => `${o.kind} ${o.metadata.name}`).sort()).toEqual([
-      'ClusterRole boxyard', 'ClusterRole boxyard-metrics-auth', 'ClusterRole boxyard-metrics-reader', 'ClusterRole boxyard-terminal-gateway',
+      'ClusterRole boxyard', 'ClusterRole boxyard-admin', 'ClusterRole boxyard-edit', 'ClusterRole boxyard-metrics-auth', 'ClusterRole boxyard-metrics-reader', 'ClusterRole boxyard-terminal-gateway', 'ClusterRole boxyard-view',
       'ClusterRoleBinding boxyard', 'ClusterRoleBinding boxyard-metrics-auth',
       'Deployment boxyard', 'PodDisruptionBudget boxyard', 'Role boxyard-leader-election', 'RoleBinding boxyard-leader-election', 'Service boxyard-metrics', 'ServiceAccount boxyard',
       'ValidatingAdmissionPolicy boxyard-operator-writes', 'ValidatingAdmissionPolicyBinding boxyard-operator-writes',
@@ -89,10 +89,38 @@ describe('charts/boxyard', () => {
     }
   });
 
+  it('gives the people of a namespace view / edit / admin over every kind through the standard roles, never status writes', async () => {
+    const { objects } = await renderChart(system);
+    const aggregatedInto = (name: string) => Object.entries((objects.find((o) => o.kind === 'ClusterRole' && o.metadata.name === name)!.metadata as { labels: Record<string, string> }).labels)
+      .filter(([key, value]) => key.startsWith('rbac.authorization.k8s.io/aggregate-to-') && value === 'true').map(([key]) => key.split('aggregate-to-')[1]);
+    expect(['boxyard-view', 'boxyard-edit', 'boxyard-admin'].map(aggregatedInto)).toEqual([['view'], ['edit'], ['admin']]);
+    const edit = named(objects, 'ClusterRole', 'boxyard-edit')!.rules;
+    expect(edit[0]!.resources.sort(), 'every kind of the registry').toEqual(kinds.map((k) => k.plural).sort());
+    expect(edit.flatMap((r) => r.resources).filter((r) => r.endsWith('/status'))).toEqual([]);
+    expect((await renderChart(system, ['rbac.userRoles=false'])).objects.filter((o) => /-(view|edit|admin)$/.test(o.metadata.name))).toEqual([]);
+
+    // On the real apiserver, bound in one namespace (aggregation into Kubernetes' own roles needs the
+    // controller-manager: the real-cluster suite checks `edit` itself).
+    await installChartRbac(kubeconfig, system);
+    const bind = (user: string, role: string) => kubectl(kubeconfig, ['create', 'rolebinding', `${user}-${role}`, `--clusterrole=${role}`, `--user=${user}`, '-n', teams[0]!]);
+    await bind('dev-editor', 'boxyard-edit');
+    await bind('dev-editor', 'boxyard-view'); // as the aggregated edit role holds view's rules
+    await bind('dev-viewer', 'boxyard-view');
+    const canI = (user: string, namespace: string, ...what: string[]) => kubectl(kubeconfig, ['auth', 'can-i', ...what, `--as=${user}`, '-n', namespace]).then((out) => out.trim(), () => 'no');
+    for (const { plural } of kinds) {
+      expect(await canI('dev-editor', teams[0]!, 'create', `${plural}.boxyard.io`), plural).toBe('yes');
+      expect(await canI('dev-editor', teams[0]!, 'patch', `${plural}.boxyard.io`), plural).toBe('yes');
+      expect(await canI('dev-editor', teams[0]!, 'patch', `${plural}.boxyard.io`, '--subresource=status'), `${plural}/status`).toBe('no');
+      expect(await canI('dev-editor', teams[1]!, 'create', `${plural}.boxyard.io`), `${plural} elsewhere`).toBe('no');
+      expect(await canI('dev-viewer', teams[0]!, 'list', `${plural}.boxyard.io`), plural).toBe('yes');
+      expect(await canI('dev-viewer', teams[0]!, 'delete', `${plural}.boxyard.io`), plural).toBe('no');
+    }
+  });
+
   it('renders namespaced Roles instead of a ClusterRole when watchNamespaces is set', async () => {
     const { objects } = await renderChart(system, [`watchNamespaces={${teams.join(',')}}`]);
-    // Only the cluster-scoped roles that are not the operator's own: the gateway's (bound per namespace) and metrics.
-    expect(byKind(objects, 'ClusterRole').map((r) => r.metadata.name).sort()).toEqual(['boxyard-metrics-auth', 'boxyard-metrics-reader', 'boxyard-terminal-gateway']);
+    // Only the cluster-scoped roles that are not the operator's own: the gateway's (bound per namespace), metrics and the users'.
+    expect(byKind(objects, 'ClusterRole').map((r) => r.metadata.name).sort()).toEqual(['boxyard-admin', 'boxyard-edit', 'boxyard-metrics-auth', 'boxyard-metrics-reader', 'boxyard-terminal-gateway', 'boxyard-view']);
     expect(byKind(objects, 'ClusterRoleBinding').map((r) => r.metadata.name)).toEqual(['boxyard-metrics-auth']);
     expect(byKind(objects, 'Role').map((r) => r.metadata.namespace).sort()).toEqual([system, ...teams].sort());
     expect(byKind(objects, 'RoleBinding').map((r) => r.metadata.namespace).sort()).toEqual([system, ...teams].sort());
