@@ -91,7 +91,7 @@ describe('charts/boxyard', () => {
 
   it('gives the people of a namespace view / edit / admin over every kind through the standard roles, never status writes', async () => {
     const { objects } = await renderChart(system);
-    const aggregatedInto = (name: string) => Object.entries((objects.find((o) => o.kind === 'ClusterRole' && o.metadata.name === name)!.metadata as { labels: Record<string, string> }).labels)
+    const aggregatedInto = (name: string) => Object.entries((objects.find((o) => o.kind === 'ClusterRole' && o.metadata.name === name)!.metadata as unknown as { labels: Record<string, string> }).labels)
       .filter(([key, value]) => key.startsWith('rbac.authorization.k8s.io/aggregate-to-') && value === 'true').map(([key]) => key.split('aggregate-to-')[1]);
     expect(['boxyard-view', 'boxyard-edit', 'boxyard-admin'].map(aggregatedInto)).toEqual([['view'], ['edit'], ['admin']]);
     const edit = named(objects, 'ClusterRole', 'boxyard-edit')!.rules;

@@ -12,12 +12,13 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { makeBox } from '@boxyard/box-repository/testing/boxes.ts';
-import { api, login, openTerminal } from '@boxyard/terminal/testing/test-gateway.ts';
+import { api, login, openTerminal, plain } from '@boxyard/terminal/testing/test-gateway.ts';
 import { finished } from '../harness/child-output.ts';
 import { NODE } from '../harness/node/network.ts';
 import type { ReceivedSpan } from '../harness/otel-collector.ts';
 import { HOSTS, NS, SYSTEM_NS, podReady, repoRoot, startBoxyardCluster, type BoxyardCluster, type Pod } from './boxyard-cluster.ts';
 import { until } from './fixture.ts';
+import { fileSha256, followEvents, requestLoop, slowDownload, typingTerminal } from './rolling-traffic.ts';
 
 const run = promisify(execFile);
 const VAGRANT = process.env.VAGRANT_BIN ?? '/usr/bin/vagrant';
@@ -65,6 +66,21 @@ describe.runIf(process.getuid?.() === 0)('Boxyard on a real node (kubelet + cont
     // Through the Ingress: the controller picks up a new Ingress and its endpoints within seconds, not at once.
     for (const host of Object.values(HOSTS)) {
       await until(`https://${host}/health/ready to answer 200`, async () => ((await fetch(`https://${host}/health/ready`)).status === 200 ? true : undefined), 30_000);
+    }
+  });
+
+  it("lets a namespace's editors change the kinds through Kubernetes' own `edit` role, and viewers read them", async () => {
+    await kubectl(['create', 'rolebinding', 'developers-edit', '--clusterrole=edit', '--user=dev-editor', '-n', NS]);
+    await kubectl(['create', 'rolebinding', 'developers-view', '--clusterrole=view', '--user=dev-viewer', '-n', NS]);
+    const canI = (user: string, namespace: string, ...what: string[]) => kubectl(['auth', 'can-i', ...what, `--as=${user}`, '-n', namespace]).then((out) => out.trim(), () => 'no');
+    // The clusterrole-aggregation controller copies the chart's rules into edit and view shortly after install.
+    await until('edit to hold the chart\'s rules', async () => ((await canI('dev-editor', NS, 'create', 'boxrepositories.boxyard.io')) === 'yes' ? true : undefined), 60_000);
+    for (const kind of ['boxrepositories', 'fileshares', 'terminalpools']) {
+      expect(await canI('dev-editor', NS, 'patch', `${kind}.boxyard.io`), kind).toBe('yes');
+      expect(await canI('dev-editor', NS, 'patch', `${kind}.boxyard.io`, '--subresource=status'), `${kind}/status`).toBe('no');
+      expect(await canI('dev-editor', 'default', 'create', `${kind}.boxyard.io`), `${kind} in another namespace`).toBe('no');
+      expect(await canI('dev-viewer', NS, 'get', `${kind}.boxyard.io`), kind).toBe('yes');
+      expect(await canI('dev-viewer', NS, 'create', `${kind}.boxyard.io`), kind).toBe('no');
     }
   });
 
@@ -298,11 +314,67 @@ describe.runIf(process.getuid?.() === 0)('Boxyard on a real node (kubelet + cont
     expect(below(cluster.collector.spans(), found.start).find((c) => c.name === 'create pods')).toMatchObject({ kind: 3, attributes: { 'k8s.namespace.name': NS } });
   }, 120_000);
 
-  it('rolls every service to another image tag on `helm upgrade`', async () => {
+  it('rolls every service with no failed request: helm upgrade to another image tag, then kubectl rollout restart', async () => {
+    const deployments = ['boxes-box-repository', 'files-file-share', 'shells-terminal'];
+    // Two replicas each; the rate limit off, as the loops below are one client asking far more than a person would.
+    for (const resource of ['boxrepository/boxes', 'fileshare/files', 'terminalpool/shells']) {
+      await kubectl(['patch', resource, '-n', NS, '--type=merge', '-p', '{"spec":{"replicas":2,"rateLimiting":{"enabled":false}}}']);
+    }
+    for (const deployment of deployments) await kubectl(['rollout', 'status', '-n', NS, `deployment/${deployment}`, '--timeout=300s']);
+    await cluster.waitReady(['boxrepository/boxes', 'fileshare/files', 'terminalpool/shells']);
+    for (const host of Object.values(HOSTS)) {
+      await until(`https://${host}/health/ready to answer 200`, async () => ((await fetch(`https://${host}/health/ready`)).status === 200 ? true : undefined), 30_000);
+    }
+
+    // A 512 MiB public box, downloaded at 6 MB/s from before the roll to (most likely) after it.
+    const boxes = `https://${HOSTS.boxes}`;
+    const boxAuth = { authorization: `Bearer ${(await (await fetch(`${boxes}/api/auth/signin`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ username: 'admin', password: await secretValue('boxes-box-repository-admin', 'password') }) })).json() as { access_token: string }).access_token}` };
+    const root = `${boxes}/api/organization/acme/box`;
+    const post = (url: string, body: unknown) => fetch(url, { method: 'POST', headers: { ...boxAuth, 'content-type': 'application/json' }, body: JSON.stringify(body) });
+    expect((await post(root, { name: 'big-box', isPublic: true })).status).toBe(201);
+    expect((await post(`${root}/big-box/version`, { versionNumber: '1.0.0' })).status).toBe(201);
+    expect((await post(`${root}/big-box/version/1.0.0/provider`, { name: 'virtualbox' })).status).toBe(201);
+    expect((await post(`${root}/big-box/version/1.0.0/provider/virtualbox/architecture`, { name: 'amd64' })).status).toBe(201);
+    const boxFile = join(dir, 'big.box');
+    await writeFile(boxFile, await makeBox({ gzip: false, fillerBytes: 512 * 1024 ** 2 }));
+    const boxSha = await fileSha256(boxFile);
+    const { stdout: uploaded } = await run('curl', ['-sS', '--cacert', caFile, '-o', '/dev/null', '-w', '%{http_code}', '-H', `authorization: ${boxAuth.authorization}`, '-H', 'content-type: application/octet-stream', '-H', 'x-file-name: vagrant.box', '--data-binary', `@${boxFile}`, `${root}/big-box/version/1.0.0/provider/virtualbox/architecture/amd64/file/upload`], { maxBuffer: 1024 * 1024 });
+    expect(Number(uploaded)).toBeLessThan(300);
+    const metadata = await (await fetch(`${boxes}/acme/big-box`, { headers: { accept: 'application/json' } })).json() as { versions: { providers: { url: string }[] }[] };
+    const download = slowDownload(metadata.versions[0]!.providers[0]!.url, caFile, 6_000_000);
+
+    // Files: listings and uploads, and an SSE stream that sees every upload.
+    const files = `https://${HOSTS.files}`;
+    const filesAuth = `Basic ${Buffer.from(`admin:${await secretValue('files-file-share-admin', 'password')}`).toString('base64')}`;
+    const events = followEvents(`${files}/events`, filesAuth);
+    await events.opened;
+    const uploadedPaths: string[] = [];
+    const fileUploads = requestLoop('file-share uploads', async (i) => {
+      const form = new FormData();
+      form.append('file', new Blob([`upload ${i}\n`]), `${i}.txt`);
+      const response = await fetch(`${files}/rolling/${i}.txt`, { method: 'POST', headers: { authorization: filesAuth }, body: form });
+      if (response.ok) uploadedPaths.push(`/rolling/${i}.txt`);
+      return response;
+    }, 200);
+    const listings = requestLoop('file-share listings', () => fetch(`${files}/docs/`, { headers: { authorization: filesAuth, accept: 'application/json' } }));
+    const vagrantMetadata = requestLoop('vagrant metadata', () => fetch(`${boxes}/acme/public-box`, { headers: { accept: 'application/json' } }));
+
+    // A shell typing every 100 ms; its PID and what it showed before the roll must survive it.
+    const shells = `https://${HOSTS.shells}`;
+    const cookie = await login(shells, 'admin', await secretValue('shells-terminal-admin', 'password'));
+    const started = await api(shells, 'POST', '/api/terminal/start', { cookie, body: { terminal_cookie: 'e2e-roll' }, origin: shells });
+    expect(started.status).toBe(200);
+    const first = await openTerminal(shells, started.json.data.websocket_path as string, { cookie, origin: shells });
+    first.type('echo "pid=$$" before-roll-\'\'marker\r');
+    const pidBefore = /pid=(\d+) before-roll-marker/.exec(await first.waitFor(/pid=\d+ before-roll-marker/, 30_000))![1];
+    await first.close();
+    const typing = typingTerminal(shells, started.json.data.websocket_path as string, { cookie, origin: shells });
+
+    const rollStarted = Date.now();
     const next = `${image.image}-next`;
     await run('ctr', ['--address', `${NODE.runDir}/containerd.sock`, '--namespace', 'k8s.io', 'images', 'tag', '--force', image.image, next]);
     await helm(['upgrade', 'boxyard', join(repoRoot, 'charts', 'boxyard'), '-n', SYSTEM_NS, '--reuse-values', '--set', `image.tag=${next.slice(next.lastIndexOf(':') + 1)}`, '--wait', '--timeout=5m']);
-    for (const deployment of ['boxes-box-repository', 'files-file-share', 'shells-terminal']) {
+    for (const deployment of deployments) {
       await until(`${deployment} on ${next}`, async () => {
         const d = await json<{ spec: { template: { spec: { containers: { image: string }[] } } } }>(['get', 'deployment', '-n', NS, deployment]);
         return d.spec.template.spec.containers[0]!.image === next ? true : undefined;
@@ -311,7 +383,34 @@ describe.runIf(process.getuid?.() === 0)('Boxyard on a real node (kubelet + cont
     }
     const services = await pods('app.kubernetes.io/part-of=boxyard,app.kubernetes.io/component=server');
     expect(services.filter((p) => !p.metadata.deletionTimestamp).every((p) => p.spec.containers[0]!.image === next)).toBe(true);
-  }, 600_000);
+    for (const deployment of deployments) {
+      await kubectl(['rollout', 'restart', '-n', NS, `deployment/${deployment}`]);
+      await kubectl(['rollout', 'status', '-n', NS, `deployment/${deployment}`, '--timeout=300s']);
+    }
+    const rollMs = Date.now() - rollStarted;
+
+    const downloaded = await download;
+    const reports = [await vagrantMetadata.stop(), await listings.stop(), await fileUploads.stop()];
+    const shell = await typing.stop();
+    reports.push(shell.report);
+    // The last uploads' events have had time to arrive.
+    await until('every upload\'s event', async () => (uploadedPaths.every((p) => events.paths.includes(p)) ? true : undefined), 30_000).catch(() => undefined);
+    events.close();
+    console.log(`[real-cluster] rolling upgrade + restart in ${rollMs} ms:\n${reports.map((r) => `  ${r.name}: ${r.served} served, ${r.failed} failed, longest stall ${r.longestStallMs} ms${r.failures.length ? ` (${r.failures.join('; ')})` : ''}`).join('\n')}\n  download: ${downloaded.bytes} bytes, curl exit ${downloaded.code}\n  events: ${events.ids.length} received over ${events.connections()} connections\n  terminal: reattached ${shell.reattached} times`);
+
+    for (const report of reports) expect(report, report.name).toMatchObject({ failed: 0 });
+    expect(downloaded, downloaded.stderr).toMatchObject({ code: 0, sha256: boxSha });
+    expect(uploadedPaths.filter((p) => !events.paths.includes(p)), 'uploads whose event never came').toEqual([]);
+    expect(events.ids).toEqual([...new Set(events.ids)].sort((a, b) => a - b)); // in order, none twice
+    expect(events.connections()).toBeGreaterThan(1); // it did have to move
+    expect(shell.reattached).toBeGreaterThan(0);
+    const after = typing.client();
+    after.type('echo "pid=$$" after-roll-\'\'marker\r');
+    expect(/pid=(\d+) after-roll-marker/.exec(await after.waitFor(/pid=\d+ after-roll-marker/, 30_000))![1]).toBe(pidBefore);
+    expect(plain(after.output())).toContain('before-roll-marker'); // the scrollback came back with the reattach
+    await after.close();
+    await api(shells, 'DELETE', `/api/terminal/sessions/${started.json.data.session.id as string}/stop`, { cookie, origin: shells });
+  }, 1_500_000);
 
   it('survives kill -9 of the leader with no duplicate children', async () => {
     const lease = async () => (await json<{ spec: { holderIdentity?: string } }>(['get', 'lease', '-n', SYSTEM_NS, 'boxyard'])).spec.holderIdentity;
