@@ -21,7 +21,7 @@ NODE_PACKAGES := containerd runc containernetworking-plugins iptables ipset conn
 IMAGE_PACKAGES := debootstrap
 STAMP         := node_modules/.boxyard-installed
 
-.PHONY: help deps test-deps tools run test fuzz bench lint cluster cluster-down image clean
+.PHONY: help deps test-deps tools run test fuzz bench lint cluster cluster-down demo demo-down image clean
 help:
 	@echo "make run          start Boxyard on this machine (embedded PostgreSQL, local storage)"
 	@echo "make test         install everything needed and run all tests against real components"
@@ -31,6 +31,8 @@ help:
 	@echo "make image        build the container image without Docker (a docker-archive under \$$BOXYARD_CACHE/images) and load it into the local node"
 	@echo "make cluster      start a local cluster with a real node, DNS, NetworkPolicy and an ingress on 127.0.0.1:80/443 (kubeconfig in .boxyard/kubeconfig)"
 	@echo "make cluster-down stop it and remove what its node left on the host (pods, mounts, iptables rules, the bridge)"
+	@echo "make demo         the whole product in that cluster: PostgreSQL, MinIO, the chart, the three services Ready behind the ingress; prints URLs, passwords and lines to try"
+	@echo "make demo-down    stop the demo and remove everything it made"
 
 $(NODE):
 	@echo "[deps] installing Node $(NODE_VERSION) into $(BOXYARD_CACHE) (the system node is $$(node --version 2>/dev/null || echo missing))"
@@ -80,6 +82,13 @@ cluster: tools image
 
 cluster-down: deps
 	node test/harness/cluster-cli.ts down
+
+# The real-cluster suite's own start (test/cluster/demo.ts), kept running: root, like `make cluster`.
+demo: tools image
+	node test/cluster/demo-cli.ts up
+
+demo-down: deps
+	node test/cluster/demo-cli.ts down
 
 # Prints IMAGE=<ref> last and writes it, with TAR=<archive>, to $(BOXYARD_CACHE)/images/latest.env.
 image: deps

@@ -16,7 +16,8 @@ import { api, login, openTerminal, plain } from '@boxyard/terminal/testing/test-
 import { finished } from '../harness/child-output.ts';
 import { NODE } from '../harness/node/network.ts';
 import type { ReceivedSpan } from '../harness/otel-collector.ts';
-import { HOSTS, NS, SYSTEM_NS, podReady, repoRoot, startBoxyardCluster, type BoxyardCluster, type Pod } from './boxyard-cluster.ts';
+import { HOSTS, NS, SYSTEM_NS, podReady, repoRoot, type BoxyardCluster, type Pod } from './boxyard-cluster.ts';
+import { startDemo } from './demo.ts';
 import { until } from './fixture.ts';
 import { fileSha256, followEvents, requestLoop, slowDownload, typingTerminal } from './rolling-traffic.ts';
 
@@ -32,12 +33,11 @@ describe.runIf(process.getuid?.() === 0)('Boxyard on a real node (kubelet + cont
 
   beforeAll(async () => {
     const log = (line: string) => console.log(`[real-cluster] ${line}`);
-    cluster = await startBoxyardCluster(log);
+    // What `make demo` starts: the cluster, the chart, the three example resources Ready behind the Ingress.
+    const demo = await startDemo(log);
+    cluster = demo.cluster;
     ({ dir, caFile, image, kubectl, helm, s3, json, pods, secretValue, sql } = cluster);
-    const started = Date.now();
-    await kubectl(['apply', '-n', NS, '-f', join(repoRoot, 'crds', 'examples')]);
-    await cluster.waitReady(['boxrepository/boxes', 'fileshare/files', 'terminalpool/shells']);
-    log(`cluster ${cluster.timings.cluster} ms, helm install ${cluster.timings.helm} ms, three resources Ready ${Date.now() - started} ms`);
+    log(`cluster ${cluster.timings.cluster} ms, helm install ${cluster.timings.helm} ms, everything answering through the Ingress ${demo.readyMs} ms after the start`);
   }, 900_000);
 
   afterAll(async () => {

@@ -1,0 +1,79 @@
+// A long-running `serve` started by one make target and stopped by another (`make cluster` / `make cluster-down`,
+// `make demo` / `make demo-down`): detached in its own process group, its pid in a file, "ready" when it writes
+// its ready file, stopped with SIGTERM (then SIGKILL of its group).
+import { spawn } from 'node:child_process';
+import { closeSync, existsSync, mkdirSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+
+export interface DetachedFiles {
+  /** The script whose `serve` command runs detached (its path is how a live pid is recognised). */
+  script: string;
+  stateDir: string;
+  pidFile: string;
+  readyFile: string;
+  serveLog: string;
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** The pid of a running `serve`, if any (a stale pid file, or a pid reused by another program, counts as none). */
+export function runningPid(files: DetachedFiles): number | undefined {
+  if (!existsSync(files.pidFile)) return undefined;
+  const pid = Number(readFileSync(files.pidFile, 'utf8').trim());
+  try {
+    process.kill(pid, 0);
+    return readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes(files.script) ? pid : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** Starts `node <script> serve` detached; resolves with the ready file's JSON, or fails with the serve log. */
+export async function startDetached<T>(files: DetachedFiles, what: string, timeoutMs: number): Promise<T> {
+  mkdirSync(files.stateDir, { recursive: true });
+  rmSync(files.readyFile, { force: true });
+  const fd = openSync(files.serveLog, 'w');
+  // Detached: its own process group, no stdio tie to make, so it keeps running after this command returns.
+  const child = spawn(process.execPath, [files.script, 'serve'], { detached: true, stdio: ['ignore', fd, fd] });
+  closeSync(fd);
+  let exited: number | null | undefined;
+  child.once('exit', (code) => (exited = code));
+  child.unref();
+  writeFileSync(files.pidFile, `${child.pid}\n`);
+  console.log(`starting ${what} (pid ${child.pid}, state in ${files.stateDir}, log ${files.serveLog}) ...`);
+  const deadline = Date.now() + timeoutMs;
+  while (!existsSync(files.readyFile)) {
+    if (exited !== undefined || Date.now() > deadline) {
+      if (exited === undefined) process.kill(-child.pid!, 'SIGKILL');
+      rmSync(files.pidFile, { force: true });
+      throw new Error(`${what} did not start (${exited === undefined ? 'timeout' : `exit ${exited}`}); ${files.serveLog}:\n${readFileSync(files.serveLog, 'utf8')}`);
+    }
+    await sleep(200);
+  }
+  return JSON.parse(readFileSync(files.readyFile, 'utf8')) as T;
+}
+
+/** SIGTERM to a running `serve`; its whole group is killed if it has not stopped after `graceMs`. */
+export async function stopDetached(files: DetachedFiles, graceMs: number): Promise<number | undefined> {
+  const pid = runningPid(files);
+  if (pid) {
+    process.kill(pid, 'SIGTERM');
+    const deadline = Date.now() + graceMs;
+    while (runningPid(files) === pid && Date.now() < deadline) await sleep(200);
+    if (runningPid(files) === pid) process.kill(-pid, 'SIGKILL');
+  }
+  rmSync(files.pidFile, { force: true });
+  return pid;
+}
+
+/** Runs `stop` once on SIGTERM, SIGINT or SIGHUP, then exits. */
+export function stopOnSignals(log: (line: string) => void, stop: () => Promise<void>): void {
+  let stopping = false;
+  const shutdown = async (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    log(`${signal}: stopping`);
+    await stop();
+    process.exit(0);
+  };
+  for (const signal of ['SIGTERM', 'SIGINT', 'SIGHUP'] as const) process.on(signal, () => void shutdown(signal));
+}
