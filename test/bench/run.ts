@@ -24,6 +24,7 @@ import { benchOperator } from './operator.ts';
 import { benchStorage } from './storage.ts';
 import { benchTerminal } from './terminal.ts';
 import { benchTracing } from './tracing.ts';
+import { benchUpgrade } from './upgrade.ts';
 import { formatRow, formatSpan, mergeReport, type SectionResult } from './report.ts';
 import { checkout, loadAverage, machine } from './run-facts.ts';
 
@@ -41,6 +42,7 @@ const sections: { name: string; title: string; run: (env: BenchEnv) => Promise<B
   { name: 'memory', title: 'memory of the one-process product (`make run`): idle, per load peak RSS, heap across rounds, RSS 60 s after', run: benchMemory },
   { name: 'operator', title: 'operator (1,000 custom resources)', run: benchOperator },
   { name: 'cluster', title: 'real node: apply → Ready per kind, terminal session start (pod vs local backend)', run: benchCluster },
+  { name: 'upgrade', title: 'real node: helm upgrade + rollout restart under traffic (2 replicas each): served, failed, longest stall', run: benchUpgrade },
 ];
 
 function print(title: string, rows: BenchRow[]): void {

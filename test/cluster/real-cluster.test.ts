@@ -16,10 +16,10 @@ import { api, login, openTerminal, plain } from '@boxyard/terminal/testing/test-
 import { finished } from '../harness/child-output.ts';
 import { NODE } from '../harness/node/network.ts';
 import type { ReceivedSpan } from '../harness/otel-collector.ts';
-import { HOSTS, NS, SYSTEM_NS, podReady, repoRoot, type BoxyardCluster, type Pod } from './boxyard-cluster.ts';
+import { HOSTS, NS, SYSTEM_NS, podReady, type BoxyardCluster, type Pod } from './boxyard-cluster.ts';
 import { startDemo } from './demo.ts';
 import { until } from './fixture.ts';
-import { fileSha256, followEvents, requestLoop, slowDownload, typingTerminal } from './rolling-traffic.ts';
+import { describeRoll, rollUnderTraffic } from './rolling-upgrade.ts';
 
 const run = promisify(execFile);
 const VAGRANT = process.env.VAGRANT_BIN ?? '/usr/bin/vagrant';
@@ -28,7 +28,7 @@ describe.runIf(process.getuid?.() === 0)('Boxyard on a real node (kubelet + cont
   let cluster: BoxyardCluster;
   // Shorthands for what every test uses.
   let dir: string, caFile: string, image: BoxyardCluster['image'];
-  let kubectl: BoxyardCluster['kubectl'], helm: BoxyardCluster['helm'], s3: BoxyardCluster['s3'];
+  let kubectl: BoxyardCluster['kubectl'], s3: BoxyardCluster['s3'];
   let json: BoxyardCluster['json'], pods: BoxyardCluster['pods'], secretValue: BoxyardCluster['secretValue'], sql: BoxyardCluster['sql'];
 
   beforeAll(async () => {
@@ -36,7 +36,7 @@ describe.runIf(process.getuid?.() === 0)('Boxyard on a real node (kubelet + cont
     // What `make demo` starts: the cluster, the chart, the three example resources Ready behind the Ingress.
     const demo = await startDemo(log);
     cluster = demo.cluster;
-    ({ dir, caFile, image, kubectl, helm, s3, json, pods, secretValue, sql } = cluster);
+    ({ dir, caFile, image, kubectl, s3, json, pods, secretValue, sql } = cluster);
     log(`cluster ${cluster.timings.cluster} ms, helm install ${cluster.timings.helm} ms, everything answering through the Ingress ${demo.readyMs} ms after the start`);
   }, 900_000);
 
@@ -315,101 +315,24 @@ describe.runIf(process.getuid?.() === 0)('Boxyard on a real node (kubelet + cont
   }, 120_000);
 
   it('rolls every service with no failed request: helm upgrade to another image tag, then kubectl rollout restart', async () => {
-    const deployments = ['boxes-box-repository', 'files-file-share', 'shells-terminal'];
-    // Two replicas each; the rate limit off, as the loops below are one client asking far more than a person would.
-    for (const resource of ['boxrepository/boxes', 'fileshare/files', 'terminalpool/shells']) {
-      await kubectl(['patch', resource, '-n', NS, '--type=merge', '-p', '{"spec":{"replicas":2,"rateLimiting":{"enabled":false}}}']);
-    }
-    for (const deployment of deployments) await kubectl(['rollout', 'status', '-n', NS, `deployment/${deployment}`, '--timeout=300s']);
-    await cluster.waitReady(['boxrepository/boxes', 'fileshare/files', 'terminalpool/shells']);
-    for (const host of Object.values(HOSTS)) {
-      await until(`https://${host}/health/ready to answer 200`, async () => ((await fetch(`https://${host}/health/ready`)).status === 200 ? true : undefined), 30_000);
-    }
-
-    // A 512 MiB public box, downloaded at 6 MB/s from before the roll to (most likely) after it.
-    const boxes = `https://${HOSTS.boxes}`;
-    const boxAuth = { authorization: `Bearer ${(await (await fetch(`${boxes}/api/auth/signin`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ username: 'admin', password: await secretValue('boxes-box-repository-admin', 'password') }) })).json() as { access_token: string }).access_token}` };
-    const root = `${boxes}/api/organization/acme/box`;
-    const post = (url: string, body: unknown) => fetch(url, { method: 'POST', headers: { ...boxAuth, 'content-type': 'application/json' }, body: JSON.stringify(body) });
-    expect((await post(root, { name: 'big-box', isPublic: true })).status).toBe(201);
-    expect((await post(`${root}/big-box/version`, { versionNumber: '1.0.0' })).status).toBe(201);
-    expect((await post(`${root}/big-box/version/1.0.0/provider`, { name: 'virtualbox' })).status).toBe(201);
-    expect((await post(`${root}/big-box/version/1.0.0/provider/virtualbox/architecture`, { name: 'amd64' })).status).toBe(201);
-    const boxFile = join(dir, 'big.box');
-    await writeFile(boxFile, await makeBox({ gzip: false, fillerBytes: 512 * 1024 ** 2 }));
-    const boxSha = await fileSha256(boxFile);
-    const { stdout: uploaded } = await run('curl', ['-sS', '--cacert', caFile, '-o', '/dev/null', '-w', '%{http_code}', '-H', `authorization: ${boxAuth.authorization}`, '-H', 'content-type: application/octet-stream', '-H', 'x-file-name: vagrant.box', '--data-binary', `@${boxFile}`, `${root}/big-box/version/1.0.0/provider/virtualbox/architecture/amd64/file/upload`], { maxBuffer: 1024 * 1024 });
-    expect(Number(uploaded)).toBeLessThan(300);
-    const metadata = await (await fetch(`${boxes}/acme/big-box`, { headers: { accept: 'application/json' } })).json() as { versions: { providers: { url: string }[] }[] };
-    const download = slowDownload(metadata.versions[0]!.providers[0]!.url, caFile, 6_000_000);
-
-    // Files: listings and uploads, and an SSE stream that sees every upload.
-    const files = `https://${HOSTS.files}`;
-    const filesAuth = `Basic ${Buffer.from(`admin:${await secretValue('files-file-share-admin', 'password')}`).toString('base64')}`;
-    const events = followEvents(`${files}/events`, filesAuth);
-    await events.opened;
-    const uploadedPaths: string[] = [];
-    const fileUploads = requestLoop('file-share uploads', async (i) => {
-      const form = new FormData();
-      form.append('file', new Blob([`upload ${i}\n`]), `${i}.txt`);
-      const response = await fetch(`${files}/rolling/${i}.txt`, { method: 'POST', headers: { authorization: filesAuth }, body: form });
-      if (response.ok) uploadedPaths.push(`/rolling/${i}.txt`);
-      return response;
-    }, 200);
-    const listings = requestLoop('file-share listings', () => fetch(`${files}/docs/`, { headers: { authorization: filesAuth, accept: 'application/json' } }));
-    const vagrantMetadata = requestLoop('vagrant metadata', () => fetch(`${boxes}/acme/public-box`, { headers: { accept: 'application/json' } }));
-
-    // A shell typing every 100 ms; its PID and what it showed before the roll must survive it.
-    const shells = `https://${HOSTS.shells}`;
-    const cookie = await login(shells, 'admin', await secretValue('shells-terminal-admin', 'password'));
-    const started = await api(shells, 'POST', '/api/terminal/start', { cookie, body: { terminal_cookie: 'e2e-roll' }, origin: shells });
-    expect(started.status).toBe(200);
-    const first = await openTerminal(shells, started.json.data.websocket_path as string, { cookie, origin: shells });
-    first.type('echo "pid=$$" before-roll-\'\'marker\r');
-    const pidBefore = /pid=(\d+) before-roll-marker/.exec(await first.waitFor(/pid=\d+ before-roll-marker/, 30_000))![1];
-    await first.close();
-    const typing = typingTerminal(shells, started.json.data.websocket_path as string, { cookie, origin: shells });
-
-    const rollStarted = Date.now();
-    const next = `${image.image}-next`;
-    await run('ctr', ['--address', `${NODE.runDir}/containerd.sock`, '--namespace', 'k8s.io', 'images', 'tag', '--force', image.image, next]);
-    await helm(['upgrade', 'boxyard', join(repoRoot, 'charts', 'boxyard'), '-n', SYSTEM_NS, '--reuse-values', '--set', `image.tag=${next.slice(next.lastIndexOf(':') + 1)}`, '--wait', '--timeout=5m']);
-    for (const deployment of deployments) {
-      await until(`${deployment} on ${next}`, async () => {
-        const d = await json<{ spec: { template: { spec: { containers: { image: string }[] } } } }>(['get', 'deployment', '-n', NS, deployment]);
-        return d.spec.template.spec.containers[0]!.image === next ? true : undefined;
-      });
-      await kubectl(['rollout', 'status', '-n', NS, `deployment/${deployment}`, '--timeout=300s']);
-    }
+    const result = await rollUnderTraffic(cluster, 'acme');
+    console.log(`[real-cluster] ${describeRoll(result)}`);
+    for (const report of result.reports) expect(report, report.name).toMatchObject({ failed: 0 });
+    const { expectedSha256, ...download } = result.download;
+    expect(download, download.stderr).toMatchObject({ code: 0, sha256: expectedSha256 });
+    expect(result.events.missing, 'uploads whose event never came').toEqual([]);
+    expect(result.events.ids).toEqual([...new Set(result.events.ids)].sort((a, b) => a - b)); // in order, none twice
+    expect(result.events.connections).toBeGreaterThan(1); // it did have to move
+    expect(result.shell.reattached).toBeGreaterThan(0);
     const services = await pods('app.kubernetes.io/part-of=boxyard,app.kubernetes.io/component=server');
-    expect(services.filter((p) => !p.metadata.deletionTimestamp).every((p) => p.spec.containers[0]!.image === next)).toBe(true);
-    for (const deployment of deployments) {
-      await kubectl(['rollout', 'restart', '-n', NS, `deployment/${deployment}`]);
-      await kubectl(['rollout', 'status', '-n', NS, `deployment/${deployment}`, '--timeout=300s']);
-    }
-    const rollMs = Date.now() - rollStarted;
-
-    const downloaded = await download;
-    const reports = [await vagrantMetadata.stop(), await listings.stop(), await fileUploads.stop()];
-    const shell = await typing.stop();
-    reports.push(shell.report);
-    // The last uploads' events have had time to arrive.
-    await until('every upload\'s event', async () => (uploadedPaths.every((p) => events.paths.includes(p)) ? true : undefined), 30_000).catch(() => undefined);
-    events.close();
-    console.log(`[real-cluster] rolling upgrade + restart in ${rollMs} ms:\n${reports.map((r) => `  ${r.name}: ${r.served} served, ${r.failed} failed, longest stall ${r.longestStallMs} ms${r.failures.length ? ` (${r.failures.join('; ')})` : ''}`).join('\n')}\n  download: ${downloaded.bytes} bytes, curl exit ${downloaded.code}\n  events: ${events.ids.length} received over ${events.connections()} connections\n  terminal: reattached ${shell.reattached} times`);
-
-    for (const report of reports) expect(report, report.name).toMatchObject({ failed: 0 });
-    expect(downloaded, downloaded.stderr).toMatchObject({ code: 0, sha256: boxSha });
-    expect(uploadedPaths.filter((p) => !events.paths.includes(p)), 'uploads whose event never came').toEqual([]);
-    expect(events.ids).toEqual([...new Set(events.ids)].sort((a, b) => a - b)); // in order, none twice
-    expect(events.connections()).toBeGreaterThan(1); // it did have to move
-    expect(shell.reattached).toBeGreaterThan(0);
-    const after = typing.client();
-    after.type('echo "pid=$$" after-roll-\'\'marker\r');
-    expect(/pid=(\d+) after-roll-marker/.exec(await after.waitFor(/pid=\d+ after-roll-marker/, 30_000))![1]).toBe(pidBefore);
-    expect(plain(after.output())).toContain('before-roll-marker'); // the scrollback came back with the reattach
-    await after.close();
-    await api(shells, 'DELETE', `/api/terminal/sessions/${started.json.data.session.id as string}/stop`, { cookie, origin: shells });
+    expect(services.filter((p) => !p.metadata.deletionTimestamp).every((p) => p.spec.containers[0]!.image === `${image.image}-next`)).toBe(true);
+    // The same shell (PID), and what it showed before the roll replayed on reattaching.
+    const shell = result.shell.client;
+    shell.type('echo "pid=$$" after-roll-\'\'marker\r');
+    expect(/pid=(\d+) after-roll-marker/.exec(await shell.waitFor(/pid=\d+ after-roll-marker/, 30_000))![1]).toBe(result.shell.pidBefore);
+    expect(plain(shell.output())).toContain('before-roll-marker');
+    await shell.close();
+    await result.shell.stop();
   }, 1_500_000);
 
   it('survives kill -9 of the leader with no duplicate children', async () => {
