@@ -10,6 +10,7 @@ import { createApp } from './create-app.ts';
 import { stopGracefully } from './graceful-stop.ts';
 
 const CHUNK = Buffer.alloc(64 * 1024, 7);
+const BIG = Buffer.alloc(8 * 1024 * 1024, 9);
 
 async function startApp(): Promise<{ app: FastifyInstance; url: string }> {
   const app = await createApp({ service: 'graceful-test', version: '0', errorShape: 'problem', logLevel: 'silent', openapi: { title: 't' } });
@@ -31,6 +32,12 @@ async function startApp(): Promise<{ app: FastifyInstance; url: string }> {
     }, 20);
     reply.raw.on('close', () => clearInterval(timer));
   });
+  // A large answer ended at once: node buffers what the slow reader has not taken yet.
+  app.get('/big', (_req, reply) => {
+    reply.hijack();
+    reply.raw.writeHead(200, { 'content-type': 'application/octet-stream', 'content-length': String(BIG.length) });
+    reply.raw.end(BIG);
+  });
   await app.listen({ host: '127.0.0.1', port: 0 });
   return { app, url: `http://127.0.0.1:${(app.server.address() as AddressInfo).port}` };
 }
@@ -41,11 +48,18 @@ interface Answer {
   bytes: number;
 }
 
-function get(url: string, agent?: Agent): Promise<Answer> {
+/** GET; with `slowly`, the body is read a chunk every 10 ms (a client on a slow link). */
+function get(url: string, agent?: Agent, slowly = false): Promise<Answer> {
   return new Promise((resolve, reject) => {
     const req = request(url, { agent }, (res) => {
       let bytes = 0;
-      res.on('data', (chunk: Buffer) => (bytes += chunk.length));
+      res.on('data', (chunk: Buffer) => {
+        bytes += chunk.length;
+        if (slowly) {
+          res.pause();
+          setTimeout(() => res.resume(), 10);
+        }
+      });
       res.on('end', () => resolve({ status: res.statusCode!, headers: res.headers, bytes }));
       res.on('error', reject);
       res.on('aborted', () => reject(new Error(`aborted after ${bytes} bytes`)));
@@ -90,6 +104,15 @@ describe('graceful stop', () => {
     await stopped;
     expect(Date.now() - finishing).toBeLessThan(4000); // node keeps an idle connection 5 s
     keepAlive.destroy();
+  });
+
+  it('delivers every byte of an answer the app has finished writing but a slow client has not read yet', async () => {
+    const { app, url } = await startApp();
+    const download = get(`${url}/big`, new Agent({ keepAlive: true }), true);
+    await sleep(200); // the app has ended the response; most of it waits in buffers
+    stopped = stopGracefully(app, { delay_seconds: 0, grace_seconds: 60 }, () => app.close());
+    expect(await download).toMatchObject({ status: 200, bytes: BIG.length });
+    await stopped;
   });
 
   it('cuts what is still running when the grace period is over, so the stop ends', async () => {
