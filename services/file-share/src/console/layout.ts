@@ -15,7 +15,7 @@ const OIDC_LOGOUT_PATH = '/auth/oidc/logout';
 export interface Viewer {
   username: string | null;
   /** How the viewer is signed in: a session can sign out here; Basic credentials stay until the browser forgets them. */
-  via: 'session' | 'basic' | 'api-key' | 'provider' | 'anonymous';
+  via: 'session' | 'basic' | 'api-key' | 'provider' | 'anonymous' | 'share-link';
   /** Provider sign-in (auth.sign_in), when enabled. */
   signIn?: { displayName: string } | undefined;
   /** Where to come back to after signing in. */
