@@ -8,6 +8,7 @@ export const ASSETS_PATH = `${CONSOLE_PREFIX}/assets`;
 export const SIGN_IN_PATH = `${CONSOLE_PREFIX}/sign-in`;
 export const SIGN_OUT_PATH = `${CONSOLE_PREFIX}/sign-out`;
 export const KEYS_PATH = `${CONSOLE_PREFIX}/keys`;
+export const SHARES_PATH = `${CONSOLE_PREFIX}/shares`;
 
 const OIDC_LOGIN_PATH = '/auth/oidc/login';
 const OIDC_LOGOUT_PATH = '/auth/oidc/logout';
@@ -36,7 +37,7 @@ function account(viewer: Viewer): string {
     return viewer.signIn ? `<span>${providerSignInLink(viewer.signIn.displayName, viewer.returnTo)}</span> ${password}` : password;
   }
   // Only for a browser's session: tools signed in with Basic (wget --mirror) must not walk into the console.
-  const keys = viewer.via === 'session' ? ` <a href="${KEYS_PATH}">API keys</a>` : '';
+  const keys = viewer.via === 'session' ? ` <a href="${SHARES_PATH}">Share links</a> <a href="${KEYS_PATH}">API keys</a>` : '';
   let signOut = '';
   if (viewer.via === 'session') {
     const action = viewer.signIn ? OIDC_LOGOUT_PATH : SIGN_OUT_PATH;

@@ -67,8 +67,12 @@ async function openLink(options: LinkRoutesOptions, request: FastifyRequest, pre
   return { link, relative, pathname, search };
 }
 
-/** Lets the request through the link's password: 401 with the form (browsers) or a Basic challenge (tools). */
-async function unlock(options: LinkRoutesOptions, request: FastifyRequest, reply: FastifyReply, link: LinkWithCreator): Promise<FastifyReply | undefined> {
+/**
+ * Lets the request through the link's password: true when it may go on; otherwise the browser has been sent the form
+ * (false), or a tool gets a Basic challenge (401 thrown). A boolean, not the reply: a reply is thenable, and an async
+ * function returning it would resolve to undefined.
+ */
+async function unlock(options: LinkRoutesOptions, request: FastifyRequest, reply: FastifyReply, link: LinkWithCreator): Promise<boolean> {
   let outcome;
   try {
     outcome = await passwordGate(options.gate, link, request, () => options.activity.refused('wrong-password'));
@@ -76,9 +80,12 @@ async function unlock(options: LinkRoutesOptions, request: FastifyRequest, reply
     if (error instanceof HttpError && error.statusCode === 429) options.activity.refused('throttled');
     throw error;
   }
-  if (outcome !== 'missing') return undefined;
+  if (outcome !== 'missing') return true;
   // A browser gets the form (no Basic challenge, so it shows the page rather than its own prompt).
-  if (wantsHtmlPage(request.headers.accept)) return sendPage(reply.header('cache-control', 'no-store'), renderPasswordPage(), 401);
+  if (wantsHtmlPage(request.headers.accept)) {
+    sendPage(reply.header('cache-control', 'no-store'), renderPasswordPage(), 401);
+    return false;
+  }
   throw new HttpError(401, 'This link needs its password (HTTP Basic, any user name)', { headers: { 'www-authenticate': LINK_REALM } });
 }
 
@@ -165,8 +172,7 @@ async function readRequest(options: LinkRoutesOptions, request: FastifyRequest, 
 
 async function read(options: LinkRoutesOptions, request: FastifyRequest, reply: FastifyReply) {
   const opened = await openLink(options, request, LINK_PREFIX);
-  const locked = await unlock(options, request, reply, opened.link);
-  if (locked) return locked;
+  if (!(await unlock(options, request, reply, opened.link))) return reply;
   return opened.link.kind === 'request' ? readRequest(options, request, reply, opened) : readShare(options, request, reply, opened);
 }
 
@@ -192,8 +198,7 @@ async function post(options: LinkRoutesOptions, request: FastifyRequest, reply: 
   const opened = await openLink(options, request, LINK_PREFIX);
   const type = request.headers['content-type']?.split(';')[0]?.trim().toLowerCase();
   if (type === 'application/x-www-form-urlencoded') return passwordForm(options, request, reply, opened);
-  const locked = await unlock(options, request, reply, opened.link);
-  if (locked) return locked;
+  if (!(await unlock(options, request, reply, opened.link))) return reply;
   if (opened.link.kind !== 'request') {
     options.activity.refused('not-allowed');
     throw new HttpError(403, 'This link is read-only');
@@ -205,8 +210,7 @@ async function post(options: LinkRoutesOptions, request: FastifyRequest, reply: 
 async function zip(options: LinkRoutesOptions, request: FastifyRequest, reply: FastifyReply) {
   const opened = await openLink(options, request, ZIP_PREFIX);
   const { link, relative } = opened;
-  const locked = await unlock(options, request, reply, link);
-  if (locked) return locked;
+  if (!(await unlock(options, request, reply, link))) return reply;
   if (link.kind !== 'share' || link.entry_kind !== 'dir') throw new HttpError(403, 'Only a shared folder can be downloaded as .zip');
   const folder = await options.tree.find(below(link.path, relative ?? { segments: [], path: '/', trailingSlash: true }));
   if (!folder || folder.kind !== 'dir') throw notFound(`${relative?.path ?? '/'} is not a folder of this link`);

@@ -5,6 +5,8 @@
 // against its creator at every use (link-access.ts). Who sees and revokes one: its creator (a key: the links made
 // with it), and admins signed in as themselves every link.
 import { badRequest, hashPassword, HttpError, notFound } from '@boxyard/kit';
+import { sendPage } from '../console/page-security.ts';
+import { renderSignInPage } from '../console/sign-in.ts';
 import type { FastifyInstance } from 'fastify';
 import { requirePermission, requireUser, type Principal } from '../auth/principal.ts';
 import type { FileShareConfig } from '../config.ts';
@@ -14,7 +16,8 @@ import type { Tree } from '../tree/tree-store.ts';
 import type { Activity } from './activity.ts';
 import { delegated, linkState } from './link-access.ts';
 import { LINK_PREFIX } from './link-routes.ts';
-import { SHARE_KINDS, type LinkWithCreator, type ShareKind, type ShareStore } from './share-store.ts';
+import { renderSharesPage, SHARES_PATH } from './shares-page.ts';
+import { SHARE_KINDS, type Arrival, type LinkWithCreator, type ShareKind, type ShareStore } from './share-store.ts';
 
 export interface ShareRoutesOptions {
   tree: Tree;
@@ -213,6 +216,17 @@ export async function shareRoutes(app: FastifyInstance, options: ShareRoutesOpti
       return ok('Share link', { share: view(link), arrivals });
     },
   );
+
+  app.get(SHARES_PATH, { schema: { hide: true, summary: 'The share links page (HTML)', tags: ['console'] } }, async (request, reply) => {
+    const principal = request.principal;
+    const viewer = { username: principal.user?.username ?? null, via: principal.via, returnTo: SHARES_PATH };
+    if (principal.via === 'anonymous' || !principal.user) return sendPage(reply.header('www-authenticate', 'Bearer realm="boxyard file-share"'), renderSignInPage(viewer), 401);
+    if (principal.via === 'api-key') throw new HttpError(403, 'Insufficient permissions: the share links page is for users signed in as themselves');
+    const links = await options.shares.list({ userId: principal.user.id });
+    const arrivals = new Map<string, readonly Arrival[]>();
+    for (const link of links.filter((l) => l.kind === 'request').slice(0, 100)) arrivals.set(link.id, await options.shares.arrivals(link.id, 20));
+    return sendPage(reply, renderSharesPage(viewer, links.map(view), arrivals));
+  });
 
   app.delete(
     '/api/shares/:id',
