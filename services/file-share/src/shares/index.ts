@@ -2,6 +2,7 @@
 // the share's credential check — a link's Basic password belongs to no account — and the management API
 // (/api/shares) inside it.
 import type { ObjectStore } from '@boxyard/kit';
+import { createVerifiedCredentials } from '@boxyard/kit/accounts/verified-credentials.ts';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { DatabasePool } from 'slonik';
 import type { FileShareConfig } from '../config.ts';
@@ -35,6 +36,7 @@ export function createShares(app: FastifyInstance, deps: SharesDeps) {
     failuresPerLink: config.shares.password_failures_per_link,
     failuresPerAddress: config.shares.password_failures_per_address,
     windowSeconds: config.shares.password_window_seconds,
+    verified: createVerifiedCredentials(),
   };
   const maxUploadBytes = config.uploads.max_bytes;
   return {

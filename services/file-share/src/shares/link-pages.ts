@@ -88,3 +88,9 @@ ${received}<p>Files you send here go into the folder <strong>${escapeHtml(option
 <form id="request-upload" class="box" method="post" enctype="multipart/form-data"><label>File <input type="file" name="file" required></label> <button type="submit">Send</button></form>`,
   );
 }
+
+/** What a browser sees when a link refuses it (gone, not found, not allowed): the reason, and nothing else. */
+export function renderRefusalPage(status: number, message: string): string {
+  const title = status === 410 ? 'Link no longer available' : status === 404 ? 'Not found' : 'Not available';
+  return page(title, `<h1>${escapeHtml(title)}</h1>\n<p class="error" role="alert">${escapeHtml(message)}.</p>`);
+}

@@ -5,6 +5,7 @@
 // with Retry-After until the window passes, before any password is checked.
 import { createHash, createHmac, timingSafeEqual } from 'node:crypto';
 import { clientKey, HttpError, verifyPassword } from '@boxyard/kit';
+import type { createVerifiedCredentials } from '@boxyard/kit/accounts/verified-credentials.ts';
 import { hit } from '@boxyard/kit/rate-limit/rate-limit.ts';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { sql, type DatabasePool } from 'slonik';
@@ -24,6 +25,11 @@ export interface PasswordGate {
   failuresPerLink: number;
   failuresPerAddress: number;
   windowSeconds: number;
+  /**
+   * Passwords verified recently (the accounts' cache: a keyed hash, never the password): Basic sends the password
+   * with every request, and `wget --mirror` makes one per file, each an argon2id check otherwise.
+   */
+  verified: ReturnType<typeof createVerifiedCredentials>;
 }
 
 export type PasswordOutcome = 'open' | 'accepted' | 'missing';
@@ -85,7 +91,12 @@ async function refuseWhileThrottled(gate: PasswordGate, keys: { link: string; ad
 export async function tryPassword(gate: PasswordGate, link: LinkWithCreator, request: FastifyRequest, password: string, onFailure: () => void): Promise<boolean> {
   const keys = counterKeys(gate, link, request);
   await refuseWhileThrottled(gate, keys);
-  if (password.length <= MAX_PASSWORD_CHARS && (await verifyPassword(link.password_hash!, password))) return true;
+  const stored = { id: link.id, passwordHash: link.password_hash! };
+  if (gate.verified.has(link.id, password, stored)) return true;
+  if (password.length <= MAX_PASSWORD_CHARS && (await verifyPassword(stored.passwordHash, password))) {
+    gate.verified.remember(link.id, password, stored);
+    return true;
+  }
   onFailure();
   const windowMs = gate.windowSeconds * 1000;
   await Promise.all([hit(gate.pool, keys.link, windowMs), hit(gate.pool, keys.address, windowMs)]);

@@ -20,7 +20,7 @@ import type { Entry, Tree } from '../tree/tree-store.ts';
 import type { Activity, Refusal } from './activity.ts';
 import { linkState, gone } from './link-access.ts';
 import { LINK_REALM, passwordGate, setLinkCookie, tryPassword, type PasswordGate } from './link-password.ts';
-import { renderLinkListing, renderPasswordPage, renderRequestPage } from './link-pages.ts';
+import { renderLinkListing, renderPasswordPage, renderRefusalPage, renderRequestPage } from './link-pages.ts';
 import { attachment, sendZip } from './link-zip.ts';
 import { handleRequestUpload } from './request-upload.ts';
 import { TOKEN_PATTERN, type LinkWithCreator, type ShareStore } from './share-store.ts';
@@ -221,6 +221,19 @@ async function zip(options: LinkRoutesOptions, request: FastifyRequest, reply: F
   return sendZip(reply, options, folder, name);
 }
 
+type Handler = (options: LinkRoutesOptions, request: FastifyRequest, reply: FastifyReply) => Promise<FastifyReply>;
+
+/** A browser (Accept preferring HTML) gets refusals as a page; tools keep the error envelope. */
+const withPages = (handler: Handler) => async (options: LinkRoutesOptions, request: FastifyRequest, reply: FastifyReply) => {
+  try {
+    return await handler(options, request, reply);
+  } catch (error) {
+    const status = error instanceof HttpError ? error.statusCode : 0;
+    if (![403, 404, 410].includes(status) || !wantsHtmlPage(request.headers.accept) || reply.sent) throw error;
+    return sendPage(reply.header('cache-control', 'no-store'), renderRefusalPage(status, (error as HttpError).message), status);
+  }
+};
+
 const routeSchema = (summary: string, description: string) => ({ summary, description, tags: ['share links'], params: { type: 'object', properties: { token: { type: 'string' }, '*': { type: 'string' } } } });
 
 export async function linkRoutes(app: FastifyInstance, options: LinkRoutesOptions): Promise<void> {
@@ -236,9 +249,9 @@ export async function linkRoutes(app: FastifyInstance, options: LinkRoutesOption
   );
   const postSchema = routeSchema('Upload through a file request', 'multipart/form-data (part `file`) into the folder or at `/<name>`, or application/octet-stream at `/<name>`; a urlencoded `password` is the password form.');
   for (const url of [`${LINK_PREFIX}:token`, `${LINK_PREFIX}:token/*`]) {
-    app.get(url, { schema: readSchema }, (request, reply) => read(options, request, reply));
-    app.post(url, { schema: postSchema }, (request, reply) => post(options, request, reply));
+    app.get(url, { schema: readSchema }, (request, reply) => withPages(read)(options, request, reply));
+    app.post(url, { schema: postSchema }, (request, reply) => withPages(post)(options, request, reply));
   }
   const zipSchema = routeSchema('A shared folder as .zip', 'Streamed (stored, ZIP64 where needed); one use of the link.');
-  for (const url of [`${ZIP_PREFIX}:token`, `${ZIP_PREFIX}:token/*`]) app.get(url, { schema: zipSchema }, (request, reply) => zip(options, request, reply));
+  for (const url of [`${ZIP_PREFIX}:token`, `${ZIP_PREFIX}:token/*`]) app.get(url, { schema: zipSchema }, (request, reply) => withPages(zip)(options, request, reply));
 }

@@ -106,12 +106,21 @@ describe('using a link', () => {
     envelopeError(wrong.body);
   });
 
-  it('throttles wrong passwords per link: past the limit even the right one waits (429, Retry-After)', async () => {
+  it('throttles wrong passwords per link on every replica: past the limit even the right one waits (429, Retry-After)', async () => {
     const link = await makeLink({ path: '/team/report.txt', password: 'right password' });
-    for (let i = 0; i < 3; i++) expect((await fetch(link.url, { headers: { authorization: `Basic ${Buffer.from('x:guess' + i).toString('base64')}` } })).status).toBe(401);
-    const throttled = await fetch(link.url, { headers: { authorization: `Basic ${Buffer.from('x:right password').toString('base64')}` } });
-    expect(throttled.status).toBe(429);
-    expect(Number(throttled.headers.get('retry-after'))).toBeGreaterThan(0);
+    // A second replica on the same database: the guesses made on either count for both.
+    const replica = await startTestShare({ storage: 's3', databaseUrl: test.databaseUrl, bucket: test.bucket!, sessionSecret: test.config.session.secret, overrides: { shares: { password_failures_per_link: 3 } } });
+    try {
+      const onOther = link.url.replace(test.url, replica.url);
+      const basic = (password: string) => ({ authorization: `Basic ${Buffer.from(`x:${password}`).toString('base64')}` });
+      for (let i = 0; i < 3; i++) expect((await fetch(i % 2 ? onOther : link.url, { headers: basic(`guess ${i}`) })).status).toBe(401);
+      const throttled = await fetch(onOther, { headers: basic('right password') });
+      expect(throttled.status).toBe(429);
+      expect(Number(throttled.headers.get('retry-after'))).toBeGreaterThan(0);
+      expect((await fetch(link.url, { headers: basic('right password') })).status).toBe(429);
+    } finally {
+      await replica.close();
+    }
     // Another link is not affected by this one's guesses.
     const other = await makeLink({ path: '/team/report.txt', password: 'right password' });
     expect((await curl(['-u', 'x:right password', other.url])).status).toBe(200);
@@ -141,6 +150,10 @@ describe('using a link', () => {
     expect((await fetch(`${test.url}/api/shares/${revocable.id}`, { method: 'DELETE', headers: { authorization: adminAuth } })).status).toBe(200);
     expect((await curl([`${revocable.url}report.txt`])).status).toBe(410);
     expect((await curl([revocable.url])).status).toBe(410);
+    // A browser is told so on a page, without the envelope.
+    const page = await fetch(revocable.url, { headers: { accept: 'text/html' } });
+    expect(page.status).toBe(410);
+    expect(await page.text()).toContain('This link has been revoked.');
   });
 
   it('never reaches outside the shared folder: .., encoded and double-encoded variants, empty segments (400, envelope)', async () => {
