@@ -145,6 +145,11 @@ describe('using a link', () => {
     expect(view.data.share).toMatchObject({ uses: 2, state: 'exhausted' });
     expect(view.data.share.last_used_at).not.toBeNull();
 
+    // Concurrent downloads never take more uses than the limit (one conditional UPDATE per use).
+    const raced = await makeLink({ path: '/team/report.txt', max_uses: 3 });
+    const statuses = await Promise.all(Array.from({ length: 8 }, () => fetch(raced.url).then(async (r) => (await r.arrayBuffer(), r.status))));
+    expect(statuses.sort()).toEqual([200, 200, 200, 410, 410, 410, 410, 410]);
+
     const revocable = await makeLink({ path: '/team' });
     expect((await curl([`${revocable.url}report.txt`])).status).toBe(200);
     expect((await fetch(`${test.url}/api/shares/${revocable.id}`, { method: 'DELETE', headers: { authorization: adminAuth } })).status).toBe(200);

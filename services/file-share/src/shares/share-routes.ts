@@ -144,7 +144,7 @@ async function create(options: ShareRoutesOptions, principal: Principal, body: C
   return link;
 }
 
-export async function shareRoutes(app: FastifyInstance, options: ShareRoutesOptions): Promise<void> {
+function createRoute(app: FastifyInstance, options: ShareRoutesOptions): void {
   const view = (link: LinkWithCreator) => shareView(options.publicUrl, link);
   app.post(
     '/api/shares',
@@ -178,7 +178,10 @@ export async function shareRoutes(app: FastifyInstance, options: ShareRoutesOpti
       return reply.status(201).send(ok(link.kind === 'request' ? 'File request created' : 'Share link created', { share: view(link) }));
     },
   );
+}
 
+function listRoute(app: FastifyInstance, options: ShareRoutesOptions): void {
+  const view = (link: LinkWithCreator) => shareView(options.publicUrl, link);
   app.get(
     '/api/shares',
     {
@@ -198,7 +201,10 @@ export async function shareRoutes(app: FastifyInstance, options: ShareRoutesOpti
       return ok('Share links', { shares: links.map(view) });
     },
   );
+}
 
+function getRoute(app: FastifyInstance, options: ShareRoutesOptions): void {
+  const view = (link: LinkWithCreator) => shareView(options.publicUrl, link);
   app.get(
     '/api/shares/:id',
     {
@@ -216,7 +222,10 @@ export async function shareRoutes(app: FastifyInstance, options: ShareRoutesOpti
       return ok('Share link', { share: view(link), arrivals });
     },
   );
+}
 
+function pageRoute(app: FastifyInstance, options: ShareRoutesOptions): void {
+  const view = (link: LinkWithCreator) => shareView(options.publicUrl, link);
   app.get(SHARES_PATH, { schema: { hide: true, summary: 'The share links page (HTML)', tags: ['console'] } }, async (request, reply) => {
     const principal = request.principal;
     const viewer = { username: principal.user?.username ?? null, via: principal.via, returnTo: SHARES_PATH };
@@ -227,7 +236,10 @@ export async function shareRoutes(app: FastifyInstance, options: ShareRoutesOpti
     for (const link of links.filter((l) => l.kind === 'request').slice(0, 100)) arrivals.set(link.id, await options.shares.arrivals(link.id, 20));
     return sendPage(reply, renderSharesPage(viewer, links.map(view), arrivals));
   });
+}
 
+function revokeRoute(app: FastifyInstance, options: ShareRoutesOptions): void {
+  const view = (link: LinkWithCreator) => shareView(options.publicUrl, link);
   app.delete(
     '/api/shares/:id',
     {
@@ -245,4 +257,12 @@ export async function shareRoutes(app: FastifyInstance, options: ShareRoutesOpti
       return ok('Share link revoked', { share: view((await options.shares.byId(found.id))!) });
     },
   );
+}
+
+export async function shareRoutes(app: FastifyInstance, options: ShareRoutesOptions): Promise<void> {
+  createRoute(app, options);
+  listRoute(app, options);
+  getRoute(app, options);
+  pageRoute(app, options);
+  revokeRoute(app, options);
 }
