@@ -380,6 +380,19 @@ export interface FileShareSpec extends CommonSpec {
      */
     retentionHours: number;
   };
+  /**
+   * Share links and file requests.
+   */
+  shares: {
+    /**
+     * Lifetime of a share link or file request made without an expiry.
+     */
+    defaultExpirySeconds: number;
+    /**
+     * Longest lifetime a link may be given (400 beyond).
+     */
+    maxExpirySeconds: number;
+  };
 }
 
 /**

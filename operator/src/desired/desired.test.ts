@@ -66,6 +66,7 @@ const share = (over: Partial<FileShareSpec> = {}) =>
     storage: { ...storage, bucket: 'files', prefix: 'team-a' },
     uploads: { maxBytes: 5 * 1024 ** 3 },
     events: { heartbeatSeconds: 15, retentionHours: 24 },
+    shares: { defaultExpirySeconds: 604800, maxExpirySeconds: 7776000 },
     ...over,
   });
 const pool = (over: Partial<TerminalPoolSpec> = {}) =>
@@ -294,10 +295,20 @@ describe('config.yaml', () => {
     expect(configYaml).not.toMatch(/Str0ng|AKIA/); // values never in the ConfigMap
   });
 
-  it('file-share: uploads and events sections; forwarded headers not trusted without an Ingress', () => {
+  it('file-share: uploads, events and shares sections; forwarded headers not trusted without an Ingress', () => {
     const { configYaml } = desiredState(input(fileShare, share()));
-    const config = load(configYaml, z.strictObject({ ...shared, storage: storageSchema, uploads: z.strictObject({ max_bytes: z.number() }), events: z.strictObject({ heartbeat_seconds: z.number(), retention_hours: z.number() }) }));
+    const config = load(
+      configYaml,
+      z.strictObject({
+        ...shared,
+        storage: storageSchema,
+        uploads: z.strictObject({ max_bytes: z.number() }),
+        events: z.strictObject({ heartbeat_seconds: z.number(), retention_hours: z.number() }),
+        shares: z.strictObject({ default_expiry_seconds: z.number(), max_expiry_seconds: z.number() }),
+      }),
+    );
     expect(config.events).toEqual({ heartbeat_seconds: 15, retention_hours: 24 });
+    expect(config.shares).toEqual({ default_expiry_seconds: 604800, max_expiry_seconds: 7776000 });
     expect(config.server).toMatchObject({ port: 3001, trust_proxy: false });
     expect(config.storage).toMatchObject({ prefix: 'team-a', bucket: 'files' });
   });

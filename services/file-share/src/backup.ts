@@ -22,6 +22,9 @@ export const fileShareBackup = backupDescriptor(SERVICE_NAME, [
       // Kept with their ids, so the id sequence continues and Last-Event-ID keeps its meaning.
       events: { backup: true },
       event_retention: { backup: true },
+      // Links name entries by id and users by id: both are in this backup, so a restored link works as before.
+      share_links: { backup: true },
+      share_arrivals: { backup: true },
       object_garbage: { backup: false, reason: 'objects to delete (replaced files, uploads in progress); none of them is referenced' },
     },
   },

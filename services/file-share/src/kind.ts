@@ -15,5 +15,5 @@ export const clusterKind: ClusterKind = {
   storage: true,
   managesPods: false,
   configSchema: fileShareConfigSchema,
-  configFields: ['uploads.max_bytes', 'events.heartbeat_seconds', 'events.retention_hours'],
+  configFields: ['uploads.max_bytes', 'events.heartbeat_seconds', 'events.retention_hours', 'shares.default_expiry_seconds', 'shares.max_expiry_seconds'],
 };

@@ -20,6 +20,7 @@ import { eventRoutes } from './events/routes.ts';
 import { fileRoutes } from './files/file-routes.ts';
 import { ok } from './http/envelope.ts';
 import { createSweeper, type Sweeper } from './maintenance/sweeper.ts';
+import { createShares } from './shares/index.ts';
 import { createTree, pickCaseFoldCollation } from './tree/tree-store.ts';
 
 declare module 'fastify' {
@@ -69,6 +70,9 @@ export async function fileSharePlugin(app: FastifyInstance, { config, publicUrl,
   const consoleOptions = { accounts: app.accounts, sessions, cookie: sessionCookie, keys, signIn: signIn ? { displayName: signIn.display_name } : undefined };
   await app.register(assetRoutes);
   await app.register(signInRoutes, consoleOptions);
+  // Share links and file requests: public pages here (a link's password is no account's), the API in the scope below.
+  const shares = createShares(app, { pool: app.pool, store: app.store, tree, sweeper, config, publicUrl, secureCookies: (request) => sessionCookie.options(request).secure });
+  await app.register(shares.publicRoutes);
 
   await app.register(async (scope) => {
     // Every route below reads credentials and permissions first.
@@ -80,6 +84,7 @@ export async function fileSharePlugin(app: FastifyInstance, { config, publicUrl,
     await scope.register(authRoutes, { accounts: app.accounts, sessions, cookie: sessionCookie, publicRead: config.public_read, signIn });
     if (signIn) await scope.register(oidcSignIn, providerSignIn(app, config, publicUrl, sessions, sessionCookie));
     await scope.register(apiKeyRoutes, { pool: app.pool, keys });
+    await scope.register(shares.apiRoutes);
     await scope.register(eventRoutes, {
       bus, authenticator, changes, heartbeatSeconds: config.events.heartbeat_seconds, maxStreamsPerUser: config.events.max_streams_per_user, maxStreams: config.events.max_streams,
       ...(settings.sseRetryMs ? { retryMs: settings.sseRetryMs } : {}),

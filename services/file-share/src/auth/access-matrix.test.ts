@@ -135,11 +135,42 @@ function rows(): MatrixRow<Role>[] {
   add('PUT /*', expect_(grant(['adminSession', 'keyScopedTeam'], 200)), (role) => renamed((path) => send(role, 'PUT', `${path}?action=rename`, { json: { newName: `${unique('renamed')}.txt` } })), 'a rename (needs uploads and delete)');
   const deleted = reusable(teamFile);
   add('DELETE /*', deleters(200), (role) => deleted((path) => send(role, 'DELETE', path)), 'a deletion');
+
+  // Share links and file requests (issue 30): made by whoever holds on the path the permission they delegate
+  // (downloads for a share link, uploads for a request); seen and revoked by their creator (a key: the links made
+  // with it) and admins; the public pages are the same for every caller (a link's Basic password is no account's).
+  add('POST /api/shares', expect_(grant([...USERS, 'keyDownloads', 'keyScopedTeam'], 201)), (role) => send(role, 'POST', '/api/shares', { json: { path: '/team' } }), 'a share link (delegates downloads)');
+  add('POST /api/shares', expect_(grant([...USERS, 'keyUploads', 'keyScopedTeam'], 201)), (role) => send(role, 'POST', '/api/shares', { json: { path: '/team', kind: 'request' } }), 'a file request (delegates uploads)');
+  add('GET /api/shares', expect_(grant([...USERS, ...KEYS], 200)), (role, m) => send(role, m, '/api/shares'));
+  const alicesLink = async () => {
+    const response = await fetch(`${test.url}/api/shares`, { method: 'POST', headers: { authorization: alice.authorization, 'content-type': 'application/json' }, body: JSON.stringify({ path: '/docs' }) });
+    return ((await response.json()) as { data: { share: { id: string } } }).data.share.id;
+  };
+  const owned = { ...grant(['userCookie', 'adminSession'], 200), ...grant(['otherUserBasic', ...KEYS], 404) };
+  add('GET /api/shares/:id', expect_(owned), async (role, m) => send(role, m, `/api/shares/${await (linkId ??= alicesLink())}`));
+  const doomedLink = reusable(alicesLink);
+  add('DELETE /api/shares/:id', expect_(owned), (role) => doomedLink((id) => send(role, 'DELETE', `/api/shares/${id}`)));
+  add('GET /-/shares', expect_(grant(USERS, 200)), (role, m) => send(role, m, '/-/shares', { headers: { accept: 'text/html' } }));
+  const publicLink = (kind: 'share' | 'request') => async () => {
+    const response = await fetch(`${test.url}/api/shares`, { method: 'POST', headers: { authorization: adminAuth, 'content-type': 'application/json' }, body: JSON.stringify({ path: '/docs', kind }) });
+    return new URL(((await response.json()) as { data: { share: { url: string } } }).data.share.url).pathname.split('/')[3]!;
+  };
+  const shareToken = () => (shareLink ??= publicLink('share')());
+  const requestToken = () => (requestLink ??= publicLink('request')());
+  add('GET /-/s/:token', everyone(301), async (role, m) => send(role, m, `/-/s/${await shareToken()}`), 'a shared folder without its slash');
+  add('GET /-/s/:token/*', everyone(200), async (role, m) => send(role, m, `/-/s/${await shareToken()}/readme.txt`), 'a download through a share link');
+  add('POST /-/s/:token', everyone(201), async (role) => send(role, 'POST', `/-/s/${await requestToken()}`, { body: form('sent', `${unique('sent')}.txt`) }), 'an upload into a file request');
+  add('POST /-/s/:token/*', everyone(201), async (role) => send(role, 'POST', `/-/s/${await requestToken()}/${unique('raw')}.txt`, { body: 'raw', headers: { 'content-type': 'application/octet-stream' } }), 'a raw upload through a file request');
+  add('GET /-/zip/:token', everyone(200), async (role, m) => send(role, m, `/-/zip/${await shareToken()}`));
+  add('GET /-/zip/:token/*', everyone(200), async (role, m) => send(role, m, `/-/zip/${await shareToken()}/`));
   return rows;
 }
 
 let alice: { authorization: string; password: string };
 let alicePassword: string;
+let linkId: Promise<string> | undefined;
+let shareLink: Promise<string> | undefined;
+let requestLink: Promise<string> | undefined;
 
 async function sessionOf(username: string, password: string): Promise<string> {
   const response = await fetch(`${test.url}/auth/login/basic`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ username, password }) });

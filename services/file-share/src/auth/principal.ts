@@ -33,7 +33,8 @@ export interface PrincipalUser {
 }
 
 export interface Principal {
-  via: 'session' | 'basic' | 'api-key' | 'provider' | 'anonymous';
+  /** `share-link`: an outsider through a share link or file request (shares/link-access.ts). */
+  via: 'session' | 'basic' | 'api-key' | 'provider' | 'anonymous' | 'share-link';
   user: PrincipalUser | null;
   permissions: ReadonlySet<Permission>;
   /** The folder the principal is limited to (`/` = the whole share). */

@@ -8,6 +8,7 @@ export const ASSETS_PATH = `${CONSOLE_PREFIX}/assets`;
 export const SIGN_IN_PATH = `${CONSOLE_PREFIX}/sign-in`;
 export const SIGN_OUT_PATH = `${CONSOLE_PREFIX}/sign-out`;
 export const KEYS_PATH = `${CONSOLE_PREFIX}/keys`;
+export const SHARES_PATH = `${CONSOLE_PREFIX}/shares`;
 
 const OIDC_LOGIN_PATH = '/auth/oidc/login';
 const OIDC_LOGOUT_PATH = '/auth/oidc/logout';
@@ -15,7 +16,7 @@ const OIDC_LOGOUT_PATH = '/auth/oidc/logout';
 export interface Viewer {
   username: string | null;
   /** How the viewer is signed in: a session can sign out here; Basic credentials stay until the browser forgets them. */
-  via: 'session' | 'basic' | 'api-key' | 'provider' | 'anonymous';
+  via: 'session' | 'basic' | 'api-key' | 'provider' | 'anonymous' | 'share-link';
   /** Provider sign-in (auth.sign_in), when enabled. */
   signIn?: { displayName: string } | undefined;
   /** Where to come back to after signing in. */
@@ -36,7 +37,7 @@ function account(viewer: Viewer): string {
     return viewer.signIn ? `<span>${providerSignInLink(viewer.signIn.displayName, viewer.returnTo)}</span> ${password}` : password;
   }
   // Only for a browser's session: tools signed in with Basic (wget --mirror) must not walk into the console.
-  const keys = viewer.via === 'session' ? ` <a href="${KEYS_PATH}">API keys</a>` : '';
+  const keys = viewer.via === 'session' ? ` <a href="${SHARES_PATH}">Share links</a> <a href="${KEYS_PATH}">API keys</a>` : '';
   let signOut = '';
   if (viewer.via === 'session') {
     const action = viewer.signIn ? OIDC_LOGOUT_PATH : SIGN_OUT_PATH;

@@ -14,7 +14,7 @@ export const FILE_SECURITY_HEADERS = {
 
 const etagOf = (entry: Entry) => `"${entry.sha256}"`;
 
-function notModified(request: FastifyRequest, entry: Entry): boolean {
+export function notModified(request: FastifyRequest, entry: Entry): boolean {
   const ifNoneMatch = request.headers['if-none-match'];
   if (ifNoneMatch !== undefined) {
     return ifNoneMatch.trim() === '*' || ifNoneMatch.split(',').some((tag) => tag.trim().replace(/^W\//, '') === etagOf(entry));

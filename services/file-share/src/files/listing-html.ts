@@ -31,6 +31,8 @@ export interface ListingPage {
   canUpload: boolean;
   /** The caller may delete (and replace) here. */
   canDelete: boolean;
+  /** The caller may make share links here (signed in, with downloads): the share dialog is in the page. */
+  canShare?: boolean;
   viewer: Viewer;
 }
 
@@ -68,6 +70,20 @@ export function renderRows(listing: Pick<ListingPage, 'path' | 'entries'>): stri
   return `${parent}${rows.join('\n')}`;
 }
 
+/** The share dialog (console/public/share-dialog.js): a share link or a file request for an entry of this folder. */
+const SHARE_DIALOG = `<dialog id="share-dialog" aria-labelledby="share-title"><form id="share-form" method="dialog">
+<h2 id="share-title">Share</h2><p id="share-target"></p>
+<fieldset id="share-kind-field"><legend>Kind</legend>
+<label class="check"><input type="radio" name="kind" value="share" checked> Share link: others can download</label>
+<label class="check"><input type="radio" name="kind" value="request"> File request: others can upload, not look inside</label></fieldset>
+<p><label for="share-days">Expires in (days)</label> <input id="share-days" name="days" type="number" min="0.01" step="any" value="7" required></p>
+<p><label for="share-password">Password (optional)</label> <input id="share-password" name="password" type="password" minlength="8" maxlength="1024" autocomplete="new-password"></p>
+<p><label for="share-uses">Use limit (optional)</label> <input id="share-uses" name="max_uses" type="number" min="1" step="1"></p>
+<p id="share-error" class="error" role="alert"></p>
+<section id="share-result" hidden><p class="token-line"><input id="share-url" readonly aria-label="The new link"> <button id="share-copy" type="button">Copy</button></p></section>
+<p class="buttons"><button id="share-close" type="button" formnovalidate>Close</button> <button id="share-create" type="submit">Create link</button></p>
+</form></dialog>`;
+
 export function renderListing(listing: ListingPage): string {
   const title = `Index of ${listing.path === '/' ? '/' : `${listing.path}/`}`;
   const pages = Math.max(1, Math.ceil(listing.total / listing.limit));
@@ -97,7 +113,7 @@ export function renderListing(listing: ListingPage): string {
     title,
     viewer: listing.viewer,
     scripts: ['files.js'],
-    data: { path: listing.path, 'can-upload': String(listing.canUpload), 'can-delete': String(listing.canDelete) },
+    data: { path: listing.path, 'can-upload': String(listing.canUpload), 'can-delete': String(listing.canDelete), 'can-share': String(listing.canShare ?? false) },
     main: `<h1>Index of ${breadcrumbs(listing.path)}</h1>
 ${nav}
 ${upload}
@@ -109,6 +125,6 @@ ${renderRows(listing)}
 </tbody>
 </table>
 </div>
-${dialog}`,
+${dialog}${listing.canShare ? `\n${SHARE_DIALOG}` : ''}`,
   });
 }

@@ -122,6 +122,7 @@ async function sendFolder({ options, listings }: ReadDeps, request: FastifyReque
     limit,
     canUpload: principal.via !== 'anonymous' && principal.permissions.has('uploads') && isWithin(entry.path, principal.scope),
     canDelete: principal.via !== 'anonymous' && principal.permissions.has('delete') && isWithin(entry.path, principal.scope),
+    canShare: principal.user !== null && principal.via !== 'anonymous' && mayRead(principal, entry.path),
     viewer: viewerOf(request, options),
   });
   return sendPage(reply, html);

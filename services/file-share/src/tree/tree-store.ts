@@ -6,7 +6,8 @@
 import { sql, type DatabasePool, type DatabaseTransactionConnection } from 'slonik';
 import { z } from 'zod';
 import { descendantsOf, entryColumns, entryRow, findEntry, type Entry, type TreeDatabase } from './entry-rows.ts';
-import { commitUpload, createFolder, remove, rename, type UploadCommit } from './tree-changes.ts';
+import type { EventName } from '../events/event-types.ts';
+import { commitUpload, createFolder, emit, lockTree, remove, rename, type UploadCommit } from './tree-changes.ts';
 
 export { entryRow, type Entry } from './entry-rows.ts';
 export type { UploadCommit, UploadResult } from './tree-changes.ts';
@@ -79,6 +80,12 @@ export function createTree(pool: DatabasePool, options: { eventChannel: string; 
     createFolder: (directoryPath: string, name: string, userId: string | null) => createFolder(db, directoryPath, name, userId),
     rename: (path: string, newName: string) => rename(db, path, newName),
     remove: (path: string) => remove(db, path),
+    /** An event that is no change of the tree (share link activity), in order with the tree's own. */
+    recordEvent: (name: EventName, paths: string[], data: Record<string, unknown>) =>
+      pool.transaction(async (tx) => {
+        await lockTree(tx);
+        await emit(db, tx, name, paths, data);
+      }),
   };
 }
 

@@ -4,11 +4,13 @@
 // Each upload sends the File itself as the request body (application/octet-stream; the browser streams it from
 // disk, nothing is read into the page) to the file's own URL path, so folders are recreated on the way.
 import { announce, api, ask, button, copyText, messageOf, refreshParts } from './console.js';
+import { openShareDialog } from './share-dialog.js';
 
 const body = document.body;
 const folder = body.dataset.path ?? '/';
 const canUpload = body.dataset.canUpload === 'true';
 const canDelete = body.dataset.canDelete === 'true';
+const canShare = body.dataset.canShare === 'true';
 const folderUrl = location.pathname.endsWith('/') ? location.pathname : `${location.pathname}/`;
 
 const encodeName = (name) => encodeURIComponent(name);
@@ -24,6 +26,7 @@ function decorateRows() {
     const name = row.dataset.name;
     const isDirectory = row.dataset.kind === 'dir';
     if (!isDirectory) cell.append(button('Copy link', `Copy link to ${name}`, () => copyText(new URL(entryUrl(name, false), location.href).href, 'Link')));
+    if (canShare) cell.append(button('Share', `Share ${name}`, () => openShareDialog(folder === '/' ? `/${name}` : `${folder}/${name}`, isDirectory)));
     if (canUpload && canDelete) cell.append(button('Rename', `Rename ${name}`, () => rename(name, isDirectory)));
     if (canDelete) cell.append(button('Delete', `Delete ${name}`, () => remove(name, isDirectory), true));
   }
