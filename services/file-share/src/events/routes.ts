@@ -77,6 +77,8 @@ async function streamEvents(request: FastifyRequest, reply: FastifyReply, { opti
   const raw = reply.raw;
   raw.once('close', release);
   raw.writeHead(200, {
+    // What the hooks set on the reply before the hijack (RateLimit-*, like every other route), then the stream's own.
+    ...reply.getHeaders(),
     'content-type': 'text/event-stream; charset=utf-8',
     'cache-control': 'no-cache, no-transform',
     connection: 'keep-alive',
