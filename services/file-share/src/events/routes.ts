@@ -5,6 +5,7 @@
 // notification names its session, user or key (sign-out, account or key changed, on any replica), and at the
 // expiry of its token or key — so only events about paths the caller may read *now* are sent, and the stream
 // ends (after an `access-ended` event saying why) once its credential has ended or lost `downloads`.
+import type { OutgoingHttpHeaders } from 'node:http';
 import { createStreamLimits, type AccountChange } from '@boxyard/kit';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { Gauge } from 'prom-client';
@@ -78,7 +79,7 @@ async function streamEvents(request: FastifyRequest, reply: FastifyReply, { opti
   raw.once('close', release);
   raw.writeHead(200, {
     // What the hooks set on the reply before the hijack (RateLimit-*, like every other route), then the stream's own.
-    ...reply.getHeaders(),
+    ...(reply.getHeaders() as OutgoingHttpHeaders),
     'content-type': 'text/event-stream; charset=utf-8',
     'cache-control': 'no-cache, no-transform',
     connection: 'keep-alive',
