@@ -41,6 +41,14 @@ const eventsSchema = {
     'permission (reconnecting then gets 401/403). Send `Last-Event-ID` (or `?lastEventId=`) to resume.',
   tags: ['events'],
   querystring: { type: 'object', properties: { lastEventId: { type: 'string', pattern: '^[0-9]{1,18}$' } } },
+  response: {
+    200: {
+      description: 'The event stream (`event:`, `id:`, `data:` JSON; `:` heartbeat comments), open until the client leaves or its credential ends',
+      content: { 'text/event-stream': { schema: { type: 'string' } } },
+    },
+    401: {},
+    403: {},
+  },
 };
 
 interface StreamDeps {
