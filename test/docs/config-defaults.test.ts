@@ -22,7 +22,7 @@ const PLAIN = /^(?:-?\d+(?:\.\d+)?|true|false|[a-z][a-z0-9_-]*)$/;
 
 /** `a.b` / `.c`, `a.b, a.c` or `a.b` / `c.d`: the keys of a first cell; `.c` continues the first key's section. */
 function keysOf(cell: string): string[] {
-  const parts = cell.split(/\s*(?:\/|,)\s*/).map((part) => part.replaceAll('`', '').trim()).filter(Boolean);
+  const parts = cell.split(/[/,]/).map((part) => part.replaceAll('`', '').trim()).filter(Boolean);
   const first = parts[0] ?? '';
   const section = first.slice(0, first.lastIndexOf('.'));
   return parts.map((part) => (part.startsWith('.') ? `${section}${part}` : part));
@@ -30,8 +30,10 @@ function keysOf(cell: string): string[] {
 
 /** The plain values of a default cell, or undefined when it says more than values (prose, units, alternatives). */
 function valuesOf(cell: string): string[] | undefined {
-  const text = cell.replace(/\s*\([^)]*\)\s*$/, '').trim();
-  const parts = text.split(/\s*(?:\/|,)\s*/).map((part) => part.replaceAll('`', '').trim());
+  // A trailing remark in parentheses (`5368709120` (5 GiB)) is not a value.
+  const open = cell.lastIndexOf('(');
+  const text = cell.endsWith(')') && open > 0 ? cell.slice(0, open) : cell;
+  const parts = text.split(/[/,]/).map((part) => part.replaceAll('`', '').trim());
   return parts.length > 0 && parts.every((part) => PLAIN.test(part)) ? parts : undefined;
 }
 

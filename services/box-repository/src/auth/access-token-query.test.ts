@@ -24,8 +24,12 @@ async function documentedGets(): Promise<string[]> {
   const description = (await service.request('GET', '/openapi.json')).body as { paths: Record<string, Record<string, unknown>> };
   return Object.entries(description.paths)
     .filter(([, operations]) => 'get' in operations)
-    .map(([template]) => template.replace(/\{([^}]+)\}/g, (_, name: string) => encodeURIComponent(values[name] ?? 'none')))
-    .filter((url) => !url.includes('{'));
+    .map(([template]) =>
+      template
+        .split('/')
+        .map((segment) => (segment.startsWith('{') && segment.endsWith('}') ? encodeURIComponent(values[segment.slice(1, -1)] ?? 'none') : segment))
+        .join('/'),
+    );
 }
 
 describe('?access_token=', () => {

@@ -87,7 +87,7 @@ describe('a folder larger than one page (JSON)', () => {
   });
 
   it('refuses a cursor that is not one (400) and a page with a cursor', async () => {
-    for (const query of ['?after=bm9wZQ', '?after=%2F%2F%2F', `?after=${Buffer.from('d:a/b').toString('base64url')}`, `?after=${Buffer.from('d:x').toString('base64url')}&page=2`]) {
+    for (const query of ['?after=bm9wZQ', '?after=%2F%2F%2F', `?after=${Buffer.from('d:a/b').toString('base64url')}`, `?after=${Buffer.from('f:a\0b').toString('base64url')}`, `?after=${Buffer.from('d:x').toString('base64url')}&page=2`]) {
       const response = await get(`/big/${query}`);
       expect(response.status, query).toBe(400);
       expect(await response.json()).toMatchObject({ success: false });

@@ -14,7 +14,7 @@ export function decodeCursor(cursor: string): ListingPosition {
   const text = Buffer.from(cursor, 'base64url').toString('utf8');
   const kind = text.startsWith('d:') ? 'dir' : text.startsWith('f:') ? 'file' : undefined;
   const name = text.slice(2);
-  // Round-trips exactly, or it is not one of ours (hand-made, truncated, not UTF-8).
-  if (!kind || !name || name.includes('/') || encodeCursor({ kind, name }) !== cursor) throw badRequest('Invalid cursor: `after` takes the `next` value of a listing');
+  // Round-trips exactly, or it is not one of ours (hand-made, truncated, not UTF-8); no NUL, which PostgreSQL refuses.
+  if (!kind || !name || name.includes('/') || name.includes('\0') || encodeCursor({ kind, name }) !== cursor) throw badRequest('Invalid cursor: `after` takes the `next` value of a listing');
   return { kind, name };
 }
