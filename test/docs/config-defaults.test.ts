@@ -12,7 +12,8 @@ function defaultsOf(name: string): Record<string, unknown> {
   const service = services.find((s) => s.name === name)!;
   const minimal: Record<string, unknown> = { database: { url: 'postgres://u@h/d' }, session: { secret: 'x'.repeat(40) } };
   if (name === 'box-repository' || name === 'file-share') minimal.storage = { driver: 'local', root: '/tmp' };
-  return (service.config as { parse(value: unknown): Record<string, unknown> }).parse(minimal);
+  // The config schema, as the service's cluster kind names it.
+  return service.kind!.configSchema.parse(minimal) as Record<string, unknown>;
 }
 
 const valueAt = (config: Record<string, unknown>, key: string): unknown =>
