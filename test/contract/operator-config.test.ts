@@ -56,7 +56,13 @@ const everyStorageField: Json = {
   storage: { endpoint: 'https://s3.example.com', bucket: 'everything', region: 'eu-west-1', prefix: 'team-z', credentialsSecretRef: { name: 's3', accessKeyKey: 'ak', secretKeyKey: 'sk' }, createBucket: false },
 };
 const everyKindField: Record<string, Json> = {
-  BoxRepository: { ...everyStorageField, uploads: { maxBytes: 1073741824, stallTimeoutSeconds: 30 }, downloadLinks: { ttlSeconds: 600 }, signUp: 'open' },
+  BoxRepository: {
+    ...everyStorageField,
+    uploads: { maxBytes: 1073741824, stallTimeoutSeconds: 30 },
+    downloadLinks: { ttlSeconds: 600 },
+    signUp: 'open',
+    rateLimiting: { fileOperationsMaxRequests: 50, downloadMaxRequests: 2000, downloadLinkMaxRequests: 100, architectureOperationsMaxRequests: 200 },
+  },
   FileShare: { ...everyStorageField, uploads: { maxBytes: 1073741824 }, events: { heartbeatSeconds: 30, retentionHours: 48 } },
   TerminalPool: {
     sessionPod: {
@@ -125,6 +131,8 @@ describe('the operator renders only config the services load', () => {
       expect((config.auth as Json | undefined)?.resource_server).toMatchObject({ enabled: false });
       // Self sign-up needs an invitation unless the resource opens it.
       if (resource.kind === 'BoxRepository') expect((config.auth as Json).sign_up).toBe('invited');
+      // The service's own rate-limit defaults: the box repository's seed says 1000 per 15 minutes.
+      expect(config.rate_limiting).toMatchObject(resource.kind === 'BoxRepository' ? { max_requests: 1000, window_seconds: 900, file_operations_max_requests: 100 } : { window_seconds: 600 });
     });
 
     it(`${resource.kind} with every spec field set: loads, and the provider settings arrive`, async () => {
@@ -140,6 +148,13 @@ describe('the operator renders only config the services load', () => {
       expect(config).toMatchObject({ logging: { level: 'debug' }, server: { public_url: 'https://svc.example.com' }, admin: { username: 'root-admin' } });
       // The kind's own auth key arrives beside the provider settings, not instead of them.
       if (resource.kind === 'BoxRepository') expect(config.auth).toMatchObject({ sign_up: 'open', resource_server: { enabled: true } });
+      // The class ceilings arrive beside the common limit, not instead of it.
+      if (resource.kind === 'BoxRepository') {
+        expect(config.rate_limiting).toMatchObject({
+          enabled: false, max_requests: 500, window_seconds: 60,
+          file_operations_max_requests: 50, download_max_requests: 2000, download_link_max_requests: 100, architecture_operations_max_requests: 200,
+        });
+      }
       if (resource.kind === 'TerminalPool') {
         expect((config.backend as Json).kubernetes).toMatchObject({
           pool: `every-${kind.service}`,

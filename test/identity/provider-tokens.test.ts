@@ -155,7 +155,7 @@ describe('identity provider tokens on every service', () => {
     const statusUrl = `${shells.url}/auth/status`;
     const status = await fetch(statusUrl, { headers: await withToken(token, 'GET', statusUrl, key) });
     expect(status.status).toBe(200);
-    expect(await status.json()).toMatchObject({ data: { user: { username: 'alice' } } });
+    expect(await status.json()).toMatchObject({ data: { user: { username: 'alice' }, presented_in: 'authorization', cookie: 'auth_token' } });
 
     const startUrl = `${shells.url}/api/terminal/start`;
     const started = await fetch(startUrl, { method: 'POST', headers: { ...(await withToken(token, 'POST', startUrl, key)), 'content-type': 'application/json' }, body: JSON.stringify({ terminal_cookie: 'idp-test' }) });

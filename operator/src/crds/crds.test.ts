@@ -65,7 +65,13 @@ describe('CRDs on the apiserver', () => {
     for (const file of ['box-repository.yaml', 'file-share.yaml', 'terminal-pool.yaml']) {
       const stored = JSON.parse(await apply(example(file), ['--dry-run=server', '-o', 'json']));
       expect(stored.spec.deletionPolicy, file).toMatch(/^(Retain|Delete)$/);
-      expect(stored.spec.rateLimiting, file).toEqual({ enabled: true, maxRequests: file === 'file-share.yaml' ? 300 : 100, windowSeconds: 600 });
+      // The services' own defaults: the box repository's seed says 1000 per 15 minutes (and names four class
+      // ceilings), the file share's and the terminal's 100 per 10 minutes (the file-share example sets 300).
+      const limits =
+        file === 'box-repository.yaml'
+          ? { maxRequests: 1000, windowSeconds: 900, fileOperationsMaxRequests: 100, downloadMaxRequests: 1000, downloadLinkMaxRequests: 300, architectureOperationsMaxRequests: 300 }
+          : { maxRequests: file === 'file-share.yaml' ? 300 : 100, windowSeconds: 600 };
+      expect(stored.spec.rateLimiting, file).toEqual({ enabled: true, ...limits });
       expect(stored.spec.auth, file).toMatchObject({ adminUsername: 'admin', sessionTTLSeconds: 3600 });
       expect(stored.spec.networkPolicy.enabled, file).toBe(true);
     }

@@ -26,7 +26,7 @@ const secretKeyRef = (description: string, defaultKey: string): Schema =>
  * Fields every kind has: the Deployment, database, auth, exposure, limits and what happens to data on deletion.
  * One long declaration on purpose: it is the CRD text users read in `kubectl explain`, field by field, in order.
  */
-export function commonSpec(schemaDefault: string): Record<string, Schema> {
+export function commonSpec(schemaDefault: string, limits: RateLimitDefaults = { max_requests: 100, window_seconds: 600 }): Record<string, Schema> {
   return {
     replicas: integer('Number of pods. Above 1 a PodDisruptionBudget keeps at least one serving during node drains.', { default: 1, minimum: 0, maximum: 100 }),
     terminationGracePeriodSeconds: integer(
@@ -102,8 +102,8 @@ export function commonSpec(schemaDefault: string): Record<string, Schema> {
       'Request rate limit per client, shared across replicas.',
       {
         enabled: boolean('Apply the limit.', true),
-        maxRequests: integer('Requests allowed per window.', { default: 100, minimum: 1 }),
-        windowSeconds: integer('Window length.', { default: 600, minimum: 1 }),
+        maxRequests: integer('Requests allowed per window.', { default: limits.max_requests, minimum: 1 }),
+        windowSeconds: integer('Window length.', { default: limits.window_seconds, minimum: 1 }),
       },
       { default: {} },
     ),
@@ -260,6 +260,34 @@ export interface KindDefinition {
 /** "BoxRepository" -> "box repository". */
 const words = (kind: string) => kind.replace(/(?<=[a-z])(?=[A-Z])/g, ' ').toLowerCase();
 
+interface RateLimitDefaults {
+  max_requests: number;
+  window_seconds: number;
+}
+
+/** The service's own rate-limit defaults (what its config gives without the key), so the CRD defaults the same. */
+export function rateLimitDefaults(kind: ClusterKind): RateLimitDefaults {
+  const section = (kind.configSchema as unknown as { shape: { rate_limiting: { parse(value: unknown): RateLimitDefaults } } }).shape.rate_limiting;
+  const { max_requests, window_seconds } = section.parse(undefined);
+  return { max_requests, window_seconds };
+}
+
+/** The kind's own spec fields; its `rateLimiting` fields (the box repository's ceilings) join the common ones. */
+export function ownSpecProperties(kind: ClusterKind, common: Record<string, Schema> = commonSpec(kind.databaseSchema, rateLimitDefaults(kind))): Record<string, Schema> {
+  const own = kindSpecProperties(kind);
+  const limits = own.rateLimiting;
+  if (limits) {
+    const base = common.rateLimiting!;
+    own.rateLimiting = { ...base, properties: { ...(base.properties as Record<string, Schema>), ...(limits.properties as Record<string, Schema>) } };
+  }
+  return own;
+}
+
+function specProperties(kind: ClusterKind): Record<string, Schema> {
+  const common = commonSpec(kind.databaseSchema, rateLimitDefaults(kind));
+  return { ...common, ...(kind.storage ? { storage: STORAGE } : {}), ...ownSpecProperties(kind, common) };
+}
+
 /** A kind's CRD: the common fields, storage where the service uses it, then the service's own fields. */
 export function kindDefinition(kind: ClusterKind): KindDefinition {
   return {
@@ -270,7 +298,7 @@ export function kindDefinition(kind: ClusterKind): KindDefinition {
     description: kind.description,
     spec: object(
       `Desired state of the ${words(kind.kind)}.`,
-      { ...commonSpec(kind.databaseSchema), ...(kind.storage ? { storage: STORAGE } : {}), ...kindSpecProperties(kind) },
+      specProperties(kind),
       { required: ['database', ...(kind.storage ? ['storage'] : [])] },
     ),
   };

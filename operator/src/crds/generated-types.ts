@@ -351,6 +351,39 @@ export interface BoxRepositorySpec extends CommonSpec {
    * Who may create an account through sign-up: open (anyone who reaches the service), invited (only with an invitation from a moderator or admin of an organization) or off (accounts come from the identity provider and the admin).
    */
   signUp: 'open' | 'invited' | 'off';
+  /**
+   * Request rate limit per client, shared across replicas.
+   */
+  rateLimiting: {
+    /**
+     * Apply the limit.
+     */
+    enabled: boolean;
+    /**
+     * Requests allowed per window.
+     */
+    maxRequests: number;
+    /**
+     * Window length.
+     */
+    windowSeconds: number;
+    /**
+     * Requests per window for file operations: uploads, file information and deletion (…/architecture/{arch}/file…).
+     */
+    fileOperationsMaxRequests: number;
+    /**
+     * Requests per window for box metadata and file downloads (what `vagrant box add` does).
+     */
+    downloadMaxRequests: number;
+    /**
+     * Requests per window for …/file/get-download-link.
+     */
+    downloadLinkMaxRequests: number;
+    /**
+     * Requests per window for the other …/architecture… routes.
+     */
+    architectureOperationsMaxRequests: number;
+  };
 }
 
 /**

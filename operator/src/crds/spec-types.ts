@@ -2,10 +2,9 @@
 // generated-types.ts, so the operator's reading of a resource cannot drift from what the apiserver stores.
 // The apiserver fills in every default before the operator reads a resource: a field with a default is required.
 import { compile } from 'json-schema-to-typescript';
-import { kindSpecProperties } from '@boxyard/kit/service/cluster-kind.ts';
 import { isObject, type JsonSchema } from '@boxyard/kit/service/cluster-schema.ts';
 import { kinds } from '@boxyard/registry/kinds.ts';
-import { commonSpec, STORAGE } from './definitions.ts';
+import { commonSpec, ownSpecProperties, STORAGE } from './definitions.ts';
 
 /** The schema as json-schema-to-typescript should read it: defaulted fields required, no open objects by accident. */
 function forTypes(schema: JsonSchema): JsonSchema {
@@ -32,7 +31,7 @@ export async function renderSpecTypes(): Promise<string> {
   const storage = titled('StorageSpec', STORAGE);
   const definitions: Record<string, JsonSchema> = { CommonSpec: common, StorageSpec: storage };
   for (const kind of kinds) {
-    const own = forTypes({ type: 'object', properties: kindSpecProperties(kind) });
+    const own = forTypes({ type: 'object', properties: ownSpecProperties(kind) });
     definitions[`${kind.kind}Spec`] = {
       ...own,
       title: `${kind.kind}Spec`,

@@ -57,6 +57,7 @@ const box = (over: Partial<BoxRepositorySpec> = {}) =>
     uploads: { maxBytes: 10 * 1024 ** 3, stallTimeoutSeconds: 60 },
     downloadLinks: { ttlSeconds: 300 },
     signUp: 'invited',
+    rateLimiting: { enabled: true, maxRequests: 1000, windowSeconds: 900, fileOperationsMaxRequests: 100, downloadMaxRequests: 1000, downloadLinkMaxRequests: 300, architectureOperationsMaxRequests: 300 },
     ...over,
   });
 const share = (over: Partial<FileShareSpec> = {}) =>
@@ -277,12 +278,16 @@ describe('config.yaml', () => {
     admin: z.strictObject({ username: z.string(), password: z.string().min(8) }),
   };
 
+  /** The box repository's limits: the shared ones and the seed's class ceilings. */
+  const ceiling = z.number().int().positive();
+  const boxRateLimits = rateLimitSchema.unwrap().extend({ file_operations_max_requests: ceiling, download_max_requests: ceiling, download_link_max_requests: ceiling, architecture_operations_max_requests: ceiling });
+
   /** Loads the rendered config like a pod would, with the secret files written where the volume puts them. */
   const load = (yamlText: string, schema: z.ZodType) => loadAsPod(yamlText, schema, dir);
 
   it('box-repository: loads with the kit, secrets from files, the contract\'s sections only', () => {
     const { configYaml } = desiredState(input(boxRepository, box({ ingress: { host: 'boxes.example.com', path: '/', tls: { secretName: 't' } } })));
-    const config = load(configYaml, z.strictObject({ ...shared, storage: storageSchema, uploads: z.strictObject({ max_bytes: z.number(), stall_timeout_seconds: z.number() }), download_links: z.strictObject({ ttl_seconds: z.number() }), auth: z.strictObject({ sign_up: z.enum(['open', 'invited', 'off']) }) }));
+    const config = load(configYaml, z.strictObject({ ...shared, rate_limiting: boxRateLimits, storage: storageSchema, uploads: z.strictObject({ max_bytes: z.number(), stall_timeout_seconds: z.number() }), download_links: z.strictObject({ ttl_seconds: z.number() }), auth: z.strictObject({ sign_up: z.enum(['open', 'invited', 'off']) }) }));
     expect(config.database).toEqual({ url: 'postgres://u:p@db:5432/boxyard', schema: 'box_repository', pool_size: 10 });
     expect(config.storage).toMatchObject({ driver: 's3', endpoint: 'http://minio.storage.svc:9000', access_key: 'AKIA', secret_key: 'secret', bucket: 'boxes', prefix: '' });
     expect(config.server).toMatchObject({ host: '0.0.0.0', port: 3000, public_url: 'https://boxes.example.com', trust_proxy: 1 });
@@ -292,6 +297,7 @@ describe('config.yaml', () => {
     expect(config.admin).toEqual({ username: 'admin', password: 'Str0ngPassw0rd' });
     expect(config.uploads).toEqual({ max_bytes: 10 * 1024 ** 3, stall_timeout_seconds: 60 });
     expect(config.auth).toEqual({ sign_up: 'invited' });
+    expect(config.rate_limiting).toMatchObject({ max_requests: 1000, window_seconds: 900, file_operations_max_requests: 100, download_max_requests: 1000 });
     expect(configYaml).not.toMatch(/Str0ng|AKIA/); // values never in the ConfigMap
   });
 

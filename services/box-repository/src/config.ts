@@ -23,10 +23,10 @@ export const boxRateLimitSchema = rateLimitSchema
     max_requests: ceiling(1000),
     window_seconds: z.number().int().positive().optional(),
     window_minutes: z.number().positive().optional(),
-    file_operations_max_requests: ceiling(100),
-    download_max_requests: ceiling(1000),
-    download_link_max_requests: ceiling(300),
-    architecture_operations_max_requests: ceiling(300),
+    file_operations_max_requests: ceiling(100).describe('Requests per window for file operations: uploads, file information and deletion (…/architecture/{arch}/file…).'),
+    download_max_requests: ceiling(1000).describe('Requests per window for box metadata and file downloads (what `vagrant box add` does).'),
+    download_link_max_requests: ceiling(300).describe('Requests per window for …/file/get-download-link.'),
+    architecture_operations_max_requests: ceiling(300).describe('Requests per window for the other …/architecture… routes.'),
   })
   .transform((limits, context) => {
     const fromMinutes = limits.window_minutes === undefined ? undefined : Math.round(limits.window_minutes * 60);
@@ -36,7 +36,8 @@ export const boxRateLimitSchema = rateLimitSchema
     }
     return { ...limits, window_seconds: limits.window_seconds ?? fromMinutes ?? 15 * 60 };
   })
-  .prefault({});
+  .prefault({})
+  .describe('Request rate limit per client, shared across replicas: the global limit and the ceilings of the request classes, on the same window.');
 
 const UNIT_SECONDS: Record<string, number> = { s: 1, m: 60, h: 3600, d: 86_400 };
 /** A lifetime: seconds, or a number with a unit (`90s`, `15m`, `24h`, `30d`), as the seed's `expiresIn: 24h`. */

@@ -15,5 +15,15 @@ export const clusterKind: ClusterKind = {
   storage: true,
   managesPods: false,
   configSchema: boxRepositoryConfigSchema,
-  configFields: ['uploads.max_bytes', 'uploads.stall_timeout_seconds', 'download_links.ttl_seconds', { key: 'auth.sign_up', spec: 'signUp' }],
+  configFields: [
+    'uploads.max_bytes',
+    'uploads.stall_timeout_seconds',
+    'download_links.ttl_seconds',
+    { key: 'auth.sign_up', spec: 'signUp' },
+    // The seed's class ceilings, beside the common rateLimiting.maxRequests / windowSeconds.
+    'rate_limiting.file_operations_max_requests',
+    'rate_limiting.download_max_requests',
+    'rate_limiting.download_link_max_requests',
+    'rate_limiting.architecture_operations_max_requests',
+  ],
 };

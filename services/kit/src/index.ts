@@ -10,7 +10,7 @@ export { resolveTls, type TlsMaterial } from './http/tls.ts';
 export { checkCertificatePair, CertificatePairError, type CertificateInfo } from './http/certificate-pair.ts';
 export { listenUnencrypted, httpsOrigin, type PlainListener } from './http/plain-listener.ts';
 export { createOriginPolicy, refuseCrossSiteWrites, SAFE_METHODS, type OriginPolicy, type OriginPolicyOptions } from './http/origin-policy.ts';
-export { documentStatuses } from './http/documented-errors.ts';
+export { documentStatuses, problemSchema } from './http/documented-errors.ts';
 export { declaredLength } from './http/declared-length.ts';
 export { createStreamLimits, type StreamLimits, type StreamLimitsOptions } from './http/stream-limits.ts';
 export { sendStoredBody } from './http/send-stored-body.ts';

@@ -54,8 +54,11 @@ describe('terminal service (local backend)', () => {
         message: 'Available authentication methods',
         data: { methods: [{ type: 'basic', method: 'POST', path: '/auth/login/basic', fields: ['username', 'password'], cookie: 'auth_token' }] },
       });
-      expect((await api(base, 'GET', '/auth/status')).json).toMatchObject({ success: true, data: { authenticated: false } });
-      expect((await api(base, 'GET', '/auth/status', { cookie: alice.cookie })).json).toMatchObject({ success: true, data: { authenticated: true, user: { username: 'alice', role: 'user' } } });
+      expect((await api(base, 'GET', '/auth/status')).json).toEqual({ success: true, message: 'Not signed in', data: { authenticated: false, cookie: 'auth_token' } });
+      expect((await api(base, 'GET', '/auth/status', { cookie: alice.cookie })).json).toMatchObject({
+        success: true,
+        data: { authenticated: true, cookie: 'auth_token', presented_in: 'cookie', user: { username: 'alice', role: 'user' } },
+      });
     });
 
     it('sets the JWT in an HttpOnly, Secure, SameSite=Strict auth_token cookie; wrong passwords get 401', async () => {
@@ -66,6 +69,11 @@ describe('terminal service (local backend)', () => {
       expect(cookie).toMatch(/; HttpOnly/);
       expect(cookie).toMatch(/; Secure/);
       expect(cookie).toMatch(/; SameSite=Strict/);
+      // The seed's "returns JWT": the same token in the body, which a script presents in the cookie.
+      const body = (await response.json()) as { data: { token: string } };
+      expect(body).toMatchObject({ success: true, data: { token: cookie.slice('auth_token='.length, cookie.indexOf(';')), cookie: 'auth_token', user: { username: 'admin' } } });
+      const status = await api(base, 'GET', '/auth/status', { cookie: `auth_token=${body.data.token}` });
+      expect(status.json.data).toMatchObject({ authenticated: true, presented_in: 'cookie', user: { username: 'admin' } });
       const wrong = await api(base, 'POST', '/auth/login/basic', { body: { username: 'admin', password: 'Wrong-password-1' } });
       expect(wrong.status).toBe(401);
       expect(wrong.json).toEqual({ success: false, message: 'Invalid username or password', details: expect.any(String) });
@@ -81,7 +89,7 @@ describe('terminal service (local backend)', () => {
       expect(out.status).toBe(200);
       expect(out.headers.getSetCookie().join()).toMatch(/auth_token=;/);
       expect((await api(base, 'GET', '/api/terminal/sessions', { cookie: person.cookie })).status).toBe(401);
-      expect((await api(base, 'GET', '/auth/status', { cookie: person.cookie })).json.data).toEqual({ authenticated: false });
+      expect((await api(base, 'GET', '/auth/status', { cookie: person.cookie })).json.data).toEqual({ authenticated: false, cookie: 'auth_token' });
     });
   });
 
@@ -208,9 +216,20 @@ describe('terminal service (local backend)', () => {
       expect(mine.json.data.sessions).toEqual([expect.objectContaining({ id: sessionId, terminal_cookie: 'main', state: 'running', backend: 'local', owner: { id: alice.id, username: 'alice' }, websocket_path: path })]);
       const theirs = await api(base, 'GET', '/api/terminal/sessions', { cookie: bob.cookie });
       expect(theirs.json.data.sessions).toEqual([]);
+      // An admin's list is every user's sessions, each with its owner.
+      const bobs = await start(base, bob.cookie, 'listed');
       const all = await api(base, 'GET', '/api/terminal/sessions', { cookie: admin });
-      expect(all.json.data.sessions.map((s: { id: string }) => s.id)).toContain(sessionId);
-      expect((await api(base, 'GET', '/api/terminal/sessions')).status).toBe(401);
+      expect(all.json.data.sessions).toEqual(
+        expect.arrayContaining([
+          expect.objectContaining({ id: sessionId, owner: { id: alice.id, username: 'alice' } }),
+          expect.objectContaining({ id: bobs.session.id, owner: { id: bob.id, username: 'bob' } }),
+        ]),
+      );
+      expect((await api(base, 'GET', '/api/terminal/sessions', { cookie: alice.cookie })).json.data.sessions.map((s: { id: string }) => s.id)).toEqual([sessionId]);
+      await api(base, 'DELETE', `/api/terminal/sessions/${bobs.session.id}/stop`, { cookie: bob.cookie });
+      const anonymous = await api(base, 'GET', '/api/terminal/sessions');
+      expect(anonymous.status).toBe(401);
+      expect(anonymous.json).toMatchObject({ success: false, message: expect.stringContaining('Authentication required') });
     });
 
     it("refuses another user: 404 on stop, 404 on the upgrade (admins can't attach to someone's shell either)", async () => {
@@ -254,7 +273,7 @@ describe('terminal service (local backend)', () => {
   });
 
   describe('stopping and limits', () => {
-    it('stop ends the shell and closes its sockets with 4300; unknown ids get 404, malformed 400', async () => {
+    it('stop ends the shell and closes its sockets with 4300; unknown and malformed ids get 404', async () => {
       const { session, websocket_path } = await start(base, bob.cookie, 'to-stop');
       const term = await attach(websocket_path, bob.cookie);
       term.type('echo ready\r');
@@ -267,7 +286,12 @@ describe('terminal service (local backend)', () => {
       const again = await api(base, 'DELETE', `/api/terminal/sessions/${session.id}/stop`, { cookie: bob.cookie });
       expect(again.json).toMatchObject({ success: true, data: { session: { state: 'stopped' } } });
       expect((await api(base, 'DELETE', '/api/terminal/sessions/00000000-0000-4000-8000-000000000000/stop', { cookie: bob.cookie })).status).toBe(404);
-      expect((await api(base, 'DELETE', '/api/terminal/sessions/nope/stop', { cookie: bob.cookie })).status).toBe(400);
+      // A malformed id names no session either: the seed's 404, on stop and on the upgrade alike.
+      const malformed = await api(base, 'DELETE', '/api/terminal/sessions/nope/stop', { cookie: bob.cookie });
+      expect(malformed.status).toBe(404);
+      expect(malformed.json).toEqual({ success: false, message: 'Session does not exist', details: expect.any(String) });
+      expect(await upgradeStatus(base, '/ws/terminal/nope', { cookie: bob.cookie })).toBe(404);
+      expect(await upgradeStatus(base, `/ws/terminal/${session.id}x`, { cookie: bob.cookie })).toBe(404);
       expect((await api(base, 'DELETE', `/api/terminal/sessions/${session.id}/stop`)).status).toBe(401);
     });
 

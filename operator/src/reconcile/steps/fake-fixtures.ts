@@ -39,6 +39,7 @@ export function boxes(over: Partial<BoxRepositorySpec> = {}, meta: Partial<Servi
     uploads: { maxBytes: 10 * 1024 ** 3, stallTimeoutSeconds: 60 },
     downloadLinks: { ttlSeconds: 300 },
     signUp: 'invited',
+    rateLimiting: { enabled: true, maxRequests: 1000, windowSeconds: 900, fileOperationsMaxRequests: 100, downloadMaxRequests: 1000, downloadLinkMaxRequests: 300, architectureOperationsMaxRequests: 300 },
     ...over,
   };
   return { apiVersion: 'boxyard.io/v1alpha1', kind: 'BoxRepository', metadata: { name: 'boxes', namespace: 'team', generation: 1, ...meta }, spec };

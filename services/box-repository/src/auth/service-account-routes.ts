@@ -56,6 +56,8 @@ export async function organizationFor(ctx: ServiceContext, user: UserPrincipal, 
   // A private organization the caller cannot read answers as a missing one (access/hierarchy.ts: hidden).
   if (named && (!org || !(org.is_public || org.role !== null || user.isAdmin))) throw notFound(`Organization '${'id' in named ? named.id : named.name}' not found`);
   if (!org) {
+    // Only a global admin may create one without belonging anywhere: for anyone else it is a matter of rights.
+    if (!user.isAdmin) throw forbidden('Insufficient permissions: service accounts are created by global admins and admins of their organization');
     throw unprocessable('You belong to no organization: name the one the account acts in', [
       { pointer: '/organization', rule: 'required', params: { missingProperty: 'organization' }, detail: 'name the organization (organization or organization_id) the account acts in' },
     ]);

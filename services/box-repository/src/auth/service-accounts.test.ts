@@ -34,12 +34,23 @@ describe('service accounts, variant A (POST /api/service-accounts)', () => {
     expect(JSON.stringify((await service.request('GET', '/api/service-accounts', { token: orgAdmin })).body)).not.toContain(key);
   });
 
-  it('without an organization, a creator who belongs to none is told to name one (422), not given a 500', async () => {
+  it('without an organization, an admin who belongs to none is told to name one (422, the organization field); a plain user is refused (403)', async () => {
+    // A plain user in no organization: not allowed to create one at all, which is a 403, not a missing field.
+    const { token: loner } = await service.createUser('loner');
+    const refused = await service.request('POST', '/api/service-accounts', { token: loner, json: { description: 'nowhere' } });
+    expect(refused.status).toBe(403);
+    expect(refused.body).toMatchObject({ status: 403, title: expect.any(String) });
+    expect(refused.body.errors ?? []).toEqual([]);
     // The global admin became admin of the organizations it made: it leaves them, and belongs to none.
     for (const org of ['acme', 'other']) expect((await service.request('DELETE', `/api/organization/${org}/members/admin`, { token: service.adminToken })).status).toBe(200);
     const response = await service.request('POST', '/api/service-accounts', { token: service.adminToken, json: { description: 'nowhere' } });
     expect(response.status).toBe(422);
-    expect(response.body.errors[0].pointer).toBe('/organization');
+    expect(response.headers.get('content-type')).toMatch(/^application\/problem\+json/);
+    expect(response.body.errors).toEqual([{ pointer: '/organization', rule: 'required', params: { missingProperty: 'organization' }, detail: expect.stringContaining('organization') }]);
+    // Naming it, as the README shows, works.
+    const named = await service.request('POST', '/api/service-accounts', { token: service.adminToken, json: { description: 'named', organization: 'acme' } });
+    expect(named.status).toBe(201);
+    expect(named.body.organization).toBe('acme');
   });
 
   it('stops as soon as its creator is demoted, removed from the organization or deleted, on session tokens made from it too', async () => {

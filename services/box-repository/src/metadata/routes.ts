@@ -4,7 +4,7 @@
 // entry per architecture with the server-computed sha256, the default architecture's entry last (Vagrant 2.3
 // keeps the last entry of a provider name). Download URLs are absolute, on the host asked, and stable. A strong
 // ETag (hash of the document) answers If-None-Match with 304; the document is cached per box (metadata-cache.ts).
-import { notFound } from '@boxyard/kit';
+import { notFound, problemSchema } from '@boxyard/kit';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { sql } from 'slonik';
 import { z } from 'zod';
@@ -47,6 +47,24 @@ export const metadataSchema = {
     },
   },
 } as const;
+
+const htmlPage = { 'text/html': { schema: { type: 'string', description: 'An HTML page of the web console' } } };
+const problemOrPage = (description: string) => ({ description, content: { 'application/problem+json': { schema: problemSchema }, ...htmlPage } });
+/**
+ * What `/{org}/{box}` also serves: a browser's 303 to the box's console page (clients that follow it get that HTML
+ * page), and the console's own pages at the reserved organization `console` (`/console/sign-in`, `/console/sign-up`,
+ * `/console/users`, `/console/webhooks`: HTML, their refusals too).
+ */
+const consoleAnswers = {
+  200: {
+    description: 'The box metadata (JSON); or an HTML page: the console page a browser is sent to, or a console page at `/console/…`',
+    content: { 'application/json': { schema: metadataSchema }, ...htmlPage },
+  },
+  303: { description: 'Accept names text/html (a browser): see Location, the box\'s console page' },
+  401: problemOrPage('Credentials refused (a console page: sign in first)'),
+  403: problemOrPage('Not allowed for this caller (a console page: an HTML refusal)'),
+  404: problemOrPage('Not found'),
+};
 
 const accessRow = z.object({
   org: organizationRow,
@@ -159,8 +177,7 @@ export async function metadataRoutes(app: FastifyInstance, { ctx }: { ctx: Servi
   // A person who opens `{server}/{org}/{box}` in a browser gets the box's console page; Vagrant asks for JSON
   // (Accept: application/json), curl and other tools accept anything: both get the metadata.
   const vagrant23 = schema('Box metadata for Vagrant 2.3 (`vagrant box add org/box` with VAGRANT_SERVER_URL); browsers asking for HTML are sent to the box\'s page');
-  const browserRedirect = { 303: { description: 'Accept names text/html (a browser): see Location, the box\'s console page' } };
-  app.get('/:org/:box', { schema: { ...vagrant23, response: { ...vagrant23.response, ...browserRedirect } } }, async (request, reply) => {
+  app.get('/:org/:box', { schema: { ...vagrant23, response: { ...vagrant23.response, ...consoleAnswers } } }, async (request, reply) => {
     const { org, box } = request.params as { org: string; box: string };
     if (/\btext\/html\b/i.test(request.headers.accept ?? '') && !RESERVED_ORGANIZATION_NAMES.includes(org.toLowerCase())) {
       return reply.redirect(`/${encodeURIComponent(org)}/boxes/${encodeURIComponent(box)}`, 303);

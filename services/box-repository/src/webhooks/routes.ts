@@ -151,7 +151,8 @@ function listWebhooksRoute(app: FastifyInstance, ctx: ServiceContext): void {
   app.get<{ Querystring: { page?: number; per_page?: number } }>('/api/admin/webhooks', {
     schema: {
       tags: ['webhooks'], summary: 'The webhooks (global admins); secrets are never shown',
-      querystring: { type: 'object', properties: paginationQuery, additionalProperties: false },
+      // Unknown query members are ignored, as on every route: `?access_token=` is a credential here too.
+      querystring: { type: 'object', properties: paginationQuery },
       response: { 200: { type: 'array', items: webhookSchema }, ...errors(401, 403) },
     },
   }, async (request, reply) => {
@@ -193,7 +194,7 @@ function deliveryLogRoute(app: FastifyInstance, ctx: ServiceContext): void {
     schema: {
       tags: ['webhooks'], summary: "A webhook's delivery log, newest first, each delivery with every attempt (global admins)",
       params: params('id'),
-      querystring: { type: 'object', properties: { ...paginationQuery, status: { type: 'string', enum: ['pending', 'delivered', 'failed'] } }, additionalProperties: false },
+      querystring: { type: 'object', properties: { ...paginationQuery, status: { type: 'string', enum: ['pending', 'delivered', 'failed'] } } },
       response: { 200: { type: 'array', items: deliverySchema }, ...errors(401, 403, 404) },
     },
   }, async (request, reply) => {

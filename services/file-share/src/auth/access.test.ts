@@ -202,6 +202,14 @@ describe('anonymous reads (public_read)', () => {
     expect(listing.headers.get('ratelimit-limit')).toBe('12');
     expect(Number(listing.headers.get('ratelimit-remaining'))).toBeLessThan(12);
     expect(listing.headers.get('ratelimit-reset')).toMatch(/^\d+$/);
+    // The event stream too, though it writes its own head.
+    const stream = new AbortController();
+    const events = await fetch(`${open.url}/events`, { signal: stream.signal });
+    expect(events.headers.get('content-type')).toMatch(/^text\/event-stream/);
+    expect(events.headers.get('ratelimit-limit')).toBe('12');
+    expect(events.headers.get('ratelimit-remaining')).toMatch(/^\d+$/);
+    stream.abort();
+    await events.body?.cancel().catch(() => {});
     expect(await (await fetch(`${open.url}/pub/file.txt`)).text()).toBe('public');
     expect((await upload(open.url, '/pub/anon.txt', 'x', '')).status).toBe(401);
     expect((await fetch(`${open.url}/pub/file.txt`, { method: 'DELETE' })).status).toBe(401);

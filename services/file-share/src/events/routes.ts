@@ -5,6 +5,7 @@
 // notification names its session, user or key (sign-out, account or key changed, on any replica), and at the
 // expiry of its token or key — so only events about paths the caller may read *now* are sent, and the stream
 // ends (after an `access-ended` event saying why) once its credential has ended or lost `downloads`.
+import type { OutgoingHttpHeaders } from 'node:http';
 import { createStreamLimits, type AccountChange } from '@boxyard/kit';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { Gauge } from 'prom-client';
@@ -40,6 +41,14 @@ const eventsSchema = {
     'permission (reconnecting then gets 401/403). Send `Last-Event-ID` (or `?lastEventId=`) to resume.',
   tags: ['events'],
   querystring: { type: 'object', properties: { lastEventId: { type: 'string', pattern: '^[0-9]{1,18}$' } } },
+  response: {
+    200: {
+      description: 'The event stream (`event:`, `id:`, `data:` JSON; `:` heartbeat comments), open until the client leaves or its credential ends',
+      content: { 'text/event-stream': { schema: { type: 'string' } } },
+    },
+    401: {},
+    403: {},
+  },
 };
 
 interface StreamDeps {
@@ -89,6 +98,8 @@ async function streamEvents(request: FastifyRequest, reply: FastifyReply, { opti
   const raw = reply.raw;
   raw.once('close', release);
   raw.writeHead(200, {
+    // What the hooks set on the reply before the hijack (RateLimit-*, like every other route), then the stream's own.
+    ...(reply.getHeaders() as OutgoingHttpHeaders),
     'content-type': 'text/event-stream; charset=utf-8',
     'cache-control': 'no-cache, no-transform',
     connection: 'keep-alive',

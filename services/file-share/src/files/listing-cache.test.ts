@@ -9,6 +9,7 @@ import { int8 } from '../db/columns.ts';
 import { adminAuth, postJson, startTestShare, upload, type TestShare } from '../testing/test-share.ts';
 import { entryRow } from '../tree/tree-store.ts';
 import { entryView } from './file-routes.ts';
+import { encodeCursor } from './listing-cursor.ts';
 
 let first: TestShare;
 let second: TestShare;
@@ -37,8 +38,10 @@ async function expectedBody(replica: TestShare, path: string, page: number, limi
   const total = await pool.oneFirst(sql.type(z.object({ count: z.number() }))`select count(*)::int as count from entries where parent_id = ${folderId}`);
   const rows = await pool.any(sql.type(entryRow)`
     select id, parent_id, name, path, kind, size, sha256, storage_key, mtime, listing_version::text as listing_version
-    from entries where parent_id = ${folderId} order by kind, name limit ${limit} offset ${(page - 1) * limit}`);
-  return JSON.stringify({ success: true, message: 'Folder listing', path, total, page, limit, files: rows.map(entryView) });
+    from entries where parent_id = ${folderId} order by kind, name limit ${limit + 1} offset ${(page - 1) * limit}`);
+  const files = rows.slice(0, limit);
+  const next = rows.length > limit ? encodeCursor({ kind: files.at(-1)!.kind, name: files.at(-1)!.name }) : null;
+  return JSON.stringify({ success: true, message: 'Folder listing', path, total, page, limit, next, files: files.map(entryView) });
 }
 
 describe('the JSON listing', () => {

@@ -5,6 +5,7 @@
 // the kit's cache) bounds the bytes kept, so many large folders cannot grow the process without limit.
 import { LRUCache } from 'lru-cache';
 import type { Entry, Page, Tree } from '../tree/tree-store.ts';
+import { encodeCursor } from './listing-cursor.ts';
 
 /** Bytes of serialized listings one replica keeps (a 10,000-entry page is ~1.7 MB). */
 export const LISTING_CACHE_BYTES = 32 * 1024 * 1024;
@@ -12,6 +13,8 @@ export const LISTING_CACHE_BYTES = 32 * 1024 * 1024;
 interface Cached {
   version: string;
   body: Buffer;
+  /** The `next` cursor, null on the last page. */
+  next: string | null;
 }
 
 export function createListingCache(tree: Tree, maxBytes = LISTING_CACHE_BYTES) {
@@ -19,22 +22,24 @@ export function createListingCache(tree: Tree, maxBytes = LISTING_CACHE_BYTES) {
   return {
     /**
      * The folder's JSON listing body, byte for byte what the route's schema serializer made of
-     * { success, message, path, total, page, limit, files: entries.map(entryView) }. Null when the folder was
-     * deleted after `directory` was looked up.
+     * { success, message, path, total, page, limit, next, files: entries.map(entryView) }, and its `next`
+     * cursor. Null when the folder was deleted after `directory` was looked up.
      */
-    async body(directory: Entry, pageNumber: number, page: Page): Promise<Buffer | null> {
-      const key = `${directory.id}:${page.offset}:${page.limit}`;
+    async body(directory: Entry, pageNumber: number, page: Page, cursor = ''): Promise<{ body: Buffer; next: string | null } | null> {
+      const key = `${directory.id}:${page.offset}:${page.limit}:${cursor}`;
       const cached = cache.get(key);
-      if (cached?.version === directory.listing_version) return cached.body;
+      if (cached?.version === directory.listing_version) return cached;
       const listing = await tree.listJson(directory, page);
       if (!listing) return null;
+      const next = listing.last_kind && listing.last_name !== null ? encodeCursor({ kind: listing.last_kind, name: listing.last_name }) : null;
       const body = Buffer.from(
         `{"success":true,"message":"Folder listing","path":${JSON.stringify(listing.path)},"total":${listing.total},` +
-          `"page":${pageNumber},"limit":${page.limit},"files":[${listing.files}]}`,
+          `"page":${pageNumber},"limit":${page.limit},"next":${JSON.stringify(next)},"files":[${listing.files}]}`,
       );
       // Stored under the version read in the listing's own snapshot, never the (possibly older) lookup's.
-      cache.set(key, { version: listing.version, body });
-      return body;
+      const entry = { version: listing.version, body, next };
+      cache.set(key, entry);
+      return entry;
     },
   };
 }

@@ -1,5 +1,5 @@
 // GET/HEAD /{path}: a file's bytes (or its entry as JSON), or a folder's listing as JSON or an HTML page.
-import { notFound } from '@boxyard/kit';
+import { badRequest, notFound } from '@boxyard/kit';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { mayRead, requirePermission } from '../auth/principal.ts';
 import type { Viewer } from '../console/layout.ts';
@@ -13,10 +13,11 @@ import { FILE_SECURITY_HEADERS, sendFile } from './download.ts';
 import { entrySchema, entryView } from './entry-view.ts';
 import type { FileRoutesOptions } from './file-routes.ts';
 import type { ListingCache } from './listing-cache.ts';
+import { decodeCursor, MAX_CURSOR_LENGTH } from './listing-cursor.ts';
 import { escapeHtml, renderListing, renderSignInRequired } from './listing-html.ts';
 import { DEFAULT_HTML_LIMIT, DEFAULT_JSON_LIMIT, MAX_LIMIT, MAX_PAGE, pathParams, rawPathOf } from './share-request.ts';
 
-type ReadQuery = { format?: 'json' | 'html'; page: number; limit?: number };
+type ReadQuery = { format?: 'json' | 'html'; page: number; limit?: number; after?: string };
 
 interface ReadDeps {
   options: FileRoutesOptions;
@@ -33,6 +34,10 @@ const listingSchema = {
     total: { type: 'integer', description: 'Entries in the folder (all pages)' },
     page: { type: 'integer' },
     limit: { type: 'integer' },
+    next: {
+      type: ['string', 'null'],
+      description: 'Null on the last page; else the cursor of the next page: ask again with `?after=<next>` (the `Link: <…>; rel="next"` header is that URL)',
+    },
     files: { type: 'array', items: entrySchema },
   },
   required: ['success', 'path', 'total', 'files'],
@@ -41,6 +46,9 @@ const listingSchema = {
 const pageQuery = {
   page: { type: 'integer', minimum: 1, maximum: MAX_PAGE, default: 1 },
   limit: { type: 'integer', minimum: 1, maximum: MAX_LIMIT, description: `Entries per page (default ${DEFAULT_JSON_LIMIT} for JSON, ${DEFAULT_HTML_LIMIT} for HTML)` },
+};
+const cursorQuery = {
+  after: { type: 'string', minLength: 1, maxLength: MAX_CURSOR_LENGTH, description: 'JSON listings: the page after this cursor (a listing\'s `next`); not with `page`' },
 };
 
 const binary = { type: 'string', format: 'binary' };
@@ -55,12 +63,13 @@ const readSchema = {
     'A file streams with Range (206/416), ETag and Last-Modified; `?format=json` on a file returns its entry. ' +
     'A folder without a trailing slash redirects (301) to the slash form; a folder answers JSON when asked ' +
     '(`Accept: application/json` preferred over text/html, or `?format=json`) and an HTML listing otherwise. ' +
-    'Order: folders first, then files, by name in byte order.',
+    'Order: folders first, then files, by name in byte order. A JSON listing of a folder larger than one page ' +
+    'has `next` (a cursor) and a `Link: <…>; rel="next"` header: follow them until `next` is null to read everything.',
   tags: ['files'],
   params: pathParams,
   querystring: {
     type: 'object',
-    properties: { format: { type: 'string', enum: ['json', 'html'] }, ...pageQuery },
+    properties: { format: { type: 'string', enum: ['json', 'html'] }, ...pageQuery, ...cursorQuery },
   },
   response: {
     200: {
@@ -99,6 +108,16 @@ function viewerOf(request: FastifyRequest, options: FileRoutesOptions): Viewer {
   };
 }
 
+/** The request's own URL for the page after `cursor`: its format and limit kept, `page` and `after` replaced. */
+function nextPageUrl(request: FastifyRequest, cursor: string): string {
+  const query = request.query as ReadQuery;
+  const params = new URLSearchParams();
+  if (query.format) params.set('format', query.format);
+  if (query.limit !== undefined) params.set('limit', String(query.limit));
+  params.set('after', cursor);
+  return `${rawPathOf(request).pathname}?${params.toString()}`;
+}
+
 /** A folder's page of entries (`path` as the request named it): JSON, or an HTML listing. */
 async function sendFolder({ options, listings }: ReadDeps, request: FastifyRequest, reply: FastifyReply, path: string, entry: Entry, format: ListingFormat) {
   const query = request.query as ReadQuery;
@@ -106,11 +125,14 @@ async function sendFolder({ options, listings }: ReadDeps, request: FastifyReque
   const page = { offset: (query.page - 1) * limit, limit };
   reply.header('cache-control', 'private, no-cache');
   if (format === 'json') {
+    if (query.after !== undefined && query.page !== 1) throw badRequest('Give `page` or `after`, not both');
+    const after = query.after === undefined ? undefined : decodeCursor(query.after);
     // Serialized by PostgreSQL and cached per folder version (listing-cache.ts): sent as bytes, so the
     // response schema's serializer never walks 10,000 objects.
-    const body = await listings.body(entry, query.page, page);
-    if (!body) throw notFound(`${path} does not exist`);
-    return reply.type('application/json; charset=utf-8').send(body);
+    const listing = await listings.body(entry, query.page, after ? { offset: 0, limit, after } : page, query.after);
+    if (!listing) throw notFound(`${path} does not exist`);
+    if (listing.next) reply.header('link', `<${nextPageUrl(request, listing.next)}>; rel="next"`);
+    return reply.type('application/json; charset=utf-8').send(listing.body);
   }
   const { total, entries } = await options.tree.list(entry, page);
   const principal = request.principal;

@@ -12,11 +12,27 @@ import { commitUpload, createFolder, emit, lockTree, remove, rename, type Upload
 export { entryRow, type Entry } from './entry-rows.ts';
 export type { UploadCommit, UploadResult } from './tree-changes.ts';
 
-const listingJsonRow = z.object({ version: z.string(), path: z.string(), total: z.number(), files: z.string() });
+const listingJsonRow = z.object({
+  version: z.string(),
+  path: z.string(),
+  total: z.number(),
+  files: z.string(),
+  /** The page's last entry, when more follow it (the next page's keyset position). */
+  last_kind: z.enum(['file', 'dir']).nullable(),
+  last_name: z.string().nullable(),
+});
+
+/** A place in a folder's listing order (kind, then name in byte order): the next page starts after it. */
+export interface ListingPosition {
+  kind: 'file' | 'dir';
+  name: string;
+}
 
 export interface Page {
   offset: number;
   limit: number;
+  /** Keyset paging: entries after this position (then `offset` is 0), read from the listing index, never skipped. */
+  after?: ListingPosition | undefined;
 }
 
 async function list({ pool }: TreeDatabase, directory: Entry, page: Page): Promise<{ total: number; entries: readonly Entry[] }> {
@@ -36,21 +52,30 @@ async function list({ pool }: TreeDatabase, directory: Entry, page: Page): Promi
  * Null when the folder no longer exists.
  */
 function listJson({ pool }: TreeDatabase, directory: Entry, page: Page): Promise<z.output<typeof listingJsonRow> | null> {
+  // One row past the page says whether another page follows; its start is the page's last (kind, name).
+  const after = page.after ? sql.fragment`and (kind, name) > (${page.after.kind}, ${page.after.name}::text collate "C")` : sql.fragment``;
   return pool.maybeOne(sql.type(listingJsonRow)`
     select d.listing_version::text as version, d.path,
       (select count(*)::int from entries where parent_id = d.id) as total,
-      coalesce((
-        select string_agg(row_to_json(v)::text, ',' order by s.kind, s.name)
+      coalesce(p.files, '') as files, p.last_kind, p.last_name
+    from entries d
+    cross join lateral (
+      select string_agg(row_to_json(v)::text, ',' order by s.n) filter (where s.n <= ${page.limit}) as files,
+        case when count(*) > ${page.limit} then max(s.kind) filter (where s.n = ${page.limit}) end as last_kind,
+        case when count(*) > ${page.limit} then max(s.name) filter (where s.n = ${page.limit}) end as last_name
+      from (
+        select q.*, row_number() over (order by q.kind, q.name) as n
         from (
-          select name, path, size, mtime, sha256, kind from entries where parent_id = d.id
-          order by kind, name limit ${page.limit} offset ${page.offset}
-        ) s
-        cross join lateral (
-          select s.name, s.path, s.size, to_char(s.mtime at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') as mtime,
-            s.sha256 as checksum, s.kind = 'dir' as "isDirectory"
-        ) v
-      ), '') as files
-    from entries d where d.id = ${directory.id}`);
+          select name, path, size, mtime, sha256, kind from entries where parent_id = d.id ${after}
+          order by kind, name limit ${page.limit + 1} offset ${page.offset}
+        ) q
+      ) s
+      cross join lateral (
+        select s.name, s.path, s.size, to_char(s.mtime at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') as mtime,
+          s.sha256 as checksum, s.kind = 'dir' as "isDirectory"
+      ) v
+    ) p
+    where d.id = ${directory.id}`);
 }
 
 /**

@@ -18,6 +18,8 @@ export interface AuthenticatedUser {
   /** The session token's id and expiry, for sign-out. */
   jti: string;
   expiresAt: Date;
+  /** How the credential came: the session JWT in the `auth_token` cookie, or a provider token in `Authorization`. */
+  presentedIn: 'cookie' | 'authorization';
 }
 
 declare module 'fastify' {
@@ -45,7 +47,7 @@ export function createAuth(options: AuthOptions) {
     if (user.disabled) return null;
     const exp = typeof identity.claims.exp === 'number' ? identity.claims.exp * 1000 : Date.now() + 3600_000;
     // Signing out with a provider token revokes that token here until it expires.
-    return { id: user.id, username: user.username, role: user.role, jti: `provider:${identity.claims.jti ?? identity.subject}`, expiresAt: new Date(exp) };
+    return { id: user.id, username: user.username, role: user.role, jti: `provider:${identity.claims.jti ?? identity.subject}`, expiresAt: new Date(exp), presentedIn: 'authorization' };
   };
 
   const resolveUser = async (request: FastifyRequest): Promise<AuthenticatedUser | null> => {
@@ -61,7 +63,7 @@ export function createAuth(options: AuthOptions) {
       // Only an active account: a disabled or deleted one has no session any more.
       const user = await options.accounts.findById(claims.sub);
       if (!user) return null;
-      return { id: user.id, username: user.username, role: user.role, jti: claims.jti, expiresAt: new Date(claims.exp * 1000) };
+      return { id: user.id, username: user.username, role: user.role, jti: claims.jti, expiresAt: new Date(claims.exp * 1000), presentedIn: 'cookie' };
     } catch (error) {
       if (error instanceof InvalidTokenError) return null;
       throw error;

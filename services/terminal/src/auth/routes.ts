@@ -2,7 +2,7 @@
 import { unauthorized, type Accounts } from '@boxyard/kit';
 import type { FastifyInstance } from 'fastify';
 import { envelope, errors, ok, userSchema } from '../http/envelope.ts';
-import type { Auth } from './plugin.ts';
+import { AUTH_COOKIE, type Auth } from './plugin.ts';
 
 interface LoginBody {
   username: string;
@@ -39,7 +39,9 @@ function loginRoute(app: FastifyInstance, { auth, accounts }: AuthRouteDeps): vo
     {
       schema: {
         tags,
-        summary: 'Sign in with a username and password; the session JWT is set in the auth_token cookie',
+        summary: 'Sign in with a username and password: answers the session JWT and sets it in the auth_token cookie',
+        description:
+          'The JWT is `data.token` and the `auth_token` cookie (HttpOnly, Secure, SameSite=Strict) alike. Present it in that cookie (`Cookie: auth_token=<token>`) on the other routes and on the WebSocket upgrade.',
         body: {
           type: 'object',
           required: ['username', 'password'],
@@ -47,7 +49,19 @@ function loginRoute(app: FastifyInstance, { auth, accounts }: AuthRouteDeps): vo
           properties: { username: { type: 'string', minLength: 1, maxLength: 256 }, password: { type: 'string', minLength: 1, maxLength: 1024 } },
         },
         response: {
-          200: envelope({ type: 'object', properties: { user: userSchema, expires_at: { type: 'string', format: 'date-time' } } }, 'Signed in; Set-Cookie: auth_token (HttpOnly, Secure, SameSite=Strict)'),
+          200: envelope(
+            {
+              type: 'object',
+              required: ['user', 'token', 'cookie', 'expires_at'],
+              properties: {
+                user: userSchema,
+                token: { type: 'string', description: 'The session JWT (the value of the auth_token cookie)' },
+                cookie: { type: 'string', const: AUTH_COOKIE, description: 'The cookie to present the token in' },
+                expires_at: { type: 'string', format: 'date-time' },
+              },
+            },
+            'Signed in; Set-Cookie: auth_token (HttpOnly, Secure, SameSite=Strict)',
+          ),
           ...errors(400, 401, 429),
         },
       },
@@ -57,7 +71,12 @@ function loginRoute(app: FastifyInstance, { auth, accounts }: AuthRouteDeps): vo
       if (!user) throw unauthorized('Invalid username or password');
       const issued = await auth.signIn(reply, user);
       reply.header('cache-control', 'no-store');
-      return ok('Signed in', { user: { id: user.id, username: user.username, role: user.role, email: user.email }, expires_at: issued.expiresAt.toISOString() });
+      return ok('Signed in', {
+        user: { id: user.id, username: user.username, role: user.role, email: user.email },
+        token: issued.token,
+        cookie: AUTH_COOKIE,
+        expires_at: issued.expiresAt.toISOString(),
+      });
     },
   );
 }
@@ -84,12 +103,20 @@ function statusRoute(app: FastifyInstance, { auth }: AuthRouteDeps): void {
       preHandler: auth.optionalUser,
       schema: {
         tags,
-        summary: 'Whether the caller is signed in, and as whom',
+        summary: 'Whether the caller is signed in, as whom, and how the token is presented',
+        description:
+          '`cookie` names the cookie a session token is presented in (`auth_token`); when signed in, `presented_in` says how this request presented its credential: `cookie` (the session JWT) or `authorization` (an identity provider\'s access token, `Authorization: Bearer|DPoP`).',
         response: {
           200: envelope({
             type: 'object',
-            required: ['authenticated'],
-            properties: { authenticated: { type: 'boolean' }, user: userSchema, expires_at: { type: 'string', format: 'date-time' } },
+            required: ['authenticated', 'cookie'],
+            properties: {
+              authenticated: { type: 'boolean' },
+              cookie: { type: 'string', const: AUTH_COOKIE },
+              presented_in: { type: 'string', enum: ['cookie', 'authorization'] },
+              user: userSchema,
+              expires_at: { type: 'string', format: 'date-time' },
+            },
           }),
           ...errors(429),
         },
@@ -98,8 +125,14 @@ function statusRoute(app: FastifyInstance, { auth }: AuthRouteDeps): void {
     async (request, reply) => {
       reply.header('cache-control', 'no-store');
       const user = request.user;
-      if (!user) return ok('Not signed in', { authenticated: false });
-      return ok('Signed in', { authenticated: true, user: { id: user.id, username: user.username, role: user.role }, expires_at: user.expiresAt.toISOString() });
+      if (!user) return ok('Not signed in', { authenticated: false, cookie: AUTH_COOKIE });
+      return ok('Signed in', {
+        authenticated: true,
+        cookie: AUTH_COOKIE,
+        presented_in: user.presentedIn,
+        user: { id: user.id, username: user.username, role: user.role },
+        expires_at: user.expiresAt.toISOString(),
+      });
     },
   );
 }

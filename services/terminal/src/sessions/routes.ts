@@ -35,7 +35,7 @@ export const sessionSchema = {
     terminal_cookie: { type: 'string' },
     state: { type: 'string', enum: ['starting', 'running', 'stopping', 'exited', 'stopped', 'failed'] },
     backend: { type: 'string', enum: ['local', 'kubernetes'] },
-    owner: { type: 'object', properties: { id: { type: 'string' }, username: { type: 'string' } } },
+    owner: { type: 'object', required: ['id', 'username'], properties: { id: { type: 'string' }, username: { type: 'string' } } },
     websocket_path: { type: 'string' },
     created_at: dateTime,
     last_activity_at: dateTime,
@@ -46,7 +46,8 @@ export const sessionSchema = {
   },
 };
 
-const idParams = { type: 'object', required: ['id'], properties: { id: { type: 'string', format: 'uuid' } } };
+// Not `format: uuid`: a malformed id names no session, so it is the seed's 404 "session does not exist", not a 400.
+const idParams = { type: 'object', required: ['id'], properties: { id: { type: 'string', description: 'The session id (a UUID)' } } };
 
 export function sessionRoutes(app: FastifyInstance, deps: { auth: Auth; sessions: SessionService }): void {
   const { auth, sessions } = deps;
@@ -92,7 +93,9 @@ export function sessionRoutes(app: FastifyInstance, deps: { auth: Auth; sessions
       preHandler: auth.requireUser,
       schema: {
         tags,
-        summary: "The caller's sessions (admins: everyone's)",
+        summary: "The terminal sessions: an admin's list has every user's session, a user's their own",
+        description:
+          'Each session names its `owner` (`id`, `username`). Live sessions (starting, running, stopping) unless `include_ended=true`, which adds ended ones (kept `sessions.retention_hours`); newest first.',
         querystring: { type: 'object', additionalProperties: false, properties: { include_ended: { type: 'boolean', default: false } } },
         response: { 200: envelope({ type: 'object', properties: { sessions: { type: 'array', items: sessionSchema } } }), ...errors(400, 401, 429) },
       },

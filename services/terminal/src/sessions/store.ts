@@ -46,10 +46,15 @@ const returning = (statement: ReturnType<typeof sql.fragment>) => sql.type(sessi
 
 const countRow = z.object({ count: z.number(), soonest: z.number().nullable() });
 
+const SESSION_ID = /^[\da-f]{8}-[\da-f]{4}-[\da-f]{4}-[\da-f]{4}-[\da-f]{12}$/i;
+/** Session ids are UUIDs; anything else names no session. */
+export const isSessionId = (id: string): boolean => SESSION_ID.test(id);
+
 export function createSessionStore(pool: DatabasePool) {
   return {
-    get: (id: string) =>
-      pool.maybeOne(sql.type(sessionRow)`select ${columns} from terminal_sessions s join users u on u.id = s.owner_id where s.id = ${id}::uuid`),
+    /** Null for an id that is no session's, a malformed one included (the seed's 404 "session does not exist"). */
+    get: async (id: string) =>
+      !isSessionId(id) ? null : pool.maybeOne(sql.type(sessionRow)`select ${columns} from terminal_sessions s join users u on u.id = s.owner_id where s.id = ${id}::uuid`),
 
     list: (filter: { ownerId?: string | undefined; includeEnded: boolean }) =>
       pool.any(sql.type(sessionRow)`

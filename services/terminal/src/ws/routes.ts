@@ -66,7 +66,8 @@ export function socketRoutes(app: FastifyInstance, options: SocketRouteOptions):
     '/ws/terminal/:sessionId',
     {
       websocket: true,
-      schema: { params: { type: 'object', required: ['sessionId'], properties: { sessionId: { type: 'string', format: 'uuid' } } } },
+      // A malformed id is no session's: 404 from loadOwnSession, as for an unknown one.
+      schema: { params: { type: 'object', required: ['sessionId'], properties: { sessionId: { type: 'string' } } } },
       preHandler: [origins.check, auth.requireUser, loadOwnSession, claimSocketSlot],
     },
     async (socket: WebSocket, request) => {
