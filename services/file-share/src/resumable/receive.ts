@@ -32,7 +32,7 @@ export interface Chunk {
  * Writes one chunk at `offset` under a fresh lease (the caller has checked that the caller owns the upload) and
  * completes the upload when it is full. Returns the upload as it is afterwards.
  */
-export async function receive(deps: ReceiveDeps, row: UploadRow, owner: string, offset: number, chunk: Chunk, access: WriteAccess): Promise<UploadRow> {
+export async function receive(deps: ReceiveDeps, row: UploadRow, owner: string, offset: number, chunk: Chunk, access: WriteAccess): Promise<{ row: UploadRow; sha256?: string }> {
   if (chunk.size !== undefined && offset + chunk.size > row.length) {
     chunk.body?.resume();
     throw new HttpError(413, `The chunk would end at byte ${offset + chunk.size}, past the upload's length of ${row.length}`);
@@ -48,8 +48,8 @@ export async function receive(deps: ReceiveDeps, row: UploadRow, owner: string, 
   const renewal = keepLease(deps, row.id, token, chunk.body);
   try {
     if (chunk.body && chunk.size !== 0) current = await appendChunk(deps, current, token, offset, chunk);
-    if (current.received === current.length) await complete(deps, current, token, access);
-    return (await deps.rows.find(row.id)) ?? current;
+    const sha256 = current.received === current.length ? await complete(deps, current, token, access) : undefined;
+    return { row: (await deps.rows.find(row.id)) ?? current, ...(sha256 ? { sha256 } : {}) };
   } finally {
     clearInterval(renewal);
     await deps.rows.release(row.id, token);
@@ -90,7 +90,7 @@ async function appendChunk(deps: ReceiveDeps, row: UploadRow, token: string, off
 }
 
 /** Joins the chunks into the file's object and commits its path; the grant is checked once more first. */
-async function complete(deps: ReceiveDeps, row: UploadRow, token: string, access: WriteAccess): Promise<void> {
+async function complete(deps: ReceiveDeps, row: UploadRow, token: string, access: WriteAccess): Promise<string> {
   const grant = access(row.path);
   const existing = await deps.tree.find(row.path);
   if (existing?.kind === 'dir') throw conflict(`${row.path} is a folder`);
@@ -101,10 +101,10 @@ async function complete(deps: ReceiveDeps, row: UploadRow, token: string, access
     const segments = await deps.rows.segments(row.id);
     const stored = await deps.store.put(storageKey, joinSegments(deps.store, segments), { size: row.length, maxBytes: row.length, contentType: 'application/octet-stream' });
     // The path appears here, atomically, with its sha256 (checksum-update); a lost lease would have stopped the put.
-    const result = await deps.tree.commitUpload({ path: row.path, storageKey, size: stored.size, sha256: stored.sha256, userId: grant.userId, mayReplace: grant.mayReplace });
+    await deps.tree.commitUpload({ path: row.path, storageKey, size: stored.size, sha256: stored.sha256, userId: grant.userId, mayReplace: grant.mayReplace });
     await deps.rows.end(row.id, 'done');
     void deps.sweeper.sweepNow(); // the chunks, and the bytes this file replaced
-    return void result;
+    return stored.sha256;
   } catch (error) {
     await deps.sweeper.discardUpload(storageKey);
     throw error;

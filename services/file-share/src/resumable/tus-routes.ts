@@ -8,7 +8,8 @@
 //   DELETE  /api/uploads/{id}     terminates it; its bytes go
 // Where the file goes: Upload-Metadata `path` (the file's share path), or `filename` (or `name`) inside `folder`
 // (default `/`). The write grant (write-access.ts) is checked at creation and again at completion. Every answer
-// carries Tus-Resumable; errors have the service's error shape.
+// carries Tus-Resumable; the one that completes the upload also Upload-File-Sha256 (the stored file's sha256);
+// errors have the service's error shape.
 import { randomUUID } from 'node:crypto';
 import type { Readable } from 'node:stream';
 import { badRequest, conflict, declaredLength, HttpError, notFound } from '@boxyard/kit';
@@ -45,9 +46,11 @@ function destinationOf(metadata: Record<string, string>): string {
   return joinPath(folder, validateName(name, '/Upload-Metadata/filename'));
 }
 
-const uploadHeaders = (row: UploadRow) => ({
+/** Offset and expiry; the request that completed the upload also names the stored file's sha256. */
+const uploadHeaders = (row: UploadRow, sha256?: string) => ({
   'upload-offset': String(row.state === 'done' ? row.length : row.received),
   'upload-expires': new Date(row.expires_at).toUTCString(),
+  ...(sha256 ? { 'upload-file-sha256': sha256 } : {}),
 });
 
 const ownerOrNotFound = (request: FastifyRequest): string => {
@@ -95,8 +98,8 @@ export async function resumableRoutes(app: FastifyInstance, options: ResumableOp
     }
     const row = await create(request, options, rows, body);
     const access = options.writeAccess(request);
-    const after = body || row.length === 0 ? await receive(deps, row, row.owner, 0, chunkOf(request, body), access) : row;
-    return reply.status(201).headers({ location: `${TUS_ENDPOINT}/${row.id}`, ...uploadHeaders(after) }).send();
+    const after = body || row.length === 0 ? await receive(deps, row, row.owner, 0, chunkOf(request, body), access) : { row };
+    return reply.status(201).headers({ location: `${TUS_ENDPOINT}/${row.id}`, ...uploadHeaders(after.row, after.sha256) }).send();
   });
 
   app.head(`${TUS_ENDPOINT}/:id`, hidden, async (request, reply) => {
@@ -119,7 +122,7 @@ export async function resumableRoutes(app: FastifyInstance, options: ResumableOp
     const owner = ownerOrNotFound(request);
     const row = await rows.visible(idOf(request), owner);
     const after = await receive(deps, row, owner, offset, chunkOf(request, body), options.writeAccess(request));
-    return reply.status(204).headers(uploadHeaders(after)).send();
+    return reply.status(204).headers(uploadHeaders(after.row, after.sha256)).send();
   };
   const terminate = async (request: FastifyRequest, reply: FastifyReply) => {
     requireTusVersion(request.headers);

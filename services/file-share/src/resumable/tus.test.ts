@@ -102,6 +102,7 @@ describe('tus 1.0 with curl', () => {
     const last = await curl('PATCH', url, { ...PATCH, 'Upload-Offset': '100000', 'Upload-Checksum': `sha256 ${digest('sha256', rest).toString('base64')}` }, { data: rest });
     expect(last.status).toBe(204);
     expect(last.headers['upload-offset']).toBe('300000');
+    expect(last.headers['upload-file-sha256']).toBe(digest('sha256', data).toString('hex'));
     expect(await entry('/tus/one.bin')).toMatchObject({ sha256: digest('sha256', data).toString('hex') });
     const event = await test.share.pool.maybeOne(sql.unsafe`select data from events where name = 'checksum-update' and paths = array['/tus/one.bin'] order by id desc limit 1`);
     expect(event).toMatchObject({ data: { filePath: '/tus/one.bin', checksum: digest('sha256', data).toString('hex'), size: 300_000 } });
