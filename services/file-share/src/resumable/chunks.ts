@@ -67,12 +67,13 @@ export async function storeChunk(deps: ChunkDeps, uploadId: string, body: Readab
   }
 }
 
-/** The upload's bytes in order, read chunk after chunk from the store (one chunk open at a time). */
+/** Consecutive chunks' bytes in order, read chunk after chunk from the store (one chunk open at a time). */
 export function joinSegments(store: ObjectStore, segments: readonly Segment[]): Readable {
   async function* bytes(): AsyncGenerator<Buffer> {
-    let expected = 0;
+    let expected = segments[0]?.offset ?? 0;
     for (const segment of segments) {
       if (segment.offset !== expected) throw new Error(`resumable upload: a gap at byte ${expected}`); // guarded by the offsets' primary key and append()
+      if (segment.storageKey === null) throw new Error('resumable upload: a part cannot be read back'); // only staged chunks are joined
       for await (const chunk of await store.get(segment.storageKey)) yield chunk as Buffer;
       expected += segment.length;
     }

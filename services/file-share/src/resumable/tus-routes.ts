@@ -14,19 +14,23 @@ import { randomUUID } from 'node:crypto';
 import type { Readable } from 'node:stream';
 import { badRequest, conflict, declaredLength, HttpError, notFound } from '@boxyard/kit';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { sql } from 'slonik';
 import { joinPath, validateName, validateSharePath } from '../paths/share-path.ts';
 import { receive, type ReceiveDeps } from './receive.ts';
 import { CHECKSUM_ALGORITHMS, integerHeader, isOffsetStream, parseChecksum, parseMetadata, requireOffsetStream, requireTusVersion, TUS_EXTENSIONS, TUS_VERSION } from './tus-headers.ts';
+import { createRunningHashes } from './running-hash.ts';
 import { createUploadRows, type UploadRow } from './upload-rows.ts';
 import { ownerOf, type WriteAccess } from './write-access.ts';
 
 export const TUS_ENDPOINT = '/api/uploads';
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
-export interface ResumableOptions extends Omit<ReceiveDeps, 'rows'> {
+export interface ResumableOptions extends Omit<ReceiveDeps, 'rows' | 'hashes'> {
   /** uploads.max_bytes: Tus-Max-Size. */
   maxBytes: number;
   expiresAfterSeconds: number;
+  /** uploads.abandoned_after_seconds: no upload lives longer (the sweep of interrupted S3 uploads would end it). */
+  maxAgeSeconds: number;
   /** Who may write where, for this request (write-access.ts). */
   writeAccess(request: FastifyRequest): WriteAccess;
   /** How often expired uploads are ended (default one minute). */
@@ -69,8 +73,8 @@ function idOf(request: FastifyRequest): string {
 const bodyOf = (request: FastifyRequest): Readable | undefined => (request.body as Readable | undefined) ?? undefined;
 
 export async function resumableRoutes(app: FastifyInstance, options: ResumableOptions): Promise<void> {
-  const rows = createUploadRows(options.pool, options.expiresAfterSeconds);
-  const deps: ReceiveDeps = { ...options, rows };
+  const rows = createUploadRows(options.pool, options.expiresAfterSeconds, options.maxAgeSeconds);
+  const deps: ReceiveDeps = { ...options, rows, hashes: createRunningHashes() };
   // Every body reaches the handlers as a stream; a type other than offset+octet-stream is answered 415 there.
   app.addContentTypeParser('*', (_request, payload, done) => done(null, payload));
   app.addHook('onSend', async (_request, reply) => {
@@ -162,9 +166,24 @@ async function create(request: FastifyRequest, options: ResumableOptions, rows: 
     const existing = await options.tree.find(path);
     if (existing?.kind === 'dir') throw conflict(`${path} is a folder`);
     if (existing && !grant.mayReplace) throw new HttpError(403, `${path} exists; replacing a file needs the delete permission`);
-    return await rows.create({ id: randomUUID(), owner: grant.owner, path, length, metadata });
+    return await createRow(options, rows, { id: randomUUID(), owner: grant.owner, path, length, metadata });
   } catch (error) {
     body?.resume();
+    throw error;
+  }
+}
+
+/** s3: the upload's multipart upload starts now, its final key registered for removal first (a crash leaves nothing). */
+async function createRow(options: ResumableOptions, rows: ReturnType<typeof createUploadRows>, input: Parameters<ReturnType<typeof createUploadRows>['create']>[0]): Promise<UploadRow> {
+  const multipart = options.store.multipart;
+  if (!multipart || input.length === 0) return rows.create(input);
+  const storageKey = `files/${randomUUID()}`;
+  await options.pool.query(sql.unsafe`insert into object_garbage (storage_key, delete_after) values (${storageKey}, now() + interval '1 day')`);
+  try {
+    const multipartId = await multipart.start(storageKey);
+    return await rows.create({ ...input, storageKey, multipartId });
+  } catch (error) {
+    await options.sweeper.discardUpload(storageKey);
     throw error;
   }
 }

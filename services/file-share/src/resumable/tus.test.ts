@@ -8,12 +8,14 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { sql } from 'slonik';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { incompleteUploads } from '@boxyard/test/harness/fixtures.ts';
 import { ADMIN_PASSWORD, adminAuth, bucketKeys, createKey, createUser, eventually, startTestShare, upload, type TestShare } from '../testing/test-share.ts';
 
 const exec = promisify(execFile);
 const digest = (algorithm: string, data: Buffer) => createHash(algorithm).update(data).digest();
 const b64 = (text: string) => Buffer.from(text).toString('base64');
-const MAX = 1024 * 1024;
+const MiB = 1024 * 1024;
+const MAX = 16 * MiB;
 
 let test: TestShare;
 let work: string;
@@ -40,7 +42,9 @@ async function curl(method: string, path: string, headers: Record<string, string
   }
   if (method === 'HEAD') args.splice(args.indexOf('-X'), 2, '-I');
   const { stdout } = await exec('curl', [...args, `${test.url}${path}`], { maxBuffer: 4 * MAX });
-  const [head = '', ...rest] = stdout.split('\r\n\r\n');
+  const blocks = stdout.split('\r\n\r\n');
+  while (/^HTTP\/1\.1 1\d\d/.test(blocks[0] ?? '')) blocks.shift(); // 100 Continue
+  const [head = '', ...rest] = blocks;
   const lines = head.split('\r\n');
   const headerMap: Record<string, string> = {};
   for (const line of lines.slice(1)) {
@@ -114,6 +118,32 @@ describe('tus 1.0 with curl', () => {
     await eventually(async () => (await bucketKeys(test)).every((key) => !key.includes('/uploads/')));
   });
 
+  it('s3: chunks of 5 MiB and more become parts as they arrive, smaller ones are staged and folded; a bad part is replaced', async () => {
+    const data = randomBytes(14 * MiB);
+    const url = await create('/tus/parts.bin', data.length);
+    const send = (from: number, to: number, checksum?: Buffer) =>
+      curl('PATCH', url, { ...PATCH, 'Upload-Offset': String(from), ...(checksum ? { 'Upload-Checksum': `sha256 ${checksum.toString('base64')}` } : {}) }, { data: data.subarray(from, to) });
+    // A 6 MiB part whose checksum is wrong is dropped; sent again, it takes the same part number.
+    expect((await send(0, 6 * MiB, digest('sha256', Buffer.from('wrong')))).status).toBe(460);
+    expect((await send(0, 6 * MiB, digest('sha256', data.subarray(0, 6 * MiB)))).status).toBe(204);
+    expect((await send(6 * MiB, 7 * MiB)).status).toBe(204); // 1 MiB: staged
+    expect((await send(7 * MiB, 13 * MiB)).status).toBe(204); // staged behind it, then both fold into one part
+    const id = url.split('/').pop()!;
+    const segments = await test.share.pool.any(sql.unsafe`select "offset"::int as offset, length::int as length, part, storage_key from resumable_segments where upload_id = ${id} order by "offset"`);
+    expect(segments).toEqual([
+      { offset: 0, length: 6 * MiB, part: 1, storage_key: null },
+      { offset: 6 * MiB, length: 7 * MiB, part: 2, storage_key: null },
+    ]);
+    const last = await send(13 * MiB, 14 * MiB); // the last MiB: staged, folded as the last part
+    expect(last.status).toBe(204);
+    expect(last.headers['upload-file-sha256']).toBe(digest('sha256', data).toString('hex'));
+    const got = Buffer.from(await (await fetch(`${test.url}/tus/parts.bin`, { headers: { authorization: adminAuth } })).arrayBuffer());
+    expect(got.equals(data)).toBe(true);
+    await eventually(async () => (await bucketKeys(test)).every((key) => !key.includes('/uploads/')));
+    const key = await test.share.pool.oneFirst(sql.unsafe`select storage_key from entries where path = '/tus/parts.bin'`);
+    expect(await incompleteUploads(test.bucket!)).not.toContain(`${test.prefix}/${String(key)}`);
+  });
+
   it('creation-with-upload, and X-HTTP-Method-Override', async () => {
     const data = randomBytes(50_000);
     const created = await curl('POST', '/api/uploads', { ...PATCH, 'Upload-Length': String(data.length), 'Upload-Metadata': `filename ${b64('two.bin')},folder ${b64('/tus')}` }, { data: data.subarray(0, 20_000) });
@@ -148,9 +178,13 @@ describe('tus 1.0 with curl', () => {
   it('terminated: 204, then 410; expired: 410 and its bytes are swept; unknown or someone else\'s: 404', async () => {
     const url = await create('/tus/gone.bin', 1000);
     expect((await curl('PATCH', url, { ...PATCH, 'Upload-Offset': '0' }, { data: Buffer.alloc(400, 1) })).status).toBe(204);
+    const key = await test.share.pool.oneFirst(sql.unsafe`select storage_key from resumable_uploads where id = ${url.split('/').pop()!}`);
+    expect(await incompleteUploads(test.bucket!)).toContain(`${test.prefix}/${String(key)}`);
     expect((await curl('DELETE', url, TUS)).status).toBe(204);
     expect((await curl('HEAD', url, TUS)).status).toBe(410);
     expect((await curl('PATCH', url, { ...PATCH, 'Upload-Offset': '400' }, { data: Buffer.alloc(10) })).status).toBe(410);
+    // Its multipart upload (s3) is aborted with its parts.
+    await eventually(async () => !(await incompleteUploads(test.bucket!)).includes(`${test.prefix}/${String(key)}`));
 
     const expiring = await create('/tus/late.bin', 1000);
     expect((await curl('PATCH', expiring, { ...PATCH, 'Upload-Offset': '0' }, { data: Buffer.alloc(400, 2) })).status).toBe(204);

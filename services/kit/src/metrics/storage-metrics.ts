@@ -84,6 +84,7 @@ export function instrumentStore(store: ObjectStore, registry: Registry, options:
     });
   return {
     driver: store.driver,
+    ...(store.multipart ? { multipart: store.multipart } : {}),
     put: (key, body, putOptions) =>
       inSpan(store.driver, 'put', key, options.bucket, async (span) => {
         try {

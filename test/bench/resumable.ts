@@ -1,0 +1,101 @@
+// `make bench` section `resumable`: 1 GiB through the file share's tus endpoint in 16 MiB PATCHes (tus-js-client
+// in its own process, as a user's script would run it) vs the plain upload route (curl -T, the bytes as the
+// request body), same service, same run, interleaved; s3 driver on the bench's MinIO. Goal: ≥ 0.85×.
+import { execFile, execFileSync, spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { open, mkdir } from 'node:fs/promises';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
+import * as Minio from 'minio';
+import { startFileShare } from '@boxyard/file-share/service.ts';
+import { fileShareConfigSchema } from '@boxyard/file-share/config.ts';
+import { createBenchDatabase, type BenchEnv, type BenchRow } from './env.ts';
+
+const run = promisify(execFile);
+const MiB = 1024 * 1024;
+const fileBytes = 1024 * MiB;
+const patchBytes = 16 * MiB;
+const runs = 3;
+const goal = 0.85;
+const region = 'us-east-1';
+const adminPassword = `Bench-${randomBytes(6).toString('hex')}-1A`;
+const tusClient = fileURLToPath(new URL('../../services/file-share/src/resumable/testing/tus-js-upload.ts', import.meta.url));
+
+const median = (values: number[]): number => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
+const round = (value: number, digits = 1) => Math.round(value * 10 ** digits) / 10 ** digits;
+
+async function seconds(step: () => Promise<unknown>): Promise<number> {
+  const started = process.hrtime.bigint();
+  await step();
+  return Number(process.hrtime.bigint() - started) / 1e9;
+}
+
+async function writeRandomFile(path: string): Promise<void> {
+  const file = await open(path, 'w');
+  for (let written = 0; written < fileBytes; written += 16 * MiB) await file.write(randomBytes(16 * MiB));
+  await file.close();
+}
+
+/** The tus client process until it reports `done`. */
+function tusUpload(endpoint: string, file: string, authorization: string, path: string): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [tusClient, endpoint, file, authorization, path, String(patchBytes)], { stdio: ['ignore', 'pipe', 'inherit'] });
+    let out = '';
+    child.stdout.on('data', (chunk: Buffer) => {
+      out = (out + chunk.toString()).slice(-200); // progress lines are dropped; only the end matters
+    });
+    child.once('exit', (code) => (code === 0 && out.includes('done') ? resolve() : reject(new Error(`tus client exited with ${code}`))));
+  });
+}
+
+export async function benchResumable(env: BenchEnv): Promise<BenchRow[]> {
+  const url = new URL(env.minio.endpoint);
+  const client = new Minio.Client({ endPoint: url.hostname, port: Number(url.port), useSSL: false, accessKey: env.minio.accessKey, secretKey: env.minio.secretKey, region });
+  const bucket = `bench-tus-${randomBytes(4).toString('hex')}`;
+  await client.makeBucket(bucket, region);
+  const databaseUrl = await createBenchDatabase(env, `bench_tus_${randomBytes(4).toString('hex')}`);
+  const share = await startFileShare(fileShareConfigSchema.parse({
+    server: { host: '127.0.0.1', port: 0 },
+    logging: { level: 'warn' },
+    database: { url: databaseUrl },
+    storage: { driver: 's3', endpoint: env.minio.endpoint, access_key: env.minio.accessKey, secret_key: env.minio.secretKey, bucket, region, prefix: 'file-share' },
+    rate_limiting: { enabled: false },
+    session: { secret: randomBytes(32).toString('base64url') },
+    admin: { username: 'admin', password: adminPassword },
+    uploads: { max_bytes: 2 * fileBytes },
+  }));
+  const dir = join(env.workDir, 'resumable');
+  await mkdir(dir, { recursive: true });
+  try {
+    const authorization = `Basic ${Buffer.from(`admin:${adminPassword}`).toString('base64')}`;
+    const file = join(dir, 'object.bin');
+    await writeRandomFile(file);
+    const plain = async (i: number) => {
+      const { stdout } = await run('curl', ['-sS', '-X', 'POST', '-u', `admin:${adminPassword}`, '-H', 'Content-Type: application/octet-stream', '-T', file, '-o', '/dev/null', '-w', '%{http_code}', `${share.url}/bench/plain-${i}.bin`]);
+      if (stdout !== '201') throw new Error(`plain upload answered ${stdout}`);
+    };
+    const tus = (i: number) => tusUpload(`${share.url}/api/uploads`, file, authorization, `/bench/tus-${i}.bin`);
+    const rates: { plain: number[]; tus: number[] } = { plain: [], tus: [] };
+    for (let i = 0; i < runs; i++) {
+      const order = i % 2 === 0 ? (['plain', 'tus'] as const) : (['tus', 'plain'] as const);
+      for (const kind of order) {
+        execFileSync('sync');
+        rates[kind].push(fileBytes / MiB / (await seconds(() => (kind === 'plain' ? plain(i) : tus(i)))));
+        await share.sweeper.sweepNow();
+      }
+    }
+    const value = median(rates.tus);
+    const baseline = median(rates.plain);
+    return [{
+      name: `upload 1 GiB: tus in 16 MiB PATCHes (tus-js-client) vs the plain route (curl -T), s3 driver`,
+      value: round(value), unit: 'MiB/s', baseline: round(baseline), ratio: round(value / baseline, 3), goal: `≥ ${goal.toFixed(2)}×`, pass: value / baseline >= goal,
+    }];
+  } finally {
+    await share.close();
+    const names: string[] = [];
+    for await (const item of client.listObjects(bucket, '', true)) if ((item as { name?: string }).name) names.push((item as { name: string }).name);
+    if (names.length > 0) await client.removeObjects(bucket, names).catch(() => {});
+    await client.removeBucket(bucket).catch(() => {});
+  }
+}
