@@ -1,15 +1,9 @@
-// The bytes of a resumable upload. Each PATCH body (or the body of a creation-with-upload POST) is stored as one
-// object of its own, `uploads/<id>/<uuid>`, through the store's ordinary atomic put: a chunk is durable and whole
-// or absent, on any driver, and any replica can read it. A chunk that breaks off is dropped whole (the client sends
-// it again from the offset HEAD answers: tus clients do); a chunk whose Upload-Checksum does not match is dropped
-// and answered 460.
-//
-// Why objects and not S3 multipart parts of the final object: S3 refuses parts below 5 MiB except the last, a tus
-// client chooses its own chunk sizes (a cut transfer resumes with whatever arrived), and an incomplete multipart
-// upload cannot be read back. Chunks as objects have no minimum, and joining them is one streamed put of the
-// final object (s3: a multipart upload whose parts are sent as the joined bytes stream through, never the whole
-// file in memory or on local disk), which also yields the file's sha256 on the way. The cost is that the bytes
-// are written twice; see README "Resumable uploads" and the bench section `resumable`.
+// Chunks of a resumable upload stored as objects of their own, `uploads/<id>/<uuid>`, through the store's ordinary
+// atomic put: durable and whole or absent, on any driver, readable by any replica. The local driver keeps every
+// chunk this way and joins them into the file's object at the end (one streamed put, which also yields the
+// sha256); the s3 driver only stages chunks below S3's 5 MiB part minimum this way (s3-parts.ts). A chunk that
+// breaks off is dropped whole (the client sends it again from the offset HEAD answers: tus clients do); a chunk
+// whose Upload-Checksum does not match is dropped and answered 460.
 import { createHash, randomUUID } from 'node:crypto';
 import { Readable, Transform } from 'node:stream';
 import { HttpError, StorageError, type ObjectStore } from '@boxyard/kit';
