@@ -136,10 +136,13 @@ export async function resumableRoutes(app: FastifyInstance, options: ResumableOp
     if (row.state === 'active' && (await rows.end(id, 'terminated'))) void options.sweeper.sweepNow();
     return reply.status(204).send();
   };
-  app.patch(`${TUS_ENDPOINT}/:id`, { schema: { summary: 'Send bytes of a resumable upload at Upload-Offset', tags: ['uploads'] } }, patch);
+  // The chunks of an upload its creation admitted are not counted by the rate limit (the creation is): a 5 GiB
+  // file in 8 MiB chunks is 640 PATCHes, far beyond the default 100 requests per 10 minutes.
+  const unmetered = { rateLimit: false as const };
+  app.patch(`${TUS_ENDPOINT}/:id`, { schema: { summary: 'Send bytes of a resumable upload at Upload-Offset', tags: ['uploads'] }, config: unmetered }, patch);
   app.delete(`${TUS_ENDPOINT}/:id`, { schema: { summary: 'Terminate a resumable upload', tags: ['uploads'] } }, terminate);
   // X-HTTP-Method-Override, for clients whose environment only sends GET and POST.
-  app.post(`${TUS_ENDPOINT}/:id`, hidden, async (request, reply) => {
+  app.post(`${TUS_ENDPOINT}/:id`, { ...hidden, config: unmetered }, async (request, reply) => {
     const method = String(request.headers['x-http-method-override'] ?? '').toUpperCase();
     if (method === 'PATCH') return patch(request, reply);
     if (method === 'DELETE') return terminate(request, reply);

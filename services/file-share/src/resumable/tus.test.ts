@@ -234,4 +234,21 @@ describe('tus 1.0 with curl', () => {
     expect((await curl('PATCH', replace, { ...PATCH, 'Upload-Offset': '0' }, { data: Buffer.from('new') })).status).toBe(204);
     expect(await (await fetch(`${test.url}/tus/taken.bin`, { headers: { authorization: adminAuth } })).text()).toBe('new');
   });
+
+  it('the rate limit counts the creation, not the chunks of an upload it admitted', async () => {
+    const limited = await startTestShare({ storage: 'local', overrides: { rate_limiting: { enabled: true, max_requests: 3 } } });
+    try {
+      const created = await fetch(`${limited.url}/api/uploads`, { method: 'POST', headers: { authorization: adminAuth, ...TUS, 'upload-length': '8', 'upload-metadata': `path ${b64('/limited.bin')}` } });
+      expect(created.status).toBe(201);
+      const url = `${limited.url}${created.headers.get('location')}`;
+      for (let offset = 0; offset < 8; offset++) {
+        const patched = await fetch(url, { method: 'PATCH', headers: { authorization: adminAuth, ...PATCH, 'upload-offset': String(offset) }, body: Buffer.from([offset]) });
+        expect(patched.status).toBe(204);
+      }
+      const again = async () => (await fetch(`${limited.url}/api/uploads`, { method: 'POST', headers: { authorization: adminAuth, ...TUS, 'upload-length': '1', 'upload-metadata': `path ${b64('/x.bin')}` } })).status;
+      expect([await again(), await again(), await again()]).toContain(429);
+    } finally {
+      await limited.close();
+    }
+  });
 });
