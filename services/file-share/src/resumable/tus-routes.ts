@@ -15,6 +15,7 @@ import type { Readable } from 'node:stream';
 import { badRequest, conflict, declaredLength, HttpError, notFound } from '@boxyard/kit';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { sql } from 'slonik';
+import { refuse } from '../auth/principal.ts';
 import { joinPath, validateName, validateSharePath } from '../paths/share-path.ts';
 import { receive, type ReceiveDeps } from './receive.ts';
 import { CHECKSUM_ALGORITHMS, integerHeader, isOffsetStream, parseChecksum, parseMetadata, requireOffsetStream, requireTusVersion, TUS_EXTENSIONS, TUS_VERSION } from './tus-headers.ts';
@@ -37,6 +38,22 @@ export interface ResumableOptions extends Omit<ReceiveDeps, 'rows' | 'hashes'> {
   expireIntervalMs?: number;
 }
 
+/** What each tus route may answer, for the OpenAPI description (401/403 and the common ones are added centrally). */
+const TUS_ERRORS: Record<number, string> = {
+  404: 'No such upload (unknown, or another caller\'s)',
+  409: 'Upload-Offset differs from the upload\'s offset, or the destination is a folder',
+  410: 'The upload was terminated or has expired',
+  412: 'Tus-Resumable is missing or names another version (Tus-Version lists ours)',
+  423: 'Another request is writing to this upload; retry',
+  460: 'Upload-Checksum mismatch: the chunk was dropped, the offset is unchanged',
+};
+const documented = (summary: string, success: number, description: string, errors: number[]) => ({
+  schema: {
+    summary, tags: ['uploads'],
+    response: { [success]: { description }, ...Object.fromEntries(errors.map((status) => [status, { description: TUS_ERRORS[status] }])) },
+  },
+});
+
 /** The file's share path named by Upload-Metadata. */
 function destinationOf(metadata: Record<string, string>): string {
   if (metadata.path !== undefined) {
@@ -57,9 +74,10 @@ const uploadHeaders = (row: UploadRow, sha256?: string) => ({
   ...(sha256 ? { 'upload-file-sha256': sha256 } : {}),
 });
 
+/** Who is asking: an anonymous caller is asked to authenticate (401), as on a plain upload. */
 const ownerOrNotFound = (request: FastifyRequest): string => {
   const owner = ownerOf(request.principal);
-  if (!owner) throw notFound('No such upload');
+  if (!owner) throw refuse(request.principal, 'No such upload');
   return owner;
 };
 
@@ -93,7 +111,7 @@ export async function resumableRoutes(app: FastifyInstance, options: ResumableOp
   app.options(TUS_ENDPOINT, hidden, tusOptions);
   app.options(`${TUS_ENDPOINT}/:id`, hidden, tusOptions);
 
-  app.post(TUS_ENDPOINT, { schema: { summary: 'Create a resumable upload (tus 1.0 creation, creation-with-upload)', tags: ['uploads'] } }, async (request, reply) => {
+  app.post(TUS_ENDPOINT, documented('Create a resumable upload (tus 1.0 creation, creation-with-upload)', 201, 'Created: Location, Upload-Offset, Upload-Expires', [409, 412, 423, 460]), async (request, reply) => {
     requireTusVersion(request.headers);
     const body = bodyOf(request);
     if (body && !isOffsetStream(request.headers)) {
@@ -139,8 +157,8 @@ export async function resumableRoutes(app: FastifyInstance, options: ResumableOp
   // The chunks of an upload its creation admitted are not counted by the rate limit (the creation is): a 5 GiB
   // file in 8 MiB chunks is 640 PATCHes, far beyond the default 100 requests per 10 minutes.
   const unmetered = { rateLimit: false as const };
-  app.patch(`${TUS_ENDPOINT}/:id`, { schema: { summary: 'Send bytes of a resumable upload at Upload-Offset', tags: ['uploads'] }, config: unmetered }, patch);
-  app.delete(`${TUS_ENDPOINT}/:id`, { schema: { summary: 'Terminate a resumable upload', tags: ['uploads'] } }, terminate);
+  app.patch(`${TUS_ENDPOINT}/:id`, { ...documented('Send bytes of a resumable upload at Upload-Offset', 204, 'Stored: the new Upload-Offset', [404, 409, 410, 412, 423, 460]), config: unmetered }, patch);
+  app.delete(`${TUS_ENDPOINT}/:id`, documented('Terminate a resumable upload', 204, 'Terminated; its bytes go', [404, 410, 412]), terminate);
   // X-HTTP-Method-Override, for clients whose environment only sends GET and POST.
   app.post(`${TUS_ENDPOINT}/:id`, { ...hidden, config: unmetered }, async (request, reply) => {
     const method = String(request.headers['x-http-method-override'] ?? '').toUpperCase();
