@@ -126,7 +126,13 @@ export async function resumableRoutes(app: FastifyInstance, options: ResumableOp
 
   app.head(`${TUS_ENDPOINT}/:id`, hidden, async (request, reply) => {
     requireTusVersion(request.headers);
-    const row = await rows.visible(idOf(request), ownerOrNotFound(request));
+    const owner = ownerOrNotFound(request);
+    let row = await rows.visible(idOf(request), owner);
+    // Every byte arrived but the completion did not happen (refused, or its replica died): a client that sees the
+    // full offset sends nothing more, so the completion is tried again here, with the grant checked as then.
+    if (row.state === 'active' && row.received === row.length && !row.leased) {
+      row = (await receive(deps, row, owner, row.length, { body: undefined, size: 0 }, options.writeAccess(request))).row;
+    }
     return reply.status(200).headers({ ...uploadHeaders(row), 'upload-length': String(row.length), 'cache-control': 'no-store' }).send();
   });
 

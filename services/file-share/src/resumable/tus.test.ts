@@ -229,6 +229,13 @@ describe('tus 1.0 with curl', () => {
     expect((await curl('PATCH', late, { ...PATCH, 'Upload-Offset': '0' }, { data: Buffer.from('new'), user: `tus-user:${password}` })).status).toBe(403);
     const kept = await fetch(`${test.url}/tus/raced.bin`, { headers: { authorization: adminAuth } });
     expect(await kept.text()).toBe('first');
+    // Every byte arrived: HEAD tries the completion again (a client seeing the full offset sends nothing more).
+    expect((await curl('HEAD', late, TUS, { user: `tus-user:${password}` })).status).toBe(403);
+    expect((await fetch(`${test.url}/tus/raced.bin`, { method: 'DELETE', headers: { authorization: adminAuth } })).status).toBe(200);
+    const head = await curl('HEAD', late, TUS, { user: `tus-user:${password}` });
+    expect(head.status).toBe(200);
+    expect(head.headers['upload-offset']).toBe('3');
+    expect(await (await fetch(`${test.url}/tus/raced.bin`, { headers: { authorization: adminAuth } })).text()).toBe('new');
     // The admin (delete) replaces.
     const replace = await create('/tus/taken.bin', 3);
     expect((await curl('PATCH', replace, { ...PATCH, 'Upload-Offset': '0' }, { data: Buffer.from('new') })).status).toBe(204);
