@@ -91,7 +91,7 @@ export async function fileSharePlugin(app: FastifyInstance, { config, publicUrl,
       signIn: signIn ? { displayName: signIn.display_name } : undefined,
     });
     await scope.register(resumableRoutes, {
-      pool: app.pool, store: app.store, tree, sweeper, maxBytes: config.uploads.max_bytes, expiresAfterSeconds: config.uploads.resumable.expires_after_seconds, maxAgeSeconds: config.uploads.abandoned_after_seconds,
+      pool: app.pool, store: app.store, tree, sweeper, maxBytes: config.uploads.max_bytes, expiresAfterSeconds: config.uploads.resumable.expires_after_seconds, maxAgeSeconds: Math.max(1, config.uploads.abandoned_after_seconds - 60),
       writeAccess: (request) => principalWriteAccess(request.principal, config.uploads.max_bytes),
       ...(settings.sweepIntervalMs ? { expireIntervalMs: settings.sweepIntervalMs } : {}),
     });

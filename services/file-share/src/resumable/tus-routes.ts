@@ -30,7 +30,7 @@ export interface ResumableOptions extends Omit<ReceiveDeps, 'rows' | 'hashes'> {
   /** uploads.max_bytes: Tus-Max-Size. */
   maxBytes: number;
   expiresAfterSeconds: number;
-  /** uploads.abandoned_after_seconds: no upload lives longer (the sweep of interrupted S3 uploads would end it). */
+  /** Below uploads.abandoned_after_seconds (a minute, for the S3 upload started just before the row): no upload lives longer, the sweep of interrupted S3 uploads would end it. */
   maxAgeSeconds: number;
   /** Who may write where, for this request (write-access.ts). */
   writeAccess(request: FastifyRequest): WriteAccess;
