@@ -17,6 +17,7 @@ import { benchCluster } from './cluster.ts';
 import { benchDownloads } from './downloads.ts';
 import { benchFileShare } from './file-share.ts';
 import { benchListing } from './listing.ts';
+import { benchResumable } from './resumable.ts';
 import { benchUploads } from './uploads.ts';
 import { benchMemory } from './memory.ts';
 import { benchMetadata } from './metadata.ts';
@@ -35,6 +36,7 @@ const sections: { name: string; title: string; run: (env: BenchEnv) => Promise<B
   { name: 'uploads', title: 'box uploads (512 MiB) vs min(sha256, storage write) of the same run', run: benchUploads },
   { name: 'box-repository', title: 'box repository (1 GiB transfers, 5 GiB upload, metadata)', run: benchBoxRepository },
   { name: 'file-share', title: 'file share (10,000-entry listing, 256 MiB transfers)', run: benchFileShare },
+  { name: 'resumable', title: 'file share resumable uploads (tus, 1 GiB in 16 MiB PATCHes) vs the plain upload route', run: benchResumable },
   { name: 'listing', title: 'file share JSON listing (one folder, 8 clients) vs a static file server', run: benchListing },
   { name: 'terminal', title: 'terminal gateway', run: benchTerminal },
   { name: 'tracing', title: 'tracing overhead: box repository with tracing off / 100% / 10% sampled (real collector)', run: benchTracing },

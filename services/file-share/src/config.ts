@@ -16,6 +16,13 @@ export const fileShareConfigSchema = z.strictObject({
       max_bytes: z.number().int().positive().default(5 * GiB).describe('Largest file accepted (413 above).'),
       // What a crashed upload left (a local .tmp file, an unfinished S3 multipart upload) goes once this old.
       abandoned_after_seconds: z.number().int().min(1).default(24 * 3600),
+      resumable: z
+        .strictObject({
+          expires_after_seconds: z.number().int().min(60).max(30 * 24 * 3600).default(24 * 3600)
+            .describe('An unfinished resumable (tus) upload expires this long after its last chunk; its bytes are then removed.'),
+        })
+        .prefault({})
+        .describe('Resumable uploads (tus 1.0, /api/uploads).'),
     })
     .prefault({})
     .describe('File uploads.'),

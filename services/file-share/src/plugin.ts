@@ -21,6 +21,8 @@ import { fileRoutes } from './files/file-routes.ts';
 import { ok } from './http/envelope.ts';
 import { createSweeper, type Sweeper } from './maintenance/sweeper.ts';
 import { createShares } from './shares/index.ts';
+import { resumableRoutes } from './resumable/tus-routes.ts';
+import { principalWriteAccess } from './resumable/write-access.ts';
 import { createTree, pickCaseFoldCollation } from './tree/tree-store.ts';
 
 declare module 'fastify' {
@@ -92,6 +94,11 @@ export async function fileSharePlugin(app: FastifyInstance, { config, publicUrl,
     await scope.register(fileRoutes, {
       pool: app.pool, store: app.store, tree, sweeper, maxUploadBytes: config.uploads.max_bytes,
       signIn: signIn ? { displayName: signIn.display_name } : undefined,
+    });
+    await scope.register(resumableRoutes, {
+      pool: app.pool, store: app.store, tree, sweeper, maxBytes: config.uploads.max_bytes, expiresAfterSeconds: config.uploads.resumable.expires_after_seconds, maxAgeSeconds: Math.max(1, config.uploads.abandoned_after_seconds - 60),
+      writeAccess: (request) => principalWriteAccess(request.principal, config.uploads.max_bytes),
+      ...(settings.sweepIntervalMs ? { expireIntervalMs: settings.sweepIntervalMs } : {}),
     });
   });
 }

@@ -31,6 +31,7 @@ export { createAccounts, accountMigrations, generatePassword, UsernameTakenError
 export { createAccountWatch, accountChannel, type AccountWatch, type AccountChange, type AccountChangeListener } from './accounts/account-watch.ts';
 export { createObjectStore } from './storage/index.ts';
 export type { ObjectStore, ObjectInfo, PutResult, ByteRange } from './storage/types.ts';
+export type { MultipartUploads } from './storage/s3-multipart.ts';
 export * from './storage/errors.ts';
 export { createUploadDiscarder, type UploadDiscarder } from './storage/discard-upload.ts';
 export { adminSchema, serviceSections, publicBaseUrl, serverTls } from './config/service-sections.ts';

@@ -163,6 +163,25 @@ function rows(): MatrixRow<Role>[] {
   add('POST /-/s/:token/*', everyone(201), async (role) => send(role, 'POST', `/-/s/${await requestToken()}/${unique('raw')}.txt`, { body: 'raw', headers: { 'content-type': 'application/octet-stream' } }), 'a raw upload through a file request');
   add('GET /-/zip/:token', everyone(200), async (role, m) => send(role, m, `/-/zip/${await shareToken()}`));
   add('GET /-/zip/:token/*', everyone(200), async (role, m) => send(role, m, `/-/zip/${await shareToken()}/`));
+  // Resumable uploads (tus): created by whoever may upload there; only its creator continues or ends it, others
+  // are told it does not exist (404); OPTIONS needs no right.
+  const TUS = { 'tus-resumable': '1.0.0' };
+  const tusWriters = (status: number) => expect_({ ...grant([...USERS, 'keyUploads', 'keyScopedTeam'], status), ...grant(['keyDownloads', 'keyDelete'], 404) });
+  const create = async (role: Role, length = 1): Promise<string> => {
+    const may = [...USERS, 'keyUploads', 'keyScopedTeam'].includes(role);
+    const creator = may ? headers[role] : { authorization: adminAuth };
+    const response = await fetch(`${test.url}/api/uploads`, { method: 'POST', headers: { ...creator, ...TUS, 'upload-length': String(length), 'upload-metadata': `path ${Buffer.from(`/team/${unique('tus')}.bin`).toString('base64')}` } });
+    if (response.status !== 201) throw new Error(`tus creation: ${response.status}`);
+    return response.headers.get('location')!;
+  };
+  const chunk = { ...TUS, 'content-type': 'application/offset+octet-stream', 'upload-offset': '0' };
+  add('OPTIONS /api/uploads', open(204), (role) => send(role, 'OPTIONS', '/api/uploads'));
+  add('OPTIONS /api/uploads/:id', open(204), async (role) => send(role, 'OPTIONS', await create('adminSession')));
+  add('POST /api/uploads', writers(201), (role) => send(role, 'POST', '/api/uploads', { headers: { ...TUS, 'upload-length': '1', 'upload-metadata': `path ${Buffer.from(`/team/${unique('tus')}.bin`).toString('base64')}` } }));
+  add('HEAD /api/uploads/:id', tusWriters(200), async (role) => send(role, 'HEAD', await create(role), { headers: TUS }));
+  add('PATCH /api/uploads/:id', tusWriters(204), async (role) => send(role, 'PATCH', await create(role), { body: 'x', headers: chunk }));
+  add('POST /api/uploads/:id', tusWriters(204), async (role) => send(role, 'POST', await create(role), { body: 'x', headers: { ...chunk, 'x-http-method-override': 'PATCH' } }), 'a PATCH by X-HTTP-Method-Override');
+  add('DELETE /api/uploads/:id', tusWriters(204), async (role) => send(role, 'DELETE', await create(role), { headers: TUS }));
   return rows;
 }
 

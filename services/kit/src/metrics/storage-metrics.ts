@@ -71,6 +71,18 @@ function inSpan<T>(driver: ObjectStore['driver'], operation: string, key: string
 }
 
 /** The same store, counting what goes through it into `registry` (and tracing its calls). */
+/** Parts of caller-driven multipart uploads count as stored bytes once S3 has taken them. */
+function countParts(multipart: NonNullable<ObjectStore['multipart']>, metrics: StorageMetrics): NonNullable<ObjectStore['multipart']> {
+  return {
+    ...multipart,
+    async putPart(key, uploadId, part, body, length) {
+      const etag = await multipart.putPart(key, uploadId, part, body, length);
+      metrics.uploadedBytes.inc(length);
+      return etag;
+    },
+  };
+}
+
 export function instrumentStore(store: ObjectStore, registry: Registry, options: { bucket?: string } = {}): ObjectStore {
   const metrics = createStorageMetrics(registry);
   const observe = async <T>(operation: string, key: string, run: () => Promise<T>): Promise<T> =>
@@ -84,6 +96,7 @@ export function instrumentStore(store: ObjectStore, registry: Registry, options:
     });
   return {
     driver: store.driver,
+    ...(store.multipart ? { multipart: countParts(store.multipart, metrics) } : {}),
     put: (key, body, putOptions) =>
       inSpan(store.driver, 'put', key, options.bucket, async (span) => {
         try {

@@ -31,3 +31,4 @@ export { createLocalStore, type LocalStoreOptions } from './local.ts';
 export { createS3Store, type S3StoreOptions } from './s3.ts';
 export { HashingCounter, type HashingCounterOptions } from './hashing-counter.ts';
 export { validateKey, validatePrefix } from './keys.ts';
+export type { MultipartUploads } from './s3-multipart.ts';

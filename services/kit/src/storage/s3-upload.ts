@@ -202,7 +202,7 @@ export class S3ResponseError extends Error {
 }
 
 /** PUTs one part of `length` bytes to a presigned part URL; returns its ETag. */
-async function putPart(client: Client, target: { bucket: string; objectName: string; uploadId: string; part: number }, body: Readable, length: number): Promise<string> {
+export async function putPart(client: Client, target: { bucket: string; objectName: string; uploadId: string; part: number }, body: Readable, length: number): Promise<string> {
   const url = await client.presignedUrl('PUT', target.bucket, target.objectName, 15 * 60, { partNumber: String(target.part), uploadId: target.uploadId });
   const response = await request(url, { method: 'PUT', body, headers: { 'content-length': String(length) } });
   const text = await response.body.text();

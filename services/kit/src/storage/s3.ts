@@ -8,6 +8,7 @@ import { InvalidKeyError, ObjectNotFoundError, RangeNotSatisfiableError, Storage
 import { validateKey, validatePrefix } from './keys.ts';
 import { codeOf, objectName, toStorageError, type S3Bucket } from './s3-bucket.ts';
 import { getObjectBody } from './s3-get/get-object.ts';
+import { s3Multipart } from './s3-multipart.ts';
 import { putObject } from './s3-put.ts';
 import type { ByteRange, ObjectInfo, ObjectStore } from './types.ts';
 import { withoutTrailingSlashes } from '../text/trim.ts';
@@ -211,5 +212,6 @@ export function createS3Store(options: S3StoreOptions): ObjectStore {
     presignedGetUrl: (key, expiresSeconds) => presignedGetUrl(target, key, expiresSeconds),
     sweepAbandonedUploads: (olderThan) => sweepAbandonedUploads(target, olderThan),
     check: () => check(target, options.endpoint),
+    multipart: s3Multipart(target),
   };
 }

@@ -2,6 +2,7 @@
 // `s3` (MinIO or any S3 API) and `local` (a directory). Keys are opaque `/`-separated names; both drivers
 // accept the same keys (see keys.ts), so a service can move between drivers without renaming anything.
 import type { Readable } from 'node:stream';
+import type { MultipartUploads } from './s3-multipart.ts';
 
 export interface PutOptions {
   /** Fails with ObjectTooLargeError as soon as the body passes this many bytes; nothing is stored. */
@@ -70,4 +71,6 @@ export interface ObjectStore {
    * written to all the time; s3: choose a grace longer than the longest upload).
    */
   sweepAbandonedUploads(olderThan: Date): Promise<number>;
+  /** s3 only: multipart uploads driven by the caller across requests (s3-multipart.ts). */
+  readonly multipart?: MultipartUploads;
 }

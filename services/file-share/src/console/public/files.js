@@ -2,9 +2,14 @@
 // The listing's enhancements: uploads of several files and whole folders (file pickers, drag and drop) with a
 // progress bar each, new folder, rename, delete with confirmation, copy link, and live updates from /events.
 // Each upload sends the File itself as the request body (application/octet-stream; the browser streams it from
-// disk, nothing is read into the page) to the file's own URL path, so folders are recreated on the way.
+// disk, nothing is read into the page) to the file's own URL path, so folders are recreated on the way. Files of
+// RESUMABLE_BYTES and more go through the resumable (tus) endpoint instead, with pause/resume, and survive a
+// network cut or a page reload (resumable.js).
 import { announce, api, ask, button, copyText, messageOf, refreshParts } from './console.js';
 import { openShareDialog } from './share-dialog.js';
+import { rememberedUploads, resumableUpload } from './resumable.js';
+
+const RESUMABLE_BYTES = 8 * 1024 * 1024;
 
 const body = document.body;
 const folder = body.dataset.path ?? '/';
@@ -90,7 +95,7 @@ function enqueue(items) {
   if (items.length === 0) return;
   announce(`Uploading ${items.length} ${items.length === 1 ? 'file' : 'files'}`);
   const jobs = items.map((item) => ({ ...item, view: uploadView(item.path, item.file.size) }));
-  for (const job of jobs) queue = queue.then(() => send(job));
+  for (const job of jobs) queue = queue.then(() => (job.file.size >= RESUMABLE_BYTES ? sendResumable(job) : send(job)));
   const batch = queue;
   void batch.then(() => {
     const failed = jobs.filter((job) => job.failed).length;
@@ -162,6 +167,65 @@ function send(job) {
     view.result.textContent = '0%';
     request.send(job.file);
   });
+}
+
+const sharePath = (relative) => (folder === '/' ? `/${relative}` : `${folder}/${relative}`);
+
+/** A large file through tus: progress, a Pause/Resume button; resolves once done, failed or paused. */
+function sendResumable(job) {
+  const { view } = job;
+  remembered.get(sharePath(job.path))?.remove();
+  const setState = (state, text) => {
+    view.item.dataset.state = state;
+    view.result.classList.toggle('failed', state === 'failed');
+    view.result.classList.toggle('done', state === 'done');
+    if (text !== undefined) view.result.textContent = text;
+  };
+  const upload = resumableUpload(job.file, sharePath(job.path), {
+    progress(sent) {
+      view.progress.value = sent;
+      view.result.textContent = `${Math.floor((sent / Math.max(job.file.size, 1)) * 100)}%`;
+    },
+    state: setState,
+  });
+  const toggle = button('Pause', `Pause the upload of ${job.path}`, () => {
+    if (view.item.dataset.state === 'paused') void run();
+    else upload.pause();
+  });
+  view.item.append(toggle);
+  const run = async () => {
+    job.failed = false;
+    toggle.textContent = 'Pause';
+    toggle.setAttribute('aria-label', `Pause the upload of ${job.path}`);
+    try {
+      const { sha256 } = await upload.start();
+      view.progress.value = view.progress.max;
+      setState('done', `Done · SHA-256 ${sha256}`);
+      toggle.remove();
+    } catch (error) {
+      if (error.paused) {
+        setState('paused', `Paused at ${view.progress.value === 0 ? 0 : Math.floor((view.progress.value / view.progress.max) * 100)}%`);
+        toggle.textContent = 'Resume';
+        toggle.setAttribute('aria-label', `Resume the upload of ${job.path}`);
+        return;
+      }
+      job.failed = true;
+      setState('failed', error.message);
+      toggle.remove();
+    }
+  };
+  return run();
+}
+
+/** Uploads this browser left unfinished here (a reload, a closed tab): choosing the same file again continues them. */
+const remembered = new Map();
+function showRemembered() {
+  for (const { path, size } of rememberedUploads(folder)) {
+    const view = uploadView(path, size);
+    remembered.set(path, view.item);
+    view.item.dataset.state = 'interrupted';
+    view.result.textContent = 'Interrupted: choose the same file again to continue where it stopped';
+  }
 }
 
 function humanSize(bytes) {
@@ -281,5 +345,8 @@ function listen() {
 }
 
 decorateRows();
-if (canUpload && document.getElementById('upload-panel')) setUpUploads();
+if (canUpload && document.getElementById('upload-panel')) {
+  setUpUploads();
+  showRemembered();
+}
 listen();

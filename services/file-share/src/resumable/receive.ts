@@ -1,0 +1,136 @@
+// What happens to an upload while a request holds its lease: a chunk is stored and appended, and the request
+// that brings the last byte completes it — the write grant is checked again, the file's object is made (s3: the
+// multipart upload is completed, s3-parts.ts; otherwise the chunks are joined into a fresh `files/<uuid>`, sha256
+// computed on the way) and the tree commits the path in one transaction (the same commitUpload as a plain
+// upload: replacing, checksum-update event). Until then nothing is visible.
+import { randomUUID } from 'node:crypto';
+import type { Readable } from 'node:stream';
+import { conflict, HttpError, type ObjectStore } from '@boxyard/kit';
+import { sql, type DatabasePool } from 'slonik';
+import type { Sweeper } from '../maintenance/sweeper.ts';
+import type { Tree } from '../tree/tree-store.ts';
+import { joinSegments, storeChunk } from './chunks.ts';
+import type { RunningHashes } from './running-hash.ts';
+import { appendPart, completeParts, type PartDeps } from './s3-parts.ts';
+import type { ChecksumHeader } from './tus-headers.ts';
+import { LEASE_SECONDS, type UploadRow, type UploadRows } from './upload-rows.ts';
+import type { WriteAccess } from './write-access.ts';
+
+export interface ReceiveDeps {
+  pool: DatabasePool;
+  store: ObjectStore;
+  tree: Tree;
+  sweeper: Sweeper;
+  rows: UploadRows;
+  hashes: RunningHashes;
+}
+
+export interface Chunk {
+  body: Readable | undefined;
+  /** Content-Length when the request declared one. */
+  size: number | undefined;
+  checksum?: ChecksumHeader | undefined;
+}
+
+/**
+ * Writes one chunk at `offset` under a fresh lease (the caller has checked that the caller owns the upload) and
+ * completes the upload when it is full. Returns the upload as it is afterwards.
+ */
+export async function receive(deps: ReceiveDeps, row: UploadRow, owner: string, offset: number, chunk: Chunk, access: WriteAccess): Promise<{ row: UploadRow; sha256?: string }> {
+  if (chunk.size !== undefined && offset + chunk.size > row.length) {
+    chunk.body?.resume();
+    throw new HttpError(413, `The chunk would end at byte ${offset + chunk.size}, past the upload's length of ${row.length}`);
+  }
+  const token = randomUUID();
+  let current: UploadRow;
+  try {
+    current = await deps.rows.lease(row.id, owner, offset, token);
+  } catch (error) {
+    chunk.body?.resume(); // refused before reading: drain, so the connection stays usable
+    throw error;
+  }
+  const renewal = keepLease(deps, row.id, token, chunk.body);
+  try {
+    if (chunk.body && chunk.size !== 0) {
+      current = current.multipart_id
+        ? await appendPart(partDeps(deps), current, token, offset, { ...chunk, body: chunk.body }).catch(asChunkError)
+        : await appendChunk(deps, current, token, offset, chunk);
+    }
+    const sha256 = current.received === current.length ? await complete(deps, current, token, access) : undefined;
+    return { row: (await deps.rows.find(row.id)) ?? current, ...(sha256 ? { sha256 } : {}) };
+  } finally {
+    clearInterval(renewal);
+    await deps.rows.release(row.id, token);
+  }
+}
+
+/** Renews the lease while the request runs; a lost lease stops the body, so nothing more is written for it. */
+function keepLease(deps: ReceiveDeps, id: string, token: string, body: Readable | undefined): NodeJS.Timeout {
+  const timer = setInterval(() => {
+    void deps.rows.renew(id, token).then(
+      (held) => {
+        if (!held) body?.destroy(conflict('The upload was taken over or ended while this request ran'));
+      },
+      () => {},
+    );
+  }, (LEASE_SECONDS * 1000) / 3);
+  timer.unref();
+  return timer;
+}
+
+/** A chunk's failure as the caller should see it: a body that broke off is a 400 (nothing of it was kept). */
+function asChunkError(error: unknown): never {
+  if (error instanceof HttpError || (error as { statusCode?: number }).statusCode !== undefined) throw error;
+  throw new HttpError(400, 'The chunk was interrupted before it ended; nothing of it was kept');
+}
+
+function partDeps(deps: ReceiveDeps): PartDeps {
+  const chunks = { pool: deps.pool, store: deps.store, discard: deps.sweeper.discardUpload };
+  return { store: deps.store, multipart: deps.store.multipart!, rows: deps.rows, hashes: deps.hashes, storeChunk: (id, body, options) => storeChunk(chunks, id, body, options) };
+}
+
+async function appendChunk(deps: ReceiveDeps, row: UploadRow, token: string, offset: number, chunk: Chunk): Promise<UploadRow> {
+  const discard = deps.sweeper.discardUpload;
+  const stored = await storeChunk({ pool: deps.pool, store: deps.store, discard }, row.id, chunk.body!, {
+    size: chunk.size,
+    maxBytes: row.length - offset,
+    checksum: chunk.checksum,
+  }).catch(asChunkError);
+  try {
+    return await deps.rows.append(row.id, token, { offset, length: stored.length, storageKey: stored.storageKey, part: null, etag: null });
+  } catch (error) {
+    await discard(stored.storageKey);
+    throw error;
+  }
+}
+
+/** Joins the chunks into the file's object and commits its path; the grant is checked once more first. */
+async function complete(deps: ReceiveDeps, row: UploadRow, token: string, access: WriteAccess): Promise<string> {
+  const grant = access(row.path);
+  const existing = await deps.tree.find(row.path);
+  if (existing?.kind === 'dir') throw conflict(`${row.path} is a folder`);
+  if (existing && !grant.mayReplace) throw new HttpError(403, `${row.path} exists; replacing a file needs the delete permission`);
+  if (row.multipart_id) {
+    // The final object stays registered (and so removable) until the commit takes it over.
+    const stored = await completeParts(partDeps(deps), row);
+    return commit(deps, row, grant, stored.storageKey, stored.sha256);
+  }
+  const storageKey = `files/${randomUUID()}`;
+  await deps.pool.query(sql.unsafe`insert into object_garbage (storage_key, delete_after) values (${storageKey}, now() + interval '1 day')`);
+  try {
+    const segments = await deps.rows.segments(row.id);
+    const stored = await deps.store.put(storageKey, joinSegments(deps.store, segments), { size: row.length, maxBytes: row.length, contentType: 'application/octet-stream' });
+    return await commit(deps, row, grant, storageKey, stored.sha256);
+  } catch (error) {
+    await deps.sweeper.discardUpload(storageKey);
+    throw error;
+  }
+}
+
+/** The path appears here, atomically, with its sha256 (checksum-update); a lost lease would have stopped the bytes. */
+async function commit(deps: ReceiveDeps, row: UploadRow, grant: ReturnType<WriteAccess>, storageKey: string, sha256: string): Promise<string> {
+  await deps.tree.commitUpload({ path: row.path, storageKey, size: row.length, sha256, userId: grant.userId, mayReplace: grant.mayReplace });
+  await deps.rows.end(row.id, 'done');
+  void deps.sweeper.sweepNow(); // the chunks, and the bytes this file replaced
+  return sha256;
+}

@@ -1,0 +1,99 @@
+// The s3 driver's resumable uploads: the upload is one S3 multipart upload of its final `files/<uuid>` key,
+// started at creation. A PATCH whose length is known and at least S3's 5 MiB part minimum (or that ends the
+// upload) streams straight into the next part as its bytes arrive: nothing is buffered in memory or on local disk,
+// and the bytes are written once. A smaller PATCH (S3 would refuse it as a part unless it is the last one) is
+// staged as an object of its own (chunks.ts) — durable, readable by any replica — and once the staged run reaches
+// 5 MiB, or the upload's last byte arrives, the run is streamed from storage into one part and its objects go.
+// A part that fails (the body broke off, a checksum mismatch) is never recorded: the next PATCH sends the same
+// part number, which replaces it. Completion lists the recorded parts; the file's sha256 comes from the running
+// hash (running-hash.ts) or, when another replica took some chunk, from reading the object once.
+import { createHash } from 'node:crypto';
+import { Transform, type Readable } from 'node:stream';
+import { HttpError, type MultipartUploads, type ObjectStore } from '@boxyard/kit';
+import type { storeChunk } from './chunks.ts';
+import { checksumMismatch, joinSegments } from './chunks.ts';
+import type { ChunkHasher, RunningHashes } from './running-hash.ts';
+import type { ChecksumHeader } from './tus-headers.ts';
+import type { Segment, UploadRow, UploadRows } from './upload-rows.ts';
+
+const MAX_PARTS = 10_000;
+
+export interface PartDeps {
+  store: ObjectStore;
+  multipart: MultipartUploads;
+  rows: UploadRows;
+  hashes: RunningHashes;
+  storeChunk: (uploadId: string, body: Readable, options: Parameters<typeof storeChunk>[3]) => ReturnType<typeof storeChunk>;
+}
+
+export interface PartChunk {
+  body: Readable;
+  size: number | undefined;
+  checksum?: ChecksumHeader | undefined;
+}
+
+/** Passes bytes through to the running hash and the chunk's own checksum. */
+function tap(body: Readable, hasher: ChunkHasher, checksum: ReturnType<typeof createHash> | undefined): Readable {
+  const through = new Transform({
+    transform(bytes: Buffer, _encoding, done) {
+      hasher.update(bytes);
+      checksum?.update(bytes);
+      done(null, bytes);
+    },
+  });
+  body.once('error', (error) => through.destroy(error));
+  return body.pipe(through);
+}
+
+const interrupted = () => new HttpError(400, 'The chunk was interrupted before it ended; nothing of it was kept');
+
+/** Appends one chunk at `offset` (the caller holds the lease); returns the upload afterwards. */
+export async function appendPart(deps: PartDeps, row: UploadRow, token: string, offset: number, chunk: PartChunk): Promise<UploadRow> {
+  const segments = await deps.rows.segments(row.id);
+  const staged = segments.filter((segment) => segment.part === null);
+  const part = Math.max(0, ...segments.map((segment) => segment.part ?? 0)) + 1;
+  if (part > MAX_PARTS) throw new HttpError(413, `An upload takes at most ${MAX_PARTS} chunks of at least 5 MiB`);
+  const hasher = deps.hashes.forChunk(row);
+  const size = chunk.size;
+  if (size !== undefined && size > 0 && staged.length === 0 && (size >= deps.multipart.minPartBytes || offset + size === row.length)) {
+    const check = chunk.checksum ? createHash(chunk.checksum.algorithm) : undefined;
+    let bodyFailed = false;
+    chunk.body.once('error', () => (bodyFailed = true));
+    const etag = await deps.multipart.putPart(row.storage_key!, row.multipart_id!, part, tap(chunk.body, hasher, check), size).catch((error: unknown) => {
+      throw bodyFailed || chunk.body.destroyed ? interrupted() : error;
+    });
+    if (check && check.digest('hex') !== chunk.checksum!.hex) throw checksumMismatch(); // the part is replaced by the next one sent
+    const after = await deps.rows.append(row.id, token, { offset, length: size, storageKey: null, part, etag }, hasher.token);
+    hasher.commit(after.received);
+    return after;
+  }
+  const stored = await deps.storeChunk(row.id, tap(chunk.body, hasher, undefined), { size, maxBytes: row.length - offset, checksum: chunk.checksum });
+  const after = await deps.rows.append(row.id, token, { offset, length: stored.length, storageKey: stored.storageKey, part: null, etag: null }, hasher.token);
+  hasher.commit(after.received);
+  const run = [...staged, { offset, length: stored.length, storageKey: stored.storageKey, part: null, etag: null }];
+  const runBytes = run.reduce((sum, segment) => sum + segment.length, 0);
+  if (runBytes >= deps.multipart.minPartBytes || after.received === after.length) await foldStaged(deps, after, token, run, part, runBytes);
+  return after;
+}
+
+/** Streams the staged chunks from storage into one part and records it in their place. */
+async function foldStaged(deps: PartDeps, row: UploadRow, token: string, run: readonly Segment[], part: number, bytes: number): Promise<void> {
+  const etag = await deps.multipart.putPart(row.storage_key!, row.multipart_id!, part, joinSegments(deps.store, run), bytes);
+  await deps.rows.fold(row.id, token, run, { offset: run[0]!.offset, length: bytes, storageKey: null, part, etag });
+}
+
+/** Makes the final object from the recorded parts (once) and returns its sha256. */
+export async function completeParts(deps: PartDeps, row: UploadRow): Promise<{ storageKey: string; sha256: string }> {
+  const storageKey = row.storage_key!;
+  // A completion that failed after S3 had assembled the object (a refused commit) finds it there when retried.
+  if (!(await deps.store.stat(storageKey))) {
+    const segments = await deps.rows.segments(row.id);
+    if (segments.some((segment) => segment.part === null)) throw new Error('resumable upload: staged chunks left at completion'); // foldStaged runs first
+    await deps.multipart.complete(storageKey, row.multipart_id!, segments.map((segment) => ({ part: segment.part!, etag: segment.etag! })));
+  }
+  const running = deps.hashes.digest(row);
+  if (running) return { storageKey, sha256: running };
+  const hash = createHash('sha256');
+  for await (const bytes of await deps.store.get(storageKey)) hash.update(bytes as Buffer);
+  return { storageKey, sha256: hash.digest('hex') };
+}

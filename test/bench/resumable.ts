@@ -1,0 +1,137 @@
+// `make bench` section `resumable`: 1 GiB through the file share's tus endpoint in 16 MiB PATCHes vs the plain
+// upload route (the bytes as one request body), same service, same run, interleaved; s3 driver on the bench's
+// MinIO. Both sides use curl (one process per request: a creation POST, then 64 PATCHes of a 16 MiB piece), so
+// the ratio measures the service's two paths, not two clients; goal ≥ 0.85×. A second row, without a goal, sends
+// the same file with tus-js-client in its own process (a JavaScript client costs more CPU per byte than curl,
+// which on a busy 2-core machine shows in the ratio).
+import { execFile, execFileSync, spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { mkdir, open, readFile, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
+import * as Minio from 'minio';
+import { startFileShare } from '@boxyard/file-share/service.ts';
+import { fileShareConfigSchema } from '@boxyard/file-share/config.ts';
+import { createBenchDatabase, type BenchEnv, type BenchRow } from './env.ts';
+
+const run = promisify(execFile);
+const MiB = 1024 * 1024;
+// BENCH_RESUMABLE_MIB: a smaller file to check the section runs (the figures are for 1 GiB).
+const fileBytes = Number(process.env.BENCH_RESUMABLE_MIB ?? 1024) * MiB;
+const patchBytes = 16 * MiB;
+const runs = 3;
+const goal = 0.85;
+const region = 'us-east-1';
+const adminPassword = `Bench-${randomBytes(6).toString('hex')}-1A`;
+const tusClient = fileURLToPath(new URL('../../services/file-share/src/resumable/testing/tus-js-upload.ts', import.meta.url));
+
+const median = (values: number[]): number => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
+const round = (value: number, digits = 1) => Math.round(value * 10 ** digits) / 10 ** digits;
+
+async function seconds(step: () => Promise<unknown>): Promise<number> {
+  const started = process.hrtime.bigint();
+  await step();
+  return Number(process.hrtime.bigint() - started) / 1e9;
+}
+
+async function writeRandomFile(path: string): Promise<void> {
+  const file = await open(path, 'w');
+  for (let written = 0; written < fileBytes; written += 16 * MiB) await file.write(randomBytes(Math.min(16 * MiB, fileBytes - written)));
+  await file.close();
+}
+
+/** The file cut into PATCH-sized pieces (outside the timing), so that curl can send each one as a body. */
+async function pieces(file: string, dir: string): Promise<string[]> {
+  const data = await readFile(file);
+  const paths: string[] = [];
+  for (let offset = 0; offset < data.length; offset += patchBytes) {
+    const path = join(dir, `piece-${offset / patchBytes}`);
+    await writeFile(path, data.subarray(offset, offset + patchBytes));
+    paths.push(path);
+  }
+  return paths;
+}
+
+/** tus with curl: the creation, then one PATCH per piece. */
+async function curlTus(base: string, user: string, parts: string[], path: string): Promise<void> {
+  const tus = ['-H', 'Tus-Resumable: 1.0.0'];
+  const created = await run('curl', ['-sS', '-i', '-X', 'POST', '-u', user, ...tus, '-H', `Upload-Length: ${fileBytes}`, '-H', `Upload-Metadata: path ${Buffer.from(path).toString('base64')}`, `${base}/api/uploads`]);
+  const location = /^location: (\S+)/im.exec(created.stdout)?.[1];
+  if (!location) throw new Error(`tus creation failed: ${created.stdout.slice(0, 200)}`);
+  for (const [i, piece] of parts.entries()) {
+    const { stdout } = await run('curl', ['-sS', '-X', 'PATCH', '-u', user, ...tus, '-H', 'Content-Type: application/offset+octet-stream', '-H', `Upload-Offset: ${i * patchBytes}`, '-T', piece, '-o', '/dev/null', '-w', '%{http_code}', `${base}${location}`]);
+    if (stdout !== '204') throw new Error(`PATCH ${i} answered ${stdout}`);
+  }
+}
+
+/** The tus client process until it reports `done`. */
+function tusUpload(endpoint: string, file: string, authorization: string, path: string): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [tusClient, endpoint, file, authorization, path, String(patchBytes)], { stdio: ['ignore', 'pipe', 'inherit'] });
+    let out = '';
+    child.stdout.on('data', (chunk: Buffer) => {
+      out = (out + chunk.toString()).slice(-200); // progress lines are dropped; only the end matters
+    });
+    child.once('exit', (code) => (code === 0 && out.includes('done') ? resolve() : reject(new Error(`tus client exited with ${code}`))));
+  });
+}
+
+export async function benchResumable(env: BenchEnv): Promise<BenchRow[]> {
+  const url = new URL(env.minio.endpoint);
+  const client = new Minio.Client({ endPoint: url.hostname, port: Number(url.port), useSSL: false, accessKey: env.minio.accessKey, secretKey: env.minio.secretKey, region });
+  const bucket = `bench-tus-${randomBytes(4).toString('hex')}`;
+  await client.makeBucket(bucket, region);
+  const databaseUrl = await createBenchDatabase(env, `bench_tus_${randomBytes(4).toString('hex')}`);
+  const share = await startFileShare(fileShareConfigSchema.parse({
+    server: { host: '127.0.0.1', port: 0 },
+    logging: { level: 'warn' },
+    database: { url: databaseUrl },
+    storage: { driver: 's3', endpoint: env.minio.endpoint, access_key: env.minio.accessKey, secret_key: env.minio.secretKey, bucket, region, prefix: 'file-share' },
+    rate_limiting: { enabled: false },
+    session: { secret: randomBytes(32).toString('base64url') },
+    admin: { username: 'admin', password: adminPassword },
+    uploads: { max_bytes: 2 * fileBytes },
+  }));
+  const dir = join(env.workDir, 'resumable');
+  await mkdir(dir, { recursive: true });
+  try {
+    const authorization = `Basic ${Buffer.from(`admin:${adminPassword}`).toString('base64')}`;
+    const file = join(dir, 'object.bin');
+    await writeRandomFile(file);
+    const plain = async (i: number) => {
+      const { stdout } = await run('curl', ['-sS', '-X', 'POST', '-u', `admin:${adminPassword}`, '-H', 'Content-Type: application/octet-stream', '-T', file, '-o', '/dev/null', '-w', '%{http_code}', `${share.url}/bench/plain-${i}.bin`]);
+      if (stdout !== '201') throw new Error(`plain upload answered ${stdout}`);
+    };
+    const parts = await pieces(file, dir);
+    const steps = {
+      plain,
+      tus: (i: number) => curlTus(share.url, `admin:${adminPassword}`, parts, `/bench/tus-${i}.bin`),
+      js: (i: number) => tusUpload(`${share.url}/api/uploads`, file, authorization, `/bench/js-${i}.bin`),
+    };
+    const rates: Record<keyof typeof steps, number[]> = { plain: [], tus: [], js: [] };
+    for (let i = 0; i < runs; i++) {
+      const kinds = Object.keys(steps) as (keyof typeof steps)[];
+      for (const kind of i % 2 === 0 ? kinds : kinds.reverse()) {
+        execFileSync('sync');
+        rates[kind].push(fileBytes / MiB / (await seconds(() => steps[kind](i))));
+        await share.sweeper.sweepNow();
+      }
+    }
+    const baseline = median(rates.plain);
+    const row = (name: string, value: number, withGoal: boolean): BenchRow => ({
+      name, value: round(value), unit: 'MiB/s', baseline: round(baseline), ratio: round(value / baseline, 3),
+      ...(withGoal ? { goal: `≥ ${goal.toFixed(2)}×`, pass: value / baseline >= goal } : {}),
+    });
+    return [
+      row(`upload ${fileBytes / MiB / 1024} GiB: tus in 16 MiB PATCHes vs the plain route (both curl), s3 driver`, median(rates.tus), true),
+      row(`upload ${fileBytes / MiB / 1024} GiB: tus-js-client, 16 MiB chunks (vs the plain route with curl)`, median(rates.js), false),
+    ];
+  } finally {
+    await share.close();
+    const names: string[] = [];
+    for await (const item of client.listObjects(bucket, '', true)) if ((item as { name?: string }).name) names.push((item as { name: string }).name);
+    if (names.length > 0) await client.removeObjects(bucket, names).catch(() => {});
+    await client.removeBucket(bucket).catch(() => {});
+  }
+}
