@@ -43,3 +43,25 @@ alter table versions drop column major, drop column minor, drop column patch;
 alter table versions add column version_key text collate "C" generated always as (rubygems_version_key(version_number)) stored;
 -- Two strings RubyGems reads as one version (1.0 and 1.0.0) would be one version to Vagrant: refused as a duplicate.
 create unique index versions_order on versions (box_id, version_key desc);
+
+-- The checksum a provider was declared with (`vagrant cloud publish --checksum`, the API's provider body) before
+-- any bytes arrive: the upload is verified against it.
+alter table architectures add column declared_checksum_type text, add column declared_checksum text;
+
+-- Upload URLs handed out by the publishing API (cloud-api/upload-grants.ts): each is a capability for one
+-- architecture's file, found by the sha256 of its secret, usable until expires_at (to start an upload) and once:
+-- used_at is set in the transaction that commits the file (or when a callback finds the bytes wrong).
+-- storage_key: where a direct upload's presigned PUT writes (registered in storage_cleanup until committed).
+create table upload_grants (
+  token_sha256 text primary key,
+  architecture_id bigint not null references architectures on delete cascade,
+  direct boolean not null,
+  storage_key text,
+  expires_at timestamptz not null,
+  callback_until timestamptz not null,
+  used_at timestamptz,
+  outcome text,
+  created_at timestamptz not null default now()
+);
+create index upload_grants_architecture_id on upload_grants (architecture_id);
+create index upload_grants_callback_until on upload_grants (callback_until);
