@@ -13,7 +13,7 @@ import { assertReplaceAllowed, commitUpload, parseClientChecksum, storeUpload, v
 import type { ApiFlavour } from './documents.ts';
 import { notArrived, verifyDirectUpload } from './direct-upload.ts';
 import { findArchitecture, type ProviderParams } from './provider-routes.ts';
-import { alreadyUsed, findGrant, foundOfGrant, issueGrant, useGrant } from './upload-grants.ts';
+import { alreadyUsed, findGrant, foundOfGrant, issueGrant, spendGrant, useGrant } from './upload-grants.ts';
 
 async function declaredChecksum(ctx: ServiceContext, architectureId: number): Promise<ClientChecksum | undefined> {
   const row = await ctx.pool.one(sql.type(z.object({ type: z.string().nullable(), value: z.string().nullable() }))`
@@ -57,8 +57,14 @@ export async function uploadTargetRoutes(scope: FastifyInstance, ctx: ServiceCon
     const declared = declaredLength(request.headers);
     if (declared !== undefined && declared > maxBytes) throw new HttpError(413, `The upload (${declared} bytes) is larger than the limit of ${maxBytes} bytes (uploads.max_bytes); nothing was stored`);
     const checksum = await declaredChecksum(ctx, found.architecture!.id);
-    const stored = await storeUpload(ctx, { source: request.raw, checksum, ...(declared !== undefined ? { size: declared } : {}) });
-    await commitUpload(ctx, found, stored, { fileName: fileNameOf(found), checksum: verifyFinalChecksum(stored, checksum), replace: false, within: useGrant(grant) }, request.log);
+    try {
+      const stored = await storeUpload(ctx, { source: request.raw, checksum, ...(declared !== undefined ? { size: declared } : {}) });
+      await commitUpload(ctx, found, stored, { fileName: fileNameOf(found), checksum: verifyFinalChecksum(stored, checksum), replace: false, within: useGrant(grant) }, request.log);
+    } catch (error) {
+      // Bytes that are wrong stay wrong: the URL is spent and its callback says why. A cut upload keeps it.
+      if (error instanceof HttpError && (error.statusCode === 422 || error.statusCode === 413)) await spendGrant(ctx, grant, error.message);
+      throw error;
+    }
     return reply.status(200).send({ success: true });
   });
 
