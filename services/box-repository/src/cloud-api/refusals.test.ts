@@ -71,13 +71,13 @@ describe.each(['local', 's3'] as const)('publishing API refusals (%s storage)', 
     expect((await put(url, box)).status).toBe(200);
     const again = await put(url, box);
     expect(again.status).toBe(410);
-    expect((await again.json()).errors[0]).toMatch(/already been used/);
+    expect(((await again.json()) as { errors: string[] }).errors[0]).toMatch(/already been used/);
     await newVersion('1.0.1');
     const { upload_path: late } = (await cloud('GET', `${B}/version/1.0.1/provider/virtualbox/upload`, publisher)).body;
     await service.sql("update upload_grants set expires_at = now() - interval '1 second'");
     const expired = await put(late, box);
     expect(expired.status).toBe(410);
-    expect((await expired.json()).errors[0]).toMatch(/expired/);
+    expect(((await expired.json()) as { errors: string[] }).errors[0]).toMatch(/expired/);
     await nothingPublished('1.0.1');
     await noStrayObjects();
   });
@@ -103,7 +103,7 @@ describe.each(['local', 's3'] as const)('publishing API refusals (%s storage)', 
       const uploaded = await put(grant.upload_path, box);
       const mismatch = new RegExp(`Checksum mismatch: the uploaded bytes have sha256 ${sha256(box)}, not ${declared}`);
       // Through the service (local direct too) the PUT is refused; on s3 a direct upload is verified by its callback.
-      if (!direct || storage === 'local') refused({ status: uploaded.status, body: await uploaded.json() }, 422, mismatch);
+      if (!direct || storage === 'local') refused({ status: uploaded.status, body: (await uploaded.json()) as { errors: string[]; success: boolean } }, 422, mismatch);
       else refused(await cloud('PUT', new URL(grant.callback).pathname, publisher), 422, mismatch);
       if (direct) refused(await cloud('PUT', new URL(grant.callback).pathname, publisher), 410, /used up: Checksum mismatch/);
       await nothingPublished(version);

@@ -13,6 +13,7 @@ import { assertReplaceAllowed, commitUpload, parseClientChecksum, storeUpload, v
 import type { ApiFlavour } from './documents.ts';
 import { notArrived, verifyDirectUpload } from './direct-upload.ts';
 import { findArchitecture, type ProviderParams } from './provider-routes.ts';
+import { directUploadMetrics } from './upload-metrics.ts';
 import { alreadyUsed, findGrant, foundOfGrant, issueGrant, spendGrant, useGrant } from './upload-grants.ts';
 
 async function declaredChecksum(ctx: ServiceContext, architectureId: number): Promise<ClientChecksum | undefined> {
@@ -45,6 +46,7 @@ export async function uploadTargetRoutes(scope: FastifyInstance, ctx: ServiceCon
   scope.addHook('onSend', async (_request, reply) => {
     if (reply.statusCode >= 400) reply.header('connection', 'close');
   });
+  const metrics = directUploadMetrics(scope.metrics);
   const tokenParams = { type: 'object', properties: { token: { type: 'string', maxLength: 100 } }, required: ['token'] } as const;
 
   scope.put<{ Params: { token: string } }>('/uploads/:token', { schema: { params: tokenParams } }, async (request, reply) => {
@@ -77,8 +79,16 @@ export async function uploadTargetRoutes(scope: FastifyInstance, ctx: ServiceCon
     if (!grant.storage_key) throw notArrived(); // the service's own URL commits as the bytes arrive
     if (grant.callback_expired) throw new HttpError(410, 'This upload\'s callback window has ended and its bytes were dropped: run the publish or upload command again');
     const checksum = await declaredChecksum(ctx, found.architecture!.id);
-    const stored = await verifyDirectUpload(ctx, grant, checksum);
+    let stored;
+    try {
+      stored = await verifyDirectUpload(ctx, grant, checksum);
+    } catch (error) {
+      if (error instanceof HttpError && error.statusCode === 413) metrics.failed('too_large');
+      if (error instanceof HttpError && error.statusCode === 422 && error.message.startsWith('Checksum mismatch')) metrics.failed('checksum_mismatch');
+      throw error;
+    }
     await commitUpload(ctx, found, stored, { fileName: fileNameOf(found), checksum: verifyFinalChecksum(stored, checksum), replace: false, within: useGrant(grant) }, request.log);
+    metrics.stored(stored.size);
     return { success: true };
   });
 }

@@ -12,7 +12,7 @@ describe('publishing API v2 with architectures', () => {
   let key: string;
   // eslint-disable-next-line @typescript-eslint/no-explicit-any
   const cloud = (method: string, path: string, json?: unknown) => service.request<any>(method, path, { headers: { authorization: `Bearer ${key}` }, ...(json !== undefined ? { json } : {}) });
-  const boxes = { amd64: Buffer.alloc(0), arm64: Buffer.alloc(0) };
+  const boxes: Record<'amd64' | 'arm64', Buffer> = { amd64: Buffer.alloc(0), arm64: Buffer.alloc(0) };
 
   beforeAll(async () => {
     service = await startTestService({ storage: 's3' });
@@ -35,14 +35,21 @@ describe('publishing API v2 with architectures', () => {
     expect(again.status).toBe(409);
     expect(again.body.errors[0]).toMatch(/already has architecture 'arm64'/);
 
+    const uploadedBytes = async () => (await service.running.app.metrics.getSingleMetric('boxyard_upload_bytes_total')!.get()).values[0]?.value ?? 0;
+    const before = await uploadedBytes();
     const direct = (await cloud('GET', `${V}/provider/virtualbox/arm64/upload/direct`)).body;
     expect(new URL(direct.callback).pathname).toMatch(/^\/api\/v2\/uploads\//);
     expect((await fetch(direct.upload_path, { method: 'PUT', body: boxes.arm64 })).status).toBe(200);
     expect((await cloud('PUT', new URL(direct.callback).pathname)).status).toBe(200);
+    // Counted as any upload is, though its bytes went to the object store directly.
+    expect(await uploadedBytes()).toBe(before + boxes.arm64.length);
     const plain = (await cloud('GET', `${V}/provider/virtualbox/amd64/upload`)).body;
     expect(plain.callback).toBeUndefined();
     expect((await fetch(plain.upload_path, { method: 'PUT', body: boxes.amd64, headers: { 'content-type': 'application/json', authorization: `Bearer ${key}` } })).status).toBe(200);
 
+    // The same webhook event as any other upload, one per architecture.
+    const events = await service.sql<{ data: { architecture: string; sha256: string } }>("select data from events where type = 'box.uploaded' order by id");
+    expect(events.map((e) => [e.data.architecture, e.data.sha256])).toEqual([['arm64', sha256(boxes.arm64)], ['amd64', sha256(boxes.amd64)]]);
     expect((await cloud('PUT', `${V}/release`)).body.status).toBe('active');
     const shown = (await cloud('GET', '/api/v2/box/acme/multi')).body;
     expect(shown.current_version.providers.map((p: { architecture: string; default_architecture: boolean; checksum: string }) => [p.architecture, p.default_architecture, p.checksum]))
