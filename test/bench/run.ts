@@ -18,6 +18,7 @@ import { benchDownloads } from './downloads.ts';
 import { benchFileShare } from './file-share.ts';
 import { benchListing } from './listing.ts';
 import { benchUploads } from './uploads.ts';
+import { benchPublish } from './publish.ts';
 import { benchMemory } from './memory.ts';
 import { benchMetadata } from './metadata.ts';
 import { benchOperator } from './operator.ts';
@@ -32,6 +33,7 @@ const sections: { name: string; title: string; run: (env: BenchEnv) => Promise<B
   { name: 'metadata', title: 'Vagrant metadata (box with 3 versions, 32 clients) vs a static file server', run: benchMetadata },
   { name: 'downloads', title: 'box downloads (512 MiB, 1 and 4 streams) vs a static file server / a direct S3 GET', run: benchDownloads },
   { name: 'uploads', title: 'box uploads (512 MiB) vs min(sha256, storage write) of the same run', run: benchUploads },
+  { name: 'publish', title: 'publishing: `vagrant cloud publish` of 1 GiB (direct, s3) vs a direct S3 PUT of the same file', run: benchPublish },
   { name: 'box-repository', title: 'box repository (1 GiB transfers, 5 GiB upload, metadata)', run: benchBoxRepository },
   { name: 'file-share', title: 'file share (10,000-entry listing, 256 MiB transfers)', run: benchFileShare },
   { name: 'listing', title: 'file share JSON listing (one folder, 8 clients) vs a static file server', run: benchListing },
