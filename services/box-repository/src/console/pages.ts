@@ -184,7 +184,7 @@ ${data.versions.map(({ version, providers }) => {
   })}
 ${canManage ? html`<details class="panel"><summary>New version</summary>${needsScript}
   ${apiForm({ method: 'POST', action: `${api}/version`, label: 'Create version' }, html`
-    <label>Version (1.2.3, 20241101.1, 2.0.0.rc1) <input name="version_number" required maxlength="64" pattern="[0-9]+(\\.[0-9A-Za-z]+)*(\\-[0-9A-Za-z\\-]+(\\.[0-9A-Za-z\\-]+)*)?" placeholder="1.0.0" autocomplete="off"></label>
+    <label>Version (1.2.3, 20241101.1, 2.0.0.rc1) <input name="version_number" required maxlength="64" pattern="[0-9]+(\\.[0-9A-Za-z]+)*(-[0-9A-Za-z\\-]+(\\.[0-9A-Za-z\\-]+)*)?" placeholder="1.0.0" autocomplete="off"></label>
     <label>Description <textarea name="description" rows="2"></textarea></label>
     <label>Status <select name="status"><option value="unreleased">unreleased (members only until released)</option><option value="active">active (released)</option></select></label>`)}
 </details>
