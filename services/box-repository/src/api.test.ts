@@ -243,6 +243,7 @@ describe('box repository API', () => {
         max_bytes: 10 * 1024 ** 3,
         stall_timeout_seconds: 60,
         abandoned_after_seconds: 24 * 3600,
+        upload_url_ttl_seconds: 900,
         inspection: { max_unpacked_bytes: 64 * 1024 ** 3, max_expansion_ratio: 100, max_entries: 10_000 },
       });
       expect(config.download_links.ttl_seconds).toBe(300);

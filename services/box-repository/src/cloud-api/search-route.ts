@@ -32,8 +32,8 @@ export function searchRoute(app: FastifyInstance, ctx: ServiceContext, flavour: 
     const pattern = q ? `%${q.replace(/[\\%_]/g, (c) => `\\${c}`)}%` : null;
     const column = { downloads: sql.fragment`downloads`, created: sql.fragment`b.created_at`, updated: sql.fragment`b.updated_at` }[request.query.sort ?? 'downloads'];
     const direction = request.query.order === 'asc' ? sql.fragment`asc` : sql.fragment`desc`;
-    const rows = await ctx.pool.any(sql.type(z.object({ b: boxRow, o: organizationRow, member: z.boolean() }))`
-      select to_jsonb(b) as b, to_jsonb(o) as o, (${admin} or m.role is not null or b.organization_id = ${saOrg}::bigint) as member,
+    const rows = await ctx.pool.any(sql.type(z.object({ b: boxRow, o: organizationRow }))`
+      select to_jsonb(b) as b, to_jsonb(o) as o,
              (select coalesce(sum(f.download_count), 0) from versions v join providers p on p.version_id = v.id join architectures a on a.provider_id = p.id
               join files f on f.architecture_id = a.id where v.box_id = b.id) as downloads
       from boxes b join organizations o on o.id = b.organization_id
