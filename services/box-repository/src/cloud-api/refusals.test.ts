@@ -93,6 +93,10 @@ describe.each(['local', 's3'] as const)('publishing API refusals (%s storage)', 
     expect((await cloud('PUT', new URL(theirs.callback).pathname, publisher)).status).toBe(200);
     const providers = (await cloud('GET', `${B}/version/2.0.0`, publisher)).body.providers;
     expect(providers.map((p: { name: string; download_url: string | null }) => [p.name, p.download_url !== null])).toEqual([['libvirt', true], ['virtualbox', false]]);
+    // Bytes that arrive and are never called back for go with the sweep once the callback window has passed.
+    if (storage === 's3') expect((await put(mine.upload_path, box)).status).toBe(200);
+    await noStrayObjects();
+    refused(await cloud('PUT', new URL(mine.callback).pathname, publisher), 409, /No box file has arrived/);
   });
 
   it('refuses bytes that do not match the checksum declared for the provider, direct and through the service', async () => {
