@@ -142,5 +142,7 @@ describe.each(['local', 's3'] as const)('publishing API refusals (%s storage)', 
     expect((await put(grant.upload_path, box)).status).toBe(200);
     expect((await cloud('PUT', new URL(grant.callback).pathname, publisher)).status).toBe(200);
     expect((await cloud('PUT', `${B}/version/4.0.0/release`, publisher)).body.status).toBe('active');
+    // A released version's file is not replaced through the publishing API.
+    refused(await cloud('GET', `${B}/version/4.0.0/provider/virtualbox/upload`, publisher), 409, /Version 4\.0\.0 is active and provider 'virtualbox' already has its box file/);
   });
 });

@@ -2,7 +2,7 @@
 // and verified like every upload: files/upload.ts), `…/upload/direct` one it PUTs to the object store itself (s3
 // driver: a presigned PUT; local driver: the service's own URL) plus a callback it PUTs with its token once done.
 // Both URLs are capabilities (upload-grants.ts). Upload routes answer 200: Packer retries on anything else.
-import { declaredLength, HttpError } from '@boxyard/kit';
+import { conflict, declaredLength, HttpError } from '@boxyard/kit';
 import type { FastifyInstance } from 'fastify';
 import { sql } from 'slonik';
 import { z } from 'zod';
@@ -31,7 +31,9 @@ export function uploadUrlRoutes(app: FastifyInstance, ctx: ServiceContext, flavo
     app.get<{ Params: ProviderParams }>(direct ? `${P}/direct` : P, async (request) => {
       const found = await findArchitecture(ctx, request, request.params);
       requireBoxManager(found, found.box!, found.org.name);
-      assertReplaceAllowed(found.version!.status, found.file !== undefined, false, found.architecture!.name);
+      if (found.file && found.version!.status !== 'unreleased') {
+        throw conflict(`Version ${found.version!.version_number} is ${found.version!.status} and provider '${found.provider!.name}' already has its box file: publish a new version, or delete the provider first`);
+      }
       return issueGrant(ctx, request, found, { direct, prefix: flavour.prefix });
     });
   }
