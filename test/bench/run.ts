@@ -19,6 +19,7 @@ import { benchFileShare } from './file-share.ts';
 import { benchListing } from './listing.ts';
 import { benchResumable } from './resumable.ts';
 import { benchUploads } from './uploads.ts';
+import { benchPublish } from './publish.ts';
 import { benchMemory } from './memory.ts';
 import { benchMetadata } from './metadata.ts';
 import { benchOperator } from './operator.ts';
@@ -34,6 +35,7 @@ const sections: { name: string; title: string; run: (env: BenchEnv) => Promise<B
   { name: 'metadata', title: 'Vagrant metadata (box with 3 versions, 32 clients) vs a static file server', run: benchMetadata },
   { name: 'downloads', title: 'box downloads (512 MiB, 1 and 4 streams) vs a static file server / a direct S3 GET', run: benchDownloads },
   { name: 'uploads', title: 'box uploads (512 MiB) vs min(sha256, storage write) of the same run', run: benchUploads },
+  { name: 'publish', title: 'publishing: `vagrant cloud publish` of 1 GiB (direct, s3) vs a direct S3 PUT of the same file', run: benchPublish },
   { name: 'box-repository', title: 'box repository (1 GiB transfers, 5 GiB upload, metadata)', run: benchBoxRepository },
   { name: 'file-share', title: 'file share (10,000-entry listing, 256 MiB transfers)', run: benchFileShare },
   { name: 'resumable', title: 'file share resumable uploads (tus, 1 GiB in 16 MiB PATCHes) vs the plain upload route', run: benchResumable },

@@ -244,6 +244,9 @@ function rows(): MatrixRow<Role>[] {
   read('/api/v2/vagrant/:org/:box', (p) => `/api/v2/vagrant/${p.org}/${p.box}`);
   read('/:org/:box', (p) => `/${p.org}/${p.box}`);
 
+  // The publishing API (issue 29), v1 and v2: the rules above, with Vagrant Cloud's statuses (200 on creation).
+  for (const v of ['v1', 'v2'] as const) publishingRows(v, add, read, change);
+
   // Webhooks (issue 11): global admins only. The target never resolves (.invalid), so nothing is delivered.
   const webhook = { url: 'https://hooks.example.invalid/boxyard', events: ['box.deleted'] };
   const adminOnly = (status: number) => expect_(grant(['globalAdmin'], status));
@@ -291,6 +294,67 @@ function rows(): MatrixRow<Role>[] {
   // The form's fields decide (here a username no account may have: the page again, 422), not the caller.
   add('POST /console/sign-up', all(422), (role) => send(role, 'POST', '/console/sign-up', form({ username: 'no spaces allowed', email: 'x@example.test', password: USER_PASSWORD })));
   return rows;
+}
+
+type Add = (route: string, expected: Partial<Record<Role, number>>, call: MatrixRow<Role>['call'], name?: string) => void;
+type Read = (route: string, url: (p: BoxPath) => string, method?: string, ok?: number) => void;
+type Change = (route: string, granted: Role[], status: number, request: (p: BoxPath) => [string, Call?], options?: { upload?: boolean }) => void;
+
+/** Rows of the Vagrant Cloud API `v` (cloud-api/): fixtures are boxes made through the main API, as in rows(). */
+function publishingRows(v: 'v1' | 'v2', add: Add, read: Read, change: Change): void {
+  const C = `/api/${v}`;
+  const archSegment = (p: BoxPath) => (v === 'v2' ? `/${p.arch}` : '');
+  const B = `${C}/box/:org/:box`;
+  const V = `${B}/version/:version`;
+  const P = `${V}/provider/:provider${v === 'v2' ? '/:arch' : ''}`;
+  const box = (p: BoxPath) => `${C}/box/${p.org}/${p.box}`;
+  const version = (p: BoxPath) => `${box(p)}/version/${p.version}`;
+  const provider = (p: BoxPath) => `${version(p)}/provider/${p.provider}${archSegment(p)}`;
+  const creator = () => headers.creator['x-access-token']!;
+  add(`GET ${C}/authenticate`, expect_(signedIn(200)), (role, m) => send(role, m, `${C}/authenticate`));
+  add(`DELETE ${C}/authenticate`, expect_(signedIn(204)), (role, m) => send(role, m, `${C}/authenticate`));
+  add(`GET ${C}/user/:org`, everyone(), (role, m) => send(role, m, `${C}/user/acme`), 'public organization');
+  add(`GET ${C}/user/:org`, privateReaders(['member', 'globalAdmin']), (role, m) => send(role, m, `${C}/user/vault`), 'private organization');
+  add(`POST ${C}/boxes`, expect_(grant(MEMBERS, 200)), (role) => send(role, 'POST', `${C}/boxes`, { json: { box: { username: 'acme', name: unique('cloud') } } }));
+  add(`GET ${C}/search`, everyone(), (role, m) => send(role, m, `${C}/search?q=pub`));
+  read(B, box);
+  change(`PUT ${B}`, MANAGERS, 200, (p) => [box(p), { json: { short_description: 'changed' } }], { upload: false });
+  change(`DELETE ${B}`, MANAGERS, 200, (p) => [box(p)], { upload: false });
+  change(`POST ${B}/versions`, MANAGERS, 200, (p) => [`${box(p)}/versions`, { json: { version: { version: '2.0.0' } } }], { upload: false });
+  read(V, version);
+  change(`PUT ${V}`, MANAGERS, 200, (p) => [version(p), { json: { version: { description: 'changed' } } }], { upload: false });
+  change(`DELETE ${V}`, MANAGERS, 200, (p) => [version(p)], { upload: false });
+  // Releasing needs an unreleased version with a file; non-members do not see unreleased versions (404).
+  const unreleased = reusable(async () => {
+    const p = await freshBox({ isPublic: true });
+    await service.request('PATCH', versionUrl(p), { token: service.adminToken, json: { status: 'unreleased' } });
+    return p;
+  });
+  add(`PUT ${V}/release`, { ...expect_(grant(MANAGERS, 200)), anonymous: 404, outsider: 404, foreignServiceAccount: 404 },
+    (role) => unreleased((p) => send(role, 'PUT', `${version(p)}/release`)));
+  change(`PUT ${V}/revoke`, MANAGERS, 200, (p) => [`${version(p)}/revoke`]);
+  change(`POST ${V}/providers`, MANAGERS, 200, (p) => [`${version(p)}/providers`, { json: { provider: { name: 'libvirt', architecture: 'amd64' } } }], { upload: false });
+  read(P, provider);
+  change(`PUT ${P}`, MANAGERS, 200, (p) => [provider(p), { json: { provider: {} } }], { upload: false });
+  change(`DELETE ${P}`, MANAGERS, 200, (p) => [provider(p)], { upload: false });
+  // Handing out upload URLs changes no box: one file-less box serves every role.
+  let bare: Promise<BoxPath> | undefined;
+  const bareBox = () => (bare ??= freshBox({ isPublic: true, upload: false }));
+  for (const direct of ['', '/direct']) add(`GET ${P}/upload${direct}`, expect_(grant(MANAGERS, 200)), async (role, m) => send(role, m, `${provider(await bareBox())}/upload${direct}`));
+  // The upload URL is the capability: any caller holding it uploads (a credential that no longer works: 401).
+  const uploadUrl = reusable(async () => {
+    const granted = await service.request('GET', `${provider(await freshBox({ isPublic: true, upload: false }))}/upload`, { token: creator() });
+    return new URL(granted.body.upload_path as string).pathname;
+  });
+  add(`PUT ${C}/uploads/:token`, everyone(), (role) => uploadUrl((url) => send(role, 'PUT', url, { body: boxFile, headers: { 'content-type': 'application/octet-stream' } })));
+  // The callback takes the caller's token: those who may change the box.
+  const callback = reusable(async () => {
+    const granted = await service.request('GET', `${provider(await freshBox({ isPublic: true, upload: false }))}/upload/direct`, { token: creator() });
+    const sent = await fetch(granted.body.upload_path as string, { method: 'PUT', body: boxFile });
+    if (sent.status !== 200) throw new Error(`direct upload: ${sent.status}`);
+    return new URL(granted.body.callback as string).pathname;
+  });
+  add(`PUT ${C}/uploads/:token/callback`, expect_(grant(MANAGERS, 200)), (role) => callback((url) => send(role, 'PUT', url)));
 }
 
 /** A new session of a person (stay-logged-in if asked) or of the variant B account; undefined for the other roles. */

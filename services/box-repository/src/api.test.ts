@@ -38,7 +38,7 @@ describe('box repository API', () => {
       expect(response.body.title).toBe('Validation failed');
       const byPointer = Object.fromEntries(response.body.errors.map((e: { pointer: string; rule: string }) => [e.pointer, e.rule]));
       expect(byPointer).toEqual({ '/name': 'pattern', '/is_public': 'type', '/colour': 'additionalProperties' });
-      const version = await service.request('POST', '/api/organization/acme/box/nothing/version', { token: t(), json: { versionNumber: '1.0' } });
+      const version = await service.request('POST', '/api/organization/acme/box/nothing/version', { token: t(), json: { versionNumber: 'v1.0' } });
       expect(version.status).toBe(422);
       expect(version.body.errors).toEqual([expect.objectContaining({ pointer: '/version_number', rule: 'pattern' })]);
     });
@@ -243,6 +243,7 @@ describe('box repository API', () => {
         max_bytes: 10 * 1024 ** 3,
         stall_timeout_seconds: 60,
         abandoned_after_seconds: 24 * 3600,
+        upload_url_ttl_seconds: 900,
         inspection: { max_unpacked_bytes: 64 * 1024 ** 3, max_expansion_ratio: 100, max_entries: 10_000 },
       });
       expect(config.download_links.ttl_seconds).toBe(300);

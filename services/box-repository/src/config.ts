@@ -102,6 +102,11 @@ export const boxRepositoryConfigSchema = z.strictObject({
        */
       abandoned_after_seconds: z.number().int().min(1).default(24 * 3600),
       /**
+       * The publishing API's upload URLs (`vagrant cloud publish`, Packer): an upload must start this soon after
+       * its URL was handed out. On s3 a direct upload's URL is presigned for this long: keep it short.
+       */
+      upload_url_ttl_seconds: z.number().int().min(10).max(24 * 3600).default(900),
+      /**
        * What the box check (files/box-inspector.ts) unpacks while looking for metadata.json, so a gzip bomb is
        * refused (422) at a limit instead of being inflated to its end. Real boxes often put metadata.json after
        * the disk image: max_unpacked_bytes must exceed the largest unpacked disk image accepted.

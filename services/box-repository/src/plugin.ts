@@ -7,6 +7,7 @@ import cookie from '@fastify/cookie';
 import type { FastifyInstance } from 'fastify';
 import { architectureRoutes } from './architectures/routes.ts';
 import { clientCredentialRoutes } from './auth/client-credential-routes.ts';
+import { cloudApiRoutes } from './cloud-api/routes.ts';
 import { invitationRoutes } from './auth/invitation-routes.ts';
 import { SESSION_TYP } from './auth/principal.ts';
 import { authRoutes } from './auth/routes.ts';
@@ -52,7 +53,7 @@ export interface BoxRepositoryExtra {
 
 const ROUTES = [
   statusRoutes, setupRoutes, authRoutes, serviceAccountRoutes, clientCredentialRoutes, invitationRoutes, mailRoutes, userAdminRoutes, organizationRoutes,
-  boxRoutes, versionRoutes, providerRoutes, architectureRoutes, fileRoutes, metadataRoutes, webhookRoutes, consoleRoutes,
+  boxRoutes, versionRoutes, providerRoutes, architectureRoutes, fileRoutes, metadataRoutes, webhookRoutes, consoleRoutes, cloudApiRoutes,
 ];
 
 export async function boxRepositoryPlugin(app: FastifyInstance, { config, extra }: PluginOptions<BoxRepositoryConfig>): Promise<void> {

@@ -79,10 +79,41 @@ const ROWS: Row[] = [
   { route: 'GET /:org/boxes/:box/versions/:version/providers/:provider/:arch/:file_name', url: (p) => `/${p.org}/boxes/${p.box}/versions/${p.version}/providers/${p.provider}/${p.arch}/vagrant.box` },
   { route: 'GET /:org', url: (p) => `/${p.org}`, page: true },
   { route: 'GET /:org/boxes/:box', url: (p) => `/${p.org}/boxes/${p.box}`, page: true },
+  // The publishing API (cloud-api/), v1 and v2.
+  ...(['v1', 'v2'] as const).flatMap(publishingRows),
   // Organizations named in a body.
   { route: 'POST /api/auth/invite', url: () => '/api/auth/invite', json: (p: BoxPath) => ({ email: 'someone@example.test', organization_name: p.org }) },
   { route: 'POST /api/service-accounts', url: () => '/api/service-accounts', json: (p: BoxPath) => ({ organization: p.org }) },
 ];
+
+function publishingRows(v: 'v1' | 'v2'): Row[] {
+  const C = `/api/${v}`;
+  const Bx = `${C}/box/:org/:box`;
+  const Vx = `${Bx}/version/:version`;
+  const Px = `${Vx}/provider/:provider${v === 'v2' ? '/:arch' : ''}`;
+  const b = (p: BoxPath) => `${C}/box/${p.org}/${p.box}`;
+  const ver = (p: BoxPath) => `${b(p)}/version/${p.version}`;
+  const prov = (p: BoxPath) => `${ver(p)}/provider/${p.provider}${v === 'v2' ? `/${p.arch}` : ''}`;
+  return [
+    { route: `GET ${C}/user/:org`, url: (p) => `${C}/user/${p.org}` },
+    { route: `POST ${C}/boxes`, url: () => `${C}/boxes`, json: (p: BoxPath) => ({ username: p.org, name: 'another' }) },
+    { route: `GET ${Bx}`, url: b },
+    { route: `PUT ${Bx}`, url: b, json: { short_description: 'probing' } },
+    { route: `DELETE ${Bx}`, url: b },
+    { route: `POST ${Bx}/versions`, url: (p) => `${b(p)}/versions`, json: { version: { version: '2.0.0' } } },
+    { route: `GET ${Vx}`, url: ver },
+    { route: `PUT ${Vx}`, url: ver, json: { version: { description: 'probing' } } },
+    { route: `DELETE ${Vx}`, url: ver },
+    { route: `PUT ${Vx}/release`, url: (p) => `${ver(p)}/release` },
+    { route: `PUT ${Vx}/revoke`, url: (p) => `${ver(p)}/revoke` },
+    { route: `POST ${Vx}/providers`, url: (p) => `${ver(p)}/providers`, json: { provider: { name: 'libvirt' } } },
+    { route: `GET ${Px}`, url: prov },
+    { route: `PUT ${Px}`, url: prov, json: { provider: {} } },
+    { route: `DELETE ${Px}`, url: prov },
+    { route: `GET ${Px}/upload`, url: (p) => `${prov(p)}/upload` },
+    { route: `GET ${Px}/upload/direct`, url: (p) => `${prov(p)}/upload/direct` },
+  ];
+}
 
 function uploadForm(): FormData {
   const form = new FormData();

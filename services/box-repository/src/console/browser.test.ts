@@ -150,7 +150,7 @@ describe('box console in Chromium', { timeout: 240_000 }, () => {
     await page.waitForURL(`${service.url}/acme/boxes/big-box`);
 
     await page.getByText('New version').click();
-    await page.getByLabel('Version (x.y.z)').fill('1.0.0');
+    await page.getByLabel('Version (1.2.3, 20241101.1, 2.0.0.rc1)').fill('1.0.0');
     await page.getByRole('button', { name: 'Create version' }).click();
     await eventually(() => page.locator('article.version h3').first().textContent()).toBe('v1.0.0');
     const manage = () => page.locator('details', { has: page.locator('summary', { hasText: 'Manage v1.0.0' }) });

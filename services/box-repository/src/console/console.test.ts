@@ -102,6 +102,14 @@ describe('box console pages (no JavaScript)', () => {
     expect(page.text).not.toContain('data-method=');
   });
 
+  it('shows those who may change a box how CI publishes into it: vagrant cloud publish and a Packer post-processor', async () => {
+    const page = await service.request('GET', '/acme/boxes/ubuntu', { token: service.adminToken });
+    expect(page.text).toContain(`VAGRANT_SERVER_URL=${service.url} VAGRANT_CLOUD_TOKEN=&lt;key&gt; vagrant cloud publish acme/ubuntu 1.0.0 virtualbox package.box --release -f`);
+    expect(page.text).toContain('box_tag           = &quot;acme/ubuntu&quot;');
+    expect(page.text).toContain(`vagrant_cloud_url = &quot;${service.url}/api/v1&quot;`);
+    expect((await get('/acme/boxes/ubuntu')).text).not.toContain('vagrant cloud publish');
+  });
+
   it('keeps the Vagrant paths answering JSON next to the pages', async () => {
     const metadata = await service.request('GET', '/acme/ubuntu', { headers: { accept: 'application/json' } });
     expect(metadata.status).toBe(200);

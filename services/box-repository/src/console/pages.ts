@@ -102,6 +102,17 @@ ${isOrgAdmin ? html`<section aria-labelledby="settings"><h2 id="settings">Settin
     <label class="check"><input type="checkbox" name="is_public" ${org.is_public ? 'checked' : ''}> Public organization</label>`)}</section>` : null}`);
 }
 
+/** How CI publishes into this box: `vagrant cloud publish` and Packer's vagrant-cloud post-processor (cloud-api/). */
+function publishSection(org: Organization, tag: string, baseUrl: string): Html {
+  const publishLine = `VAGRANT_SERVER_URL=${baseUrl} VAGRANT_CLOUD_TOKEN=<key> vagrant cloud publish ${tag} 1.0.0 virtualbox package.box --release -f`;
+  const packer = `post-processor "vagrant-cloud" {\n  box_tag           = "${tag}"\n  version           = "1.0.0"\n  vagrant_cloud_url = "${baseUrl}/api/v1"\n  access_token      = "<key>"\n}`;
+  return html`<section aria-labelledby="publish"><h2 id="publish">Publish it</h2>
+${copyable('publish-line', 'vagrant cloud publish', publishLine)}
+${copyable('packer-snippet', 'Packer post-processor', packer)}
+<p class="note"><code>&lt;key&gt;</code>: a service-account key of ${org.name} that may change this box (a moderator's, or the key that created it).</p>
+</section>`;
+}
+
 export function boxDetailPage(page: PageContext, data: { org: Organization; box: Box; versions: VersionEntry[]; canManage: boolean; baseUrl: string }): Html {
   const { org, box, canManage } = data;
   const tag = `${org.name}/${box.name}`;
@@ -119,7 +130,7 @@ ${copyable('add-line', 'Add the box', addLine)}
 ${copyable('vagrantfile', 'Vagrantfile', vagrantfile)}
 ${box.is_public ? null : html`<p class="note">A private box needs a key: set <code>VAGRANT_CLOUD_TOKEN</code> to a service-account key of ${org.name}.</p>`}
 </section>
-<section aria-labelledby="versions"><h2 id="versions">Versions</h2>
+${canManage ? publishSection(org, tag, data.baseUrl) : null}<section aria-labelledby="versions"><h2 id="versions">Versions</h2>
 ${data.versions.length === 0 ? html`<p class="empty">No versions yet.</p>` : null}
 ${data.versions.map(({ version, providers }) => {
     const vApi = `${api}/version/${e(version.version_number)}`;
@@ -173,7 +184,7 @@ ${data.versions.map(({ version, providers }) => {
   })}
 ${canManage ? html`<details class="panel"><summary>New version</summary>${needsScript}
   ${apiForm({ method: 'POST', action: `${api}/version`, label: 'Create version' }, html`
-    <label>Version (x.y.z) <input name="version_number" required pattern="\\d+\\.\\d+\\.\\d+" placeholder="1.0.0" autocomplete="off"></label>
+    <label>Version (1.2.3, 20241101.1, 2.0.0.rc1) <input name="version_number" required maxlength="64" pattern="[0-9]+(\\.[0-9A-Za-z]+)*(-[0-9A-Za-z\\-]+(\\.[0-9A-Za-z\\-]+)*)?" placeholder="1.0.0" autocomplete="off"></label>
     <label>Description <textarea name="description" rows="2"></textarea></label>
     <label>Status <select name="status"><option value="unreleased">unreleased (members only until released)</option><option value="active">active (released)</option></select></label>`)}
 </details>

@@ -33,7 +33,7 @@ export async function listBoxes(ctx: ServiceContext, principal: Principal | null
   const rows = await ctx.pool.any(sql.type(listedBoxRow)`
     select to_jsonb(b) as b, o.name as org,
            (select v.version_number from versions v where v.box_id = b.id and v.status = 'active'
-            order by v.major desc, v.minor desc, v.patch desc limit 1) as latest,
+            order by v.version_key desc limit 1) as latest,
            coalesce(m.role is not null or b.organization_id = ${saOrg}::bigint, false) as member
     from boxes b join organizations o on o.id = b.organization_id
     left join memberships m on m.organization_id = o.id and m.user_id = ${userId}::uuid
@@ -77,7 +77,7 @@ export async function versionTree(ctx: ServiceContext, box: Box, member: boolean
     left join architectures a on a.provider_id = p.id
     left join files f on f.architecture_id = a.id
     where v.box_id = ${box.id} and (${member} or v.status = 'active')
-    order by v.major desc, v.minor desc, v.patch desc, lower(p.name), a.default_box desc, lower(a.name)`);
+    order by v.version_key desc, lower(p.name), a.default_box desc, lower(a.name)`);
   const versions: VersionEntry[] = [];
   for (const row of rows) {
     let version = versions.at(-1);

@@ -6,7 +6,7 @@ import { createHash, randomUUID } from 'node:crypto';
 import type { Readable } from 'node:stream';
 import { ChecksumMismatchError, conflict, HttpError, notFound, ObjectTooLargeError, unprocessable } from '@boxyard/kit';
 import type { FastifyBaseLogger } from 'fastify';
-import { sql } from 'slonik';
+import { sql, type DatabaseTransactionConnection } from 'slonik';
 import { z } from 'zod';
 import type { Found } from '../access/hierarchy.ts';
 import type { ServiceContext } from '../context.ts';
@@ -154,7 +154,8 @@ export function verifyFinalChecksum(stored: StoredUpload, final: ClientChecksum 
 
 /** In one transaction: the file row created or swapped to the stored bytes, and `box.uploaded` recorded. */
 export async function commitUpload(
-  ctx: ServiceContext, found: Found, stored: StoredUpload, input: { fileName: string; checksum: ClientChecksum; replace: boolean }, log: FastifyBaseLogger,
+  ctx: ServiceContext, found: Found, stored: StoredUpload,
+  input: { fileName: string; checksum: ClientChecksum; replace: boolean; within?: (tx: DatabaseTransactionConnection) => Promise<void> }, log: FastifyBaseLogger,
 ): Promise<{ file: BoxFile; replaced: boolean }> {
   const architecture = found.architecture!;
   const { key } = stored;
@@ -178,6 +179,7 @@ export async function commitUpload(
             insert into files as f (architecture_id, file_name, storage_key, size, sha256, checksum_type, checksum)
             values (${architecture.id}, ${input.fileName}, ${key}, ${stored.size}, ${stored.sha256}, ${checksum.type}, ${checksum.value})
             returning to_jsonb(f) as f`);
+      await input.within?.(tx); // e.g. using up the upload URL that brought the bytes (cloud-api/upload-grants.ts)
       await ctx.cleanup.forgetUpload(tx, key);
       if (previous) await ctx.cleanup.queue(tx, [previous.storage_key]);
       await recordEvent(tx, {

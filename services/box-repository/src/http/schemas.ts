@@ -1,7 +1,7 @@
 // JSON-schema pieces shared by the routes.
 export const SLUG_PATTERN = '^[A-Za-z0-9_-]{1,100}$';
 export const SLUG_DETAIL = 'letters, digits, "-" and "_" only, 1 to 100 characters';
-export const VERSION_PATTERN = '^(0|[1-9][0-9]{0,8})\\.(0|[1-9][0-9]{0,8})\\.(0|[1-9][0-9]{0,8})$';
+export { VERSION_DETAIL, VERSION_PATTERN } from '../versions/rubygems-version.ts';
 
 /** Organization names that would shadow the service's own top-level paths in `/{org}/{box}` (and the console's). */
 export const RESERVED_ORGANIZATION_NAMES = ['api', 'api-docs', 'health', 'metrics', 'openapi.json', 'console'];

@@ -13,6 +13,8 @@ const DOWNLOAD_ROUTES = new Set([
   '/:org/:box',
 ]);
 const ARCHITECTURE_SEGMENT = '/architecture';
+/** The publishing API's upload URLs, their hand-out and callbacks (cloud-api/): box files, like FILE_SEGMENT. */
+const PUBLISHING_UPLOADS = /^\/api\/v[12]\/(uploads\/|box\/.*\/upload(\/direct)?$)/;
 const FILE_SEGMENT = '/architecture/:arch/file';
 
 /** The class of a request by its route template (never its raw path); undefined: the global budget. */
@@ -21,7 +23,7 @@ export function limitClassOf(request: FastifyRequest): LimitClass | undefined {
   if (!route) return undefined;
   if (DOWNLOAD_ROUTES.has(route) || route.endsWith(`${FILE_SEGMENT}/download`)) return 'download';
   if (route.endsWith(`${FILE_SEGMENT}/get-download-link`)) return 'download_link';
-  if (route.includes(FILE_SEGMENT)) return 'file_operations';
+  if (route.includes(FILE_SEGMENT) || PUBLISHING_UPLOADS.test(route)) return 'file_operations';
   if (route.includes(ARCHITECTURE_SEGMENT)) return 'architecture_operations';
   return undefined;
 }

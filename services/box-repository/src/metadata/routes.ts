@@ -126,7 +126,7 @@ async function buildDocument(ctx: ServiceContext, orgName: string, box: Box, bas
              select jsonb_agg(jsonb_build_object(
                       'version', v.version_number, 'version_description', v.description, 'provider', p.name, 'architecture', a.name,
                       'default_box', a.default_box, 'file_name', f.file_name, 'size', f.size, 'sha256', f.sha256)
-                    order by v.major desc, v.minor desc, v.patch desc, lower(p.name), a.default_box, lower(a.name))
+                    order by v.version_key desc, lower(p.name), a.default_box, lower(a.name))
              from versions v
              join providers p on p.version_id = v.id
              join architectures a on a.provider_id = p.id

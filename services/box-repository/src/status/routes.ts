@@ -5,7 +5,7 @@ import { MIN_PASSWORD_LENGTH, pingDatabase } from '@boxyard/kit';
 import type { FastifyInstance } from 'fastify';
 import type { ServiceContext } from '../context.ts';
 import { baseUrlOf } from '../http/base-url.ts';
-import { RESERVED_ORGANIZATION_NAMES, SLUG_DETAIL, SLUG_PATTERN, VERSION_PATTERN } from '../http/schemas.ts';
+import { RESERVED_ORGANIZATION_NAMES, SLUG_DETAIL, SLUG_PATTERN, VERSION_DETAIL, VERSION_PATTERN } from '../http/schemas.ts';
 import { describeLimits } from '../limits/classes.ts';
 import { SERVICE_NAME } from '../config.ts';
 
@@ -69,7 +69,7 @@ export async function statusRoutes(app: FastifyInstance, { ctx }: { ctx: Service
     naming: {
       organization: { pattern: SLUG_PATTERN, detail: SLUG_DETAIL, reserved: RESERVED_ORGANIZATION_NAMES },
       box: { pattern: SLUG_PATTERN, detail: SLUG_DETAIL },
-      version: { pattern: VERSION_PATTERN, detail: 'semantic version x.y.z' },
+      version: { pattern: VERSION_PATTERN, detail: VERSION_DETAIL },
       provider: { pattern: SLUG_PATTERN, detail: SLUG_DETAIL },
       architecture: { pattern: SLUG_PATTERN, detail: SLUG_DETAIL },
       username: { pattern: '^[A-Za-z0-9_.-]{1,64}$', detail: 'letters, digits, ".", "_" and "-", 1 to 64 characters; "sa-" is reserved for service accounts' },

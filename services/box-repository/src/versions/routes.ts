@@ -1,4 +1,4 @@
-// Versions of a box (x.y.z). States: `unreleased` (members only, files replaceable freely), `active` (the
+// Versions of a box (RubyGems-style strings, ordered as RubyGems orders them: rubygems-version.ts). States: `unreleased` (members only, files replaceable freely), `active` (the
 // default: listed in Vagrant metadata once it has a file), `revoked` (members only, not offered to Vagrant).
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { sql } from 'slonik';
@@ -8,21 +8,20 @@ import { requireBoxManager } from '../access/permissions.ts';
 import type { ServiceContext } from '../context.ts';
 import { alreadyExists, uniquely } from '../http/errors.ts';
 import { describePage, pageOf, paginationQuery } from '../http/pagination.ts';
-import { body, BOX_PREFIX, errors, params, text, updateBody, VERSION_PATTERN, VERSION_PREFIX } from '../http/schemas.ts';
+import { body, BOX_PREFIX, errors, params, text, updateBody, VERSION_PREFIX } from '../http/schemas.ts';
 import { messageSchema, VERSION_STATUSES, versionRow, versionSchema } from '../records.ts';
+import { versionString } from './rubygems-version.ts';
 
 const versionFields = {
-  version_number: { type: 'string', pattern: VERSION_PATTERN, description: 'Semantic version x.y.z' },
+  version_number: versionString,
   description: text(10_000),
   status: { type: 'string', enum: [...VERSION_STATUSES], description: 'unreleased, active (default) or revoked' },
 };
 type VersionInput = { version_number?: string; description?: string; status?: string };
 
-const parts = (version: string | undefined) => (version ?? '').split('.').map((n) => (version === undefined ? null : Number(n)));
-
 export async function versionRoutes(app: FastifyInstance, { ctx }: { ctx: ServiceContext }): Promise<void> {
   const { pool } = ctx;
-  const taken = (version: string) => alreadyExists(`Version ${version} already exists`, '/version_number', version);
+  const taken = (version: string) => alreadyExists(`Version ${version} already exists (or one RubyGems reads as the same, such as 1.0 for 1.0.0)`, '/version_number', version);
 
   app.post<{ Params: { org: string; box: string }; Body: VersionInput & { version_number: string } }>(`${BOX_PREFIX}/version`, {
     schema: {
@@ -34,10 +33,9 @@ export async function versionRoutes(app: FastifyInstance, { ctx }: { ctx: Servic
     const found = await findPath(ctx, request, request.params);
     requireBoxManager(found, found.box!, found.org.name);
     const input = request.body;
-    const [major, minor, patch] = parts(input.version_number);
     const created = await uniquely(() => pool.one(sql.type(z.object({ v: versionRow }))`
-      insert into versions as v (box_id, version_number, major, minor, patch, description, status)
-      values (${found.box!.id}, ${input.version_number}, ${major!}, ${minor!}, ${patch!}, ${input.description ?? ''}, ${input.status ?? 'active'})
+      insert into versions as v (box_id, version_number, description, status)
+      values (${found.box!.id}, ${input.version_number}, ${input.description ?? ''}, ${input.status ?? 'active'})
       returning to_jsonb(v) as v`), () => taken(input.version_number));
     return reply.status(201).send(created.v);
   });
@@ -54,7 +52,7 @@ export async function versionRoutes(app: FastifyInstance, { ctx }: { ctx: Servic
     const where = sql.fragment`v.box_id = ${found.box!.id} and (${isMember(found)} or v.status = 'active')`;
     const rows = await pool.anyFirst(sql.type(z.object({ v: versionRow }))`
       select to_jsonb(v) as v from versions v where ${where}
-      order by v.major desc, v.minor desc, v.patch desc limit ${page.limit} offset ${page.offset}`);
+      order by v.version_key desc limit ${page.limit} offset ${page.offset}`);
     const total = await pool.oneFirst(sql.type(z.object({ n: z.number() }))`select count(*)::int as n from versions v where ${where}`);
     describePage(request, reply, page, total);
     return rows;
@@ -69,11 +67,9 @@ export async function versionRoutes(app: FastifyInstance, { ctx }: { ctx: Servic
     const found = await findPath(ctx, request, request.params);
     requireBoxManager(found, found.box!, found.org.name);
     const input = request.body;
-    const [major, minor, patch] = parts(input.version_number);
     const updated = await uniquely(() => pool.one(sql.type(z.object({ v: versionRow }))`
       update versions v set
         version_number = coalesce(${input.version_number ?? null}, version_number),
-        major = coalesce(${major ?? null}::int, major), minor = coalesce(${minor ?? null}::int, minor), patch = coalesce(${patch ?? null}::int, patch),
         description = coalesce(${input.description ?? null}, description),
         status = coalesce(${input.status ?? null}, status),
         updated_at = now()

@@ -120,6 +120,7 @@ export function instrumentStore(store: ObjectStore, registry: Registry, options:
     deletePrefix: (prefix) => observe('delete', prefix, () => store.deletePrefix(prefix)),
     list: (prefix) => store.list(prefix),
     presignedGetUrl: (key, expires) => observe('presign', key, () => store.presignedGetUrl(key, expires)),
+    presignedPutUrl: (key, expires) => observe('presign', key, () => store.presignedPutUrl(key, expires)),
     // Readiness failures are reported by /health/ready; counting them here would double every probe's failure.
     check: () => store.check(),
     sweepAbandonedUploads: (olderThan) => store.sweepAbandonedUploads(olderThan),

@@ -183,6 +183,10 @@ export function createLocalStore(options: LocalStoreOptions): ObjectStore {
       validateKey(key);
       return undefined; // files are served by the service itself
     },
+    async presignedPutUrl(key: string): Promise<string | undefined> {
+      validateKey(key);
+      return undefined; // uploads go through the service itself
+    },
     sweepAbandonedUploads: (olderThan) => sweepAbandonedUploads(layout, olderThan),
     check: () => check(layout),
   };

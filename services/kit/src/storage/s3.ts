@@ -159,6 +159,14 @@ async function presignedGetUrl(target: S3Bucket, key: string, expiresSeconds: nu
   return target.client.presignedGetObject(target.bucket, name, expiresSeconds); // signed locally: no request, no existence check
 }
 
+async function presignedPutUrl(target: S3Bucket, key: string, expiresSeconds: number): Promise<string | undefined> {
+  const name = objectName(target, key);
+  if (!Number.isInteger(expiresSeconds) || expiresSeconds < 1 || expiresSeconds > maxPresignSeconds) {
+    throw new RangeError(`expiresSeconds must be an integer from 1 to ${maxPresignSeconds}`);
+  }
+  return target.client.presignedPutObject(target.bucket, name, expiresSeconds); // signed locally, like GET
+}
+
 async function sweepAbandonedUploads({ client, bucket, namespace }: S3Bucket, olderThan: Date): Promise<number> {
   // The whole bucket's listing, filtered to our prefix: MinIO lists incomplete uploads only for '' or an exact
   // key, not for a partial prefix. Uploads of other prefixes (other services) are never touched.
@@ -210,6 +218,7 @@ export function createS3Store(options: S3StoreOptions): ObjectStore {
     deletePrefix: (prefix) => deletePrefix(target, prefix),
     list: (prefix) => list(target, prefix),
     presignedGetUrl: (key, expiresSeconds) => presignedGetUrl(target, key, expiresSeconds),
+    presignedPutUrl: (key, expiresSeconds) => presignedPutUrl(target, key, expiresSeconds),
     sweepAbandonedUploads: (olderThan) => sweepAbandonedUploads(target, olderThan),
     check: () => check(target, options.endpoint),
     multipart: s3Multipart(target),

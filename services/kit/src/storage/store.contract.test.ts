@@ -414,6 +414,18 @@ describe.each(drivers)('object store contract: $driver', ({ driver, create }) =>
     expect(Buffer.from(await response.arrayBuffer()).equals(data)).toBe(true);
   });
 
+  it('gives a presigned PUT URL on s3 that plain fetch can write the object through, and none on local', async () => {
+    const data = randomBytes(64 * 1024);
+    const url = await store.presignedPutUrl('shared/put.bin', 300);
+    if (driver === 'local') {
+      expect(url).toBeUndefined();
+      return;
+    }
+    const response = await fetch(url!, { method: 'PUT', body: data });
+    expect(response.status).toBe(200);
+    expect(await store.stat('shared/put.bin')).toMatchObject({ size: data.length });
+  });
+
   it('fails its readiness check when the bucket or directory is missing', async () => {
     await expect(subject.broken().check()).rejects.toBeInstanceOf(StorageUnavailableError);
     await expect(subject.broken().check()).rejects.toMatchObject({ statusCode: 503, code: 'STORAGE_UNAVAILABLE' });

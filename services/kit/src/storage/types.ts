@@ -62,6 +62,11 @@ export interface ObjectStore {
   list(prefix: string): AsyncIterable<ObjectInfo>;
   /** A URL a client can GET without credentials; undefined when the driver can't make one (local). */
   presignedGetUrl(key: string, expiresSeconds: number): Promise<string | undefined>;
+  /**
+   * A URL a client can PUT the object's bytes to without credentials (one request, any length the object store
+   * takes), valid for starting a request within `expiresSeconds`; undefined when the driver can't make one (local).
+   */
+  presignedPutUrl(key: string, expiresSeconds: number): Promise<string | undefined>;
   /** Readiness: resolves when the bucket / directory is reachable and usable, throws StorageUnavailableError otherwise. */
   check(): Promise<void>;
   /**

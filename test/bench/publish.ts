@@ -1,0 +1,69 @@
+// `make bench ONLY=publish`: a 1 GiB box published by Debian's `vagrant cloud publish` (direct upload, s3 driver:
+// authenticate, box and version look-ups, provider, presigned PUT by curl, the callback reading the object back to
+// verify it, release) against a direct S3 PUT of the same file by curl on a presigned URL, in the same run.
+// Goal (issue 29): ≥ 0.8×. One round each: 1 GiB twice over on 2 shared cores is already minutes.
+import { spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { createWriteStream } from 'node:fs';
+import { mkdir, rm } from 'node:fs/promises';
+import { join } from 'node:path';
+import { pipeline } from 'node:stream/promises';
+import * as Minio from 'minio';
+import { finished } from '../harness/child-output.ts';
+import { generatedBox, jsonApi, timed, type Service } from './box-repository.ts';
+import { progress, startWithBigBox } from './downloads.ts';
+import type { BenchEnv, BenchRow } from './env.ts';
+import { alternate, curlPut, median, round } from './load.ts';
+
+const MiB = 1024 * 1024;
+const boxBytes = 1024 * MiB;
+const region = 'us-east-1';
+const ROUNDS = Number(process.env.BENCH_PUBLISH_ROUNDS ?? 1);
+
+async function vagrantPublish(home: string, serverUrl: string, key: string, version: string, boxFile: string): Promise<void> {
+  const child = spawn('vagrant', ['cloud', 'publish', 'bench/big', version, 'virtualbox', boxFile, '--release', '-f'], {
+    env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: home, VAGRANT_HOME: join(home, 'vagrant.d'), VAGRANT_CHECKPOINT_DISABLE: '1', VAGRANT_SERVER_URL: serverUrl, VAGRANT_CLOUD_TOKEN: key },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  const result = await finished(child);
+  if (result.code !== 0) throw new Error(`vagrant cloud publish: ${result.code}\n${result.output}`);
+}
+
+export async function benchPublish(env: BenchEnv): Promise<BenchRow[]> {
+  const rows: BenchRow[] = [];
+  const boxFile = join(env.workDir, `publish-${randomBytes(4).toString('hex')}.box`);
+  const home = join(env.workDir, `vagrant-${randomBytes(4).toString('hex')}`);
+  await mkdir(home, { recursive: true });
+  await pipeline(generatedBox(boxBytes), createWriteStream(boxFile));
+  const minioUrl = new URL(env.minio.endpoint);
+  const minio = new Minio.Client({ endPoint: minioUrl.hostname, port: Number(minioUrl.port), useSSL: false, accessKey: env.minio.accessKey, secretKey: env.minio.secretKey, region });
+  const bucket = `bench-pub-${randomBytes(4).toString('hex')}`;
+  await minio.makeBucket(bucket, region);
+  let service: Service | undefined;
+  try {
+    const s3 = await startWithBigBox(env, { driver: 's3', endpoint: env.minio.endpoint, access_key: env.minio.accessKey, secret_key: env.minio.secretKey, bucket, region, prefix: 'box-repository' }, MiB);
+    service = s3.service;
+    const api = jsonApi(() => s3.service.url);
+    const admin = (await api('POST', '/api/auth/signin', { username: 'admin', password: s3.config.admin.password })).access_token as string;
+    const key = (await api('POST', '/api/service-accounts', { organization: 'bench', role: 'moderator', description: 'bench publisher' }, admin)).token as string;
+    let published = 0;
+    const results = await alternate(ROUNDS, {
+      publish: async () => boxBytes / MiB / await timed(() => vagrantPublish(home, s3.service.url, key, `2.0.${published++}`, boxFile)),
+      put: async () => boxBytes / MiB / await timed(async () => curlPut(await minio.presignedPutObject(bucket, 'direct/upload', 600), boxFile)),
+    });
+    const ratio = median(results.publish!) / median(results.put!);
+    progress(rows, {
+      name: 'vagrant cloud publish 1 GiB, direct, s3 driver (vs a direct S3 PUT of the same file)',
+      value: round(median(results.publish!)), unit: 'MiB/s', baseline: round(median(results.put!)), ratio: round(ratio, 3), goal: '≥ 0.80×', pass: ratio >= 0.8,
+    });
+  } finally {
+    await service?.stop();
+    const names: string[] = [];
+    for await (const item of minio.listObjectsV2(bucket, '', true)) names.push((item as { name: string }).name);
+    if (names.length > 0) await minio.removeObjects(bucket, names);
+    await minio.removeBucket(bucket).catch(() => {});
+    await rm(boxFile, { force: true });
+    await rm(home, { recursive: true, force: true });
+  }
+  return rows;
+}
