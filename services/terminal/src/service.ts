@@ -27,7 +27,7 @@ export const serviceDefinition = defineService({
   accounts: true,
   async devDefaults(context) {
     const home = resolve(context.home, 'terminal');
-    return { ...(await devDefaults(context, 'terminal')), backend: { kind: 'local', local: { socket_dir: resolve(home, 'agents') } }, state_dir: home };
+    return { ...(await devDefaults(context, 'terminal')), backend: { kind: 'local', local: { socket_dir: resolve(home, 'agents') } }, storage: { driver: 'local', root: resolve(home, 'recordings') }, state_dir: home };
   },
   plugin: async () => (await import('./plugin.ts')).terminalPlugin,
 });
