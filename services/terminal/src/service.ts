@@ -8,6 +8,8 @@ import type { SessionBackend } from './backends/types.ts';
 import { terminalBackup } from './backup.ts';
 import { DEFAULT_METRICS_PORT, terminalConfigSchema, type TerminalConfig } from './config.ts';
 import { clusterKind } from './kind.ts';
+import type { AuditService } from './audit/service.ts';
+import type { RecordingService } from './recording/service.ts';
 import type { SessionService } from './sessions/service.ts';
 
 export const TERMINAL_VERSION = '0.1.0';
@@ -35,6 +37,8 @@ export const serviceDefinition = defineService({
 export interface TerminalService extends HostedService {
   sessions: SessionService;
   backend: SessionBackend;
+  recordings: RecordingService;
+  audit: AuditService;
 }
 
 /** Starts the gateway with a loaded config (tests, the bench); with port 0 the OS picks a port. */

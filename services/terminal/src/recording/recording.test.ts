@@ -5,10 +5,10 @@
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { spawn } from 'node-pty';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestDatabase } from '@boxyard/test/harness/fixtures.ts';
 import { CLOSE_CODES } from '../protocol.ts';
+import { asciinemaCat } from '../testing/asciinema.ts';
 import { ADMIN_PASSWORD, api, createUser, login, openTerminal, plain, startTestGateway } from '../testing/test-gateway.ts';
 
 type Gateway = Awaited<ReturnType<typeof startTestGateway>>;
@@ -26,16 +26,6 @@ async function recordingDone(base: string, id: string, cookie: string) {
     await new Promise((r) => setTimeout(r, 100));
   }
   throw new Error('recording did not finish');
-}
-
-/** `asciinema cat FILE` (Debian's asciinema 2.2.0); it reads /dev/tty, so it runs on a pty. */
-export function asciinemaCat(file: string, home: string): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const term = spawn('asciinema', ['cat', file], { cols: 120, rows: 40, env: { PATH: '/usr/bin:/bin', HOME: home, LANG: 'C.UTF-8', TERM: 'xterm-256color' } });
-    let out = '';
-    term.onData((data) => (out += data));
-    term.onExit(({ exitCode }) => (exitCode === 0 ? resolve(out) : reject(new Error(`asciinema cat exited with ${exitCode}: ${out}`))));
-  });
 }
 
 describe('session recording (local backend, local store)', () => {
