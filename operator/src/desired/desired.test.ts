@@ -73,6 +73,7 @@ const pool = (over: Partial<TerminalPoolSpec> = {}) =>
     database: { secretRef: { name: 'db', key: 'url' }, schema: 'terminal', poolSize: 10 },
     sessionPod: { imagePullPolicy: 'IfNotPresent', shell: '/bin/bash', resources: { requests: { cpu: '50m' }, limits: { cpu: 1, memory: '512Mi' } }, readyTimeoutSeconds: 60, egress: {} as TerminalPoolSpec['sessionPod']['egress'] },
     sessions: { idleTimeoutSeconds: 1800, maxLifetimeSeconds: 28800, reattachGraceSeconds: 300, perUserLimit: 3, globalLimit: 100, scrollbackBytes: 1048576 },
+    recording: { mode: 'off', input: false, retentionDays: 30, maxBytes: 268435456 },
     ...over,
   });
 
