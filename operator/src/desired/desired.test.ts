@@ -295,7 +295,7 @@ describe('config.yaml', () => {
 
   it('terminal: sessions and a kubernetes backend in the pool\'s namespace, no storage', () => {
     const { configYaml } = desiredState(input(terminalPool, pool({ allowedOrigins: ['https://portal.example.com'] })));
-    const config = load(configYaml, z.strictObject({ ...shared, sessions: z.record(z.string(), z.number()), allowed_origins: z.array(z.string()), backend: z.unknown() }));
+    const config = load(configYaml, z.strictObject({ ...shared, sessions: z.record(z.string(), z.number()), recording: z.strictObject({ mode: z.enum(['off', 'on', 'required']), input: z.boolean(), retention_days: z.number(), max_bytes: z.number() }), allowed_origins: z.array(z.string()), backend: z.unknown() }));
     expect(config.sessions).toEqual({ idle_timeout_seconds: 1800, max_lifetime_seconds: 28800, reattach_grace_seconds: 300, per_user_limit: 3, global_limit: 100, scrollback_bytes: 1048576 });
     expect(config.backend).toEqual({
       kind: 'kubernetes',
