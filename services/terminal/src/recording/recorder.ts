@@ -8,12 +8,12 @@ import type { WebSocket } from 'ws';
 import { eventLine, visibleText, type EventCode } from './cast.ts';
 import type { RecordingStore } from './store.ts';
 
-/** A chunk is cut at this size even before its time is up. */
-const CHUNK_BYTES = 512 * 1024;
+/** A chunk is cut at this size even before its time is up (large: a flood then costs few puts and commits). */
+const CHUNK_BYTES = 2 * 1024 * 1024;
 /** Pending bytes above which the agent's stream is paused until the running flush is done. */
-const PAUSE_BYTES = 4 * 1024 * 1024;
-/** Words indexed per chunk at most (tsvector has its own 1 MiB limit). */
-const INDEX_CHARS = 256 * 1024;
+const PAUSE_BYTES = 16 * 1024 * 1024;
+/** Text indexed per chunk at most (tsvector has its own 1 MiB limit; a flood's words repeat anyway). */
+const INDEX_CHARS = 64 * 1024;
 
 export type RecorderEnd = 'complete' | 'truncated' | 'failed' | 'released';
 
