@@ -5,6 +5,7 @@
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { sql } from 'slonik';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestDatabase } from '@boxyard/test/harness/fixtures.ts';
 import { CLOSE_CODES } from '../protocol.ts';
@@ -127,6 +128,55 @@ describe('session recording (local backend, local store)', () => {
     expect((await api(gateway.url, 'GET', '/api/terminal/recordings/search?q=quokka42&limit=1000', { cookie: alice.cookie })).status).toBe(400);
     expect((await api(gateway.url, 'GET', '/api/terminal/recordings/search?q=quokka42')).status).toBe(401);
   });
+  it('sweeps recordings and audit rows past their retention, objects included', async () => {
+    const objects = async () => {
+      const keys: string[] = [];
+      for await (const object of gateway.recordings.objects.list(`recordings/${sessionId}/`)) keys.push(object.key);
+      return keys;
+    };
+    expect((await objects()).length).toBeGreaterThan(0);
+    await gateway.audit.settle();
+    await gateway.app.pool.query(sql.unsafe`update terminal_recordings set expires_at = now() - interval '1 second' where id = ${sessionId}::uuid`);
+    await gateway.app.pool.query(sql.unsafe`update terminal_audit set at = now() - interval '31 days' where session_id = ${sessionId}::uuid`);
+    expect(await gateway.recordings.sweepOnce()).toBe(1);
+    await gateway.audit.sweepOnce();
+    expect((await api(gateway.url, 'GET', `/api/terminal/recordings/${sessionId}`, { cookie: admin })).status).toBe(404);
+    expect(await objects()).toEqual([]);
+    expect((await api(gateway.url, 'GET', `/api/terminal/audit?session_id=${sessionId}`, { cookie: admin })).json.data.events).toEqual([]);
+  });
+});
+
+describe('recording.max_bytes', () => {
+  let gateway: Gateway;
+  let dir: string;
+
+  beforeAll(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'recordings-cap-'));
+    gateway = await startTestGateway(await createTestDatabase('terminal_recording_cap'), { recording: { mode: 'required', max_bytes: 65_536, flush_seconds: 0.2 }, storage: { driver: 'local', root: dir } });
+  });
+
+  afterAll(async () => {
+    await gateway?.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('stops the recording at the cap with a marker; the session goes on', async () => {
+    const cookie = await login(gateway.url, 'admin', ADMIN_PASSWORD);
+    const started = await api(gateway.url, 'POST', '/api/terminal/start', { cookie, body: { terminal_cookie: 'rec-cap' } });
+    const id = started.json.data.session.id;
+    const client = await openTerminal(gateway.url, started.json.data.websocket_path, { cookie });
+    client.type('head -c 200000 /dev/zero | tr "\\0" y; echo; echo still$((1+1))\r');
+    await client.waitFor('still2');
+    client.type('echo after$((3+3))\r');
+    await client.waitFor('after6');
+    const recording = await recordingDone(gateway.url, id, cookie);
+    expect(recording).toMatchObject({ state: 'truncated' });
+    expect(recording.bytes).toBeLessThanOrEqual(65_536);
+    const cast = await castOf(gateway.url, id, cookie);
+    expect(JSON.parse(cast.text.trim().split('\n').at(-1)!)).toEqual([expect.any(Number), 'm', expect.stringContaining('size limit')]);
+    await client.close();
+    await api(gateway.url, 'DELETE', `/api/terminal/sessions/${id}/stop`, { cookie });
+  }, 30_000);
 });
 
 describe('recording.mode required with a store that cannot be written', () => {
