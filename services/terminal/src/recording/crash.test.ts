@@ -84,6 +84,23 @@ describe('a gateway killed mid-session', () => {
     writeFileSync(file, await cast.text());
     const shown = plain(await asciinemaCat(file, dir));
     expect(shown.split(/\r?\n/).map((line) => line.trim())).toContain('42');
+
+    // The shell outlived its gateway. Once the dead gateway's lease has run out, attaching through the other one
+    // takes the recording over where its stored chunks end: nothing recorded twice.
+    // (15 s: the dead gateway's lease.)
+    const stateOf = async () => (await api(second!.url, 'GET', `/api/terminal/recordings/${sessionId}`, { cookie: admin })).json.data.recording.state;
+    await expect.poll(stateOf, { timeout: 25_000, interval: 500 }).toBe('interrupted');
+    const client = await openTerminal(second.url, `/ws/terminal/${sessionId}`, { cookie: admin });
+    await expect.poll(stateOf, { timeout: 10_000 }).toBe('recording');
+    client.type('echo resumed$((5*5))\r');
+    await client.waitFor('resumed25');
+    await client.close();
     await second.sessions.stop(sessionId);
-  }, 60_000);
+    await expect.poll(async () => (await api(second!.url, 'GET', `/api/terminal/recordings/${sessionId}`, { cookie: admin })).json.data.recording.state, { timeout: 10_000 }).toBe('complete');
+    const whole = await (await fetch(`${second.url}/api/terminal/recordings/${sessionId}/cast`, { headers: { cookie: admin } })).text();
+    const output = plain(whole.trim().split('\n').slice(1).map((line) => JSON.parse(line) as [number, string, string]).filter(([, code]) => code === 'o').map(([, , data]) => data).join(''));
+    expect(output).toContain('resumed25');
+    expect(output.split(/\r?\n/).filter((line) => line.trim() === '42')).toHaveLength(1);
+    expect(whole).toContain('recording resumed by another gateway');
+  }, 90_000);
 });
