@@ -126,6 +126,11 @@ describe('session recording (local backend, local store)', () => {
       expect(refused.json.success).toBe(false);
     }
     expect((await api(gateway.url, 'GET', '/api/terminal/recordings/search?q=quokka42&limit=1000', { cookie: alice.cookie })).status).toBe(400);
+    // Punctuation inside a word is the caller's to choose; none of it is query syntax.
+    for (const q of ['a-b', '.-.', '__', 'x.y', '--', 'ab.-', '42']) {
+      const answered = await api(gateway.url, 'GET', `/api/terminal/recordings/search?q=${encodeURIComponent(q)}`, { cookie: alice.cookie });
+      expect(answered.status, q).toBe(200);
+    }
     expect((await api(gateway.url, 'GET', '/api/terminal/recordings/search?q=quokka42')).status).toBe(401);
   });
   it('sweeps recordings and audit rows past their retention, objects included', async () => {
