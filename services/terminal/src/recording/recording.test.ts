@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { sql } from 'slonik';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createTestDatabase } from '@boxyard/test/harness/fixtures.ts';
+import { createTestBucket, createTestDatabase } from '@boxyard/test/harness/fixtures.ts';
 import { CLOSE_CODES } from '../protocol.ts';
 import { asciinemaCat } from '../testing/asciinema.ts';
 import { ADMIN_PASSWORD, api, createUser, login, openTerminal, plain, startTestGateway } from '../testing/test-gateway.ts';
@@ -211,4 +211,35 @@ describe('recording.mode required with a store that cannot be written', () => {
     const session = (await api(gateway.url, 'GET', '/api/terminal/sessions?include_ended=true', { cookie })).json.data.sessions[0];
     expect(session).toMatchObject({ id: started.json.data.session.id, end_reason: 'recording_failed' });
   }, 30_000);
+});
+
+describe('recording into S3 (the run\'s MinIO)', () => {
+  let gateway: Gateway;
+
+  afterAll(async () => {
+    await gateway?.close();
+  });
+
+  it('stores the chunks as objects and serves the assembled cast', async () => {
+    const bucket = await createTestBucket('recordings');
+    gateway = await startTestGateway(await createTestDatabase('terminal_recording_s3'), {
+      recording: { mode: 'required', flush_seconds: 0.2 },
+      storage: { driver: 's3', endpoint: bucket.endpoint, access_key: bucket.accessKey, secret_key: bucket.secretKey, bucket: bucket.bucket, region: bucket.region },
+    });
+    const cookie = await login(gateway.url, 'admin', ADMIN_PASSWORD);
+    const started = await api(gateway.url, 'POST', '/api/terminal/start', { cookie, body: { terminal_cookie: 'rec-s3' } });
+    const id = started.json.data.session.id;
+    const client = await openTerminal(gateway.url, started.json.data.websocket_path, { cookie });
+    client.type('echo $((6*7))\r');
+    await client.waitFor(/^42\r?$/m);
+    await client.close();
+    await api(gateway.url, 'DELETE', `/api/terminal/sessions/${id}/stop`, { cookie });
+    await recordingDone(gateway.url, id, cookie);
+    const keys: string[] = [];
+    for await (const object of bucket.client.listObjectsV2(bucket.bucket, `recordings/${id}/`, true)) keys.push((object as { name: string }).name);
+    expect(keys.length).toBeGreaterThan(0);
+    const cast = await castOf(gateway.url, id, cookie);
+    const output = cast.text.split('\n').slice(1).filter(Boolean).map((line) => JSON.parse(line) as [number, string, string]).filter(([, code]) => code === 'o').map(([, , data]) => data).join('');
+    expect(plain(output).split(/\r?\n/)).toContain('42');
+  }, 40_000);
 });

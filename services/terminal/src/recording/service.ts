@@ -72,7 +72,8 @@ export function createRecordingService(options: RecordingServiceOptions) {
       );
       if (!claim) return; // another gateway is writing it
       const socket = await sessions.connect({ ...row, agent_address: row.agent_address }, { from: claim.output_offset, input: config.input });
-      await new Promise<void>((resolve, reject) => {
+      // Listening from the start: the agent's first frames may come in the same read as the upgrade's answer.
+      const opened = new Promise<void>((resolve, reject) => {
         socket.once('open', () => resolve());
         socket.once('error', reject);
       });
@@ -87,6 +88,10 @@ export function createRecordingService(options: RecordingServiceOptions) {
         socket,
       );
       recorders.set(row.id, recorder);
+      await opened.catch((error: unknown) => {
+        recorders.delete(row.id);
+        throw error;
+      });
       // The first chunk at once: in `required` mode a store that cannot take it ends the session now.
       await recorder.flush();
     } catch (error) {
