@@ -9,6 +9,8 @@
 //   Baseline: the same shell spawned on a pty in this process until its first byte. Goal: ≤ 100 ms;
 // - output flood (MiB/s): 128 MiB printed by the shell, received over the WebSocket vs read from the pty;
 //   goal ≥ 0.8× the raw pty;
+// - recording (issue 31): keystroke p99 and the flood through a second gateway with recording.mode on (local
+//   store under the bench's work directory) vs this one (off), alternating; goals ≥ 0.9× the flood, p99 ≤ 1.1×;
 // - memory: the gateway's RSS with 100 idle sessions (one socket attached to each) vs with none, and what
 //   each session's agent process costs (PSS, so shared pages of the Node binary aren't counted 100 times).
 // The gateway runs as its own process (its RSS is its own), with the local backend.
@@ -80,7 +82,7 @@ function agentPids(sessionIds: Set<string>): number[] {
   return pids;
 }
 
-export async function startGateway(env: BenchEnv, adminPassword: string): Promise<{ child: ChildProcess; base: string }> {
+export async function startGateway(env: BenchEnv, adminPassword: string, extraEnv: Record<string, string> = {}): Promise<{ child: ChildProcess; base: string }> {
   const databaseUrl = await createBenchDatabase(env, `bench_terminal_${randomBytes(4).toString('hex')}`);
   const port = await freePort();
   const launch = `
@@ -106,6 +108,7 @@ export async function startGateway(env: BenchEnv, adminPassword: string): Promis
       // One user holds a socket on each idle session (the per-user cap is 20 by default).
       BOXYARD_SESSIONS__MAX_SOCKETS_PER_USER: String(IDLE_SESSIONS + 10),
       BOXYARD_LOGGING__LEVEL: 'warn',
+      ...extraEnv,
     },
     stdio: ['ignore', 'pipe', 'inherit'],
   });
@@ -365,9 +368,73 @@ export async function benchTerminal(env: BenchEnv): Promise<BenchRow[]> {
     }
     const flood = row('output flood 128 MiB: WebSocket via gateway+agent (vs raw pty)', 'MiB/s', median(socketRates), median(ptyRates));
     rows.push({ ...flood, goal: '≥ 0.80×', pass: flood.ratio! >= 0.8 });
+    rows.push(...(await benchRecording(env, adminPassword, { base, cookie })));
     return rows;
   } finally {
     child.kill('SIGTERM');
     await new Promise((r) => child.once('exit', r));
+  }
+}
+
+/** A cat session's keystroke round trips (ms) over a gateway's WebSocket, in blocks the caller interleaves. */
+async function keystrokeSession(base: string, cookie: string, name: string) {
+  const session = await startSession(base, cookie, name);
+  const socket = await openSocket(base, session.path, cookie);
+  const echo = socketEcho(socket);
+  echo.send(Buffer.from(`${CAT}\r`));
+  await waitQuiet(echo);
+  const trip = roundTrips(echo);
+  await trip(50);
+  return {
+    trip,
+    async close() {
+      socket.close();
+      await stopSession(base, cookie, session.id);
+    },
+  };
+}
+
+/**
+ * Recording on vs off, same run: keystroke p99 and the flood through a second gateway that records every session
+ * (local store), against the first one (recording off); keystrokes in alternating blocks, floods alternating.
+ */
+async function benchRecording(env: BenchEnv, adminPassword: string, off: { base: string; cookie: string }): Promise<BenchRow[]> {
+  const store = join(env.workDir, `terminal-recordings-${randomBytes(4).toString('hex')}`);
+  mkdirSync(store);
+  const recorded = await startGateway(env, adminPassword, {
+    BOXYARD_RECORDING__MODE: 'on',
+    BOXYARD_RECORDING__MAX_BYTES: String(1024 * MiB),
+    BOXYARD_STORAGE__DRIVER: 'local',
+    BOXYARD_STORAGE__ROOT: store,
+  });
+  try {
+    const onCookie = await login(recorded.base, adminPassword);
+    const withRecording = await keystrokeSession(recorded.base, onCookie, 'bench-rec-latency-on');
+    const without = await keystrokeSession(off.base, off.cookie, 'bench-rec-latency-off');
+    const onTrips: number[] = [];
+    const offTrips: number[] = [];
+    for (let i = 0; i < KEYSTROKES / BLOCK; i++) {
+      onTrips.push(...(await withRecording.trip(BLOCK)));
+      offTrips.push(...(await without.trip(BLOCK)));
+    }
+    await withRecording.close();
+    await without.close();
+    const onRates: number[] = [];
+    const offRates: number[] = [];
+    for (let run = 0; run < FLOOD_REPEATS; run++) {
+      onRates.push(await floodOverSocket(recorded.base, onCookie, 100 + run));
+      offRates.push(await floodOverSocket(off.base, off.cookie, 200 + run));
+    }
+    const us = (ms: number) => ms * 1000;
+    const p99 = row('keystroke round trip p99: recording on (vs off)', 'µs', us(percentile(onTrips, 99)), us(percentile(offTrips, 99)));
+    const flood = row('output flood 128 MiB: recording on (vs off)', 'MiB/s', median(onRates), median(offRates));
+    return [
+      { ...p99, goal: '≤ 1.10×', pass: p99.ratio! <= 1.1 },
+      row('keystroke round trip mean: recording on (vs off)', 'µs', us(mean(onTrips)), us(mean(offTrips))),
+      { ...flood, goal: '≥ 0.90×', pass: flood.ratio! >= 0.9 },
+    ];
+  } finally {
+    recorded.child.kill('SIGTERM');
+    await new Promise((r) => recorded.child.once('exit', r));
   }
 }

@@ -12,6 +12,7 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { makeBox } from '@boxyard/box-repository/testing/boxes.ts';
+import { asciinemaCat } from '@boxyard/terminal/testing/asciinema.ts';
 import { api, login, openTerminal, plain } from '@boxyard/terminal/testing/test-gateway.ts';
 import { finished } from '../harness/child-output.ts';
 import { NODE } from '../harness/node/network.ts';
@@ -257,6 +258,33 @@ describe.runIf(process.getuid?.() === 0)('Boxyard on a real node (kubelet + cont
         await api(base, 'DELETE', `/api/terminal/sessions/${id}/stop`, { cookie, origin: base });
       }
     }, 180_000);
+
+    // Not run by the session that wrote it (it had no real node): the pool records (recording.mode on, to the
+    // gateway pod's /tmp), and asciinema cat reads the pod session's recording back with its 42.
+    it('records a pod session as asciicast that asciinema cat reads back', async () => {
+      await kubectl(['patch', 'terminalpool', 'shells', '-n', NS, '--type=merge', '-p', JSON.stringify({ spec: { recording: { mode: 'on' } } })]);
+      // The operator rolls the gateway out with the new config; a recording gateway says so on attach.
+      const { session, terminal } = await until('a gateway that records', async () => {
+        await kubectl(['rollout', 'status', '-n', NS, 'deployment/shells-terminal', '--timeout=180s']);
+        cookie = await login(base, 'admin', await secretValue('shells-terminal-admin', 'password'));
+        const started = await startSession(`e2e-recorded-${Date.now()}`);
+        const client = await openTerminal(base, started.websocket_path, { cookie, origin: base });
+        await new Promise((r) => setTimeout(r, 1000));
+        if (client.controls.some((c) => c.type === 'notice')) return { session: started, terminal: client };
+        await client.close();
+        await api(base, 'DELETE', `/api/terminal/sessions/${started.session.id}/stop`, { cookie, origin: base });
+        return undefined;
+      }, 180_000);
+      terminal.type('echo $((6*7))\r');
+      await terminal.waitFor(/^42$/m, 30_000);
+      await terminal.close();
+      await api(base, 'DELETE', `/api/terminal/sessions/${session.session.id}/stop`, { cookie, origin: base });
+      await until('the recording to be complete', async () => (await api(base, 'GET', `/api/terminal/recordings/${session.session.id}`, { cookie })).json.data?.recording?.state === 'complete' || undefined, 30_000);
+      const cast = await (await fetch(`${base}/api/terminal/recordings/${session.session.id}/cast`, { headers: { cookie } })).text();
+      const file = join(dir, 'pod-session.cast');
+      await writeFile(file, cast);
+      expect(plain(await asciinemaCat(file, dir)).split(/\r?\n/).map((line) => line.trim())).toContain('42');
+    }, 240_000);
   });
 
   it('lets a shell reach DNS, but neither other pods, Services nor the cloud metadata address (session egress policy)', async () => {

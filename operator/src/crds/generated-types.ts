@@ -462,6 +462,27 @@ export interface TerminalPoolSpec extends CommonSpec {
     scrollbackBytes: number;
   };
   /**
+   * Session recording and its retention.
+   */
+  recording: {
+    /**
+     * Record sessions as asciicast v2: off, on, or required (a session whose recording cannot be written is ended).
+     */
+    mode: 'off' | 'on' | 'required';
+    /**
+     * Record typed input as well as output.
+     */
+    input: boolean;
+    /**
+     * Days recordings and audit rows are kept.
+     */
+    retentionDays: number;
+    /**
+     * Size cap of one recording (bytes of asciicast).
+     */
+    maxBytes: number;
+  };
+  /**
    * The pod each session runs in: a non-root shell (the agent starts as root with only CAP_SETUID and CAP_SETGID and drops to its user before the shell starts, which keeps its environment from the shell), no privilege escalation, default seccomp, no service-account token.
    */
   sessionPod: {

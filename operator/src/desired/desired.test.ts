@@ -76,6 +76,7 @@ const pool = (over: Partial<TerminalPoolSpec> = {}) =>
     database: { secretRef: { name: 'db', key: 'url' }, schema: 'terminal', poolSize: 10 },
     sessionPod: { imagePullPolicy: 'IfNotPresent', shell: '/bin/bash', resources: { requests: { cpu: '50m' }, limits: { cpu: 1, memory: '512Mi' } }, readyTimeoutSeconds: 60, egress: {} as TerminalPoolSpec['sessionPod']['egress'] },
     sessions: { idleTimeoutSeconds: 1800, maxLifetimeSeconds: 28800, reattachGraceSeconds: 300, perUserLimit: 3, globalLimit: 100, scrollbackBytes: 1048576 },
+    recording: { mode: 'off', input: false, retentionDays: 30, maxBytes: 268435456 },
     ...over,
   });
 
@@ -321,7 +322,7 @@ describe('config.yaml', () => {
 
   it('terminal: sessions and a kubernetes backend in the pool\'s namespace, no storage', () => {
     const { configYaml } = desiredState(input(terminalPool, pool({ allowedOrigins: ['https://portal.example.com'] })));
-    const config = load(configYaml, z.strictObject({ ...shared, sessions: z.record(z.string(), z.number()), allowed_origins: z.array(z.string()), backend: z.unknown() }));
+    const config = load(configYaml, z.strictObject({ ...shared, sessions: z.record(z.string(), z.number()), recording: z.strictObject({ mode: z.enum(['off', 'on', 'required']), input: z.boolean(), retention_days: z.number(), max_bytes: z.number() }), allowed_origins: z.array(z.string()), backend: z.unknown() }));
     expect(config.sessions).toEqual({ idle_timeout_seconds: 1800, max_lifetime_seconds: 28800, reattach_grace_seconds: 300, per_user_limit: 3, global_limit: 100, scrollback_bytes: 1048576 });
     expect(config.backend).toEqual({
       kind: 'kubernetes',

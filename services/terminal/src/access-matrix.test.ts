@@ -3,6 +3,9 @@
 // another user (who must neither attach to nor stop it); an admin (who may stop it but never attach to someone
 // else's shell); and credentials that no longer work: the owner's session expired, and signed out. The
 // WebSocket row is a real upgrade: 101 only for the owner.
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { createSessionTokens } from '@boxyard/kit';
 import { afterAll, beforeAll } from 'vitest';
 import { describeAccessMatrix, outcomes, reusable, type MatrixRow, type RoleSpec } from '@boxyard/test/harness/access-matrix.ts';
@@ -44,6 +47,7 @@ async function startSession(role: Role, terminalCookie: string): Promise<string>
 }
 
 let attachable: string;
+let recordings: string;
 
 function rows(): MatrixRow<Role>[] {
   const rows: MatrixRow<Role>[] = operationalRows(ROLES, (role, method, path) => send(role, method, path));
@@ -83,11 +87,20 @@ function rows(): MatrixRow<Role>[] {
     // gets 404 as a plain GET of the path would.
     headExpected: { owner: 404 },
   });
+  // Recordings (of the attachable session, recorded from its start): the owner's and admins'; for another user
+  // it does not exist. Search and the list answer everyone signed in (with what they may see). The audit log: admins.
+  add('GET /api/terminal/recordings', expect_(grant(SIGNED_IN, 200)), (role, m) => send(role, m, '/api/terminal/recordings'));
+  add('GET /api/terminal/recordings/search', expect_(grant(SIGNED_IN, 200)), (role, m) => send(role, m, '/api/terminal/recordings/search?q=matrix'));
+  add('GET /api/terminal/recordings/:id', expect_({ ...grant(['owner', 'admin'], 200), otherUser: 404 }), (role, m) => send(role, m, `/api/terminal/recordings/${attachable}`));
+  add('GET /api/terminal/recordings/:id/cast', expect_({ ...grant(['owner', 'admin'], 200), otherUser: 404 }), (role, m) => send(role, m, `/api/terminal/recordings/${attachable}/cast`));
+  add('GET /api/terminal/audit', expect_(grant(['admin'], 200)), (role, m) => send(role, m, '/api/terminal/audit'));
+  add('GET /api/terminal/audit/export', expect_(grant(['admin'], 200)), (role, m) => send(role, m, '/api/terminal/audit/export'));
   return rows;
 }
 
 beforeAll(async () => {
-  gateway = await startTestGateway(await createTestDatabase('term_matrix'));
+  recordings = mkdtempSync(join(tmpdir(), 'matrix-recordings-'));
+  gateway = await startTestGateway(await createTestDatabase('term_matrix'), { recording: { mode: 'on' }, storage: { driver: 'local', root: recordings } });
   const adminCookie = await login(gateway.url, 'admin', ADMIN_PASSWORD);
   cookies.anonymous = undefined;
   cookies.admin = adminCookie;
@@ -108,8 +121,13 @@ beforeAll(async () => {
   if ((await fetch(`${gateway.url}/auth/logout`, { method: 'POST', headers: { cookie: signedOut } })).status !== 200) throw new Error('logout');
   cookies.signedOutSession = signedOut;
   attachable = await startSession('owner', 'attach-me');
+  // Its recording begins as the session runs.
+  for (let i = 0; i < 50 && (await send('owner', 'GET', `/api/terminal/recordings/${attachable}`)) !== 200; i++) await new Promise((r) => setTimeout(r, 100));
 });
-afterAll(async () => gateway?.close());
+afterAll(async () => {
+  await gateway?.close();
+  rmSync(recordings, { recursive: true, force: true });
+});
 
 describeAccessMatrix<Role>({
   service: 'terminal',

@@ -1,6 +1,6 @@
 // The terminal service's configuration: the shared sections of the config contract plus `sessions`,
 // `allowed_origins` and `backend`. Every key has a default except the secrets (and the pod image on Kubernetes).
-import { serviceSections } from '@boxyard/kit';
+import { serviceSections, storageSchema } from '@boxyard/kit';
 import { z } from 'zod';
 
 /** /metrics listens apart from the public port (loopback by default). */
@@ -40,6 +40,22 @@ export const sessionsSchema = z
   })
   .prefault({})
   .describe('Session limits.');
+
+export const recordingSchema = z
+  .strictObject({
+    /** `on`: sessions are recorded when the store takes it; `required`: a session whose recording fails is ended (close code 4305). */
+    mode: z.enum(['off', 'on', 'required']).default('off').describe('Record sessions as asciicast v2: off, on, or required (a session whose recording cannot be written is ended).'),
+    /** What was typed, too (passwords typed at a prompt included): off unless asked for. */
+    input: z.boolean().default(false).describe('Record typed input as well as output.'),
+    /** Recordings and audit rows older than this are deleted. */
+    retention_days: z.number().int().min(1).max(3650).default(30).describe('Days recordings and audit rows are kept.'),
+    /** Beyond this the recording stops (with a marker); the session goes on. */
+    max_bytes: z.number().int().min(65_536).max(17_179_869_184).default(268_435_456).describe('Size cap of one recording (bytes of asciicast).'),
+    /** Recorded output is written at least this often (what a gateway crash can lose at most). */
+    flush_seconds: z.number().min(0.1).max(60).default(1),
+  })
+  .prefault({})
+  .describe('Session recording and its retention.');
 
 const kubernetesSchema = z.strictObject({
   /** Namespace of the session pods; default: the gateway's own namespace (in a cluster), else `default`. */
@@ -138,10 +154,14 @@ export const terminalConfigSchema = z.strictObject({
   /** Origins allowed on the WebSocket upgrade and on state-changing requests; default: the service's own. */
   allowed_origins: z.array(origin).optional(),
   backend: backendSchema,
+  recording: recordingSchema,
+  /** Where recordings are written (local directory or S3); default: `<state_dir>/recordings` on local disk. */
+  storage: storageSchema.optional(),
   /** Where a generated self-signed certificate is kept (server.tls.enabled without cert/key). */
   state_dir: z.string().optional(),
 });
 
 export type TerminalConfig = z.output<typeof terminalConfigSchema>;
 export type SessionsConfig = TerminalConfig['sessions'];
+export type RecordingConfig = TerminalConfig['recording'];
 export type KubernetesBackendConfig = z.output<typeof kubernetesSchema>;

@@ -112,6 +112,10 @@ export const clusterKind: ClusterKind = {
     'sessions.per_user_limit',
     'sessions.global_limit',
     'sessions.scrollback_bytes',
+    'recording.mode',
+    'recording.input',
+    'recording.retention_days',
+    'recording.max_bytes',
   ],
   clusterOnly: {
     schema: { sessionPod: SESSION_POD, allowedOrigins: ALLOWED_ORIGINS },

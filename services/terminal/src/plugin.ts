@@ -6,7 +6,14 @@ import { createAccountWatch, createOriginPolicy, createSessionTokens, refuseCros
 import { hostedSignInOptions, oidcSignIn, oidcSignInMethod } from '@boxyard/kit/oidc-sign-in/index.ts';
 import type { PluginOptions } from '@boxyard/kit/service/contract.ts';
 import type { FastifyInstance } from 'fastify';
+import { createObjectStore } from '@boxyard/kit';
+import { join } from 'node:path';
+import { tmpdir } from 'node:os';
+import { auditRoutes } from './audit/routes.ts';
+import { createAuditService, type AuditService } from './audit/service.ts';
 import { createAuth, installAuth, type Auth } from './auth/plugin.ts';
+import { createRecordingService, type RecordingService } from './recording/service.ts';
+import { recordingRoutes } from './recording/routes.ts';
 import { authRoutes } from './auth/routes.ts';
 import { createKubernetesBackend } from './backends/kubernetes.ts';
 import { createLocalBackend } from './backends/local.ts';
@@ -28,14 +35,14 @@ const HEARTBEAT_MS = 30_000;
 declare module 'fastify' {
   interface FastifyInstance {
     /** The gateway's sessions and the backend that runs their shells (tests drive them). */
-    terminal: { sessions: SessionService; backend: SessionBackend };
+    terminal: { sessions: SessionService; backend: SessionBackend; recordings: RecordingService; audit: AuditService };
   }
 }
 
 const isLoopback = (host: string) => host === 'localhost' || host === '::1' || host.startsWith('127.');
 
 export async function terminalPlugin(app: FastifyInstance, { config, publicUrl }: PluginOptions<TerminalConfig>): Promise<void> {
-  const { sessions } = startSessions(app, config);
+  const { sessions, recordings, audit } = startSessions(app, config);
   await app.register(websocket, {
     options: { maxPayload: MAX_FRAME, perMessageDeflate: false },
     // On shutdown, tell clients to come back (1001) rather than that their shell ended: it didn't.
@@ -64,8 +71,10 @@ export async function terminalPlugin(app: FastifyInstance, { config, publicUrl }
   const access = await watchAccess(app, config, sessions);
   userRoutes(app, { auth, accounts: app.accounts, sessions });
   userAdministrationRoutes(app, { auth, accounts: app.accounts, sessions });
-  sessionRoutes(app, { auth, sessions });
-  socketRoutes(app, { auth, origins, sessions, heartbeatMs: HEARTBEAT_MS, access, maxSocketsPerUser: config.sessions.max_sockets_per_user, maxSockets: config.sessions.max_sockets });
+  sessionRoutes(app, { auth, sessions, audit });
+  socketRoutes(app, { auth, origins, sessions, heartbeatMs: HEARTBEAT_MS, access, maxSocketsPerUser: config.sessions.max_sockets_per_user, maxSockets: config.sessions.max_sockets, recordings, audit });
+  recordingRoutes(app, { auth, recordings });
+  auditRoutes(app, { auth, audit });
   await webRoutes(app);
   if (!config.server.tls.enabled && !isLoopback(config.server.host) && !config.server.public_url?.startsWith('https:')) {
     app.log.warn('terminal: serving plain HTTP beyond loopback: browsers only keep the Secure auth_token cookie over HTTPS (enable server.tls or put a TLS proxy in front and set server.public_url)');
@@ -89,11 +98,49 @@ function startSessions(app: FastifyInstance, config: TerminalConfig) {
     metrics: createSessionMetrics(app.metrics, app.pool, backend.kind, config.metrics.database_cache_seconds),
     startTimeoutSeconds: config.backend.kind === 'kubernetes' ? config.backend.kubernetes!.pod_ready_timeout_seconds : 15,
   });
+  const { recordings, audit } = startHistory(app, config, sessions);
   // Before the WebSocket plugin's own preClose (registered after this): sessions detach, then clients hear 1001.
-  app.addHook('preClose', () => sessions.close());
-  app.addHook('onListen', () => sessions.startReaper());
-  app.decorate('terminal', { sessions, backend });
-  return { sessions, backend };
+  app.addHook('preClose', async () => {
+    await sessions.close();
+    await recordings.close();
+    await audit.settle();
+  });
+  app.addHook('onListen', () => {
+    sessions.startReaper();
+    recordings.startSweeper();
+  });
+  app.decorate('terminal', { sessions, backend, recordings, audit });
+  return { sessions, backend, recordings, audit };
+}
+
+/** Recordings (when recording.mode is not off) and the audit log; both follow every session's start and end. */
+function startHistory(app: FastifyInstance, config: TerminalConfig, sessions: SessionService) {
+  const storage = config.storage ?? { driver: 'local' as const, root: join(config.state_dir ?? join(tmpdir(), 'boxyard-terminal'), 'recordings') };
+  if (!config.storage && config.recording.mode !== 'off') app.log.warn(`terminal: recording to ${join(config.state_dir ?? tmpdir(), 'recordings')} on local disk (no storage configured)`);
+  const audit = createAuditService({ pool: app.pool, metrics: app.metrics, log: app.log, retentionDays: config.recording.retention_days });
+  const recordings = createRecordingService({
+    pool: app.pool,
+    objects: createObjectStore(storage),
+    config: config.recording,
+    sessions,
+    shell: config.backend.kind === 'kubernetes' ? config.backend.kubernetes!.shell : config.backend.local.shell,
+    log: app.log,
+    metrics: app.metrics,
+    sweep: () => audit.sweepOnce(),
+  });
+  const EXPIRY = new Set(['idle_timeout', 'lifetime', 'reattach_grace']);
+  sessions.onChange((change) => {
+    if (change.kind === 'running') return void recordings.record(change.row);
+    void recordings.sessionEnded(change.row.id).catch(() => {});
+    // Stops through the API are audited with their caller (sessions/routes.ts); the others here.
+    if (change.reason === 'stopped') return;
+    audit.record({
+      event: EXPIRY.has(change.reason) ? 'expiry' : 'stop',
+      userId: change.row.owner_id, username: change.row.owner_username, sessionId: change.row.id,
+      address: null, userAgent: null, resource: change.row.agent_resource, detail: { reason: change.reason, exit_code: change.row.exit_code },
+    });
+  });
+  return { recordings, audit };
 }
 
 /**

@@ -3,7 +3,7 @@
 // - binary frames: terminal data, both directions (raw bytes, UTF-8 in practice);
 // - text frames: one JSON control message each.
 //   client -> server: {type:'resize', cols, rows} | {type:'ping'} | {type:'pong'}
-//   server -> client: {type:'pong'} | {type:'ping'} | {type:'error', message} | {type:'exit', code, signal, reason}
+//   server -> client: {type:'pong'} | {type:'ping'} | {type:'error', message} | {type:'notice', message} | {type:'exit', code, signal, reason}
 // After `exit` the server closes the socket with closeCodeFor(reason, code) (see CLOSE_CODES).
 
 export const MAX_COLS = 1000;
@@ -12,7 +12,7 @@ export const MAX_ROWS = 1000;
 export type ClientMessage = { type: 'resize'; cols: number; rows: number } | { type: 'ping' } | { type: 'pong' };
 
 /** Why a session ended. `exited`: the shell ended on its own; the others: the service ended it. */
-export const EXIT_REASONS = ['exited', 'stopped', 'idle_timeout', 'lifetime', 'reattach_grace', 'lost'] as const;
+export const EXIT_REASONS = ['exited', 'stopped', 'idle_timeout', 'lifetime', 'reattach_grace', 'lost', 'recording_failed'] as const;
 export type ExitReason = (typeof EXIT_REASONS)[number];
 
 export interface ExitMessage {
@@ -23,7 +23,8 @@ export interface ExitMessage {
   reason: ExitReason;
 }
 
-export type ServerMessage = ExitMessage | { type: 'pong' } | { type: 'ping' } | { type: 'error'; message: string };
+/** `notice`: something the user should know, e.g. that the session is recorded (sent when a socket attaches). */
+export type ServerMessage = ExitMessage | { type: 'pong' } | { type: 'ping' } | { type: 'error'; message: string } | { type: 'notice'; message: string };
 
 /** WebSocket close codes (RFC 6455 leaves 4000-4999 to applications). */
 export const CLOSE_CODES = {
@@ -35,6 +36,8 @@ export const CLOSE_CODES = {
   reattach_grace: 4303,
   /** The session's agent vanished (pod deleted, process killed) without reporting an exit. */
   lost: 4304,
+  /** recording.mode is `required` and the session's recording could not be written: the session was ended. */
+  recording_failed: 4305,
   /** The agent could not be reached right now; reconnecting may work. */
   agentUnavailable: 4500,
   /** No pong to the server's ping in time. */

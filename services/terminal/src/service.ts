@@ -8,6 +8,8 @@ import type { SessionBackend } from './backends/types.ts';
 import { terminalBackup } from './backup.ts';
 import { DEFAULT_METRICS_PORT, terminalConfigSchema, type TerminalConfig } from './config.ts';
 import { clusterKind } from './kind.ts';
+import type { AuditService } from './audit/service.ts';
+import type { RecordingService } from './recording/service.ts';
 import type { SessionService } from './sessions/service.ts';
 
 export const TERMINAL_VERSION = '0.1.0';
@@ -27,7 +29,7 @@ export const serviceDefinition = defineService({
   accounts: true,
   async devDefaults(context) {
     const home = resolve(context.home, 'terminal');
-    return { ...(await devDefaults(context, 'terminal')), backend: { kind: 'local', local: { socket_dir: resolve(home, 'agents') } }, state_dir: home };
+    return { ...(await devDefaults(context, 'terminal')), backend: { kind: 'local', local: { socket_dir: resolve(home, 'agents') } }, storage: { driver: 'local', root: resolve(home, 'recordings') }, state_dir: home };
   },
   plugin: async () => (await import('./plugin.ts')).terminalPlugin,
 });
@@ -35,6 +37,8 @@ export const serviceDefinition = defineService({
 export interface TerminalService extends HostedService {
   sessions: SessionService;
   backend: SessionBackend;
+  recordings: RecordingService;
+  audit: AuditService;
 }
 
 /** Starts the gateway with a loaded config (tests, the bench); with port 0 the OS picks a port. */

@@ -52,6 +52,7 @@ export function shells(over: Partial<TerminalPoolSpec> = {}): ServiceResource {
     database: { secretRef: { name: 'db', key: 'url' }, schema: 'terminal', poolSize: 10 },
     sessionPod: { imagePullPolicy: 'IfNotPresent', shell: '/bin/bash', resources: {}, readyTimeoutSeconds: 60, egress: { clusterDNS: true, internet: true } },
     sessions: { idleTimeoutSeconds: 1800, maxLifetimeSeconds: 28800, reattachGraceSeconds: 300, perUserLimit: 3, globalLimit: 100, scrollbackBytes: 1048576 },
+    recording: { mode: 'off', input: false, retentionDays: 30, maxBytes: 268435456 },
     ...over,
   };
   return { apiVersion: 'boxyard.io/v1alpha1', kind: 'TerminalPool', metadata: { name: 'shells', namespace: 'team', generation: 1 }, spec };

@@ -90,7 +90,13 @@ function handleUpgrade(endpoints: Endpoints, wss: WebSocketServer, request: Inco
     socket.end(`HTTP/1.1 ${path === '/attach' ? '401 Unauthorized' : '404 Not Found'}\r\nConnection: close\r\nContent-Length: 0\r\n\r\n`);
     return;
   }
-  wss.handleUpgrade(request, socket, head, (ws) => endpoints.session.attach(ws));
+  // `?observe=<offset>[&input=1]`: the gateway's recorder (shell-session.ts observe); the signature covers the path.
+  const query = new URLSearchParams((request.url ?? '').split('?')[1] ?? '');
+  const observe = query.get('observe');
+  const from = observe === null ? undefined : Number(observe);
+  wss.handleUpgrade(request, socket, head, (ws) =>
+    from !== undefined && Number.isSafeInteger(from) && from >= 0 ? endpoints.session.observe(ws, from, query.get('input') === '1') : endpoints.session.attach(ws),
+  );
 }
 
 export function createAgentServer(settings: AgentSettings, session: ShellSession, gatewayKey: KeyObject): AgentServer {

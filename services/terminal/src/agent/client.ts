@@ -117,7 +117,8 @@ export async function waitForAgent(address: string, timeoutMs: number): Promise<
 }
 
 /** Opens the terminal stream of a session on its agent, once the agent has proven it is the session's. */
-export async function connectAgent(address: string, credentials: AgentCredentials): Promise<WebSocket> {
+export async function connectAgent(address: string, credentials: AgentCredentials, observe?: { from: number; input: boolean }): Promise<WebSocket> {
   const authorization = await authorize(address, credentials, 'GET', '/attach');
-  return new WebSocket(target(address).ws, { headers: withTraceparent({ authorization }), maxPayload: MAX_FRAME, handshakeTimeout: 10_000, perMessageDeflate: false });
+  const query = observe ? `?observe=${observe.from}${observe.input ? '&input=1' : ''}` : '';
+  return new WebSocket(target(address).ws + query, { headers: withTraceparent({ authorization }), maxPayload: MAX_FRAME, handshakeTimeout: 10_000, perMessageDeflate: false });
 }

@@ -25,6 +25,8 @@ export interface Peer {
  */
 export class OutputFanout {
   readonly peers = new Set<Peer>();
+  /** The gateway's recorder (not a user's socket: not counted as attached); paced like any socket. */
+  readonly observers = new Set<Peer>();
   readonly #term: IPty;
   #paused = false;
   #pending: Buffer[] = [];
@@ -38,7 +40,7 @@ export class OutputFanout {
 
   /** Output read from the pty, for the sockets attached now. */
   push(data: Buffer): void {
-    if (this.peers.size === 0) return;
+    if (this.peers.size === 0 && this.observers.size === 0) return;
     this.#pending.push(data);
     this.#pendingBytes += data.length;
     if (this.#pendingBytes >= MAX_BATCH) this.flush();
@@ -61,6 +63,7 @@ export class OutputFanout {
     this.#pending = [];
     this.#pendingBytes = 0;
     for (const peer of this.peers) this.send(peer, data);
+    for (const observer of this.observers) this.send(observer, data);
   }
 
   send(peer: Peer, data: Buffer): void {
@@ -77,7 +80,7 @@ export class OutputFanout {
   }
 
   resumeIfDrained(): void {
-    if (this.#paused && [...this.peers].every((peer) => peer.queued < LOW_WATER)) {
+    if (this.#paused && [...this.peers, ...this.observers].every((peer) => peer.queued < LOW_WATER)) {
       this.#paused = false;
       this.#term.resume();
     }

@@ -6,6 +6,8 @@ export class Scrollback {
   #chunks: Buffer[] = [];
   #head = 0;
   #size = 0;
+  /** Bytes pushed since the session began: the offset a recording resumes from. */
+  #total = 0;
 
   constructor(capacity: number) {
     if (!Number.isInteger(capacity) || capacity <= 0) throw new Error('scrollback capacity must be a positive integer');
@@ -16,8 +18,14 @@ export class Scrollback {
     return this.#size;
   }
 
+  /** The absolute offset of the next byte pushed (all output so far, kept or dropped). */
+  get total(): number {
+    return this.#total;
+  }
+
   push(chunk: Buffer): void {
     if (chunk.length === 0) return;
+    this.#total += chunk.length;
     // A chunk larger than the whole ring: keep its tail only.
     const data = chunk.length > this.capacity ? chunk.subarray(chunk.length - this.capacity) : chunk;
     this.#chunks.push(data);
@@ -47,5 +55,17 @@ export class Scrollback {
     // UTF-8 continuation bytes (10xxxxxx) can't start a character: skip at most three of them.
     while (start < Math.min(3, all.length) && (all[start]! & 0xc0) === 0x80) start++;
     return start === 0 ? all : all.subarray(start);
+  }
+
+  /**
+   * The kept output from absolute offset `from` on (a recording resuming where it stopped): `gap` when part of it
+   * was dropped already; raw bytes, so a resumed recording doubles nothing.
+   */
+  since(from: number): { data: Buffer; gap: boolean } {
+    const oldest = this.#total - this.#size;
+    const all = Buffer.concat(this.#chunks.slice(this.#head), this.#size);
+    if (from >= this.#total) return { data: Buffer.alloc(0), gap: from > this.#total };
+    if (from < oldest) return { data: all, gap: true };
+    return { data: all.subarray(from - oldest), gap: false };
   }
 }

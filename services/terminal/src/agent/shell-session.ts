@@ -28,6 +28,7 @@ export class ShellSession {
   #exit: ExitMessage | undefined;
   #endReason: ExitReason | undefined;
   readonly #ticker: NodeJS.Timeout;
+  readonly #inputObservers = new Set<WebSocket>();
   #ticks = 0;
 
   /** `ended`: called once the sockets have had their close frames, with the shell's exit status. */
@@ -125,12 +126,54 @@ export class ShellSession {
     });
   }
 
+  /**
+   * The gateway's recorder: output from absolute offset `from` (what it has not recorded yet, as far as the
+   * scrollback still holds it), then live output, resizes, and with `input` what was typed. It does not count as
+   * an attached user (idle time-out and reattach grace still apply) and cannot type.
+   */
+  observe(socket: WebSocket, from: number, input: boolean): void {
+    const peer: Peer = { socket, queued: 0, alive: true };
+    socket.on('pong', () => (peer.alive = true));
+    socket.on('error', () => socket.terminate());
+    this.#output.flush();
+    const { data, gap } = this.#scrollback.since(from);
+    const start = this.#scrollback.total - data.length;
+    socket.send(JSON.stringify({ type: 'recording', offset: start, gap, cols: this.#cols, rows: this.#rows }));
+    if (this.#exit) {
+      if (data.length > 0) socket.send(data, { binary: true });
+      socket.send(encodeServerMessage(this.#exit));
+      socket.close(closeCodeFor(this.#exit.reason, this.#exit.code), this.#exit.reason);
+      return;
+    }
+    const observers = this.#output.observers;
+    observers.add(peer);
+    if (input) this.#inputObservers.add(socket);
+    if (data.length > 0) this.#output.send(peer, data);
+    socket.on('close', () => {
+      observers.delete(peer);
+      this.#inputObservers.delete(socket);
+      this.#output.resumeIfDrained();
+    });
+  }
+
+  /** Tells the recorders (resizes, and typed input to those that asked). */
+  #tellObservers(message: Record<string, unknown>, inputOnly = false): void {
+    const targets = inputOnly ? this.#inputObservers : [...this.#output.observers].map((peer) => peer.socket);
+    if ((inputOnly ? this.#inputObservers.size : this.#output.observers.size) === 0) return;
+    // Output read before this message goes out first, so a recording keeps the order the user saw.
+    this.#output.flush();
+    const text = JSON.stringify(message);
+    for (const socket of targets) socket.send(text);
+  }
+
   /** A frame from an attached socket: input when binary, else a control message. */
   #received(socket: WebSocket, data: Buffer | Buffer[], isBinary: boolean): void {
     if (this.#exit) return;
     if (isBinary) {
       this.#lastActivityAt = Date.now();
-      this.#shell.input.write(Buffer.isBuffer(data) ? data : Buffer.concat(data));
+      const bytes = Buffer.isBuffer(data) ? data : Buffer.concat(data);
+      this.#shell.input.write(bytes);
+      if (this.#inputObservers.size > 0) this.#tellObservers({ type: 'input', data: bytes.toString('utf8') }, true);
       return;
     }
     const parsed = parseClientControl(data.toString());
@@ -144,6 +187,7 @@ export class ShellSession {
       this.#cols = message.cols;
       this.#rows = message.rows;
       this.#shell.term.resize(this.#cols, this.#rows);
+      this.#tellObservers({ type: 'resize', cols: this.#cols, rows: this.#rows });
     } else if (message.type === 'ping') {
       socket.send(encodeServerMessage({ type: 'pong' }));
     }
@@ -155,17 +199,18 @@ export class ShellSession {
     this.#shell.input.dispose();
     this.#exit = message;
     const code = closeCodeFor(message.reason, message.code);
-    for (const peer of peers) {
+    const everyone = [...peers, ...this.#output.observers];
+    for (const peer of everyone) {
       peer.socket.send(encodeServerMessage(message));
       peer.socket.close(code, message.reason);
     }
     killSessionProcesses(this.#shellPid);
     // Let the close frames go out, then stop.
     setTimeout(() => {
-      for (const peer of peers) peer.socket.terminate();
+      for (const peer of everyone) peer.socket.terminate();
       clearInterval(this.#ticker);
       this.#ended(message.code ?? 1);
-    }, peers.size > 0 ? 500 : 0).unref();
+    }, everyone.length > 0 ? 500 : 0).unref();
   }
 
   #tick(): void {

@@ -13,7 +13,16 @@ export interface SessionContext {
   readonly store: SessionStore;
   /** Set by close(): agent exits are no longer recorded, and the reaper stops. */
   closed: boolean;
+  /** Who wants to know when a session runs or ends (recording, audit): see SessionService.onChange. */
+  listeners: ((change: SessionChange) => void)[];
 }
+
+/** A session began running, or ended (and why). */
+export type SessionChange = { kind: 'running'; row: SessionRow } | { kind: 'ended'; row: SessionRow; reason: string };
+
+const tell = (ctx: SessionContext, change: SessionChange) => {
+  for (const listener of ctx.listeners) listener(change);
+};
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -32,7 +41,8 @@ export async function settled({ options, store }: SessionContext, id: string): P
 }
 
 /** Starts the agent of a session just inserted; a start that fails marks it failed and releases what it got. */
-export async function launch({ options, store }: SessionContext, row: SessionRow, secret: string): Promise<SessionRow> {
+export async function launch(ctx: SessionContext, row: SessionRow, secret: string): Promise<SessionRow> {
+  const { options, store } = ctx;
   const { backend, sessions, log } = options;
   const keys = sessionKeys(secret);
   const timer = options.metrics?.startDuration.startTimer({ backend: backend.kind });
@@ -54,7 +64,10 @@ export async function launch({ options, store }: SessionContext, row: SessionRow
     );
     const running = await store.markRunning(row.id, agent);
     timer?.({ outcome: 'started' });
-    if (running) return running;
+    if (running) {
+      tell(ctx, { kind: 'running', row: running });
+      return running;
+    }
     // Stopped while it was starting: don't leave the agent behind.
     await backend.release({ id: row.id, resource: agent.resource, address: agent.address }).catch(() => {});
     const current = await store.get(row.id);
@@ -85,15 +98,19 @@ export async function stopSession(ctx: SessionContext, id: string, reason: ExitR
   await backend.release({ id, resource: claimed.agent_resource, address: claimed.agent_address }).catch((error: unknown) => {
     log.error({ err: error, session: id }, 'could not release the session; the reaper will retry');
   });
-  return (await store.markStopped(id)) ?? store.get(id);
+  const stopped = (await store.markStopped(id)) ?? (await store.get(id));
+  if (stopped) tell(ctx, { kind: 'ended', row: stopped, reason });
+  return stopped;
 }
 
-export async function markExited({ store, options: { backend, log } }: SessionContext, id: string, exitCode: number | null, reason: 'exited' | 'lost' = 'exited'): Promise<void> {
+export async function markExited(ctx: SessionContext, id: string, exitCode: number | null, reason: 'exited' | 'lost' = 'exited'): Promise<void> {
+  const { store, options: { backend, log } } = ctx;
   const row = await store.markExited(id, exitCode, reason);
   if (!row) {
     if (exitCode !== null) await store.recordExitCode(id, exitCode);
     return;
   }
+  tell(ctx, { kind: 'ended', row, reason });
   log.info({ session: id, exitCode, reason }, 'terminal session ended');
   await backend.release({ id, resource: row.agent_resource, address: row.agent_address }).catch((error: unknown) => {
     log.warn({ err: error, session: id }, 'could not release an ended session');

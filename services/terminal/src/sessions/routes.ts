@@ -1,6 +1,7 @@
 // POST /api/terminal/start, GET /api/terminal/sessions, DELETE /api/terminal/sessions/{id}/stop.
 import { forbidden, notFound } from '@boxyard/kit';
 import type { FastifyInstance } from 'fastify';
+import type { AuditService } from '../audit/service.ts';
 import type { Auth } from '../auth/plugin.ts';
 import { envelope, errors, ok } from '../http/envelope.ts';
 import type { SessionService } from './service.ts';
@@ -49,7 +50,7 @@ export const sessionSchema = {
 // Not `format: uuid`: a malformed id names no session, so it is the seed's 404 "session does not exist", not a 400.
 const idParams = { type: 'object', required: ['id'], properties: { id: { type: 'string', description: 'The session id (a UUID)' } } };
 
-export function sessionRoutes(app: FastifyInstance, deps: { auth: Auth; sessions: SessionService }): void {
+export function sessionRoutes(app: FastifyInstance, deps: { auth: Auth; sessions: SessionService; audit?: AuditService }): void {
   const { auth, sessions } = deps;
   const tags = ['terminal'];
 
@@ -79,6 +80,7 @@ export function sessionRoutes(app: FastifyInstance, deps: { auth: Auth; sessions
       const refusal = sessions.refusal(request.user!);
       if (refusal) throw forbidden(refusal);
       const { session, reattached } = await sessions.start(request.user!, request.body.terminal_cookie);
+      if (!reattached) deps.audit?.fromRequest(request, 'start', session);
       return ok(reattached ? 'Reattached to the live session' : 'Session started', {
         session: presentSession(session),
         reattached,
@@ -122,6 +124,7 @@ export function sessionRoutes(app: FastifyInstance, deps: { auth: Auth; sessions
       if (!row) throw notFound('Session does not exist');
       const wasLive = row.state === 'starting' || row.state === 'running';
       const stopped = (await sessions.stop(row.id)) ?? row;
+      if (wasLive) deps.audit?.fromRequest(request, 'stop', stopped, { reason: 'stopped' });
       return ok(wasLive ? 'Session stopped' : `Session already ended (${stopped.state})`, { session: presentSession(stopped) });
     },
   );

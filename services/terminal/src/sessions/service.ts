@@ -11,7 +11,7 @@ import type { SessionBackend } from '../backends/types.ts';
 import type { SessionsConfig } from '../config.ts';
 import type { ExitReason } from '../protocol.ts';
 import { newAgentSecret, type SecretBox } from './agent-secret.ts';
-import { credentialsOf, launch, markExited, secretOf, settled, stopSession, type SessionContext } from './lifecycle.ts';
+import { credentialsOf, launch, markExited, secretOf, settled, stopSession, type SessionChange, type SessionContext } from './lifecycle.ts';
 import type { SessionMetrics } from './metrics.ts';
 import { reapOnce, startReaper, stopReaper, type ReaperRun } from './reaper.ts';
 import { createSessionStore, type SessionRow } from './store.ts';
@@ -91,7 +91,7 @@ async function startSession(ctx: SessionContext, caller: Caller, cookie: string)
 
 export function createSessionService(options: SessionServiceOptions) {
   const { backend, log } = options;
-  const ctx: SessionContext = { options, store: createSessionStore(options.pool), closed: false };
+  const ctx: SessionContext = { options, store: createSessionStore(options.pool), closed: false, listeners: [] };
   const { store } = ctx;
   const reaper: ReaperRun = {};
 
@@ -104,9 +104,14 @@ export function createSessionService(options: SessionServiceOptions) {
     secretOf: (row: SessionRow) => secretOf(ctx, row),
 
     /** The terminal stream of a running session's agent, once the backend and the agent vouch for the address. */
-    async connect(row: SessionRow & { agent_address: string }) {
+    async connect(row: SessionRow & { agent_address: string }, observe?: { from: number; input: boolean }) {
       await backend.verifyAddress?.({ id: row.id, resource: row.agent_resource, address: row.agent_address });
-      return connectAgent(row.agent_address, credentialsOf(ctx, row));
+      return connectAgent(row.agent_address, credentialsOf(ctx, row), observe);
+    },
+
+    /** Called when a session this replica started begins running, and when any replica's action ends one. */
+    onChange(listener: (change: SessionChange) => void): void {
+      ctx.listeners.push(listener);
     },
 
     /** Why the backend won't run shells for this user, or undefined (then it will). */

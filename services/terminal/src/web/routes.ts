@@ -14,6 +14,7 @@ const PUBLIC_DIR = fileURLToPath(new URL('./public', import.meta.url));
 const assets: Record<string, { dir: string; file: string }> = {
   'app.js': { dir: PUBLIC_DIR, file: 'app.js' },
   'app.css': { dir: PUBLIC_DIR, file: 'app.css' },
+  'recordings.js': { dir: PUBLIC_DIR, file: 'recordings.js' },
 };
 const vendor: Record<string, { dir: string; file: string }> = {
   'xterm.mjs': { dir: packageDir('@xterm/xterm'), file: 'lib/xterm.mjs' },

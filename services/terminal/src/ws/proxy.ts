@@ -18,6 +18,8 @@ export interface Ending {
 export interface ProxyOptions {
   heartbeatMs: number;
   onExit(message: ExitMessage): void;
+  /** A resize the client sent on (for the audit log). */
+  onResize?(cols: number, rows: number): void;
   onUpstreamLost(event: { wasOpen: boolean; error: Error | undefined }): Promise<Ending>;
 }
 
@@ -160,7 +162,10 @@ function relayClientMessage(link: Link, data: Buffer | ArrayBuffer | Buffer[], i
   }
   const message = parsed.message;
   if (message.type === 'ping') client.send(encodeServerMessage({ type: 'pong' }));
-  else if (message.type === 'resize') sendToUpstream(link, JSON.stringify(message), false);
+  else if (message.type === 'resize') {
+    sendToUpstream(link, JSON.stringify(message), false);
+    link.options.onResize?.(message.cols, message.rows);
+  }
 }
 
 function endClient(link: Link, code: number, reason: Buffer): void {

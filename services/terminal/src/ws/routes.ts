@@ -8,6 +8,8 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { WebSocket } from 'ws';
 import type { Auth } from '../auth/plugin.ts';
 import type { OriginPolicy } from '@boxyard/kit';
+import type { AuditService } from '../audit/service.ts';
+import type { RecordingService } from '../recording/service.ts';
 import { CLOSE_CODES, closeCodeFor, encodeServerMessage, EXIT_REASONS, type ExitReason } from '../protocol.ts';
 import type { SessionService } from '../sessions/service.ts';
 import type { SessionRow } from '../sessions/store.ts';
@@ -30,7 +32,12 @@ export interface SocketRouteOptions {
   /** Attached sockets per user and in all on this replica (sessions.max_sockets*). */
   maxSocketsPerUser: number;
   maxSockets: number;
+  recordings?: RecordingService;
+  audit?: AuditService;
 }
+
+/** At most one resize a second per socket reaches the audit log (a dragged window sends dozens). */
+const RESIZE_AUDIT_MS = 1000;
 
 const ENDED = new Set(['exited', 'stopped', 'failed']);
 
@@ -126,8 +133,22 @@ export function socketRoutes(app: FastifyInstance, options: SocketRouteOptions):
         discardUpstream(upstream); // the client left while the agent was being checked
         return;
       }
+      const { audit, recordings } = options;
+      // A recorded session says so before anything else; a recording no gateway writes (its writer died) is taken over.
+      if (recordings?.notice) {
+        socket.send(encodeServerMessage({ type: 'notice', message: recordings.notice }));
+        void recordings.record(row);
+      }
+      audit?.fromRequest(request, 'attach', row);
+      socket.once('close', (code) => audit?.fromRequest(request, 'detach', row, { close_code: code }));
+      let lastResize = 0;
       proxyTerminal(socket, upstream, {
         heartbeatMs: options.heartbeatMs,
+        onResize: (cols, rows) => {
+          if (!audit || Date.now() - lastResize < RESIZE_AUDIT_MS) return;
+          lastResize = Date.now();
+          audit.fromRequest(request, 'resize', row, { cols, rows });
+        },
         onExit: (message) => {
           if (message.reason === 'exited') void sessions.markExited(id, message.code).catch((error: unknown) => request.log.warn({ err: error }, 'could not record the exit'));
         },

@@ -1,4 +1,4 @@
-/* global document, window, location, fetch, sessionStorage, crypto, WebSocket, EventTarget, MessageEvent, TextEncoder, FormData, setTimeout, clearTimeout, setInterval, clearInterval */
+/* global document, window, location, history, fetch, sessionStorage, crypto, WebSocket, EventTarget, MessageEvent, TextEncoder, FormData, setTimeout, clearTimeout, setInterval, clearInterval */
 // The browser terminal: sign in, start or reattach to this tab's session, and attach xterm.js to its socket.
 // Frame format (see protocol.ts): binary frames carry terminal data both ways, text frames carry JSON control
 // messages. xterm's AttachAddon sends typed text as text frames and writes every incoming frame to the
@@ -7,6 +7,7 @@
 import { Terminal } from '/vendor/xterm.mjs';
 import { FitAddon } from '/vendor/addon-fit.mjs';
 import { AttachAddon } from '/vendor/addon-attach.mjs';
+import { listRecordings, openReplay, replayFromHash } from '/assets/recordings.js';
 
 const $ = (id) => document.getElementById(id);
 const encoder = new TextEncoder();
@@ -109,6 +110,9 @@ async function offerSso() {
 
 function showLogin(message = '') {
   $('terminal').hidden = true;
+  $('recordings').hidden = true;
+  $('show-recordings').hidden = true;
+  $('show-terminal').hidden = true;
   $('logout').hidden = true;
   $('new-session').hidden = true;
   $('who').textContent = '';
@@ -143,6 +147,9 @@ function onControl(message) {
     term.write(`\r\n\x1b[2m[${how}]\x1b[0m\r\n`);
     setStatus(how);
     $('new-session').hidden = false;
+  } else if (message.type === 'notice') {
+    // Said before anything else on attach, e.g. that the session is recorded.
+    term.write(`\x1b[2m[${message.message}]\x1b[0m\r\n`);
   } else if (message.type === 'error') {
     lastError = message.message;
     setStatus(message.message, true);
@@ -162,8 +169,11 @@ async function connect() {
     return setStatus(json.message ?? `start failed (${status})`, true);
   }
   $('login').hidden = true;
+  $('recordings').hidden = true;
   $('terminal').hidden = false;
   $('logout').hidden = false;
+  $('show-recordings').hidden = false;
+  $('show-terminal').hidden = true;
   if (!opened) {
     term.open($('terminal'));
     opened = true;
@@ -174,7 +184,8 @@ async function connect() {
   channel = current;
   current.addEventListener('open', () => {
     retryDelay = 1000;
-    // The replay of the scrollback follows: start from a clean screen so nothing shows twice.
+    // The replay of the scrollback follows: start from a clean screen so nothing shows twice (a notice, if any,
+    // came in the same read as the open and is written after this).
     term.reset();
     attach = new AttachAddon(current);
     term.loadAddon(attach);
@@ -236,11 +247,39 @@ $('new-session').addEventListener('click', () => {
   void connect();
 });
 
+/** The recordings view (list, search, player) in place of the terminal; the session stays attached meanwhile. */
+async function showRecordings() {
+  $('login').hidden = true;
+  $('terminal').hidden = true;
+  $('recordings').hidden = false;
+  $('logout').hidden = false;
+  $('show-recordings').hidden = true;
+  $('show-terminal').hidden = false;
+  await listRecordings();
+}
+
+$('show-recordings').addEventListener('click', () => void showRecordings());
+$('show-terminal').addEventListener('click', () => {
+  history.replaceState(null, '', location.pathname);
+  if (channel) {
+    $('recordings').hidden = true;
+    $('terminal').hidden = false;
+    $('show-recordings').hidden = false;
+    $('show-terminal').hidden = true;
+    fit.fit();
+    term.focus();
+  } else void connect();
+});
+
 await offerSso();
 const { json } = await api('GET', '/auth/status');
+const replay = replayFromHash();
 if (json.data?.authenticated) {
   $('who').textContent = json.data.user.username;
-  await connect();
+  if (replay) {
+    await showRecordings();
+    await openReplay(replay.id, replay.t);
+  } else await connect();
 } else {
   showLogin();
 }
