@@ -28,6 +28,7 @@ const merge = (base: Json, over: Json): Json =>
 // Every optional field of the spec, with values a platform team could write.
 const everyCommonField: Json = {
   replicas: 3,
+  terminationGracePeriodSeconds: 1800,
   image: 'registry.example/boxyard:2.0',
   imagePullPolicy: 'Always',
   imagePullSecrets: [{ name: 'registry' }],
@@ -63,7 +64,7 @@ const everyKindField: Record<string, Json> = {
     signUp: 'open',
     rateLimiting: { fileOperationsMaxRequests: 50, downloadMaxRequests: 2000, downloadLinkMaxRequests: 100, architectureOperationsMaxRequests: 200 },
   },
-  FileShare: { ...everyStorageField, uploads: { maxBytes: 1073741824 }, events: { heartbeatSeconds: 30, retentionHours: 48 } },
+  FileShare: { ...everyStorageField, uploads: { maxBytes: 1073741824 }, events: { heartbeatSeconds: 30, retentionHours: 48 }, shares: { defaultExpirySeconds: 86400, maxExpirySeconds: 604800 } },
   TerminalPool: {
     sessionPod: {
       image: 'registry.example/shell:1', imagePullPolicy: 'Always', shell: '/bin/zsh', resources: { requests: { cpu: '10m' }, limits: { memory: '256Mi' } }, readyTimeoutSeconds: 90,
@@ -76,6 +77,7 @@ const everyKindField: Record<string, Json> = {
     },
     sessions: { idleTimeoutSeconds: 600, maxLifetimeSeconds: 3600, reattachGraceSeconds: 60, perUserLimit: 5, globalLimit: 50, scrollbackBytes: 65536 },
     allowedOrigins: ['https://portal.example.com'],
+    recording: { mode: 'required', input: true, retentionDays: 7, maxBytes: 104857600 },
   },
 };
 
