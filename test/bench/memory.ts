@@ -8,7 +8,7 @@
 //    (goal ≤ 1.2× idle).
 // The heap figure comes from the process's own V8 through the inspector protocol (the child runs with
 // --inspect=127.0.0.1:0, connected only while measuring): HeapProfiler.collectGarbage, then Runtime.getHeapUsage.
-// prom-client's nodejs_heap_size_used_bytes is the same number without a GC before it, so it would mostly measure
+// @prometheus-io/client's nodejs_heap_size_used_bytes is the same number without a GC before it, so it would mostly measure
 // when the last GC happened.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -33,7 +33,7 @@ const IDLE_GOAL = 300 * MiB;
 const SETTLE_SECONDS = 60;
 /**
  * Heap in use after a full GC may differ between rounds without any leak: V8 keeps feedback and compiled code of
- * newly optimised functions on the heap, pools (pg, undici) settle at their size, prom-client histograms gain a
+ * newly optimised functions on the heap, pools (pg, undici) settle at their size, client histograms gain a
  * label set the first time a route answers a status. A few MiB, once; a leak grows with every round's work
  * (a 10,000-entry listing is ~1.5 MiB per answer, a box round moves hundreds of MiB). So: round 3 may exceed round 1
  * by at most 5% of round 1's heap or 4 MiB, whichever is larger (measured: 0.0–0.4 MiB on an ~80 MiB heap).

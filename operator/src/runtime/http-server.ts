@@ -2,7 +2,7 @@
 // /health/ready (readiness: a standby replica is ready; the leader once its caches have synced). /metrics asks
 // `authorizeMetrics` first when given; the health endpoints stay open for the kubelet's probes.
 import { createServer, type Server, type ServerResponse } from 'node:http';
-import type { Registry } from 'prom-client';
+import type { Registry } from '@prometheus-io/client';
 import type { AuthDecision } from './metrics-auth.ts';
 
 export interface OperatorHttpServer {

@@ -1,7 +1,7 @@
 // A direct upload's bytes reach the object store without passing the instrumented store (kit
 // metrics/storage-metrics.ts), so its callback counts them in the same series as every other upload: bytes stored,
 // and uploads that stored nothing by reason.
-import type { Counter, Registry } from 'prom-client';
+import type { Counter, Registry } from '@prometheus-io/client';
 
 export interface DirectUploadMetrics {
   stored(size: number): void;

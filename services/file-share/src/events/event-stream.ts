@@ -3,7 +3,7 @@
 import type { ServerResponse } from 'node:http';
 import type { AccountChange } from '@boxyard/kit';
 import type { FastifyBaseLogger } from 'fastify';
-import type { Gauge } from 'prom-client';
+import type { Gauge } from '@prometheus-io/client';
 import { mayRead, type Principal } from '../auth/principal.ts';
 import type { EventRoutesOptions } from './routes.ts';
 import type { ShareEvent } from './event-types.ts';

@@ -8,7 +8,7 @@
 import type { OutgoingHttpHeaders } from 'node:http';
 import { createStreamLimits, type AccountChange } from '@boxyard/kit';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { Gauge } from 'prom-client';
+import { Gauge } from '@prometheus-io/client';
 import type { Authenticator } from '../auth/authenticate.ts';
 import { requirePermission, type Principal } from '../auth/principal.ts';
 import type { EventBus } from './event-bus.ts';

@@ -2,7 +2,7 @@
 // the tree's changes, filtered by path like every event: a reader of the shared folder sees its links' activity;
 // the token never appears, only the link's id) and Prometheus counters on /metrics (labels: kind and action only).
 import type { FastifyBaseLogger } from 'fastify';
-import { Counter, type Registry } from 'prom-client';
+import { Counter, type Registry } from '@prometheus-io/client';
 import type { Tree } from '../tree/tree-store.ts';
 import type { LinkWithCreator } from './share-store.ts';
 

@@ -1,5 +1,5 @@
 // PostgreSQL through slonik. Each service works in its own schema: the pool sets search_path to it.
-import type { Registry } from 'prom-client';
+import type { Registry } from '@prometheus-io/client';
 import { SchemaValidationError, createPool, sql, type DatabasePool, type Interceptor, type QueryResultRow } from 'slonik';
 import { databaseErrorInterceptor } from '../metrics/database-metrics.ts';
 import { databaseSpanInterceptor } from '../telemetry/database-spans.ts';

@@ -4,7 +4,7 @@ import { randomUUID } from 'node:crypto';
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest, type FastifyServerOptions } from 'fastify';
-import type { Registry } from 'prom-client';
+import type { Registry } from '@prometheus-io/client';
 import { traceIdsOfActiveSpan } from '../telemetry/log-correlation.ts';
 import type { ServerTimeouts, TrustProxy } from '../config/common.ts';
 import { certificateExpiryMetric, createMetricsRegistry, installMetrics } from '../metrics/metrics.ts';

@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import Fastify, { type FastifyInstance } from 'fastify';
-import { Registry } from 'prom-client';
+import { Registry } from '@prometheus-io/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { curlGet, hangUpMidBody } from '@boxyard/test/harness/download-clients.ts';
 import { instrumentStore } from '../metrics/storage-metrics.ts';

@@ -1,7 +1,7 @@
 // Database failures a service sees, as a Prometheus counter by reason: connection (PostgreSQL unreachable or the
 // pool exhausted), timeout (statement timeout), constraint (integrity violations: mostly callers' conflicts,
 // kept apart so they don't drown the rest) and query (anything else).
-import { Counter, type Registry } from 'prom-client';
+import { Counter, type Registry } from '@prometheus-io/client';
 import { BackendTerminatedError, ConnectionError, IntegrityConstraintViolationError, StatementTimeoutError, type Interceptor } from 'slonik';
 
 export type DatabaseErrorReason = 'connection' | 'timeout' | 'constraint' | 'query';

@@ -3,7 +3,7 @@
 // Loopback by default (`boxyard dev`); in a cluster the operator binds it to the pod address and the Service's
 // `metrics` port, which the ServiceMonitor scrapes and the Ingress never names.
 import { createServer, type Server } from 'node:http';
-import type { Registry } from 'prom-client';
+import type { Registry } from '@prometheus-io/client';
 
 export interface MetricsListener {
   /** The port it listens on (the configured one, or the one the OS chose for 0). */

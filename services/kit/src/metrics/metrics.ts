@@ -2,7 +2,7 @@
 // exposed by metrics-listener.ts, apart from the public port.
 import { X509Certificate } from 'node:crypto';
 import type { FastifyInstance } from 'fastify';
-import { Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { Gauge, Histogram, Registry, collectDefaultMetrics } from '@prometheus-io/client';
 
 export function createMetricsRegistry(labels: Record<string, string>): Registry {
   // One registry per app, so several apps in one process (tests, `boxyard dev`) never collide.

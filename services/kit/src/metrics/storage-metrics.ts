@@ -4,7 +4,7 @@
 // call is a CLIENT span too (S3 calls named as the AWS conventions name them: `S3.PutObject`).
 import type { Span } from '@opentelemetry/api';
 import type { Readable } from 'node:stream';
-import { Counter, type Registry } from 'prom-client';
+import { Counter, type Registry } from '@prometheus-io/client';
 import { BodyLengthMismatchError, ChecksumMismatchError, KeyConflictError, ObjectNotFoundError, ObjectTooLargeError, RangeNotSatisfiableError, InvalidKeyError, StorageError, StorageFullError } from '../storage/errors.ts';
 import type { ObjectStore } from '../storage/types.ts';
 import { inClientSpan } from '../telemetry/client-span.ts';

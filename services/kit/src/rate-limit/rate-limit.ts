@@ -4,7 +4,7 @@ import { fileURLToPath } from 'node:url';
 import rateLimit, { type FastifyRateLimitStore } from '@fastify/rate-limit';
 import { isIPv6 } from 'node:net';
 import type { FastifyBaseLogger, FastifyInstance, FastifyRequest } from 'fastify';
-import { Counter } from 'prom-client';
+import { Counter } from '@prometheus-io/client';
 import { sql, type DatabasePool } from 'slonik';
 import { z } from 'zod';
 import { HttpError } from '../http/http-error.ts';

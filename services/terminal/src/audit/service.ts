@@ -1,7 +1,7 @@
 // The audit log as the rest of the gateway uses it: record an event (never in the way of the terminal: a failed
 // insert is logged and counted, not thrown), with the caller's address and user agent taken from their request.
 import type { FastifyBaseLogger, FastifyRequest } from 'fastify';
-import { Counter, type Registry } from 'prom-client';
+import { Counter, type Registry } from '@prometheus-io/client';
 import type { DatabasePool } from 'slonik';
 import { createAuditStore, type AuditEntry, type AuditEventName } from './store.ts';
 

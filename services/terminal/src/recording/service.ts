@@ -8,7 +8,7 @@
 import { randomUUID } from 'node:crypto';
 import type { ObjectStore } from '@boxyard/kit';
 import type { FastifyBaseLogger } from 'fastify';
-import { Counter, type Registry } from 'prom-client';
+import { Counter, type Registry } from '@prometheus-io/client';
 import type { DatabasePool } from 'slonik';
 import type { RecordingConfig } from '../config.ts';
 import type { SessionService } from '../sessions/service.ts';

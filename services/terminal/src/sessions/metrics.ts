@@ -2,7 +2,7 @@
 // gateway replica reports the installation's count: aggregate with max, not sum) and how long a start takes,
 // from the request to an agent accepting connections, by backend and outcome.
 import { cachedReading } from '@boxyard/kit';
-import { Gauge, Histogram, type Registry } from 'prom-client';
+import { Gauge, Histogram, type Registry } from '@prometheus-io/client';
 import { sql, type DatabasePool } from 'slonik';
 import { z } from 'zod';
 

@@ -7,7 +7,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import { createConnection, createServer, type Server, type Socket } from 'node:net';
 import { Readable } from 'node:stream';
 import Fastify, { type FastifyInstance } from 'fastify';
-import { Registry } from 'prom-client';
+import { Registry } from '@prometheus-io/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { curlGet, hangUpMidBody } from '@boxyard/test/harness/download-clients.ts';
 import { createTestBucket } from '@boxyard/test/harness/fixtures.ts';
