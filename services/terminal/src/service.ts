@@ -1,5 +1,6 @@
 // The terminal service as the registry lists it and the `boxyard` command runs it: `boxyard serve terminal` and
 // `boxyard dev` start the gateway in the kit's host (service/host.ts); plugin.ts is what is its own.
+import { mkdir } from 'node:fs/promises';
 import { resolve } from 'node:path';
 import { defineService } from '@boxyard/kit/service/define-service.ts';
 import { devDefaults } from '@boxyard/kit/service/dev-defaults.ts';
@@ -29,7 +30,10 @@ export const serviceDefinition = defineService({
   accounts: true,
   async devDefaults(context) {
     const home = resolve(context.home, 'terminal');
-    return { ...(await devDefaults(context, 'terminal')), backend: { kind: 'local', local: { socket_dir: resolve(home, 'agents') } }, storage: { driver: 'local', root: resolve(home, 'recordings') }, state_dir: home };
+    const recordings = resolve(home, 'recordings');
+    // Made here, as the kit makes the other services' storage: `boxyard restore` into a new home checks it first.
+    await mkdir(recordings, { recursive: true, mode: 0o700 });
+    return { ...(await devDefaults(context, 'terminal')), backend: { kind: 'local', local: { socket_dir: resolve(home, 'agents') } }, storage: { driver: 'local', root: recordings }, state_dir: home };
   },
   plugin: async () => (await import('./plugin.ts')).terminalPlugin,
 });
