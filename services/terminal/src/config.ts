@@ -101,6 +101,23 @@ export const backendSchema = z
          * and is replaced): a start then answers in a fraction of the time. 0 starts every agent on demand.
          */
         warm_agents: z.number().int().min(0).max(8).default(1),
+        /**
+         * Non-admins' shells when the server cannot switch users (not root): each in a bubblewrap sandbox with a
+         * home of its own (see backends/local-sandbox.ts). Root servers use OS accounts instead.
+         */
+        sandbox: z
+          .strictObject({
+            enabled: z.boolean().default(true).describe('Run non-admin shells in a bubblewrap sandbox when the server cannot switch users (else they are refused).'),
+            /** Where each user's home lives, `<home_base>/<user id>`; default: `<state_dir>/homes`. */
+            home_base: z.string().regex(/^\//, 'must be an absolute path').optional(),
+            /** Shells may open network connections (the host's network, loopback included). */
+            network: z.boolean().default(true),
+            /** Size of each session's private /tmp (memory). */
+            tmp_size_mb: z.number().int().min(1).max(65_536).default(256),
+            /** The bubblewrap binary (Debian's `bubblewrap` package). */
+            bwrap: z.string().min(1).default('bwrap'),
+          })
+          .prefault({}),
         /** The OS accounts shells run as when the server can switch users (see backends/local-accounts.ts). */
         accounts: z
           .strictObject({

@@ -43,6 +43,7 @@ export async function launch({ options, store }: SessionContext, row: SessionRow
         ownerId: row.owner_id,
         ownerName: row.owner_username,
         ownerProviderIdentity: row.owner_provider_identity ?? undefined,
+        ownerRole: row.owner_role,
         agentKey: keys.agentKey,
         gatewayPublicKey: keys.gatewayPublicKey,
         expiresAt: row.expires_at,

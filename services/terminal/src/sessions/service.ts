@@ -109,8 +109,8 @@ export function createSessionService(options: SessionServiceOptions) {
       return connectAgent(row.agent_address, credentialsOf(ctx, row));
     },
 
-    /** Why the backend won't run shells for this user, or undefined (then it will). */
-    refusal: (caller: { role: string }) => backend.refusal?.(caller),
+    /** Why the backend won't run shells for this user (or this session's shell for them), or undefined. */
+    refusal: (caller: { role: string }, session?: { resource: string | null }) => backend.refusal?.(caller, session),
 
     /** Stops every live session of a user (disabled or deleted account). */
     async stopAllOf(ownerId: string, reason: ExitReason = 'stopped'): Promise<number> {
