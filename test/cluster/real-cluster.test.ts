@@ -241,6 +241,46 @@ describe.runIf(process.getuid?.() === 0)('Boxyard on a real node (kubelet + cont
         await api(base, 'DELETE', `/api/terminal/sessions/${id}/stop`, { cookie, origin: base });
       }
     }, 180_000);
+
+    it('keeps a user’s home across sessions with sessionPod.home: a PVC from the local-path provisioner, mounted in each new pod', async () => {
+      const rollout = async () => {
+        await until('the gateway to take the new config', async () => {
+          await kubectl(['rollout', 'status', '-n', NS, 'deployment/shells-terminal', '--timeout=180s']);
+          return true;
+        });
+        cookie = await login(base, 'admin', await secretValue('shells-terminal-admin', 'password'));
+      };
+      const generation = async () => (await json<{ metadata: { generation: number } }>(['get', 'deployment', '-n', NS, 'shells-terminal'])).metadata.generation;
+      const before = await generation();
+      await kubectl(['patch', 'terminalpool', 'shells', '-n', NS, '--type=merge', '-p', JSON.stringify({ spec: { sessionPod: { home: { size: '64Mi' } } } })]);
+      try {
+        await until('the operator to update the gateway', async () => ((await generation()) > before ? true : undefined), 60_000);
+        await rollout();
+        const inSession = async (name: string, command: string) => {
+          const session = await startSession(name);
+          const terminal = await openTerminal(base, session.websocket_path, { cookie, origin: base });
+          terminal.type(`${command}; echo done-$((6*7))\r`);
+          const seen = await terminal.waitFor(/^done-42$/m, 30_000);
+          await terminal.close();
+          const pod = await sessionPod(session.session.id);
+          await api(base, 'DELETE', `/api/terminal/sessions/${session.session.id}/stop`, { cookie, origin: base });
+          await until('the session pod to be gone', async () => ((await sessionPod(session.session.id)) ? undefined : true), 60_000);
+          return { seen, pod: pod!.metadata.name };
+        };
+        const first = await inSession('e2e-home-1', 'echo "$HOME"; echo kept-across-pods > ~/note.txt; ls -ld ~');
+        expect(first.seen).toMatch(/^\/home\/user$/m);
+        const second = await inSession('e2e-home-2', 'cat ~/note.txt');
+        expect(second.pod).not.toBe(first.pod);
+        expect(second.seen).toMatch(/^kept-across-pods$/m);
+
+        const claims = await json<{ items: { metadata: { name: string; labels: Record<string, string> }; status: { phase: string }; spec: { storageClassName: string } }[] }>(['get', 'pvc', '-n', NS, '-l', 'app.kubernetes.io/component=terminal-home']);
+        expect(claims.items).toHaveLength(1);
+        expect(claims.items[0]).toMatchObject({ status: { phase: 'Bound' }, spec: { storageClassName: 'local-path' }, metadata: { labels: { 'boxyard.io/pool': 'shells' } } });
+      } finally {
+        await kubectl(['patch', 'terminalpool', 'shells', '-n', NS, '--type=merge', '-p', JSON.stringify({ spec: { sessionPod: { home: null } } })]);
+        await rollout().catch(() => {});
+      }
+    }, 420_000);
   });
 
   it('lets a shell reach DNS, but neither other pods, Services nor the cloud metadata address (session egress policy)', async () => {

@@ -73,6 +73,21 @@ const kubernetesSchema = z.strictObject({
    * the NetworkPolicy is the pool's own, so pools sharing a namespace never fence each other's pods.
    */
   pool: labelValue.min(1).max(40).optional(),
+  /**
+   * A persistent home per user: a PersistentVolumeClaim `boxyard-home-[<pool>-]<user id>` created at the user's
+   * first session (labelled with pool and user, kept when the user is deleted) and mounted at `mount_path` in every
+   * session pod of theirs. Unset: homes live and die with the pod.
+   */
+  home: z
+    .strictObject({
+      size: quantity.describe('Requested size of each user\'s volume, e.g. 1Gi.'),
+      /** Default: the cluster's default StorageClass. */
+      storage_class: z.string().regex(/^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$/, 'must be a StorageClass name').optional(),
+      /** ReadWriteOnce keeps a user's concurrent sessions on one node (pod affinity); ReadWriteMany lets them spread. */
+      access_mode: z.enum(['ReadWriteOnce', 'ReadWriteMany']).default('ReadWriteOnce'),
+      mount_path: z.string().regex(/^\/[A-Za-z0-9._-]+(\/[A-Za-z0-9._-]+)*$/, 'must be an absolute path').default('/home/user'),
+    })
+    .optional(),
   /** Where shells may connect to (the NetworkPolicy's Egress part; needs `network_policy`). */
   egress: z
     .strictObject({

@@ -45,6 +45,8 @@ export interface AgentSettings {
   BOXYARD_AGENT_SANDBOX_USER: string | undefined;
   BOXYARD_AGENT_LANG: string;
   BOXYARD_AGENT_PATH: string | undefined;
+  /** The shell's home: a mounted volume that outlives the pod (a session pod with a persistent home). */
+  BOXYARD_AGENT_HOME: string | undefined;
   BOXYARD_AGENT_COLS: number;
   BOXYARD_AGENT_ROWS: number;
 }
@@ -122,6 +124,7 @@ export function parseAgentSettings(env: Record<string, string | undefined>): Age
     BOXYARD_AGENT_SANDBOX_USER: env.BOXYARD_AGENT_SANDBOX ? text('BOXYARD_AGENT_SANDBOX_USER', undefined, /^[A-Za-z0-9_.-]{1,64}$/) : undefined,
     BOXYARD_AGENT_LANG: text('BOXYARD_AGENT_LANG', 'C.UTF-8', /^[A-Za-z0-9_.@-]+$/),
     BOXYARD_AGENT_PATH: env.BOXYARD_AGENT_PATH || undefined,
+    BOXYARD_AGENT_HOME: env.BOXYARD_AGENT_HOME ? text('BOXYARD_AGENT_HOME', undefined, /^\/[A-Za-z0-9._/-]{0,4095}$/) : undefined,
     BOXYARD_AGENT_COLS: int('BOXYARD_AGENT_COLS', 1, 1000, 80),
     BOXYARD_AGENT_ROWS: int('BOXYARD_AGENT_ROWS', 1, 1000, 24),
   };

@@ -1,6 +1,6 @@
 // The session's shell: the account it runs as, its home and environment, the pseudo-terminal it runs on, and
 // the end of every process of its session.
-import { accessSync, chownSync, constants, readdirSync, readFileSync } from 'node:fs';
+import { accessSync, chownSync, constants, readdirSync, readFileSync, statSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import type * as NodePty from 'node-pty';
 import type { IPty } from 'node-pty';
@@ -103,7 +103,7 @@ export function startShell(settings: AgentSettings, log: (message: string) => vo
   const switching = account.uid !== (process.getuid?.() ?? account.uid);
   checkShell(settings, account, switching);
   const shell = settings.BOXYARD_AGENT_SHELL;
-  const { home, temporary } = prepareHome(account);
+  const { home, temporary } = settings.BOXYARD_AGENT_HOME ? volumeHome(settings.BOXYARD_AGENT_HOME, account) : prepareHome(account);
   const env = shellEnvironment({
     account,
     home,
@@ -129,6 +129,21 @@ export function startShell(settings: AgentSettings, log: (message: string) => vo
   const input = createPtyInput(term, (error) => log(`pty write failed: ${error.message}`));
   if (switching) handTerminalTo(term, account, log);
   return { term, input, account, switching, home, temporary };
+}
+
+/**
+ * A persistent home volume (session pods with `home`): used as it is, whoever owns it (fsGroup or the provisioner
+ * made it writable); one the shell could not write fails the start rather than silently losing the user's files.
+ */
+function volumeHome(path: string, account: Account): { home: string; temporary: boolean } {
+  try {
+    if (!statSync(path).isDirectory()) throw new Error('not a directory');
+    // The agent has dropped to the shell's uid by now (BOXYARD_AGENT_DROP_TO): this checks the shell's access.
+    if (account.uid === (process.getuid?.() ?? account.uid)) accessSync(path, constants.W_OK);
+  } catch (error) {
+    throw new Error(`the home volume at ${path} is not a directory the shell (uid ${account.uid}) can write: ${(error as Error).message}`, { cause: error });
+  }
+  return { home: path, temporary: false };
 }
 
 /** The terminal device belongs to whoever uses it (mesg, write, programs that reopen /dev/tty). */

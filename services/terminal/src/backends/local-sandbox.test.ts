@@ -86,7 +86,7 @@ async function startDevAsNobody(): Promise<{ dev: DevProcess; dir: string }> {
       args: ['--mount', '--propagation', 'private', 'sh', '-c', `mount --bind "$1" "$2" && exec 9<"$1" && shift 2 && exec ${drop} -- "$@"`, 'sh', REPO, src, node, main.replace(REPO, src)],
     }),
     baseEnv: { PATH: process.env.PATH, HOME: dir, LANG: 'C.UTF-8', SERVER_ONLY_SECRET: SERVER_SECRET },
-    env: { BOXYARD_ADMIN_PASSWORD: 'Sandbox-Admin-42', BOXYARD_BACKEND__LOCAL__WARM_AGENTS: '0' },
+    env: { BOXYARD_ADMIN_PASSWORD: 'Sandbox-Admin-42' },
   });
   return { dev, dir };
 }
