@@ -125,8 +125,11 @@ export const backendSchema = z
             enabled: z.boolean().default(true).describe('Run non-admin shells in a bubblewrap sandbox when the server cannot switch users (else they are refused).'),
             /** Where each user's home lives, `<home_base>/<user id>`; default: `<state_dir>/homes`. */
             home_base: z.string().regex(/^\//, 'must be an absolute path').optional(),
-            /** Shells may open network connections (the host's network, loopback included). */
-            network: z.boolean().default(true),
+            /**
+             * Shells share the host's network, loopback and abstract unix sockets included (an X server or D-Bus of
+             * the server's uid would take them as that user): off by default, on for a server of its own account.
+             */
+            network: z.boolean().default(false),
             /** Size of each session's private /tmp (memory). */
             tmp_size_mb: z.number().int().min(1).max(65_536).default(256),
             /** The bubblewrap binary (Debian's `bubblewrap` package). */

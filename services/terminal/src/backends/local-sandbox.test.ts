@@ -116,6 +116,8 @@ describe.runIf(root)('local backend, server that cannot switch users (boxyard de
     const a = await shellOf(base, alice.cookie);
     const b = await shellOf(base, bob.cookie);
     expect(await run(a.term, 'echo $((6*7))')).toBe('42');
+    // No network by default: not even the server's loopback port.
+    expect(await run(a.term, `(exec 3<>/dev/tcp/127.0.0.1/${new URL(base).port}) && echo CONNECTED || echo REFUSED`)).toMatch(/REFUSED$/);
     expect(await run(a.term, 'echo $HOME; pwd; echo $USER; id -u; hostname')).toBe(`/home/alice\n/home/alice\nalice\n${NOBODY}\nterminal`);
     expect(await run(a.term, 'echo hello > ~/keep.txt && echo tmp > /tmp/t && cat ~/keep.txt /tmp/t')).toBe('hello\ntmp');
     // Job control works (the shell owns its terminal).

@@ -12,8 +12,9 @@
 // - no capabilities, no further user namespaces (`--disable-userns`: no `unshare -r` to mount things), the
 //   sandbox dies with its agent; the environment is the agent's clean allow-list (TERM, LANG, HOME, USER, SHELL,
 //   PATH), never the server's;
-// - the host's network when `network` is on (so git, curl, package managers work; loopback services included:
-//   each of ours asks for credentials), else none at all.
+// - no network (a namespace of its own with only a loopback that is down), unless `network` is on: then the host's
+//   (git, curl, package managers work), loopback services and abstract unix sockets included — an X server or a
+//   D-Bus of the server's uid would take the shell for that user, so it is for a server with an account of its own.
 // Not `--new-session`: it would detach the shell from its terminal (no job control); TIOCSTI into this session's
 // own terminal reaches only this sandbox's shell.
 import { spawnSync } from 'node:child_process';
