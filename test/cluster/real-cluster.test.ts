@@ -145,7 +145,9 @@ describe.runIf(process.getuid?.() === 0)('Boxyard on a real node (kubelet + cont
     const sessionPod = async (id: string) => (await pods(`boxyard.io/session=${id}`))[0];
 
     beforeAll(async () => {
-      cookie = await login(base, 'admin', await secretValue('shells-terminal-admin', 'password'));
+      // Traefik may not route the Ingress yet when this runs first (a filtered run): 404 until it does.
+      const password = await secretValue('shells-terminal-admin', 'password');
+      cookie = await until('the terminal Ingress to route', () => login(base, 'admin', password).catch(() => undefined), 60_000);
     });
 
     it('starts a pod from the image that runs the agent; the WebSocket echoes 42; stop removes the pod', async () => {
