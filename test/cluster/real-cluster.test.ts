@@ -245,19 +245,28 @@ describe.runIf(process.getuid?.() === 0)('Boxyard on a real node (kubelet + cont
     }, 180_000);
 
     it('keeps a user’s home across sessions with sessionPod.home: a PVC from the local-path provisioner, mounted in each new pod', async () => {
-      const rollout = async () => {
-        await until('the gateway to take the new config', async () => {
-          await kubectl(['rollout', 'status', '-n', NS, 'deployment/shells-terminal', '--timeout=180s']);
-          return true;
-        });
-        cookie = await login(base, 'admin', await secretValue('shells-terminal-admin', 'password'));
+      // The gateway runs the new config once only new, ready gateway pods are left (the old one may still answer).
+      const gatewayPods = () => pods('app.kubernetes.io/name=terminal,app.kubernetes.io/instance=shells');
+      const rollout = async (old: string[]) => {
+        await until('only new gateway pods, ready', async () => {
+          const current = await gatewayPods();
+          return current.length > 0 && current.every((p) => !old.includes(p.metadata.name) && !p.metadata.deletionTimestamp && podReady(p)) ? true : undefined;
+        }, 180_000);
+        // Traefik follows the new pod's endpoint a moment later (502 until then).
+        const password = await secretValue('shells-terminal-admin', 'password');
+        cookie = await until('the new gateway behind the Ingress', () => login(base, 'admin', password).catch(() => undefined), 60_000);
       };
-      const generation = async () => (await json<{ metadata: { generation: number } }>(['get', 'deployment', '-n', NS, 'shells-terminal'])).metadata.generation;
-      const before = await generation();
+      const diagnose = async () => {
+        for (const args of [['get', 'pvc,pods', '-n', NS, '-o', 'wide'], ['get', 'events', '-n', NS, '--sort-by=.lastTimestamp'], ['logs', '-n', NS, 'deployment/shells-terminal', '--tail=40']]) {
+          console.log(`[home] kubectl ${args.join(' ')}\n${await kubectl(args).catch((e: unknown) => String(e))}`);
+        }
+      };
+      const before = (await gatewayPods()).map((p) => p.metadata.name);
       await kubectl(['patch', 'terminalpool', 'shells', '-n', NS, '--type=merge', '-p', JSON.stringify({ spec: { sessionPod: { home: { size: '64Mi' } } } })]);
+      let homePods: string[] = [];
       try {
-        await until('the operator to update the gateway', async () => ((await generation()) > before ? true : undefined), 60_000);
-        await rollout();
+        await rollout(before);
+        homePods = (await gatewayPods()).map((p) => p.metadata.name);
         const inSession = async (name: string, command: string) => {
           const session = await startSession(name);
           const terminal = await openTerminal(base, session.websocket_path, { cookie, origin: base });
@@ -275,12 +284,16 @@ describe.runIf(process.getuid?.() === 0)('Boxyard on a real node (kubelet + cont
         expect(second.pod).not.toBe(first.pod);
         expect(second.seen).toMatch(/^kept-across-pods$/m);
 
+        void diagnose;
         const claims = await json<{ items: { metadata: { name: string; labels: Record<string, string> }; status: { phase: string }; spec: { storageClassName: string } }[] }>(['get', 'pvc', '-n', NS, '-l', 'app.kubernetes.io/component=terminal-home']);
         expect(claims.items).toHaveLength(1);
         expect(claims.items[0]).toMatchObject({ status: { phase: 'Bound' }, spec: { storageClassName: 'local-path' }, metadata: { labels: { 'boxyard.io/pool': 'shells' } } });
+      } catch (error) {
+        await diagnose();
+        throw error;
       } finally {
         await kubectl(['patch', 'terminalpool', 'shells', '-n', NS, '--type=merge', '-p', JSON.stringify({ spec: { sessionPod: { home: null } } })]);
-        await rollout().catch(() => {});
+        await rollout(homePods).catch(() => {});
       }
     }, 420_000);
   });
