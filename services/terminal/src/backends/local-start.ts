@@ -69,7 +69,7 @@ function sandboxEnvironment(agents: LocalAgents, spec: AgentSpec): AgentEnvironm
   ensurePrivateDirectory(hostHome); // a symlink or someone else's directory there is refused, never followed
   const home = homeInside(spec.ownerName);
   const args = sandboxArguments({ hostHome, home, network: sandbox.config.network, tmpSizeMb: sandbox.config.tmp_size_mb, privatePaths: sandbox.privatePaths });
-  return { BOXYARD_AGENT_SANDBOX: JSON.stringify([sandbox.config.bwrap, ...args]), BOXYARD_AGENT_SANDBOX_HOME: home, BOXYARD_AGENT_SANDBOX_USER: spec.ownerName };
+  return { BOXYARD_AGENT_SANDBOX: JSON.stringify([sandbox.config.bwrap, ...args]), BOXYARD_AGENT_SANDBOX_HOME: home, BOXYARD_AGENT_SANDBOX_USER: /^[A-Za-z0-9_.-]{1,64}$/.test(spec.ownerName) ? spec.ownerName : 'user' };
 }
 
 /** Whether this session's shell goes into the sandbox: a non-admin's, on a server that cannot switch users. */
