@@ -252,9 +252,16 @@ describe.runIf(process.getuid?.() === 0)('Boxyard on a real node (kubelet + cont
           const current = await gatewayPods();
           return current.length > 0 && current.every((p) => !old.includes(p.metadata.name) && !p.metadata.deletionTimestamp && podReady(p)) ? true : undefined;
         }, 180_000);
-        // Traefik follows the new pod's endpoint a moment later (502 until then).
+        // Traefik follows the endpoints a while later (502/504 until then, or for some requests only: it may still
+        // hold the old pod's address beside the new one): five sign-ins in a row must pass.
         const password = await secretValue('shells-terminal-admin', 'password');
-        cookie = await until('the new gateway behind the Ingress', () => login(base, 'admin', password).catch(() => undefined), 60_000);
+        let streak = 0;
+        await until('the new gateway, alone behind the Ingress', async () => {
+          const signedIn = await login(base, 'admin', password).catch(() => undefined);
+          streak = signedIn ? streak + 1 : 0;
+          if (signedIn) cookie = signedIn;
+          return streak >= 5 ? true : undefined;
+        }, 180_000);
       };
       const diagnose = async () => {
         for (const args of [['get', 'pvc,pods', '-n', NS, '-o', 'wide'], ['get', 'events', '-n', NS, '--sort-by=.lastTimestamp'], ['logs', '-n', NS, 'deployment/shells-terminal', '--tail=40']]) {
@@ -295,7 +302,7 @@ describe.runIf(process.getuid?.() === 0)('Boxyard on a real node (kubelet + cont
         await kubectl(['patch', 'terminalpool', 'shells', '-n', NS, '--type=merge', '-p', JSON.stringify({ spec: { sessionPod: { home: null } } })]);
         await rollout(homePods).catch(() => {});
       }
-    }, 420_000);
+    }, 600_000);
   });
 
   it('lets a shell reach DNS, but neither other pods, Services nor the cloud metadata address (session egress policy)', async () => {
