@@ -78,8 +78,17 @@ async function startDevAsNobody(): Promise<{ dev: DevProcess; dir: string }> {
   const home = join(dir, 'home');
   await mkdir(home, { mode: 0o700 });
   await chown(home, NOBODY, NOBODY);
+  try {
+    return { dev: await startDev(dir, home, src, node), dir };
+  } catch (error) {
+    await rm(dir, { recursive: true, force: true });
+    throw error;
+  }
+}
+
+async function startDev(dir: string, home: string, src: string, node: string): Promise<DevProcess> {
   const drop = `setpriv --reuid=${NOBODY} --regid=${NOBODY} --clear-groups --no-new-privs --inh-caps=-all --bounding-set=-all`;
-  const dev = await startDevProcess({
+  return startDevProcess({
     home,
     launcher: (_node, main) => ({
       command: 'unshare',
@@ -88,7 +97,6 @@ async function startDevAsNobody(): Promise<{ dev: DevProcess; dir: string }> {
     baseEnv: { PATH: process.env.PATH, HOME: dir, LANG: 'C.UTF-8', SERVER_ONLY_SECRET: SERVER_SECRET },
     env: { BOXYARD_ADMIN_PASSWORD: 'Sandbox-Admin-42' },
   });
-  return { dev, dir };
 }
 
 // Root runs it (CI does): it needs root to start the server as nobody. Without bubblewrap it fails, naming why
