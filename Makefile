@@ -14,7 +14,7 @@ export PATH   := $(NODE_HOME)/bin:$(CURDIR)/node_modules/.bin:$(PATH)
 export npm_config_nodedir := $(NODE_HOME)
 # `make run` needs none of these (Node, the npm packages and PostgreSQL's binaries from npm are all it runs on);
 # the tests and the bench drive the real clients users have.
-TEST_PACKAGES := prometheus curl wget openssl rclone vagrant chromium unzip python3-tuspy packer asciinema
+TEST_PACKAGES := prometheus curl wget openssl rclone vagrant chromium unzip python3-tuspy packer asciinema bubblewrap
 # The real node (make cluster, the real-cluster suite) and the image build: container runtime, CNI plugins, the
 # kernel tools kube-proxy and kube-router drive, and debootstrap for the image's Debian base.
 NODE_PACKAGES := containerd runc containernetworking-plugins iptables ipset conntrack ethtool iproute2 gcc libc6-dev
@@ -59,7 +59,9 @@ tools: test-deps
 
 # With the V8 flags and the malloc settings every `boxyard` launcher passes (why: services/boxyard/node-flags), and
 # Node's compile cache in .boxyard (the type-stripped sources and V8's code: a restart loads in ~2/3 of the CPU time).
+# Non-root, the terminal sandboxes non-admins' shells with bubblewrap: not installed here (it needs root), only named.
 run: deps
+	@[ "$$(id -u)" -eq 0 ] || command -v bwrap >/dev/null || echo "[run] bubblewrap is missing: terminals for admins only (others get 403 saying why); to give every user a sandboxed shell: sudo apt-get install bubblewrap"
 	MALLOC_ARENA_MAX=2 MALLOC_MMAP_THRESHOLD_=131072 NODE_COMPILE_CACHE=.boxyard/compile-cache node $(shell sed '/^#/d' services/boxyard/node-flags) services/boxyard/src/main.ts dev
 
 # The real-cluster suite (test/cluster) runs the image on a real node.

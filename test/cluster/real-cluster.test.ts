@@ -162,7 +162,9 @@ describe.runIf(process.getuid?.() === 0)('Boxyard on a real node (kubelet + cont
     const sessionPod = async (id: string) => (await pods(`boxyard.io/session=${id}`))[0];
 
     beforeAll(async () => {
-      cookie = await login(base, 'admin', await secretValue('shells-terminal-admin', 'password'));
+      // Traefik may not route the Ingress yet when this runs first (a filtered run): 404 until it does.
+      const password = await secretValue('shells-terminal-admin', 'password');
+      cookie = await until('the terminal Ingress to route', () => login(base, 'admin', password).catch(() => undefined), 60_000);
     });
 
     it('starts a pod from the image that runs the agent; the WebSocket echoes 42; stop removes the pod', async () => {
@@ -285,6 +287,65 @@ describe.runIf(process.getuid?.() === 0)('Boxyard on a real node (kubelet + cont
       await writeFile(file, cast);
       expect(plain(await asciinemaCat(file, dir)).split(/\r?\n/).map((line) => line.trim())).toContain('42');
     }, 240_000);
+    it('keeps a user’s home across sessions with sessionPod.home: a PVC from the local-path provisioner, mounted in each new pod', async () => {
+      // The gateway runs the new config once only new, ready gateway pods are left (the old one may still answer).
+      const gatewayPods = () => pods('app.kubernetes.io/name=terminal,app.kubernetes.io/instance=shells');
+      const rollout = async (old: string[]) => {
+        await until('only new gateway pods, ready', async () => {
+          const current = await gatewayPods();
+          return current.length > 0 && current.every((p) => !old.includes(p.metadata.name) && !p.metadata.deletionTimestamp && podReady(p)) ? true : undefined;
+        }, 180_000);
+        // Traefik follows the endpoints a while later (502/504 until then, or for some requests only: it may still
+        // hold the old pod's address beside the new one): five sign-ins in a row must pass.
+        const password = await secretValue('shells-terminal-admin', 'password');
+        let streak = 0;
+        await until('the new gateway, alone behind the Ingress', async () => {
+          const signedIn = await login(base, 'admin', password).catch(() => undefined);
+          streak = signedIn ? streak + 1 : 0;
+          if (signedIn) cookie = signedIn;
+          return streak >= 5 ? true : undefined;
+        }, 180_000);
+      };
+      const diagnose = async () => {
+        for (const args of [['get', 'pvc,pods', '-n', NS, '-o', 'wide'], ['get', 'events', '-n', NS, '--sort-by=.lastTimestamp'], ['logs', '-n', NS, 'deployment/shells-terminal', '--tail=40']]) {
+          console.log(`[home] kubectl ${args.join(' ')}\n${await kubectl(args).catch((e: unknown) => String(e))}`);
+        }
+      };
+      const before = (await gatewayPods()).map((p) => p.metadata.name);
+      await kubectl(['patch', 'terminalpool', 'shells', '-n', NS, '--type=merge', '-p', JSON.stringify({ spec: { sessionPod: { home: { size: '64Mi' } } } })]);
+      let homePods: string[] = [];
+      try {
+        await rollout(before);
+        homePods = (await gatewayPods()).map((p) => p.metadata.name);
+        const inSession = async (name: string, command: string) => {
+          const session = await startSession(name);
+          const terminal = await openTerminal(base, session.websocket_path, { cookie, origin: base });
+          terminal.type(`${command}; echo done-$((6*7))\r`);
+          const seen = await terminal.waitFor(/^done-42$/m, 30_000);
+          await terminal.close();
+          const pod = await sessionPod(session.session.id);
+          await api(base, 'DELETE', `/api/terminal/sessions/${session.session.id}/stop`, { cookie, origin: base });
+          await until('the session pod to be gone', async () => ((await sessionPod(session.session.id)) ? undefined : true), 60_000);
+          return { seen, pod: pod!.metadata.name };
+        };
+        const first = await inSession('e2e-home-1', 'echo "$HOME"; echo kept-across-pods > ~/note.txt; ls -ld ~');
+        expect(first.seen).toMatch(/^\/home\/user$/m);
+        const second = await inSession('e2e-home-2', 'cat ~/note.txt');
+        expect(second.pod).not.toBe(first.pod);
+        expect(second.seen).toMatch(/^kept-across-pods$/m);
+
+        void diagnose;
+        const claims = await json<{ items: { metadata: { name: string; labels: Record<string, string> }; status: { phase: string }; spec: { storageClassName: string } }[] }>(['get', 'pvc', '-n', NS, '-l', 'app.kubernetes.io/component=terminal-home']);
+        expect(claims.items).toHaveLength(1);
+        expect(claims.items[0]).toMatchObject({ status: { phase: 'Bound' }, spec: { storageClassName: 'local-path' }, metadata: { labels: { 'boxyard.io/pool': 'shells' } } });
+      } catch (error) {
+        await diagnose();
+        throw error;
+      } finally {
+        await kubectl(['patch', 'terminalpool', 'shells', '-n', NS, '--type=merge', '-p', JSON.stringify({ spec: { sessionPod: { home: null } } })]);
+        await rollout(homePods).catch(() => {});
+      }
+    }, 600_000);
   });
 
   it('lets a shell reach DNS, but neither other pods, Services nor the cloud metadata address (session egress policy)', async () => {

@@ -68,6 +68,7 @@ const everyKindField: Record<string, Json> = {
   TerminalPool: {
     sessionPod: {
       image: 'registry.example/shell:1', imagePullPolicy: 'Always', shell: '/bin/zsh', resources: { requests: { cpu: '10m' }, limits: { memory: '256Mi' } }, readyTimeoutSeconds: 90,
+      home: { size: '2Gi', storageClassName: 'fast-ssd', accessMode: 'ReadWriteMany', mountPath: '/workspace' },
       egress: {
         clusterDNS: false,
         internet: true,
@@ -160,6 +161,7 @@ describe('the operator renders only config the services load', () => {
       if (resource.kind === 'TerminalPool') {
         expect((config.backend as Json).kubernetes).toMatchObject({
           pool: `every-${kind.service}`,
+          home: { size: '2Gi', storage_class: 'fast-ssd', access_mode: 'ReadWriteMany', mount_path: '/workspace' },
           egress: { cluster_dns: false, internet: true, excluded_cidrs: ['203.0.113.0/24', '2001:db8::/32'], allow: [{ to: [{ namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'mirror' } } }], ports: [{ protocol: 'TCP', port: 443 }] }] },
         });
       }

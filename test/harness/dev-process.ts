@@ -42,14 +42,19 @@ export interface DevProcessOptions {
   env?: Record<string, string>;
   /** A process group of its own, as a shell gives a foreground job: a test can signal the whole group (Ctrl-C). */
   ownProcessGroup?: boolean;
+  /** How to run it (e.g. as another user): the command and arguments for `node <main> dev`; default exactly that. */
+  launcher?: (node: string, main: string) => { command: string; args: string[] };
+  /** The environment instead of this process's (the options' `env` and the dev settings still go on top). */
+  baseEnv?: Record<string, string | undefined>;
 }
 
 export async function startDevProcess(options: DevProcessOptions = {}): Promise<DevProcess> {
   const home = options.home ?? (await makeHome());
   const postgresPort = options.postgresPort ?? (await freePort());
   let text = '';
-  const child: ChildProcess = spawn(process.execPath, [MAIN, 'dev'], {
-    env: { ...process.env, BOXYARD_HOME: home, BOXYARD_DEV_POSTGRES_PORT: String(postgresPort), BOXYARD_SERVER__PORT: '0', BOXYARD_LOGGING__LEVEL: 'warn', ...options.env },
+  const launch = options.launcher?.(process.execPath, MAIN) ?? { command: process.execPath, args: [MAIN] };
+  const child: ChildProcess = spawn(launch.command, [...launch.args, 'dev'], {
+    env: { ...(options.baseEnv ?? process.env), BOXYARD_HOME: home, BOXYARD_DEV_POSTGRES_PORT: String(postgresPort), BOXYARD_SERVER__PORT: '0', BOXYARD_LOGGING__LEVEL: 'warn', ...options.env },
     stdio: ['ignore', 'pipe', 'pipe'],
     detached: options.ownProcessGroup ?? false,
   });

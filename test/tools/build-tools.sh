@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds the real components the tests and `make cluster` use, from the Go module proxy, once per version.
 # Binaries land in ${BOXYARD_CACHE:-~/.cache/boxyard}/bin/<name>-<version>; a finished build is never redone.
-# Usage: build-tools.sh [tool ...]   (default: all). Tools: minio etcd kube helm kwok coredns traefik otelcol
+# Usage: build-tools.sh [tool ...]   (default: all). Tools: minio etcd kube helm kwok coredns traefik otelcol localpath
 set -euo pipefail
 
 CACHE=${BOXYARD_CACHE:-$HOME/.cache/boxyard}
@@ -19,6 +19,8 @@ TRAEFIK_VERSION=v3.6.12  # v3.7.x needs modules the proxy refuses (a go-http-aut
 # The OpenTelemetry Collector core (OTLP receiver) with contrib's file exporter; v0.164.0's otlpreceiver needs
 # internal/statusutil v0.164.0, which the proxy refuses.
 OTELCOL_VERSION=v0.165.0
+# The real node's dynamic provisioner (hostPath volumes under the node's state), for TerminalPool homes.
+LOCAL_PATH_VERSION=v0.0.30
 
 log() { printf '[tools] %s\n' "$*" >&2; }
 
@@ -82,6 +84,7 @@ fork_build() { # name version module module_version ldflags pkg
 build_minio() { go_install minio "$MINIO_VERSION" "github.com/minio/minio@$MINIO_VERSION"; }
 build_helm()  { go_install helm "$HELM_VERSION" "helm.sh/helm/v3/cmd/helm@$HELM_VERSION"; }
 build_kwok()  { go_install kwok "$KWOK_VERSION" "sigs.k8s.io/kwok/cmd/kwok@$KWOK_VERSION"; }
+build_localpath() { go_install local-path-provisioner "$LOCAL_PATH_VERSION" "github.com/rancher/local-path-provisioner@$LOCAL_PATH_VERSION"; }
 # CoreDNS' default plugin set (core/plugin/zplugin.go) includes kubernetes; its version is a constant in coremain.
 build_coredns() { go_install coredns "$COREDNS_VERSION" "github.com/coredns/coredns@$COREDNS_VERSION"; }
 build_traefik() {
@@ -190,11 +193,12 @@ KWOK=$BIN/kwok-$KWOK_VERSION
 COREDNS=$BIN/coredns-$COREDNS_VERSION
 TRAEFIK=$BIN/traefik-$TRAEFIK_VERSION
 OTELCOL=$BIN/otelcol-$OTELCOL_VERSION
+LOCAL_PATH_PROVISIONER=$BIN/local-path-provisioner-$LOCAL_PATH_VERSION
 P
 }
 
 if [ "${1:-}" = "--paths" ]; then print_paths; exit 0; fi
-tools=("$@"); [ ${#tools[@]} -gt 0 ] || tools=(minio etcd kube helm kwok coredns traefik otelcol)
+tools=("$@"); [ ${#tools[@]} -gt 0 ] || tools=(minio etcd kube helm kwok coredns traefik otelcol localpath)
 # Two queues side by side: kube (the longest) alone, the rest one after the other. On a cold cache this overlaps
 # module downloads and links with compiles; each build holds its own lock and the Go caches are shared safely.
 kube=() rest=()

@@ -520,6 +520,27 @@ export interface TerminalPoolSpec extends CommonSpec {
      */
     readyTimeoutSeconds: number;
     /**
+     * A persistent home per user: a PersistentVolumeClaim boxyard-home-<pool>-<user id>, created at the user's first session and mounted as the home of each of their session pods, so files survive sessions. Labelled boxyard.io/pool and boxyard.io/owner=<user id>; owned by nothing, it stays when the user or the pool is deleted (delete it with kubectl delete pvc -l boxyard.io/owner=<user id>). Unset: a home lives and dies with its pod.
+     */
+    home?: {
+      /**
+       * Requested size of each user's volume, e.g. 1Gi (an existing claim keeps its size).
+       */
+      size: Quantity;
+      /**
+       * StorageClass of the claims (default: the cluster's default class).
+       */
+      storageClassName?: string;
+      /**
+       * ReadWriteOnce keeps a user's concurrent session pods on one node; ReadWriteMany (where the storage offers it) lets them spread.
+       */
+      accessMode: 'ReadWriteOnce' | 'ReadWriteMany';
+      /**
+       * Where the volume is mounted: the shell's HOME.
+       */
+      mountPath: string;
+    };
+    /**
      * Where shells may connect to: the Egress part of the NetworkPolicy the gateway keeps on its session pods. Anything not allowed here is dropped (needs a network plugin that enforces NetworkPolicy).
      */
     egress: {

@@ -1,5 +1,5 @@
 // The terminal gateway's identity: a ServiceAccount bound, in its own namespace only, to the ClusterRole the chart
-// ships (pods and the NetworkPolicies that fence them). The operator holds `bind` on that one ClusterRole instead
+// ships (pods, the NetworkPolicies that fence them, users' home volume claims). The operator holds `bind` on that one ClusterRole instead
 // of the pod rights themselves: RBAC lets a binding be created by whoever holds every permission it grants, or
 // `bind` on the role it refers to.
 import type { V1RoleBinding, V1ServiceAccount } from '@kubernetes/client-node';
@@ -15,6 +15,8 @@ export const DEFAULT_GATEWAY_CLUSTER_ROLE = 'boxyard-terminal-gateway';
 export const GATEWAY_RULES = [
   { apiGroups: [''], resources: ['pods'], verbs: ['get', 'create', 'delete'] },
   { apiGroups: ['networking.k8s.io'], resources: ['networkpolicies'], verbs: ['create', 'patch'] },
+  // Users' persistent homes (sessionPod.home): created at a user's first session, never deleted by the gateway.
+  { apiGroups: [''], resources: ['persistentvolumeclaims'], verbs: ['create'] },
 ];
 
 /**

@@ -89,6 +89,21 @@ const kubernetesSchema = z.strictObject({
    * the NetworkPolicy is the pool's own, so pools sharing a namespace never fence each other's pods.
    */
   pool: labelValue.min(1).max(40).optional(),
+  /**
+   * A persistent home per user: a PersistentVolumeClaim `boxyard-home-[<pool>-]<user id>` created at the user's
+   * first session (labelled with pool and user, kept when the user is deleted) and mounted at `mount_path` in every
+   * session pod of theirs. Unset: homes live and die with the pod.
+   */
+  home: z
+    .strictObject({
+      size: quantity.describe('Requested size of each user\'s volume, e.g. 1Gi.'),
+      /** Default: the cluster's default StorageClass. */
+      storage_class: z.string().regex(/^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$/, 'must be a StorageClass name').optional(),
+      /** ReadWriteOnce keeps a user's concurrent sessions on one node (pod affinity); ReadWriteMany lets them spread. */
+      access_mode: z.enum(['ReadWriteOnce', 'ReadWriteMany']).default('ReadWriteOnce'),
+      mount_path: z.string().regex(/^\/[A-Za-z0-9._-]+(\/[A-Za-z0-9._-]+)*$/, 'must be an absolute path').default('/home/user'),
+    })
+    .optional(),
   /** Where shells may connect to (the NetworkPolicy's Egress part; needs `network_policy`). */
   egress: z
     .strictObject({
@@ -117,6 +132,26 @@ export const backendSchema = z
          * and is replaced): a start then answers in a fraction of the time. 0 starts every agent on demand.
          */
         warm_agents: z.number().int().min(0).max(8).default(1),
+        /**
+         * Non-admins' shells when the server cannot switch users (not root): each in a bubblewrap sandbox with a
+         * home of its own (see backends/local-sandbox.ts). Root servers use OS accounts instead.
+         */
+        sandbox: z
+          .strictObject({
+            enabled: z.boolean().default(true).describe('Run non-admin shells in a bubblewrap sandbox when the server cannot switch users (else they are refused).'),
+            /** Where each user's home lives, `<home_base>/<user id>`; default: `<state_dir>/homes`. */
+            home_base: z.string().regex(/^\//, 'must be an absolute path').optional(),
+            /**
+             * Shells share the host's network, loopback and abstract unix sockets included (an X server or D-Bus of
+             * the server's uid would take them as that user): off by default, on for a server of its own account.
+             */
+            network: z.boolean().default(false),
+            /** Size of each session's private /tmp (memory). */
+            tmp_size_mb: z.number().int().min(1).max(65_536).default(256),
+            /** The bubblewrap binary (Debian's `bubblewrap` package). */
+            bwrap: z.string().min(1).default('bwrap'),
+          })
+          .prefault({}),
         /** The OS accounts shells run as when the server can switch users (see backends/local-accounts.ts). */
         accounts: z
           .strictObject({

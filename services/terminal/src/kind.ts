@@ -2,7 +2,7 @@
 // keys of config.ts (their CRD schema comes from it); the session pod and the allowed origins exist only in the
 // cluster and become the `backend.kubernetes` and `allowed_origins` keys here.
 import type { ClusterContext, ClusterKind } from '@boxyard/kit/service/cluster-kind.ts';
-import { anyObject, boolean, integer, object, PULL_POLICY, resources, string, type JsonSchema } from '@boxyard/kit/service/cluster-schema.ts';
+import { anyObject, boolean, integer, object, PULL_POLICY, QUANTITY, resources, string, type JsonSchema } from '@boxyard/kit/service/cluster-schema.ts';
 import { DEFAULT_PORT, terminalConfigSchema } from './config.ts';
 
 const SESSION_POD: JsonSchema = object(
@@ -13,6 +13,16 @@ const SESSION_POD: JsonSchema = object(
     shell: string('Shell started in the session pod.', { default: '/bin/bash', minLength: 1, maxLength: 256 }),
     resources: resources('CPU and memory of each session pod.', { requests: { cpu: '50m', memory: '64Mi' }, limits: { cpu: '1', memory: '512Mi' } }),
     readyTimeoutSeconds: integer('How long the gateway waits for a session pod to become ready.', { default: 60, minimum: 5, maximum: 600 }),
+    home: object(
+      'A persistent home per user: a PersistentVolumeClaim boxyard-home-<pool>-<user id>, created at the user\'s first session and mounted as the home of each of their session pods, so files survive sessions. Labelled boxyard.io/pool and boxyard.io/owner=<user id>; owned by nothing, it stays when the user or the pool is deleted (delete it with kubectl delete pvc -l boxyard.io/owner=<user id>). Unset: a home lives and dies with its pod.',
+      {
+        size: { ...QUANTITY, description: 'Requested size of each user\'s volume, e.g. 1Gi (an existing claim keeps its size).' },
+        storageClassName: string('StorageClass of the claims (default: the cluster\'s default class).', { pattern: '^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$', maxLength: 253 }),
+        accessMode: string('ReadWriteOnce keeps a user\'s concurrent session pods on one node; ReadWriteMany (where the storage offers it) lets them spread.', { enum: ['ReadWriteOnce', 'ReadWriteMany'], default: 'ReadWriteOnce' }),
+        mountPath: string('Where the volume is mounted: the shell\'s HOME.', { pattern: '^/[A-Za-z0-9._-]+(/[A-Za-z0-9._-]+)*$', maxLength: 256, default: '/home/user' }),
+      },
+      { required: ['size'] },
+    ),
     egress: object(
       'Where shells may connect to: the Egress part of the NetworkPolicy the gateway keeps on its session pods. Anything not allowed here is dropped (needs a network plugin that enforces NetworkPolicy).',
       {
@@ -56,6 +66,7 @@ interface ClusterOnlySpec {
     shell: string;
     resources: { requests?: Quantities; limits?: Quantities };
     readyTimeoutSeconds: number;
+    home?: { size: string | number; storageClassName?: string; accessMode: string; mountPath: string };
     egress?: { clusterDNS?: boolean; internet?: boolean; excludedCIDRs?: string[]; allow?: Record<string, unknown>[] };
   };
   allowedOrigins?: string[];
@@ -83,6 +94,7 @@ function clusterConfig(spec: ClusterOnlySpec, context: ClusterContext): Record<s
         shell: pod.shell,
         resources: prune({ requests: quantities(pod.resources.requests), limits: quantities(pod.resources.limits) }),
         pod_ready_timeout_seconds: pod.readyTimeoutSeconds,
+        ...(pod.home ? { home: prune({ size: String(pod.home.size), storage_class: pod.home.storageClassName, access_mode: pod.home.accessMode, mount_path: pod.home.mountPath }) } : {}),
         // Session pods admit only these: the labels the operator gives the gateway pods.
         gateway_pod_labels: context.podLabels,
         // The pool's own session NetworkPolicy, so pools sharing a namespace keep their own egress.

@@ -87,7 +87,7 @@ function startSessions(app: FastifyInstance, config: TerminalConfig) {
   const backend =
     config.backend.kind === 'kubernetes'
       ? createKubernetesBackend({ config: config.backend.kubernetes!, sessions: config.sessions, log })
-      : createLocalBackend({ shell: config.backend.local.shell, socketDir: config.backend.local.socket_dir, accounts: config.backend.local.accounts, warmAgents: config.backend.local.warm_agents, log });
+      : createLocalBackend({ shell: config.backend.local.shell, socketDir: config.backend.local.socket_dir, accounts: config.backend.local.accounts, warmAgents: config.backend.local.warm_agents, sandbox: config.backend.local.sandbox, stateDir: config.state_dir, log });
   app.addHook('onClose', () => backend.close());
   const sessions = createSessionService({
     pool: app.pool,
@@ -148,7 +148,7 @@ function startHistory(app: FastifyInstance, config: TerminalConfig, sessions: Se
  * through PostgreSQL notifications; every socket is re-checked periodically as well.
  */
 async function watchAccess(app: FastifyInstance, config: TerminalConfig, sessions: SessionService) {
-  const access = createAccessWatch({ accounts: app.accounts, refusal: (user) => sessions.refusal(user), recheckMs: config.sessions.access_recheck_seconds * 1000, log: app.log });
+  const access = createAccessWatch({ accounts: app.accounts, refusal: (user, session) => sessions.refusal(user, session), recheckMs: config.sessions.access_recheck_seconds * 1000, log: app.log });
   const accountWatch = createAccountWatch({ databaseUrl: config.database.url, schema: config.database.schema, log: app.log });
   accountWatch.subscribe((change) => access.onChange(change));
   app.addHook('onClose', async () => {

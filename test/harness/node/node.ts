@@ -1,7 +1,8 @@
 // A real node next to the local control plane (notes/real-node.md): containerd + runc run the pods, the CNI bridge
 // plugin wires them to the boxyard0 bridge, the kubelet registers the node, kube-proxy (iptables) makes Services
 // work, CoreDNS answers cluster names, the harness's iptables enforcer (network-policy.ts: why not an upstream one)
-// applies NetworkPolicy and Traefik is the ingress controller on 127.0.0.1:80/443. All are local processes from cached builds; images are imported, never pulled.
+// applies NetworkPolicy, local-path-provisioner makes volumes (local-path.ts) and Traefik is the ingress controller
+// on 127.0.0.1:80/443. All are local processes from cached builds; images are imported, never pulled.
 import { execFile } from 'node:child_process';
 import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -12,6 +13,7 @@ import { NODE } from './network.ts';
 import { startNetworkPolicyEnforcer } from './network-policy.ts';
 import { STATE_DIRS_FILE } from './teardown.ts';
 import { PAUSE_IMAGE, pauseImageArchive } from './pause-image.ts';
+import { startLocalPathProvisioner } from './local-path.ts';
 
 const run = promisify(execFile);
 
@@ -251,6 +253,8 @@ export async function startNode(ctx: NodeContext): Promise<RunningNode> {
     return out.trim() === 'True';
   }, 120_000);
 
+  const localPath = await startLocalPathProvisioner(ctx, nodeDir, adminKubeconfig, (archive) => importImage(archive));
+
   await ctx.kubectl(['apply', '-f', '-'], TRAEFIK_RBAC);
   const token = (await ctx.kubectl(['-n', 'kube-system', 'create', 'token', 'traefik', '--duration=8760h'])).trim();
   const traefikKubeconfig = join(nodeDir, 'traefik.kubeconfig');
@@ -291,6 +295,7 @@ export async function startNode(ctx: NodeContext): Promise<RunningNode> {
       ['kubelet', tool('KUBELET'), `node ${NODE.name} at ${NODE.address}, pods on ${NODE.bridge} ${NODE.podCidr}`, kubeVersion],
       ['kube-proxy', tool('KUBE_PROXY'), 'iptables mode', kubeVersion],
       ['coredns', tool('COREDNS'), `cluster DNS at ${NODE.address}:53`, corednsVersion],
+      localPath,
       ['network policy', 'test/harness/node/network-policy.ts', 'iptables, in the harness (no upstream enforcer runs here)', '-'],
       ['traefik', tool('TRAEFIK'), `ingress at http://127.0.0.1:${ingressHttp}, https://127.0.0.1:${ingressHttps}`, traefikVersion],
     ],

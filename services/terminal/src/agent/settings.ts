@@ -35,8 +35,18 @@ export interface AgentSettings {
   BOXYARD_AGENT_EXPIRES_AT: number;
   /** Switch the shell to this account (only when the agent runs as root). */
   BOXYARD_AGENT_RUN_AS: string | undefined;
+  /**
+   * The sandbox the shell runs in (local backend, server that cannot switch users): the bubblewrap command and its
+   * arguments, a JSON array the gateway wrote (backends/local-sandbox.ts); the shell is appended after `--`.
+   */
+  BOXYARD_AGENT_SANDBOX: string[] | undefined;
+  /** The shell's home inside the sandbox, and its USER. */
+  BOXYARD_AGENT_SANDBOX_HOME: string | undefined;
+  BOXYARD_AGENT_SANDBOX_USER: string | undefined;
   BOXYARD_AGENT_LANG: string;
   BOXYARD_AGENT_PATH: string | undefined;
+  /** The shell's home: a mounted volume that outlives the pod (a session pod with a persistent home). */
+  BOXYARD_AGENT_HOME: string | undefined;
   BOXYARD_AGENT_COLS: number;
   BOXYARD_AGENT_ROWS: number;
 }
@@ -80,6 +90,19 @@ export function parseAgentSettings(env: Record<string, string | undefined>): Age
     if (uid < 1 || gid < 1 || uid > 4_294_967_294 || gid > 4_294_967_294) problems.push('BOXYARD_AGENT_DROP_TO: must be <uid>:<gid>, neither of them 0');
     return { uid, gid };
   };
+  const sandbox = (): string[] | undefined => {
+    const value = env.BOXYARD_AGENT_SANDBOX;
+    if (!value) return undefined;
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(value);
+    } catch {
+      parsed = undefined;
+    }
+    const valid = Array.isArray(parsed) && parsed.length >= 1 && parsed.length <= 512 && parsed.every((a) => typeof a === 'string' && a.length > 0 && a.length <= 4096 && !a.includes('\0'));
+    if (!valid) problems.push('BOXYARD_AGENT_SANDBOX: must be a JSON array of 1 to 512 non-empty strings');
+    return valid ? (parsed as string[]) : undefined;
+  };
   const listenText = text('BOXYARD_AGENT_LISTEN');
   const listen = parseListen(listenText);
   if (listenText && !listen) problems.push('BOXYARD_AGENT_LISTEN: must be unix:/absolute/path or host:port');
@@ -96,8 +119,12 @@ export function parseAgentSettings(env: Record<string, string | undefined>): Age
     BOXYARD_AGENT_REATTACH_GRACE_SECONDS: int('BOXYARD_AGENT_REATTACH_GRACE_SECONDS', 1, YEARS_10, 300),
     BOXYARD_AGENT_EXPIRES_AT: int('BOXYARD_AGENT_EXPIRES_AT', 0, Number.MAX_SAFE_INTEGER),
     BOXYARD_AGENT_RUN_AS: env.BOXYARD_AGENT_RUN_AS || undefined,
+    BOXYARD_AGENT_SANDBOX: sandbox(),
+    BOXYARD_AGENT_SANDBOX_HOME: env.BOXYARD_AGENT_SANDBOX ? text('BOXYARD_AGENT_SANDBOX_HOME', undefined, /^\/home\/[A-Za-z0-9_][A-Za-z0-9_.-]{0,63}$/) : undefined,
+    BOXYARD_AGENT_SANDBOX_USER: env.BOXYARD_AGENT_SANDBOX ? text('BOXYARD_AGENT_SANDBOX_USER', undefined, /^[A-Za-z0-9_.-]{1,64}$/) : undefined,
     BOXYARD_AGENT_LANG: text('BOXYARD_AGENT_LANG', 'C.UTF-8', /^[A-Za-z0-9_.@-]+$/),
     BOXYARD_AGENT_PATH: env.BOXYARD_AGENT_PATH || undefined,
+    BOXYARD_AGENT_HOME: env.BOXYARD_AGENT_HOME ? text('BOXYARD_AGENT_HOME', undefined, /^\/[A-Za-z0-9._/-]{0,4095}$/) : undefined,
     BOXYARD_AGENT_COLS: int('BOXYARD_AGENT_COLS', 1, 1000, 80),
     BOXYARD_AGENT_ROWS: int('BOXYARD_AGENT_ROWS', 1, 1000, 24),
   };

@@ -1,6 +1,6 @@
 // The session's shell: the account it runs as, its home and environment, the pseudo-terminal it runs on, and
 // the end of every process of its session.
-import { accessSync, chownSync, constants, readdirSync, readFileSync } from 'node:fs';
+import { accessSync, chownSync, constants, readdirSync, readFileSync, statSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import type * as NodePty from 'node-pty';
 import type { IPty } from 'node-pty';
@@ -57,15 +57,53 @@ function checkShell(settings: AgentSettings, account: Account, switching: boolea
   }
 }
 
+/**
+ * Closes every descriptor above stderr, then runs the rest of its arguments. Whatever started the server may have
+ * left descriptors open without close-on-exec (a directory's would let a sandboxed shell reach around its mounts):
+ * they pass to the agent and would pass through bubblewrap to the shell (node-pty keeps them). Bash, Debian's
+ * essential shell, handles descriptors above 9, which dash cannot.
+ */
+export const CLOSE_INHERITED_FDS = 'for fd in /proc/self/fd/*; do fd=${fd##*/}; [ "$fd" -gt 2 ] && eval "exec $fd>&-"; done; exec "$@"';
+
+/**
+ * The shell in its sandbox (local backend, a non-admin on a server that cannot switch users): bubblewrap with the
+ * gateway's arguments, then the shell; it keeps this process's uid, its home is the sandbox's.
+ */
+function startSandboxedShell(settings: AgentSettings, sandbox: string[], log: (message: string) => void): Shell {
+  const self = currentAccount();
+  checkShell(settings, self, false);
+  const shell = settings.BOXYARD_AGENT_SHELL;
+  const home = settings.BOXYARD_AGENT_SANDBOX_HOME!;
+  const env = shellEnvironment({
+    account: { ...self, name: settings.BOXYARD_AGENT_SANDBOX_USER! },
+    home,
+    shell,
+    lang: settings.BOXYARD_AGENT_LANG,
+    path: settings.BOXYARD_AGENT_PATH ?? DEFAULT_PATH,
+  });
+  const [bwrap, ...args] = sandbox as [string, ...string[]];
+  const term: IPty = pty.spawn('/bin/bash', ['-c', CLOSE_INHERITED_FDS, 'boxyard-sandbox', bwrap, ...args, '--', shell, ...shellArguments(shell)], {
+    name: 'xterm-256color',
+    cols: settings.BOXYARD_AGENT_COLS,
+    rows: settings.BOXYARD_AGENT_ROWS,
+    cwd: '/',
+    env,
+    encoding: null,
+  });
+  const input = createPtyInput(term, (error) => log(`pty write failed: ${error.message}`));
+  return { term, input, account: self, switching: false, home, temporary: false };
+}
+
 /** Starts the shell on a new pseudo-terminal, as the account the settings name. */
 export function startShell(settings: AgentSettings, log: (message: string) => void): Shell {
+  if (settings.BOXYARD_AGENT_SANDBOX) return startSandboxedShell(settings, settings.BOXYARD_AGENT_SANDBOX, log);
   // Before anything of the shell's exists: from here on this process is not dumpable (settings.ts says why).
   if (settings.BOXYARD_AGENT_DROP_TO) dropPrivileges(settings.BOXYARD_AGENT_DROP_TO);
   const account = shellAccount(settings);
   const switching = account.uid !== (process.getuid?.() ?? account.uid);
   checkShell(settings, account, switching);
   const shell = settings.BOXYARD_AGENT_SHELL;
-  const { home, temporary } = prepareHome(account);
+  const { home, temporary } = settings.BOXYARD_AGENT_HOME ? volumeHome(settings.BOXYARD_AGENT_HOME, account) : prepareHome(account);
   const env = shellEnvironment({
     account,
     home,
@@ -91,6 +129,21 @@ export function startShell(settings: AgentSettings, log: (message: string) => vo
   const input = createPtyInput(term, (error) => log(`pty write failed: ${error.message}`));
   if (switching) handTerminalTo(term, account, log);
   return { term, input, account, switching, home, temporary };
+}
+
+/**
+ * A persistent home volume (session pods with `home`): used as it is, whoever owns it (fsGroup or the provisioner
+ * made it writable); one the shell could not write fails the start rather than silently losing the user's files.
+ */
+function volumeHome(path: string, account: Account): { home: string; temporary: boolean } {
+  try {
+    if (!statSync(path).isDirectory()) throw new Error('not a directory');
+    // The agent has dropped to the shell's uid by now (BOXYARD_AGENT_DROP_TO): this checks the shell's access.
+    if (account.uid === (process.getuid?.() ?? account.uid)) accessSync(path, constants.W_OK);
+  } catch (error) {
+    throw new Error(`the home volume at ${path} is not a directory the shell (uid ${account.uid}) can write: ${(error as Error).message}`, { cause: error });
+  }
+  return { home: path, temporary: false };
 }
 
 /** The terminal device belongs to whoever uses it (mesg, write, programs that reopen /dev/tty). */

@@ -5,7 +5,7 @@
 // shell reach only what `egress` allows (by default DNS and public addresses, never the cluster's own ranges nor the
 // cloud metadata address).
 import { createHash } from 'node:crypto';
-import type { V1NetworkPolicy, V1NetworkPolicyEgressRule, V1Pod } from '@kubernetes/client-node';
+import type { V1NetworkPolicy, V1NetworkPolicyEgressRule, V1PersistentVolumeClaim, V1Pod, V1PodSpec } from '@kubernetes/client-node';
 import type { SessionsConfig, KubernetesBackendConfig } from '../config.ts';
 import type { AgentEnvironment } from '../agent/settings.ts';
 import { telemetryEnvironment } from '../agent/tracing.ts';
@@ -57,6 +57,61 @@ export const podName = (sessionId: string) => `boxyard-term-${sessionId}`;
 export const ownerLabel = (ownerId: string) =>
   /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/i.test(ownerId) ? ownerId : createHash('sha256').update(ownerId).digest('hex').slice(0, 40);
 
+/** A user's home volume: one claim per pool and user, never per session. */
+export const homeClaimName = (config: Pick<KubernetesBackendConfig, 'pool'>, ownerId: string) => `boxyard-home-${config.pool ? `${config.pool}-` : ''}${ownerLabel(ownerId)}`;
+
+/**
+ * The claim of a user's persistent home (`home` set). Labelled with its pool and user (`kubectl get pvc -l
+ * boxyard.io/owner=<user id>`), and owned by nothing: neither the session pods nor the TerminalPool take it along.
+ */
+export function homeClaim(input: { spec: Pick<AgentSpec, 'ownerId' | 'ownerName'>; config: KubernetesBackendConfig; namespace: string }): V1PersistentVolumeClaim {
+  const { config, spec } = input;
+  const home = config.home!;
+  return {
+    apiVersion: 'v1',
+    kind: 'PersistentVolumeClaim',
+    metadata: {
+      name: homeClaimName(config, spec.ownerId),
+      namespace: input.namespace,
+      labels: { ...MANAGED_BY, 'app.kubernetes.io/component': 'terminal-home', ...(config.pool ? { [POOL_LABEL]: config.pool } : {}), 'boxyard.io/owner': ownerLabel(spec.ownerId) },
+      // Who it was made for, for people reading `kubectl describe` (the label holds the id only).
+      annotations: { 'boxyard.io/owner-username': spec.ownerName.slice(0, 256) },
+    },
+    spec: {
+      accessModes: [home.access_mode],
+      volumeMode: 'Filesystem',
+      resources: { requests: { storage: home.size } },
+      ...(home.storage_class ? { storageClassName: home.storage_class } : {}),
+    },
+  };
+}
+
+/**
+ * What a persistent home adds to the session pod: the claim as a volume at `mount_path`, group-owned by the shell's
+ * group (fsGroup, where the volume type supports it), and with ReadWriteOnce, the user's other session pods' node
+ * (a pod that matches its own affinity term may go anywhere when no other does: the first session picks the node).
+ */
+function homeParts(config: KubernetesBackendConfig, spec: AgentSpec): Pick<V1PodSpec, 'volumes' | 'affinity'> & { mount: { name: string; mountPath: string }[]; fsGroup?: number } {
+  const home = config.home;
+  if (!home) return { mount: [] };
+  return {
+    volumes: [{ name: 'home', persistentVolumeClaim: { claimName: homeClaimName(config, spec.ownerId) } }],
+    mount: [{ name: 'home', mountPath: home.mount_path }],
+    fsGroup: config.run_as_group,
+    ...(home.access_mode === 'ReadWriteOnce'
+      ? {
+          affinity: {
+            podAffinity: {
+              requiredDuringSchedulingIgnoredDuringExecution: [
+                { labelSelector: { matchLabels: { ...sessionSelector(config), 'boxyard.io/owner': ownerLabel(spec.ownerId) } }, topologyKey: 'kubernetes.io/hostname' },
+              ],
+            },
+          },
+        }
+      : {}),
+  };
+}
+
 export function sessionPod(input: { spec: AgentSpec; config: KubernetesBackendConfig; namespace: string; sessions: Pick<SessionsConfig, 'max_lifetime_seconds'> }): V1Pod {
   const { spec, config } = input;
   const env: AgentEnvironment = {
@@ -74,7 +129,9 @@ export function sessionPod(input: { spec: AgentSpec; config: KubernetesBackendCo
     BOXYARD_AGENT_IDLE_TIMEOUT_SECONDS: String(spec.idleTimeoutSeconds),
     BOXYARD_AGENT_REATTACH_GRACE_SECONDS: String(spec.reattachGraceSeconds),
     BOXYARD_AGENT_EXPIRES_AT: String(spec.expiresAt),
+    ...(config.home ? { BOXYARD_AGENT_HOME: config.home.mount_path } : {}),
   };
+  const home = homeParts(config, spec);
   return {
     apiVersion: 'v1',
     kind: 'Pod',
@@ -99,7 +156,10 @@ export function sessionPod(input: { spec: AgentSpec; config: KubernetesBackendCo
         runAsUser: 0,
         runAsGroup: 0,
         seccompProfile: { type: 'RuntimeDefault' },
+        ...(home.fsGroup !== undefined ? { fsGroup: home.fsGroup, fsGroupChangePolicy: 'OnRootMismatch' } : {}),
       },
+      ...(home.volumes ? { volumes: home.volumes } : {}),
+      ...(home.affinity ? { affinity: home.affinity } : {}),
       containers: [
         {
           name: 'agent',
@@ -111,6 +171,7 @@ export function sessionPod(input: { spec: AgentSpec; config: KubernetesBackendCo
           ports: [{ name: 'agent', containerPort: config.agent_port, protocol: 'TCP' }],
           readinessProbe: { httpGet: { path: '/healthz', port: 'agent' }, periodSeconds: 2, failureThreshold: 3 },
           resources: { requests: config.resources.requests, limits: config.resources.limits },
+          ...(home.mount.length ? { volumeMounts: home.mount } : {}),
           securityContext: {
             allowPrivilegeEscalation: false,
             privileged: false,

@@ -9,11 +9,11 @@ import type { SessionsConfig, KubernetesBackendConfig } from '../config.ts';
 import { inClientSpan } from '@boxyard/kit';
 import { NotTheAgentError } from '../agent/client.ts';
 import type { AgentSpec, BackendProbe, SessionBackend, StartedAgent } from './types.ts';
-import { AGENT_PORT_ANNOTATION, networkPolicyName, podName, sessionNetworkPolicy, sessionPod } from './kubernetes-manifests.ts';
+import { AGENT_PORT_ANNOTATION, homeClaim, networkPolicyName, podName, sessionNetworkPolicy, sessionPod } from './kubernetes-manifests.ts';
 
 export {
   AGENT_PORT_ANNOTATION, MANAGED_BY, NETWORK_POLICY_NAME, NON_INTERNET_V4, NON_INTERNET_V6, POOL_LABEL, SESSION_POD_LABELS,
-  networkPolicyName, ownerLabel, podName, sessionEgressRules, sessionNetworkPolicy, sessionPod,
+  homeClaim, homeClaimName, networkPolicyName, ownerLabel, podName, sessionEgressRules, sessionNetworkPolicy, sessionPod,
 } from './kubernetes-manifests.ts';
 
 const SERVICE_ACCOUNT_NAMESPACE = '/var/run/secrets/kubernetes.io/serviceaccount/namespace';
@@ -116,6 +116,15 @@ async function ensureNetworkPolicy({ config, namespace, networking, api }: Clust
   }
 }
 
+/** The user's home claim, created at their first session; one that exists is theirs already (named by user id). */
+async function ensureHomeClaim({ config, namespace, core, api }: Cluster, spec: AgentSpec): Promise<void> {
+  try {
+    await api('create', 'persistentvolumeclaims', () => core.createNamespacedPersistentVolumeClaim({ namespace, body: homeClaim({ spec, config, namespace }) }));
+  } catch (error) {
+    if (!isStatus(error, 409)) throw new Error(`cannot create the home volume claim: ${(error as Error).message}`, { cause: error });
+  }
+}
+
 async function deletePod({ core, namespace, api }: Cluster, name: string): Promise<void> {
   try {
     await api('delete', 'pods', () => core.deleteNamespacedPod({ name, namespace, gracePeriodSeconds: 5 }));
@@ -134,6 +143,7 @@ async function startPod(cluster: Cluster, spec: AgentSpec, onResource?: (resourc
     });
     await cluster.policyReady;
   }
+  if (config.home) await ensureHomeClaim(cluster, spec);
   const name = podName(spec.sessionId);
   const created = await cluster.api('create', 'pods', () =>
     cluster.core.createNamespacedPod({ namespace, body: sessionPod({ spec, config, namespace, sessions: cluster.sessions }) }),

@@ -9,6 +9,7 @@ import { DEFAULT_PATH, type AgentEnvironment } from '../agent/settings.ts';
 import { telemetryEnvironment } from '../agent/tracing.ts';
 import type { AgentRuntime } from './agent-runtime.ts';
 import type { createAccountResolver, SwitchAbility } from './local-accounts.ts';
+import { homeDirectoryName, homeInside, sandboxArguments, type SandboxConfig } from './local-sandbox.ts';
 import { ensurePrivateDirectory } from './private-directory.ts';
 import type { AgentSpec, StartedAgent } from './types.ts';
 import type { WarmAgents } from './warm-agent.ts';
@@ -24,6 +25,8 @@ export interface LocalAgents {
   ability: SwitchAbility;
   resolver: ReturnType<typeof createAccountResolver>;
   runtime: AgentRuntime;
+  /** Set when the server cannot switch users and bubblewrap works: non-admins' shells run in it. */
+  sandbox?: { config: SandboxConfig; homeBase: string; privatePaths: string[] } | undefined;
   warm: WarmAgents;
   exitListeners: ((sessionId: string, exitCode: number | null) => void)[];
   /** Exit statuses of the agents this replica started, by session. */
@@ -57,11 +60,27 @@ export function spawnSpare(runtime: AgentRuntime, dir: string, slot: string): Ch
   return child;
 }
 
+/** The sandbox settings of a non-admin's shell on a server that cannot switch users: its home made ready. */
+function sandboxEnvironment(agents: LocalAgents, spec: AgentSpec): AgentEnvironment {
+  const sandbox = agents.sandbox;
+  if (!sandbox) throw new Error('this server cannot switch users and has no sandbox: only admins get terminals');
+  ensurePrivateDirectory(sandbox.homeBase);
+  const hostHome = join(sandbox.homeBase, homeDirectoryName(spec.ownerId));
+  ensurePrivateDirectory(hostHome); // a symlink or someone else's directory there is refused, never followed
+  const home = homeInside(spec.ownerName);
+  const args = sandboxArguments({ hostHome, home, network: sandbox.config.network, tmpSizeMb: sandbox.config.tmp_size_mb, privatePaths: sandbox.privatePaths });
+  return { BOXYARD_AGENT_SANDBOX: JSON.stringify([sandbox.config.bwrap, ...args]), BOXYARD_AGENT_SANDBOX_HOME: home, BOXYARD_AGENT_SANDBOX_USER: /^[A-Za-z0-9_.-]{1,64}$/.test(spec.ownerName) ? spec.ownerName : 'user' };
+}
+
+/** Whether this session's shell goes into the sandbox: a non-admin's, on a server that cannot switch users. */
+const sandboxed = (agents: LocalAgents, spec: AgentSpec) => !agents.ability.canSwitch && spec.ownerRole !== 'admin';
+
 /** The agent's settings for this session. */
 async function agentEnvironment(agents: LocalAgents, spec: AgentSpec, socket: string): Promise<AgentEnvironment> {
-  // Switching: the user's own account. Not switching (admins only, see refusal): the server's.
+  // Switching: the user's own account. Not switching: admins as the server's account, everyone else sandboxed.
   const account = agents.ability.canSwitch ? await agents.resolver.accountFor({ id: spec.ownerId, username: spec.ownerName, providerIdentity: spec.ownerProviderIdentity }) : undefined;
   return {
+    ...(sandboxed(agents, spec) ? sandboxEnvironment(agents, spec) : {}),
     BOXYARD_AGENT_SESSION_ID: spec.sessionId,
     BOXYARD_AGENT_LISTEN: `unix:${socket}`,
     BOXYARD_AGENT_KEY: spec.agentKey,
@@ -132,7 +151,9 @@ export async function startAgent(agents: LocalAgents, spec: AgentSpec, onResourc
   ensurePrivateDirectory(agents.dir); // again: a temp cleaner may have removed it meanwhile
   const { socket, log } = agentPaths(agents.dir, spec.sessionId);
   const env = await agentEnvironment(agents, spec, socket);
-  const { child, resource } = launch(agents, spec, env, log);
+  const launched = launch(agents, spec, env, log);
+  const child = launched.child;
+  const resource = env.BOXYARD_AGENT_SANDBOX ? `${launched.resource} sandbox` : launched.resource;
   const stdout = child.stdout!;
   if (child.pid !== undefined) onResource?.(resource);
   child.on('exit', (code, signal) => {

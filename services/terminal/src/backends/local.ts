@@ -3,12 +3,14 @@
 // they end themselves at their limits when no gateway is left to stop them. Whose account a shell runs as, and
 // who may have one at all, is local-accounts.ts's business. Agents start with only their own settings: nothing of
 // the gateway's environment (database URL, secrets) reaches them or their shells. Starting one is local-start.ts.
+// A server that cannot switch users runs non-admins' shells in a sandbox (local-sandbox.ts) when bubblewrap works.
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ConfigError } from '@boxyard/kit';
 import { agentRuntime } from './agent-runtime.ts';
 import { adminsOnlyMessage, createAccountResolver, switchAbility, type LocalAccountsConfig, type SwitchAbility } from './local-accounts.ts';
+import { homeBaseOf, probeSandbox, type SandboxConfig } from './local-sandbox.ts';
 import { agentPaths, spawnSpare, startAgent, type LocalAgents } from './local-start.ts';
 import { ensurePrivateDirectory, UnsafeDirectoryError } from './private-directory.ts';
 import type { BackendProbe, SessionBackend } from './types.ts';
@@ -26,6 +28,10 @@ export interface LocalBackendOptions {
   log: { info(message: string): void; warn(message: string): void };
   /** Spare agents kept started ahead of time (see warm-agent.ts); 0 starts every agent cold. */
   warmAgents?: number;
+  /** Non-admins' shells when the server cannot switch users; off when not given. */
+  sandbox?: SandboxConfig;
+  /** The service's state directory (default place of the sandbox homes; hidden from sandboxes). */
+  stateDir?: string | undefined;
 }
 
 /** Where agents' sockets (and their compile cache) go when `backend.local.socket_dir` is not set. */
@@ -66,10 +72,11 @@ function socketDirectory(options: LocalBackendOptions): string {
 
 /**
  * A session's resource: `pid:<n>` for an agent started for it (its command line names the session), or
- * `pid:<n> warm:<slot>` for a spare it took (its command line names the slot).
+ * `pid:<n> warm:<slot>` for a spare it took (its command line names the slot); ` sandbox` after either when its
+ * shell runs in a sandbox.
  */
 function agentOf(session: { id: string; resource: string | null }): { pid: number; tag: string } | undefined {
-  const match = /^pid:(\d+)(?: warm:([0-9a-f-]{36}))?$/.exec(session.resource ?? '');
+  const match = /^pid:(\d+)(?: warm:([0-9a-f-]{36}))?(?: sandbox)?$/.exec(session.resource ?? '');
   return match ? { pid: Number(match[1]), tag: match[2] ?? session.id } : undefined;
 }
 
@@ -93,6 +100,19 @@ function kill(pid: number, signal: NodeJS.Signals): void {
   }
 }
 
+/** Where sandboxed shells go, or why there are none (undefined: the server switches users, no sandbox needed). */
+function sandboxSetup(options: LocalBackendOptions, ability: SwitchAbility, socketDir: string): LocalAgents['sandbox'] | { reason: string } | undefined {
+  if (ability.canSwitch) return undefined;
+  const config = options.sandbox;
+  if (!config?.enabled) return { reason: 'the sandbox is turned off (backend.local.sandbox.enabled)' };
+  const homeBase = homeBaseOf(config, options.stateDir);
+  if (!homeBase) return { reason: 'no place for sandbox homes: set backend.local.sandbox.home_base (or state_dir)' };
+  const probe = probeSandbox(config.bwrap);
+  if (!probe.available) return { reason: probe.reason };
+  const privatePaths = [socketDir, homeBase, ...(options.stateDir ? [options.stateDir] : []), ...(process.env.BOXYARD_HOME ? [process.env.BOXYARD_HOME] : [])];
+  return { config, homeBase, privatePaths };
+}
+
 /** Ends the session's agent (if it is still the session's) and removes its socket and log. */
 async function release({ dir }: LocalAgents, session: { id: string; resource: string | null }): Promise<void> {
   const agent = agentOf(session);
@@ -111,9 +131,14 @@ export function createLocalBackend(options: LocalBackendOptions): SessionBackend
   const dir = socketDirectory(options);
   const ability = options.ability ?? switchAbility();
   const resolver = createAccountResolver(options.accounts, ability, options.shell);
-  const refusedMessage = adminsOnlyMessage(ability.self);
-  if (!ability.canSwitch) {
-    options.log.warn(`terminal: running as ${ability.self.name} (uid ${ability.self.uid}), which cannot switch users: only admins get terminals (as this account)`);
+  const setup = sandboxSetup(options, ability, dir);
+  const sandbox = setup && 'homeBase' in setup ? setup : undefined;
+  const noSandbox = setup && 'reason' in setup ? setup.reason : undefined;
+  const refusedMessage = `${adminsOnlyMessage(ability.self)}${noSandbox ? ` (No sandbox for them: ${noSandbox}.)` : ''}`;
+  if (sandbox) {
+    options.log.info(`terminal: running as ${ability.self.name} (uid ${ability.self.uid}), which cannot switch users: admins get terminals as this account, everyone else in a bubblewrap sandbox with a home under ${sandbox.homeBase}`);
+  } else if (!ability.canSwitch) {
+    options.log.warn(`terminal: running as ${ability.self.name} (uid ${ability.self.uid}), which cannot switch users: only admins get terminals (as this account)${noSandbox ? `; no sandbox for the others: ${noSandbox}` : ''}`);
   }
   const runtime = agentRuntime(process.execArgv, process.env, join(dir, 'compile-cache'));
   const agents: LocalAgents = {
@@ -122,14 +147,22 @@ export function createLocalBackend(options: LocalBackendOptions): SessionBackend
     ability,
     resolver,
     runtime,
+    sandbox,
     warm: createWarmAgents(options.warmAgents ?? 0, (slot) => spawnSpare(runtime, dir, slot)),
     exitListeners: [],
     exitCodes: new Map(),
   };
 
+  const asServerMessage = 'this shell runs as the server\'s own account, which only admins may use; start a new terminal';
   return {
     kind: 'local',
-    refusal: (user) => (ability.canSwitch || user.role === 'admin' ? undefined : refusedMessage),
+    refusal(user, session) {
+      if (ability.canSwitch || user.role === 'admin') return undefined;
+      if (!sandbox) return refusedMessage;
+      // A shell started for an admin runs as the server itself: not for its owner once demoted.
+      if (session?.resource && !session.resource.endsWith(' sandbox')) return asServerMessage;
+      return undefined;
+    },
     start: (spec, onResource) => startAgent(agents, spec, onResource),
     release: (session) => release(agents, session),
     async probe(session): Promise<BackendProbe> {

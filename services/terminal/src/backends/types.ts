@@ -11,6 +11,8 @@ export interface AgentSpec {
    * account mapping never goes by that name (only by `oidc:<issuer>#<subject>`).
    */
   ownerProviderIdentity?: string | undefined;
+  /** The owner's role when the session starts (a local server that cannot switch users sandboxes non-admins). */
+  ownerRole?: string | undefined;
   /** Proves the agent is the session's (agent/handshake.ts); must stay out of reach of the session's shell. */
   agentKey: string;
   /** The gateway's public key for this session: how the agent checks the gateway. */
@@ -35,9 +37,10 @@ export interface SessionBackend {
   readonly kind: 'local' | 'kubernetes';
   /**
    * Why this backend won't run shells for a user of this role, or undefined. The local backend refuses
-   * non-admins when it cannot give each user an OS account of their own (their shell would be the server's).
+   * non-admins when it cannot give each user an OS account of their own nor a sandbox (their shell would be the
+   * server's); given the session, also a shell that runs as the server for an owner who is no longer an admin.
    */
-  refusal?(user: { role: string }): string | undefined;
+  refusal?(user: { role: string }, session?: { resource: string | null }): string | undefined;
   /**
    * Starts an agent and resolves once it accepts connections. `onResource` is told the resource name as soon as
    * it exists, so a start that fails half-way can still be cleaned up.

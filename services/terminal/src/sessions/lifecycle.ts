@@ -53,6 +53,7 @@ export async function launch(ctx: SessionContext, row: SessionRow, secret: strin
         ownerId: row.owner_id,
         ownerName: row.owner_username,
         ownerProviderIdentity: row.owner_provider_identity ?? undefined,
+        ownerRole: row.owner_role,
         agentKey: keys.agentKey,
         gatewayPublicKey: keys.gatewayPublicKey,
         expiresAt: row.expires_at,

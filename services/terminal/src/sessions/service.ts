@@ -114,8 +114,8 @@ export function createSessionService(options: SessionServiceOptions) {
       ctx.listeners.push(listener);
     },
 
-    /** Why the backend won't run shells for this user, or undefined (then it will). */
-    refusal: (caller: { role: string }) => backend.refusal?.(caller),
+    /** Why the backend won't run shells for this user (or this session's shell for them), or undefined. */
+    refusal: (caller: { role: string }, session?: { resource: string | null }) => backend.refusal?.(caller, session),
 
     /** Stops every live session of a user (disabled or deleted account). */
     async stopAllOf(ownerId: string, reason: ExitReason = 'stopped'): Promise<number> {

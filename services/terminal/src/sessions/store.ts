@@ -15,6 +15,8 @@ export const sessionRow = z.object({
   id: z.string(),
   owner_id: z.string(),
   owner_username: z.string(),
+  /** The owner's current role. */
+  owner_role: z.string(),
   /** `<issuer>#<subject>` when the owner is an identity provider's user (its username was the provider's to choose). */
   owner_provider_identity: z.string().nullable(),
   terminal_cookie: z.string(),
@@ -33,7 +35,7 @@ export const sessionRow = z.object({
 export type SessionRow = z.output<typeof sessionRow>;
 
 const columns = sql.fragment`
-  s.id, s.owner_id, u.username as owner_username,
+  s.id, s.owner_id, u.username as owner_username, u.role as owner_role,
   (select i.issuer || '#' || i.subject from oidc_identities i where i.user_id = s.owner_id order by i.created_at limit 1) as owner_provider_identity,
   s.terminal_cookie, s.backend, s.state, s.agent_address,
   s.agent_resource, s.agent_secret, s.exit_code, s.end_reason, s.created_at, s.last_activity_at, s.expires_at,

@@ -22,13 +22,15 @@ export interface WatchedSocket {
   jti: string;
   userId: string;
   expiresAt: Date;
+  /** The session's backend resource, when the backend's refusal depends on it (a local shell run as the server). */
+  resource?: string | null;
   end(ending: Ending): void;
 }
 
 export interface AccessWatchOptions {
   accounts: Pick<Accounts, 'revokedAmong' | 'activeAmong'>;
   /** Why this user may no longer use terminals (e.g. the backend refuses non-admins), or undefined. */
-  refusal(user: { id: string; role: string }): string | undefined;
+  refusal(user: { id: string; role: string }, session?: { resource: string | null }): string | undefined;
   recheckMs: number;
   log: { warn(object: unknown, message: string): void };
 }
@@ -143,7 +145,7 @@ async function check(watch: Watch, subset: WatchedSocket[]): Promise<void> {
       end(watch, socket, ENDINGS.accountGone);
       continue;
     }
-    const refusal = options.refusal(user);
+    const refusal = options.refusal(user, socket.resource === undefined ? undefined : { resource: socket.resource });
     if (refusal) end(watch, socket, withdrawn(refusal));
   }
 }

@@ -59,6 +59,8 @@ export function socketRoutes(app: FastifyInstance, options: SocketRouteOptions):
     if (refusal) throw forbidden(refusal);
     const row = await sessions.store.get(request.params.sessionId);
     if (!row || row.owner_id !== request.user!.id) throw notFound('Session does not exist');
+    const sessionRefusal = sessions.refusal(request.user!, { resource: row.agent_resource });
+    if (sessionRefusal) throw forbidden(sessionRefusal);
     request.terminalSession = row;
   };
 
@@ -97,6 +99,7 @@ export function socketRoutes(app: FastifyInstance, options: SocketRouteOptions):
         jti: user.jti,
         userId: user.id,
         expiresAt: user.expiresAt,
+        resource: row.agent_resource,
         end: (ending) => {
           if (socket.readyState !== socket.OPEN) return;
           socket.send(encodeServerMessage({ type: 'error', message: ending.message }));
