@@ -170,7 +170,8 @@ function createRoute(app: FastifyInstance, options: ShareRoutesOptions): void {
             max_file_bytes: { type: 'integer', minimum: 1 },
           },
         },
-        response: { 201: envelopeSchema({ type: 'object', properties: { share: shareSchema } }) },
+        // 404: the path to share does not exist (found by the fuzzer as an undocumented status).
+        response: { 201: envelopeSchema({ type: 'object', properties: { share: shareSchema } }), 404: {} },
       },
     },
     async (request, reply) => {

@@ -29,7 +29,7 @@ const filters = {
   event: { type: 'string', enum: [...AUDIT_EVENTS] },
   since: { type: 'string', format: 'date-time' },
   until: { type: 'string', format: 'date-time' },
-  before: { type: 'integer', minimum: 1, description: 'Only events older than this id (the `next_before` of the previous page).' },
+  before: { type: 'integer', minimum: 1, maximum: Number.MAX_SAFE_INTEGER, description: 'Only events older than this id (the `next_before` of the previous page).' },
 };
 
 export function presentAudit(row: AuditRow) {

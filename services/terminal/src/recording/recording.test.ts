@@ -95,6 +95,10 @@ describe('session recording (local backend, local store)', () => {
     const unknown = await api(gateway.url, 'GET', '/api/terminal/recordings/3b0c1f4e-8d64-4c51-9f3a-2d5e6b7a8c90', { cookie: admin });
     expect(unknown).toMatchObject({ status: 404, json: { success: false } });
     expect((await api(gateway.url, 'GET', '/api/terminal/recordings/not-a-uuid', { cookie: admin })).status).toBe(400);
+    // Page cursors whose id part is no UUID (PostgreSQL refused them: a 500 the fuzzer found).
+    for (const path of ['/api/terminal/recordings?before=0.000000000000000000000000000000000000', '/api/terminal/recordings/search?q=echo&after=0.000000000000000000000000000000000000']) {
+      expect(await api(gateway.url, 'GET', path, { cookie: admin }), path).toMatchObject({ status: 400, json: { success: false } });
+    }
   });
 
   it('seeks: events from a second on, and a seek past the end is refused', async () => {

@@ -36,7 +36,8 @@ export function presentRecording(row: RecordingRow) {
 const recordingSchema = { type: 'object', additionalProperties: true, properties: { id: { type: 'string' }, state: { type: 'string' }, duration: { type: 'number' } } };
 const idParams = { type: 'object', required: ['id'], properties: { id: { type: 'string', format: 'uuid' } } };
 /** `<started_at ms>.<id>` of the last row of a page. */
-const cursorPattern = '^[0-9]{1,15}\\.[0-9a-f-]{36}(\\.[0-9]{1,9})?$';
+// A recording id is a UUID: anything else would reach PostgreSQL as a malformed uuid (a 500, found by the fuzzer).
+const cursorPattern = '^[0-9]{1,15}\\.[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}(\\.[0-9]{1,9})?$';
 
 type Caller = { id: string; role: string };
 const ownerFilter = (caller: Caller) => (caller.role === 'admin' ? undefined : caller.id);
