@@ -5,7 +5,7 @@
 import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { runningPid, startDetached, stopDetached, stopOnSignals, type DetachedFiles } from '../harness/detached.ts';
+import { runCommand, runningPid, startDetached, stopDetached, stopOnSignals, type DetachedFiles } from '../harness/detached.ts';
 import { demoInstructions, startDemo } from './demo.ts';
 
 const self = fileURLToPath(import.meta.url);
@@ -56,11 +56,4 @@ async function down(): Promise<number> {
   return 0;
 }
 
-const command = process.argv[2];
-if (command === 'up') process.exitCode = await up();
-else if (command === 'down') process.exitCode = await down();
-else if (command === 'serve') await serve();
-else {
-  console.error('usage: node test/cluster/demo-cli.ts up|down');
-  process.exitCode = 2;
-}
+await runCommand('test/cluster/demo-cli.ts', { up, down, serve });

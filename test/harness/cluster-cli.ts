@@ -10,7 +10,7 @@ import { startControlPlane } from './kube.ts';
 import { nodeOwner, releaseNode } from './node/network.ts';
 import { teardownNode } from './node/teardown.ts';
 import { builtImage } from './clients.ts';
-import { runningPid, startDetached, stopDetached, stopOnSignals, type DetachedFiles } from './detached.ts';
+import { runCommand, runningPid, startDetached, stopDetached, stopOnSignals, type DetachedFiles } from './detached.ts';
 import { tool } from './tools.ts';
 
 const self = fileURLToPath(import.meta.url);
@@ -82,11 +82,4 @@ async function down(): Promise<number> {
   return 0;
 }
 
-const command = process.argv[2];
-if (command === 'up') process.exitCode = await up();
-else if (command === 'down') process.exitCode = await down();
-else if (command === 'serve') await serve();
-else {
-  console.error('usage: node test/harness/cluster-cli.ts up|down');
-  process.exitCode = 2;
-}
+await runCommand('test/harness/cluster-cli.ts', { up, down, serve });

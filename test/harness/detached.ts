@@ -77,3 +77,15 @@ export function stopOnSignals(log: (line: string) => void, stop: () => Promise<v
   };
   for (const signal of ['SIGTERM', 'SIGINT', 'SIGHUP'] as const) process.on(signal, () => void shutdown(signal));
 }
+
+/** `node <script> up|down|serve`: the command line both make targets share. */
+export async function runCommand(script: string, commands: { up(): Promise<number>; down(): Promise<number>; serve(): Promise<void> }): Promise<void> {
+  const command = process.argv[2];
+  if (command === 'up') process.exitCode = await commands.up();
+  else if (command === 'down') process.exitCode = await commands.down();
+  else if (command === 'serve') await commands.serve();
+  else {
+    console.error(`usage: node ${script} up|down`);
+    process.exitCode = 2;
+  }
+}

@@ -10,7 +10,7 @@ import type { Entry } from '../tree/tree-store.ts';
 
 export { escapeHtml };
 
-function humanSize(bytes: number): string {
+export function humanSize(bytes: number): string {
   const units = ['B', 'KiB', 'MiB', 'GiB', 'TiB'];
   let value = bytes;
   let unit = 0;

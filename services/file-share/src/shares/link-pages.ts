@@ -3,23 +3,12 @@
 // form. No script, no account bar, nothing above the shared entry: the page names paths relative to the link.
 import { escapeHtml } from '@boxyard/kit/web/html.ts';
 import { renderPage } from '../console/layout.ts';
-import { renderRows } from '../files/listing-html.ts';
+import { humanSize, renderRows } from '../files/listing-html.ts';
 import type { Entry } from '../tree/tree-store.ts';
 
 const viewer = { username: null, via: 'share-link' as const, returnTo: '/' };
 
 const page = (title: string, main: string) => renderPage({ title, viewer, signInPage: true, main });
-
-function humanBytes(bytes: number): string {
-  const units = ['B', 'KiB', 'MiB', 'GiB', 'TiB'];
-  let value = bytes;
-  let unit = 0;
-  while (value >= 1024 && unit < units.length - 1) {
-    value /= 1024;
-    unit++;
-  }
-  return unit === 0 ? `${bytes} B` : `${value.toFixed(1)} ${units[unit]}`;
-}
 
 export interface LinkListing {
   /** The shared folder's own name (`share` for the root). */
@@ -84,7 +73,7 @@ export function renderRequestPage(options: RequestPageOptions): string {
   return page(
     `Send files to ${options.folderName}`,
     `<h1>Send files to ${escapeHtml(options.folderName)}</h1>
-${received}<p>Files you send here go into the folder <strong>${escapeHtml(options.folderName)}</strong>; you cannot see what it holds, and a file whose name is already taken is refused. Largest file: ${humanBytes(options.maxFileBytes)}.${remaining} Open until ${escapeHtml(new Date(options.expiresAt).toISOString().replace('T', ' ').replace(/\.\d+Z$/, 'Z'))}.</p>
+${received}<p>Files you send here go into the folder <strong>${escapeHtml(options.folderName)}</strong>; you cannot see what it holds, and a file whose name is already taken is refused. Largest file: ${humanSize(options.maxFileBytes)}.${remaining} Open until ${escapeHtml(new Date(options.expiresAt).toISOString().replace('T', ' ').replace(/\.\d+Z$/, 'Z'))}.</p>
 <form id="request-upload" class="box" method="post" enctype="multipart/form-data"><label>File <input type="file" name="file" required></label> <button type="submit">Send</button></form>`,
   );
 }
