@@ -15,7 +15,7 @@ import { fileURLToPath } from 'node:url';
 import * as Minio from 'minio';
 import pg from 'pg';
 import { pack } from 'tar-stream';
-import { createBenchDatabase, type BenchEnv, type BenchRow } from './env.ts';
+import { createBenchDatabase, type BenchEnv, type BenchRow, removeBenchBucket } from './env.ts';
 import { LAUNCHER_ENV, launcherNodeFlags } from './launcher.ts';
 
 const MiB = 1024 * 1024;
@@ -278,10 +278,7 @@ export async function benchBoxRepository(env: BenchEnv): Promise<BenchRow[]> {
   } finally {
     agent.destroy();
     await service.stop();
-    const names: string[] = [];
-    for await (const item of minio.listObjectsV2(bucket, '', true)) names.push((item as { name: string }).name);
-    if (names.length > 0) await minio.removeObjects(bucket, names);
-    await minio.removeBucket(bucket).catch(() => {});
+    await removeBenchBucket(minio, bucket);
   }
   return rows;
 }

@@ -12,7 +12,7 @@ import { dirname, join } from 'node:path';
 import * as Minio from 'minio';
 import pg from 'pg';
 import { generatedBox, httpUpload, createPublicBox, startService, type Service } from './box-repository.ts';
-import { createBenchDatabase, type BenchEnv, type BenchRow } from './env.ts';
+import { createBenchDatabase, type BenchEnv, type BenchRow, removeBenchBucket } from './env.ts';
 import { alternate, curlUpload, downloadMiBs, median, round } from './load.ts';
 
 const GiB = 1024 ** 3;
@@ -127,10 +127,7 @@ export async function benchDownloads(env: BenchEnv): Promise<BenchRow[]> {
     progress(rows, ratioRow('download 512 MiB, s3 driver with redirect_to_storage, 1 stream (vs direct S3 GET)', median(redirected.service!), median(redirected.direct!), 0.9));
   } finally {
     await Promise.allSettled([service?.stop(), redirecting?.stop()]);
-    const names: string[] = [];
-    for await (const item of minio.listObjectsV2(bucket, '', true)) names.push((item as { name: string }).name);
-    if (names.length > 0) await minio.removeObjects(bucket, names);
-    await minio.removeBucket(bucket).catch(() => {});
+    await removeBenchBucket(minio, bucket);
   }
   return rows;
 }

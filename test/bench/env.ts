@@ -1,4 +1,5 @@
 // What every bench receives: the real components the runner started, and a scratch directory.
+import type * as Minio from 'minio';
 export type { BenchRow } from './storage.ts';
 
 export interface BenchEnv {
@@ -22,4 +23,26 @@ export async function createBenchDatabase(env: BenchEnv, name: string): Promise<
   const url = new URL(env.postgresAdminUrl);
   url.pathname = `/${name}`;
   return url.toString();
+}
+
+/** Empties and removes a bench's bucket (objects and unfinished multipart uploads); best effort, after a run. */
+export async function removeBenchBucket(client: Minio.Client, bucket: string): Promise<void> {
+  try {
+    await emptyAndRemove(client, bucket);
+  } catch {
+    // already gone, or the run's MinIO is stopping: nothing to clean
+  }
+}
+
+async function emptyAndRemove(client: Minio.Client, bucket: string): Promise<void> {
+  const names: string[] = [];
+  for await (const item of client.listObjects(bucket, '', true)) {
+    const name = (item as { name?: string }).name;
+    if (name) names.push(name);
+  }
+  if (names.length > 0) await client.removeObjects(bucket, names);
+  for await (const upload of client.listIncompleteUploads(bucket, '', true)) {
+    await client.abortMultipartUpload(bucket, upload.key, upload.uploadId);
+  }
+  await client.removeBucket(bucket);
 }

@@ -15,7 +15,7 @@ import { sql } from 'slonik';
 import { z } from 'zod';
 import { startFileShare } from '@boxyard/file-share/service.ts';
 import { fileShareConfigSchema } from '@boxyard/file-share/config.ts';
-import { createBenchDatabase, type BenchEnv, type BenchRow } from './env.ts';
+import { createBenchDatabase, type BenchEnv, type BenchRow, removeBenchBucket } from './env.ts';
 
 const run = promisify(execFile);
 const MiB = 1024 * 1024;
@@ -157,9 +157,6 @@ export async function benchFileShare(env: BenchEnv): Promise<BenchRow[]> {
     return rows;
   } finally {
     await share.close();
-    const names: string[] = [];
-    for await (const item of client.listObjects(bucket, '', true)) if ((item as { name?: string }).name) names.push((item as { name: string }).name);
-    if (names.length > 0) await client.removeObjects(bucket, names).catch(() => {});
-    await client.removeBucket(bucket).catch(() => {});
+    await removeBenchBucket(client, bucket);
   }
 }

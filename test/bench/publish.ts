@@ -13,6 +13,7 @@ import { finished } from '../harness/child-output.ts';
 import { generatedBox, jsonApi, timed, type Service } from './box-repository.ts';
 import { progress, startWithBigBox } from './downloads.ts';
 import type { BenchEnv, BenchRow } from './env.ts';
+import { removeBenchBucket } from './env.ts';
 import { alternate, curlPut, median, round } from './load.ts';
 
 const MiB = 1024 * 1024;
@@ -58,10 +59,7 @@ export async function benchPublish(env: BenchEnv): Promise<BenchRow[]> {
     });
   } finally {
     await service?.stop();
-    const names: string[] = [];
-    for await (const item of minio.listObjectsV2(bucket, '', true)) names.push((item as { name: string }).name);
-    if (names.length > 0) await minio.removeObjects(bucket, names);
-    await minio.removeBucket(bucket).catch(() => {});
+    await removeBenchBucket(minio, bucket);
     await rm(boxFile, { force: true });
     await rm(home, { recursive: true, force: true });
   }

@@ -12,6 +12,7 @@ import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import * as Minio from 'minio';
 import { createLocalStore, createS3Store } from '@boxyard/kit/storage/index.ts';
+import { removeBenchBucket } from './env.ts';
 
 export type BenchRow = {
   name: string; value: number; unit: string; baseline?: number; ratio?: number;
@@ -83,18 +84,6 @@ function clientFor(env: StorageBenchEnv): Minio.Client {
   });
 }
 
-async function removeBucket(client: Minio.Client, bucket: string): Promise<void> {
-  const names: string[] = [];
-  for await (const item of client.listObjects(bucket, '', true)) {
-    const name = (item as { name?: string }).name;
-    if (name) names.push(name);
-  }
-  if (names.length > 0) await client.removeObjects(bucket, names);
-  for await (const upload of client.listIncompleteUploads(bucket, '', true)) {
-    await client.abortMultipartUpload(bucket, upload.key, upload.uploadId);
-  }
-  await client.removeBucket(bucket);
-}
 
 export async function benchStorage(env: StorageBenchEnv): Promise<BenchRow[]> {
   const data = randomBytes(objectBytes); // generated once, streamed by every run
@@ -144,7 +133,7 @@ export async function benchStorage(env: StorageBenchEnv): Promise<BenchRow[]> {
     ));
     return rows;
   } finally {
-    await removeBucket(client, bucket).catch(() => {});
+    await removeBenchBucket(client, bucket);
     await rm(dir, { recursive: true, force: true });
   }
 }

@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import * as Minio from 'minio';
 import { startCollector } from '../harness/otel-collector.ts';
 import { generatedBox, httpDownload, httpUpload, createPublicBox, median, requestsPerSecond, startService, timed, type Service } from './box-repository.ts';
-import { createBenchDatabase, type BenchEnv, type BenchRow } from './env.ts';
+import { createBenchDatabase, type BenchEnv, type BenchRow, removeBenchBucket } from './env.ts';
 
 const MiB = 1024 * 1024;
 const region = 'us-east-1';
@@ -81,9 +81,6 @@ export async function benchTracing(env: BenchEnv): Promise<BenchRow[]> {
   } finally {
     await Promise.allSettled(Object.values(services).map((s) => s.stop()));
     await collector.stop();
-    const names: string[] = [];
-    for await (const item of minio.listObjectsV2(bucket, '', true)) names.push((item as { name: string }).name);
-    if (names.length > 0) await minio.removeObjects(bucket, names);
-    await minio.removeBucket(bucket).catch(() => {});
+    await removeBenchBucket(minio, bucket);
   }
 }

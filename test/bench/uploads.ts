@@ -12,6 +12,7 @@ import * as Minio from 'minio';
 import { generatedBox, timed, type Service } from './box-repository.ts';
 import { progress, startWithBigBox } from './downloads.ts';
 import type { BenchEnv, BenchRow } from './env.ts';
+import { removeBenchBucket } from './env.ts';
 import { alternate, curlPut, median, round } from './load.ts';
 
 const MiB = 1024 * 1024;
@@ -100,10 +101,7 @@ export async function benchUploads(env: BenchEnv): Promise<BenchRow[]> {
     progress(rows, uploadRow('upload 512 MiB box, s3 driver', results.service!, results.hash!, results.write!, 'direct S3 put'));
   } finally {
     await service?.stop();
-    const names: string[] = [];
-    for await (const item of minio.listObjectsV2(bucket, '', true)) names.push((item as { name: string }).name);
-    if (names.length > 0) await minio.removeObjects(bucket, names);
-    await minio.removeBucket(bucket).catch(() => {});
+    await removeBenchBucket(minio, bucket);
     await rm(boxFile, { force: true });
   }
   return rows;
