@@ -70,21 +70,26 @@ async function drain(stream: NodeJS.ReadableStream): Promise<void> {
   if (bytes !== objectBytes) throw new Error(`read ${bytes} bytes, expected ${objectBytes}`);
 }
 
+/** A file share on the run's MinIO (s3 driver, prefix file-share), rate limit off, admin `admin` with `adminPassword`. */
+export function s3FileShareConfig(env: BenchEnv, o: { databaseUrl: string; bucket: string; region: string; adminPassword: string; maxBytes: number }) {
+  return fileShareConfigSchema.parse({
+    server: { host: '127.0.0.1', port: 0 },
+    logging: { level: 'warn' },
+    database: { url: o.databaseUrl },
+    storage: { driver: 's3', endpoint: env.minio.endpoint, access_key: env.minio.accessKey, secret_key: env.minio.secretKey, bucket: o.bucket, region: o.region, prefix: 'file-share' },
+    rate_limiting: { enabled: false },
+    session: { secret: randomBytes(32).toString('base64url') },
+    admin: { username: 'admin', password: o.adminPassword },
+    uploads: { max_bytes: o.maxBytes },
+  });
+}
+
 export async function benchFileShare(env: BenchEnv): Promise<BenchRow[]> {
   const client = clientFor(env);
   const bucket = `bench-fs-${randomBytes(4).toString('hex')}`;
   await client.makeBucket(bucket, region);
   const databaseUrl = await createBenchDatabase(env, `bench_file_share_${randomBytes(4).toString('hex')}`);
-  const config = fileShareConfigSchema.parse({
-    server: { host: '127.0.0.1', port: 0 },
-    logging: { level: 'warn' },
-    database: { url: databaseUrl },
-    storage: { driver: 's3', endpoint: env.minio.endpoint, access_key: env.minio.accessKey, secret_key: env.minio.secretKey, bucket, region, prefix: 'file-share' },
-    rate_limiting: { enabled: false },
-    session: { secret: randomBytes(32).toString('base64url') },
-    admin: { username: 'admin', password: adminPassword },
-    uploads: { max_bytes: 2 * objectBytes },
-  });
+  const config = s3FileShareConfig(env, { databaseUrl, bucket, region, adminPassword, maxBytes: 2 * objectBytes });
   const share = await startFileShare(config);
   const dir = join(env.workDir, 'file-share');
   await mkdir(dir, { recursive: true });

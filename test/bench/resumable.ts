@@ -12,8 +12,8 @@ import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import * as Minio from 'minio';
 import { startFileShare } from '@boxyard/file-share/service.ts';
-import { fileShareConfigSchema } from '@boxyard/file-share/config.ts';
 import { createBenchDatabase, type BenchEnv, type BenchRow, removeBenchBucket } from './env.ts';
+import { s3FileShareConfig } from './file-share.ts';
 
 const run = promisify(execFile);
 const MiB = 1024 * 1024;
@@ -83,16 +83,7 @@ export async function benchResumable(env: BenchEnv): Promise<BenchRow[]> {
   const bucket = `bench-tus-${randomBytes(4).toString('hex')}`;
   await client.makeBucket(bucket, region);
   const databaseUrl = await createBenchDatabase(env, `bench_tus_${randomBytes(4).toString('hex')}`);
-  const share = await startFileShare(fileShareConfigSchema.parse({
-    server: { host: '127.0.0.1', port: 0 },
-    logging: { level: 'warn' },
-    database: { url: databaseUrl },
-    storage: { driver: 's3', endpoint: env.minio.endpoint, access_key: env.minio.accessKey, secret_key: env.minio.secretKey, bucket, region, prefix: 'file-share' },
-    rate_limiting: { enabled: false },
-    session: { secret: randomBytes(32).toString('base64url') },
-    admin: { username: 'admin', password: adminPassword },
-    uploads: { max_bytes: 2 * fileBytes },
-  }));
+  const share = await startFileShare(s3FileShareConfig(env, { databaseUrl, bucket, region, adminPassword, maxBytes: 2 * fileBytes }));
   const dir = join(env.workDir, 'resumable');
   await mkdir(dir, { recursive: true });
   try {

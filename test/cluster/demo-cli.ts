@@ -2,10 +2,10 @@
 // make returns. `up` re-spawns this file as a detached `serve` and prints the URLs, the admin passwords and the
 // lines to try once everything answers; `down` stops it, which removes the cluster, its node's traces on the host,
 // the /etc/hosts lines, PostgreSQL and MinIO and their data. Needs root (a real node) and `make image`.
-import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { rmSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { runCommand, runningPid, startDetached, stopDetached, stopOnSignals, type DetachedFiles } from '../harness/detached.ts';
+import { runCommand, runningPid, stopDetached, stopOnSignals, upDetached, type DetachedFiles } from '../harness/detached.ts';
 import { demoInstructions, startDemo } from './demo.ts';
 
 const self = fileURLToPath(import.meta.url);
@@ -16,25 +16,14 @@ const files: DetachedFiles = { script: self, stateDir, pidFile: join(home, 'demo
 type Ready = Parameters<typeof demoInstructions>[0] & { readyMs: number };
 
 async function up(): Promise<number> {
-  const pid = runningPid(files);
-  if (pid) {
-    console.log(`the demo is already running (pid ${pid})`);
-    if (existsSync(files.readyFile)) console.log(demoInstructions(JSON.parse(readFileSync(files.readyFile, 'utf8')) as Ready));
-    return 0;
-  }
-  if (process.getuid?.() !== 0) {
+  if (process.getuid?.() !== 0 && !runningPid(files)) {
     console.error('make demo runs a real Kubernetes node (kubelet, containerd, iptables): run it as root');
     return 1;
   }
-  try {
-    const ready = await startDetached<Ready>(files, 'the demo', 900_000);
-    console.log(`ready in ${Math.round(ready.readyMs / 1000)} s\n`);
+  return upDetached<Ready>(files, 'the demo', 900_000, (ready, startedNow) => {
+    if (startedNow) console.log(`ready in ${Math.round(ready.readyMs / 1000)} s\n`);
     console.log(demoInstructions(ready));
-    return 0;
-  } catch (error) {
-    console.error((error as Error).message);
-    return 1;
-  }
+  });
 }
 
 async function serve(): Promise<void> {

@@ -3,14 +3,14 @@
 // `serve` process and waits for it to report ready; `down` signals it and removes what the node left on the host.
 // State (certificates, etcd data, imported images) lives in $BOXYARD_HOME/cluster (default .boxyard/cluster) and
 // survives down/up. `up` imports the image `make image` built last, when there is one.
-import { copyFileSync, existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { copyFileSync, existsSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { startControlPlane } from './kube.ts';
 import { nodeOwner, releaseNode } from './node/network.ts';
 import { teardownNode } from './node/teardown.ts';
 import { builtImage } from './clients.ts';
-import { runCommand, runningPid, startDetached, stopDetached, stopOnSignals, type DetachedFiles } from './detached.ts';
+import { runCommand, stopDetached, stopOnSignals, upDetached, type DetachedFiles } from './detached.ts';
 import { tool } from './tools.ts';
 
 const self = fileURLToPath(import.meta.url);
@@ -32,21 +32,7 @@ function printUsage(describe: string[]): void {
   console.log(`stop it with: make cluster-down (logs in ${stateDir})`);
 }
 
-async function up(): Promise<number> {
-  const pid = runningPid(files);
-  if (pid) {
-    console.log(`cluster already running (pid ${pid})`);
-    if (existsSync(readyFile)) printUsage((JSON.parse(readFileSync(readyFile, 'utf8')) as { describe: string[] }).describe);
-    return 0;
-  }
-  try {
-    printUsage((await startDetached<{ describe: string[] }>(files, 'the cluster', 180_000)).describe);
-    return 0;
-  } catch (error) {
-    console.error((error as Error).message);
-    return 1;
-  }
-}
+const up = () => upDetached<{ describe: string[] }>(files, 'the cluster', 180_000, (ready) => printUsage(ready.describe));
 
 async function serve(): Promise<void> {
   const log = (line: string) => console.log(`${new Date().toISOString()} ${line}`);

@@ -52,6 +52,26 @@ export async function startDetached<T>(files: DetachedFiles, what: string, timeo
   return JSON.parse(readFileSync(files.readyFile, 'utf8')) as T;
 }
 
+/**
+ * `up`: says so when a `serve` runs already (showing its ready file again), else starts one and shows what it
+ * reported. 0 when it runs, 1 when it could not start (the serve log is printed).
+ */
+export async function upDetached<T>(files: DetachedFiles, what: string, timeoutMs: number, show: (ready: T, startedNow: boolean) => void): Promise<number> {
+  const pid = runningPid(files);
+  if (pid) {
+    console.log(`${what} is already running (pid ${pid})`);
+    if (existsSync(files.readyFile)) show(JSON.parse(readFileSync(files.readyFile, 'utf8')) as T, false);
+    return 0;
+  }
+  try {
+    show(await startDetached<T>(files, what, timeoutMs), true);
+    return 0;
+  } catch (error) {
+    console.error((error as Error).message);
+    return 1;
+  }
+}
+
 /** SIGTERM to a running `serve`; its whole group is killed if it has not stopped after `graceMs`. */
 export async function stopDetached(files: DetachedFiles, graceMs: number): Promise<number | undefined> {
   const pid = runningPid(files);

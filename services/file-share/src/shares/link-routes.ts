@@ -6,37 +6,28 @@
 // Paths below the token go through the share's one path parser (paths/share-path.ts: `..`, `.`, encoded slashes,
 // double encoding, control characters refused with 400) and are then joined below the link's entry, so no request
 // can name anything outside it. Answers name paths relative to the link, never where it sits in the share.
-import { HttpError, notFound, type ObjectStore } from '@boxyard/kit';
+import { HttpError, notFound } from '@boxyard/kit';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import type { DatabasePool } from 'slonik';
 import { notModified, sendFile } from '../files/download.ts';
 import { entryView } from '../files/entry-view.ts';
 import { DEFAULT_HTML_LIMIT, DEFAULT_JSON_LIMIT, MAX_LIMIT, MAX_PAGE, rawPathOf } from '../files/share-request.ts';
 import { listingFormat, wantsHtmlPage } from '../http/negotiate.ts';
-import type { Sweeper } from '../maintenance/sweeper.ts';
 import { sendPage } from '../console/page-security.ts';
 import { encodePath, parseRequestPath, type SharePath } from '../paths/share-path.ts';
-import type { Entry, Tree } from '../tree/tree-store.ts';
-import type { Activity, Refusal } from './activity.ts';
+import type { Entry } from '../tree/tree-store.ts';
+import type { Refusal } from './activity.ts';
 import { linkState, gone } from './link-access.ts';
 import { LINK_REALM, passwordGate, setLinkCookie, tryPassword, type PasswordGate } from './link-password.ts';
 import { renderLinkListing, renderPasswordPage, renderRefusalPage, renderRequestPage } from './link-pages.ts';
 import { attachment, sendZip } from './link-zip.ts';
-import { handleRequestUpload } from './request-upload.ts';
-import { TOKEN_PATTERN, type LinkWithCreator, type ShareStore } from './share-store.ts';
+import { handleRequestUpload, type RequestUploadDeps } from './request-upload.ts';
+import { TOKEN_PATTERN, type LinkWithCreator } from './share-store.ts';
 
 export const LINK_PREFIX = '/-/s/';
 export const ZIP_PREFIX = '/-/zip/';
 
-export interface LinkRoutesOptions {
-  pool: DatabasePool;
-  store: ObjectStore;
-  tree: Tree;
-  sweeper: Sweeper;
-  shares: ShareStore;
-  activity: Activity;
+export interface LinkRoutesOptions extends RequestUploadDeps {
   gate: PasswordGate;
-  maxUploadBytes: number;
   /** Whether cookies set for this request must be Secure (the session cookie's policy). */
   secureCookies(request: FastifyRequest): boolean;
 }
