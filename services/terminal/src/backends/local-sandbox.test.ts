@@ -6,7 +6,7 @@
 // namespace where the checkout is bound at a path nobody can reach (a checkout in a 0700 directory, such as a
 // `mktemp -d` clone, would otherwise be unreadable to it); nothing of that mount is visible outside the server.
 import { randomBytes } from 'node:crypto';
-import { chmod, chown, copyFile, link, mkdir, mkdtemp, readFile, rm } from 'node:fs/promises';
+import { chmod, chown, copyFile, link, mkdir, mkdtemp, readFile, rm, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startDevProcess, type DevProcess } from '@boxyard/test/harness/dev-process.ts';
@@ -78,12 +78,23 @@ async function startDevAsNobody(): Promise<{ dev: DevProcess; dir: string }> {
   const home = join(dir, 'home');
   await mkdir(home, { mode: 0o700 });
   await chown(home, NOBODY, NOBODY);
+  // A `mktemp -d` clone is itself 0700: the bind keeps the checkout's own mode, so nobody needs o+rx on it for the
+  // run (given back by restoreRepoMode).
+  repoMode = (await stat(REPO)).mode & 0o7777;
+  if ((repoMode & 0o005) !== 0o005) await chmod(REPO, repoMode | 0o005);
   try {
     return { dev: await startDev(dir, home, src, node), dir };
   } catch (error) {
     await rm(dir, { recursive: true, force: true });
+    await restoreRepoMode();
     throw error;
   }
+}
+
+let repoMode: number | undefined;
+async function restoreRepoMode(): Promise<void> {
+  if (repoMode !== undefined) await chmod(REPO, repoMode);
+  repoMode = undefined;
 }
 
 async function startDev(dir: string, home: string, src: string, node: string): Promise<DevProcess> {
@@ -116,6 +127,7 @@ describe.runIf(root)('local backend, server that cannot switch users (boxyard de
   afterAll(async () => {
     await dev?.stop({ discard: true });
     if (dir) await rm(dir, { recursive: true, force: true });
+    await restoreRepoMode();
   });
 
   it("gives a non-admin a working shell with a home of its own that outlives the session, and none of the server's state", async () => {
