@@ -13,6 +13,7 @@ import { Controller } from './runtime/controller.ts';
 import { EventRecorder } from './runtime/events.ts';
 import { Informer } from './runtime/informer.ts';
 import type { LeaderElector } from './runtime/leader-election.ts';
+import type { Logger } from './runtime/logger.ts';
 import type { OperatorMetrics } from './runtime/metrics.ts';
 import { RateLimiter } from './runtime/queue.ts';
 import type { OperatorOptions } from './operator.ts';
@@ -20,6 +21,8 @@ import type { OperatorOptions } from './operator.ts';
 /** What every part of a running operator shares: its settings, its clients, and whether it leads and is synced. */
 export interface Operator {
   options: OperatorOptions;
+  logger: Logger;
+  /** Info lines without fields (the runtime's parts take a plain function). */
   log: (line: string) => void;
   identity: string;
   client: KubeClient;
@@ -120,6 +123,7 @@ function kindControllers(operator: Operator, shared: SharedInformers): { primari
       workers: options.workers ?? 4,
       metrics: operator.metrics,
       limiter,
+      logger: operator.logger,
       log,
     });
     for (const child of children.values()) controller.watchOwned(child);

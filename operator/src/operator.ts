@@ -10,6 +10,7 @@ import { ImagePolicy, repositoryOf } from './reconcile/image-policy.ts';
 import { startHttpServer } from './runtime/http-server.ts';
 import { kubernetesMetricsAuth } from './runtime/metrics-auth.ts';
 import { LeaderElector } from './runtime/leader-election.ts';
+import { createOperatorLogger, type Logger } from './runtime/logger.ts';
 import { OperatorMetrics } from './runtime/metrics.ts';
 
 export const DEFAULT_IMAGE = 'ghcr.io/boxyard/boxyard:0.1.0';
@@ -53,7 +54,8 @@ export interface OperatorOptions {
   workers?: number;
   /** How often every resource is reconciled even without events (default 10 minutes). */
   resyncMs?: number;
-  log?: (line: string) => void;
+  /** Default: pino to stdout (runtime/logger.ts). */
+  logger?: Logger;
 }
 
 export interface RunningOperator {
@@ -65,10 +67,11 @@ export interface RunningOperator {
 }
 
 export async function runOperator(options: OperatorOptions = {}): Promise<RunningOperator> {
-  const log = options.log ?? ((line: string) => console.log(`${new Date().toISOString()} ${line}`));
+  const logger = options.logger ?? createOperatorLogger();
+  const log = (line: string) => logger.info(line);
   const identity = options.identity ?? `${hostname()}_${randomUUID().slice(0, 8)}`;
   const credentials = await loadCredentials(options.kubeconfig);
-  const operator = describeOperator(options, log, identity, credentials);
+  const operator = describeOperator(options, logger, identity, credentials);
 
   // Its own client: token reviews are neither the leader's writes nor counted with the reconcilers' requests.
   const reviewClient = options.metricsAuth === 'none' ? undefined : new KubeClient(credentials, { userAgent: `boxyard-operator/${identity}` });
@@ -84,7 +87,7 @@ export async function runOperator(options: OperatorOptions = {}): Promise<Runnin
   const shutdown = new AbortController();
   const running = leadWhenElected(operator, shutdown.signal);
   log(`images allowed: ${operator.imagePolicy.describe()}; /metrics ${reviewClient ? 'needs a bearer token allowed to get /metrics' : 'is open (--metrics-auth=none)'}`);
-  running.catch((error: unknown) => log(`operator stopped with an error: ${String(error)}`));
+  running.catch((error: unknown) => logger.error({ error: String(error) }, 'operator stopped with an error'));
 
   return {
     port: http.port,
@@ -100,12 +103,13 @@ export async function runOperator(options: OperatorOptions = {}): Promise<Runnin
   };
 }
 
-function describeOperator(options: OperatorOptions, log: (line: string) => void, identity: string, credentials: Awaited<ReturnType<typeof loadCredentials>>): Operator {
+function describeOperator(options: OperatorOptions, logger: Logger, identity: string, credentials: Awaited<ReturnType<typeof loadCredentials>>): Operator {
   const metrics = new OperatorMetrics();
   const defaultImage = options.defaultImage ?? DEFAULT_IMAGE;
   const operator: Operator = {
     options,
-    log,
+    logger,
+    log: (line: string) => logger.info(line),
     identity,
     metrics,
     client: new KubeClient(credentials, {

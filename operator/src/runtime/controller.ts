@@ -2,11 +2,13 @@
 // Events on owned children (Deployments, Services, Secrets, ...) map to their controlling owner, other related
 // objects (a Secret the resource references) through a mapping function. Reconcilers are level-triggered: they
 // read the current state and converge, so a missed, duplicated or reordered event only costs a reconcile.
+import { randomUUID } from 'node:crypto';
 import type { KubeObject } from '../kube/types.ts';
 import { keyOf } from '../kube/types.ts';
 import type { Informer } from './informer.ts';
 import type { OperatorMetrics, ReconcileOutcome } from './metrics.ts';
 import { RateLimiter, WorkQueue } from './queue.ts';
+import { reconcileFields, type Logger } from './logger.ts';
 import { traceReconcile } from './tracing.ts';
 
 export const PAUSE_ANNOTATION = 'boxyard.io/paused';
@@ -29,6 +31,8 @@ export interface ControllerOptions<T extends KubeObject> {
   workers?: number;
   metrics?: OperatorMetrics;
   limiter?: RateLimiter;
+  /** Failed reconciles are logged here with controller, namespace, name and reconcileID. */
+  logger?: Logger;
   log?: (message: string) => void;
 }
 
@@ -101,7 +105,8 @@ export class Controller<T extends KubeObject = KubeObject> {
   }
 
   private async process(key: string): Promise<void> {
-    const { metrics, name, log } = this.options;
+    const { metrics, name, log, logger } = this.options;
+    const reconcileID = randomUUID();
     const timer = metrics?.reconcileDuration.startTimer({ controller: name });
     metrics?.activeWorkers.inc({ controller: name });
     let outcome: ReconcileOutcome = 'success';
@@ -131,7 +136,9 @@ export class Controller<T extends KubeObject = KubeObject> {
       metrics?.reconcileErrors.inc({ controller: name });
       if (this.stopped) return;
       const delay = this.queue.addRateLimited(key);
-      log?.(`${name} ${key}: reconcile failed, retrying in ${delay} ms: ${(error as Error).message ?? String(error)}`);
+      const message = (error as Error).message ?? String(error);
+      if (logger) logger.error({ ...reconcileFields(name, key, reconcileID), error: message, retryInMs: delay }, 'Reconciler error');
+      else log?.(`${name} ${key}: reconcile failed, retrying in ${delay} ms: ${message}`);
     } finally {
       timer?.();
       metrics?.activeWorkers.dec({ controller: name });

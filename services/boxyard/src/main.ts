@@ -2,7 +2,7 @@
 // The `boxyard` command: dev (everything on one machine), serve <service> (one service from a config file), serve all
 // (every service from one host config file).
 import { parseArgs } from 'node:util';
-import { ConfigError, startTelemetry } from '@boxyard/kit';
+import { ConfigError, LogFormatError, logFormat, startTelemetry } from '@boxyard/kit';
 import { dev } from './dev.ts';
 import { findService, services } from './services.ts';
 
@@ -14,9 +14,11 @@ const usage = `usage: boxyard <command>
   restore <dir> [--config FILE]    restore a backup into an empty installation
   terminal-agent                   the shell agent of one terminal session (the command of a session pod)
   operator [flags]                 the Kubernetes operator (boxyard operator --help)
-Configuration: a YAML file plus BOXYARD_<KEY PATH> environment overrides ('.' written as '__').`;
+Configuration: a YAML file plus BOXYARD_<KEY PATH> environment overrides ('.' written as '__').
+Logs: one readable line per record on a terminal, JSON lines otherwise (a pod, systemd, a pipe); BOXYARD_LOG_FORMAT=json|pretty chooses.`;
 
 async function main(argv: string[]): Promise<void> {
+  logFormat(); // a misspelt BOXYARD_LOG_FORMAT stops here, before anything starts
   // The operator parses its own flags.
   if (argv[0] === 'operator') {
     const { operatorCli, operatorUsage } = await import('@boxyard/operator');
@@ -68,7 +70,7 @@ main(process.argv.slice(2)).catch((error: unknown) => {
   // Bad flags (node's parseArgs, the operator's own checks) are usage errors, not crashes.
   const failure = error as { code?: string; constructor?: { name?: string } };
   const badArguments = Boolean(failure.code?.startsWith('ERR_PARSE_ARGS')) || failure.constructor?.name === 'OperatorUsageError';
-  if (error instanceof ConfigError || error instanceof UsageError || badArguments) {
+  if (error instanceof ConfigError || error instanceof UsageError || error instanceof LogFormatError || badArguments) {
     console.error(`boxyard: ${(error as Error).message}`);
     if (error instanceof UsageError) console.error(usage);
     process.exit(2);

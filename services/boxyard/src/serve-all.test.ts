@@ -113,6 +113,8 @@ async function reachableTempDir(prefix: string): Promise<string> {
 }
 
 const yaml = (value: unknown) => JSON.stringify(value, null, 2); // JSON is YAML
+/** The output's JSON log records. */
+const logLines = (output: string) => output.split('\n').filter((line) => line.startsWith('{"level":'));
 
 describe('boxyard serve all', () => {
   const cleanup: string[] = [];
@@ -166,8 +168,12 @@ describe('boxyard serve all', () => {
     expect(first.output()).toContain('boxyard serve all: stopped');
     expect(JSON.parse(await readFile(join(dir, 'home', 'secrets.json'), 'utf8')).admin_password).toBe(password);
 
-    // A second start: the same admin, the password no longer printed.
-    const second = await serveAll([process.execPath, cli], file);
+    // Its stdout is a pipe here: log records are JSON lines, as a log pipeline reads them.
+    expect(logLines(first.output()).length).toBeGreaterThan(0);
+    expect(logLines(first.output()).every((line) => typeof JSON.parse(line).msg === 'string')).toBe(true);
+
+    // A second start: the same admin, the password no longer printed; with the readable lines a terminal gets.
+    const second = await serveAll([process.execPath, cli], file, { BOXYARD_LOG_FORMAT: 'pretty' });
     try {
       expect(second.output()).not.toContain(password);
       expect(second.output()).toContain('password kept in');
@@ -175,6 +181,8 @@ describe('boxyard serve all', () => {
     } finally {
       await second.stop();
     }
+    expect(logLines(second.output())).toEqual([]);
+    expect(second.output()).toMatch(/^\[\d\d:\d\d:\d\d\.\d{3}\] INFO: box-repository: .*"statusCode":200/m);
   }, 120_000);
 
   it('accepts the example deploy/boxyard.yaml as shipped and with the examples under `services` uncommented', async () => {
@@ -245,6 +253,7 @@ describe('boxyard serve all', () => {
     await writeFile(join(dir, 'ok.yaml'), yaml({ database }));
     expect(await failing(join(dir, 'ok.yaml'), { BOXYARD_HOME: 'rel' })).toMatchObject({ code: 2, stderr: expect.stringMatching(/config: BOXYARD_HOME: must be an absolute path/) });
     expect(await failing(join(dir, 'missing.yaml'))).toMatchObject({ code: 2, stderr: expect.stringMatching(/cannot read .*missing\.yaml \(ENOENT\)/) });
+    expect(await failing(join(dir, 'ok.yaml'), { BOXYARD_LOG_FORMAT: 'text' })).toMatchObject({ code: 2, stderr: expect.stringMatching(/BOXYARD_LOG_FORMAT must be "json" or "pretty"/) });
   }, 120_000);
 
   it('starts its own PostgreSQL with `database: {embedded: {port}}` (as root: as the postgres user) and stops it on SIGTERM', async () => {

@@ -16,6 +16,7 @@ import { clientErrorAnswer, DEFAULT_TIMEOUTS, guardSlowClients } from './slow-cl
 import { partAwareValidator } from './validator.ts';
 import { recordRouteTable } from './route-table.ts';
 import { installGracefulStop } from './graceful-stop.ts';
+import { terminalLogStream } from '../logging/log-format.ts';
 
 export type ReadinessCheck = () => Promise<void>;
 
@@ -59,6 +60,8 @@ const READINESS_TIMEOUT_MS = 3000;
 const SECRET_QUERY_PARAMS = /([?&](?:access_token|token|signature|sig|api_key|apikey|key)=)[^&#]*/gi;
 export const redactUrl = (url: string) => url.replace(SECRET_QUERY_PARAMS, '$1[redacted]');
 
+const streamOf = (stream: NodeJS.WritableStream | undefined) => (stream ? { stream } : {});
+
 function serializeRequest(request: FastifyRequest) {
   return { method: request.method, url: redactUrl(request.url), host: request.host, remoteAddress: request.ip, remotePort: request.socket?.remotePort };
 }
@@ -82,7 +85,7 @@ export async function createApp(options: CreateAppOptions): Promise<FastifyInsta
       serializers: { req: serializeRequest },
       // Every line logged inside a trace names it, so logs and traces join on trace_id.
       mixin: traceIdsOfActiveSpan,
-      ...(options.logStream ? { stream: options.logStream } : {}),
+      ...streamOf(options.logStream ?? terminalLogStream(options.service)),
     },
     requestIdHeader: 'x-request-id',
     genReqId: () => randomUUID(),
