@@ -83,7 +83,7 @@ function publishRows(publishSeconds: number, putSeconds: number, fixedSeconds: n
     },
     { name: "  of which the client's fixed cost (the same publish of a 64 KiB box)", value: round(fixedSeconds, 2), unit: 's' },
     { name: `  of which the callback's read-back of 1 GiB, sha256 and box check (publish - fixed - PUT${readBack > 0 ? `; ${rate(readBack)} MiB/s` : ''})`, value: round(readBack, 2), unit: 's' },
-    { name: '  ceiling: the ratio if the callback cost nothing (PUT / (PUT + fixed))', value: round(ceiling, 3), unit: '×' },
+    { name: '  ceiling: the ratio if the callback cost nothing (PUT / (PUT + fixed)), in %', value: round(ceiling * 100, 1), unit: '%' },
   ];
   for (const row of rows) console.error(`  [bench] ${row.name}: ${row.value} ${row.unit}`);
   return rows;
