@@ -1,8 +1,8 @@
 // The scale bench's data, written by SQL: through the API, 100,000 versions would take the bench longer than the
 // measuring. Each statement inserts the rows the API's writes insert (organization, public box, active version,
 // provider, architecture with its file row), with the triggers off while it runs (session_replication_role =
-// replica: no per-row metadata_version bump and NOTIFY for boxes nobody has read yet), then each touched box's
-// metadata_version is bumped once with the triggers on, as the last of the API's writes would. The file rows name
+// replica: no per-row metadata_version bump and NOTIFY for boxes nobody has read yet), then one version row per
+// touched box is rewritten with the triggers on, so the product's trigger updates the box as the API's last write would. The file rows name
 // objects that do not exist: nothing here downloads them.
 import type pg from 'pg';
 
@@ -37,7 +37,9 @@ const providerTree = (providers: string[], architectures: string[]) => [
 async function addTrees(db: pg.Client, boxIds: string[], providers: string[], architectures: string[]): Promise<void> {
   const tree = providerTree(providers, architectures);
   await withoutTriggers(db, tree.map((t) => t.statement), tree.map((t) => [...t.values, boxIds]));
-  await db.query('update boxes set metadata_version = metadata_version + 1 where id = any($1::bigint[])', [boxIds]);
+  // One version per box rewritten with the triggers on: the product's own trigger bumps the box's metadata version
+  // and sets what search reads (released), as the API's last write would have.
+  await db.query('update versions set status = status where id in (select min(id) from versions where box_id = any($1::bigint[]) group by box_id)', [boxIds]);
 }
 
 /** Organizations scale-org<fromOrg…> with `boxes` public boxes of `versions` active versions each. */

@@ -29,6 +29,8 @@ export const boxRepositoryBackup = backupDescriptor(SERVICE_NAME, [
       providers: { backup: true },
       architectures: { backup: true },
       files: { backup: true, objectKeys: ['storage_key'] },
+      // Downloads per box (what search sorts by), including those of versions deleted since.
+      box_downloads: { backup: true },
       // The webhook outbox, delivered or not: restored so that pending deliveries still go out.
       events: { backup: true },
       // Webhooks (their secrets too: a restored installation signs as before), pending deliveries and the log.

@@ -30,18 +30,19 @@ export function searchRoute(app: FastifyInstance, ctx: ServiceContext, flavour: 
     const admin = principal?.kind === 'user' && principal.isAdmin;
     const { q, provider, limit, page } = request.query;
     const pattern = q ? `%${q.replace(/[\\%_]/g, (c) => `\\${c}`)}%` : null;
-    const column = { downloads: sql.fragment`downloads`, created: sql.fragment`b.created_at`, updated: sql.fragment`b.updated_at` }[request.query.sort ?? 'downloads'];
+    const column = { downloads: sql.fragment`coalesce(d.count, 0)`, created: sql.fragment`b.created_at`, updated: sql.fragment`b.updated_at` }[request.query.sort ?? 'downloads'];
     const direction = request.query.order === 'asc' ? sql.fragment`asc` : sql.fragment`desc`;
     const rows = await ctx.pool.any(sql.type(z.object({ b: boxRow, o: organizationRow }))`
-      select to_jsonb(b) as b, to_jsonb(o) as o,
-             (select coalesce(sum(f.download_count), 0) from versions v join providers p on p.version_id = v.id join architectures a on a.provider_id = p.id
-              join files f on f.architecture_id = a.id where v.box_id = b.id) as downloads
+      select to_jsonb(b) as b, to_jsonb(o) as o
       from boxes b join organizations o on o.id = b.organization_id
+      left join box_downloads d on d.box_id = b.id
       left join memberships m on m.organization_id = o.id and m.user_id = ${userId}::uuid
-      where (${admin} or m.role is not null or b.organization_id = ${saOrg}::bigint or (o.is_public and b.published and b.is_public))
+      where b.released
+        and (${admin} or m.role is not null or b.organization_id = ${saOrg}::bigint or (o.is_public and b.published and b.is_public))
         and (${pattern}::text is null or b.name ilike ${pattern} or o.name ilike ${pattern} or b.description ilike ${pattern})
-        and exists (select 1 from versions v join providers p on p.version_id = v.id join architectures a on a.provider_id = p.id join files f on f.architecture_id = a.id
-                    where v.box_id = b.id and v.status = 'active' and (${provider ?? null}::text is null or lower(p.name) = lower(${provider ?? null})))
+        and (${provider ?? null}::text is null or exists (
+          select 1 from versions v join providers p on p.version_id = v.id join architectures a on a.provider_id = p.id join files f on f.architecture_id = a.id
+          where v.box_id = b.id and v.status = 'active' and lower(p.name) = lower(${provider ?? null})))
       order by ${column} ${direction}, lower(o.name), lower(b.name) limit ${limit} offset ${(page - 1) * limit}`);
     const base = baseUrlOf(ctx, request);
     // Search shows what anyone may see of a box: its released versions.

@@ -17,6 +17,14 @@ export function matchesAnyEtag(header: string, etag: string): boolean {
   return header.split(',').some((candidate) => candidate.trim().replace(/^W\//, '') === etag);
 }
 
+/** The file's count and its box's (which search sorts by: migration 0010), in one statement. */
+const countDownloadSql = (fileId: number) => sql.unsafe`
+  with counted as (update files set download_count = download_count + 1 where id = ${fileId} returning architecture_id)
+  insert into box_downloads (box_id, count)
+  select v.box_id, 1 from counted c join architectures a on a.id = c.architecture_id
+  join providers p on p.id = a.provider_id join versions v on v.id = p.version_id
+  on conflict (box_id) do update set count = box_downloads.count + 1`;
+
 export async function serveFile(ctx: ServiceContext, request: FastifyRequest, reply: FastifyReply, file: BoxFile, options: { isPublic: boolean }): Promise<FastifyReply> {
   const etag = etagOf(file);
   const rangeHeader = typeof request.headers.range === 'string' ? request.headers.range : undefined;
@@ -49,7 +57,7 @@ export async function serveFile(ctx: ServiceContext, request: FastifyRequest, re
   // A download counts once, when it starts at byte 0 (resumed downloads don't count again).
   const countDownload = () => {
     if (range && range.start !== 0) return;
-    void ctx.pool.query(sql.unsafe`update files set download_count = download_count + 1 where id = ${file.id}`).catch((error: unknown) => request.log.warn({ err: error }, 'download count not updated'));
+    void ctx.pool.query(countDownloadSql(file.id)).catch((error: unknown) => request.log.warn({ err: error }, 'download count not updated'));
   };
   if (ctx.config.download_links.redirect_to_storage && !ctx.hooks.downloadTransform) {
     // The client follows to storage with the same Range header; the presigned URL is signed locally (no request).
