@@ -102,6 +102,30 @@ describe('box console pages (no JavaScript)', () => {
     expect(page.text).not.toContain('data-method=');
   });
 
+  it("pages a box's versions, newest first, 25 a page, by keyset links (older_than); a bad older_than is a 400 page", async () => {
+    const path = { org: 'acme', box: 'many', version: '1.0.0', provider: 'virtualbox', arch: 'amd64' };
+    await createBoxPath(service, service.adminToken, path, { isPublic: true });
+    // 30 versions in an order unlike their version order: 1.0.0 … 1.0.29, with 1.0.10 sorting after 1.0.9.
+    for (let i = 1; i < 30; i++) {
+      const created = await service.request('POST', '/api/organization/acme/box/many/version', { token: service.adminToken, json: { versionNumber: `1.0.${(i * 7) % 30}`, status: 'active' } });
+      expect([201, 409]).toContain(created.status);
+    }
+    const shown = (text: string) => [...text.matchAll(/<h3 id="v-\d+">v([^<]+)<\/h3>/g)].map((m) => m[1]);
+    const first = await get('/acme/boxes/many');
+    expect(first.status).toBe(200);
+    expect(shown(first.text)).toEqual(Array.from({ length: 25 }, (_, i) => `1.0.${29 - i}`));
+    const next = /href="([^"]+)" rel="next">Older versions/.exec(first.text)?.[1];
+    expect(next).toBe('/acme/boxes/many?older_than=1.0.5');
+    const second = await get(next!.replaceAll('&amp;', '&'));
+    expect(shown(second.text)).toEqual(['1.0.4', '1.0.3', '1.0.2', '1.0.1', '1.0.0']);
+    expect(second.text).not.toContain('Older versions');
+    expect(second.text).toContain('href="/acme/boxes/many">Newest versions');
+    const bad = await get('/acme/boxes/many?older_than=%3Cscript%3E');
+    expect(bad.status).toBe(400);
+    expect(bad.text).toContain('older_than must be a RubyGems-style version');
+    expect(bad.text).not.toContain('<script>');
+  });
+
   it('shows those who may change a box how CI publishes into it: vagrant cloud publish and a Packer post-processor', async () => {
     const page = await service.request('GET', '/acme/boxes/ubuntu', { token: service.adminToken });
     expect(page.text).toContain(`VAGRANT_SERVER_URL=${service.url} VAGRANT_CLOUD_TOKEN=&lt;key&gt; vagrant cloud publish acme/ubuntu 1.0.0 virtualbox package.box --release -f`);

@@ -113,7 +113,16 @@ ${copyable('packer-snippet', 'Packer post-processor', packer)}
 </section>`;
 }
 
-export function boxDetailPage(page: PageContext, data: { org: Organization; box: Box; versions: VersionEntry[]; canManage: boolean; baseUrl: string }): Html {
+/** Newest and older pages of a box's versions (keyset: each link names the version to continue after). */
+function versionPager(path: string, olderThan: string | undefined, next: string | undefined): Html | null {
+  if (!olderThan && !next) return null;
+  return html`<nav class="pager" aria-label="Versions">${olderThan ? html`<a href="${path}">Newest versions</a>` : null}
+    ${next ? html`<a href="${`${path}?older_than=${encodeURIComponent(next)}`}" rel="next">Older versions</a>` : null}</nav>`;
+}
+
+export function boxDetailPage(page: PageContext, data: {
+  org: Organization; box: Box; versions: VersionEntry[]; next: string | undefined; olderThan: string | undefined; canManage: boolean; baseUrl: string;
+}): Html {
   const { org, box, canManage } = data;
   const tag = `${org.name}/${box.name}`;
   const api = boxApi(org.name, box.name);
@@ -131,7 +140,7 @@ ${copyable('vagrantfile', 'Vagrantfile', vagrantfile)}
 ${box.is_public ? null : html`<p class="note">A private box needs a key: set <code>VAGRANT_CLOUD_TOKEN</code> to a service-account key of ${org.name}.</p>`}
 </section>
 ${canManage ? publishSection(org, tag, data.baseUrl) : null}<section aria-labelledby="versions"><h2 id="versions">Versions</h2>
-${data.versions.length === 0 ? html`<p class="empty">No versions yet.</p>` : null}
+${data.versions.length === 0 ? html`<p class="empty">${data.olderThan ? `No versions older than ${data.olderThan}.` : 'No versions yet.'}</p>` : null}
 ${data.versions.map(({ version, providers }) => {
     const vApi = `${api}/version/${e(version.version_number)}`;
     return html`<article class="version" aria-labelledby="v-${version.id}">
@@ -190,6 +199,7 @@ ${canManage ? html`<details class="panel"><summary>New version</summary>${needsS
 </details>
 <datalist id="providers"><option value="virtualbox"><option value="libvirt"><option value="vmware_desktop"><option value="hyperv"><option value="parallels"><option value="docker"></datalist>
 <datalist id="architectures"><option value="amd64"><option value="arm64"><option value="i386"></datalist>` : null}
+${versionPager(boxPage(org.name, box.name), data.olderThan, data.next)}
 </section>
 ${canManage ? html`<section aria-labelledby="box-settings"><h2 id="box-settings">Box settings</h2>${needsScript}
   ${apiForm({ method: 'PATCH', action: api, label: 'Save box', className: 'stacked' }, html`

@@ -68,16 +68,27 @@ export interface VersionEntry {
 
 const treeRow = z.object({ v: versionRow, p: providerRow.nullable(), a: architectureRow.nullable(), f: fileRow.nullable() });
 
-/** A box's versions (newest first) with their providers, architectures and files. */
-export async function versionTree(ctx: ServiceContext, box: Box, member: boolean): Promise<VersionEntry[]> {
+/** Versions on one box page: a box may have thousands (its page was 1.7 MB at 1,000). */
+export const VERSIONS_PER_PAGE = 25;
+
+/**
+ * One page of a box's versions (newest first) with their providers, architectures and files: those older than
+ * `olderThan` (a version number; keyset, so a deep page costs what the first does), and the version to continue
+ * from when there are more.
+ */
+export async function versionTree(ctx: ServiceContext, box: Box, member: boolean, olderThan?: string): Promise<{ versions: VersionEntry[]; next: string | undefined }> {
   const rows = await ctx.pool.any(sql.type(treeRow)`
+    with page as (
+      select v.id, v.version_key from versions v
+      where v.box_id = ${box.id} and (${member} or v.status = 'active')
+        and (${olderThan ?? null}::text is null or v.version_key < rubygems_version_key(${olderThan ?? null}::text))
+      order by v.version_key desc limit ${VERSIONS_PER_PAGE + 1})
     select to_jsonb(v) as v, to_jsonb(p) as p, to_jsonb(a) as a, to_jsonb(f) as f
-    from versions v
+    from page join versions v on v.id = page.id
     left join providers p on p.version_id = v.id
     left join architectures a on a.provider_id = p.id
     left join files f on f.architecture_id = a.id
-    where v.box_id = ${box.id} and (${member} or v.status = 'active')
-    order by v.version_key desc, lower(p.name), a.default_box desc, lower(a.name)`);
+    order by page.version_key desc, lower(p.name), a.default_box desc, lower(a.name)`);
   const versions: VersionEntry[] = [];
   for (const row of rows) {
     let version = versions.at(-1);
@@ -87,7 +98,9 @@ export async function versionTree(ctx: ServiceContext, box: Box, member: boolean
     if (provider?.provider.id !== row.p.id) version.providers.push((provider = { provider: row.p, architectures: [] }));
     if (row.a) provider.architectures.push({ architecture: row.a, file: row.f });
   }
-  return versions;
+  const more = versions.length > VERSIONS_PER_PAGE;
+  const shown = versions.slice(0, VERSIONS_PER_PAGE);
+  return { versions: shown, next: more ? shown.at(-1)!.version.version_number : undefined };
 }
 
 const memberRow = z.object({ username: z.string(), email: z.string().nullable(), role: z.string() });

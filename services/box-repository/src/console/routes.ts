@@ -15,6 +15,7 @@ import { clearSessionCookie, sessionCookieOf, setSessionCookie } from '../auth/s
 import type { ServiceContext } from '../context.ts';
 import { baseUrlOf } from '../http/base-url.ts';
 import { RESERVED_ORGANIZATION_NAMES } from '../http/schemas.ts';
+import { isVersionString, VERSION_DETAIL } from '../versions/rubygems-version.ts';
 import { WEBHOOK_EVENTS } from '../webhooks/event-types.ts';
 import { boxDetailPage, errorPage, homePage, organizationPage, signInPage, signUpPage, usersPage, webhooksPage } from './pages.ts';
 import { allUsers, allWebhooks, latestDeliveries, listBoxes, membersOf, myOrganizations, serviceAccountsOf, versionTree } from './queries.ts';
@@ -110,10 +111,20 @@ function assetRoute(app: FastifyInstance): void {
     const found = await findPath(ctx, request, params);
     const box = found.box!;
     const member = found.role !== null || found.isGlobalAdmin;
+    const olderThan = olderThanOf(request.query as Record<string, unknown>);
+    const tree = await versionTree(ctx, box, member, olderThan);
     return boxDetailPage({ principal, path: pathOf(request) }, {
-      org: found.org, box, versions: await versionTree(ctx, box, member), canManage: canManageBox(found, box), baseUrl: baseUrlOf(ctx, request),
+      org: found.org, box, ...tree, olderThan, canManage: canManageBox(found, box), baseUrl: baseUrlOf(ctx, request),
     });
   }));
+}
+
+/** `?older_than=<version>` of a box page: a version number or nothing; anything else is the caller's mistake. */
+function olderThanOf(query: Record<string, unknown>): string | undefined {
+  const value = query.older_than;
+  if (value === undefined || value === '') return undefined;
+  if (typeof value !== 'string' || !isVersionString(value)) throw new HttpError(400, `older_than must be ${VERSION_DETAIL}`);
+  return value;
 }
 
 function adminPages(app: FastifyInstance, ctx: ServiceContext): void {
