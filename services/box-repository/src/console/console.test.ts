@@ -126,6 +126,31 @@ describe('box console pages (no JavaScript)', () => {
     expect(bad.text).not.toContain('<script>');
   });
 
+  it('pages box lists by keyset (after=<org>/<box>) on the home search and an organization page; a bad after is a 400 page', async () => {
+    await createOrganization(service, 'lots');
+    const names = Array.from({ length: 55 }, (_, i) => `b${String(i).padStart(2, '0')}`);
+    for (const name of names) {
+      expect((await service.request('POST', '/api/organization/lots/box', { token: service.adminToken, json: { name, isPublic: true } })).status).toBe(201);
+    }
+    const listed = (text: string) => [...text.matchAll(/href="\/lots\/boxes\/([^"]+)"/g)].map((m) => m[1]);
+    const first = await get('/lots');
+    expect(listed(first.text)).toEqual(names.slice(0, 50));
+    const next = /href="([^"]+)" rel="next">Next/.exec(first.text)?.[1]?.replaceAll('&amp;', '&');
+    expect(next).toBe('/lots?after=lots%2Fb49');
+    const second = await get(next!);
+    expect(listed(second.text)).toEqual(names.slice(50));
+    expect(second.text).not.toContain('rel="next"');
+    expect(second.text).toContain('href="/lots">First page');
+    // The home page's search pages the same way, the query kept in the links.
+    const searched = await get('/?q=b');
+    const searchNext = /href="([^"]+)" rel="next">Next/.exec(searched.text)?.[1]?.replaceAll('&amp;', '&');
+    expect(searchNext).toMatch(/^\/\?q=b&after=/);
+    expect(listed((await get(searchNext!)).text).length).toBeGreaterThan(0);
+    const bad = await get('/lots?after=nothing-here');
+    expect(bad.status).toBe(400);
+    expect(bad.text).toContain('after must be &lt;organization&gt;/&lt;box&gt;');
+  });
+
   it('shows those who may change a box how CI publishes into it: vagrant cloud publish and a Packer post-processor', async () => {
     const page = await service.request('GET', '/acme/boxes/ubuntu', { token: service.adminToken });
     expect(page.text).toContain(`VAGRANT_SERVER_URL=${service.url} VAGRANT_CLOUD_TOKEN=&lt;key&gt; vagrant cloud publish acme/ubuntu 1.0.0 virtualbox package.box --release -f`);

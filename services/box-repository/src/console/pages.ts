@@ -23,21 +23,25 @@ function boxList(boxes: readonly ListedBox[], showOrg: boolean): Html {
   </li>`)}</ul>`;
 }
 
-function pager(path: string, search: string | undefined, page: number, more: boolean): Html | null {
-  if (page === 1 && !more) return null;
-  const link = (n: number) => `${path}?${new URLSearchParams({ ...(search ? { q: search } : {}), page: String(n) })}`;
-  return html`<nav class="pager" aria-label="Pages">${page > 1 ? html`<a href="${link(page - 1)}" rel="prev">Previous</a>` : null}
-    <span>Page ${page}</span>${more ? html`<a href="${link(page + 1)}" rel="next">Next</a>` : null}</nav>`;
+/** First and next pages of a box list (keyset: the Next link names the box the page ended with). */
+function pager(path: string, search: string | undefined, after: string | undefined, next: string | undefined): Html | null {
+  if (!after && !next) return null;
+  const link = (cursor?: string) => {
+    const query = new URLSearchParams({ ...(search ? { q: search } : {}), ...(cursor ? { after: cursor } : {}) }).toString();
+    return query ? `${path}?${query}` : path;
+  };
+  return html`<nav class="pager" aria-label="Pages">${after ? html`<a href="${link()}">First page</a>` : null}
+    ${next ? html`<a href="${link(next)}" rel="next">Next</a>` : null}</nav>`;
 }
 
-export function homePage(page: PageContext, data: { boxes: readonly ListedBox[]; more: boolean; pageNumber: number; organizations: readonly { name: string; role: string | null }[] }): Html {
+export function homePage(page: PageContext, data: { boxes: readonly ListedBox[]; next: string | undefined; after: string | undefined; organizations: readonly { name: string; role: string | null }[] }): Html {
   const isAdmin = page.principal?.kind === 'user' && page.principal.isAdmin;
   const title = page.search ? `Boxes matching “${page.search}”` : page.principal ? 'Boxes' : 'Public boxes';
   return layout(page, title, html`
 <h1>${title}</h1>
 ${page.principal ? null : html`<p class="lead">Vagrant boxes hosted here. Sign in to see your organizations' private boxes.</p>`}
 ${boxList(data.boxes, true)}
-${pager('/', page.search, data.pageNumber, data.more)}
+${pager('/', page.search, data.after, data.next)}
 ${data.organizations.length > 0 ? html`<section aria-labelledby="orgs"><h2 id="orgs">Your organizations</h2>
   <ul class="links">${data.organizations.map((o) => html`<li><a href="/${e(o.name)}">${o.name}</a>${o.role ? html` ${badge(o.role, 'muted')}` : null}</li>`)}</ul></section>` : null}
 ${isAdmin ? html`<section aria-labelledby="new-org"><h2 id="new-org">New organization</h2>${needsScript}
@@ -48,7 +52,7 @@ ${isAdmin ? html`<section aria-labelledby="new-org"><h2 id="new-org">New organiz
 }
 
 export function organizationPage(page: PageContext, data: {
-  org: Organization; role: string | null; isGlobalAdmin: boolean; boxes: readonly ListedBox[]; more: boolean; pageNumber: number;
+  org: Organization; role: string | null; isGlobalAdmin: boolean; boxes: readonly ListedBox[]; next: string | undefined; after: string | undefined;
   members: Awaited<ReturnType<typeof membersOf>> | null; serviceAccounts: Awaited<ReturnType<typeof serviceAccountsOf>> | null;
 }): Html {
   const { org } = data;
@@ -62,7 +66,7 @@ ${org.description ? html`<p class="lead">${org.description}</p>` : null}
 ${data.role ? html`<p>Your role: ${badge(data.role)}</p>` : null}
 <section aria-labelledby="boxes"><h2 id="boxes">Boxes</h2>
 ${boxList(data.boxes, false)}
-${pager(`/${e(org.name)}`, undefined, data.pageNumber, data.more)}
+${pager(`/${e(org.name)}`, undefined, data.after, data.next)}
 ${isMember && page.principal ? html`<details class="panel"><summary>New box</summary>${needsScript}
   ${apiForm({ method: 'POST', action: `${orgApi(org.name)}/box`, label: 'Create box', next: `/${e(org.name)}/boxes/{name}`, className: 'stacked' }, html`
     <label>Name <input name="name" required pattern="[A-Za-z0-9_\\-]{1,100}" autocomplete="off"></label>

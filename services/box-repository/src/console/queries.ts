@@ -21,15 +21,29 @@ function viewer(principal: Principal | null) {
   };
 }
 
-/** Boxes the caller may see, optionally in one organization, matching `search` in name or description. */
-export async function listBoxes(ctx: ServiceContext, principal: Principal | null, options: { search?: string; organizationId?: number; page?: number }) {
+/** Where a page of boxes continues: after this organization and box name. */
+export type BoxCursor = { org: string | null; box: string | null };
+
+/** `org/box` as the pager writes it; undefined for anything else (names hold no `/`). */
+export function parseBoxCursor(text: string): BoxCursor | undefined {
+  const parts = text.split('/');
+  return parts.length === 2 && parts[0] && parts[1] && text.length <= 300 ? { org: parts[0], box: parts[1] } : undefined;
+}
+
+/**
+ * Boxes the caller may see, optionally in one organization, matching `search` in name or description, by
+ * organization and box name: PAGE_SIZE of them after `after` (keyset: the `org/box` the previous page ended with,
+ * so a deep page costs what the first does), and the cursor of the next page when there is one.
+ */
+export async function listBoxes(ctx: ServiceContext, principal: Principal | null, options: { search?: string; organizationId?: number; after?: BoxCursor }) {
   const { userId, saOrg, all } = viewer(principal);
   const pattern = options.search ? `%${options.search.replace(/[\\%_]/g, (c) => `\\${c}`)}%` : null;
-  const page = Math.max(1, options.page ?? 1);
+  const after = options.after ?? { org: null, box: null };
   const where = sql.fragment`
     (${options.organizationId ?? null}::bigint is null or b.organization_id = ${options.organizationId ?? null}::bigint)
     and (${pattern}::text is null or b.name ilike ${pattern} or b.description ilike ${pattern} or o.name ilike ${pattern})
-    and (${all} or m.role is not null or b.organization_id = ${saOrg}::bigint or (o.is_public and b.published and b.is_public))`;
+    and (${all} or m.role is not null or b.organization_id = ${saOrg}::bigint or (o.is_public and b.published and b.is_public))
+    and (${after.org}::text is null or (lower(o.name), lower(b.name)) > (lower(${after.org}::text), lower(${after.box}::text)))`;
   const rows = await ctx.pool.any(sql.type(listedBoxRow)`
     select to_jsonb(b) as b, o.name as org,
            (select v.version_number from versions v where v.box_id = b.id and v.status = 'active'
@@ -38,8 +52,10 @@ export async function listBoxes(ctx: ServiceContext, principal: Principal | null
     from boxes b join organizations o on o.id = b.organization_id
     left join memberships m on m.organization_id = o.id and m.user_id = ${userId}::uuid
     where ${where}
-    order by lower(o.name), lower(b.name) limit ${PAGE_SIZE + 1} offset ${(page - 1) * PAGE_SIZE}`);
-  return { boxes: rows.slice(0, PAGE_SIZE), page, more: rows.length > PAGE_SIZE };
+    order by lower(o.name), lower(b.name) limit ${PAGE_SIZE + 1}`);
+  const boxes = rows.slice(0, PAGE_SIZE);
+  const last = boxes.at(-1);
+  return { boxes, next: rows.length > PAGE_SIZE && last ? `${last.org}/${last.b.name}` : undefined };
 }
 
 /** The organizations the caller belongs to (for the home page and the header). */

@@ -18,7 +18,7 @@ import { RESERVED_ORGANIZATION_NAMES } from '../http/schemas.ts';
 import { isVersionString, VERSION_DETAIL } from '../versions/rubygems-version.ts';
 import { WEBHOOK_EVENTS } from '../webhooks/event-types.ts';
 import { boxDetailPage, errorPage, homePage, organizationPage, signInPage, signUpPage, usersPage, webhooksPage } from './pages.ts';
-import { allUsers, allWebhooks, latestDeliveries, listBoxes, membersOf, myOrganizations, serviceAccountsOf, versionTree } from './queries.ts';
+import { allUsers, allWebhooks, latestDeliveries, listBoxes, membersOf, myOrganizations, parseBoxCursor, serviceAccountsOf, versionTree, type BoxCursor } from './queries.ts';
 
 const asset = (name: string) => readFileSync(new URL(`./public/${name}`, import.meta.url));
 const ASSETS: Record<string, { body: Buffer; type: string }> = {
@@ -27,7 +27,6 @@ const ASSETS: Record<string, { body: Buffer; type: string }> = {
 };
 
 const hide = { schema: { hide: true } } as const;
-const pageNumber = (value: unknown) => (typeof value === 'string' && /^\d{1,6}$/.test(value) ? Math.max(1, Number(value)) : 1);
 /**
  * Only a path on this site: never `//host` or a scheme (sign-in must not become an open redirect), percent-encoded
  * so it fits the Location header (a raw character beyond Latin-1 there was a 500). The kit's rule.
@@ -85,9 +84,10 @@ function assetRoute(app: FastifyInstance): void {
   app.get('/', hide, page(ctx, async (request, principal) => {
     const query = request.query as Record<string, unknown>;
     const search = typeof query.q === 'string' ? query.q.trim().slice(0, 200) : '';
-    const listed = await listBoxes(ctx, principal, { search, page: pageNumber(query.page) });
+    const after = afterOf(query);
+    const listed = await listBoxes(ctx, principal, { search, after });
     return homePage({ principal, path: pathOf(request), search }, {
-      boxes: listed.boxes, more: listed.more, pageNumber: listed.page, organizations: await myOrganizations(ctx, principal),
+      boxes: listed.boxes, next: listed.next, after: after ? (query.after as string) : undefined, organizations: await myOrganizations(ctx, principal),
     });
   }));
 
@@ -96,11 +96,13 @@ function assetRoute(app: FastifyInstance): void {
     if (RESERVED_ORGANIZATION_NAMES.includes(name.toLowerCase())) throw notFound(`No page ${request.url.split('?')[0]}`);
     const found = await findPath(ctx, request, { org: name });
     const org = found.org;
-    const listed = await listBoxes(ctx, principal, { organizationId: org.id, page: pageNumber((request.query as Record<string, unknown>).page) });
+    const query = request.query as Record<string, unknown>;
+    const after = afterOf(query);
+    const listed = await listBoxes(ctx, principal, { organizationId: org.id, after });
     const isMember = found.role !== null || found.isGlobalAdmin;
     const isOrgAdmin = found.role === 'admin' || found.isGlobalAdmin;
     return organizationPage({ principal, path: pathOf(request) }, {
-      org, role: found.role, isGlobalAdmin: found.isGlobalAdmin, boxes: listed.boxes, more: listed.more, pageNumber: listed.page,
+      org, role: found.role, isGlobalAdmin: found.isGlobalAdmin, boxes: listed.boxes, next: listed.next, after: after ? (query.after as string) : undefined,
       members: isMember && principal?.kind === 'user' ? await membersOf(ctx, org.id) : null,
       serviceAccounts: isOrgAdmin && principal?.kind === 'user' ? await serviceAccountsOf(ctx, org.id) : null,
     });
@@ -117,6 +119,15 @@ function assetRoute(app: FastifyInstance): void {
       org: found.org, box, ...tree, olderThan, canManage: canManageBox(found, box), baseUrl: baseUrlOf(ctx, request),
     });
   }));
+}
+
+/** `?after=<org>/<box>` of a box list: where the previous page ended; anything else is the caller's mistake. */
+function afterOf(query: Record<string, unknown>): BoxCursor | undefined {
+  const value = query.after;
+  if (value === undefined || value === '') return undefined;
+  const cursor = typeof value === 'string' ? parseBoxCursor(value) : undefined;
+  if (!cursor) throw new HttpError(400, 'after must be <organization>/<box>, as the Next link writes it');
+  return cursor;
 }
 
 /** `?older_than=<version>` of a box page: a version number or nothing; anything else is the caller's mistake. */
