@@ -1,7 +1,8 @@
 // The terminal page when its calls fail, in Debian's Chromium: a start whose answer is lost mid-flight (the
 // request reached the gateway, which started the session, but the browser saw the connection reset, as with
-// net::ERR_NETWORK_CHANGED when a session pod's interface appears on the host), and a socket that drops. The page
-// must say so, retry with back-off, and land in the one session the first start created, with a working shell.
+// net::ERR_NETWORK_CHANGED when a session pod's interface appears on the host), a socket that drops, and a start the
+// gateway fails half-way (injected into the real local backend: the agent starts, then the start throws). The page
+// must say so, retry with back-off, and land in one live session (the lost start's own), with a working shell.
 import { chromium, type Browser, type Page, type Route } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestDatabase } from '@boxyard/test/harness/fixtures.ts';
@@ -99,6 +100,39 @@ describe('terminal page: failed start and attach (Chromium)', () => {
     await page.keyboard.press('Enter');
     await expect.poll(lines, { timeout: 20_000 }).toContain('56');
     expect(await sessions()).toEqual([expect.objectContaining({ id: session!.id, state: 'running' })]);
+  });
+
+  it('a start the gateway fails (injected: the agent dies as it starts): the reason is said, the retry starts a shell', async () => {
+    const before = await sessions();
+    const realStart = gateway.backend.start.bind(gateway.backend);
+    let failures = 1;
+    gateway.backend.start = async (spec, onResource) => {
+      const agent = await realStart(spec, onResource);
+      if (failures-- > 0) throw new Error('the agent went away while starting');
+      return agent;
+    };
+    try {
+      // Another tab, signed in as the first (its cookie): its own terminal_cookie, so its own session.
+      const context = await browser.newContext();
+      await context.addCookies(await page.context().cookies());
+      const tab = await context.newPage();
+      tab.on('pageerror', (error) => problems.push(`page error: ${error.message}`));
+      await tab.goto(gateway.url);
+      await expect
+        .poll(() => tab.locator('#status').textContent(), { timeout: 20_000 })
+        .toMatch(/^Could not start the terminal: the agent went away while starting; retrying in 1 s…$/);
+      await expect.poll(() => tab.locator('#status').textContent(), { timeout: 30_000 }).toBe('Connected');
+      await tab.locator('.xterm').click();
+      await tab.keyboard.type('echo $((8*9))');
+      await tab.keyboard.press('Enter');
+      await expect.poll(async () => (await tab.locator('.xterm-rows').innerText()).split('\n').map((line) => line.trim()), { timeout: 20_000 }).toContain('72');
+      await context.close();
+    } finally {
+      gateway.backend.start = realStart;
+    }
+    // The failed start left a failed row and no agent; the retry made one new live session beside the first tab's.
+    const after = (await sessions()).filter((s) => !before.some((b) => b.id === s.id));
+    expect(after.map((s) => s.state).sort()).toEqual(['failed', 'running']);
     expect(problems).toEqual([]);
   });
 });

@@ -133,6 +133,7 @@ function showLogin(message = '') {
 }
 
 function disconnect() {
+  attempts++; // a start still under way is answered into nothing (signed out, or superseded)
   clearInterval(heartbeat);
   clearTimeout(retryTimer);
   $('retry').hidden = true;
@@ -161,8 +162,10 @@ function scheduleReconnect(reason) {
 /** A start that did not answer 200: retried when retrying can help, else said, with "Try again" at hand. */
 function startFailed(status, json) {
   const why = json.message ?? `status ${status}`;
-  if (status === 0 || status === 408 || status === 429 || status >= 500) return scheduleReconnect(`Could not start the terminal: ${why}`);
-  setStatus(`Could not start the terminal: ${why}`, true);
+  // The gateway's 503 already says "Could not start the terminal: <reason>".
+  const text = why.startsWith('Could not start') ? why : `Could not start the terminal: ${why}`;
+  if (status === 0 || status === 408 || status === 429 || status >= 500) return scheduleReconnect(text);
+  setStatus(text, true);
   $('retry').hidden = false;
 }
 
