@@ -9,7 +9,9 @@
 # without one, as a docker-archive for `ctr images import`, and test/image/image-layout.test.ts checks that its
 # config and this file agree. The chart (charts/boxyard) and the operator's generated Deployments assume what both
 # set up: user and group 10001, `boxyard` on PATH as the entrypoint (session pods run `boxyard terminal-agent`),
-# a writable /tmp only (the root filesystem is mounted read-only).
+# a writable /tmp only (the root filesystem is mounted read-only). User 1000 `user` is the terminal's session user
+# (TerminalPool sessionPod runAsUser's default), so a shell's prompt and `whoami` have a name; the node base
+# image's own `node` user had that uid and goes.
 ARG NODE_IMAGE=node:24-bookworm-slim
 
 # --- dependencies: production packages only; node-pty (terminal) compiles a native addon here --------------------
@@ -41,7 +43,10 @@ LABEL org.opencontainers.image.title="boxyard" \
       org.opencontainers.image.licenses="Apache-2.0"
 ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin NODE_ENV=production HOME=/tmp
 RUN groupadd --system --gid 10001 boxyard \
- && useradd --system --uid 10001 --gid 10001 --home-dir /nonexistent --no-create-home --shell /usr/sbin/nologin boxyard
+ && useradd --system --uid 10001 --gid 10001 --home-dir /nonexistent --no-create-home --shell /usr/sbin/nologin boxyard \
+ && (userdel node 2>/dev/null || true) && (groupdel node 2>/dev/null || true) \
+ && groupadd --gid 1000 user \
+ && useradd --uid 1000 --gid 1000 --comment 'Boxyard terminal user' --home-dir /home/user --no-create-home --shell /bin/bash user
 WORKDIR /app
 COPY --from=build /app /app
 # `boxyard` on PATH: `exec node <services/boxyard/node-flags> /app/services/boxyard/src/main.ts "$@"`; build-image.sh

@@ -14,7 +14,7 @@ export PATH   := $(NODE_HOME)/bin:$(CURDIR)/node_modules/.bin:$(PATH)
 export npm_config_nodedir := $(NODE_HOME)
 # `make run` needs none of these (Node, the npm packages and PostgreSQL's binaries from npm are all it runs on);
 # the tests and the bench drive the real clients users have.
-TEST_PACKAGES := prometheus curl wget openssl rclone vagrant chromium unzip python3-tuspy packer asciinema bubblewrap
+TEST_PACKAGES := prometheus curl wget openssl rclone vagrant chromium unzip python3-tuspy packer asciinema bubblewrap jq
 # The real node (make cluster, the real-cluster suite) and the image build: container runtime, CNI plugins, the
 # kernel tools kube-proxy and kube-router drive, and debootstrap for the image's Debian base.
 NODE_PACKAGES := containerd runc containernetworking-plugins iptables ipset conntrack ethtool iproute2 gcc libc6-dev

@@ -21,6 +21,7 @@ import { HOSTS, NS, SYSTEM_NS, podReady, type BoxyardCluster, type Pod } from '.
 import { startDemo } from './demo.ts';
 import { until } from './fixture.ts';
 import { describeRoll, rollUnderTraffic } from './rolling-upgrade.ts';
+import { describeWalkthrough } from './walkthrough.ts';
 
 const run = promisify(execFile);
 const VAGRANT = process.env.VAGRANT_BIN ?? '/usr/bin/vagrant';
@@ -176,6 +177,10 @@ describe.runIf(process.getuid?.() === 0)('Boxyard on a real node (kubelet + cont
       const terminal = await openTerminal(base, session.websocket_path, { cookie, origin: base });
       terminal.type('echo $((6*7))\r');
       await terminal.waitFor(/^42$/m, 30_000);
+      // The session user has a name in the image (uid 1000 `user`): whoami answers, the prompt is not "I have no name!".
+      terminal.type('echo me=$(whoami)\r');
+      expect(await terminal.waitFor(/^me=\S*$/m, 30_000)).toMatch(/^me=user$/m);
+      expect(terminal.output()).not.toContain('I have no name!');
       await terminal.close();
 
       const stopped = await api(base, 'DELETE', `/api/terminal/sessions/${session.session.id}/stop`, { cookie, origin: base });
@@ -477,3 +482,7 @@ describe.runIf(process.getuid?.() === 0)('Boxyard on a real node (kubelet + cont
     expect(cgroups.trim()).toBe('');
   }, 120_000);
 });
+
+// The guide's by-hand walkthrough (docs/kubernetes.md), run as a script once this suite's cluster is gone: one node
+// fits on a machine, and the suites of one file run one after the other.
+describeWalkthrough();

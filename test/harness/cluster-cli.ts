@@ -3,7 +3,7 @@
 // `serve` process and waits for it to report ready; `down` signals it and removes what the node left on the host.
 // State (certificates, etcd data, imported images) lives in $BOXYARD_HOME/cluster (default .boxyard/cluster) and
 // survives down/up. `up` imports the image `make image` built last, when there is one.
-import { copyFileSync, existsSync, rmSync, writeFileSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { startControlPlane } from './kube.ts';
@@ -20,12 +20,14 @@ const pidFile = join(home, 'cluster.pid');
 const readyFile = join(stateDir, 'ready.json');
 const serveLog = join(stateDir, 'serve.log');
 const kubeconfig = join(home, 'kubeconfig');
+/** `kubectl` and `helm`, the pinned builds, to put first on PATH (an alias would lose to another kubectl in scripts). */
+const binDir = join(home, 'bin');
 const files: DetachedFiles = { script: self, stateDir, pidFile, readyFile, serveLog };
 
 function printUsage(describe: string[]): void {
   console.log(`cluster ready:\n${describe.map((l) => `  - ${l}`).join('\n')}`);
   console.log(`kubeconfig: ${kubeconfig}`);
-  console.log(`  export KUBECONFIG=${kubeconfig}`);
+  console.log(`  export KUBECONFIG=${kubeconfig} PATH=${binDir}:$PATH    # kubectl and helm: the pinned builds`);
   console.log(`kubectl (pinned, matches the apiserver): ${tool('KUBECTL')}`);
   console.log(`  ${tool('KUBECTL')} get nodes`);
   console.log('ingress (Traefik) on 127.0.0.1:80 and :443; point your Ingress hosts there (/etc/hosts or curl --resolve)');
@@ -45,6 +47,11 @@ async function serve(): Promise<void> {
     log(`no image imported (${(error as Error).message})`);
   }
   copyFileSync(plane.kubeconfig, kubeconfig);
+  mkdirSync(binDir, { recursive: true });
+  for (const [name, key] of [['kubectl', 'KUBECTL'], ['helm', 'HELM']] as const) {
+    rmSync(join(binDir, name), { force: true });
+    symlinkSync(tool(key), join(binDir, name));
+  }
   writeFileSync(readyFile, JSON.stringify({ server: plane.server, describe: plane.describe() }));
   log(`ready: ${plane.server}`);
   stopOnSignals(log, async () => {

@@ -72,6 +72,13 @@ build_base() {
   echo 'boxyard:x:10001:' >>"$rootfs"/etc/group
   echo 'boxyard:!*:0::::::' >>"$rootfs"/etc/shadow
   echo 'boxyard:!::' >>"$rootfs"/etc/gshadow
+  # The terminal's session user (TerminalPool sessionPod runAsUser/runAsGroup default 1000): a name for the prompt
+  # and `whoami`; its home is where a persistent home is mounted (sessionPod.home.mountPath's default), else the
+  # agent gives the shell a private one under /tmp. Same as the Dockerfile's second useradd.
+  echo 'user:x:1000:1000:Boxyard terminal user:/home/user:/bin/bash' >>"$rootfs"/etc/passwd
+  echo 'user:x:1000:' >>"$rootfs"/etc/group
+  echo 'user:!*:0::::::' >>"$rootfs"/etc/shadow
+  echo 'user:!::' >>"$rootfs"/etc/gshadow
   sed -i -E 's/^([^:]*:[^:]*:)[0-9]+:/\10:/' "$rootfs"/etc/shadow   # "last password change": the build day
   # Owners as debootstrap made them (/etc/shadow is group shadow, /var/mail group mail): numeric, not forced to 0.
   (cd "$rootfs" && "${TAR[@]}" -cf "$2" $(ls -A))

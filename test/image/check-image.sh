@@ -58,6 +58,8 @@ out=$(ctr run --rm --read-only --snapshotter overlayfs "$REF" check-0 2>&1) || t
 if grep -q '^usage: boxyard' <<<"$out"; then echo "[check] ok   (entrypoint) -> $(head -1 <<<"$out")"; else echo "[check] FAIL entrypoint: $out"; failed=1; fi
 run '^usage: boxyard' -- boxyard --help
 run '^42 uid=10001\(boxyard\) gid=10001\(boxyard\) HOME=/tmp pwd=/app$' -- bash -c 'echo $((6*7)) $(id | cut -d" " -f1-2) HOME=$HOME pwd=$PWD'
+# The terminal's session user (uid 1000, TerminalPool's default): a name in the prompt, `whoami` works.
+run '^user:x:1000:1000:Boxyard terminal user:/home/user:/bin/bash$' -- getent passwd 1000
 run '^ro-root ro-app rw-tmp $' -- sh -c 'for d in root:/etc app:/app tmp:/tmp; do touch ${d#*:}/x 2>/dev/null && printf "rw-%s " ${d%:*} || printf "ro-%s " ${d%:*}; done; echo'
 
 run '^v24\.' -- node --version

@@ -46,6 +46,8 @@ export async function launch(ctx: SessionContext, row: SessionRow, secret: strin
   const { backend, sessions, log } = options;
   const keys = sessionKeys(secret);
   const timer = options.metrics?.startDuration.startTimer({ backend: backend.kind });
+  // Kept here too: the row's copy is written in the background and may not be there yet when the start fails.
+  let resource: string | null = null;
   try {
     const agent = await backend.start(
       {
@@ -61,7 +63,10 @@ export async function launch(ctx: SessionContext, row: SessionRow, secret: strin
         reattachGraceSeconds: sessions.reattach_grace_seconds,
         scrollbackBytes: sessions.scrollback_bytes,
       },
-      (resource) => void store.setResource(row.id, resource).catch(() => {}),
+      (name) => {
+        resource = name;
+        void store.setResource(row.id, name).catch(() => {});
+      },
     );
     const running = await store.markRunning(row.id, agent);
     timer?.({ outcome: 'started' });
@@ -78,8 +83,10 @@ export async function launch(ctx: SessionContext, row: SessionRow, secret: strin
     if (error instanceof HttpError) throw error;
     timer?.({ outcome: 'failed' });
     log.error({ err: error, session: row.id }, 'terminal session failed to start');
-    await store.markFailed(row.id, 'start_failed');
-    await backend.release({ id: row.id, resource: (await store.get(row.id))?.agent_resource ?? null, address: null }).catch(() => {});
+    // Release first: if the database is what failed, the pod or process still goes (the reaper fails the row later).
+    resource ??= (await store.get(row.id).catch(() => null))?.agent_resource ?? null;
+    await backend.release({ id: row.id, resource, address: null }).catch(() => {});
+    await store.markFailed(row.id, 'start_failed').catch((failure: unknown) => log.warn({ err: failure, session: row.id }, 'could not mark the failed start; the reaper will'));
     throw new HttpError(503, `Could not start the terminal: ${(error as Error).message}`);
   }
 }

@@ -19,13 +19,22 @@ function setStatus(text, isError = false) {
   $('status').classList.toggle('error', isError);
 }
 
+/**
+ * A JSON API call. A request that gets no answer (connection reset, network changed, server gone) resolves with
+ * status 0 instead of throwing, so every caller shows it instead of leaving the page hanging.
+ */
 async function api(method, path, body) {
-  const response = await fetch(path, {
-    method,
-    credentials: 'same-origin',
-    headers: body ? { 'content-type': 'application/json', accept: 'application/json' } : { accept: 'application/json' },
-    body: body ? JSON.stringify(body) : undefined,
-  });
+  let response;
+  try {
+    response = await fetch(path, {
+      method,
+      credentials: 'same-origin',
+      headers: body ? { 'content-type': 'application/json', accept: 'application/json' } : { accept: 'application/json' },
+      body: body ? JSON.stringify(body) : undefined,
+    });
+  } catch (error) {
+    return { status: 0, json: { message: `could not reach the server (${error?.message ?? 'network error'})` } };
+  }
   const json = await response.json().catch(() => ({}));
   return { status: response.status, json };
 }
@@ -94,6 +103,8 @@ let heartbeat;
 let lastError;
 let retryDelay = 1000;
 let retryTimer;
+/** Counts connect() calls: an answer to an older one is dropped. */
+let attempts = 0;
 let ended = false;
 /** The provider sign-in (auth.sign_in) when the service offers one: GET /auth/methods. */
 let sso;
@@ -122,8 +133,10 @@ function showLogin(message = '') {
 }
 
 function disconnect() {
+  attempts++; // a start still under way is answered into nothing (signed out, or superseded)
   clearInterval(heartbeat);
   clearTimeout(retryTimer);
+  $('retry').hidden = true;
   attach?.dispose();
   attach = undefined;
   if (channel) {
@@ -133,11 +146,27 @@ function disconnect() {
   }
 }
 
+/**
+ * Says what failed and tries again after a growing delay (1, 2, 4 … 15 s). Safe for start, attach and reattach:
+ * start is idempotent per terminal_cookie, so a retry reaches the session an unanswered start created instead of
+ * a second one. "Try again" skips the wait.
+ */
 function scheduleReconnect(reason) {
   clearTimeout(retryTimer);
-  setStatus(`${reason}; reconnecting in ${Math.round(retryDelay / 1000)} s…`, true);
+  setStatus(`${reason}; retrying in ${Math.round(retryDelay / 1000)} s…`, true);
+  $('retry').hidden = false;
   retryTimer = setTimeout(() => void connect(), retryDelay);
   retryDelay = Math.min(15_000, retryDelay * 2);
+}
+
+/** A start that did not answer 200: retried when retrying can help, else said, with "Try again" at hand. */
+function startFailed(status, json) {
+  const why = json.message ?? `status ${status}`;
+  // The gateway's 503 already says "Could not start the terminal: <reason>".
+  const text = why.startsWith('Could not start') ? why : `Could not start the terminal: ${why}`;
+  if (status === 0 || status === 408 || status === 429 || status >= 500) return scheduleReconnect(text);
+  setStatus(text, true);
+  $('retry').hidden = false;
 }
 
 function onControl(message) {
@@ -156,18 +185,7 @@ function onControl(message) {
   }
 }
 
-async function connect() {
-  disconnect();
-  lastError = undefined;
-  ended = false;
-  $('new-session').hidden = true;
-  setStatus('Starting…');
-  const { status, json } = await api('POST', '/api/terminal/start', { terminal_cookie: terminalCookie() });
-  if (status === 401) return showLogin();
-  if (status !== 200) {
-    if (status === 429 || status >= 500) return scheduleReconnect(json.message ?? `start failed (${status})`);
-    return setStatus(json.message ?? `start failed (${status})`, true);
-  }
+function showTerminal() {
   $('login').hidden = true;
   $('recordings').hidden = true;
   $('terminal').hidden = false;
@@ -179,10 +197,27 @@ async function connect() {
     opened = true;
   }
   fit.fit();
+}
+
+/** Starts (or reattaches to) this tab's session and attaches to it; a newer call supersedes one under way. */
+async function connect() {
+  disconnect();
+  const attempt = ++attempts;
+  lastError = undefined;
+  ended = false;
+  $('new-session').hidden = true;
+  setStatus('Starting…');
+  const { status, json } = await api('POST', '/api/terminal/start', { terminal_cookie: terminalCookie() });
+  if (attempt !== attempts) return;
+  if (status === 401) return showLogin();
+  if (status !== 200 || !json.data?.websocket_path) return startFailed(status, json);
+  showTerminal();
   const url = `${location.protocol === 'https:' ? 'wss' : 'ws'}://${location.host}${json.data.websocket_path}`;
   const current = new TerminalChannel(url, onControl);
   channel = current;
+  let attached = false;
   current.addEventListener('open', () => {
+    attached = true;
     retryDelay = 1000;
     // The replay of the scrollback follows: start from a clean screen so nothing shows twice (a notice, if any,
     // came in the same read as the open and is written after this).
@@ -207,10 +242,12 @@ async function connect() {
       return setStatus(lastError ?? 'Access withdrawn', true);
     }
     if (ended || (event.code >= 4000 && event.code < 4400)) {
+      if (!ended) setStatus(event.reason || 'Session ended');
       ended = true;
       $('new-session').hidden = false;
       return;
     }
+    if (!attached) return scheduleReconnect(lastError ? `Could not attach: ${lastError}` : 'Could not attach to the session');
     scheduleReconnect(event.code === 1001 ? 'Server restarting' : 'Connection lost');
   });
 }
@@ -271,10 +308,16 @@ $('show-terminal').addEventListener('click', () => {
   } else void connect();
 });
 
+// "Try again": now instead of after the back-off (connect() cancels the pending retry).
+$('retry').addEventListener('click', () => void connect());
+
 await offerSso();
-const { json } = await api('GET', '/auth/status');
+const { status, json } = await api('GET', '/auth/status');
 const replay = replayFromHash();
-if (json.data?.authenticated) {
+if (status === 0 || status >= 500) {
+  // The server did not answer: the start's own retries (and its 401 → sign-in) take it from here.
+  scheduleReconnect(`Could not load the terminal: ${json.message ?? `status ${status}`}`);
+} else if (json.data?.authenticated) {
   $('who').textContent = json.data.user.username;
   if (replay) {
     await showRecordings();
