@@ -22,6 +22,24 @@ export interface RunningSeaweedfs {
   stop(): Promise<void>;
 }
 
+interface MasterStatus {
+  Topology?: { DataCenters?: { Racks?: { DataNodes?: unknown[] | null }[] }[] | null };
+}
+
+/** Whether the master knows a volume server (SeaweedFS can store bytes). */
+async function hasVolumeServer(masterUrl: string): Promise<boolean> {
+  const status = await fetch(`${masterUrl}/dir/status`).then((r) => r.json() as Promise<MasterStatus>, (): MasterStatus => ({}));
+  return (status.Topology?.DataCenters ?? []).some((dc) => (dc.Racks ?? []).some((rack) => (rack.DataNodes ?? []).length > 0));
+}
+
+async function volumeServerRegistered(masterUrl: string, timeoutMs: number): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await hasVolumeServer(masterUrl))) {
+    if (Date.now() > deadline) throw new Error(`no volume server registered with the master within ${timeoutMs} ms`);
+    await new Promise((r) => setTimeout(r, 200));
+  }
+}
+
 /** The flags of each port `weed server` opens; grpc ones default to http + 10000, which another run may hold. */
 const portFlags = ['master.port', 'master.port.grpc', 'volume.port', 'volume.port.grpc', 'filer.port', 'filer.port.grpc', 's3.port.grpc'] as const;
 
@@ -68,6 +86,9 @@ export async function startSeaweedfs(options: { dir: string; accessKey: string; 
     // The gateway answers /healthz once it is up; a bucket can be made once the filer and a volume server are.
     await waitForHttp(`${endpoint}/healthz`, 60_000);
     await waitForHttp(`http://127.0.0.1:${ports['master.port']}/cluster/healthz`, 60_000);
+    // Started again on its data, the volume server takes ~18 s to register with the master; until then the
+    // gateway answers reads but writes hang and fail (500 InternalError). Started means writable here.
+    await volumeServerRegistered(`http://127.0.0.1:${ports['master.port']}`, 60_000);
   } catch (error) {
     child.kill('SIGKILL');
     process.removeListener('exit', killOnExit);
