@@ -2,7 +2,7 @@
 // storage suites run against beside MinIO. One `weed server` process holds its master, volume server, filer and S3
 // gateway; every port is chosen free (none of SeaweedFS' fixed defaults), so parallel runs never collide.
 import { execFileSync, spawn } from 'node:child_process';
-import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { freePort, waitForHttp } from './ports.ts';
 import { tool } from './tools.ts';
@@ -66,6 +66,8 @@ export async function startSeaweedfs(options: { dir: string; accessKey: string; 
   const args = [
     'server', '-ip=127.0.0.1', '-ip.bind=127.0.0.1', `-dir=${join(options.dir, 'data')}`,
     '-filer', '-s3', `-s3.port=${port}`, `-s3.config=${config}`, '-s3.port.iceberg=0', '-s3.port.lance=0',
+    // Its unix sockets beside the data, not in /tmp (the gRPC ones have fixed /tmp names: removed in stop()).
+    `-filer.localSocket=${join(options.dir, 'filer.sock')}`, `-s3.localSocket=${join(options.dir, 's3.sock')}`,
     ...portFlags.map((flag) => `-${flag}=${ports[flag]}`),
     // Small volumes, as many as the disk allows: every test bucket is a collection with volumes of its own, and
     // the default (8 volumes of 30 GB) runs out after a few buckets.
@@ -111,6 +113,8 @@ export async function startSeaweedfs(options: { dir: string; accessKey: string; 
       child.kill('SIGTERM');
       await Promise.race([exited, new Promise((r) => setTimeout(r, 5000))]);
       child.kill('SIGKILL');
+      const grpc = { master: 'master.port.grpc', volume: 'volume.port.grpc', filer: 'filer.port.grpc', s3: 's3.port.grpc' } as const;
+      await Promise.all(Object.entries(grpc).map(([name, flag]) => rm(`/tmp/seaweedfs-${name}-grpc-${ports[flag]}.sock`, { force: true })));
     },
   };
 }
