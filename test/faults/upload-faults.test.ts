@@ -1,12 +1,13 @@
-// Faults injected into the real components (issue 12): PostgreSQL, and separately MinIO, is killed (SIGKILL) while
+// Faults injected into the real components (issue 12): PostgreSQL, and separately the S3 server (MinIO, and
+// SeaweedFS as the second S3 server the storage runs against), is killed (SIGKILL) while
 // a 1 GiB box is being uploaded to the box repository and a 1 GiB file to the file share, once a known amount has
 // been sent. Then it is started again on the same port and data directory, and we check what a user would:
 // each client got 503 with Retry-After (never a 2xx), no row points at missing bytes and, after the services'
-// sweeps, no stored object lacks a row and no part of the failed upload is left on MinIO's disk; the same uploads
+// sweeps, no stored object lacks a row and no part of the failed upload is left on the S3 server; the same uploads
 // retried succeed and download with the same sha256. (PostgreSQL killed mid-upload under the local storage
 // driver is test/single-machine/supervision.test.ts, with `boxyard dev`'s supervisor.)
 //
-// These tests own their PostgreSQL and MinIO (test/harness/killable.ts): the run's shared servers serve other
+// These tests own their PostgreSQL and S3 server (test/harness/killable.ts): the run's shared servers serve other
 // test files in parallel, and killing them would break those.
 import { readdir } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -15,7 +16,7 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { archPath, createBoxPath, createOrganization, startTestService, type BoxPath, type TestService } from '@boxyard/box-repository/testing/test-service.ts';
 import { createTestBucket, createTestDatabase, type TestBucket } from '../harness/fixtures.ts';
-import { startKillableMinio, startKillablePostgres, type KillableMinio, type KillablePostgres } from '../harness/killable.ts';
+import { startKillableMinio, startKillablePostgres, startKillableSeaweedfs, type KillableMinio, type KillablePostgres, type KillableSeaweedfs } from '../harness/killable.ts';
 import { downloadSha256, generatedBox, generatedBytes, generatedMultipart, streamUpload, type UploadAnswer } from './big-upload.ts';
 
 const GiB = 1 << 30;
@@ -61,7 +62,7 @@ async function rowKeys(databaseUrl: string, query: string): Promise<{ storage_ke
  * keys, each of the row's size. An upload whose commit outcome was unknown is cleaned up once the database
  * answers again (kit storage/discard-upload.ts), so this polls for a while.
  */
-async function expectEveryRowHasBytesAndEveryObjectARow({ boxes, share }: Services, minioDir: string): Promise<void> {
+async function expectEveryRowHasBytesAndEveryObjectARow({ boxes, share }: Services, unfinishedUploads: () => Promise<string[]>): Promise<void> {
   const checks = [
     {
       service: 'box-repository',
@@ -91,7 +92,7 @@ async function expectEveryRowHasBytesAndEveryObjectARow({ boxes, share }: Servic
       )
       .toEqual(rows.map((r) => r.storage_key).sort());
   }
-  await expect.poll(() => unfinishedUploadsOnDisk(minioDir), { timeout: 20_000, interval: 500, message: 'parts of unfinished uploads on MinIO\'s disk' }).toEqual([]);
+  await expect.poll(unfinishedUploads, { timeout: 20_000, interval: 500, message: 'parts of unfinished uploads on the S3 server' }).toEqual([]);
 }
 
 async function waitUntilReady(urls: string[]): Promise<void> {
@@ -109,23 +110,38 @@ function expectUnavailable(answer: UploadAnswer, service: string, dependency: Re
   expect(answer.text, service).not.toMatch(/127\.0\.0\.1|ECONN|\/tmp\/|\/var\/|at .*\.ts/);
 }
 
-describe('1 GiB uploads when PostgreSQL or MinIO dies mid-way', () => {
+/**
+ * The S3 servers, each with where it keeps the parts of unfinished uploads: MinIO on its disk (it lists such
+ * uploads only per exact key), SeaweedFS in its filer's `.uploads` folder of each bucket.
+ */
+const s3Servers = [
+  { server: 'minio', Server: 'MinIO', start: startKillableMinio, unfinished: (s3: KillableMinio) => unfinishedUploadsOnDisk(s3.dir) },
+  {
+    server: 'seaweedfs',
+    Server: 'SeaweedFS',
+    start: startKillableSeaweedfs,
+    unfinished: async (s3: KillableMinio, buckets: string[]) => (await Promise.all(buckets.map((b) => (s3 as KillableSeaweedfs).unfinishedUploads(b)))).flat(),
+  },
+] as const;
+
+describe.each(s3Servers)('1 GiB uploads when PostgreSQL or $Server dies mid-way', ({ server, Server, start, unfinished }) => {
   let postgres: KillablePostgres;
-  let minio: KillableMinio;
+  let s3: KillableMinio;
   let services: Services;
+  const unfinishedUploads = () => unfinished(s3, [services.boxes.bucket!.bucket, services.share.bucket!.bucket]);
 
   beforeAll(async () => {
-    [postgres, minio] = await Promise.all([startKillablePostgres(), startKillableMinio()]);
+    [postgres, s3] = await Promise.all([startKillablePostgres(), start()]);
     const boxes = await startTestService({
       storage: 's3',
       databaseUrl: await createTestDatabase('faultbox', postgres.adminUrl),
-      bucket: await createTestBucket('faultbox', minio),
+      bucket: await createTestBucket('faultbox', s3),
     });
     services = { boxes, share: undefined as unknown as TestShare };
     services.share = await startTestShare({
       storage: 's3',
       databaseUrl: await createTestDatabase('faultfs', postgres.adminUrl),
-      bucket: await createTestBucket('faultfs', minio),
+      bucket: await createTestBucket('faultfs', s3),
       overrides: { uploads: { max_bytes: 2 * GiB }, logging: { level: 'silent' } },
     });
     await createOrganization(boxes, 'faults');
@@ -134,7 +150,7 @@ describe('1 GiB uploads when PostgreSQL or MinIO dies mid-way', () => {
   afterAll(async () => {
     await services?.share?.close();
     await services?.boxes?.close(); // also empties its bucket
-    await Promise.allSettled([postgres?.stop(), minio?.stop()]);
+    await Promise.allSettled([postgres?.stop(), s3?.stop()]);
   }, 60_000);
 
   /**
@@ -168,7 +184,7 @@ describe('1 GiB uploads when PostgreSQL or MinIO dies mid-way', () => {
     expectUnavailable(boxAnswer!, 'box-repository', dependency);
     expectUnavailable(fileAnswer!, 'file-share', dependency);
     await waitUntilReady([boxes.url, share.url]);
-    await expectEveryRowHasBytesAndEveryObjectARow(services, minio.dir);
+    await expectEveryRowHasBytesAndEveryObjectARow(services, unfinishedUploads);
 
     // The same uploads again: accepted, and the bytes served back are the bytes sent.
     const [boxRetry, fileRetry] = await Promise.all([boxUpload, fileUpload].map((u) => streamUpload(u.url, { headers: u.headers, body: u.body })));
@@ -180,14 +196,17 @@ describe('1 GiB uploads when PostgreSQL or MinIO dies mid-way', () => {
     ]);
     expect(boxDownload).toEqual({ status: 200, sha256: box.sha256(), bytes: box.length });
     expect(fileDownload).toEqual({ status: 200, sha256: disk.sha256(), bytes: disk.length });
-    await expectEveryRowHasBytesAndEveryObjectARow(services, minio.dir);
+    await expectEveryRowHasBytesAndEveryObjectARow(services, unfinishedUploads);
   }
 
-  it('PostgreSQL killed mid-upload: 503, nothing half-stored, the retry succeeds', async () => {
-    await uploadThroughFault('postgres', postgres, /database/i);
-  }, 300_000);
+  // The database fault does not depend on the S3 server: once, beside MinIO.
+  if (server === 'minio') {
+    it('PostgreSQL killed mid-upload: 503, nothing half-stored, the retry succeeds', async () => {
+      await uploadThroughFault('postgres', postgres, /database/i);
+    }, 300_000);
+  }
 
-  it('MinIO killed mid-upload: 503, nothing half-stored, the retry succeeds', async () => {
-    await uploadThroughFault('minio', minio, /storage/i);
+  it(`${Server} killed mid-upload: 503, nothing half-stored, the retry succeeds`, async () => {
+    await uploadThroughFault(server, s3, /storage/i);
   }, 300_000);
 });

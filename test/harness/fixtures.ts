@@ -30,6 +30,18 @@ export interface TestBucket {
   client: Minio.Client;
 }
 
+/**
+ * The S3 servers of the run that the storage suites run against, as a matrix (`describe.each(s3Servers)`): MinIO
+ * and SeaweedFS (global-setup.ts starts both once per run).
+ */
+export const s3Servers = [{ server: 'minio' }, { server: 'seaweedfs' }] as const;
+export type S3ServerName = (typeof s3Servers)[number]['server'];
+
+/** The endpoint and credentials of one of the run's S3 servers. */
+export function s3Server(name: S3ServerName): { endpoint: string; accessKey: string; secretKey: string } {
+  return inject(name);
+}
+
 /** Creates an empty bucket on the run's MinIO (or on `server`). */
 export async function createTestBucket(prefix = 't', server?: { endpoint: string; accessKey: string; secretKey: string }): Promise<TestBucket> {
   const { endpoint, accessKey, secretKey } = server ?? inject('minio');

@@ -1,4 +1,4 @@
-// A PostgreSQL and a MinIO that a fault test owns: it kills them (SIGKILL, as a crash or the OOM killer would)
+// A PostgreSQL and a MinIO (or SeaweedFS) that a fault test owns: it kills them (SIGKILL, as a crash or the OOM killer would)
 // and starts them again on the same port and data directory, so the services' configured URLs find them again.
 // Never the run's shared servers (global-setup.ts): other test files use those at the same time.
 import { randomBytes } from 'node:crypto';
@@ -7,6 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startPostgres, type RunningPostgres } from 'boxyard/src/embedded-postgres.ts';
 import { startMinio, type RunningMinio } from './minio.ts';
+import { startSeaweedfs, type RunningSeaweedfs } from './seaweedfs.ts';
 
 export interface Killable {
   /** SIGKILLs the server and waits until it is gone. */
@@ -87,6 +88,42 @@ export async function startKillableMinio(): Promise<KillableMinio> {
     },
     async restart() {
       current = await startMinio({ ...options, port });
+    },
+    async stop() {
+      await current.stop();
+      await rm(root, { recursive: true, force: true });
+    },
+  };
+}
+
+export interface KillableSeaweedfs extends KillableMinio {
+  /** Keys of the multipart uploads SeaweedFS keeps in a bucket (its filer's `.uploads` folder, parts included). */
+  unfinishedUploads(bucket: string): Promise<string[]>;
+}
+
+export async function startKillableSeaweedfs(): Promise<KillableSeaweedfs> {
+  const root = await reachableTempDir('boxyard-fault-seaweedfs-');
+  const options = { dir: root, accessKey: `fault${randomBytes(4).toString('hex')}`, secretKey: secret() };
+  let current: RunningSeaweedfs = await startSeaweedfs(options);
+  const port = Number(new URL(current.endpoint).port);
+  return {
+    dir: root,
+    endpoint: current.endpoint,
+    accessKey: options.accessKey,
+    secretKey: options.secretKey,
+    async unfinishedUploads(bucket) {
+      const response = await fetch(`${current.filerUrl}/buckets/${bucket}/.uploads/?limit=1000`, { headers: { accept: 'application/json' } });
+      if (response.status === 404) return [];
+      const listing = (await response.json()) as { Entries: { FullPath: string }[] | null };
+      return (listing.Entries ?? []).map((entry) => entry.FullPath);
+    },
+    async kill() {
+      process.kill(current.pid, 'SIGKILL');
+      await current.exited;
+      await current.stop(); // only forgets its exit hook: the process is gone
+    },
+    async restart() {
+      current = await startSeaweedfs({ ...options, port }); // its other ports are kept beside the data
     },
     async stop() {
       await current.stop();

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds the real components the tests and `make cluster` use, from the Go module proxy, once per version.
 # Binaries land in ${BOXYARD_CACHE:-~/.cache/boxyard}/bin/<name>-<version>; a finished build is never redone.
-# Usage: build-tools.sh [tool ...]   (default: all). Tools: minio etcd kube helm kwok coredns traefik otelcol localpath
+# Usage: build-tools.sh [tool ...]   (default: all). Tools: minio etcd kube helm kwok coredns traefik otelcol localpath seaweedfs
 set -euo pipefail
 
 CACHE=${BOXYARD_CACHE:-$HOME/.cache/boxyard}
@@ -21,6 +21,9 @@ TRAEFIK_VERSION=v3.6.12  # v3.7.x needs modules the proxy refuses (a go-http-aut
 OTELCOL_VERSION=v0.165.0
 # The real node's dynamic provisioner (hostPath volumes under the node's state), for TerminalPool homes.
 LOCAL_PATH_VERSION=v0.0.30
+# The second S3 server the storage suites run against (MinIO's upstream is archived). No release tags on the proxy:
+# the newest commit it serves.
+SEAWEEDFS_VERSION=v0.0.0-20261109003541-7506e5f91cd6
 
 log() { printf '[tools] %s\n' "$*" >&2; }
 
@@ -161,6 +164,12 @@ GO
   (cd "$dir" && CGO_ENABLED=0 GOFLAGS=-mod=mod go build -trimpath -ldflags "-s -w" -o "$BIN/.otelcol.tmp" .)
   mv "$BIN/.otelcol.tmp" "$out"; rm -rf "$dir"; log "built $out"
 }
+# SeaweedFS' go.mod replaces a dependency (go-bip39 with a fork), so it is built like traefik, from its own go.mod.
+# Its version variable stays at the source's default; the binary is keyed by the module version above.
+build_seaweedfs() {
+  fork_build seaweedfs "$SEAWEEDFS_VERSION" github.com/seaweedfs/seaweedfs "$SEAWEEDFS_VERSION" "-s -w" \
+    github.com/seaweedfs/seaweedfs/weed
+}
 build_etcd()  {
   # etcd's server module is its main package; siblings (api, client, pkg) share the release version.
   [ -x "$BIN/etcd-$ETCD_VERSION" ] && return 0
@@ -194,11 +203,12 @@ COREDNS=$BIN/coredns-$COREDNS_VERSION
 TRAEFIK=$BIN/traefik-$TRAEFIK_VERSION
 OTELCOL=$BIN/otelcol-$OTELCOL_VERSION
 LOCAL_PATH_PROVISIONER=$BIN/local-path-provisioner-$LOCAL_PATH_VERSION
+SEAWEEDFS=$BIN/weed-$SEAWEEDFS_VERSION
 P
 }
 
 if [ "${1:-}" = "--paths" ]; then print_paths; exit 0; fi
-tools=("$@"); [ ${#tools[@]} -gt 0 ] || tools=(minio etcd kube helm kwok coredns traefik otelcol localpath)
+tools=("$@"); [ ${#tools[@]} -gt 0 ] || tools=(minio etcd kube helm kwok coredns traefik otelcol localpath seaweedfs)
 # Two queues side by side: kube (the longest) alone, the rest one after the other. On a cold cache this overlaps
 # module downloads and links with compiles; each build holds its own lock and the Go caches are shared safely.
 kube=() rest=()

@@ -1,11 +1,20 @@
-// Downloads and Vagrant metadata on the s3 driver: byte ranges, HEAD, ETag / If-None-Match / If-Range,
+// Downloads and Vagrant metadata on the s3 driver, on each of the run's S3 servers (MinIO, SeaweedFS): byte ranges,
+// a 302 to a presigned storage URL (download_links.redirect_to_storage) that curl follows with its Range, HEAD, ETag / If-None-Match / If-Range,
 // Content-Disposition, download counts, every credential form for private boxes, signed links, and the metadata
 // Vagrant reads (which versions, the order of architectures, absolute stable URLs, HEAD answers).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { execFile } from 'node:child_process';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { createTestBucket, s3Server, s3Servers } from '@boxyard/test/harness/fixtures.ts';
 import { makeBox, sha256 } from '../testing/boxes.ts';
 import { archPath, createBoxPath, createOrganization, startTestService, uploadRaw, type BoxPath, type TestService } from '../testing/test-service.ts';
 
-describe('downloads and metadata (s3 driver)', () => {
+const run = promisify(execFile);
+
+describe.each(s3Servers)('downloads and metadata (s3 driver on $server)', ({ server }) => {
   let service: TestService;
   let box: Buffer;
   let key: string;
@@ -16,7 +25,7 @@ describe('downloads and metadata (s3 driver)', () => {
   const bytes = async (response: Response) => Buffer.from(await response.arrayBuffer());
 
   beforeAll(async () => {
-    service = await startTestService({ storage: 's3' });
+    service = await startTestService({ storage: 's3', bucket: await createTestBucket('boxrepo', s3Server(server)) });
     await createOrganization(service, 'acme');
     box = await makeBox({ gzip: false, fillerBytes: 100_000 });
     for (const [path, isPublic] of [[publicPath, true], [privatePath, false]] as const) {
@@ -102,6 +111,31 @@ describe('downloads and metadata (s3 driver)', () => {
       await (await get(fileUrl(path), { range: 'bytes=500-' })).arrayBuffer();
       await get(fileUrl(path), {}, 'HEAD');
       await expect.poll(async () => (await service.request('GET', `${archPath(path)}/file`)).body.download_count).toBe(2);
+    });
+  });
+
+  describe('redirected to storage (download_links.redirect_to_storage)', () => {
+    it('answers 302 to a presigned URL of the S3 server, which curl follows with its Range and reads byte for byte', async () => {
+      const redirecting = await startTestService({ storage: 's3', bucket: service.bucket!, databaseUrl: service.databaseUrl, config: { download_links: { redirect_to_storage: true, storage_url_ttl_seconds: 60 } } });
+      const dir = await mkdtemp(join(tmpdir(), 'boxrepo-redirect-'));
+      try {
+        const answer = await fetch(`${redirecting.url}${fileUrl(publicPath)}`, { redirect: 'manual' });
+        expect(answer.status).toBe(302);
+        const location = new URL(answer.headers.get('location')!);
+        expect(location.origin).toBe(new URL(service.bucket!.endpoint).origin);
+        expect(location.searchParams.get('X-Amz-Expires')).toBe('60');
+        const out = join(dir, 'part');
+        const ranged = await run('curl', ['-sS', '-L', '-r', '1000-1999', '-o', out, '-w', '%{http_code} %{num_redirects}', `${redirecting.url}${fileUrl(publicPath)}`]);
+        expect(ranged.stdout).toBe('206 1');
+        expect((await readFile(out)).equals(box.subarray(1000, 2000))).toBe(true);
+        await run('curl', ['-sSfL', '-o', out, `${redirecting.url}${fileUrl(publicPath)}`]);
+        expect(sha256(await readFile(out))).toBe(sha256(box));
+        // A private file needs credentials before the redirect, not after.
+        expect((await fetch(`${redirecting.url}${fileUrl(privatePath)}`, { redirect: 'manual' })).status).toBe(401);
+      } finally {
+        await redirecting.running.close(); // not close(): that empties the bucket the other tests read
+        await rm(dir, { recursive: true, force: true });
+      }
     });
   });
 

@@ -11,7 +11,7 @@ import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { incompleteUploads } from '@boxyard/test/harness/fixtures.ts';
+import { createTestBucket, incompleteUploads, s3Server, s3Servers } from '@boxyard/test/harness/fixtures.ts';
 import { uploadInTwoParts } from '@boxyard/test/harness/upload-in-two-parts.ts';
 import { makeBox, makeGzipBomb, md5, sha256 } from '../testing/boxes.ts';
 import { archPath, createBoxPath, createOrganization, startTestService, uploadRaw, type BoxPath, type TestService } from '../testing/test-service.ts';
@@ -374,10 +374,10 @@ describe('uploads', () => {
   });
 });
 
-describe('uploads on the s3 driver', () => {
+describe.each(s3Servers)('uploads on the s3 driver on $server', ({ server }) => {
   let service: TestService;
   beforeAll(async () => {
-    service = await startTestService({ storage: 's3' });
+    service = await startTestService({ storage: 's3', bucket: await createTestBucket('boxrepo', s3Server(server)) });
     await createOrganization(service, 'acme');
   });
   afterAll(async () => service?.close());

@@ -1,5 +1,6 @@
 // A box repository process killed (SIGKILL) in the middle of an upload, on each storage driver: what the upload
-// left on the storage (local: a temp file under .tmp/; s3: a multipart upload with parts on MinIO) is removed
+// left on the storage (local: a temp file under .tmp/; s3: a multipart upload with parts, on MinIO and on
+// SeaweedFS) is removed
 // by the next replica's sweep, and its clean-up entry goes without a delete of a key that never existed.
 // Incomplete uploads outside the service's prefix (another service in the same bucket) are left alone.
 import type { ChildProcess } from 'node:child_process';
@@ -9,7 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { generatedBox, generatedBytes, streamUpload } from '@boxyard/test/faults/big-upload.ts';
-import { createTestBucket, createTestDatabase, incompleteUploads } from '@boxyard/test/harness/fixtures.ts';
+import { createTestBucket, createTestDatabase, incompleteUploads, s3Server, s3Servers } from '@boxyard/test/harness/fixtures.ts';
 import { freePort } from '@boxyard/kit/net/free-port.ts';
 import { startService } from '@boxyard/test/bench/box-repository.ts';
 import { makeBox } from '../testing/boxes.ts';
@@ -29,11 +30,11 @@ async function startProcess(config: Record<string, unknown>): Promise<{ url: str
   return service;
 }
 
-describe.each(['local', 's3'] as const)('a process killed mid-upload (%s storage)', (driver) => {
+describe.each([{ storage: 'local', server: undefined }, ...s3Servers.map(({ server }) => ({ storage: `s3 on ${server}`, server }))])('a process killed mid-upload ($storage storage)', ({ server }) => {
   it('leaves nothing behind once the next replica has swept', { timeout: 120_000 }, async () => {
     const databaseUrl = await createTestDatabase('boxcrash');
-    const root = driver === 'local' ? await mkdtemp(join(tmpdir(), 'boxrepo-crash-')) : undefined;
-    const bucket = driver === 's3' ? await createTestBucket('boxcrash') : undefined;
+    const root = server ? undefined : await mkdtemp(join(tmpdir(), 'boxrepo-crash-'));
+    const bucket = server ? await createTestBucket('boxcrash', s3Server(server)) : undefined;
     const storage = bucket
       ? { driver: 's3', endpoint: bucket.endpoint, access_key: bucket.accessKey, secret_key: bucket.secretKey, bucket: bucket.bucket, region: bucket.region, prefix: 'box-repository' }
       : { driver: 'local', root: root! };

@@ -1,4 +1,5 @@
-// Files on the s3 driver, with real clients where users have them (curl), and fetch for the rest.
+// Files on the s3 driver, with real clients where users have them (curl), and fetch for the rest. Uploads and
+// downloads (ranges, cut-off bodies, streamed parts) run on each of the run's S3 servers (MinIO, SeaweedFS).
 import { execFile } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
 import { mkdtemp, readFile, writeFile } from 'node:fs/promises';
@@ -7,7 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { incompleteUploads } from '@boxyard/test/harness/fixtures.ts';
+import { createTestBucket, incompleteUploads, s3Server, s3Servers } from '@boxyard/test/harness/fixtures.ts';
 import { uploadInTwoParts } from '@boxyard/test/harness/upload-in-two-parts.ts';
 import { ADMIN_PASSWORD, adminAuth, bucketKeys, eventually, postJson, startTestShare, upload, type TestShare } from '../testing/test-share.ts';
 
@@ -23,13 +24,20 @@ beforeAll(async () => {
 afterAll(() => test?.close());
 
 type Listing = { success: boolean; path: string; total: number; page: number; limit: number; files: { name: string; path: string; size: number; checksum: string | null; isDirectory: boolean; mtime: string }[] };
-const listJson = async (path: string, query = '') => {
-  const response = await fetch(`${test.url}${path}${query}`, { headers: { authorization: adminAuth, accept: 'application/json' } });
+const listJson = async (path: string, query = '', url = test.url) => {
+  const response = await fetch(`${url}${path}${query}`, { headers: { authorization: adminAuth, accept: 'application/json' } });
   expect(response.status).toBe(200);
   return (await response.json()) as Listing;
 };
 
-describe('upload and download with curl', () => {
+describe.each(s3Servers)('upload and download with curl ($server)', ({ server }) => {
+  // This block's own share, on its S3 server (shadows the file's share, which is on MinIO).
+  let test: TestShare;
+  beforeAll(async () => {
+    test = await startTestShare({ storage: 's3', bucket: await createTestBucket('fs', s3Server(server)), overrides: { uploads: { max_bytes: 1024 * 1024 } } });
+  });
+  afterAll(() => test?.close());
+
   it('uploads with curl -F, stores the sha256 at once, and serves ranges', async () => {
     const data = randomBytes(300_000);
     const file = join(work, 'data.bin');
@@ -42,7 +50,7 @@ describe('upload and download with curl', () => {
     expect(uploaded.data.file).toMatchObject({ checksum: sha256(data), size: data.length, path: '/curl/data.bin' });
 
     // The listing shows the checksum right away (never "Pending").
-    const listing = await listJson('/curl/');
+    const listing = await listJson('/curl/', '', test.url);
     expect(listing.files).toEqual([expect.objectContaining({ name: 'data.bin', checksum: sha256(data), isDirectory: false, size: data.length })]);
 
     const out = join(work, 'range.bin');
@@ -166,7 +174,14 @@ describe('upload and download with curl', () => {
   });
 });
 
-describe('uploads with the bytes as the body (application/octet-stream, as the web console sends them)', () => {
+describe.each(s3Servers)('uploads with the bytes as the body (application/octet-stream, as the web console sends them; $server)', ({ server }) => {
+  // This block's own share, on its S3 server (shadows the file's share, which is on MinIO).
+  let test: TestShare;
+  beforeAll(async () => {
+    test = await startTestShare({ storage: 's3', bucket: await createTestBucket('fs', s3Server(server)), overrides: { uploads: { max_bytes: 1024 * 1024 } } });
+  });
+  afterAll(() => test?.close());
+
   const raw = (path: string, body: Buffer | string, authorization = adminAuth) =>
     fetch(`${test.url}${path}`, { method: 'POST', headers: { authorization, 'content-type': 'application/octet-stream', accept: 'application/json' }, body });
 
@@ -199,7 +214,7 @@ describe('uploads with the bytes as the body (application/octet-stream, as the w
   });
 
   it('streams a body with a Content-Length into storage as it arrives (not a 16 MiB part at a time)', async () => {
-    const big = await startTestShare({ storage: 's3', overrides: { uploads: { max_bytes: 64 * 1024 * 1024 } } });
+    const big = await startTestShare({ storage: 's3', bucket: await createTestBucket('fs', s3Server(server)), overrides: { uploads: { max_bytes: 64 * 1024 * 1024 } } });
     try {
       const data = randomBytes(20 * 1024 * 1024); // two parts of 16 MiB, the last one short
       const headers = { authorization: adminAuth, 'content-type': 'application/octet-stream', accept: 'application/json' };

@@ -6,7 +6,7 @@ import { mkdir, mkdtemp, readdir, utimes, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it, vi } from 'vitest';
-import { createTestBucket, incompleteUploads } from '@boxyard/test/harness/fixtures.ts';
+import { createTestBucket, incompleteUploads, s3Server, s3Servers } from '@boxyard/test/harness/fixtures.ts';
 import { startTestShare } from '../testing/test-share.ts';
 
 const DAY = 24 * 3600;
@@ -28,8 +28,8 @@ describe('the file share sweeps what interrupted uploads left', () => {
     }
   });
 
-  it('s3: aborts unfinished multipart uploads under its prefix once old enough, not those of another prefix', async () => {
-    const bucket = await createTestBucket('fsabandon');
+  it.each(s3Servers)('s3 on $server: aborts unfinished multipart uploads under its prefix once old enough, not those of another prefix', async ({ server }) => {
+    const bucket = await createTestBucket('fsabandon', s3Server(server));
     await bucket.client.initiateNewMultipartUpload(bucket.bucket, 'file-share/objects/crashed', {});
     await bucket.client.initiateNewMultipartUpload(bucket.bucket, 'box-repository/objects/elsewhere', {});
     await new Promise((r) => setTimeout(r, 2100)); // older than abandoned_after_seconds (S3 dates have 1 s resolution)

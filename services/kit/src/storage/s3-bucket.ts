@@ -24,7 +24,11 @@ export const notFoundCodes = new Set(['NoSuchKey', 'NotFound']);
 const fullCodes = new Set(['XMinioStorageFull', 'StorageFull', 'XMinioAdminNoSpace', 'InsufficientStorage']);
 const conflictCodes = new Set(['XMinioParentIsObject', 'XMinioObjectExistsAsDirectory']);
 const invalidKeyCodes = new Set(['KeyTooLongError', 'XMinioInvalidObjectName', 'XMinioInvalidResourceName']);
-const unavailableCodes = new Set(['NoSuchBucket', 'SlowDown', 'ServiceUnavailable', 'XMinioServerNotInitialized', 'AccessDenied', 'InvalidAccessKeyId', 'SignatureDoesNotMatch']);
+// InternalError: S3's "please try again" (SeaweedFS answers it to writes until its volume servers have registered
+// after a restart); a retry later succeeds, so it is a 503 with Retry-After, not the service's own 500.
+const unavailableCodes = new Set(['NoSuchBucket', 'SlowDown', 'ServiceUnavailable', 'InternalError', 'XMinioServerNotInitialized', 'AccessDenied', 'InvalidAccessKeyId', 'SignatureDoesNotMatch']);
+/** The statuses of an S3 answer without a known code (a part PUT's bare answer, a proxy) that a retry may cure. */
+const retryableStatuses = new Set([500, 502, 503, 504]);
 const networkErrnos = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN', 'EPIPE',
   // undici's (part uploads)
   'UND_ERR_SOCKET', 'UND_ERR_CONNECT_TIMEOUT', 'UND_ERR_HEADERS_TIMEOUT', 'UND_ERR_BODY_TIMEOUT', 'UND_ERR_CLOSED',
@@ -44,7 +48,8 @@ export function toStorageError(error: unknown, key: string): unknown {
   if (invalidKeyCodes.has(code) || (error as Error | undefined)?.name === 'InvalidObjectNameError') {
     return new InvalidKeyError(key, (error as Error).message);
   }
-  if (unavailableCodes.has(code) || networkErrnos.has(code)) {
+  const status = (error as { statusCode?: unknown } | undefined)?.statusCode;
+  if (unavailableCodes.has(code) || networkErrnos.has(code) || (typeof status === 'number' && retryableStatuses.has(status))) {
     return new StorageUnavailableError(`object storage unavailable: ${(error as Error).message || code}`, { cause: error });
   }
   return error;

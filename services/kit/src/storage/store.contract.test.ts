@@ -1,12 +1,13 @@
 // One contract, both drivers: what a service may rely on whichever storage the operator configured.
-// s3 runs on the run's real MinIO (a fresh bucket per test), local on a fresh temporary directory.
+// s3 runs on each of the run's real S3 servers, MinIO and SeaweedFS (a fresh bucket per test), local on a fresh
+// temporary directory.
 import { createHash, randomBytes } from 'node:crypto';
 import { mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { createTestBucket } from '@boxyard/test/harness/fixtures.ts';
+import { createTestBucket, s3Server, s3Servers } from '@boxyard/test/harness/fixtures.ts';
 import {
   BodyLengthMismatchError,
   ChecksumMismatchError,
@@ -35,9 +36,10 @@ interface Subject {
   cleanup(): Promise<void>;
 }
 
-const drivers: { driver: 'local' | 's3'; create(): Promise<Subject> }[] = [
+const drivers: { driver: 'local' | 's3'; on: string; create(): Promise<Subject> }[] = [
   {
     driver: 'local',
+    on: 'a directory',
     async create() {
       const root = await mkdtemp(join(tmpdir(), 'boxyard-store-'));
       return {
@@ -48,10 +50,11 @@ const drivers: { driver: 'local' | 's3'; create(): Promise<Subject> }[] = [
       };
     },
   },
-  {
-    driver: 's3',
-    async create() {
-      const bucket = await createTestBucket('store');
+  ...s3Servers.map(({ server }) => ({
+    driver: 's3' as const,
+    on: server,
+    async create(): Promise<Subject> {
+      const bucket = await createTestBucket('store', s3Server(server));
       const options = { ...bucket, prefix: 'svc', partSize };
       return {
         store: createS3Store(options),
@@ -65,7 +68,7 @@ const drivers: { driver: 'local' | 's3'; create(): Promise<Subject> }[] = [
         cleanup: async () => {},
       };
     },
-  },
+  })),
 ];
 
 const sha256 = (data: Uint8Array): string => createHash('sha256').update(data).digest('hex');
@@ -93,7 +96,7 @@ async function keysOf(store: ObjectStore, prefix: string): Promise<string[]> {
   return keys;
 }
 
-describe.each(drivers)('object store contract: $driver', ({ driver, create }) => {
+describe.each(drivers)('object store contract: $driver on $on', ({ driver, create }) => {
   let subject: Subject;
   let store: ObjectStore;
 
@@ -432,9 +435,9 @@ describe.each(drivers)('object store contract: $driver', ({ driver, create }) =>
   });
 });
 
-describe('s3 driver specifics', () => {
+describe.each(s3Servers)('s3 driver specifics on $server', ({ server }) => {
   it('keeps each service inside its prefix and remembers the content type', async () => {
-    const bucket = await createTestBucket('prefix');
+    const bucket = await createTestBucket('prefix', s3Server(server));
     const boxes = createObjectStore({
       driver: 's3', endpoint: bucket.endpoint, access_key: bucket.accessKey, secret_key: bucket.secretKey,
       bucket: bucket.bucket, region: bucket.region, prefix: 'box-repository/',
@@ -454,7 +457,7 @@ describe('s3 driver specifics', () => {
   });
   it('removes, with a key, the parts of an upload to it that was never completed nor aborted', async () => {
     // What an upload leaves when the storage dies under it: its abort failed too. No object listing shows it.
-    const bucket = await createTestBucket('unfinished');
+    const bucket = await createTestBucket('unfinished', s3Server(server));
     const store = createS3Store({ ...bucket, prefix: 'svc' });
     const uploadId = await bucket.client.initiateNewMultipartUpload(bucket.bucket, 'svc/files/k', {});
     await bucket.client.uploadPart({ bucketName: bucket.bucket, objectName: 'svc/files/k', uploadID: uploadId, partNumber: 1, headers: {} }, Buffer.alloc(MiB));
@@ -464,7 +467,7 @@ describe('s3 driver specifics', () => {
     expect(await unfinished()).toEqual([]);
   });
   it('reports an unreachable endpoint as unavailable (503), not as a missing object', async () => {
-    const bucket = await createTestBucket('down');
+    const bucket = await createTestBucket('down', s3Server(server));
     const down = createS3Store({ ...bucket, endpoint: 'http://127.0.0.1:1' });
     await expect(down.check()).rejects.toBeInstanceOf(StorageUnavailableError);
     await expect(down.stat('k')).rejects.toMatchObject({ statusCode: 503, code: 'STORAGE_UNAVAILABLE' });

@@ -1,6 +1,7 @@
 // GetObject (whole or a byte range) as an UpstreamBody: the request goes to a presigned URL that minio-js signs
 // locally (no signing code here; the Range header is not part of the signature), and an error answer becomes an
-// error shaped like minio-js's (`code`, and `actualobjectsize` for InvalidRange), so the store maps both alike.
+// error shaped like minio-js's (`code`, and `actualobjectsize` for InvalidRange, from the XML or the 416's
+// Content-Range), so the store maps both alike.
 import type { Client } from 'minio';
 import type { ByteRange } from '../types.ts';
 import { UpstreamBody } from './upstream-body.ts';
@@ -35,16 +36,23 @@ export async function getObjectBody(options: GetObjectOptions): Promise<Upstream
     // A server that ignored the Range header would have the caller send the wrong bytes as a 206.
     throw Object.assign(new Error('the storage answered a range request with the whole object'), { code: 'ServiceUnavailable' });
   }
-  throw s3Error(response.status, text);
+  throw s3Error(response.status, text, response.headers.get('content-range'));
+}
+
+/** The size in a 416's `Content-Range: bytes *\/<size>` (RFC 9110), as SeaweedFS states it instead of the XML. */
+function sizeInContentRange(header: string | undefined): string | undefined {
+  const match = /^bytes \*\/(\d{1,16})$/.exec(header?.trim() ?? '');
+  return match?.[1];
 }
 
 const tag = (xml: string, name: string) => new RegExp(`<${name}>([^<]*)</${name}>`).exec(xml)?.[1];
 
-function s3Error(status: number, xml: string): Error {
+function s3Error(status: number, xml: string, contentRange: string | undefined): Error {
   const code = tag(xml, 'Code') ?? codeByStatus[status] ?? `HTTP ${status}`;
   const message = unescapeXml(tag(xml, 'Message') ?? `the storage answered ${status}`);
   const error = Object.assign(new Error(message), { name: 'S3Error', code });
-  const actualSize = tag(xml, 'ActualObjectSize');
+  // MinIO names an unsatisfiable range's object size in the XML, SeaweedFS in the header: either spares a HEAD.
+  const actualSize = tag(xml, 'ActualObjectSize') ?? (status === 416 ? sizeInContentRange(contentRange) : undefined);
   return actualSize === undefined ? error : Object.assign(error, { actualobjectsize: actualSize });
 }
 

@@ -1,7 +1,7 @@
-// Downloads from the s3 store on the run's real MinIO, as the services send them (sendStoredBody) and as a user
-// checks them (curl): whole objects and ranges byte for byte, parallel downloads apart, the download counter, a
+// Downloads from the s3 store on each of the run's real S3 servers (MinIO, SeaweedFS), as the services send them
+// (sendStoredBody) and as a user checks them (curl): whole objects and ranges byte for byte, parallel downloads apart, the download counter, a
 // client that hangs up mid-body leaving no connection to the storage open (counted at a TCP hop in front of
-// MinIO), a missing object and a range past the end as the errors callers map to 404 / 416, an unreachable
+// the S3 server), a missing object and a range past the end as the errors callers map to 404 / 416, an unreachable
 // storage as 503.
 import { createHash, randomBytes } from 'node:crypto';
 import { createConnection, createServer, type Server, type Socket } from 'node:net';
@@ -10,7 +10,7 @@ import Fastify, { type FastifyInstance } from 'fastify';
 import { Registry } from '@prometheus-io/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { curlGet, hangUpMidBody } from '@boxyard/test/harness/download-clients.ts';
-import { createTestBucket } from '@boxyard/test/harness/fixtures.ts';
+import { createTestBucket, s3Server, s3Servers } from '@boxyard/test/harness/fixtures.ts';
 import { sendStoredBody } from '../../http/send-stored-body.ts';
 import { instrumentStore } from '../../metrics/storage-metrics.ts';
 import { ObjectNotFoundError, RangeNotSatisfiableError, StorageUnavailableError } from '../errors.ts';
@@ -24,10 +24,12 @@ const sha256 = (data: Buffer) => createHash('sha256').update(data).digest('hex')
 /** An object that arrives with the response head, in the first read. */
 const small = 1000;
 
-/** A TCP hop in front of MinIO that knows how many connections go through it right now. */
-async function countingHop(target: URL): Promise<{ endpoint: string; open(): number; close(): Promise<void> }> {
+/** A TCP hop in front of the S3 server that knows how many connections go through it right now. */
+async function countingHop(target: URL): Promise<{ endpoint: string; open(): number; made(): number; close(): Promise<void> }> {
   const sockets = new Set<Socket>();
+  let made = 0;
   const server: Server = createServer((client) => {
+    made++;
     const upstream = createConnection({ host: target.hostname, port: Number(target.port) });
     sockets.add(client);
     client.on('close', () => sockets.delete(client));
@@ -40,6 +42,7 @@ async function countingHop(target: URL): Promise<{ endpoint: string; open(): num
   return {
     endpoint: `http://127.0.0.1:${(server.address() as { port: number }).port}`,
     open: () => sockets.size,
+    made: () => made,
     close: async () => {
       for (const socket of sockets) socket.destroy();
       await new Promise((resolve) => server.close(resolve));
@@ -47,7 +50,7 @@ async function countingHop(target: URL): Promise<{ endpoint: string; open(): num
   };
 }
 
-describe('downloads from the s3 store', () => {
+describe.each(s3Servers)('downloads from the s3 store on $server', ({ server }) => {
   let hop: Awaited<ReturnType<typeof countingHop>>;
   let store: ObjectStore;
   let registry: Registry;
@@ -56,7 +59,7 @@ describe('downloads from the s3 store', () => {
   let unreachable: ObjectStore;
 
   beforeAll(async () => {
-    const bucket = await createTestBucket('s3get');
+    const bucket = await createTestBucket('s3get', s3Server(server));
     // Stored directly; read through the hop, so every connection it counts is a download's.
     const direct = createS3Store({ ...bucket, prefix: 'svc' });
     await direct.put('files/big', Readable.from([content]));
@@ -128,6 +131,15 @@ describe('downloads from the s3 store', () => {
     expect(head).toMatch(new RegExp(`^content-range: bytes \\*/${content.length}\\r?$`, 'im'));
     await expect(store.get('files/missing')).rejects.toBeInstanceOf(ObjectNotFoundError);
     expect((await curl('/files/missing')).head).toMatch(/^HTTP\/1\.1 404/);
+  });
+
+  it('takes the size for a range past the end from the 416 itself: one request, no HEAD after it', async () => {
+    // MinIO names the size in the error's XML (ActualObjectSize), SeaweedFS only in `Content-Range: bytes */size`.
+    await expect.poll(() => hop.open()).toBe(0);
+    const before = hop.made();
+    await expect(store.get('files/big', { start: content.length + 5 })).rejects.toMatchObject({ name: 'RangeNotSatisfiableError', size: content.length });
+    expect(hop.made()).toBe(before + 1);
+    await expect.poll(() => hop.open()).toBe(0);
   });
 
   it('keeps six parallel downloads apart', async () => {
