@@ -6,12 +6,12 @@
 import type { ServiceResource } from '../crds/types.ts';
 import { allKinds, type KindInfo } from '../desired/kinds.ts';
 import type { KubeClient } from '../kube/client.ts';
-import { resources } from '../kube/resources.ts';
-import { splitKey, type KubeObject } from '../kube/types.ts';
+import { splitKey } from '../kube/types.ts';
 import type { ReconcileResult } from '../runtime/controller.ts';
 import type { EventSink, ObjectCache } from '../reconcile/steps/step-inputs.ts';
 import { writeBackupStatus, type Outcome } from './backup-status.ts';
 import { desiredBackupJob, jobName } from './job.ts';
+import { jobResult, type JobObject } from './job-result.ts';
 import { backupLocation, type Backup } from './types.ts';
 
 export interface BackupReconcilerOptions {
@@ -25,20 +25,6 @@ export interface BackupReconcilerOptions {
   defaultImage: string;
 }
 
-type JobObject = KubeObject & {
-  status?: { succeeded?: number; failed?: number; completionTime?: string; conditions?: { type: string; status: string; reason?: string; message?: string }[] };
-};
-type PodObject = KubeObject & { status?: { containerStatuses?: { state?: { terminated?: { message?: string; exitCode?: number } } }[] } };
-
-/** What `boxyard backup --result-file` wrote (services/boxyard/src/backup/cli.ts BackupResult). */
-interface RunResult {
-  ok?: boolean;
-  location?: string;
-  bytes?: number;
-  objects?: number;
-  boxyard_version?: string;
-  error?: string;
-}
 
 const SECRET_RETRY_MS = 30_000;
 
@@ -102,7 +88,7 @@ export class BackupReconciler {
       });
       return {};
     }
-    const result = await this.runResult(backup.metadata.namespace!, name);
+    const result = await jobResult(this.o.client, backup.metadata.namespace!, name);
     const completedAt = job.status?.completionTime ?? new Date().toISOString();
     if (complete && result?.ok !== false) {
       const outcome: Outcome = { phase: 'Completed', reason: 'Completed', message: `Backed up to ${result?.location ?? backupLocation(backup)}: ${result?.objects ?? '?'} objects, ${result?.bytes ?? '?'} bytes` };
@@ -124,20 +110,5 @@ export class BackupReconciler {
   private async refuse(backup: Backup, reason: string, message: string): Promise<ReconcileResult> {
     await writeBackupStatus(this.o, backup, { phase: 'Failed', reason, message }, { completedAt: new Date().toISOString(), error: message });
     return {};
-  }
-
-  /** The pod's termination message: `boxyard backup --result-file /dev/termination-log`, or its last log lines. */
-  private async runResult(namespace: string, job: string): Promise<RunResult | undefined> {
-    const pods = await this.o.client.list<PodObject>(resources.pod, namespace, { labelSelector: `batch.kubernetes.io/job-name=${job}` });
-    for (const pod of pods.items) {
-      const message = pod.status?.containerStatuses?.[0]?.state?.terminated?.message?.trim();
-      if (!message) continue;
-      try {
-        return JSON.parse(message) as RunResult;
-      } catch {
-        return { ok: false, error: message.split('\n').slice(-5).join('\n') }; // logs (FallbackToLogsOnError)
-      }
-    }
-    return undefined;
   }
 }

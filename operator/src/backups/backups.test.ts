@@ -8,7 +8,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { stringify } from 'yaml';
-import { createTestBucket, type TestBucket } from '@boxyard/test/harness/fixtures.ts';
+import { createTestBucket, createTestDatabase, type TestBucket } from '@boxyard/test/harness/fixtures.ts';
+import type { ServiceResource } from '../crds/types.ts';
 import type { KubeClient } from '../kube/client.ts';
 import { resources } from '../kube/resources.ts';
 import type { Condition, KubeObject } from '../kube/types.ts';
@@ -64,6 +65,9 @@ beforeAll(async () => {
   await kubectl(kubeconfig, ['wait', '--for=condition=Established', '--timeout=60s', 'crd/backups.boxyard.io', 'crd/scheduledbackups.boxyard.io']);
   await kubectl(kubeconfig, ['create', 'namespace', NS]);
   await kubectl(kubeconfig, ['create', 'secret', 'generic', 'backup-s3', '-n', NS, `--from-literal=accessKey=${bucket.accessKey}`, `--from-literal=secretKey=${bucket.secretKey}`]);
+  // For the resources bootstrapped from a backup: the real PostgreSQL and MinIO, which the operator checks first.
+  await kubectl(kubeconfig, ['create', 'secret', 'generic', 'db', '-n', NS, `--from-literal=url=${await createTestDatabase('opbk')}`]);
+  await kubectl(kubeconfig, ['create', 'secret', 'generic', 's3', '-n', NS, `--from-literal=accessKey=${bucket.accessKey}`, `--from-literal=secretKey=${bucket.secretKey}`]);
   // The source: paused, so the operator leaves it alone (no database here); a Backup only needs it to exist.
   await apply({
     apiVersion: 'boxyard.io/v1alpha1',
@@ -171,5 +175,57 @@ describe('ScheduledBackup', () => {
     for await (const item of bucket.client.listObjectsV2(bucket.bucket, `cluster-backups/${NS}/hourly-`, true)) left.push((item as { name: string }).name);
     expect(left).toEqual([`cluster-backups/${NS}/${runs[1]}/manifest.json`]);
     await waitFor('the BackupPruned Event', async () => (await eventsFor('hourly')).some((e) => e.reason === 'BackupPruned'));
+  }, 90_000);
+});
+
+describe('spec.bootstrap.fromBackup', () => {
+  const fileShare = (name: string, schema: string, backup: string) => ({
+    apiVersion: 'boxyard.io/v1alpha1',
+    kind: 'FileShare',
+    metadata: { name },
+    spec: {
+      image: 'ghcr.io/boxyard/boxyard:0.1.0',
+      database: { secretRef: { name: 'db' }, schema },
+      storage: { endpoint: bucket.endpoint, bucket: `${bucket.bucket}-${name}`, credentialsSecretRef: { name: 's3' } },
+      bootstrap: { fromBackup: { name: backup } },
+    },
+  });
+  const getShare = (name: string) => admin.get<ServiceResource>(resources.fileShare, NS, name);
+  const stalledWith = (name: string, reason: string) =>
+    waitFor(`${name} Stalled with ${reason}`, async () => {
+      const r = await getShare(name);
+      return condition(r, 'Stalled')?.status === 'True' && condition(r, 'Stalled')?.reason === reason ? r : undefined;
+    });
+
+  it('restores before the service starts: the ConfigMap and a restore Job first, the Deployment only once it completed', async () => {
+    await apply(fileShare('again', 'again_share', 'first'));
+    const job = await waitFor('the restore Job', () => admin.get<JobObject>(resources.job, NS, 'again-file-share-restore'), 60_000);
+    expect(job.spec.template.spec.containers[0]!.args.slice(0, 4)).toEqual(['restore', `s3://${bucket.bucket}/cluster-backups/${NS}/first`, '--service', 'file-share']);
+    expect(job.metadata.ownerReferences?.[0]).toMatchObject({ kind: 'FileShare', name: 'again' });
+    expect(await admin.get(resources.configMap, NS, 'again-file-share-config')).toBeDefined();
+    const restoring = await waitFor('Restoring', async () => ((r) => (condition(r, 'Reconciling')?.reason === 'Restoring' ? r : undefined))(await getShare('again')));
+    expect(condition(restoring, 'Ready')?.status).toBe('False');
+    expect(await admin.get(resources.deployment, NS, 'again-file-share')).toBeUndefined();
+    await finishJob('again-file-share-restore', { ok: true, location: `s3://${bucket.bucket}/cluster-backups/${NS}/first`, objects: 7 }, true);
+    await waitFor('the Deployment', () => admin.get(resources.deployment, NS, 'again-file-share'), 30_000);
+    expect((await getShare('again'))!.status!.bootstrap).toMatchObject({ restoredFrom: 'first', location: `s3://${bucket.bucket}/cluster-backups/${NS}/first` });
+  }, 90_000);
+
+  it('stops with TargetNotEmpty when the restore refuses a schema that holds data, and starts nothing', async () => {
+    await apply(fileShare('busy', 'busy_share', 'first'));
+    await waitFor('the restore Job', () => admin.get(resources.job, NS, 'busy-file-share-restore'), 60_000);
+    await finishJob('busy-file-share-restore', { ok: false, error: 'file-share: schema busy_share in db already holds data (entries: 3 rows): restore only writes into an empty installation' }, false);
+    const stalled = await stalledWith('busy', 'TargetNotEmpty');
+    expect(condition(stalled, 'Stalled')!.message).toContain('already holds data');
+    await waitFor('the Event', async () => (await eventsFor('busy')).some((e) => e.reason === 'TargetNotEmpty' && e.type === 'Warning'));
+    expect(await admin.get(resources.deployment, NS, 'busy-file-share')).toBeUndefined();
+  }, 90_000);
+
+  it('stops with BackupNotFound / BackupNotCompleted for a Backup that is missing or did not complete', async () => {
+    await apply(fileShare('lost', 'lost_share', 'no-such-backup'));
+    await apply(fileShare('early', 'early_share', 'denied'));
+    expect(condition(await stalledWith('lost', 'BackupNotFound'), 'Stalled')!.message).toContain('Backup no-such-backup does not exist');
+    expect(condition(await stalledWith('early', 'BackupNotCompleted'), 'Stalled')!.message).toContain('Backup denied is Failed');
+    expect(await admin.get(resources.job, NS, 'lost-file-share-restore')).toBeUndefined();
   }, 90_000);
 });

@@ -21,9 +21,11 @@ export interface BackupJobInput {
   command?: 'backup' | 'restore';
   location?: string;
   name?: string;
+  /** The Job's controlling owner: the Backup, or the resource a restore bootstraps. */
+  owner?: KubeObject;
 }
 
-export function desiredBackupJob({ backup, kind, source, image, command = 'backup', location = backupLocation(backup), name = jobName(backup) }: BackupJobInput): KubeObject {
+export function desiredBackupJob({ backup, kind, source, image, command = 'backup', location = backupLocation(backup), name = jobName(backup), owner = backup }: BackupJobInput): KubeObject {
   const s3 = backup.spec.destination.s3;
   const keyRef = (key: string) => ({ secretKeyRef: { name: s3.credentialsSecretRef.name, key } });
   const job: V1Job = {
@@ -31,9 +33,9 @@ export function desiredBackupJob({ backup, kind, source, image, command = 'backu
     kind: 'Job',
     metadata: {
       name,
-      namespace: backup.metadata.namespace,
+      namespace: source.metadata.namespace,
       labels: { 'app.kubernetes.io/managed-by': MANAGED_BY, 'app.kubernetes.io/part-of': 'boxyard', 'app.kubernetes.io/component': command, [BACKUP_LABEL]: backup.metadata.name },
-      ownerReferences: [{ apiVersion: backup.apiVersion, kind: backup.kind, name: backup.metadata.name, uid: backup.metadata.uid ?? '', controller: true, blockOwnerDeletion: true }],
+      ownerReferences: [{ apiVersion: owner.apiVersion, kind: owner.kind, name: owner.metadata.name, uid: owner.metadata.uid ?? '', controller: true, blockOwnerDeletion: true }],
     },
     spec: {
       // Once: a failed backup is reported, not retried behind the user's back (a new Backup retries it).

@@ -142,6 +142,17 @@ export function commonSpec(schemaDefault: string, limits: RateLimitDefaults = { 
       },
       { default: {} },
     ),
+    bootstrap: object(
+      'How a new resource starts (immutable).',
+      {
+        fromBackup: object(
+          'Restore a Completed Backup (same namespace) into the empty database schema and storage before the service starts; a schema or storage that holds data is refused (Stalled, reason TargetNotEmpty), never overwritten.',
+          { name: string('Name of the Backup.', { minLength: 1, maxLength: 253 }) },
+          { required: ['name'] },
+        ),
+      },
+      immutable('bootstrap'),
+    ),
     deletionPolicy: string(
       'What happens to the data outside the cluster when this resource is deleted: Retain keeps the database schema and stored objects (and the generated Secrets, so a new resource of the same name finds them); Delete drops the schema and deletes the stored objects (and the bucket, if the operator created it).',
       { enum: ['Retain', 'Delete'], default: 'Retain' },
@@ -221,6 +232,11 @@ const STATUS: Schema = object('Observed state, written by the operator.', {
         { required: ['endpoint', 'bucket', 'accessKeyDigest'] },
       ),
     },
+  }),
+  bootstrap: object('What spec.bootstrap did.', {
+    restoredFrom: string('The Backup restored into this resource before its service first started.'),
+    location: string('Where that backup was read from.'),
+    restoredAt: string('When the restore finished.', { format: 'date-time' }),
   }),
   database: object('What the operator did in PostgreSQL.', {
     createdSchemas: {
