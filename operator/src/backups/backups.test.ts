@@ -129,6 +129,19 @@ describe('Backup', () => {
     expect(await admin.get(resources.job, NS, 'orphan-backup')).toBeUndefined();
   }, 60_000);
 
+  it('refuses a source that is being deleted: Failed with SourceDeleting, no Job', async () => {
+    // Held in deletion by a finalizer of the test's own (paused: the operator's finalizer work does not run).
+    await apply({ apiVersion: 'boxyard.io/v1alpha1', kind: 'FileShare', metadata: { name: 'leaving', finalizers: ['example.com/hold'], annotations: { 'boxyard.io/paused': 'true' } }, spec: { database: { secretRef: { name: 'db' } }, storage: { endpoint: bucket.endpoint, bucket: 'leaving-data', credentialsSecretRef: { name: 's3' } } } });
+    await kubectl(kubeconfig, ['delete', 'fileshare', 'leaving', '-n', NS, '--wait=false']);
+    await waitFor('the deletionTimestamp to show in the operator', async () => (await admin.get<ServiceResource>(resources.fileShare, NS, 'leaving'))?.metadata.deletionTimestamp);
+    await new Promise((r) => setTimeout(r, 1000)); // the operator's cache follows the watch
+    await apply(backupManifest('too-late', 'leaving'));
+    const failed = await waitFor('phase Failed', async () => ((await getBackup('too-late'))?.status?.phase === 'Failed' ? getBackup('too-late') : undefined));
+    expect(condition(failed, 'Stalled')).toMatchObject({ status: 'True', reason: 'SourceDeleting' });
+    expect(await admin.get(resources.job, NS, 'too-late-backup')).toBeUndefined();
+    await admin.mergePatch(resources.fileShare, NS, 'leaving', { metadata: { finalizers: null } });
+  }, 60_000);
+
   it('is immutable: a Backup\'s spec cannot change (nothing it wrote is overwritten)', async () => {
     const refused = await kubectl(kubeconfig, ['patch', 'backup', 'first', '-n', NS, '--type=merge', '-p', '{"spec":{"source":{"name":"other"}}}']).then(() => 'accepted', (error: Error) => error.message);
     expect(refused).toContain('its spec cannot change');
@@ -219,6 +232,14 @@ describe('spec.bootstrap.fromBackup', () => {
     expect(condition(stalled, 'Stalled')!.message).toContain('already holds data');
     await waitFor('the Event', async () => (await eventsFor('busy')).some((e) => e.reason === 'TargetNotEmpty' && e.type === 'Warning'));
     expect(await admin.get(resources.deployment, NS, 'busy-file-share')).toBeUndefined();
+  }, 90_000);
+
+  it('stops with BackupTooNew when the backup was made by a newer Boxyard than the image', async () => {
+    await apply(fileShare('older', 'older_share', 'first'));
+    await waitFor('the restore Job', () => admin.get(resources.job, NS, 'older-file-share-restore'), 60_000);
+    await finishJob('older-file-share-restore', { ok: false, error: 'the backup was made by Boxyard 99.0.0, newer than this Boxyard 0.1.0: restore it with Boxyard 99.0.0 or newer' }, false);
+    expect(condition(await stalledWith('older', 'BackupTooNew'), 'Stalled')!.message).toContain('restore it with Boxyard 99.0.0 or newer');
+    expect(await admin.get(resources.deployment, NS, 'older-file-share')).toBeUndefined();
   }, 90_000);
 
   it('stops with BackupNotFound / BackupNotCompleted for a Backup that is missing or did not complete', async () => {
