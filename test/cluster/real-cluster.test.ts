@@ -452,7 +452,7 @@ describe.runIf(process.getuid?.() === 0)('Boxyard on a real node (kubelet + cont
     await until('one box-repository pod', async () => ((await pods('app.kubernetes.io/name=box-repository')).filter((p) => !p.metadata.deletionTimestamp).length === 1 ? true : undefined));
   }, 300_000);
 
-  it('backs the FileShare up with a Backup (a Job), restores it into a new resource after deletion, and serves the same bytes', async () => {
+  it('backs up the FileShare and the BoxRepository with Backups (Jobs), bootstraps new ones after deletion, and wget and vagrant get the same bytes', async () => {
     await backupDeleteRestore(cluster);
   }, 900_000);
 
