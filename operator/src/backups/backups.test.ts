@@ -145,6 +145,9 @@ describe('Backup', () => {
   it('is immutable: a Backup\'s spec cannot change (nothing it wrote is overwritten)', async () => {
     const refused = await kubectl(kubeconfig, ['patch', 'backup', 'first', '-n', NS, '--type=merge', '-p', '{"spec":{"source":{"name":"other"}}}']).then(() => 'accepted', (error: Error) => error.message);
     expect(refused).toContain('its spec cannot change');
+    // A ScheduledBackup's name leaves room for the run's time in its Backups' names.
+    const long = { apiVersion: 'boxyard.io/v1alpha1', kind: 'ScheduledBackup', metadata: { name: 'x'.repeat(40) }, spec: { schedule: '@daily', source: { kind: 'FileShare', name: 'files' }, destination: destination() } };
+    expect(await apply(long).then(() => 'accepted', (error: Error) => error.message)).toContain('metadata.name must be at most 39 characters');
   });
 });
 

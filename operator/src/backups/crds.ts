@@ -68,6 +68,8 @@ export interface BackupKindDefinition {
   spec: Schema;
   status: Schema;
   columns: Record<string, unknown>[];
+  /** The longest name: what the generated names (Job, scheduled Backups) add must still fit. */
+  maxName: { length: number; why: string };
 }
 
 export const backupDefinition: BackupKindDefinition = {
@@ -98,6 +100,7 @@ export const backupDefinition: BackupKindDefinition = {
     { name: 'Error', type: 'string', jsonPath: '.status.error', priority: 1 },
     { name: 'Age', type: 'date', jsonPath: '.metadata.creationTimestamp' },
   ],
+  maxName: { length: 52, why: 'its Job is <name>-backup' },
 };
 
 export const scheduledBackupDefinition: BackupKindDefinition = {
@@ -139,6 +142,7 @@ export const scheduledBackupDefinition: BackupKindDefinition = {
     { name: 'Ready', type: 'string', jsonPath: '.status.conditions[?(@.type=="Ready")].status' },
     { name: 'Age', type: 'date', jsonPath: '.metadata.creationTimestamp' },
   ],
+  maxName: { length: 39, why: 'its Backups are <name>-<yyyymmddhhmm>, at most 52 characters' },
 };
 
 export const backupKinds = [backupDefinition, scheduledBackupDefinition];
@@ -165,7 +169,9 @@ export function backupCrdFor(definition: BackupKindDefinition): Record<string, u
               description: definition.description,
               required: ['spec'],
               properties: { apiVersion: { type: 'string' }, kind: { type: 'string' }, metadata: { type: 'object' }, spec: definition.spec, status: definition.status },
-              'x-kubernetes-validations': [{ rule: 'size(self.metadata.name) <= 52', message: 'metadata.name must be at most 52 characters: the Job and the backup path add to it' }],
+              'x-kubernetes-validations': [
+                { rule: `size(self.metadata.name) <= ${definition.maxName.length}`, message: `metadata.name must be at most ${definition.maxName.length} characters: ${definition.maxName.why}` },
+              ],
             },
           },
         },
