@@ -252,4 +252,11 @@ describe('spec.bootstrap.fromBackup', () => {
     expect(condition(await stalledWith('early', 'BackupNotCompleted'), 'Stalled')!.message).toContain('Backup denied is Failed');
     expect(await admin.get(resources.job, NS, 'lost-file-share-restore')).toBeUndefined();
   }, 90_000);
+
+  it('is set at creation only: it cannot be added to a running resource, nor changed or removed', async () => {
+    const refusal = (patch: unknown, name: string) => kubectl(kubeconfig, ['patch', 'fileshare', name, '-n', NS, '--type=merge', '-p', JSON.stringify(patch)]).then(() => 'accepted', (error: Error) => error.message);
+    expect(await refusal({ spec: { bootstrap: { fromBackup: { name: 'first' } } } }, 'files')).toContain('never added or removed later');
+    expect(await refusal({ spec: { bootstrap: null } }, 'again')).toContain('never added or removed later');
+    expect(await refusal({ spec: { bootstrap: { fromBackup: { name: 'other' } } } }, 'again')).toContain('bootstrap is immutable');
+  });
 });

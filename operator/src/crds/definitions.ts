@@ -315,7 +315,10 @@ export function kindDefinition(kind: ClusterKind): KindDefinition {
     spec: object(
       `Desired state of the ${words(kind.kind)}.`,
       specProperties(kind),
-      { required: ['database', ...(kind.storage ? ['storage'] : [])] },
+      {
+        required: ['database', ...(kind.storage ? ['storage'] : [])],
+        'x-kubernetes-validations': [{ rule: 'has(self.bootstrap) == has(oldSelf.bootstrap)', message: 'spec.bootstrap is set when the resource is created, never added or removed later: it restores into a new resource only', fieldPath: '.bootstrap' }],
+      },
     ),
   };
 }
