@@ -1,7 +1,7 @@
 // The real-node checks of Backup, spec.bootstrap.fromBackup and ScheduledBackup (issue 32, item 3), called from
 // real-cluster.test.ts so that they run on the one node the suite starts: files written through the FileShare
 // Ingress (curl) and a box published for Vagrant, a Backup of each resource run as a real Job, each resource deleted
-// with deletionPolicy Delete and re-created bootstrapped from its Backup, then `wget --mirror` and `vagrant box add`
+// (the FileShare with deletionPolicy Delete) and re-created bootstrapped from its Backup, then `wget --mirror` and `vagrant box add`
 // getting the same bytes and sha256s; then a ScheduledBackup every minute that keeps only keepLast Backups, in the
 // cluster and in S3.
 import { execFile, spawn } from 'node:child_process';
@@ -49,8 +49,12 @@ async function vagrantBoxAdd(cluster: BoxyardCluster): Promise<{ code: number | 
   }));
 }
 
-/** Backup → delete with deletionPolicy Delete → a new resource of the same name bootstrapped from the Backup. */
-async function backupDeleteBootstrap(cluster: BoxyardCluster, kind: string, name: string, service: string): Promise<void> {
+/**
+ * Backup → delete → a new resource of the same name bootstrapped from the Backup. With deletionPolicy Delete the
+ * old data goes and the new resource takes the same schema and prefix; a resource whose data Delete may not remove
+ * (an empty prefix in a bucket the operator did not create) is deleted with Retain and restored into `fresh`.
+ */
+async function backupDeleteBootstrap(cluster: BoxyardCluster, kind: string, name: string, service: string, fresh?: { schema: string; prefix: string }): Promise<void> {
   const { kubectl, json } = cluster;
   if (!(await cluster.s3.bucketExists(BUCKET))) await cluster.s3.makeBucket(BUCKET);
   const resource = await json<Resource>(['get', kind.toLowerCase(), name, '-n', NS, '-o', 'json']);
@@ -66,9 +70,12 @@ async function backupDeleteBootstrap(cluster: BoxyardCluster, kind: string, name
   expect(done.status!.size).toBeGreaterThan(0);
   expect(done.status!.location).toBe(`s3://${BUCKET}/boxyard-backups/${NS}/${backupName}`);
 
-  await kubectl(['patch', kind.toLowerCase(), name, '-n', NS, '--type=merge', '-p', '{"spec":{"deletionPolicy":"Delete"}}']);
+  if (!fresh) await kubectl(['patch', kind.toLowerCase(), name, '-n', NS, '--type=merge', '-p', '{"spec":{"deletionPolicy":"Delete"}}']);
   await kubectl(['delete', kind.toLowerCase(), name, '-n', NS, '--timeout=120s']);
-  const recreated = { apiVersion: 'boxyard.io/v1alpha1', kind, metadata: { name }, spec: { ...resource.spec, deletionPolicy: 'Retain', bootstrap: { fromBackup: { name: backupName } } } };
+  const spec = fresh
+    ? { ...resource.spec, database: { ...resource.spec.database, schema: fresh.schema }, storage: { ...resource.spec.storage, prefix: fresh.prefix } }
+    : resource.spec;
+  const recreated = { apiVersion: 'boxyard.io/v1alpha1', kind, metadata: { name }, spec: { ...spec, deletionPolicy: 'Retain', bootstrap: { fromBackup: { name: backupName } } } };
   await kubectl(['apply', '-n', NS, '-f', '-'], JSON.stringify(recreated));
   await cluster.waitReady([`${kind.toLowerCase()}/${name}`], 300);
   const restored = await json<Resource>(['get', kind.toLowerCase(), name, '-n', NS, '-o', 'json']);
@@ -90,7 +97,9 @@ export async function backupDeleteRestore(cluster: BoxyardCluster): Promise<void
   await until('the FileShare Ingress to answer', async () => ((await fetch(`https://${HOSTS.files}/health/ready`)).status === 200 ? true : undefined), 60_000);
   expect(await mirror(cluster, await mkdtemp(join(cluster.dir, 'after-')), password)).toEqual(before);
 
-  await backupDeleteBootstrap(cluster, 'BoxRepository', 'boxes', 'box-repository');
+  // The example's box repository keeps its boxes at the root of a bucket made outside the operator, which
+  // deletionPolicy Delete refuses to empty: deleted with Retain, it is bootstrapped into a new schema and prefix.
+  await backupDeleteBootstrap(cluster, 'BoxRepository', 'boxes', 'box-repository', { schema: 'boxes_restored', prefix: 'restored' });
   await until('the BoxRepository Ingress to answer', async () => ((await fetch(`https://${HOSTS.boxes}/health/ready`)).status === 200 ? true : undefined), 60_000);
   expect(await publicBox(cluster)).toEqual(box);
   const added = await vagrantBoxAdd(cluster);
