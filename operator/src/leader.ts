@@ -9,6 +9,7 @@ import { resources, type ResourceType } from './kube/resources.ts';
 import { keyOf, type KubeObject } from './kube/types.ts';
 import type { ImagePolicy } from './reconcile/image-policy.ts';
 import { OWNER_INDEX, SECRET_INDEX, ServiceReconciler, controllerUid, referencedSecrets } from './reconcile/service-reconciler.ts';
+import { backupControllers } from './backups/controllers.ts';
 import { Controller } from './runtime/controller.ts';
 import { EventRecorder } from './runtime/events.ts';
 import { Informer } from './runtime/informer.ts';
@@ -139,13 +140,27 @@ export async function lead(operator: Operator, stop: AbortSignal): Promise<void>
   const { metrics, log, namespaces } = operator;
   metrics.leader.set(1);
   const shared = sharedInformers(operator);
-  const { primaries, controllers } = kindControllers(operator, shared);
-  const all = [...primaries, ...shared.children.values(), shared.secrets] as Informer[];
+  const { primaries, controllers: kindOnes } = kindControllers(operator, shared);
+  const backups = backupControllers({
+    client: operator.client,
+    informer: shared.informer,
+    primaries,
+    secrets: shared.secrets,
+    events: new EventRecorder(operator.client, { component: 'boxyard-operator', instance: operator.identity, log }),
+    defaultImage: operator.defaultImage,
+    metrics,
+    resyncMs: operator.resyncMs,
+    workers: operator.options.workers ?? 4,
+    logger: operator.logger,
+    log,
+  });
+  const controllers = [...kindOnes, ...backups.controllers] as Controller<KubeObject>[];
+  const all = [...primaries, ...shared.children.values(), shared.secrets, ...backups.informers] as Informer[];
   metrics.cacheSizes = () => Object.fromEntries(all.map((i) => [i.type.plural, i.size]));
   for (const i of all) i.start();
   const started = Promise.all(controllers.map((c) => c.start())).then(() => {
     operator.synced = true;
-    log(`caches synced; reconciling ${allKinds.map((k) => k.kind).join(', ')} in ${namespaces ? namespaces.join(', ') : 'all namespaces'}`);
+    log(`caches synced; reconciling ${allKinds.map((k) => k.kind).join(', ')}, Backup, ScheduledBackup in ${namespaces ? namespaces.join(', ') : 'all namespaces'}`);
   });
   await new Promise<void>((resolve) => (stop.aborted ? resolve() : stop.addEventListener('abort', () => resolve(), { once: true })));
   operator.synced = false;

@@ -4,6 +4,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { kinds } from '@boxyard/registry/kinds.ts';
+import { backupKinds } from '../src/backups/crds.ts';
 import { GATEWAY_RULES } from '../src/desired/rbac.ts';
 import { chartDir, helm, installChartRbac, kubectl, renderChart, type RenderedObject } from './support.ts';
 
@@ -65,7 +66,8 @@ describe('charts/boxyard', () => {
     expect(rules.filter((r) => r.verbs.includes('bind'))).toEqual([
       { apiGroups: ['rbac.authorization.k8s.io'], resources: ['clusterroles'], resourceNames: ['boxyard-terminal-gateway'], verbs: ['bind'] },
     ]);
-    expect(verbsOn('', 'pods')).toEqual([]);
+    // Pods: list only, to read a finished backup Job's termination message (its result or its error).
+    expect(verbsOn('', 'pods')).toEqual(['list']);
     expect(verbsOn('rbac.authorization.k8s.io', 'roles')).toEqual([]);
     expect(verbsOn('rbac.authorization.k8s.io', 'clusterrolebindings')).toEqual([]);
     // The gateway's ClusterRole is exactly what the operator's code says the gateway needs.
@@ -87,6 +89,11 @@ describe('charts/boxyard', () => {
       expect(verbsOn(`${plural}/status`), `${plural}/status`).toEqual(['get', 'patch', 'update']);
       expect(verbsOn(`${plural}/finalizers`), `${plural}/finalizers`).toEqual(['update']);
     }
+    // Backups: ScheduledBackups create and prune Backups; the Backup controller writes their status.
+    for (const { plural } of backupKinds) {
+      expect(verbsOn(plural), plural).toEqual(['create', 'delete', 'get', 'list', 'watch']);
+      expect(verbsOn(`${plural}/status`), `${plural}/status`).toEqual(['get', 'patch', 'update']);
+    }
   });
 
   it('gives the people of a namespace view / edit / admin over every kind through the standard roles, never status writes', async () => {
@@ -95,7 +102,7 @@ describe('charts/boxyard', () => {
       .filter(([key, value]) => key.startsWith('rbac.authorization.k8s.io/aggregate-to-') && value === 'true').map(([key]) => key.split('aggregate-to-')[1]);
     expect(['boxyard-view', 'boxyard-edit', 'boxyard-admin'].map(aggregatedInto)).toEqual([['view'], ['edit'], ['admin']]);
     const edit = named(objects, 'ClusterRole', 'boxyard-edit')!.rules;
-    expect(edit[0]!.resources.sort(), 'every kind of the registry').toEqual(kinds.map((k) => k.plural).sort());
+    expect(edit[0]!.resources.sort(), 'every kind of the registry, and the backup kinds').toEqual([...kinds.map((k) => k.plural), ...backupKinds.map((k) => k.plural)].sort());
     expect(edit.flatMap((r) => r.resources).filter((r) => r.endsWith('/status'))).toEqual([]);
     expect((await renderChart(system, ['rbac.userRoles=false'])).objects.filter((o) => /-(view|edit|admin)$/.test(o.metadata.name))).toEqual([]);
 
@@ -107,7 +114,7 @@ describe('charts/boxyard', () => {
     await bind('dev-editor', 'boxyard-view'); // as the aggregated edit role holds view's rules
     await bind('dev-viewer', 'boxyard-view');
     const canI = (user: string, namespace: string, ...what: string[]) => kubectl(kubeconfig, ['auth', 'can-i', ...what, `--as=${user}`, '-n', namespace]).then((out) => out.trim(), () => 'no');
-    for (const { plural } of kinds) {
+    for (const { plural } of [...kinds, ...backupKinds]) {
       expect(await canI('dev-editor', teams[0]!, 'create', `${plural}.boxyard.io`), plural).toBe('yes');
       expect(await canI('dev-editor', teams[0]!, 'patch', `${plural}.boxyard.io`), plural).toBe('yes');
       expect(await canI('dev-editor', teams[0]!, 'patch', `${plural}.boxyard.io`, '--subresource=status'), `${plural}/status`).toBe('no');

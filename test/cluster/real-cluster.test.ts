@@ -17,6 +17,7 @@ import { api, login, openTerminal, plain } from '@boxyard/terminal/testing/test-
 import { finished } from '../harness/child-output.ts';
 import { NODE } from '../harness/node/network.ts';
 import type { ReceivedSpan } from '../harness/otel-collector.ts';
+import { backupDeleteRestore, scheduleKeepsRetention } from './backup-restore.ts';
 import { HOSTS, NS, SYSTEM_NS, podReady, type BoxyardCluster, type Pod } from './boxyard-cluster.ts';
 import { startDemo } from './demo.ts';
 import { until } from './fixture.ts';
@@ -455,6 +456,14 @@ describe.runIf(process.getuid?.() === 0)('Boxyard on a real node (kubelet + cont
     }
     await until('one box-repository pod', async () => ((await pods('app.kubernetes.io/name=box-repository')).filter((p) => !p.metadata.deletionTimestamp).length === 1 ? true : undefined));
   }, 300_000);
+
+  it('backs up the FileShare and the BoxRepository with Backups (Jobs), bootstraps new ones after deletion, and wget and vagrant get the same bytes', async () => {
+    await backupDeleteRestore(cluster);
+  }, 900_000);
+
+  it('keeps only its retention with a ScheduledBackup every minute', async () => {
+    await scheduleKeepsRetention(cluster);
+  }, 400_000);
 
   it('drops the schema and the stored objects when a resource with deletionPolicy Delete is deleted', async () => {
     const schemas = async () => (await sql('select schema_name from information_schema.schemata')).map((r) => r.schema_name);

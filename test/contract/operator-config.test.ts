@@ -52,6 +52,7 @@ const everyCommonField: Json = {
   networkPolicy: { enabled: true, from: [{ namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'ingress' } } }] },
   monitoring: { serviceMonitor: { enabled: true, interval: '15s' }, tracing: { enabled: true, endpoint: 'http://otel-collector.observability:4318', sampleRatio: 0.2 } },
   deletionPolicy: 'Delete',
+  bootstrap: { fromBackup: { name: 'nightly-202611270300' } }, // the operator's own step (operator/src/backups/bootstrap.ts), no config key
 };
 const everyStorageField: Json = {
   storage: { endpoint: 'https://s3.example.com', bucket: 'everything', region: 'eu-west-1', prefix: 'team-z', credentialsSecretRef: { name: 's3', accessKeyKey: 'ak', secretKeyKey: 'sk' }, createBucket: false },

@@ -95,4 +95,18 @@ verb, limited to that one name) without holding what it grants.
 - apiGroups: [monitoring.coreos.com]
   resources: [servicemonitors]
   verbs: [get, create, patch, delete]
+# Backups: ScheduledBackups create and prune Backups; each Backup runs a Job whose pod's termination message
+# carries the result.
+- apiGroups: [boxyard.io]
+  resources: [backups, scheduledbackups]
+  verbs: [get, list, watch, create, delete]
+- apiGroups: [boxyard.io]
+  resources: [backups/status, scheduledbackups/status]
+  verbs: [get, patch, update]
+- apiGroups: [batch]
+  resources: [jobs]
+  verbs: [get, list, watch, create, patch, delete]
+- apiGroups: [""]
+  resources: [pods]
+  verbs: [list]
 {{- end -}}

@@ -6,6 +6,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { parse, stringify } from 'yaml';
 import { kinds } from '@boxyard/registry/kinds.ts';
+import { backupKinds } from '../backups/crds.ts';
 import { kubectl, repoRoot } from '../../test/support.ts';
 import { specTypesFile } from './generate.ts';
 import { renderCrds } from './render.ts';
@@ -24,8 +25,8 @@ describe('CRD files', () => {
     expect(readFileSync(specTypesFile, 'utf8')).toBe(await renderSpecTypes());
   });
 
-  it('has one CRD per kind of the registry', () => {
-    expect(renderCrds().map((c) => c.file).sort()).toEqual(kinds.map((k) => `boxyard.io_${k.plural}.yaml`).sort());
+  it('has one CRD per kind of the registry, and the backup kinds', () => {
+    expect(renderCrds().map((c) => c.file).sort()).toEqual([...kinds, ...backupKinds].map((k) => `boxyard.io_${k.plural}.yaml`).sort());
   });
 
   it('the chart ships byte-identical copies of crds/ (helm reads only files inside the chart)', () => {

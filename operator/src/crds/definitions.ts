@@ -142,6 +142,17 @@ export function commonSpec(schemaDefault: string, limits: RateLimitDefaults = { 
       },
       { default: {} },
     ),
+    bootstrap: object(
+      'How a new resource starts (immutable).',
+      {
+        fromBackup: object(
+          'Restore a Completed Backup (same namespace) into the empty database schema and storage before the service starts; a schema or storage that holds data is refused (Stalled, reason TargetNotEmpty), never overwritten.',
+          { name: string('Name of the Backup.', { minLength: 1, maxLength: 253 }) },
+          { required: ['name'] },
+        ),
+      },
+      immutable('bootstrap'),
+    ),
     deletionPolicy: string(
       'What happens to the data outside the cluster when this resource is deleted: Retain keeps the database schema and stored objects (and the generated Secrets, so a new resource of the same name finds them); Delete drops the schema and deletes the stored objects (and the bucket, if the operator created it).',
       { enum: ['Retain', 'Delete'], default: 'Retain' },
@@ -222,6 +233,11 @@ const STATUS: Schema = object('Observed state, written by the operator.', {
       ),
     },
   }),
+  bootstrap: object('What spec.bootstrap did.', {
+    restoredFrom: string('The Backup restored into this resource before its service first started.'),
+    location: string('Where that backup was read from.'),
+    restoredAt: string('When the restore finished.', { format: 'date-time' }),
+  }),
   database: object('What the operator did in PostgreSQL.', {
     createdSchemas: {
       type: 'array',
@@ -299,7 +315,10 @@ export function kindDefinition(kind: ClusterKind): KindDefinition {
     spec: object(
       `Desired state of the ${words(kind.kind)}.`,
       specProperties(kind),
-      { required: ['database', ...(kind.storage ? ['storage'] : [])] },
+      {
+        required: ['database', ...(kind.storage ? ['storage'] : [])],
+        'x-kubernetes-validations': [{ rule: 'has(self.bootstrap) == has(oldSelf.bootstrap)', message: 'spec.bootstrap is set when the resource is created, never added or removed later: it restores into a new resource only', fieldPath: '.bootstrap' }],
+      },
     ),
   };
 }

@@ -272,6 +272,20 @@ export interface CommonSpec {
     };
   };
   /**
+   * How a new resource starts (immutable).
+   */
+  bootstrap?: {
+    /**
+     * Restore a Completed Backup (same namespace) into the empty database schema and storage before the service starts; a schema or storage that holds data is refused (Stalled, reason TargetNotEmpty), never overwritten.
+     */
+    fromBackup?: {
+      /**
+       * Name of the Backup.
+       */
+      name: string;
+    };
+  };
+  /**
    * What happens to the data outside the cluster when this resource is deleted: Retain keeps the database schema and stored objects (and the generated Secrets, so a new resource of the same name finds them); Delete drops the schema and deletes the stored objects (and the bucket, if the operator created it).
    */
   deletionPolicy: 'Retain' | 'Delete';

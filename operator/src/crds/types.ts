@@ -24,6 +24,8 @@ export interface ServiceStatus {
   storage?: { bucketCreated?: boolean; createdBuckets?: CreatedBucket[] };
   /** Schemas the operator created for this resource, and in which database. */
   database?: { createdSchemas?: CreatedSchema[] };
+  /** spec.bootstrap.fromBackup, once restored (operator/src/backups/bootstrap.ts). */
+  bootstrap?: { restoredFrom?: string; location?: string; restoredAt?: string };
 }
 
 /** A bucket the operator made: the endpoint (`host:port`), the bucket, and a digest of the access key id it used. */

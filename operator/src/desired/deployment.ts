@@ -15,7 +15,7 @@ export const resourceRequirements = (resources: Resources): V1ResourceRequiremen
 };
 
 /** One read-only volume with every secret file the config names (paths: config.ts secretFiles). */
-function secretProjections(sources: SecretSources): V1VolumeProjection[] {
+export function secretProjections(sources: SecretSources): V1VolumeProjection[] {
   const projections: V1VolumeProjection[] = [
     { secret: { name: sources.database.name, items: [{ key: sources.database.key, path: 'database/url' }] } },
     { secret: { name: sources.session.name, items: [{ key: sources.session.key, path: 'session/secret' }] } },

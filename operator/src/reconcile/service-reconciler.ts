@@ -3,6 +3,7 @@
 // (referenced Secrets, database, bucket), the generated Secrets, server-side apply of the desired children, pruning
 // of children no longer desired, and the status. On deletion, the finalizer's work instead (steps/finalize.ts).
 // A CheckFailure from any step becomes Stalled with its reason; other errors are retried by the controller.
+import { bootstrapFromBackup } from '../backups/bootstrap.ts';
 import { CheckFailure } from '../checks/check-failure.ts';
 import { hasStorage, type ServiceResource } from '../crds/types.ts';
 import { secretSources } from '../desired/common.ts';
@@ -29,6 +30,8 @@ import type { EventSink, ObjectCache, ReconcileClient } from './steps/step-input
 export { FINALIZER } from './steps/finalizer.ts';
 export { controllerUid } from './steps/ownership.ts';
 export { OWNER_INDEX } from './steps/step-inputs.ts';
+/** How often a resource whose restore Job runs looks at it again (the Job is not a watched child). */
+const RESTORE_POLL_MS = 5000;
 /** Index of primary informers: `namespace/secret` for every Secret the resource references. */
 export const SECRET_INDEX = 'secrets';
 
@@ -87,8 +90,7 @@ export class ServiceReconciler {
         if (await finalize(this.o, resource)) this.checked.delete(key);
         return {};
       }
-      await this.converge(key, resource);
-      return {};
+      return (await this.converge(key, resource)) ?? {};
     } catch (error) {
       if (!(error instanceof CheckFailure)) throw error;
       await writeStatus(this.o, resource, stalledPhase(resource, error), {});
@@ -101,7 +103,7 @@ export class ServiceReconciler {
   };
 
   /** The steps of a resource that is not being deleted, in order. */
-  private async converge(key: string, resource: ServiceResource): Promise<void> {
+  private async converge(key: string, resource: ServiceResource): Promise<ReconcileResult | void> {
     const o = this.o;
     // Before anything else, the finalizer included: a refused image creates and changes nothing.
     requireAllowedImages(o.imagePolicy, o.kind, resource);
@@ -119,6 +121,10 @@ export class ServiceReconciler {
       serviceMonitorAvailable: await o.serviceMonitorAvailable(),
       secretDigest: hashOf(versions),
     });
+    if (!(await bootstrapFromBackup(o, resource, desired))) {
+      await writeStatus(o, resource, { state: 'progressing', reason: 'Restoring', message: 'Restoring spec.bootstrap.fromBackup before the service starts' }, statusFields(desired, undefined));
+      return { requeueAfterMs: RESTORE_POLL_MS };
+    }
     const deployment = await applyChildren(o, resource, desired);
     await pruneChildren(o, resource, desired);
     await writeStatus(o, resource, deploymentPhase(deployment), statusFields(desired, deployment));

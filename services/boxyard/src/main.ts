@@ -10,8 +10,12 @@ const usage = `usage: boxyard <command>
   dev                              run every service on this machine (embedded PostgreSQL, local storage)
   serve <service> [--config FILE]  run one service (${services.map((s) => s.name).join(', ')})
   serve all [--config FILE]        run every service on a host from one file (default /etc/boxyard/boxyard.yaml)
-  backup <dir> [--config FILE]     copy the installation (boxyard dev's, or --config's) into a new directory, while it runs
-  restore <dir> [--config FILE]    restore a backup into an empty installation
+  backup <dir|s3://bucket/prefix> [--config FILE] [--service NAME]
+                                   copy the installation (boxyard dev's, or --config's; or one service from its serve
+                                   config) into a new directory or an empty S3 prefix, while it runs
+  restore <dir|s3://bucket/prefix> [--config FILE] [--service NAME]
+                                   restore a backup into an empty installation (or one service's empty schema/storage)
+                                   S3: AWS_ENDPOINT_URL, AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY[, AWS_REGION]
   terminal-agent                   the shell agent of one terminal session (the command of a session pod)
   operator [flags]                 the Kubernetes operator (boxyard operator --help)
 Configuration: a YAML file plus BOXYARD_<KEY PATH> environment overrides ('.' written as '__').
@@ -26,7 +30,7 @@ async function main(argv: string[]): Promise<void> {
     startTelemetry('boxyard-operator');
     return operatorCli(argv.slice(1));
   }
-  const { positionals, values } = parseArgs({ args: argv, allowPositionals: true, options: { config: { type: 'string', short: 'c' }, help: { type: 'boolean', short: 'h' } } });
+  const { positionals, values } = parseArgs({ args: argv, allowPositionals: true, options: { config: { type: 'string', short: 'c' }, service: { type: 'string' }, 'result-file': { type: 'string' }, help: { type: 'boolean', short: 'h' } } });
   const [command, name] = positionals;
   if (values.help || !command) {
     console.log(usage);
@@ -52,9 +56,9 @@ async function main(argv: string[]): Promise<void> {
     return;
   }
   if (command === 'backup' || command === 'restore') {
-    if (!name || positionals.length > 2) throw new UsageError(`${command} takes one directory: boxyard ${command} <dir> [--config FILE]`);
+    if (!name || positionals.length > 2) throw new UsageError(`${command} takes one directory or S3 location: boxyard ${command} <dir|s3://bucket/prefix> [--config FILE] [--service NAME]`);
     const { backupCli } = await import('./backup/cli.ts');
-    return backupCli(command, name, values.config);
+    return backupCli(command, name, { configFile: values.config, service: values.service, resultFile: values['result-file'] });
   }
   if (command === 'terminal-agent') {
     const { runAgentFromEnvironment } = await import('@boxyard/terminal');

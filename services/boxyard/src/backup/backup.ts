@@ -15,12 +15,15 @@ import { readHomeSecrets, secretsFrom } from './home-secrets.ts';
 import { openInstallationDatabase } from './installation-database.ts';
 import { FORMAT, FORMAT_VERSION, MANIFEST_FILE, type Manifest, type ObjectRecord, type ServiceRecord } from './manifest.ts';
 import { byDatabase, describeDatabase, serviceTargets, type ServiceTarget } from './service-targets.ts';
+import { serviceTarget } from './service-source.ts';
 import { takeSnapshot } from './snapshot.ts';
 import { BOXYARD_VERSION } from './version.ts';
 
 export interface BackupOptions {
-  /** A host install's config file; without it, `boxyard dev`'s installation. */
+  /** A host install's config file; without it, `boxyard dev`'s installation. With `service`: that service's serve config. */
   configFile?: string | undefined;
+  /** Only this service, found through its own config file (a cluster's ConfigMap): no home, no secrets.json. */
+  service?: string | undefined;
   log?: (line: string) => void;
   /** How many snapshots to take per database before giving up on objects that keep disappearing. */
   maxSnapshots?: number;
@@ -43,15 +46,16 @@ export async function backup(dir: string, options: BackupOptions = {}): Promise<
   const log = options.log ?? (() => {});
   const target = resolve(dir);
   if (!(await isMissingOrEmptyDirectory(target))) throw new BackupError(`${target} exists and is not empty: give a new or empty directory`);
-  const installation = resolveInstallation(options.configFile);
-  const secrets = await readHomeSecrets(installation.home);
-  if ('embedded' in installation.database && !secrets.values.postgres_password) {
-    throw new BackupError(`${installation.home} has no secrets.json with the embedded PostgreSQL's password: it is not a Boxyard home (set BOXYARD_HOME or --config)`);
-  }
+  const source = await openSource(options, log);
 
-  await mkdir(dirname(target), { recursive: true });
   const staging = join(dirname(target), `.${basename(target)}.partial-${process.pid}`);
-  await mkdir(staging, { mode: 0o700 }); // a backup holds secrets: private from the start
+  try {
+    await mkdir(dirname(target), { recursive: true });
+    await mkdir(staging, { mode: 0o700 }); // a backup holds secrets: private from the start
+  } catch (error) {
+    await source.close();
+    throw error;
+  }
   // Ctrl-C mid-way: no half backup left behind either.
   const interrupted = (signal: NodeJS.Signals) => {
     rmSync(staging, { recursive: true, force: true });
@@ -64,13 +68,8 @@ export async function backup(dir: string, options: BackupOptions = {}): Promise<
     process.removeListener('SIGTERM', interrupted);
     await rm(staging, { recursive: true, force: true });
   };
-  const database = await openInstallationDatabase(installation, { password: secrets.values.postgres_password ?? '', create: false, log }).catch(async (error: unknown) => {
-    await forget();
-    throw error;
-  });
   try {
-    log(`database: ${database.description}`);
-    const targets = await serviceTargets({ installation, databaseUrl: database.url, secret: secretsFrom({ ...secrets.values }) });
+    const { targets } = source;
     const services: Record<string, ServiceRecord> = {};
     const snapshots: number[] = [];
     let postgresVersion: string | undefined;
@@ -80,9 +79,9 @@ export async function backup(dir: string, options: BackupOptions = {}): Promise<
       snapshots.push(result.snapshots);
       postgresVersion ??= result.postgresVersion;
     }
-    const secretsRecord = secrets.text === undefined
+    const secretsRecord = source.secretsText === undefined
       ? null
-      : { file: SECRETS_FILE, ...(await writeStreamToFile(join(staging, SECRETS_FILE), Readable.from([Buffer.from(secrets.text)]), 0o600)) };
+      : { file: SECRETS_FILE, ...(await writeStreamToFile(join(staging, SECRETS_FILE), Readable.from([Buffer.from(source.secretsText)]), 0o600)) };
     const manifest: Manifest = {
       format: FORMAT,
       format_version: FORMAT_VERSION,
@@ -100,7 +99,37 @@ export async function backup(dir: string, options: BackupOptions = {}): Promise<
     return { dir: target, manifest, snapshots };
   } finally {
     await forget(); // a failed backup's files; after the rename there is nothing left to remove
+    await source.close();
+  }
+}
+
+interface BackupSource {
+  targets: ServiceTarget[];
+  /** The home's secrets.json (an installation's backup), copied verbatim. */
+  secretsText: string | undefined;
+  close(): Promise<void>;
+}
+
+/** What to back up: one service from its serve config (`--service`), or a whole installation with its secrets. */
+async function openSource(options: BackupOptions, log: (line: string) => void): Promise<BackupSource> {
+  if (options.service) {
+    const target = serviceTarget(options.service, options.configFile);
+    log(`service ${target.name}: schema ${target.schema} in ${describeDatabase(target.databaseUrl)}`);
+    return { targets: [target], secretsText: undefined, close: async () => {} };
+  }
+  const installation = resolveInstallation(options.configFile);
+  const secrets = await readHomeSecrets(installation.home);
+  if ('embedded' in installation.database && !secrets.values.postgres_password) {
+    throw new BackupError(`${installation.home} has no secrets.json with the embedded PostgreSQL's password: it is not a Boxyard home (set BOXYARD_HOME or --config)`);
+  }
+  const database = await openInstallationDatabase(installation, { password: secrets.values.postgres_password ?? '', create: false, log });
+  try {
+    log(`database: ${database.description}`);
+    const targets = await serviceTargets({ installation, databaseUrl: database.url, secret: secretsFrom({ ...secrets.values }) });
+    return { targets, secretsText: secrets.text, close: () => database.close() };
+  } catch (error) {
     await database.close();
+    throw error;
   }
 }
 

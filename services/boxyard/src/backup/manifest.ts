@@ -4,6 +4,7 @@ import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { z } from 'zod';
 import { BackupError } from './errors.ts';
+import { BOXYARD_VERSION, compareVersions } from './version.ts';
 
 export const MANIFEST_FILE = 'manifest.json';
 export const FORMAT = 'boxyard-backup';
@@ -72,6 +73,21 @@ export async function readManifest(dir: string): Promise<Manifest> {
     if (code === 'ENOENT' || code === 'ENOTDIR') throw new BackupError(`${dir} is not a Boxyard backup: it has no ${MANIFEST_FILE}`);
     throw error;
   }
+  return parseManifest(text);
+}
+
+/** A backup made by a newer Boxyard (or in a newer format) is refused before anything is read or written. */
+export function checkManifestVersions(manifest: Manifest, ours = BOXYARD_VERSION): void {
+  if (manifest.format_version > FORMAT_VERSION) {
+    throw new BackupError(`the backup has format version ${manifest.format_version}; this Boxyard reads up to ${FORMAT_VERSION}: restore it with a newer Boxyard`);
+  }
+  if (compareVersions(manifest.boxyard_version, ours) > 0) {
+    throw new BackupError(`the backup was made by Boxyard ${manifest.boxyard_version}, newer than this Boxyard ${ours}: restore it with Boxyard ${manifest.boxyard_version} or newer`);
+  }
+}
+
+/** Parses a manifest read from elsewhere (an S3 backup), with the same checks as readManifest. */
+export function parseManifest(text: string): Manifest {
   let parsed: unknown;
   try {
     parsed = JSON.parse(text);
@@ -83,9 +99,7 @@ export async function readManifest(dir: string): Promise<Manifest> {
     const issue = result.error.issues[0]!;
     throw new BackupError(`backup file ${MANIFEST_FILE} is corrupted or not a Boxyard backup: ${issue.path.join('.') || '(top)'}: ${issue.message}`);
   }
-  if (result.data.format_version > FORMAT_VERSION) {
-    throw new BackupError(`the backup has format version ${result.data.format_version}; this Boxyard reads up to ${FORMAT_VERSION}: restore it with a newer Boxyard`);
-  }
+  checkManifestVersions(result.data);
   return result.data;
 }
 

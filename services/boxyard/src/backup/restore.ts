@@ -16,13 +16,16 @@ import { openInstallationDatabase } from './installation-database.ts';
 import { loadDatabase, type LoadItem } from './load-tables.ts';
 import { readManifest, type Manifest, type ServiceRecord } from './manifest.ts';
 import { checkMigrations } from './migration-compatibility.ts';
-import { byDatabase, serviceTargets } from './service-targets.ts';
+import { serviceTarget } from './service-source.ts';
+import { byDatabase, describeDatabase, serviceTargets } from './service-targets.ts';
 import { checkTargetIsEmpty, dropRestoredSchema, type CheckedTarget } from './target-checks.ts';
 import { verifyBackup } from './verify-backup.ts';
 
 export interface RestoreOptions {
-  /** A host install's config file; without it, `boxyard dev`'s installation ($BOXYARD_HOME). */
+  /** A host install's config file; without it, `boxyard dev`'s installation ($BOXYARD_HOME). With `service`: that service's serve config. */
   configFile?: string | undefined;
+  /** Only this service of the backup, into the schema and storage of its serve config (a cluster's ConfigMap). */
+  service?: string | undefined;
   log?: (line: string) => void;
 }
 
@@ -48,6 +51,7 @@ export async function restore(dir: string, options: RestoreOptions = {}): Promis
     if (!descriptor) throw new BackupError(`the backup holds service ${name}, which this Boxyard does not have`);
     await checkMigrations(manifest, name, descriptor, record);
   }
+  if (options.service) return restoreService(source, manifest, options.service, options.configFile, log);
 
   const backupSecrets = manifest.secrets ? await readFile(join(source, manifest.secrets.file), 'utf8') : undefined;
   const values = backupSecrets === undefined ? {} : parseSecrets(backupSecrets, `backup file ${manifest.secrets!.file}`);
@@ -71,26 +75,7 @@ export async function restore(dir: string, options: RestoreOptions = {}): Promis
       if (target) items.push({ target, record });
       else skipped.push(name);
     }
-    const checked: CheckedTarget[] = [];
-    for (const { target } of items) checked.push(await checkTargetIsEmpty(target));
-
-    const written: { store: ObjectStore; key: string }[] = [];
-    try {
-      for (const [index, { target, record }] of items.entries()) {
-        const store = checked[index]!.store;
-        if (record.objects.length === 0) continue;
-        if (!store) throw new BackupError(`${target.name}: the backup has ${record.objects.length} objects, but the target's config has no storage`);
-        await writeObjects(store, record, source, written);
-      }
-      for (const [url, group] of byDatabase(items.map((i) => i.target))) {
-        await loadDatabase(url, items.filter((i) => group.includes(i.target)), source);
-      }
-    } catch (error) {
-      log('restore failed; undoing what it wrote');
-      for (const { store, key } of written) await store.delete(key).catch(() => {});
-      for (const target of checked) await dropRestoredSchema(target).catch(() => {});
-      throw error;
-    }
+    await restoreItems(items, source, log);
 
     // Last: the restored installation is complete once its secrets are in place. Secrets the backup lacked
     // (made up for a service it did not have) are added, never the other way round.
@@ -103,6 +88,44 @@ export async function restore(dir: string, options: RestoreOptions = {}): Promis
     await database.close();
     // An embedded PostgreSQL this restore initialised would only stand in the way of the next attempt.
     if (failed && database.createdDataDir) await rm(database.createdDataDir, { recursive: true, force: true });
+  }
+}
+
+/** One service (`--service`): no home and no secrets.json; the database must exist (a cluster's is made by its owner). */
+async function restoreService(source: string, manifest: Manifest, service: string, configFile: string | undefined, log: (line: string) => void): Promise<RestoreSummary> {
+  const target = serviceTarget(service, configFile);
+  const record = manifest.services[service];
+  if (!record) throw new BackupError(`the backup holds no ${service} (it has ${Object.keys(manifest.services).join(', ') || 'no service'})`);
+  await restoreItems([{ target, record }], source, log);
+  return {
+    home: '-',
+    database: describeDatabase(target.databaseUrl),
+    manifest,
+    restored: [service],
+    skipped: Object.keys(manifest.services).filter((name) => name !== service),
+  };
+}
+
+/** Refuses a target that holds anything, then writes objects and rows; a failure undoes exactly what it wrote. */
+async function restoreItems(items: LoadItem[], source: string, log: (line: string) => void): Promise<void> {
+  const checked: CheckedTarget[] = [];
+  for (const { target } of items) checked.push(await checkTargetIsEmpty(target));
+  const written: { store: ObjectStore; key: string }[] = [];
+  try {
+    for (const [index, { target, record }] of items.entries()) {
+      const store = checked[index]!.store;
+      if (record.objects.length === 0) continue;
+      if (!store) throw new BackupError(`${target.name}: the backup has ${record.objects.length} objects, but the target's config has no storage`);
+      await writeObjects(store, record, source, written);
+    }
+    for (const [url, group] of byDatabase(items.map((i) => i.target))) {
+      await loadDatabase(url, items.filter((i) => group.includes(i.target)), source);
+    }
+  } catch (error) {
+    log('restore failed; undoing what it wrote');
+    for (const { store, key } of written) await store.delete(key).catch(() => {});
+    for (const target of checked) await dropRestoredSchema(target).catch(() => {});
+    throw error;
   }
 }
 

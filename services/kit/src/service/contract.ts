@@ -88,4 +88,4 @@ export interface ServiceModule<C extends HostedConfig = HostedConfig> extends Se
 }
 
 /** A service as lists hold it (the registry, the `boxyard` command): the parts that do not depend on its config type. */
-export type RegisteredService = ServiceDefinition & Pick<ServiceSpec<HostedConfig>, 'version' | 'metricsPort' | 'backup' | 'kind'>;
+export type RegisteredService = ServiceDefinition & Pick<ServiceSpec<HostedConfig>, 'version' | 'metricsPort' | 'backup' | 'kind' | 'config'>;
