@@ -299,7 +299,7 @@ export function kindDefinition(kind: ClusterKind): KindDefinition {
     spec: object(
       `Desired state of the ${words(kind.kind)}.`,
       specProperties(kind),
-      { required: ['database', ...(kind.storage ? ['storage'] : [])] },
+      { required: ['database', ...(kind.storage === true ? ['storage'] : [])] },
     ),
   };
 }
