@@ -5,6 +5,7 @@
 // record nothing twice. Flushes run one at a time, off the user's path. When much is pending because the store
 // is slow: the observer stream is paused (it paces only the recording), but a user's stream never is — the
 // recorder drops what it cannot buffer and marks the gap (`required` mode: the session ends, 4305).
+import { isAscii } from 'node:buffer';
 import { StringDecoder } from 'node:string_decoder';
 import type { ObjectStore } from '@boxyard/kit';
 import { eventLine, visibleText, type EventCode } from './cast.ts';
@@ -55,12 +56,27 @@ async function* once(data: Buffer): AsyncIterable<Uint8Array> {
   yield data;
 }
 
+/** Whether `data` ends inside a UTF-8 character (the decoder then holds its first bytes); true when unsure. */
+function endsInsideCharacter(data: Buffer): boolean {
+  for (let back = 1; back <= Math.min(4, data.length); back++) {
+    const byte = data[data.length - back]!;
+    if ((byte & 0xc0) === 0x80) continue; // a continuation byte: look further back
+    if (byte < 0x80) return false;
+    const length = byte >= 0xf0 ? 4 : byte >= 0xe0 ? 3 : 2;
+    return length > back;
+  }
+  return true;
+}
+
 export const chunkKey = (id: string, seq: number) => `recordings/${id}/${String(seq).padStart(8, '0')}.jsonl`;
 
 export class Recorder {
   readonly #o: RecorderOptions;
   readonly #decoder = new StringDecoder('utf8');
-  #lines: string[] = [];
+  /** Event lines not stored yet, encoded already (one concat at the flush, no string join). */
+  #lines: Buffer[] = [];
+  /** The decoder may hold the first bytes of a character (the last output ended inside one). */
+  #partial = false;
   #pending = 0;
   #firstAt: number | undefined;
   #lastAt = 0;
@@ -105,9 +121,10 @@ export class Recorder {
 
   #now = () => (Date.now() - this.#o.startedAt) / 1000;
 
-  #add(code: EventCode, data: string, at = this.#now()): void {
+  /** `ascii`: `data` is ASCII, so its line is too (encoded as a copy, without UTF-8's checks). */
+  #add(code: EventCode, data: string, at = this.#now(), ascii = false): void {
     if (this.#ended) return;
-    const line = eventLine(at, code, data);
+    const line = Buffer.from(eventLine(at, code, data), ascii ? 'latin1' : 'utf8');
     if (this.#bytes + this.#pending + line.length > this.#o.maxBytes) return this.#truncate();
     this.#lines.push(line);
     this.#pending += line.length;
@@ -127,8 +144,13 @@ export class Recorder {
     }
     const fresh = start < this.#offset ? data.subarray(this.#offset - start) : data;
     this.#offset = start + data.length;
-    const text = this.#decoder.write(fresh);
-    if (text) this.#add('o', text);
+    // ASCII needs no decoder (and StringDecoder costs ~10 times a plain decode): most terminal output is ASCII.
+    if (!this.#partial && isAscii(fresh)) this.#add('o', fresh.toString('latin1'), this.#now(), true);
+    else {
+      const text = this.#decoder.write(fresh);
+      this.#partial = endsInsideCharacter(fresh);
+      if (text) this.#add('o', text);
+    }
     if (source.paced && this.#pending >= PAUSE_BYTES && !this.#paused) {
       this.#paused = true;
       this.#o.pace(true);
@@ -137,6 +159,7 @@ export class Recorder {
 
   #missing(start: number): void {
     const tail = this.#decoder.end();
+    this.#partial = false;
     if (tail) this.#add('o', tail);
     this.#add('m', `output missing here: ${this.#behind ? 'the recording store fell behind' : 'it was produced while no gateway was recording'}`);
     this.#behind = false;
@@ -180,7 +203,7 @@ export class Recorder {
       if (!this.#ended) await this.#o.store.renew(this.#o.id, this.#o.writer, this.#o.leaseSeconds).catch(() => {});
       return;
     }
-    const body = this.#lines.join('');
+    const body = Buffer.concat(this.#lines, this.#pending);
     const chunk = { seq: this.#seq, firstAt: this.#firstAt ?? this.#lastAt, lastAt: this.#lastAt, words: this.#words, offset: this.#offset };
     this.#lines = [];
     this.#pending = 0;
@@ -192,8 +215,7 @@ export class Recorder {
     }
     const key = chunkKey(this.#o.id, chunk.seq);
     try {
-      const bytes = Buffer.from(body);
-      const stored = await this.#o.objects.put(key, once(bytes), { contentType: 'application/jsonl', size: bytes.length });
+      const stored = await this.#o.objects.put(key, once(body), { contentType: 'application/jsonl', size: body.length });
       const kept = await this.#o.store.commitChunk({
         id: this.#o.id, writer: this.#o.writer, seq: chunk.seq, firstAt: chunk.firstAt, lastAt: chunk.lastAt, bytes: stored.size,
         key, words: chunk.words, outputOffset: chunk.offset, leaseSeconds: this.#o.leaseSeconds,
@@ -211,7 +233,7 @@ export class Recorder {
 
   #truncate(): void {
     if (this.#ended) return;
-    const line = eventLine(this.#now(), 'm', 'recording stopped: size limit reached (recording.max_bytes)');
+    const line = Buffer.from(eventLine(this.#now(), 'm', 'recording stopped: size limit reached (recording.max_bytes)'));
     this.#lines.push(line);
     this.#pending += line.length;
     void this.flush().then(() => this.#end('truncated'));
