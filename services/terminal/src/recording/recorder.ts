@@ -258,6 +258,13 @@ export class Recorder {
     if (!this.#ending) this.#end(this.#exitSeen ? 'complete' : 'released');
   }
 
+  /** It never got a stream (the caller marks the recording failed): stop flushing and renewing the lease. */
+  abandon(): void {
+    clearInterval(this.#timer);
+    this.#ended = true;
+    this.#ending = true;
+  }
+
   /** The gateway is shutting down: store what is pending and let another gateway take the recording over. */
   async close(): Promise<void> {
     if (this.#ending) return;

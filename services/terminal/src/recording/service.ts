@@ -104,6 +104,7 @@ export function createRecordingService(options: RecordingServiceOptions) {
         recorders.delete(row.id);
         feeds.delete(row.id);
         feed.stop();
+        recorder.abandon();
         throw error;
       });
       // The first chunk at once: in `required` mode a store that cannot take it ends the session now.
