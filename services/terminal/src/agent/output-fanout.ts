@@ -21,9 +21,7 @@ export interface Peer {
  * flood costs less per byte), flushed before anything else is sent so the order never changes. A pty hands
  * out at most ~4 KiB per read, and a fast reader gets one read per turn: so when a read looks like bulk output
  * (BULK_READ or more) the frame waits BULK_WAIT_MS for more (up to MAX_BATCH), which made a flood ~16 times
- * fewer frames. A small read (an echoed keystroke, a prompt) with nothing pending goes out at once, without
- * waiting for the end of the turn: a keystroke's echo is one read, and the wait was one more step of its round
- * trip; small reads that follow it in the same turn are batched as before.
+ * fewer frames. Small reads (echoed keystrokes, prompts) still go out in the same turn.
  */
 export class OutputFanout {
   readonly peers = new Set<Peer>();
@@ -43,14 +41,6 @@ export class OutputFanout {
   /** Output read from the pty, for the sockets attached now. */
   push(data: Buffer): void {
     if (this.peers.size === 0 && this.observers.size === 0) return;
-    if (this.#pendingBytes === 0 && data.length < BULK_READ && !this.#flushScheduled) {
-      for (const peer of this.peers) this.send(peer, data);
-      for (const observer of this.observers) this.send(observer, data);
-      // What else comes in this turn waits for its end, as before.
-      this.#flushScheduled = true;
-      setImmediate(() => this.flush());
-      return;
-    }
     this.#pending.push(data);
     this.#pendingBytes += data.length;
     if (this.#pendingBytes >= MAX_BATCH) this.flush();
