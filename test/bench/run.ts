@@ -26,6 +26,7 @@ import { benchMetadata } from './metadata.ts';
 import { benchOperator } from './operator.ts';
 import { benchStorage } from './storage.ts';
 import { benchTerminal } from './terminal.ts';
+import { benchTerminalRecording } from './terminal-recording.ts';
 import { benchTracing } from './tracing.ts';
 import { benchUpgrade } from './upgrade.ts';
 import { formatRow, formatSpan, mergeReport, type SectionResult } from './report.ts';
@@ -42,6 +43,7 @@ const sections: { name: string; title: string; run: (env: BenchEnv) => Promise<B
   { name: 'resumable', title: 'file share resumable uploads (tus, 1 GiB in 16 MiB PATCHes) vs the plain upload route', run: benchResumable },
   { name: 'listing', title: 'file share JSON listing (one folder, 8 clients) vs a static file server', run: benchListing },
   { name: 'terminal', title: 'terminal gateway', run: benchTerminal },
+  { name: 'terminal-recording', title: 'terminal recording on vs off (two gateways, same run; CPU of gateway and agent per flood)', run: benchTerminalRecording },
   { name: 'tracing', title: 'tracing overhead: box repository with tracing off / 100% / 10% sampled (real collector)', run: benchTracing },
   { name: 'auth', title: 'auth: verified requests/s on one route (session JWT vs provider Bearer vs provider DPoP)', run: benchAuth },
   { name: 'memory', title: 'memory of the one-process product (`make run`): idle, per load peak RSS, heap across rounds, RSS 60 s after', run: benchMemory },

@@ -1,16 +1,16 @@
 // The terminal gateway against the plainest way to do the same thing, in the same run on the same machine:
 // - keystroke round trip (mean/p50/p99): a byte through the browser protocol (WebSocket with the auth cookie ->
 //   gateway -> agent -> pty -> `cat` -> back) vs the same byte written to a pty running `cat` in this process;
-//   goals (issue 13): mean ≤ 0.35 ms, p99 ≤ 1.2 ms through the gateway;
+//   goals (issue 13): mean ≤ 0.35 ms, p99 ≤ 1.2 ms through the gateway; (issue 35) mean ≤ 3.5×, p99 ≤ 1.8× the raw
+//   pty's; with the CPU time the gateway and the agent spend per round trip (where the time goes);
 // - session start, as a user feels it: from sending `POST /api/terminal/start` (a new terminal_cookie, signed in
 //   already) until the first byte of the shell's output (its prompt) arrives on the session's WebSocket, i.e. the
 //   start answer, the WebSocket upgrade (cookie check, session lookup, agent connection) and the prompt, median of
 //   START_ROUNDS; the gateway is otherwise idle between starts (a user clicking "new terminal", not a start storm).
-//   Baseline: the same shell spawned on a pty in this process until its first byte. Goal: ≤ 100 ms;
+//   Baseline: the same shell spawned on a pty in this process until its first byte. Goals: ≤ 100 ms, ≤ 1.5× the
+//   baseline (issue 35); with the medians of when the POST was answered and the WebSocket open;
 // - output flood (MiB/s): 128 MiB printed by the shell, received over the WebSocket vs read from the pty;
 //   goal ≥ 0.8× the raw pty;
-// - recording (issue 31): keystroke p99 and the flood through a second gateway with recording.mode on (local
-//   store under the bench's work directory) vs this one (off), alternating; goals ≥ 0.9× the flood, p99 ≤ 1.1×;
 // - memory: the gateway's RSS with 100 idle sessions (one socket attached to each) vs with none, and what
 //   each session's agent process costs (PSS, so shared pages of the Node binary aren't counted 100 times).
 // The gateway runs as its own process (its RSS is its own), with the local backend.
@@ -32,13 +32,13 @@ const TERMINAL_SRC = fileURLToPath(new URL('../../services/terminal/src/', impor
 const require = createRequire(join(TERMINAL_SRC, 'service.ts'));
 const pty = require('node-pty') as typeof NodePty;
 
-const KEYSTROKES = 1000;
-const BLOCK = 100;
-const FLOOD_BYTES = 128 * 1024 * 1024;
-const FLOOD_REPEATS = 3;
+export const KEYSTROKES = 1000;
+export const BLOCK = 100;
+export const FLOOD_BYTES = 128 * 1024 * 1024;
+export const FLOOD_REPEATS = 3;
 const IDLE_SESSIONS = 100;
-const MiB = 1024 * 1024;
-const CAT = 'stty raw -echo; exec cat';
+export const MiB = 1024 * 1024;
+export const CAT = 'stty raw -echo; exec cat';
 const START_ROUNDS = 9;
 const SHELL = '/bin/bash';
 
@@ -46,9 +46,33 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 export const percentile = (values: number[], p: number) => [...values].sort((a, b) => a - b)[Math.min(values.length - 1, Math.floor((values.length * p) / 100))]!;
 export const median = (values: number[]) => percentile(values, 50);
 export const row = (name: string, unit: string, value: number, baseline?: number): BenchRow => (baseline === undefined ? { name, unit, value } : { name, unit, value, baseline, ratio: value / baseline });
-const mean = (values: number[]) => values.reduce((a, b) => a + b, 0) / values.length;
-/** A row whose goal is an absolute bound on the value (`≤ 0.35 ms`), with the baseline beside it for scale. */
-const atMost = (name: string, unit: string, value: number, baseline: number, goal: number): BenchRow => ({ ...row(name, unit, value, baseline), goal: `≤ ${goal} ${unit}`, pass: value <= goal });
+export const mean = (values: number[]) => values.reduce((a, b) => a + b, 0) / values.length;
+/**
+ * A row with two goals: a bound on the ratio to the same run's baseline (issue 35: `≤ 3.5×` raw pty) and the older
+ * absolute one (issue 13: `≤ 350 µs`); it passes when both hold.
+ */
+const bounded = (name: string, unit: string, value: number, baseline: number, goal: { ratio: number; at: number }): BenchRow => ({
+  ...row(name, unit, value, baseline),
+  goal: `≤ ${goal.ratio.toFixed(2)}×, ≤ ${goal.at} ${unit}`,
+  pass: value / baseline <= goal.ratio && value <= goal.at,
+});
+
+/** CPU seconds a process's threads have run so far (schedstat: nanoseconds, not 10 ms ticks); 0 once it is gone. */
+export function cpuSeconds(pid: number): number {
+  let ns = 0;
+  try {
+    for (const task of readdirSync(`/proc/${pid}/task`)) {
+      try {
+        ns += Number(readFileSync(`/proc/${pid}/task/${task}/schedstat`, 'utf8').split(' ')[0]);
+      } catch {
+        // the thread ended
+      }
+    }
+  } catch {
+    return 0;
+  }
+  return ns / 1e9;
+}
 
 function vm(pid: number, field: 'VmRSS'): number {
   const line = readFileSync(`/proc/${pid}/status`, 'utf8').split('\n').find((l) => l.startsWith(`${field}:`));
@@ -65,7 +89,7 @@ function pss(pid: number): number {
 }
 
 /** Agent processes of these sessions (found by their command line). */
-function agentPids(sessionIds: Set<string>): number[] {
+export function agentPids(sessionIds: Set<string>): number[] {
   const pids: number[] = [];
   for (const entry of readdirSync('/proc')) {
     if (!/^\d+$/.test(entry)) continue;
@@ -140,7 +164,7 @@ export async function stopSession(base: string, cookie: string, id: string): Pro
   await fetch(`${base}/api/terminal/sessions/${id}/stop`, { method: 'DELETE', headers: { cookie } });
 }
 
-async function openSocket(base: string, path: string, cookie: string): Promise<WebSocket> {
+export async function openSocket(base: string, path: string, cookie: string): Promise<WebSocket> {
   const socket = new WebSocket(`${base.replace('http', 'ws')}${path}`, { headers: { cookie }, perMessageDeflate: false });
   await new Promise<void>((resolve, reject) => {
     socket.once('open', () => resolve());
@@ -155,13 +179,13 @@ interface Echo {
   onData(listener: (data: Buffer) => void): void;
 }
 
-async function waitQuiet(echo: Echo, quietMs = 300): Promise<void> {
+export async function waitQuiet(echo: Echo, quietMs = 300): Promise<void> {
   let last = Date.now();
   echo.onData(() => (last = Date.now()));
   while (Date.now() - last < quietMs) await sleep(50);
 }
 
-function roundTrips(echo: Echo): (count: number) => Promise<number[]> {
+export function roundTrips(echo: Echo): (count: number) => Promise<number[]> {
   let waiting: ((data: Buffer) => void) | undefined;
   echo.onData((data) => waiting?.(data));
   return async (count) => {
@@ -184,7 +208,7 @@ function roundTrips(echo: Echo): (count: number) => Promise<number[]> {
   };
 }
 
-function socketEcho(socket: WebSocket): Echo {
+export function socketEcho(socket: WebSocket): Echo {
   return {
     send: (data) => socket.send(data, { binary: true }),
     onData: (listener) => socket.on('message', (data: Buffer, isBinary: boolean) => isBinary && listener(data)),
@@ -198,7 +222,7 @@ function ptyEcho(term: IPty): Echo {
 const spawnPty = (command: string) => pty.spawn('/bin/sh', ['-c', command], { name: 'xterm-256color', cols: 120, rows: 40, env: { PATH: '/usr/bin:/bin', TERM: 'xterm-256color' }, encoding: null });
 
 /** Bytes and seconds until `marker` shows up in the stream. */
-function timeUntil(echo: Echo, marker: string, begin: () => void): Promise<{ bytes: number; seconds: number }> {
+export function timeUntil(echo: Echo, marker: string, begin: () => void): Promise<{ bytes: number; seconds: number }> {
   return new Promise((resolve) => {
     let bytes = 0;
     let tail = '';
@@ -217,7 +241,7 @@ function timeUntil(echo: Echo, marker: string, begin: () => void): Promise<{ byt
   });
 }
 
-async function floodOverSocket(base: string, cookie: string, run: number): Promise<number> {
+export async function floodOverSocket(base: string, cookie: string, run: number): Promise<number> {
   const session = await startSession(base, cookie, `bench-flood-${run}`);
   const socket = await openSocket(base, session.path, cookie);
   const echo = socketEcho(socket);
@@ -253,17 +277,25 @@ async function floodFromPty(run: number): Promise<number> {
 
 let startRun = 0;
 
+/** Where a start's time went: until the POST was answered, until the WebSocket was open (ms from the start). */
+const startPhases: { answered: number; open: number }[] = [];
+
 /** POST start with a new cookie, open the session's WebSocket, wait for the first output byte; ms. */
 async function startUntilPrompt(base: string, cookie: string): Promise<number> {
   const started = process.hrtime.bigint();
+  const since = () => Number(process.hrtime.bigint() - started) / 1e6;
   const session = await startSession(base, cookie, `bench-start-${startRun++}`);
+  const answered = since();
+  let open = 0;
   const socket = new WebSocket(`${base.replace('http', 'ws')}${session.path}`, { headers: { cookie }, perMessageDeflate: false });
+  socket.once('open', () => (open = since()));
   await new Promise<void>((resolve, reject) => {
     socket.on('message', (data: Buffer, isBinary: boolean) => isBinary && data.length > 0 && resolve());
     socket.once('error', reject);
     socket.once('close', (code) => reject(new Error(`socket closed (${code}) before any output`)));
   });
-  const ms = Number(process.hrtime.bigint() - started) / 1e6;
+  const ms = since();
+  startPhases.push({ answered, open });
   socket.removeAllListeners('close');
   socket.close();
   await stopSession(base, cookie, session.id);
@@ -334,8 +366,14 @@ export async function benchTerminal(env: BenchEnv): Promise<BenchRow[]> {
     await ptyTrip(50);
     const overSocket: number[] = [];
     const overPty: number[] = [];
+    // CPU the gateway and the session's agent spend per keystroke (where the time goes, whatever else runs).
+    const [agent] = agentPids(new Set([session.id]));
+    const cpu = { gateway: 0, agent: 0 };
     for (let i = 0; i < KEYSTROKES / BLOCK; i++) {
+      const before = { gateway: cpuSeconds(child.pid!), agent: agent ? cpuSeconds(agent) : 0 };
       overSocket.push(...(await socketTrip(BLOCK)));
+      cpu.gateway += cpuSeconds(child.pid!) - before.gateway;
+      cpu.agent += (agent ? cpuSeconds(agent) : 0) - before.agent;
       overPty.push(...(await ptyTrip(BLOCK)));
     }
     term.kill();
@@ -343,9 +381,11 @@ export async function benchTerminal(env: BenchEnv): Promise<BenchRow[]> {
     await stopSession(base, cookie, session.id);
     // In µs: the table prints one decimal, which would show 0.35 ms and 0.44 ms alike.
     const us = (ms: number) => ms * 1000;
-    rows.push(atMost('keystroke round trip mean: WebSocket via gateway+agent (vs raw pty)', 'µs', us(mean(overSocket)), us(mean(overPty)), 350));
+    rows.push(bounded('keystroke round trip mean: WebSocket via gateway+agent (vs raw pty)', 'µs', us(mean(overSocket)), us(mean(overPty)), { ratio: 3.5, at: 350 }));
     rows.push(row('keystroke round trip p50: WebSocket via gateway+agent (vs raw pty)', 'µs', us(percentile(overSocket, 50)), us(percentile(overPty, 50))));
-    rows.push(atMost('keystroke round trip p99: WebSocket via gateway+agent (vs raw pty)', 'µs', us(percentile(overSocket, 99)), us(percentile(overPty, 99)), 1200));
+    rows.push(bounded('keystroke round trip p99: WebSocket via gateway+agent (vs raw pty)', 'µs', us(percentile(overSocket, 99)), us(percentile(overPty, 99)), { ratio: 1.8, at: 1200 }));
+    rows.push(row('CPU per keystroke round trip: gateway', 'µs', (cpu.gateway * 1e6) / KEYSTROKES));
+    rows.push(row('CPU per keystroke round trip: agent', 'µs', (cpu.agent * 1e6) / KEYSTROKES));
 
     // Session start until the prompt, alternating with a shell on a pty in this process.
     const emptyHome = join(env.workDir, `terminal-home-${randomBytes(4).toString('hex')}`);
@@ -357,7 +397,9 @@ export async function benchTerminal(env: BenchEnv): Promise<BenchRow[]> {
       },
       pty: () => ptyUntilFirstByte(emptyHome),
     });
-    rows.push(atMost('session start until the prompt on the WebSocket (vs shell on a pty)', 'ms', median(starts.gateway!), median(starts.pty!), 100));
+    rows.push(bounded('session start until the prompt on the WebSocket (vs shell on a pty)', 'ms', median(starts.gateway!), median(starts.pty!), { ratio: 1.5, at: 100 }));
+    rows.push(row('session start: POST start answered', 'ms', median(startPhases.map((p) => p.answered))));
+    rows.push(row('session start: WebSocket open (upgrade, agent handshake)', 'ms', median(startPhases.map((p) => p.open))));
 
     // Output flood, median of three, alternating.
     const socketRates: number[] = [];
@@ -368,73 +410,9 @@ export async function benchTerminal(env: BenchEnv): Promise<BenchRow[]> {
     }
     const flood = row('output flood 128 MiB: WebSocket via gateway+agent (vs raw pty)', 'MiB/s', median(socketRates), median(ptyRates));
     rows.push({ ...flood, goal: '≥ 0.80×', pass: flood.ratio! >= 0.8 });
-    rows.push(...(await benchRecording(env, adminPassword, { base, cookie })));
     return rows;
   } finally {
     child.kill('SIGTERM');
     await new Promise((r) => child.once('exit', r));
-  }
-}
-
-/** A cat session's keystroke round trips (ms) over a gateway's WebSocket, in blocks the caller interleaves. */
-async function keystrokeSession(base: string, cookie: string, name: string) {
-  const session = await startSession(base, cookie, name);
-  const socket = await openSocket(base, session.path, cookie);
-  const echo = socketEcho(socket);
-  echo.send(Buffer.from(`${CAT}\r`));
-  await waitQuiet(echo);
-  const trip = roundTrips(echo);
-  await trip(50);
-  return {
-    trip,
-    async close() {
-      socket.close();
-      await stopSession(base, cookie, session.id);
-    },
-  };
-}
-
-/**
- * Recording on vs off, same run: keystroke p99 and the flood through a second gateway that records every session
- * (local store), against the first one (recording off); keystrokes in alternating blocks, floods alternating.
- */
-async function benchRecording(env: BenchEnv, adminPassword: string, off: { base: string; cookie: string }): Promise<BenchRow[]> {
-  const store = join(env.workDir, `terminal-recordings-${randomBytes(4).toString('hex')}`);
-  mkdirSync(store);
-  const recorded = await startGateway(env, adminPassword, {
-    BOXYARD_RECORDING__MODE: 'on',
-    BOXYARD_RECORDING__MAX_BYTES: String(1024 * MiB),
-    BOXYARD_STORAGE__DRIVER: 'local',
-    BOXYARD_STORAGE__ROOT: store,
-  });
-  try {
-    const onCookie = await login(recorded.base, adminPassword);
-    const withRecording = await keystrokeSession(recorded.base, onCookie, 'bench-rec-latency-on');
-    const without = await keystrokeSession(off.base, off.cookie, 'bench-rec-latency-off');
-    const onTrips: number[] = [];
-    const offTrips: number[] = [];
-    for (let i = 0; i < KEYSTROKES / BLOCK; i++) {
-      onTrips.push(...(await withRecording.trip(BLOCK)));
-      offTrips.push(...(await without.trip(BLOCK)));
-    }
-    await withRecording.close();
-    await without.close();
-    const onRates: number[] = [];
-    const offRates: number[] = [];
-    for (let run = 0; run < FLOOD_REPEATS; run++) {
-      onRates.push(await floodOverSocket(recorded.base, onCookie, 100 + run));
-      offRates.push(await floodOverSocket(off.base, off.cookie, 200 + run));
-    }
-    const us = (ms: number) => ms * 1000;
-    const p99 = row('keystroke round trip p99: recording on (vs off)', 'µs', us(percentile(onTrips, 99)), us(percentile(offTrips, 99)));
-    const flood = row('output flood 128 MiB: recording on (vs off)', 'MiB/s', median(onRates), median(offRates));
-    return [
-      { ...p99, goal: '≤ 1.10×', pass: p99.ratio! <= 1.1 },
-      row('keystroke round trip mean: recording on (vs off)', 'µs', us(mean(onTrips)), us(mean(offTrips))),
-      { ...flood, goal: '≥ 0.90×', pass: flood.ratio! >= 0.9 },
-    ];
-  } finally {
-    recorded.child.kill('SIGTERM');
-    await new Promise((r) => recorded.child.once('exit', r));
   }
 }

@@ -67,6 +67,7 @@ const everyKindField: Record<string, Json> = {
   },
   FileShare: { ...everyStorageField, uploads: { maxBytes: 1073741824 }, events: { heartbeatSeconds: 30, retentionHours: 48 }, shares: { defaultExpirySeconds: 86400, maxExpirySeconds: 604800 } },
   TerminalPool: {
+    ...everyStorageField,
     sessionPod: {
       image: 'registry.example/shell:1', imagePullPolicy: 'Always', shell: '/bin/zsh', resources: { requests: { cpu: '10m' }, limits: { memory: '256Mi' } }, readyTimeoutSeconds: 90,
       home: { size: '2Gi', storageClassName: 'fast-ssd', accessMode: 'ReadWriteMany', mountPath: '/workspace' },
@@ -160,6 +161,8 @@ describe('the operator renders only config the services load', () => {
         });
       }
       if (resource.kind === 'TerminalPool') {
+        // The pool's recordings go to its bucket, not to the gateway pod's /tmp.
+        expect(config.storage).toMatchObject({ driver: 's3', endpoint: 'https://s3.example.com', bucket: 'everything', prefix: 'team-z', access_key: expect.any(String) });
         expect((config.backend as Json).kubernetes).toMatchObject({
           pool: `every-${kind.service}`,
           home: { size: '2Gi', storage_class: 'fast-ssd', access_mode: 'ReadWriteMany', mount_path: '/workspace' },

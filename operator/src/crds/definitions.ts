@@ -316,7 +316,7 @@ export function kindDefinition(kind: ClusterKind): KindDefinition {
       `Desired state of the ${words(kind.kind)}.`,
       specProperties(kind),
       {
-        required: ['database', ...(kind.storage ? ['storage'] : [])],
+        required: ['database', ...(kind.storage === true ? ['storage'] : [])],
         'x-kubernetes-validations': [{ rule: 'has(self.bootstrap) == has(oldSelf.bootstrap)', message: 'spec.bootstrap is set when the resource is created, never added or removed later: it restores into a new resource only', fieldPath: '.bootstrap' }],
       },
     ),

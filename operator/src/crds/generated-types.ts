@@ -446,6 +446,7 @@ export interface FileShareSpec extends CommonSpec {
  * The spec of a TerminalPool, as the operator reads it.
  */
 export interface TerminalPoolSpec extends CommonSpec {
+  storage?: StorageSpec;
   /**
    * Session limits.
    */

@@ -37,7 +37,7 @@ export async function renderSpecTypes(): Promise<string> {
       title: `${kind.kind}Spec`,
       description: `The spec of a ${kind.kind}, as the operator reads it.`,
       extends: [common],
-      ...(kind.storage ? { properties: { storage, ...(own.properties as JsonSchema) }, required: ['storage', ...(own.required as string[])] } : {}),
+      ...(kind.storage ? { properties: { storage, ...(own.properties as JsonSchema) }, required: [...(kind.storage === true ? ['storage'] : []), ...(own.required as string[])] } : {}),
     };
   }
   const text = await compile({ title: 'Specs', type: 'object', additionalProperties: false, properties: {}, definitions }, 'Specs', {

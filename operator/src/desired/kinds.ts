@@ -13,7 +13,7 @@ export interface KindInfo {
   /** The service name of `boxyard serve <service>`; also the suffix of every child's name. */
   service: string;
   port: number;
-  storage: boolean;
+  storage: boolean | 'optional';
   /** Needs a ServiceAccount with a Role to manage pods in its namespace. */
   managesPods: boolean;
   /** The service-specific sections of config.yaml (contract key names). */

@@ -114,7 +114,8 @@ export const clusterKind: ClusterKind = {
   service: 'terminal',
   port: DEFAULT_PORT,
   databaseSchema: 'terminal',
-  storage: false,
+  // Optional: where a pool's session recordings go (without it, in the gateway pod's /tmp, gone with the pod).
+  storage: 'optional',
   managesPods: true,
   configSchema: terminalConfigSchema,
   configFields: [

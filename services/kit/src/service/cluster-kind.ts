@@ -47,8 +47,11 @@ export interface ClusterKind {
   port: number;
   /** Default of spec.database.schema. */
   databaseSchema: string;
-  /** Uses S3-compatible object storage (the spec's storage block, which the operator declares and checks). */
-  storage: boolean;
+  /**
+   * Uses S3-compatible object storage (the spec's storage block, which the operator declares and checks): `true`
+   * requires the block; `'optional'` offers it (the terminal keeps recordings there when a pool has one).
+   */
+  storage: boolean | 'optional';
   /** Needs a ServiceAccount allowed to manage pods in its namespace (the terminal gateway starts session pods). */
   managesPods: boolean;
   /** The service's strict config schema, the source of the configFields' JSON Schema. */

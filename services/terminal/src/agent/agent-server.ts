@@ -94,8 +94,12 @@ function handleUpgrade(endpoints: Endpoints, wss: WebSocketServer, request: Inco
   const query = new URLSearchParams((request.url ?? '').split('?')[1] ?? '');
   const observe = query.get('observe');
   const from = observe === null ? undefined : Number(observe);
+  // `?record=1[&input=1]`: a user's stream the gateway's recorder reads too (shell-session.ts attach).
+  const input = query.get('input') === '1';
   wss.handleUpgrade(request, socket, head, (ws) =>
-    from !== undefined && Number.isSafeInteger(from) && from >= 0 ? endpoints.session.observe(ws, from, query.get('input') === '1') : endpoints.session.attach(ws),
+    from !== undefined && Number.isSafeInteger(from) && from >= 0
+      ? endpoints.session.observe(ws, from, input)
+      : endpoints.session.attach(ws, query.get('record') === '1' ? { input } : undefined),
   );
 }
 

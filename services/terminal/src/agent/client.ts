@@ -116,9 +116,22 @@ export async function waitForAgent(address: string, timeoutMs: number): Promise<
   throw new AgentUnreachableError(`agent at ${address} not ready within ${timeoutMs} ms: ${String(last)}`);
 }
 
+/**
+ * How a stream is opened: `observe` is the recorder's own read-only stream from an output offset; `record` is a
+ * user's stream that the recorder also reads (the agent then tells the output offset it starts at, resizes and,
+ * with `input`, what was typed, in control messages the gateway keeps to itself).
+ */
+export type StreamOptions = { observe: { from: number; input: boolean } } | { record: { input: boolean } };
+
+function streamQuery(options: StreamOptions | undefined): string {
+  if (!options) return '';
+  if ('observe' in options) return `?observe=${options.observe.from}${options.observe.input ? '&input=1' : ''}`;
+  return `?record=1${options.record.input ? '&input=1' : ''}`;
+}
+
 /** Opens the terminal stream of a session on its agent, once the agent has proven it is the session's. */
-export async function connectAgent(address: string, credentials: AgentCredentials, observe?: { from: number; input: boolean }): Promise<WebSocket> {
+export async function connectAgent(address: string, credentials: AgentCredentials, options?: StreamOptions): Promise<WebSocket> {
   const authorization = await authorize(address, credentials, 'GET', '/attach');
-  const query = observe ? `?observe=${observe.from}${observe.input ? '&input=1' : ''}` : '';
+  const query = streamQuery(options);
   return new WebSocket(target(address).ws + query, { headers: withTraceparent({ authorization }), maxPayload: MAX_FRAME, handshakeTimeout: 10_000, perMessageDeflate: false });
 }

@@ -28,7 +28,10 @@ export class ShellSession {
   #exit: ExitMessage | undefined;
   #endReason: ExitReason | undefined;
   readonly #ticker: NodeJS.Timeout;
-  readonly #inputObservers = new Set<WebSocket>();
+  /** Sockets the gateway's recorder reads (observers, and users' streams opened with `record`): told of resizes. */
+  readonly #recorders = new Set<WebSocket>();
+  /** Those of them that asked for what is typed, too. */
+  readonly #inputRecorders = new Set<WebSocket>();
   #ticks = 0;
 
   /** `ended`: called once the sockets have had their close frames, with the shell's exit status. */
@@ -97,8 +100,12 @@ export class ShellSession {
     }, 3000).unref();
   }
 
-  /** A socket the gateway attached: the scrollback, then the live output; its input and resizes go to the shell. */
-  attach(socket: WebSocket): void {
+  /**
+   * A socket the gateway attached: the scrollback, then the live output; its input and resizes go to the shell.
+   * With `record`, the gateway's recorder reads this stream too (one stream instead of a second observer): it is
+   * first told the output offset the scrollback replay starts at, and later of resizes (and typed input).
+   */
+  attach(socket: WebSocket, record?: { input: boolean }): void {
     const peer: Peer = { socket, queued: 0, alive: true };
     this.#lastActivityAt = Date.now();
     socket.on('pong', () => (peer.alive = true));
@@ -108,6 +115,10 @@ export class ShellSession {
     this.#output.flush();
     const replay = this.#scrollback.snapshot();
     const exit = this.#exit;
+    if (record) {
+      socket.send(JSON.stringify({ type: 'recording', offset: this.#scrollback.total - replay.length, gap: false, cols: this.#cols, rows: this.#rows }));
+      if (!exit) this.#addRecorder(socket, record.input);
+    }
     if (exit) {
       if (replay.length > 0) socket.send(replay, { binary: true });
       socket.send(encodeServerMessage(exit));
@@ -147,19 +158,27 @@ export class ShellSession {
     }
     const observers = this.#output.observers;
     observers.add(peer);
-    if (input) this.#inputObservers.add(socket);
+    this.#addRecorder(socket, input);
     if (data.length > 0) this.#output.send(peer, data);
     socket.on('close', () => {
       observers.delete(peer);
-      this.#inputObservers.delete(socket);
       this.#output.resumeIfDrained();
     });
   }
 
+  #addRecorder(socket: WebSocket, input: boolean): void {
+    this.#recorders.add(socket);
+    if (input) this.#inputRecorders.add(socket);
+    socket.on('close', () => {
+      this.#recorders.delete(socket);
+      this.#inputRecorders.delete(socket);
+    });
+  }
+
   /** Tells the recorders (resizes, and typed input to those that asked). */
-  #tellObservers(message: Record<string, unknown>, inputOnly = false): void {
-    const targets = inputOnly ? this.#inputObservers : [...this.#output.observers].map((peer) => peer.socket);
-    if ((inputOnly ? this.#inputObservers.size : this.#output.observers.size) === 0) return;
+  #tellRecorders(message: Record<string, unknown>, inputOnly = false): void {
+    const targets = inputOnly ? this.#inputRecorders : this.#recorders;
+    if (targets.size === 0) return;
     // Output read before this message goes out first, so a recording keeps the order the user saw.
     this.#output.flush();
     const text = JSON.stringify(message);
@@ -173,7 +192,7 @@ export class ShellSession {
       this.#lastActivityAt = Date.now();
       const bytes = Buffer.isBuffer(data) ? data : Buffer.concat(data);
       this.#shell.input.write(bytes);
-      if (this.#inputObservers.size > 0) this.#tellObservers({ type: 'input', data: bytes.toString('utf8') }, true);
+      if (this.#inputRecorders.size > 0) this.#tellRecorders({ type: 'input', data: bytes.toString('utf8') }, true);
       return;
     }
     const parsed = parseClientControl(data.toString());
@@ -187,7 +206,7 @@ export class ShellSession {
       this.#cols = message.cols;
       this.#rows = message.rows;
       this.#shell.term.resize(this.#cols, this.#rows);
-      this.#tellObservers({ type: 'resize', cols: this.#cols, rows: this.#rows });
+      this.#tellRecorders({ type: 'resize', cols: this.#cols, rows: this.#rows });
     } else if (message.type === 'ping') {
       socket.send(encodeServerMessage({ type: 'pong' }));
     }

@@ -31,10 +31,16 @@ export const eventLine = (seconds: number, code: EventCode, data: string): strin
  */
 export function visibleText(text: string): string {
   let out = '';
+  // Runs of characters kept as they are go over in one slice (a per-character append made a flood's index slow).
+  let run = 0;
   let i = 0;
+  const cut = (to: number) => {
+    if (to > run) out += text.slice(run, to);
+  };
   while (i < text.length) {
     const c = text.charCodeAt(i);
     if (c === 0x1b) {
+      cut(i);
       const next = text[i + 1];
       if (next === '[') {
         i += 2;
@@ -49,13 +55,19 @@ export function visibleText(text: string): string {
       } else {
         i += next === '(' || next === ')' || next === '#' ? 3 : 2;
       }
+      run = Math.min(i, text.length);
       continue;
     }
-    if (c === 0x0a) out += '\n';
-    else if (c === 0x09) out += ' ';
-    else if (c >= 0x20 && c !== 0x7f) out += text[i];
+    if (c === 0x0a || (c >= 0x20 && c !== 0x7f)) {
+      i++;
+      continue;
+    }
+    cut(i);
+    if (c === 0x09) out += ' ';
     i++;
+    run = i;
   }
+  cut(text.length);
   return out;
 }
 

@@ -1,10 +1,12 @@
-// Recording, where it happens and why: in the gateway, from an observer stream the agent serves (see
-// agent/shell-session.ts observe). Not in the agent: a session pod must not hold the installation's storage
-// credentials (its user's shell shares the pod), and the gateway already speaks to PostgreSQL and the store. Not
-// by tapping the user's socket: output made while nobody is attached would be missed, and every reattach's
-// scrollback replay recorded twice. The observer stream starts at an output offset, so a gateway that takes a
-// recording over after another died resumes where the stored chunks end (a gap only if the agent's scrollback
-// no longer holds it, and then marked). What any process's death can lose: at most the last flush_seconds.
+// Recording, where it happens and why: in the gateway. Not in the agent: a session pod must not hold the
+// installation's storage credentials (its user's shell shares the pod), and the gateway already speaks to
+// PostgreSQL and the store. While a user is attached through this gateway the recorder reads that user's own
+// stream (the agent tells it the output offset the stream starts at: a reattach's scrollback replay is not
+// recorded twice); while nobody is, an observer stream the agent serves from an output offset (output made
+// while nobody is attached is recorded too). One stream, not two, while someone types: see feed.ts. A gateway
+// that takes a recording over after another died resumes where the stored chunks end (a gap only if the agent's
+// scrollback no longer holds it, and then marked). What any process's death can lose: at most the last
+// flush_seconds.
 import { randomUUID } from 'node:crypto';
 import type { ObjectStore } from '@boxyard/kit';
 import type { FastifyBaseLogger } from 'fastify';
@@ -13,6 +15,7 @@ import type { DatabasePool } from 'slonik';
 import type { RecordingConfig } from '../config.ts';
 import type { SessionService } from '../sessions/service.ts';
 import type { SessionRow } from '../sessions/store.ts';
+import { Feed, type RecordingControl, type TapState } from './feed.ts';
 import { Recorder, type RecorderEnd } from './recorder.ts';
 import { createRecordingStore } from './store.ts';
 
@@ -40,6 +43,17 @@ export function createRecordingService(options: RecordingServiceOptions) {
   /** This gateway process: the lease holder's name. */
   const writer = `gateway-${process.pid}-${randomUUID().slice(0, 8)}`;
   const recorders = new Map<string, Recorder>();
+  const feeds = new Map<string, Feed>();
+  /** Users' streams through this gateway that the agent marks for recording, per session (feed.ts). */
+  const taps = new Map<string, Set<TapState>>();
+  const tapsOf = (id: string) => {
+    let set = taps.get(id);
+    if (!set) taps.set(id, (set = new Set()));
+    return set;
+  };
+  const forgetTaps = (id: string) => {
+    if (taps.get(id)?.size === 0 && !feeds.has(id)) taps.delete(id);
+  };
   const starting = new Set<string>();
   const bytes = new Counter({ name: 'boxyard_terminal_recording_bytes_total', help: 'Bytes of asciicast stored by this gateway.', registers: [options.metrics] });
   const ends = new Counter({ name: 'boxyard_terminal_recordings_ended_total', help: 'Recordings this gateway stopped writing, by how they ended.', labelNames: ['end'], registers: [options.metrics] });
@@ -53,6 +67,9 @@ export function createRecordingService(options: RecordingServiceOptions) {
 
   async function ended(row: SessionRow, end: RecorderEnd) {
     recorders.delete(row.id);
+    feeds.get(row.id)?.stop();
+    feeds.delete(row.id);
+    forgetTaps(row.id);
     ends.inc({ end });
     if (end !== 'released' || closed) return;
     // The agent went away without an exit (killed, pod deleted): if the session is over, so is its recording.
@@ -71,25 +88,23 @@ export function createRecordingService(options: RecordingServiceOptions) {
         LEASE_SECONDS,
       );
       if (!claim) return; // another gateway is writing it
-      const socket = await sessions.connect({ ...row, agent_address: row.agent_address }, { from: claim.output_offset, input: config.input });
-      // Listening from the start: the agent's first frames may come in the same read as the upgrade's answer.
-      const opened = new Promise<void>((resolve, reject) => {
-        socket.once('open', () => resolve());
-        socket.once('error', reject);
+      const recorder = new Recorder({
+        id: row.id, writer, objects, store: store, startedAt: claim.started_at, seq: claim.chunks, bytes: claim.bytes, offset: claim.output_offset,
+        maxBytes: config.max_bytes, flushMs: config.flush_seconds * 1000, leaseSeconds: LEASE_SECONDS, input: config.input, required: config.mode === 'required', log,
+        onFailure: (error) => fail(row, error),
+        onEnd: (end) => void ended(row, end).catch(() => {}),
+        pace: (paused) => feed.pace(paused),
+        countBytes: (n) => bytes.inc(n),
       });
-      const recorder = new Recorder(
-        {
-          id: row.id, writer, objects, store: store, startedAt: claim.started_at, seq: claim.chunks, bytes: claim.bytes, maxBytes: config.max_bytes,
-          flushMs: config.flush_seconds * 1000, leaseSeconds: LEASE_SECONDS, input: config.input, log,
-          onFailure: (error) => fail(row, error),
-          onEnd: (end) => void ended(row, end).catch(() => {}),
-          countBytes: (n) => bytes.inc(n),
-        },
-        socket,
-      );
+      const feed = new Feed(recorder, tapsOf(row.id), (from) => sessions.connect({ ...row, agent_address: row.agent_address! }, { observe: { from, input: config.input } }), log);
       recorders.set(row.id, recorder);
-      await opened.catch((error: unknown) => {
+      feeds.set(row.id, feed);
+      // From the observer first (it brings what was made before this recorder ran); a live tap then takes over.
+      await feed.observe().catch((error: unknown) => {
         recorders.delete(row.id);
+        feeds.delete(row.id);
+        feed.stop();
+        recorder.abandon();
         throw error;
       });
       // The first chunk at once: in `required` mode a store that cannot take it ends the session now.
@@ -116,6 +131,37 @@ export function createRecordingService(options: RecordingServiceOptions) {
     }
   }
 
+  /**
+   * The recorder's view of a user's stream through this gateway (opened with `record`, see agent/client.ts): the
+   * proxy hands it the agent's output and the control messages meant for the recorder, after the client got them.
+   */
+  function tap(id: string): RecordingTap {
+    const state: TapState = { offset: undefined };
+    return {
+      output(data) {
+        if (state.offset === undefined) return;
+        const start = state.offset;
+        state.offset += data.length;
+        feeds.get(id)?.tapOutput(state, start, data);
+      },
+      control(message) {
+        const set = tapsOf(id);
+        if (message.type === 'recording' && state.offset === undefined) {
+          state.offset = message.offset ?? 0;
+          set.add(state);
+        }
+        // The first live tap's input and resizes count (every recording stream carries them).
+        feeds.get(id)?.control(message, set.values().next().value === state);
+      },
+      close() {
+        const set = taps.get(id);
+        if (!set?.delete(state)) return;
+        if (set.size === 0) feeds.get(id)?.tapsGone();
+        forgetTaps(id);
+      },
+    };
+  }
+
   let sweeper: NodeJS.Timeout | undefined;
   return {
     store,
@@ -124,6 +170,9 @@ export function createRecordingService(options: RecordingServiceOptions) {
     /** What a socket attaching to a recorded session is told first; undefined when nothing is recorded. */
     notice: config.mode === 'off' ? undefined : `${RECORDED_NOTICE}${config.input ? ' and what is typed' : ''}${config.mode === 'required' ? '; it ends if the recording fails' : ''}).`,
     record,
+    tap,
+    /** How a user's stream is opened so the recorder can read it too; undefined when nothing is recorded. */
+    stream: config.mode === 'off' ? undefined : { record: { input: config.input } },
     /** The session ended: a recording nobody writes any more is complete. */
     sessionEnded: (id: string) => (recorders.has(id) ? Promise.resolve() : store.completeOrphan(id).then(() => undefined)),
     sweepOnce,
@@ -142,3 +191,10 @@ export function createRecordingService(options: RecordingServiceOptions) {
 }
 
 export type RecordingService = ReturnType<typeof createRecordingService>;
+
+/** What the proxy hands the recorder (ws/proxy.ts). */
+export interface RecordingTap {
+  output(data: Buffer): void;
+  control(message: RecordingControl): void;
+  close(): void;
+}

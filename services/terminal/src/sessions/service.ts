@@ -6,7 +6,7 @@ import { randomUUID } from 'node:crypto';
 import { HttpError } from '@boxyard/kit';
 import type { FastifyBaseLogger } from 'fastify';
 import { sql, UniqueIntegrityConstraintViolationError, type DatabasePool } from 'slonik';
-import { connectAgent } from '../agent/client.ts';
+import { connectAgent, type StreamOptions } from '../agent/client.ts';
 import type { SessionBackend } from '../backends/types.ts';
 import type { SessionsConfig } from '../config.ts';
 import type { ExitReason } from '../protocol.ts';
@@ -104,9 +104,9 @@ export function createSessionService(options: SessionServiceOptions) {
     secretOf: (row: SessionRow) => secretOf(ctx, row),
 
     /** The terminal stream of a running session's agent, once the backend and the agent vouch for the address. */
-    async connect(row: SessionRow & { agent_address: string }, observe?: { from: number; input: boolean }) {
+    async connect(row: SessionRow & { agent_address: string }, options?: StreamOptions) {
       await backend.verifyAddress?.({ id: row.id, resource: row.agent_resource, address: row.agent_address });
-      return connectAgent(row.agent_address, credentialsOf(ctx, row), observe);
+      return connectAgent(row.agent_address, credentialsOf(ctx, row), options);
     },
 
     /** Called when a session this replica started begins running, and when any replica's action ends one. */

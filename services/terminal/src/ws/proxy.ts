@@ -5,6 +5,7 @@
 // shell down instead of growing a buffer; a reader that stops answering pings is cut off.
 import type { WebSocket } from 'ws';
 import { CLOSE_CODES, encodeServerMessage, parseClientControl, type ExitMessage, type ServerMessage } from '../protocol.ts';
+import type { RecordingTap } from '../recording/service.ts';
 
 export const HIGH_WATER = 1_048_576;
 export const LOW_WATER = 262_144;
@@ -21,7 +22,12 @@ export interface ProxyOptions {
   /** A resize the client sent on (for the audit log). */
   onResize?(cols: number, rows: number): void;
   onUpstreamLost(event: { wasOpen: boolean; error: Error | undefined }): Promise<Ending>;
+  /** The recorder reading this stream (recording on): output after the client got it, and the agent's messages for it. */
+  tap?: RecordingTap;
 }
+
+/** The agent's messages on a stream opened for recording that are for the recorder only (recording/feed.ts). */
+const RECORDER_ONLY = new Set(['recording', 'resize', 'input']);
 
 /** Close codes a server may send (1005, 1006 and 1015 are reserved for "none received"). */
 const sendable = (code: number) => code === 1000 || code === 1001 || (code >= 1002 && code <= 1014 && code !== 1005 && code !== 1006) || (code >= 3000 && code <= 4999);
@@ -83,7 +89,10 @@ export function proxyTerminal(client: WebSocket, upstream: WebSocket, options: P
   upstream.on('error', (error) => {
     link.upstreamError = error;
   });
-  upstream.on('close', (code, reason) => endClient(link, code, reason));
+  upstream.on('close', (code, reason) => {
+    options.tap?.close();
+    endClient(link, code, reason);
+  });
 }
 
 const toBuffer = (data: Buffer | ArrayBuffer | Buffer[]): Buffer => (Buffer.isBuffer(data) ? data : Array.isArray(data) ? Buffer.concat(data) : Buffer.from(data));
@@ -135,12 +144,19 @@ function startHeartbeat(link: Link): void {
 
 /** Terminal data goes through; control messages too, and an exit is reported on the way. */
 function relayAgentMessage(link: Link, buffer: Buffer, isBinary: boolean): void {
-  if (isBinary) return sendToClient(link, buffer);
+  const { tap } = link.options;
+  if (isBinary) {
+    sendToClient(link, buffer);
+    tap?.output(buffer);
+    return;
+  }
   const text = buffer.toString('utf8');
   try {
     const message = JSON.parse(text) as { type?: string };
+    if (tap && RECORDER_ONLY.has(message.type ?? '')) return tap.control(message);
     if (message.type === 'exit') {
       link.exitSeen = true;
+      tap?.control(message);
       link.options.onExit(message as ExitMessage);
     }
   } catch {

@@ -124,7 +124,8 @@ export function socketRoutes(app: FastifyInstance, options: SocketRouteOptions):
       let upstream: WebSocket;
       try {
         // Only once the address is still the session's and the agent there has proven it is the session's agent.
-        upstream = await sessions.connect({ ...row, agent_address: row.agent_address });
+        // With recording on, the recorder reads this same stream (recording/feed.ts): no second stream from the agent.
+        upstream = await sessions.connect({ ...row, agent_address: row.agent_address }, options.recordings?.stream);
       } catch (error) {
         const ending = await lost({ wasOpen: false, error: error as Error }).catch(
           (): Ending => ({ message: { type: 'error', message: 'The terminal is not reachable right now' }, code: CLOSE_CODES.agentUnavailable, reason: 'agent unreachable' }),
@@ -156,6 +157,7 @@ export function socketRoutes(app: FastifyInstance, options: SocketRouteOptions):
           if (message.reason === 'exited') void sessions.markExited(id, message.code).catch((error: unknown) => request.log.warn({ err: error }, 'could not record the exit'));
         },
         onUpstreamLost: lost,
+        tap: recordings?.stream ? recordings.tap(id) : undefined,
       });
     },
   );
