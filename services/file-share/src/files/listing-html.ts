@@ -89,10 +89,13 @@ const SHARE_DIALOG = `<dialog id="share-dialog" aria-labelledby="share-title"><f
 <p class="buttons"><button id="share-close" type="button" formnovalidate>Close</button> <button id="share-create" type="submit">Create link</button></p>
 </form></dialog>`;
 
+/** Where the rows go in the frame: `<` and `>` are escaped in everything a caller named, so this cannot occur there. */
+const ROWS_MARKER = '<!--rows-->';
+
 /**
  * The listing page around its entries' rows: `head` ends where the first entry's row begins (after the `../` row),
  * `tail` starts after the last row. The rows go between them joined by newlines (listing-html-stream.ts streams
- * them; renderListing joins them for a page small enough to build).
+ * them).
  */
 export function listingFrame(listing: Omit<ListingPage, 'entries'>): { head: string; tail: string } {
   const title = `Index of ${listing.path === '/' ? '/' : `${listing.path}/`}`;
@@ -140,12 +143,4 @@ ${dialog}${listing.canShare ? `\n${SHARE_DIALOG}` : ''}`,
   });
   const at = page.indexOf(ROWS_MARKER);
   return { head: page.slice(0, at), tail: page.slice(at + ROWS_MARKER.length) };
-}
-
-/** Where the rows go in the frame: `<` and `>` are escaped in everything a caller named, so this cannot occur there. */
-const ROWS_MARKER = '<!--rows-->';
-
-export function renderListing(listing: ListingPage): string {
-  const { head, tail } = listingFrame(listing);
-  return `${head}${listing.entries.map(renderRow).join('\n')}${tail}`;
 }
