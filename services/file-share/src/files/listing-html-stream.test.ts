@@ -64,6 +64,10 @@ describe('the HTML listing of a folder longer than one chunk', () => {
     const again = await page('/wide/?limit=1200&page=2');
     expect(again.text).toBe(first.text);
     expect(again.response.headers.get('content-length')).toBe(String(Buffer.byteLength(first.text)));
+    const head = await fetch(`${share.url}/wide/?limit=1200&page=2`, { method: 'HEAD', headers: { authorization: adminAuth, accept: 'text/html' } });
+    expect(head.status).toBe(200);
+    expect(head.headers.get('content-length')).toBe(String(Buffer.byteLength(first.text)));
+    expect(await head.text()).toBe('');
 
 
     const last = await page('/wide/?limit=1200&page=3');

@@ -7,7 +7,7 @@
 // request sends the same bytes. A change to the folder while a page streams may show in the chunks read after it,
 // as `ls` during a change does; the cached copy is stored under the version looked up before the first read, so the
 // next request after the change misses and reads afresh.
-import { Readable } from 'node:stream';
+import { Readable, type Writable } from 'node:stream';
 import { LRUCache } from 'lru-cache';
 import type { Entry, Tree } from '../tree/tree-store.ts';
 import { renderRow } from './listing-html.ts';
@@ -34,6 +34,30 @@ export interface HtmlListing {
 }
 
 type Frame = (total: number) => { head: string; tail: string };
+
+/**
+ * A page made of bytes already in memory (the frame and the cached rows): written to the response at once (the kit's
+ * sendStoredBody: no stream machinery per request; nothing is copied, the cache keeps the rows), corked into one
+ * writev. Still a Readable for anyone who pipes it.
+ */
+class PageBytes extends Readable {
+  readonly #parts: Buffer[];
+  constructor(parts: Buffer[]) {
+    super();
+    this.#parts = parts;
+  }
+  override _read(): void {
+    for (const part of this.#parts) this.push(part);
+    this.push(null);
+  }
+  writeTo(out: Writable): Promise<void> {
+    if (out.destroyed) return Promise.reject(new Error('the client went away'));
+    out.cork();
+    for (const part of this.#parts) out.write(part);
+    out.uncork();
+    return Promise.resolve();
+  }
+}
 
 export function createHtmlListing(tree: Pick<Tree, 'list' | 'listEntries'>, maxBytes = HTML_ROWS_CACHE_BYTES) {
   const cache = new LRUCache<string, CachedRows>({ maxSize: maxBytes, sizeCalculation: (value) => Math.max(1, value.bytes) });
@@ -71,7 +95,7 @@ export function createHtmlListing(tree: Pick<Tree, 'list' | 'listEntries'>, maxB
       if (cached?.version === directory.listing_version) {
         const { head, tail } = frame(cached.total);
         const parts = [Buffer.from(head), ...cached.chunks, Buffer.from(tail)];
-        return { stream: Readable.from(parts, { objectMode: false }), length: parts.reduce((sum, part) => sum + part.length, 0) };
+        return { stream: new PageBytes(parts), length: parts.reduce((sum, part) => sum + part.length, 0) };
       }
       const { total, entries } = await tree.list(directory, { offset: (pageNumber - 1) * limit, limit: Math.min(CHUNK_ENTRIES, limit) });
       const { head, tail } = frame(total);

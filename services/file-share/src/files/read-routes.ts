@@ -1,5 +1,5 @@
 // GET/HEAD /{path}: a file's bytes (or its entry as JSON), or a folder's listing as JSON or an HTML page.
-import { badRequest, notFound } from '@boxyard/kit';
+import { badRequest, notFound, sendStoredBody } from '@boxyard/kit';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { mayRead, requirePermission } from '../auth/principal.ts';
 import type { Viewer } from '../console/layout.ts';
@@ -150,7 +150,7 @@ async function sendFolder({ options, listings, htmlListings }: ReadDeps, request
   // Streamed (listing-html-stream.ts): the page is never one string in memory.
   const { stream, length } = await htmlListings.page(entry, query.page, limit, frame);
   if (length !== undefined) reply.header('content-length', length);
-  return reply.headers(PAGE_HEADERS).type('text/html; charset=utf-8').send(stream);
+  return sendStoredBody(request, reply.headers(PAGE_HEADERS).type('text/html; charset=utf-8'), stream);
 }
 
 async function read(deps: ReadDeps, request: FastifyRequest, reply: FastifyReply) {
