@@ -17,7 +17,7 @@ declare module 'fastify' {
   }
 }
 
-/** Names the caller on the request's access-log line (e.g. `alice`, `key:ci`, `share-link`). */
+/** Names the caller on the request's access-log line (a username, or how an outsider came in: `share-link`). */
 export function setAccessPrincipal(request: FastifyRequest, principal: string | null): void {
   request.accessPrincipal = principal;
 }
