@@ -3,6 +3,9 @@
 // storage: a listing never touches storage), against a static file server serving the same JSON, in alternating
 // rounds (medians of 3), plus each round's own figure (issue 13 asks for them steady across rounds).
 // Goals (issue 13): 2,000 entries ≥ 300 req/s, 10,000 entries ≥ 80 req/s.
+// Then the HTML listing of the 2,000-entry folder (what browsers and `wget --mirror` read) against the JSON listing
+// of the same folder, in alternating rounds at 8 clients, with the service's peak RSS during the HTML rounds against
+// its RSS before any load (issue 35: ≥ 0.5× the JSON req/s, peak ≤ idle + 64 MiB).
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { once } from 'node:events';
@@ -16,11 +19,16 @@ import { createBenchDatabase, type BenchEnv, type BenchRow } from './env.ts';
 import { LAUNCHER_ENV, launcherNodeFlags } from './launcher.ts';
 import { alternate, loadGet, median, round } from './load.ts';
 import { startStaticServer } from './metadata.ts';
+import { peakDuring, rssOf } from './memory.ts';
 
 const main = fileURLToPath(new URL('../../services/boxyard/src/main.ts', import.meta.url));
 const connections = 8;
 const seconds = 5;
 const goals: Record<number, number> = { 2000: 300, 10000: 80 };
+const MiB = 1024 * 1024;
+const HTML_ENTRIES = 2000;
+const HTML_RATIO_GOAL = 0.5;
+const HTML_PEAK_GOAL = 64 * MiB;
 
 export async function benchListing(env: BenchEnv): Promise<BenchRow[]> {
   const rows: BenchRow[] = [];
@@ -66,6 +74,8 @@ export async function benchListing(env: BenchEnv): Promise<BenchRow[]> {
       await writeFile(join(staticDir, `${folder}.json`), body);
     }
     await client.end();
+    const idle = await rssOf(child.pid!);
+    const html = await htmlRows(`${url}/list${HTML_ENTRIES}/?limit=${HTML_ENTRIES}`, headers.authorization, child.pid!, idle);
     baseline = await startStaticServer(staticDir);
     for (const entries of [2000, 10000]) {
       const folder = `list${entries}`;
@@ -82,10 +92,39 @@ export async function benchListing(env: BenchEnv): Promise<BenchRow[]> {
         goal: `≥ ${goal} req/s`, pass: value >= goal,
       });
     }
+    rows.push(...html);
   } finally {
     await baseline?.stop();
     child.kill('SIGTERM');
     if (child.exitCode === null) await once(child, 'exit');
   }
+  return rows;
+}
+
+/** The HTML listing against the JSON one of the same folder, and the peak RSS of the HTML rounds against `idle`. */
+async function htmlRows(listingUrl: string, authorization: string, pid: number, idle: number): Promise<BenchRow[]> {
+  const rows: BenchRow[] = [];
+  const peaks = { json: 0, html: 0 };
+  /** One round at `accept`, and the highest RSS of the service during it. */
+  const measured = async (format: 'json' | 'html', accept: string) => {
+    let result: Awaited<ReturnType<typeof loadGet>> | undefined;
+    const peak = await peakDuring(pid, async () => void (result = await loadGet(listingUrl, { seconds, connections, headers: { authorization, accept } })));
+    peaks[format] = Math.max(peaks[format], peak);
+    return result!;
+  };
+  const results = await alternate(3, { json: () => measured('json', 'application/json'), html: () => measured('html', 'text/html') });
+  const peak = peaks.html;
+  const html = results.html!.map((r) => r.rps);
+  const json = median(results.json!.map((r) => r.rps));
+  const value = median(html);
+  progress(rows, {
+    name: `HTML listing, ${HTML_ENTRIES.toLocaleString('en')} entries, ${connections} clients, vs JSON (rounds ${html.map((r) => round(r, 0)).join(' / ')})`,
+    value: round(value), unit: 'req/s', baseline: round(json), ratio: round(value / json, 3), goal: `≥ ${HTML_RATIO_GOAL.toFixed(2)}×`, pass: value / json >= HTML_RATIO_GOAL,
+  });
+  progress(rows, {
+    name: `HTML listing, ${HTML_ENTRIES.toLocaleString('en')} entries: peak RSS during it, vs RSS before any load (the JSON rounds' peak: ${round(peaks.json / MiB)} MiB)`,
+    value: round(peak / MiB), unit: 'MiB', baseline: round(idle / MiB), ratio: round(peak / idle, 2),
+    goal: `≤ idle + ${HTML_PEAK_GOAL / MiB} MiB`, pass: peak - idle <= HTML_PEAK_GOAL,
+  });
   return rows;
 }

@@ -5,7 +5,9 @@
 //  - RSS idle after start (goal ≤ 300 MiB);
 //  - per load, 3 rounds: peak RSS during the rounds (reported), the V8 heap in use after a full GC at the end of
 //    each round (round 3 against round 1: no growth beyond a tolerance), and RSS 60 s after the last round
-//    (goal ≤ 1.2× idle).
+//    (goal ≤ 1.2× idle);
+//  - then every load once, back to back (metadata, transfers, JSON and HTML listings, terminals), and RSS 60 s after
+//    the last one (goal ≤ 1.2× idle, issue 35), with where the memory is (V8 heap, Buffers, the rest: malloc).
 // The heap figure comes from the process's own V8 through the inspector protocol (the child runs with
 // --inspect=127.0.0.1:0, connected only while measuring): HeapProfiler.collectGarbage, then Runtime.getHeapUsage.
 // @prometheus-io/client's nodejs_heap_size_used_bytes is the same number without a GC before it, so it would mostly measure
@@ -152,7 +154,7 @@ export async function startProduct(env: BenchEnv, options: { env?: Record<string
 }
 
 /** Highest RSS of `pid` while `work` runs: VmHWM after resetting it (clear_refs 5), and 50 ms samples of VmRSS. */
-async function peakDuring(pid: number, work: () => Promise<void>): Promise<number> {
+export async function peakDuring(pid: number, work: () => Promise<void>): Promise<number> {
   const resettable = await writeFile(`/proc/${pid}/clear_refs`, '5').then(() => true, () => false);
   let peak = 0;
   const timer = setInterval(() => void rssOf(pid).then((rss) => (peak = Math.max(peak, rss)), () => {}), 50);
@@ -199,30 +201,47 @@ const transferLoad: Load = {
 };
 
 const LISTING_ENTRIES = 10_000;
+
+/** A folder of LISTING_ENTRIES files named `name` straight in the tree (a listing never touches storage), and a downloads key. */
+async function listingFolder(product: Product, name: string): Promise<{ url: string; token: string }> {
+  const base = product.urls['file-share']!;
+  const admin = `Basic ${Buffer.from(`admin:${product.adminPassword}`).toString('base64')}`;
+  const keyResponse = await fetch(`${base}/api/api-keys`, { method: 'POST', headers: { authorization: admin, 'content-type': 'application/json' }, body: JSON.stringify({ name: `bench-${name}`, permissions: ['downloads'] }) });
+  const token = ((await keyResponse.json()) as { data: { token: string } }).data.token;
+  await fetch(`${base}/folders`, { method: 'POST', headers: { authorization: admin, 'content-type': 'application/json' }, body: JSON.stringify({ folderName: name }) });
+  // On the product's own PostgreSQL.
+  const secrets = JSON.parse(await readFile(join(product.home, 'secrets.json'), 'utf8')) as { postgres_password: string };
+  const client = new pg.Client({ connectionString: `postgres://postgres:${encodeURIComponent(secrets.postgres_password)}@127.0.0.1:${product.postgresPort}/boxyard` });
+  await client.connect();
+  try {
+    const folderId = (await client.query<{ id: string }>('select id::text from file_share.entries where path = $1', [`/${name}`])).rows[0]!.id;
+    await client.query(`
+      insert into file_share.entries (parent_id, name, path, kind, size, sha256, storage_key)
+      select $1::bigint, 'file-' || lpad(i::text, 5, '0') || '.bin', $2 || '/file-' || lpad(i::text, 5, '0') || '.bin',
+             'file', i, encode(sha256(i::text::bytea), 'hex'), 'files/bench-' || $3 || '-' || i
+      from generate_series(1, $4::int) i`, [folderId, `/${name}`, name, LISTING_ENTRIES]);
+  } finally {
+    await client.end();
+  }
+  return { url: `${base}/${name}/?limit=${LISTING_ENTRIES}`, token };
+}
+
 const listingLoad: Load = {
   name: `file-share JSON listing, ${LISTING_ENTRIES.toLocaleString('en')} entries (8 clients, 5 s)`,
   async prepare(product) {
-    const base = product.urls['file-share']!;
-    const admin = `Basic ${Buffer.from(`admin:${product.adminPassword}`).toString('base64')}`;
-    const keyResponse = await fetch(`${base}/api/api-keys`, { method: 'POST', headers: { authorization: admin, 'content-type': 'application/json' }, body: JSON.stringify({ name: 'bench', permissions: ['downloads'] }) });
-    const token = ((await keyResponse.json()) as { data: { token: string } }).data.token;
-    await fetch(`${base}/folders`, { method: 'POST', headers: { authorization: admin, 'content-type': 'application/json' }, body: JSON.stringify({ folderName: 'big' }) });
-    // The entries go straight into the tree (a listing never touches storage), on the product's own PostgreSQL.
-    const secrets = JSON.parse(await readFile(join(product.home, 'secrets.json'), 'utf8')) as { postgres_password: string };
-    const client = new pg.Client({ connectionString: `postgres://postgres:${encodeURIComponent(secrets.postgres_password)}@127.0.0.1:${product.postgresPort}/boxyard` });
-    await client.connect();
-    try {
-      const folderId = (await client.query<{ id: string }>("select id::text from file_share.entries where path = '/big'")).rows[0]!.id;
-      await client.query(`
-        insert into file_share.entries (parent_id, name, path, kind, size, sha256, storage_key)
-        select $1::bigint, 'file-' || lpad(i::text, 5, '0') || '.bin', '/big/file-' || lpad(i::text, 5, '0') || '.bin',
-               'file', i, encode(sha256(i::text::bytea), 'hex'), 'files/bench-' || i
-        from generate_series(1, $2::int) i`, [folderId, LISTING_ENTRIES]);
-    } finally {
-      await client.end();
-    }
+    const { url, token } = await listingFolder(product, 'big');
     const headers = { authorization: `Bearer ${token}`, accept: 'application/json' };
-    return async () => `${round((await loadGet(`${base}/big/?limit=${LISTING_ENTRIES}`, { seconds: 5, connections: 8, headers })).rps, 0)} req/s`;
+    return async () => `${round((await loadGet(url, { seconds: 5, connections: 8, headers })).rps, 0)} req/s`;
+  },
+};
+
+/** What browsers and `wget --mirror` read: the same size of folder as an HTML page. */
+const htmlListingLoad: Load = {
+  name: `file-share HTML listing, ${LISTING_ENTRIES.toLocaleString('en')} entries (8 clients, 5 s)`,
+  async prepare(product) {
+    const { url, token } = await listingFolder(product, 'big-html');
+    const headers = { authorization: `Bearer ${token}`, accept: 'text/html' };
+    return async () => `${round((await loadGet(url, { seconds: 5, connections: 8, headers })).rps, 0)} req/s`;
   },
 };
 
@@ -256,18 +275,57 @@ const terminalLoad: Load = {
   },
 };
 
-export const loads = [metadataLoad, transferLoad, listingLoad, terminalLoad];
+export const loads = [metadataLoad, transferLoad, listingLoad, htmlListingLoad, terminalLoad];
+
+/**
+ * Where a process's memory is, to say what stays after a load: V8's heap (committed and in use), the memory behind
+ * Buffers (external, of which ArrayBuffers), and the rest of the anonymous RSS (malloc's arenas: the thread pool's
+ * work, pg's and the HTTP parser's buffers, V8's own code and metadata).
+ */
+async function breakdown(product: Product): Promise<string> {
+  const usage = JSON.parse((await product.inspect<{ result: { value: string } }>([
+    { method: 'Runtime.evaluate', params: { expression: 'JSON.stringify(process.memoryUsage())', returnByValue: true } },
+  ])).result.value) as NodeJS.MemoryUsage;
+  const anon = await statusField(product.pid, 'RssAnon');
+  const file = await statusField(product.pid, 'RssFile');
+  const mib = (n: number) => `${round(n / MiB, 0)}`;
+  return `V8 heap ${mib(usage.heapTotal)} (in use ${mib(usage.heapUsed)}), external ${mib(usage.external)} (ArrayBuffers ${mib(usage.arrayBuffers)}), ` +
+    `other anonymous ${mib(anon - usage.heapTotal - usage.arrayBuffers)}, file-backed ${mib(file)} MiB`;
+}
+
+/** Every load once, one after another (as a day of mixed use), then RSS 60 s after the last one, and where it is. */
+async function sequenceRows(product: Product, runs: { name: string; run: (round: number) => Promise<string> }[], idle: number): Promise<BenchRow[]> {
+  const rows: BenchRow[] = [];
+  const achieved: string[] = [];
+  const peak = await peakDuring(product.pid, async () => {
+    for (const { run } of runs) achieved.push(await run(ROUNDS));
+  });
+  progress(rows, { name: `all loads back to back (${runs.length}): peak RSS (${achieved.join(' / ')})`, value: round(peak / MiB), unit: 'MiB', baseline: round(idle / MiB), ratio: round(peak / idle, 2) });
+  await sleep(SETTLE_SECONDS * 1000);
+  const after = await rssOf(product.pid);
+  const where = await breakdown(product);
+  progress(rows, {
+    name: `all loads back to back: RSS ${SETTLE_SECONDS} s after the last (vs idle after start; ${where})`, value: round(after / MiB), unit: 'MiB',
+    baseline: round(idle / MiB), ratio: round(after / idle, 2), goal: '≤ 1.20×', pass: after <= 1.2 * idle,
+  });
+  return rows;
+}
 
 export async function benchMemory(env: BenchEnv): Promise<BenchRow[]> {
   const rows: BenchRow[] = [];
   const product = await startProduct(env);
+  // BENCH_MEMORY_SEQUENCE_ONLY=1: only the loads back to back (a quicker run while looking for what stays).
+  const sequenceOnly = process.env.BENCH_MEMORY_SEQUENCE_ONLY === '1';
   try {
     await sleep(5000); // start-up's own work (migrations, first GCs) settles
     const idle = await rssOf(product.pid);
     const idleHeap = await product.heapAfterGc();
-    progress(rows, { name: `idle RSS after start (heap in use after GC ${round(idleHeap / MiB)} MiB)`, value: round(idle / MiB), unit: 'MiB', goal: '≤ 300 MiB', pass: idle <= IDLE_GOAL });
+    progress(rows, { name: `idle RSS after start (heap in use after GC ${round(idleHeap / MiB)} MiB; ${await breakdown(product)})`, value: round(idle / MiB), unit: 'MiB', goal: '≤ 300 MiB', pass: idle <= IDLE_GOAL });
+    const runs: { name: string; run: (round: number) => Promise<string> }[] = [];
     for (const load of loads) {
       const run = await load.prepare(product);
+      runs.push({ name: load.name, run });
+      if (sequenceOnly) continue;
       const heaps: number[] = [];
       const achieved: string[] = [];
       let peak = 0;
@@ -291,6 +349,7 @@ export async function benchMemory(env: BenchEnv): Promise<BenchRow[]> {
         baseline: round(idle / MiB), ratio: round(after / idle, 2), goal: '≤ 1.20×', pass: after <= 1.2 * idle,
       });
     }
+    rows.push(...await sequenceRows(product, runs, idle));
   } finally {
     await product.stop();
   }

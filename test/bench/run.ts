@@ -41,7 +41,7 @@ const sections: { name: string; title: string; run: (env: BenchEnv) => Promise<B
   { name: 'box-repository', title: 'box repository (1 GiB transfers, 5 GiB upload, metadata)', run: benchBoxRepository },
   { name: 'file-share', title: 'file share (10,000-entry listing, 256 MiB transfers)', run: benchFileShare },
   { name: 'resumable', title: 'file share resumable uploads (tus, 1 GiB in 16 MiB PATCHes) vs the plain upload route', run: benchResumable },
-  { name: 'listing', title: 'file share JSON listing (one folder, 8 clients) vs a static file server', run: benchListing },
+  { name: 'listing', title: 'file share JSON listing (one folder, 8 clients) vs a static file server; HTML listing vs JSON', run: benchListing },
   { name: 'terminal', title: 'terminal gateway', run: benchTerminal },
   { name: 'terminal-recording', title: 'terminal recording on vs off (two gateways, same run; CPU of gateway and agent per flood)', run: benchTerminalRecording },
   { name: 'tracing', title: 'tracing overhead: box repository with tracing off / 100% / 10% sampled (real collector)', run: benchTracing },

@@ -129,12 +129,13 @@ describe('traces reach a real OpenTelemetry Collector', () => {
     expect(put.kind).toBe(3);
     expect(put.attributes).toMatchObject({ 'boxyard.storage.driver': 'local', 'boxyard.storage.bytes': box.length });
 
-    // The request's log lines name the trace (all but fastify's "incoming request", logged before any hook runs).
+    // The request's log lines name the trace, its one access-log line ("request") too.
     // (Read once the process's output has caught up: a loaded machine can deliver it after the span.)
-    const lines = await waitFor('the request\'s "request completed" log line', async () => {
-      const found = dev.output().split('\n').filter((l) => l.startsWith('{') && l.includes(requestId ?? '-') && !l.includes('"incoming request"'));
-      return found.some((l) => (JSON.parse(l) as { msg: string }).msg === 'request completed') ? found : undefined;
+    const lines = await waitFor('the request\'s access-log line', async () => {
+      const found = dev.output().split('\n').filter((l) => l.startsWith('{') && l.includes(requestId ?? '-'));
+      return found.some((l) => (JSON.parse(l) as { msg: string }).msg === 'request') ? found : undefined;
     }, 15_000, 100);
+    expect(lines.filter((l) => (JSON.parse(l) as { msg: string }).msg === 'request')).toHaveLength(1);
     for (const line of lines) expect(JSON.parse(line)).toMatchObject({ trace_id: server.traceId, span_id: expect.stringMatching(/^[0-9a-f]{16}$/) });
 
     // A download from local storage is written straight to the socket (a hijacked reply: no onSend, where

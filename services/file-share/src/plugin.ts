@@ -2,7 +2,7 @@
 // accounts): sessions and API keys, the folder tree, event fan-out and the sweeper, the web console, and the routes.
 import cookie from '@fastify/cookie';
 import multipart from '@fastify/multipart';
-import { createAccountWatch, createOriginPolicy, createSessionTokens, documentStatuses, refuseCrossSiteWrites, type SessionTokens } from '@boxyard/kit';
+import { createAccountWatch, createOriginPolicy, createSessionTokens, documentStatuses, refuseCrossSiteWrites, setAccessPrincipal, type SessionTokens } from '@boxyard/kit';
 import { hostedSignInOptions, oidcSignIn, oidcSignInMethod } from '@boxyard/kit/oidc-sign-in/index.ts';
 import type { PluginOptions } from '@boxyard/kit/service/contract.ts';
 import type { FastifyInstance } from 'fastify';
@@ -81,6 +81,9 @@ export async function fileSharePlugin(app: FastifyInstance, { config, publicUrl,
     documentStatuses(scope, 'envelope', [401, 403]);
     scope.addHook('onRequest', async (request) => {
       request.principal = await authenticator.authenticate(request);
+      // The access log's caller: the user, else how an outsider came in (a share link); anonymous: none.
+      const { user, via } = request.principal;
+      setAccessPrincipal(request, user ? user.username : via === 'anonymous' ? null : via);
     });
     await scope.register(consoleRoutes, consoleOptions);
     await scope.register(authRoutes, { accounts: app.accounts, sessions, cookie: sessionCookie, publicRead: config.public_read, signIn });

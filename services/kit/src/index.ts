@@ -2,6 +2,7 @@ export { loadConfig, ConfigError, formatIssues } from './config/load-config.ts';
 export * from './config/common.ts';
 export * from './config/auth-section.ts';
 export { createApp, type CreateAppOptions, type ReadinessCheck } from './http/create-app.ts';
+export { setAccessPrincipal } from './http/access-log.ts';
 export type { RouteEntry } from './http/route-table.ts';
 export * from './http/http-error.ts';
 export { installErrorHandling, logFailure, renderError, toHttpError, type ErrorShape } from './http/error-handler.ts';

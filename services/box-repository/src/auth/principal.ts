@@ -6,7 +6,7 @@
 // present but wrong are refused with 401 even on public routes: a client should learn that its token is bad, not
 // silently get less — except a stale console cookie, which browsers keep sending: it counts as no credentials, so
 // the pages still show and signing in again works.
-import { createOriginPolicy, HttpError, InvalidTokenError, SAFE_METHODS, unauthorized, type OriginPolicy } from '@boxyard/kit';
+import { createOriginPolicy, HttpError, InvalidTokenError, SAFE_METHODS, setAccessPrincipal, unauthorized, type OriginPolicy } from '@boxyard/kit';
 import type { FastifyRequest } from 'fastify';
 import { sql } from 'slonik';
 import { z } from 'zod';
@@ -90,7 +90,11 @@ const resolved = new WeakMap<FastifyRequest, Promise<Principal | null>>();
 export function principalOf(ctx: ServiceContext, request: FastifyRequest): Promise<Principal | null> {
   let found = resolved.get(request);
   if (!found) {
-    found = resolve(ctx, request);
+    found = resolve(ctx, request).then((principal) => {
+      // The access log's caller: the user's or the service account's username.
+      setAccessPrincipal(request, principal?.username ?? null);
+      return principal;
+    });
     resolved.set(request, found);
   }
   return found;

@@ -12,6 +12,7 @@ import type { Sweeper } from '../maintenance/sweeper.ts';
 import type { Tree } from '../tree/tree-store.ts';
 import { entrySchema, entryView } from './entry-view.ts';
 import { createListingCache } from './listing-cache.ts';
+import { createHtmlListing } from './listing-html-stream.ts';
 import { postRoute } from './post-routes.ts';
 import { readRoute } from './read-routes.ts';
 import { pathParams, rawPathOf } from './share-request.ts';
@@ -118,7 +119,7 @@ export async function fileRoutes(app: FastifyInstance, options: FileRoutesOption
   // uploads.max_bytes, enforced while storing).
   app.addContentTypeParser('application/octet-stream', (_request, payload, done) => done(null, payload));
   guardReservedNames(app);
-  readRoute(app, { options, listings });
+  readRoute(app, { options, listings, htmlListings: createHtmlListing(options.tree) });
   postRoute(app, options);
   renameRoute(app, options);
   deleteRoute(app, options);

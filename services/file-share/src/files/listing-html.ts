@@ -57,17 +57,22 @@ function breadcrumbs(path: string): string {
   return parts.join('');
 }
 
+/** One entry's row of the listing table (no newline). */
+export function renderRow(entry: Entry): string {
+  const isDirectory = entry.kind === 'dir';
+  const href = escapeHtml(relativeHref(entry.name, isDirectory));
+  const label = escapeHtml(isDirectory ? `${entry.name}/` : entry.name);
+  const modified = new Date(entry.mtime).toISOString().replace('T', ' ').replace(/\.\d+Z$/, 'Z');
+  const kind = isDirectory ? 'dir' : 'file';
+  return `<tr data-name="${escapeHtml(entry.name)}" data-kind="${kind}"><td class="name"><a href="${href}">${label}</a></td><td class="size">${isDirectory ? '-' : humanSize(entry.size)}</td><td class="mtime">${modified}</td><td class="sum">${entry.sha256 ?? ''}</td><td class="actions"></td></tr>`;
+}
+
+/** The `../` row that opens every listing but the root's (with its newline). */
+export const parentRow = (path: string) =>
+  path === '/' ? '' : '<tr class="parent"><td class="name"><a href="../">../</a></td><td class="size">-</td><td class="mtime"></td><td class="sum"></td><td class="actions"></td></tr>\n';
+
 export function renderRows(listing: Pick<ListingPage, 'path' | 'entries'>): string {
-  const rows = listing.entries.map((entry) => {
-    const isDirectory = entry.kind === 'dir';
-    const href = escapeHtml(relativeHref(entry.name, isDirectory));
-    const label = escapeHtml(isDirectory ? `${entry.name}/` : entry.name);
-    const modified = new Date(entry.mtime).toISOString().replace('T', ' ').replace(/\.\d+Z$/, 'Z');
-    const kind = isDirectory ? 'dir' : 'file';
-    return `<tr data-name="${escapeHtml(entry.name)}" data-kind="${kind}"><td class="name"><a href="${href}">${label}</a></td><td class="size">${isDirectory ? '-' : humanSize(entry.size)}</td><td class="mtime">${modified}</td><td class="sum">${entry.sha256 ?? ''}</td><td class="actions"></td></tr>`;
-  });
-  const parent = listing.path === '/' ? '' : '<tr class="parent"><td class="name"><a href="../">../</a></td><td class="size">-</td><td class="mtime"></td><td class="sum"></td><td class="actions"></td></tr>\n';
-  return `${parent}${rows.join('\n')}`;
+  return `${parentRow(listing.path)}${listing.entries.map(renderRow).join('\n')}`;
 }
 
 /** The share dialog (console/public/share-dialog.js): a share link or a file request for an entry of this folder. */
@@ -84,7 +89,15 @@ const SHARE_DIALOG = `<dialog id="share-dialog" aria-labelledby="share-title"><f
 <p class="buttons"><button id="share-close" type="button" formnovalidate>Close</button> <button id="share-create" type="submit">Create link</button></p>
 </form></dialog>`;
 
-export function renderListing(listing: ListingPage): string {
+/** Where the rows go in the frame: `<` and `>` are escaped in everything a caller named, so this cannot occur there. */
+const ROWS_MARKER = '<!--rows-->';
+
+/**
+ * The listing page around its entries' rows: `head` ends where the first entry's row begins (after the `../` row),
+ * `tail` starts after the last row. The rows go between them joined by newlines (listing-html-stream.ts streams
+ * them).
+ */
+export function listingFrame(listing: Omit<ListingPage, 'entries'>): { head: string; tail: string } {
   const title = `Index of ${listing.path === '/' ? '/' : `${listing.path}/`}`;
   const pages = Math.max(1, Math.ceil(listing.total / listing.limit));
   const limitParam = `&amp;limit=${listing.limit}`;
@@ -109,7 +122,8 @@ export function renderListing(listing: ListingPage): string {
 <label id="dialog-field" hidden><span id="dialog-label"></span> <input id="dialog-input" name="value" autocomplete="off"></label>
 <p class="buttons"><button id="dialog-cancel" value="cancel" type="submit" formnovalidate>Cancel</button> <button id="dialog-confirm" value="confirm" type="submit"></button></p>
 </form></dialog>`;
-  return renderPage({
+  // The whole page is rendered around a marker the rows replace; no entry's text can contain it (all escaped).
+  const page = renderPage({
     title,
     viewer: listing.viewer,
     scripts: ['files.js'],
@@ -121,10 +135,12 @@ ${upload}
 <table class="listing">
 <thead><tr><th scope="col">Name</th><th scope="col" class="size">Size</th><th scope="col" class="mtime">Modified (UTC)</th><th scope="col">SHA-256</th><th scope="col"><span class="visually-hidden">Actions</span></th></tr></thead>
 <tbody id="entries">
-${renderRows(listing)}
+${parentRow(listing.path)}${ROWS_MARKER}
 </tbody>
 </table>
 </div>
 ${dialog}${listing.canShare ? `\n${SHARE_DIALOG}` : ''}`,
   });
+  const at = page.indexOf(ROWS_MARKER);
+  return { head: page.slice(0, at), tail: page.slice(at + ROWS_MARKER.length) };
 }

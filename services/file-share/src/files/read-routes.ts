@@ -1,9 +1,9 @@
 // GET/HEAD /{path}: a file's bytes (or its entry as JSON), or a folder's listing as JSON or an HTML page.
-import { badRequest, notFound } from '@boxyard/kit';
+import { badRequest, notFound, sendStoredBody } from '@boxyard/kit';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { mayRead, requirePermission } from '../auth/principal.ts';
 import type { Viewer } from '../console/layout.ts';
-import { sendPage } from '../console/page-security.ts';
+import { PAGE_HEADERS, sendPage } from '../console/page-security.ts';
 import { signInForm } from '../console/sign-in.ts';
 import { envelopeSchema, errorSchema, ok } from '../http/envelope.ts';
 import { listingFormat, wantsHtmlPage, type ListingFormat } from '../http/negotiate.ts';
@@ -14,7 +14,8 @@ import { entrySchema, entryView } from './entry-view.ts';
 import type { FileRoutesOptions } from './file-routes.ts';
 import type { ListingCache } from './listing-cache.ts';
 import { decodeCursor, MAX_CURSOR_LENGTH } from './listing-cursor.ts';
-import { escapeHtml, renderListing, renderSignInRequired } from './listing-html.ts';
+import { escapeHtml, listingFrame, renderSignInRequired } from './listing-html.ts';
+import type { HtmlListings } from './listing-html-stream.ts';
 import { DEFAULT_HTML_LIMIT, DEFAULT_JSON_LIMIT, MAX_LIMIT, MAX_PAGE, pathParams, rawPathOf } from './share-request.ts';
 
 type ReadQuery = { format?: 'json' | 'html'; page: number; limit?: number; after?: string };
@@ -22,6 +23,7 @@ type ReadQuery = { format?: 'json' | 'html'; page: number; limit?: number; after
 interface ReadDeps {
   options: FileRoutesOptions;
   listings: ListingCache;
+  htmlListings: HtmlListings;
 }
 
 const listingSchema = {
@@ -119,7 +121,7 @@ function nextPageUrl(request: FastifyRequest, cursor: string): string {
 }
 
 /** A folder's page of entries (`path` as the request named it): JSON, or an HTML listing. */
-async function sendFolder({ options, listings }: ReadDeps, request: FastifyRequest, reply: FastifyReply, path: string, entry: Entry, format: ListingFormat) {
+async function sendFolder({ options, listings, htmlListings }: ReadDeps, request: FastifyRequest, reply: FastifyReply, path: string, entry: Entry, format: ListingFormat) {
   const query = request.query as ReadQuery;
   const limit = query.limit ?? (format === 'json' ? DEFAULT_JSON_LIMIT : DEFAULT_HTML_LIMIT);
   const page = { offset: (query.page - 1) * limit, limit };
@@ -134,11 +136,9 @@ async function sendFolder({ options, listings }: ReadDeps, request: FastifyReque
     if (listing.next) reply.header('link', `<${nextPageUrl(request, listing.next)}>; rel="next"`);
     return reply.type('application/json; charset=utf-8').send(listing.body);
   }
-  const { total, entries } = await options.tree.list(entry, page);
   const principal = request.principal;
-  const html = renderListing({
+  const frame = (total: number) => listingFrame({
     path: entry.path,
-    entries,
     total,
     page: query.page,
     limit,
@@ -147,7 +147,10 @@ async function sendFolder({ options, listings }: ReadDeps, request: FastifyReque
     canShare: principal.user !== null && principal.via !== 'anonymous' && mayRead(principal, entry.path),
     viewer: viewerOf(request, options),
   });
-  return sendPage(reply, html);
+  // Streamed (listing-html-stream.ts): the page is never one string in memory.
+  const { stream, length } = await htmlListings.page(entry, query.page, limit, frame);
+  if (length !== undefined) reply.header('content-length', length);
+  return sendStoredBody(request, reply.headers(PAGE_HEADERS).type('text/html; charset=utf-8'), stream);
 }
 
 async function read(deps: ReadDeps, request: FastifyRequest, reply: FastifyReply) {

@@ -45,6 +45,14 @@ async function list({ pool }: TreeDatabase, directory: Entry, page: Page): Promi
   return { total, entries };
 }
 
+/** Entries of `directory` in listing order, without the count: a streamed listing reads its page in such chunks. */
+function listEntries({ pool }: TreeDatabase, directory: Entry, page: Page): Promise<readonly Entry[]> {
+  const after = page.after ? sql.fragment`and (kind, name) > (${page.after.kind}, ${page.after.name}::text collate "C")` : sql.fragment``;
+  return pool.any(sql.type(entryRow)`
+    select ${entryColumns} from entries where parent_id = ${directory.id} ${after}
+    order by kind, name limit ${page.limit} offset ${page.offset}`);
+}
+
 /**
  * One page of `directory` as the JSON listing's `files` array, without its brackets, serialized by PostgreSQL
  * in one statement (no object per entry in JS), with the folder's path, total and listing version read in the
@@ -100,6 +108,7 @@ export function createTree(pool: DatabasePool, options: { eventChannel: string; 
     find: (path: string, connection: DatabasePool | DatabaseTransactionConnection = pool) => findEntry(connection, path),
     list: (directory: Entry, page: Page) => list(db, directory, page),
     listJson: (directory: Entry, page: Page) => listJson(db, directory, page),
+    listEntries: (directory: Entry, page: Page) => listEntries(db, directory, page),
     search: (directory: Entry, query: string, page: Page) => search(db, directory, query, page),
     commitUpload: (input: UploadCommit) => commitUpload(db, input),
     createFolder: (directoryPath: string, name: string, userId: string | null) => createFolder(db, directoryPath, name, userId),

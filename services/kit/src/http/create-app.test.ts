@@ -1,9 +1,12 @@
 // The app factory as a caller sees it: error shapes, validation pointers, no stack traces, health, metrics.
 import { execFileSync } from 'node:child_process';
+import http from 'node:http';
 import { Writable } from 'node:stream';
 import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { listenMetrics } from '../metrics/metrics-listener.ts';
+import { Readable } from 'node:stream';
+import { setAccessPrincipal } from './access-log.ts';
 import { createApp, redactUrl } from './create-app.ts';
 import { conflict } from './http-error.ts';
 
@@ -84,6 +87,17 @@ describe('problem-details shape (RFC 9457)', () => {
   });
 });
 
+/** A GET on a connection of its own (closed after it: the app's close waits for keep-alive connections). */
+function get(url: string, requestId: string): Promise<{ status: number; body: Buffer }> {
+  return new Promise((resolve, reject) => {
+    http.get(url, { agent: false, headers: { 'x-request-id': requestId } }, (response) => {
+      const chunks: Buffer[] = [];
+      response.on('data', (chunk: Buffer) => chunks.push(chunk));
+      response.on('end', () => resolve({ status: response.statusCode!, body: Buffer.concat(chunks) }));
+    }).on('error', reject);
+  });
+}
+
 describe('request logs', () => {
   it('never carry credentials from the query string', async () => {
     const lines: string[] = [];
@@ -96,6 +110,39 @@ describe('request logs', () => {
     expect(redactUrl('/org/box?access_token=bxy_sa_1_secret&x=1')).toBe('/org/box?access_token=[redacted]&x=1');
     expect(redactUrl('/f?expires=9&signature=abc')).toBe('/f?expires=9&signature=[redacted]');
     expect(redactUrl('/plain/path')).toBe('/plain/path');
+  });
+
+  it('are one line per request at info, with what an operator filters on', async () => {
+    const lines: string[] = [];
+    const logStream = new Writable({ write: (chunk, _encoding, done) => (lines.push(String(chunk)), done()) });
+    const app = await createApp({ service: 'test', version: '1', errorShape: 'problem', logLevel: 'info', logStream, openapi: { title: 't' } });
+    app.get('/items/:id', async (request) => {
+      setAccessPrincipal(request, 'alice');
+      return { id: (request.params as { id: string }).id };
+    });
+    // A streamed body (no Content-Length): its size is what went to the connection.
+    app.get('/stream', async (_request, reply) => reply.type('text/plain').send(Readable.from([Buffer.alloc(40_000, 'a'), Buffer.alloc(20_000, 'b')], { objectMode: false })));
+    await app.listen({ host: '127.0.0.1', port: 0 });
+    const base = `http://127.0.0.1:${(app.server.address() as { port: number }).port}`;
+    const itemBody = (await get(`${base}/items/42?token=secret-value`, 'req-item')).body;
+    expect((await get(`${base}/stream`, 'req-stream')).body.length).toBe(60_000);
+    expect((await get(`${base}/nothing`, 'req-missing')).status).toBe(404);
+    await app.close();
+    const records = lines.join('').split('\n').filter(Boolean).map((line) => JSON.parse(line) as Record<string, unknown>);
+    for (const id of ['req-item', 'req-stream', 'req-missing']) {
+      const ofRequest = records.filter((r) => r.reqId === id);
+      expect(ofRequest.map((r) => r.msg), id).toEqual(['request']);
+      expect(ofRequest[0]!.level).toBe(30);
+    }
+    const line = (id: string) => records.find((r) => r.reqId === id)!;
+    expect(line('req-item')).toMatchObject({ method: 'GET', url: '/items/42?token=[redacted]', route: '/items/:id', status: 200, bytes: Buffer.byteLength(itemBody), principal: 'alice', ip: '127.0.0.1' });
+    expect(line('req-item').duration_ms).toEqual(expect.any(Number));
+    // Headers and chunk framing on top of the 60,000 bytes of body.
+    expect(line('req-stream')).toMatchObject({ route: '/stream', status: 200, principal: null });
+    expect(line('req-stream').bytes as number).toBeGreaterThan(60_000);
+    expect(line('req-stream').bytes as number).toBeLessThan(61_000);
+    expect(line('req-missing')).toMatchObject({ status: 404, url: '/nothing' });
+    expect(lines.join('')).not.toContain('secret-value');
   });
 });
 

@@ -17,6 +17,7 @@ import { partAwareValidator } from './validator.ts';
 import { recordRouteTable } from './route-table.ts';
 import { installGracefulStop } from './graceful-stop.ts';
 import { terminalLogStream } from '../logging/log-format.ts';
+import { accessLogController, installAccessLog } from './access-log.ts';
 
 export type ReadinessCheck = () => Promise<void>;
 
@@ -87,6 +88,8 @@ export async function createApp(options: CreateAppOptions): Promise<FastifyInsta
       mixin: traceIdsOfActiveSpan,
       ...streamOf(options.logStream ?? terminalLogStream(options.service)),
     },
+    // One line per request instead of fastify's two (access-log.ts).
+    logController: accessLogController(redactUrl),
     requestIdHeader: 'x-request-id',
     genReqId: () => randomUUID(),
     trustProxy: trustProxyFunction(options.trustProxy ?? false),
@@ -117,6 +120,7 @@ export async function createApp(options: CreateAppOptions): Promise<FastifyInsta
   app.addHook('onRequest', async (request, reply) => {
     reply.header('x-request-id', request.id);
   });
+  installAccessLog(app);
   installGracefulStop(app);
   // Both watch every route added from here on.
   const routes = trackRoutes(app);
