@@ -4,7 +4,7 @@
 // computed on the way) and the tree commits the path in one transaction (the same commitUpload as a plain
 // upload: replacing, checksum-update event). Until then nothing is visible.
 import { randomUUID } from 'node:crypto';
-import type { Readable } from 'node:stream';
+import { PassThrough, type Readable } from 'node:stream';
 import { conflict, HttpError, type ObjectStore } from '@boxyard/kit';
 import { sql, type DatabasePool } from 'slonik';
 import type { Sweeper } from '../maintenance/sweeper.ts';
@@ -23,6 +23,8 @@ export interface ReceiveDeps {
   sweeper: Sweeper;
   rows: UploadRows;
   hashes: RunningHashes;
+  /** How often a streaming chunk asks whether its access still holds (a file request's link); default 5 s. */
+  recheckIntervalMs?: number;
 }
 
 export interface Chunk {
@@ -36,7 +38,7 @@ export interface Chunk {
  * Writes one chunk at `offset` under a fresh lease (the caller has checked that the caller owns the upload) and
  * completes the upload when it is full. Returns the upload as it is afterwards.
  */
-export async function receive(deps: ReceiveDeps, row: UploadRow, owner: string, offset: number, chunk: Chunk, access: WriteAccess): Promise<{ row: UploadRow; sha256?: string }> {
+export async function receive(deps: ReceiveDeps, row: UploadRow, owner: string, offset: number, chunk: Chunk, access: WriteAccess, recheck?: () => Promise<void>): Promise<{ row: UploadRow; sha256?: string }> {
   if (chunk.size !== undefined && offset + chunk.size > row.length) {
     chunk.body?.resume();
     throw new HttpError(413, `The chunk would end at byte ${offset + chunk.size}, past the upload's length of ${row.length}`);
@@ -49,33 +51,80 @@ export async function receive(deps: ReceiveDeps, row: UploadRow, owner: string, 
     chunk.body?.resume(); // refused before reading: drain, so the connection stays usable
     throw error;
   }
-  const renewal = keepLease(deps, row.id, token, chunk.body);
+  const stop: Stop = {};
+  const body = chunk.body ? stoppable(chunk.body, stop) : undefined;
+  chunk = { ...chunk, body: body?.stream };
+  const endRenewal = keepLease(deps, row.id, token, body, recheck);
   try {
     if (chunk.body && chunk.size !== 0) {
-      current = current.multipart_id
-        ? await appendPart(partDeps(deps), current, token, offset, { ...chunk, body: chunk.body }).catch(asChunkError)
-        : await appendChunk(deps, current, token, offset, chunk);
+      // The grant is checked at every chunk too, so a lost permission (or a revoked link) stops an upload at once.
+      try {
+        const grant = access(row.path);
+        if (row.length > grant.maxBytes) throw new HttpError(413, `The upload's length is larger than the limit of ${grant.maxBytes} bytes`);
+      } catch (error) {
+        chunk.body.resume();
+        throw error;
+      }
+      const append = current.multipart_id
+        ? appendPart(partDeps(deps), current, token, offset, { ...chunk, body: chunk.body }).catch(asChunkError)
+        : appendChunk(deps, current, token, offset, chunk);
+      // A body stopped on purpose (lease lost, access ended mid-chunk) is answered with why it was stopped.
+      current = await append.catch((error: unknown) => {
+        throw stop.reason ?? error;
+      });
     }
     const sha256 = current.received === current.length ? await complete(deps, current, token, access) : undefined;
     return { row: (await deps.rows.find(row.id)) ?? current, ...(sha256 ? { sha256 } : {}) };
   } finally {
-    clearInterval(renewal);
+    endRenewal();
     await deps.rows.release(row.id, token);
   }
 }
 
-/** Renews the lease while the request runs; a lost lease stops the body, so nothing more is written for it. */
-function keepLease(deps: ReceiveDeps, id: string, token: string, body: Readable | undefined): NodeJS.Timeout {
-  const timer = setInterval(() => {
+interface Stop {
+  reason?: HttpError;
+}
+
+/**
+ * The request's body as the chunk's code reads it, with a way to stop it on purpose: the chunk then fails with
+ * `stop.reason`, and the rest of the body is read and dropped so the refusal reaches the client (destroying the
+ * request itself would close the connection before any answer).
+ */
+function stoppable(body: Readable, stop: Stop) {
+  const stream = new PassThrough();
+  body.once('error', (error) => stream.destroy(error));
+  body.pipe(stream);
+  return {
+    stream,
+    halt(reason: HttpError) {
+      stop.reason ??= reason;
+      body.unpipe(stream);
+      stream.destroy(reason);
+      body.resume();
+    },
+  };
+}
+
+/**
+ * Renews the lease while the request runs; a lost lease stops the body, so nothing more is written for it. So does
+ * a `recheck` that throws (a file request's link revoked or expired while its bytes stream): the chunk is dropped.
+ */
+function keepLease(deps: ReceiveDeps, id: string, token: string, body: ReturnType<typeof stoppable> | undefined, recheck?: () => Promise<void>): () => void {
+  const renewal = setInterval(() => {
     void deps.rows.renew(id, token).then(
       (held) => {
-        if (!held) body?.destroy(conflict('The upload was taken over or ended while this request ran'));
+        if (!held) body?.halt(conflict('The upload was taken over or ended while this request ran'));
       },
       () => {},
     );
   }, (LEASE_SECONDS * 1000) / 3);
-  timer.unref();
-  return timer;
+  renewal.unref();
+  const check = recheck && body ? setInterval(() => void recheck().catch((error: unknown) => error instanceof HttpError && body.halt(error)), deps.recheckIntervalMs ?? 5000) : undefined;
+  check?.unref();
+  return () => {
+    clearInterval(renewal);
+    clearInterval(check);
+  };
 }
 
 /** A chunk's failure as the caller should see it: a body that broke off is a 400 (nothing of it was kept). */

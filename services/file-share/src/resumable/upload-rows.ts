@@ -68,11 +68,12 @@ export function createUploadRows(pool: DatabasePool, expiresAfterSeconds: number
     find,
     visible,
 
-    async create(input: { id: string; owner: string; path: string; length: number; metadata: Record<string, string>; storageKey?: string; multipartId?: string }): Promise<UploadRow> {
+    /** `reservation`: the file request whose use this upload took (given back if it ends without a file). */
+    async create(input: { id: string; owner: string; path: string; length: number; metadata: Record<string, string>; storageKey?: string; multipartId?: string; reservation?: string | null }): Promise<UploadRow> {
       return pool.transaction(async (tx) => {
         const row = await tx.one(sql.type(uploadRow)`
-          insert into resumable_uploads (id, owner, path, length, metadata, storage_key, multipart_id, expires_at)
-          values (${input.id}, ${input.owner}, ${input.path}, ${input.length}, ${sql.jsonb(input.metadata)}, ${input.storageKey ?? null}, ${input.multipartId ?? null},
+          insert into resumable_uploads (id, owner, path, length, metadata, storage_key, multipart_id, share_link_id, expires_at)
+          values (${input.id}, ${input.owner}, ${input.path}, ${input.length}, ${sql.jsonb(input.metadata)}, ${input.storageKey ?? null}, ${input.multipartId ?? null}, ${input.reservation ?? null},
             least(now() + make_interval(secs => ${expiresAfterSeconds}), now() + make_interval(secs => ${maxAgeSeconds})))
           returning ${columns}`);
         // The final object stays registered while the upload lives; its end (expiry, termination) makes it due.
@@ -145,7 +146,10 @@ export function createUploadRows(pool: DatabasePool, expiresAfterSeconds: number
           where id = ${id} and state = 'active' ${token ? sql.fragment`and lease_token = ${token}` : sql.fragment``}`);
         const ended = rowCount > 0;
         if (ended) await dropSegments(tx, sql.fragment`upload_id = ${id}`);
-        if (ended && state === 'terminated') await dropFinalObjects(tx, [id]);
+        if (ended && state === 'terminated') {
+          await dropFinalObjects(tx, [id]);
+          await returnUses(tx, [id]);
+        }
         return ended;
       });
     },
@@ -160,6 +164,7 @@ export function createUploadRows(pool: DatabasePool, expiresAfterSeconds: number
         if (expired.length > 0) {
           await dropSegments(tx, sql.fragment`upload_id = any(${sql.array(expired, 'uuid')})`);
           await dropFinalObjects(tx, expired);
+          await returnUses(tx, expired);
         }
         await tx.query(sql.unsafe`delete from resumable_uploads where state <> 'active' and finished_at < now() - make_interval(hours => ${TOMBSTONE_HOURS})`);
         return expired.length;
@@ -191,6 +196,15 @@ async function dropFinalObjects(tx: Transaction, ids: readonly string[]): Promis
   await tx.query(sql.unsafe`
     update object_garbage set delete_after = now()
     where storage_key in (select storage_key from resumable_uploads where id = any(${sql.array([...ids], 'uuid')}) and storage_key is not null)`);
+}
+
+/** Uploads through a file request that ended without a file give their link's use back (one per upload). */
+async function returnUses(tx: Transaction, ids: readonly string[]): Promise<void> {
+  await tx.query(sql.unsafe`
+    update share_links l set uses = greatest(l.uses - r.count, 0)
+    from (select share_link_id, count(*)::int as count from resumable_uploads
+          where id = any(${sql.array([...ids], 'uuid')}) and share_link_id is not null group by share_link_id) r
+    where l.id = r.share_link_id`);
 }
 
 export type UploadRows = ReturnType<typeof createUploadRows>;
