@@ -131,8 +131,8 @@ export async function resumableRoutes(app: FastifyInstance, options: ResumableOp
     return owner;
   };
   /** receive() for this request: the mount's recheck while bytes stream, its `landed` once the file is there. */
-  const receiveFor = async (request: FastifyRequest, row: UploadRow, owner: string, offset: number, chunk: Chunk) => {
-    const after = await receive(deps, row, owner, offset, chunk, options.writeAccess(request), mount ? () => mount.recheck(request) : undefined);
+  const receiveFor = async (request: FastifyRequest, id: string, owner: string, offset: number, chunk: Chunk) => {
+    const after = await receive(deps, id, owner, offset, chunk, options.writeAccess(request), mount ? () => mount.recheck(request) : undefined);
     if (after.sha256 && mount) await mount.landed(request, after.row, after.sha256);
     return after;
   };
@@ -166,7 +166,7 @@ export async function resumableRoutes(app: FastifyInstance, options: ResumableOp
       throw new HttpError(415, 'The bytes sent with a creation request are Content-Type: application/offset+octet-stream');
     }
     const row = await create(request, options, rows, body);
-    const after = body || row.length === 0 ? await receiveFor(request, row, row.owner, 0, chunkOf(request, body)) : { row };
+    const after = body || row.length === 0 ? await receiveFor(request, row.id, row.owner, 0, chunkOf(request, body)) : { row };
     return reply.status(201).headers({ location: `${at.base(request)}/${row.id}`, ...uploadHeaders(after.row, after.sha256) }).send();
   }));
 
@@ -177,7 +177,7 @@ export async function resumableRoutes(app: FastifyInstance, options: ResumableOp
     // Every byte arrived but the completion did not happen (refused, or its replica died): a client that sees the
     // full offset sends nothing more, so the completion is tried again here, with the grant checked as then.
     if (row.state === 'active' && row.received === row.length && !row.leased) {
-      row = (await receiveFor(request, row, owner, row.length, { body: undefined, size: 0 })).row;
+      row = (await receiveFor(request, row.id, owner, row.length, { body: undefined, size: 0 })).row;
     }
     return reply.status(200).headers({ ...uploadHeaders(row), 'upload-length': String(row.length), 'cache-control': 'no-store' }).send();
   }));
@@ -194,8 +194,8 @@ export async function resumableRoutes(app: FastifyInstance, options: ResumableOp
     const offset = integerHeader(request.headers, 'upload-offset');
     if (offset === undefined) throw badRequest('Upload-Offset is required');
     const owner = ownerOrNotFound(request);
-    const row = await rows.visible(idOf(request), owner);
-    const after = await receiveFor(request, row, owner, offset, chunkOf(request, body));
+    // No read first: the lease is taken only by the owner and, when refused, says why (404, 410, 409, 423).
+    const after = await receiveFor(request, idOf(request), owner, offset, chunkOf(request, body));
     return reply.status(204).headers(uploadHeaders(after.row, after.sha256)).send();
   };
   const terminate = async (request: FastifyRequest, reply: FastifyReply) => {

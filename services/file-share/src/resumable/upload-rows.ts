@@ -30,6 +30,10 @@ export const uploadRow = z.object({
 });
 export type UploadRow = z.output<typeof uploadRow>;
 
+/** The upload as a lease takes it: also its highest part number and how many staged chunks wait (s3-parts.ts). */
+const leasedRow = uploadRow.extend({ last_part: z.number(), staged: z.number() });
+export type LeasedRow = z.output<typeof leasedRow>;
+
 const columns = sql.fragment`id::text as id, owner, path, length, received, metadata, storage_key, multipart_id, hasher::text as hasher, state, expires_at,
   (lease_token is not null and leased_until > now()) as leased, (expires_at <= now()) as expired`;
 
@@ -82,13 +86,18 @@ export function createUploadRows(pool: DatabasePool, expiresAfterSeconds: number
       });
     },
 
-    /** Takes the upload for one request at `offset`; the refusal says why (404, 410, 409 offset, 423 in use). */
-    async lease(id: string, owner: string, offset: number, token: string): Promise<UploadRow> {
-      const row = await pool.maybeOne(sql.type(uploadRow)`
+    /**
+     * Takes the upload for one request at `offset`; the refusal says why (404, 410, 409 offset, 423 in use). The
+     * answer also tells the s3 driver where its parts stand, so a chunk costs no further query before its bytes.
+     */
+    async lease(id: string, owner: string, offset: number, token: string): Promise<LeasedRow> {
+      const row = await pool.maybeOne(sql.type(leasedRow)`
         update resumable_uploads set lease_token = ${token}, leased_until = now() + make_interval(secs => ${LEASE_SECONDS})
         where id = ${id} and owner = ${owner} and state = 'active' and expires_at > now() and received = ${offset}
           and (lease_token is null or leased_until <= now())
-        returning ${columns}`);
+        returning ${columns},
+          (select coalesce(max(part), 0) from resumable_segments where upload_id = ${id}) as last_part,
+          (select count(*) from resumable_segments where upload_id = ${id} and part is null)::int as staged`);
       if (row) return row;
       const current = await visible(id, owner);
       if (current.state === 'done') throw new HttpError(409, `Upload-Offset is ${current.length}: the upload is complete`, { headers: { 'upload-offset': String(current.length) } });
@@ -108,18 +117,31 @@ export function createUploadRows(pool: DatabasePool, expiresAfterSeconds: number
       await pool.query(sql.unsafe`update resumable_uploads set lease_token = null, leased_until = null where id = ${id} and lease_token = ${token}`);
     },
 
-    /** A received chunk becomes part of the upload, with the new offset (and hasher), in one transaction. */
-    async append(id: string, token: string, segment: Segment, hasher: string | null = null): Promise<UploadRow> {
-      return pool.transaction(async (tx) => {
-        const row = await tx.maybeOne(sql.type(uploadRow)`
-          update resumable_uploads set received = received + ${segment.length}, expires_at = ${expiry}, hasher = ${hasher}
+    /**
+     * A received chunk becomes part of the upload, with the new offset (and hasher): one statement, so one round
+     * trip and atomic. `release`: the request ends with this chunk, so its lease goes in the same statement (the
+     * request that completes the upload keeps it for the completion).
+     */
+    async append(id: string, token: string, segment: Segment, hasher: string | null = null, release = false): Promise<UploadRow> {
+      const keep = sql.fragment`${!release}::boolean or received + ${segment.length} = length`;
+      const row = await pool.maybeOne(sql.type(uploadRow)`
+        with moved as (
+          update resumable_uploads set received = received + ${segment.length}, expires_at = ${expiry}, hasher = ${hasher},
+            lease_token = case when ${keep} then lease_token end, leased_until = case when ${keep} then leased_until end
           where id = ${id} and lease_token = ${token} and state = 'active' and received = ${segment.offset}
             and received + ${segment.length} <= length
-          returning ${columns}`);
-        if (!row) throw conflict('The upload changed while this chunk arrived (lease lost, terminated or expired); nothing was added');
-        await insertSegment(tx, id, segment);
-        return row;
-      });
+          returning ${columns}
+        ), added as (
+          insert into resumable_segments (upload_id, "offset", length, storage_key, part, etag)
+          select ${id}, ${segment.offset}, ${segment.length}, ${segment.storageKey}, ${segment.part}, ${segment.etag} from moved
+          returning storage_key
+        ), referenced as (
+          -- Referenced by the upload now: the sweep leaves it until the upload ends.
+          delete from object_garbage where storage_key = (select storage_key from added)
+        )
+        select * from moved`);
+      if (!row) throw conflict('The upload changed while this chunk arrived (lease lost, terminated or expired); nothing was added');
+      return row;
     },
 
     /** Staged chunks, now sent as one part, are replaced by that part (their objects go to the sweep). */
