@@ -8,7 +8,7 @@
 // that moment is stopped within `recheckIntervalMs`); its password as Basic with any user name; its size limit at
 // creation and at every chunk. A link used up by other uploads still lets an upload that took its use finish. The
 // visitor never sees the folder: answers carry offsets and the file's own checksum, refusals name no path.
-import { HttpError, notFound } from '@boxyard/kit';
+import { documentStatuses, HttpError, notFound } from '@boxyard/kit';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { joinPath, validateName } from '../paths/share-path.ts';
 import { resumableRoutes, type ResumableOptions, type UploadMount } from '../resumable/tus-routes.ts';
@@ -76,6 +76,8 @@ export async function requestTusRoutes(app: FastifyInstance, options: Omit<Resum
     return visit;
   };
 
+  // What the link itself may answer on every route: its password (401), not a file request (403), unknown (404), gone (410).
+  documentStatuses(app, 'envelope', [401, 403, 404, 410]);
   app.addHook('onRequest', async (request) => {
     if (request.method === 'OPTIONS') return;
     const { token, id } = request.params as { token?: string; id?: string };
