@@ -75,6 +75,11 @@ export async function fileSharePlugin(app: FastifyInstance, { config, publicUrl,
   // Share links and file requests: public pages here (a link's password is no account's), the API in the scope below.
   const shares = createShares(app, { pool: app.pool, store: app.store, tree, sweeper, config, publicUrl, secureCookies: (request) => sessionCookie.options(request).secure });
   await app.register(shares.publicRoutes);
+  const tusOptions = {
+    pool: app.pool, store: app.store, tree, sweeper, maxBytes: config.uploads.max_bytes, expiresAfterSeconds: config.uploads.resumable.expires_after_seconds, maxAgeSeconds: Math.max(1, config.uploads.abandoned_after_seconds - 60),
+    ...(settings.sweepIntervalMs ? { expireIntervalMs: settings.sweepIntervalMs, recheckIntervalMs: settings.sweepIntervalMs } : {}),
+  };
+  await app.register(shares.resumableRoutes, tusOptions);
 
   await app.register(async (scope) => {
     // Every route below reads credentials and permissions first.
@@ -98,11 +103,7 @@ export async function fileSharePlugin(app: FastifyInstance, { config, publicUrl,
       pool: app.pool, store: app.store, tree, sweeper, maxUploadBytes: config.uploads.max_bytes,
       signIn: signIn ? { displayName: signIn.display_name } : undefined,
     });
-    await scope.register(resumableRoutes, {
-      pool: app.pool, store: app.store, tree, sweeper, maxBytes: config.uploads.max_bytes, expiresAfterSeconds: config.uploads.resumable.expires_after_seconds, maxAgeSeconds: Math.max(1, config.uploads.abandoned_after_seconds - 60),
-      writeAccess: (request) => principalWriteAccess(request.principal, config.uploads.max_bytes),
-      ...(settings.sweepIntervalMs ? { expireIntervalMs: settings.sweepIntervalMs } : {}),
-    });
+    await scope.register(resumableRoutes, { ...tusOptions, writeAccess: (request) => principalWriteAccess(request.principal, config.uploads.max_bytes) });
   });
 }
 

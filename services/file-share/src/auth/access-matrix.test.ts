@@ -182,6 +182,20 @@ function rows(): MatrixRow<Role>[] {
   add('PATCH /api/uploads/:id', tusWriters(204), async (role) => send(role, 'PATCH', await create(role), { body: 'x', headers: chunk }));
   add('POST /api/uploads/:id', tusWriters(204), async (role) => send(role, 'POST', await create(role), { body: 'x', headers: { ...chunk, 'x-http-method-override': 'PATCH' } }), 'a PATCH by X-HTTP-Method-Override');
   add('DELETE /api/uploads/:id', tusWriters(204), async (role) => send(role, 'DELETE', await create(role), { headers: TUS }));
+  // Resumable uploads through a file request: the link decides, the same for every caller (credentials are ignored).
+  const linkUpload = async (): Promise<string> => {
+    const metadata = `filename ${Buffer.from(`${unique('ltus')}.bin`).toString('base64')}`;
+    const response = await fetch(`${test.url}/-/tus/${await requestToken()}`, { method: 'POST', headers: { ...TUS, 'upload-length': '1', 'upload-metadata': metadata } });
+    if (response.status !== 201) throw new Error(`tus creation through a link: ${response.status}`);
+    return response.headers.get('location')!;
+  };
+  add('OPTIONS /-/tus/:token', everyone(204), async (role) => send(role, 'OPTIONS', `/-/tus/${await requestToken()}`));
+  add('OPTIONS /-/tus/:token/:id', everyone(204), async (role) => send(role, 'OPTIONS', await linkUpload()));
+  add('POST /-/tus/:token', everyone(201), async (role) => send(role, 'POST', `/-/tus/${await requestToken()}`, { headers: { ...TUS, 'upload-length': '1', 'upload-metadata': `filename ${Buffer.from(`${unique('ltus')}.bin`).toString('base64')}` } }));
+  add('HEAD /-/tus/:token/:id', everyone(200), async (role) => send(role, 'HEAD', await linkUpload(), { headers: TUS }));
+  add('PATCH /-/tus/:token/:id', everyone(204), async (role) => send(role, 'PATCH', await linkUpload(), { body: 'x', headers: chunk }));
+  add('POST /-/tus/:token/:id', everyone(204), async (role) => send(role, 'POST', await linkUpload(), { body: 'x', headers: { ...chunk, 'x-http-method-override': 'PATCH' } }), 'a PATCH by X-HTTP-Method-Override');
+  add('DELETE /-/tus/:token/:id', everyone(204), async (role) => send(role, 'DELETE', await linkUpload(), { headers: TUS }));
   return rows;
 }
 

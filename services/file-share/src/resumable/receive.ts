@@ -4,7 +4,7 @@
 // computed on the way) and the tree commits the path in one transaction (the same commitUpload as a plain
 // upload: replacing, checksum-update event). Until then nothing is visible.
 import { randomUUID } from 'node:crypto';
-import type { Readable } from 'node:stream';
+import { PassThrough, type Readable } from 'node:stream';
 import { conflict, HttpError, type ObjectStore } from '@boxyard/kit';
 import { sql, type DatabasePool } from 'slonik';
 import type { Sweeper } from '../maintenance/sweeper.ts';
@@ -13,7 +13,7 @@ import { joinSegments, storeChunk } from './chunks.ts';
 import type { RunningHashes } from './running-hash.ts';
 import { appendPart, completeParts, type PartDeps } from './s3-parts.ts';
 import type { ChecksumHeader } from './tus-headers.ts';
-import { LEASE_SECONDS, type UploadRow, type UploadRows } from './upload-rows.ts';
+import { LEASE_SECONDS, type LeasedRow, type UploadRow, type UploadRows } from './upload-rows.ts';
 import type { WriteAccess } from './write-access.ts';
 
 export interface ReceiveDeps {
@@ -23,6 +23,8 @@ export interface ReceiveDeps {
   sweeper: Sweeper;
   rows: UploadRows;
   hashes: RunningHashes;
+  /** How often a streaming chunk asks whether its access still holds (a file request's link); default 5 s. */
+  recheckIntervalMs?: number;
 }
 
 export interface Chunk {
@@ -33,49 +35,98 @@ export interface Chunk {
 }
 
 /**
- * Writes one chunk at `offset` under a fresh lease (the caller has checked that the caller owns the upload) and
- * completes the upload when it is full. Returns the upload as it is afterwards.
+ * Writes one chunk at `offset` under a fresh lease (taken only by `owner`: anyone else is told the upload does not
+ * exist) and completes the upload when it is full. Returns the upload as it is afterwards. A chunk that does not
+ * complete the upload costs two statements besides its bytes: the lease, and the append that also releases it.
  */
-export async function receive(deps: ReceiveDeps, row: UploadRow, owner: string, offset: number, chunk: Chunk, access: WriteAccess): Promise<{ row: UploadRow; sha256?: string }> {
-  if (chunk.size !== undefined && offset + chunk.size > row.length) {
-    chunk.body?.resume();
-    throw new HttpError(413, `The chunk would end at byte ${offset + chunk.size}, past the upload's length of ${row.length}`);
-  }
+export async function receive(deps: ReceiveDeps, id: string, owner: string, offset: number, chunk: Chunk, access: WriteAccess, recheck?: () => Promise<void>): Promise<{ row: UploadRow; sha256?: string }> {
   const token = randomUUID();
-  let current: UploadRow;
+  let leased: LeasedRow;
   try {
-    current = await deps.rows.lease(row.id, owner, offset, token);
+    leased = await deps.rows.lease(id, owner, offset, token);
   } catch (error) {
     chunk.body?.resume(); // refused before reading: drain, so the connection stays usable
     throw error;
   }
-  const renewal = keepLease(deps, row.id, token, chunk.body);
+  let current: UploadRow = leased;
+  let held = true;
+  const stop: Stop = {};
+  const body = chunk.body ? stoppable(chunk.body, stop) : undefined;
+  chunk = { ...chunk, body: body?.stream };
+  const endRenewal = keepLease(deps, id, token, body, recheck);
   try {
     if (chunk.body && chunk.size !== 0) {
-      current = current.multipart_id
-        ? await appendPart(partDeps(deps), current, token, offset, { ...chunk, body: chunk.body }).catch(asChunkError)
-        : await appendChunk(deps, current, token, offset, chunk);
+      // The grant is checked at every chunk too, so a lost permission (or a revoked link) stops an upload at once.
+      try {
+        if (chunk.size !== undefined && offset + chunk.size > leased.length) throw new HttpError(413, `The chunk would end at byte ${offset + chunk.size}, past the upload's length of ${leased.length}`);
+        const grant = access(leased.path);
+        if (leased.length > grant.maxBytes) throw new HttpError(413, `The upload's length is larger than the limit of ${grant.maxBytes} bytes`);
+      } catch (error) {
+        chunk.body.resume();
+        throw error;
+      }
+      const append = leased.multipart_id
+        ? appendPart(partDeps(deps), leased, token, offset, { ...chunk, body: chunk.body }).catch(asChunkError)
+        : appendChunk(deps, leased, token, offset, chunk);
+      // A body stopped on purpose (lease lost, access ended mid-chunk) is answered with why it was stopped.
+      current = await append.catch((error: unknown) => {
+        throw stop.reason ?? error;
+      });
+      held = current.leased; // the append released it unless this chunk completes the upload (or was staged)
     }
-    const sha256 = current.received === current.length ? await complete(deps, current, token, access) : undefined;
-    return { row: (await deps.rows.find(row.id)) ?? current, ...(sha256 ? { sha256 } : {}) };
+    if (current.received !== current.length) return { row: current };
+    const sha256 = await complete(deps, current, token, access);
+    return { row: (await deps.rows.find(id)) ?? current, sha256 };
   } finally {
-    clearInterval(renewal);
-    await deps.rows.release(row.id, token);
+    endRenewal();
+    if (held) await deps.rows.release(id, token);
   }
 }
 
-/** Renews the lease while the request runs; a lost lease stops the body, so nothing more is written for it. */
-function keepLease(deps: ReceiveDeps, id: string, token: string, body: Readable | undefined): NodeJS.Timeout {
-  const timer = setInterval(() => {
+interface Stop {
+  reason?: HttpError;
+}
+
+/**
+ * The request's body as the chunk's code reads it, with a way to stop it on purpose: the chunk then fails with
+ * `stop.reason`, and the rest of the body is read and dropped so the refusal reaches the client (destroying the
+ * request itself would close the connection before any answer).
+ */
+function stoppable(body: Readable, stop: Stop) {
+  const stream = new PassThrough();
+  body.once('error', (error) => stream.destroy(error));
+  body.pipe(stream);
+  return {
+    stream,
+    halt(reason: HttpError) {
+      stop.reason ??= reason;
+      body.unpipe(stream);
+      stream.destroy(reason);
+      body.resume();
+    },
+  };
+}
+
+/**
+ * Renews the lease while the request runs; a lost lease stops the body, so nothing more is written for it. So does
+ * a `recheck` that throws (a file request's link revoked or expired while its bytes stream): the chunk is dropped.
+ */
+function keepLease(deps: ReceiveDeps, id: string, token: string, body: ReturnType<typeof stoppable> | undefined, recheck?: () => Promise<void>): () => void {
+  const renewal = setInterval(() => {
     void deps.rows.renew(id, token).then(
       (held) => {
-        if (!held) body?.destroy(conflict('The upload was taken over or ended while this request ran'));
+        if (!held) body?.halt(conflict('The upload was taken over or ended while this request ran'));
       },
       () => {},
     );
   }, (LEASE_SECONDS * 1000) / 3);
-  timer.unref();
-  return timer;
+  renewal.unref();
+  const check = recheck && body ? setInterval(() => void recheck().catch((error: unknown) => error instanceof HttpError && body.halt(error)), deps.recheckIntervalMs ?? 5000) : undefined;
+  check?.unref();
+  return () => {
+    clearInterval(renewal);
+    clearInterval(check);
+  };
 }
 
 /** A chunk's failure as the caller should see it: a body that broke off is a 400 (nothing of it was kept). */
@@ -97,7 +148,7 @@ async function appendChunk(deps: ReceiveDeps, row: UploadRow, token: string, off
     checksum: chunk.checksum,
   }).catch(asChunkError);
   try {
-    return await deps.rows.append(row.id, token, { offset, length: stored.length, storageKey: stored.storageKey, part: null, etag: null });
+    return await deps.rows.append(row.id, token, { offset, length: stored.length, storageKey: stored.storageKey, part: null, etag: null }, null, true);
   } catch (error) {
     await discard(stored.storageKey);
     throw error;

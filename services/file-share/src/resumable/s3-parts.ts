@@ -14,7 +14,7 @@ import type { storeChunk } from './chunks.ts';
 import { checksumMismatch, joinSegments } from './chunks.ts';
 import type { ChunkHasher, RunningHashes } from './running-hash.ts';
 import type { ChecksumHeader } from './tus-headers.ts';
-import type { Segment, UploadRow, UploadRows } from './upload-rows.ts';
+import type { LeasedRow, Segment, UploadRow, UploadRows } from './upload-rows.ts';
 
 const MAX_PARTS = 10_000;
 
@@ -48,10 +48,11 @@ function tap(body: Readable, hasher: ChunkHasher, checksum: ReturnType<typeof cr
 const interrupted = () => new HttpError(400, 'The chunk was interrupted before it ended; nothing of it was kept');
 
 /** Appends one chunk at `offset` (the caller holds the lease); returns the upload afterwards. */
-export async function appendPart(deps: PartDeps, row: UploadRow, token: string, offset: number, chunk: PartChunk): Promise<UploadRow> {
-  const segments = await deps.rows.segments(row.id);
+export async function appendPart(deps: PartDeps, row: LeasedRow, token: string, offset: number, chunk: PartChunk): Promise<UploadRow> {
+  // The lease told where the parts stand: the segments themselves are read only when staged chunks wait.
+  const segments = row.staged > 0 ? await deps.rows.segments(row.id) : [];
   const staged = segments.filter((segment) => segment.part === null);
-  const part = Math.max(0, ...segments.map((segment) => segment.part ?? 0)) + 1;
+  const part = row.last_part + 1;
   if (part > MAX_PARTS) throw new HttpError(413, `An upload takes at most ${MAX_PARTS} chunks of at least 5 MiB`);
   const hasher = deps.hashes.forChunk(row);
   const size = chunk.size;
@@ -63,7 +64,7 @@ export async function appendPart(deps: PartDeps, row: UploadRow, token: string, 
       throw bodyFailed || chunk.body.destroyed ? interrupted() : error;
     });
     if (check && check.digest('hex') !== chunk.checksum!.hex) throw checksumMismatch(); // the part is replaced by the next one sent
-    const after = await deps.rows.append(row.id, token, { offset, length: size, storageKey: null, part, etag }, hasher.token);
+    const after = await deps.rows.append(row.id, token, { offset, length: size, storageKey: null, part, etag }, hasher.token, true);
     hasher.commit(after.received);
     return after;
   }

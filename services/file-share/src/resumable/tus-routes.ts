@@ -17,7 +17,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { sql } from 'slonik';
 import { refuse } from '../auth/principal.ts';
 import { joinPath, validateName, validateSharePath } from '../paths/share-path.ts';
-import { receive, type ReceiveDeps } from './receive.ts';
+import { receive, type Chunk, type ReceiveDeps } from './receive.ts';
 import { CHECKSUM_ALGORITHMS, integerHeader, isOffsetStream, parseChecksum, parseMetadata, requireOffsetStream, requireTusVersion, TUS_EXTENSIONS, TUS_VERSION } from './tus-headers.ts';
 import { createRunningHashes } from './running-hash.ts';
 import { createUploadRows, type UploadRow } from './upload-rows.ts';
@@ -36,6 +36,33 @@ export interface ResumableOptions extends Omit<ReceiveDeps, 'rows' | 'hashes'> {
   writeAccess(request: FastifyRequest): WriteAccess;
   /** How often expired uploads are ended (default one minute). */
   expireIntervalMs?: number;
+  /** Another mount of the same protocol (a file request's `/-/tus/:token`), with what differs there. */
+  mount?: UploadMount;
+}
+
+/**
+ * What a second mount of the endpoint decides for itself (a file request: shares/request-tus.ts). Everything
+ * else — leases, chunks, checksums, completion — is the same code.
+ */
+export interface UploadMount {
+  /** The route prefix (Fastify syntax) and, per request, the URL prefix of its uploads (Location). */
+  endpoint: string;
+  base(request: FastifyRequest): string;
+  /** Who continues uploads made through this request; undefined asks the caller to authenticate (401). */
+  owner(request: FastifyRequest): string | undefined;
+  /** The file's share path named by Upload-Metadata. */
+  destination(request: FastifyRequest, metadata: Record<string, string>): string;
+  /** Before an upload is created (a use of the link is taken) and, when the creation then failed, undone. */
+  reserve(request: FastifyRequest): Promise<void>;
+  unreserve(request: FastifyRequest): Promise<void>;
+  /** The id the upload row keeps of what it reserved (returned when the upload ends without landing). */
+  reservation(request: FastifyRequest): string | null;
+  /** Called every lease renewal while a PATCH streams: a throw stops the PATCH with that error. */
+  recheck(request: FastifyRequest): Promise<void>;
+  /** A file landed through this request. */
+  landed(request: FastifyRequest, row: UploadRow, sha256: string): Promise<void>;
+  /** A refusal as this mount's callers may see it. */
+  refine(request: FastifyRequest, error: unknown): unknown;
 }
 
 /** What each tus route may answer, for the OpenAPI description (401/403 and the common ones are added centrally). */
@@ -74,11 +101,12 @@ const uploadHeaders = (row: UploadRow, sha256?: string) => ({
   ...(sha256 ? { 'upload-file-sha256': sha256 } : {}),
 });
 
-/** Who is asking: an anonymous caller is asked to authenticate (401), as on a plain upload. */
-const ownerOrNotFound = (request: FastifyRequest): string => {
-  const owner = ownerOf(request.principal);
-  if (!owner) throw refuse(request.principal, 'No such upload');
-  return owner;
+/** /api/uploads: a signed-in caller or an API key, the file's path from `path` or `filename` in `folder`. */
+const signedIn = {
+  base: () => TUS_ENDPOINT,
+  owner: (request: FastifyRequest) => ownerOf(request.principal),
+  destination: (_request: FastifyRequest, metadata: Record<string, string>) => destinationOf(metadata),
+  reservation: () => null,
 };
 
 function idOf(request: FastifyRequest): string {
@@ -91,14 +119,32 @@ function idOf(request: FastifyRequest): string {
 const bodyOf = (request: FastifyRequest): Readable | undefined => (request.body as Readable | undefined) ?? undefined;
 
 export async function resumableRoutes(app: FastifyInstance, options: ResumableOptions): Promise<void> {
+  const { mount } = options;
+  const endpoint = mount?.endpoint ?? TUS_ENDPOINT;
+  const at = mount ?? signedIn;
   const rows = createUploadRows(options.pool, options.expiresAfterSeconds, options.maxAgeSeconds);
   const deps: ReceiveDeps = { ...options, rows, hashes: createRunningHashes() };
+  /** Who is asking: an anonymous caller is asked to authenticate (401), as on a plain upload. */
+  const ownerOrNotFound = (request: FastifyRequest): string => {
+    const owner = at.owner(request);
+    if (!owner) throw refuse(request.principal, 'No such upload');
+    return owner;
+  };
+  /** receive() for this request: the mount's recheck while bytes stream, its `landed` once the file is there. */
+  const receiveFor = async (request: FastifyRequest, id: string, owner: string, offset: number, chunk: Chunk) => {
+    const after = await receive(deps, id, owner, offset, chunk, options.writeAccess(request), mount ? () => mount.recheck(request) : undefined);
+    if (after.sha256 && mount) await mount.landed(request, after.row, after.sha256);
+    return after;
+  };
+  type Handler = (request: FastifyRequest, reply: FastifyReply) => Promise<FastifyReply>;
+  const refined = (handler: Handler): Handler => (mount ? async (request, reply) => handler(request, reply).catch((error: unknown) => { throw mount.refine(request, error); }) : handler);
   // Every body reaches the handlers as a stream; a type other than offset+octet-stream is answered 415 there.
   app.addContentTypeParser('*', (_request, payload, done) => done(null, payload));
   app.addHook('onSend', async (_request, reply) => {
     reply.header('tus-resumable', TUS_VERSION);
   });
-  startExpiry(app, rows, options);
+  // One timer per process is enough: a second mount shares the table.
+  if (!mount) startExpiry(app, rows, options);
 
   const tusOptions = async (_request: FastifyRequest, reply: FastifyReply) =>
     reply.status(204).headers({
@@ -108,10 +154,11 @@ export async function resumableRoutes(app: FastifyInstance, options: ResumableOp
       'tus-checksum-algorithm': CHECKSUM_ALGORITHMS.join(','),
     }).send();
   const hidden = { schema: { hide: true } };
-  app.options(TUS_ENDPOINT, hidden, tusOptions);
-  app.options(`${TUS_ENDPOINT}/:id`, hidden, tusOptions);
+  app.options(endpoint, hidden, tusOptions);
+  app.options(`${endpoint}/:id`, hidden, tusOptions);
 
-  app.post(TUS_ENDPOINT, documented('Create a resumable upload (tus 1.0 creation, creation-with-upload)', 201, 'Created: Location, Upload-Offset, Upload-Expires', [409, 412, 423, 460]), async (request, reply) => {
+  const creation = documented(mount ? 'Create a resumable upload through a file request (tus 1.0)' : 'Create a resumable upload (tus 1.0 creation, creation-with-upload)', 201, 'Created: Location, Upload-Offset, Upload-Expires', [409, 412, 423, 460]);
+  app.post(endpoint, creation, refined(async (request, reply) => {
     requireTusVersion(request.headers);
     const body = bodyOf(request);
     if (body && !isOffsetStream(request.headers)) {
@@ -119,22 +166,21 @@ export async function resumableRoutes(app: FastifyInstance, options: ResumableOp
       throw new HttpError(415, 'The bytes sent with a creation request are Content-Type: application/offset+octet-stream');
     }
     const row = await create(request, options, rows, body);
-    const access = options.writeAccess(request);
-    const after = body || row.length === 0 ? await receive(deps, row, row.owner, 0, chunkOf(request, body), access) : { row };
-    return reply.status(201).headers({ location: `${TUS_ENDPOINT}/${row.id}`, ...uploadHeaders(after.row, after.sha256) }).send();
-  });
+    const after = body || row.length === 0 ? await receiveFor(request, row.id, row.owner, 0, chunkOf(request, body)) : { row };
+    return reply.status(201).headers({ location: `${at.base(request)}/${row.id}`, ...uploadHeaders(after.row, after.sha256) }).send();
+  }));
 
-  app.head(`${TUS_ENDPOINT}/:id`, hidden, async (request, reply) => {
+  app.head(`${endpoint}/:id`, hidden, refined(async (request, reply) => {
     requireTusVersion(request.headers);
     const owner = ownerOrNotFound(request);
     let row = await rows.visible(idOf(request), owner);
     // Every byte arrived but the completion did not happen (refused, or its replica died): a client that sees the
     // full offset sends nothing more, so the completion is tried again here, with the grant checked as then.
     if (row.state === 'active' && row.received === row.length && !row.leased) {
-      row = (await receive(deps, row, owner, row.length, { body: undefined, size: 0 }, options.writeAccess(request))).row;
+      row = (await receiveFor(request, row.id, owner, row.length, { body: undefined, size: 0 })).row;
     }
     return reply.status(200).headers({ ...uploadHeaders(row), 'upload-length': String(row.length), 'cache-control': 'no-store' }).send();
-  });
+  }));
 
   const patch = async (request: FastifyRequest, reply: FastifyReply) => {
     const body = bodyOf(request);
@@ -148,8 +194,8 @@ export async function resumableRoutes(app: FastifyInstance, options: ResumableOp
     const offset = integerHeader(request.headers, 'upload-offset');
     if (offset === undefined) throw badRequest('Upload-Offset is required');
     const owner = ownerOrNotFound(request);
-    const row = await rows.visible(idOf(request), owner);
-    const after = await receive(deps, row, owner, offset, chunkOf(request, body), options.writeAccess(request));
+    // No read first: the lease is taken only by the owner and, when refused, says why (404, 410, 409, 423).
+    const after = await receiveFor(request, idOf(request), owner, offset, chunkOf(request, body));
     return reply.status(204).headers(uploadHeaders(after.row, after.sha256)).send();
   };
   const terminate = async (request: FastifyRequest, reply: FastifyReply) => {
@@ -163,16 +209,16 @@ export async function resumableRoutes(app: FastifyInstance, options: ResumableOp
   // The chunks of an upload its creation admitted are not counted by the rate limit (the creation is): a 5 GiB
   // file in 8 MiB chunks is 640 PATCHes, far beyond the default 100 requests per 10 minutes.
   const unmetered = { rateLimit: false as const };
-  app.patch(`${TUS_ENDPOINT}/:id`, { ...documented('Send bytes of a resumable upload at Upload-Offset', 204, 'Stored: the new Upload-Offset', [404, 409, 410, 412, 423, 460]), config: unmetered }, patch);
-  app.delete(`${TUS_ENDPOINT}/:id`, documented('Terminate a resumable upload', 204, 'Terminated; its bytes go', [404, 410, 412]), terminate);
+  app.patch(`${endpoint}/:id`, { ...documented('Send bytes of a resumable upload at Upload-Offset', 204, 'Stored: the new Upload-Offset', [404, 409, 410, 412, 423, 460]), config: unmetered }, refined(patch));
+  app.delete(`${endpoint}/:id`, documented('Terminate a resumable upload', 204, 'Terminated; its bytes go', [404, 410, 412]), refined(terminate));
   // X-HTTP-Method-Override, for clients whose environment only sends GET and POST.
-  app.post(`${TUS_ENDPOINT}/:id`, { ...hidden, config: unmetered }, async (request, reply) => {
+  app.post(`${endpoint}/:id`, { ...hidden, config: unmetered }, refined(async (request, reply) => {
     const method = String(request.headers['x-http-method-override'] ?? '').toUpperCase();
     if (method === 'PATCH') return patch(request, reply);
     if (method === 'DELETE') return terminate(request, reply);
     bodyOf(request)?.resume();
     throw new HttpError(405, 'POST to an upload needs X-HTTP-Method-Override: PATCH or DELETE', { headers: { allow: 'HEAD, PATCH, DELETE, OPTIONS' } });
-  });
+  }));
 }
 
 function chunkOf(request: FastifyRequest, body: Readable | undefined) {
@@ -186,14 +232,22 @@ async function create(request: FastifyRequest, options: ResumableOptions, rows: 
     const length = integerHeader(request.headers, 'upload-length');
     if (length === undefined) throw badRequest('Upload-Length is required');
     const metadata = parseMetadata(request.headers['upload-metadata'] as string | undefined);
-    const path = destinationOf(metadata);
+    const path = (options.mount ?? signedIn).destination(request, metadata);
     const grant = options.writeAccess(request)(path);
     if (length > grant.maxBytes) throw new HttpError(413, `Upload-Length ${length} is larger than the limit of ${grant.maxBytes} bytes`);
     parseChecksum(request.headers); // a malformed one is refused before anything is created
     const existing = await options.tree.find(path);
     if (existing?.kind === 'dir') throw conflict(`${path} is a folder`);
     if (existing && !grant.mayReplace) throw new HttpError(403, `${path} exists; replacing a file needs the delete permission`);
-    return await createRow(options, rows, { id: randomUUID(), owner: grant.owner, path, length, metadata });
+    const input = { id: randomUUID(), owner: grant.owner, path, length, metadata, reservation: (options.mount ?? signedIn).reservation(request) };
+    if (!options.mount) return await createRow(options, rows, input);
+    await options.mount.reserve(request);
+    try {
+      return await createRow(options, rows, input);
+    } catch (error) {
+      await options.mount.unreserve(request);
+      throw error;
+    }
   } catch (error) {
     body?.resume();
     throw error;

@@ -30,6 +30,10 @@ export const uploadRow = z.object({
 });
 export type UploadRow = z.output<typeof uploadRow>;
 
+/** The upload as a lease takes it: also its highest part number and how many staged chunks wait (s3-parts.ts). */
+const leasedRow = uploadRow.extend({ last_part: z.number(), staged: z.number() });
+export type LeasedRow = z.output<typeof leasedRow>;
+
 const columns = sql.fragment`id::text as id, owner, path, length, received, metadata, storage_key, multipart_id, hasher::text as hasher, state, expires_at,
   (lease_token is not null and leased_until > now()) as leased, (expires_at <= now()) as expired`;
 
@@ -68,11 +72,12 @@ export function createUploadRows(pool: DatabasePool, expiresAfterSeconds: number
     find,
     visible,
 
-    async create(input: { id: string; owner: string; path: string; length: number; metadata: Record<string, string>; storageKey?: string; multipartId?: string }): Promise<UploadRow> {
+    /** `reservation`: the file request whose use this upload took (given back if it ends without a file). */
+    async create(input: { id: string; owner: string; path: string; length: number; metadata: Record<string, string>; storageKey?: string; multipartId?: string; reservation?: string | null }): Promise<UploadRow> {
       return pool.transaction(async (tx) => {
         const row = await tx.one(sql.type(uploadRow)`
-          insert into resumable_uploads (id, owner, path, length, metadata, storage_key, multipart_id, expires_at)
-          values (${input.id}, ${input.owner}, ${input.path}, ${input.length}, ${sql.jsonb(input.metadata)}, ${input.storageKey ?? null}, ${input.multipartId ?? null},
+          insert into resumable_uploads (id, owner, path, length, metadata, storage_key, multipart_id, share_link_id, expires_at)
+          values (${input.id}, ${input.owner}, ${input.path}, ${input.length}, ${sql.jsonb(input.metadata)}, ${input.storageKey ?? null}, ${input.multipartId ?? null}, ${input.reservation ?? null},
             least(now() + make_interval(secs => ${expiresAfterSeconds}), now() + make_interval(secs => ${maxAgeSeconds})))
           returning ${columns}`);
         // The final object stays registered while the upload lives; its end (expiry, termination) makes it due.
@@ -81,13 +86,18 @@ export function createUploadRows(pool: DatabasePool, expiresAfterSeconds: number
       });
     },
 
-    /** Takes the upload for one request at `offset`; the refusal says why (404, 410, 409 offset, 423 in use). */
-    async lease(id: string, owner: string, offset: number, token: string): Promise<UploadRow> {
-      const row = await pool.maybeOne(sql.type(uploadRow)`
+    /**
+     * Takes the upload for one request at `offset`; the refusal says why (404, 410, 409 offset, 423 in use). The
+     * answer also tells the s3 driver where its parts stand, so a chunk costs no further query before its bytes.
+     */
+    async lease(id: string, owner: string, offset: number, token: string): Promise<LeasedRow> {
+      const row = await pool.maybeOne(sql.type(leasedRow)`
         update resumable_uploads set lease_token = ${token}, leased_until = now() + make_interval(secs => ${LEASE_SECONDS})
         where id = ${id} and owner = ${owner} and state = 'active' and expires_at > now() and received = ${offset}
           and (lease_token is null or leased_until <= now())
-        returning ${columns}`);
+        returning ${columns},
+          (select coalesce(max(part), 0) from resumable_segments where upload_id = ${id}) as last_part,
+          (select count(*) from resumable_segments where upload_id = ${id} and part is null)::int as staged`);
       if (row) return row;
       const current = await visible(id, owner);
       if (current.state === 'done') throw new HttpError(409, `Upload-Offset is ${current.length}: the upload is complete`, { headers: { 'upload-offset': String(current.length) } });
@@ -107,18 +117,31 @@ export function createUploadRows(pool: DatabasePool, expiresAfterSeconds: number
       await pool.query(sql.unsafe`update resumable_uploads set lease_token = null, leased_until = null where id = ${id} and lease_token = ${token}`);
     },
 
-    /** A received chunk becomes part of the upload, with the new offset (and hasher), in one transaction. */
-    async append(id: string, token: string, segment: Segment, hasher: string | null = null): Promise<UploadRow> {
-      return pool.transaction(async (tx) => {
-        const row = await tx.maybeOne(sql.type(uploadRow)`
-          update resumable_uploads set received = received + ${segment.length}, expires_at = ${expiry}, hasher = ${hasher}
+    /**
+     * A received chunk becomes part of the upload, with the new offset (and hasher): one statement, so one round
+     * trip and atomic. `release`: the request ends with this chunk, so its lease goes in the same statement (the
+     * request that completes the upload keeps it for the completion).
+     */
+    async append(id: string, token: string, segment: Segment, hasher: string | null = null, release = false): Promise<UploadRow> {
+      const keep = sql.fragment`${!release}::boolean or received + ${segment.length} = length`;
+      const row = await pool.maybeOne(sql.type(uploadRow)`
+        with moved as (
+          update resumable_uploads set received = received + ${segment.length}, expires_at = ${expiry}, hasher = ${hasher},
+            lease_token = case when ${keep} then lease_token end, leased_until = case when ${keep} then leased_until end
           where id = ${id} and lease_token = ${token} and state = 'active' and received = ${segment.offset}
             and received + ${segment.length} <= length
-          returning ${columns}`);
-        if (!row) throw conflict('The upload changed while this chunk arrived (lease lost, terminated or expired); nothing was added');
-        await insertSegment(tx, id, segment);
-        return row;
-      });
+          returning ${columns}
+        ), added as (
+          insert into resumable_segments (upload_id, "offset", length, storage_key, part, etag)
+          select ${id}, ${segment.offset}, ${segment.length}, ${segment.storageKey}, ${segment.part}, ${segment.etag} from moved
+          returning storage_key
+        ), referenced as (
+          -- Referenced by the upload now: the sweep leaves it until the upload ends.
+          delete from object_garbage where storage_key = (select storage_key from added)
+        )
+        select * from moved`);
+      if (!row) throw conflict('The upload changed while this chunk arrived (lease lost, terminated or expired); nothing was added');
+      return row;
     },
 
     /** Staged chunks, now sent as one part, are replaced by that part (their objects go to the sweep). */
@@ -145,7 +168,10 @@ export function createUploadRows(pool: DatabasePool, expiresAfterSeconds: number
           where id = ${id} and state = 'active' ${token ? sql.fragment`and lease_token = ${token}` : sql.fragment``}`);
         const ended = rowCount > 0;
         if (ended) await dropSegments(tx, sql.fragment`upload_id = ${id}`);
-        if (ended && state === 'terminated') await dropFinalObjects(tx, [id]);
+        if (ended && state === 'terminated') {
+          await dropFinalObjects(tx, [id]);
+          await returnUses(tx, [id]);
+        }
         return ended;
       });
     },
@@ -160,6 +186,7 @@ export function createUploadRows(pool: DatabasePool, expiresAfterSeconds: number
         if (expired.length > 0) {
           await dropSegments(tx, sql.fragment`upload_id = any(${sql.array(expired, 'uuid')})`);
           await dropFinalObjects(tx, expired);
+          await returnUses(tx, expired);
         }
         await tx.query(sql.unsafe`delete from resumable_uploads where state <> 'active' and finished_at < now() - make_interval(hours => ${TOMBSTONE_HOURS})`);
         return expired.length;
@@ -191,6 +218,15 @@ async function dropFinalObjects(tx: Transaction, ids: readonly string[]): Promis
   await tx.query(sql.unsafe`
     update object_garbage set delete_after = now()
     where storage_key in (select storage_key from resumable_uploads where id = any(${sql.array([...ids], 'uuid')}) and storage_key is not null)`);
+}
+
+/** Uploads through a file request that ended without a file give their link's use back (one per upload). */
+async function returnUses(tx: Transaction, ids: readonly string[]): Promise<void> {
+  await tx.query(sql.unsafe`
+    update share_links l set uses = greatest(l.uses - r.count, 0)
+    from (select share_link_id, count(*)::int as count from resumable_uploads
+          where id = any(${sql.array([...ids], 'uuid')}) and share_link_id is not null group by share_link_id) r
+    where l.id = r.share_link_id`);
 }
 
 export type UploadRows = ReturnType<typeof createUploadRows>;

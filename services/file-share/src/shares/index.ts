@@ -10,6 +10,8 @@ import type { Sweeper } from '../maintenance/sweeper.ts';
 import type { Tree } from '../tree/tree-store.ts';
 import { createActivity } from './activity.ts';
 import { linkRoutes } from './link-routes.ts';
+import { requestTusRoutes } from './request-tus.ts';
+import type { ResumableOptions } from '../resumable/tus-routes.ts';
 import { shareRoutes } from './share-routes.ts';
 import { createShareStore } from './share-store.ts';
 
@@ -44,6 +46,9 @@ export function createShares(app: FastifyInstance, deps: SharesDeps) {
     /** /-/s/ and /-/zip/: register outside the credential check. */
     publicRoutes: (instance: FastifyInstance) =>
       linkRoutes(instance, { pool: deps.pool, store: deps.store, tree: deps.tree, sweeper: deps.sweeper, shares, activity, gate, maxUploadBytes, secureCookies: deps.secureCookies }),
+    /** /-/tus/<token>: resumable uploads through file requests (outside the credential check); /api/uploads' options. */
+    resumableRoutes: (instance: FastifyInstance, tus: Omit<ResumableOptions, 'writeAccess' | 'mount'>) =>
+      requestTusRoutes(instance, { ...tus, shares, activity, gate, maxUploadBytes }),
     /** /api/shares: register where request.principal is set. */
     apiRoutes: (instance: FastifyInstance) =>
       shareRoutes(instance, { tree: deps.tree, shares, activity, publicUrl: deps.publicUrl, limits: config.shares, maxUploadBytes }),

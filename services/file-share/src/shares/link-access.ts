@@ -23,10 +23,14 @@ export function creatorPower(link: LinkWithCreator, now = Date.now()): { permiss
   return { permissions: new Set(link.key_permissions.filter((permission) => allowed.includes(permission))), scope: link.key_scope };
 }
 
-export function linkState(link: LinkWithCreator, now = Date.now()): LinkState {
+/**
+ * `holdsUse`: the request continues something that already took one of the link's uses (a resumable upload through
+ * a file request reserves its use at creation), so a link used up since is still good for it.
+ */
+export function linkState(link: LinkWithCreator, now = Date.now(), holdsUse = false): LinkState {
   if (link.revoked_at !== null) return 'revoked';
   if (link.expires_at <= now) return 'expired';
-  if (link.max_uses !== null && link.uses >= link.max_uses) return 'exhausted';
+  if (!holdsUse && link.max_uses !== null && link.uses >= link.max_uses) return 'exhausted';
   const power = creatorPower(link, now);
   if (!power || !power.permissions.has(delegated[link.kind]) || !isWithin(link.path, power.scope)) return 'creator-lost';
   return 'active';
@@ -42,8 +46,8 @@ const GONE: Record<Exclude<LinkState, 'active'>, string> = {
 export const gone = (state: Exclude<LinkState, 'active'>) => new HttpError(410, GONE[state]);
 
 /** Throws 410 unless the link may be used now. */
-export function requireActive(link: LinkWithCreator): void {
-  const state = linkState(link);
+export function requireActive(link: LinkWithCreator, holdsUse = false): void {
+  const state = linkState(link, Date.now(), holdsUse);
   if (state !== 'active') throw gone(state);
 }
 

@@ -34,9 +34,10 @@ export interface RequestWrite {
  * Who may write where through a request link: 410 when the link is revoked, expired, used up or its creator lost
  * `uploads` there; 403 for a share link (read-only) or a name below a subfolder; 400 for a name the share's rules
  * refuse. `name` is the file's name inside the request's folder (undefined: given later, e.g. by a multipart part).
+ * `holdsUse`: the upload already took its use (a resumable one, at creation), so "used up" does not stop it.
  */
-export function requestWrite(link: LinkWithCreator, name: string | undefined, maxUploadBytes: number): RequestWrite {
-  requireActive(link);
+export function requestWrite(link: LinkWithCreator, name: string | undefined, maxUploadBytes: number, holdsUse = false): RequestWrite {
+  requireActive(link, holdsUse);
   if (link.kind !== 'request' || link.entry_kind !== 'dir') throw new HttpError(403, 'This link does not accept uploads');
   let path: string | undefined;
   if (name !== undefined) {
@@ -52,6 +53,17 @@ export function requestName(relative: SharePath): string | undefined {
   if (relative.segments.length === 0) return undefined;
   if (relative.segments.length > 1 || relative.trailingSlash) throw new HttpError(403, 'A file request accepts files into its own folder only');
   return relative.segments[0];
+}
+
+/** An upload's refusal as a visitor of the link may see it: a taken name is a 409, paths relative to the folder. */
+export function asLinkError(error: unknown, link: LinkWithCreator): unknown {
+  // The share's own message speaks of the delete permission; through a link a taken name is simply refused.
+  if (error instanceof HttpError && error.statusCode === 403 && error.message.includes('exists')) return new HttpError(409, 'A file of that name is already there; choose another name');
+  // Messages name paths: through a link, only the part below the request's folder.
+  if (error instanceof HttpError && link.path !== '/' && error.message.includes(link.path)) {
+    return new HttpError(error.statusCode, error.message.split(`${link.path}/`).join('').split(link.path).join('the folder'), { errors: error.errors, headers: error.headers });
+  }
+  return error;
 }
 
 export interface RequestUploadDeps {
@@ -85,13 +97,7 @@ export async function handleRequestUpload(request: FastifyRequest, reply: Fastif
     });
   } catch (error) {
     await deps.shares.returnUse(link.id);
-    // The share's own message speaks of the delete permission; through a link a taken name is simply refused.
-    if (error instanceof HttpError && error.statusCode === 403 && error.message.includes('exists')) throw new HttpError(409, 'A file of that name is already there; choose another name');
-    // Messages name paths: through a link, only the part below the request's folder.
-    if (error instanceof HttpError && link.path !== '/' && error.message.includes(link.path)) {
-      throw new HttpError(error.statusCode, error.message.split(`${link.path}/`).join('').split(link.path).join('the folder'), { errors: error.errors, headers: error.headers });
-    }
-    throw error;
+    throw asLinkError(error, link);
   }
   const { entry } = result;
   await deps.shares.recordArrival(link.id, { path: entry.path, size: entry.size, sha256: entry.sha256!, address: request.ip });

@@ -1,5 +1,7 @@
 // A tus-js-client upload in its own process, as a user's Node script would run it (the resume tests kill it):
 //   node tus-js-upload.ts <endpoint> <file> <authorization> <share path> <chunk bytes> [upload URL to resume]
+// An empty <authorization> sends none (a file request's link); a <share path> without a leading `/` is sent as the
+// `filename` (the name in a file request's folder).
 // Prints `url <upload URL>` once created, `progress <sent> <total>` as bytes go out, and `done` at the end.
 import { createReadStream, statSync } from 'node:fs';
 import { Upload } from 'tus-js-client';
@@ -10,8 +12,8 @@ const upload = new Upload(createReadStream(file), {
   ...(uploadUrl ? { uploadUrl } : {}),
   chunkSize: Number(chunkSize),
   uploadSize: statSync(file).size,
-  headers: { authorization },
-  metadata: { path },
+  headers: authorization ? { authorization } : {},
+  metadata: path.startsWith('/') ? { path } : { filename: path },
   retryDelays: [0, 500, 1000, 2000],
   onUploadUrlAvailable: () => console.log(`url ${upload.url}`),
   onProgress: (sent, total) => console.log(`progress ${sent} ${total}`),
