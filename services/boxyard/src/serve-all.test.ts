@@ -182,7 +182,7 @@ describe('boxyard serve all', () => {
       await second.stop();
     }
     expect(logLines(second.output())).toEqual([]);
-    expect(second.output()).toMatch(/^\[\d\d:\d\d:\d\d\.\d{3}\] INFO: box-repository: .*"statusCode":200/m);
+    expect(second.output()).toMatch(/^\[\d\d:\d\d:\d\d\.\d{3}\] INFO: box-repository: request \{.*"method":"POST".*"status":200/m);
   }, 120_000);
 
   it('accepts the example deploy/boxyard.yaml as shipped and with the examples under `services` uncommented', async () => {
