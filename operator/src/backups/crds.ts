@@ -3,6 +3,7 @@
 // `node operator/src/crds/generate.ts` (render.ts) into crds/ and the chart.
 import { boolean, integer, object, string, type JsonSchema as Schema } from '@boxyard/kit/service/cluster-schema.ts';
 import { kinds as registryKinds } from '@boxyard/registry/kinds.ts';
+import { conditionsSchema } from '../crds/definitions.ts';
 import { GROUP, VERSION } from '../kube/resources.ts';
 
 const NAME: Schema = string('Name of an object in the same namespace.', { minLength: 1, maxLength: 253 });
@@ -39,24 +40,7 @@ export const DESTINATION: Schema = object(
   { required: ['s3'] },
 );
 
-const CONDITIONS: Schema = {
-  type: 'array',
-  description: 'Ready (True once the backup is complete), Reconciling (True while it runs) and Stalled (True when it failed; the reason says why).',
-  'x-kubernetes-list-type': 'map',
-  'x-kubernetes-list-map-keys': ['type'],
-  items: object(
-    'A condition.',
-    {
-      type: string('Condition type.', { maxLength: 316 }),
-      status: string('True, False or Unknown.', { enum: ['True', 'False', 'Unknown'] }),
-      reason: string('Machine-readable reason (CamelCase).', { maxLength: 1024 }),
-      message: string('What happened and what to do about it.', { maxLength: 32768 }),
-      lastTransitionTime: string('When the status last changed.', { format: 'date-time' }),
-      observedGeneration: integer('Generation the condition was computed for.', { format: 'int64', minimum: 0 }),
-    },
-    { required: ['type', 'status', 'lastTransitionTime'] },
-  ),
-};
+const CONDITIONS = conditionsSchema('Ready (True once the backup is complete), Reconciling (True while it runs) and Stalled (True when it failed; the reason says why).');
 
 const immutableSpec = { 'x-kubernetes-validations': [{ rule: 'self == oldSelf', message: 'a Backup is one backup: its spec cannot change; create another Backup' }] };
 

@@ -186,9 +186,10 @@ export const STORAGE: Schema = object(
   { required: ['endpoint', 'bucket', 'credentialsSecretRef'] },
 );
 
-const CONDITIONS: Schema = {
+/** status.conditions of a kind: kstatus's Ready, Reconciling and Stalled, as `description` says for that kind. */
+export const conditionsSchema = (description: string): Schema => ({
   type: 'array',
-  description: 'Ready, Reconciling and Stalled (kstatus): Ready is True when the Deployment is Available at the current generation.',
+  description,
   'x-kubernetes-list-type': 'map',
   'x-kubernetes-list-map-keys': ['type'],
   items: object(
@@ -203,7 +204,9 @@ const CONDITIONS: Schema = {
     },
     { required: ['type', 'status', 'lastTransitionTime'] },
   ),
-};
+});
+
+const CONDITIONS = conditionsSchema('Ready, Reconciling and Stalled (kstatus): Ready is True when the Deployment is Available at the current generation.');
 
 const STATUS: Schema = object('Observed state, written by the operator.', {
   observedGeneration: integer('The generation of the spec the status describes.', { format: 'int64' }),
