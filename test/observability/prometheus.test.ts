@@ -243,8 +243,10 @@ describe('a real Prometheus scrapes boxyard dev and the operator', () => {
     await samples(prometheus, 'workqueue_queue_duration_seconds_count{name="terminalpools"} > 0');
     await samples(prometheus, 'workqueue_adds_total{name="terminalpools"} > 0');
     const depth = await samples(prometheus, 'workqueue_depth');
-    expect(depth.map((s) => s.metric.name).sort()).toEqual(['boxrepositories', 'fileshares', 'terminalpools']);
-    expect(await samples(prometheus, 'controller_runtime_reconcile_errors_total')).toHaveLength(3);
+    // One queue per controller: the three service kinds and the two backup kinds.
+    const controllers = ['backups', 'boxrepositories', 'fileshares', 'scheduledbackups', 'terminalpools'];
+    expect(depth.map((s) => s.metric.name).sort()).toEqual(controllers);
+    expect(await samples(prometheus, 'controller_runtime_reconcile_errors_total')).toHaveLength(controllers.length);
   });
 
   it("runs every dashboard panel's query and gets data", async () => {
