@@ -137,6 +137,9 @@ async function observedInstallation(dir: string): Promise<ObservedInstallation> 
   const events = new AbortController();
   const stream = await fetch(`${files}/events`, { headers: { authorization: basic, accept: 'text/event-stream' }, signal: events.signal });
   expect(stream.status).toBe(200);
+  // Read it until the end: a body nobody reads is closed when its Response is garbage-collected (undici), and the
+  // subscriber the scrape must see would be gone at a random moment.
+  const reading = stream.body!.pipeTo(new WritableStream()).catch(() => {});
 
   // The terminal: one session started on the local backend (insecureRequest serves HTTP and HTTPS listeners alike).
   const terminal = dev.urls.terminal!;
@@ -156,6 +159,7 @@ async function observedInstallation(dir: string): Promise<ObservedInstallation> 
     uploaded: { box: box.length, file: file.length },
     async stop() {
       events.abort();
+      await reading;
       await Promise.allSettled([prometheus.stop(), operator.stop(), dev.stop({ discard: true })]);
       await kubectl(kubeconfig, ['delete', 'namespace', namespace, '--wait=false']).catch(() => {});
     },
