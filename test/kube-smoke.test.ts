@@ -11,6 +11,7 @@ import { CustomObjectsApi, KubeConfig } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { startControlPlane, type RunningControlPlane } from './harness/kube.ts';
 import { tool } from './harness/tools.ts';
+import { ignoreError } from '@boxyard/kit';
 
 const run = promisify(execFile);
 
@@ -53,7 +54,7 @@ describe('local control plane (shared, apiserver only)', () => {
   });
   afterAll(async () => {
     // No garbage collector without controllers: deleting the namespace only marks it; that's fine for a throwaway plane.
-    await kubectl(kubeconfig, ['delete', 'namespace', namespace, '--wait=false', '--ignore-not-found']).catch(() => {});
+    await kubectl(kubeconfig, ['delete', 'namespace', namespace, '--wait=false', '--ignore-not-found']).catch(ignoreError('teardown: the namespace may be gone'));
     await rm(dir, { recursive: true, force: true });
   });
 

@@ -18,6 +18,7 @@ import type { Logger } from './runtime/logger.ts';
 import type { OperatorMetrics } from './runtime/metrics.ts';
 import { RateLimiter } from './runtime/queue.ts';
 import type { OperatorOptions } from './operator.ts';
+import { ignoreError } from '@boxyard/kit';
 
 /** What every part of a running operator shares: its settings, its clients, and whether it leads and is synced. */
 export interface Operator {
@@ -166,7 +167,7 @@ export async function lead(operator: Operator, stop: AbortSignal): Promise<void>
   operator.synced = false;
   await Promise.all(controllers.map((c) => c.stop()));
   await Promise.all(all.map((i) => i.stop()));
-  await started.catch(() => {});
+  await started.catch(ignoreError('the start\'s failure was reported where it happened'));
   metrics.cacheSizes = () => ({});
   metrics.leader.set(0);
 }

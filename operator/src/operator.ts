@@ -1,6 +1,7 @@
 // The operator: leader election and the metrics/health endpoints. Only the leader runs informers and controllers
 // (leader.ts); a standby replica holds no cache and issues no writes.
 import { hostname } from 'node:os';
+import { ignoreError, logIgnoredErrorsTo } from '@boxyard/kit';
 import { randomUUID } from 'node:crypto';
 import { tracingDefaultsFrom, type TracingDefaults } from './desired/tracing.ts';
 import { KubeClient } from './kube/client.ts';
@@ -68,6 +69,7 @@ export interface RunningOperator {
 
 export async function runOperator(options: OperatorOptions = {}): Promise<RunningOperator> {
   const logger = options.logger ?? createOperatorLogger();
+  logIgnoredErrorsTo(logger);
   const log = (line: string) => logger.info(line);
   const identity = options.identity ?? `${hostname()}_${randomUUID().slice(0, 8)}`;
   const credentials = await loadCredentials(options.kubeconfig);
@@ -95,7 +97,7 @@ export async function runOperator(options: OperatorOptions = {}): Promise<Runnin
     isLeader: () => (operator.elector ? operator.elector.isLeader() : true),
     async stop() {
       shutdown.abort();
-      await running.catch(() => {});
+      await running.catch(ignoreError('the run\'s failure was reported where it happened'));
       await http.close();
       operator.client.close();
       reviewClient?.close();

@@ -7,6 +7,7 @@ import { kinds } from '@boxyard/registry/kinds.ts';
 import { backupKinds } from '../src/backups/crds.ts';
 import { GATEWAY_RULES } from '../src/desired/rbac.ts';
 import { chartDir, helm, installChartRbac, kubectl, renderChart, type RenderedObject } from './support.ts';
+import { ignoreError } from '@boxyard/kit';
 
 const kubeconfig = inject('kubeconfig');
 const id = randomBytes(3).toString('hex');
@@ -23,7 +24,7 @@ beforeAll(async () => {
   for (const ns of [system, ...teams]) await kubectl(kubeconfig, ['create', 'namespace', ns]);
 });
 afterAll(async () => {
-  for (const ns of [system, ...teams]) await kubectl(kubeconfig, ['delete', 'namespace', ns, '--wait=false']).catch(() => {});
+  for (const ns of [system, ...teams]) await kubectl(kubeconfig, ['delete', 'namespace', ns, '--wait=false']).catch(ignoreError('teardown: the namespace may be gone'));
 });
 
 describe('charts/boxyard', () => {
@@ -223,7 +224,7 @@ describe('charts/boxyard', () => {
       expect(await canI(user, 'list', 'secrets', '-n', 'kube-system'), label).toBe(label === 'watchNamespaces' ? 'no' : 'yes');
 
       // The gateway's ClusterRole: exactly the verbs the gateway calls (no pod patch, no list or watch).
-      await kubectl(kubeconfig, ['create', 'serviceaccount', 'shells-terminal', '-n', teams[0]!]).catch(() => {});
+      await kubectl(kubeconfig, ['create', 'serviceaccount', 'shells-terminal', '-n', teams[0]!]).catch(ignoreError('the service account may exist already'));
       const gateway = (name: string, subject: Record<string, string>, role = 'boxyard-terminal-gateway') => JSON.stringify({
         apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'RoleBinding',
         metadata: { name, namespace: teams[0], labels: { 'app.kubernetes.io/managed-by': 'boxyard-operator' } },

@@ -13,6 +13,7 @@ import { freePort } from '@boxyard/test/harness/ports.ts';
 import { tool } from '@boxyard/test/harness/tools.ts';
 import { KubeClient } from '../src/kube/client.ts';
 import { kubeconfigCredentials } from '../src/kube/credentials.ts';
+import { ignoreError } from '@boxyard/kit';
 
 const run = promisify(execFile);
 
@@ -71,7 +72,7 @@ export async function renderChart(namespace: string, setArgs: string[] = [], ext
  * ServiceAccount's user name.
  */
 export async function installChartRbac(kubeconfig: string, namespace: string, setArgs: string[] = []): Promise<string> {
-  await kubectl(kubeconfig, ['create', 'namespace', namespace]).catch(() => {});
+  await kubectl(kubeconfig, ['create', 'namespace', namespace]).catch(ignoreError('the namespace may exist already'));
   await kubectl(kubeconfig, ['apply', '--server-side', '-f', join(repoRoot, 'crds')]);
   await kubectl(kubeconfig, ['wait', '--for=condition=Established', '--timeout=60s', ...kinds.map((k) => `crd/${k.plural}.boxyard.io`)]);
   const { objects } = await renderChart(namespace, setArgs);

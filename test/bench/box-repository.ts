@@ -17,6 +17,7 @@ import pg from 'pg';
 import { pack } from 'tar-stream';
 import { createBenchDatabase, type BenchEnv, type BenchRow, removeBenchBucket } from './env.ts';
 import { LAUNCHER_ENV, launcherNodeFlags } from './launcher.ts';
+import { ignoreError } from '@boxyard/kit';
 
 const MiB = 1024 * 1024;
 const GiB = 1024 * MiB;
@@ -115,7 +116,7 @@ async function peakRss(pid: number, work: () => Promise<void>): Promise<number> 
   let resettable = true;
   await writeFile(`/proc/${pid}/clear_refs`, '5').catch(() => (resettable = false));
   let sampled = 0;
-  const timer = setInterval(() => void status().then((s) => (sampled = Math.max(sampled, kb(s, 'VmRSS')))).catch(() => {}), 50);
+  const timer = setInterval(() => void status().then((s) => (sampled = Math.max(sampled, kb(s, 'VmRSS')))).catch(ignoreError('the process may have ended between samples')), 50);
   try {
     await work();
   } finally {

@@ -18,6 +18,7 @@ import { startCollector, type RunningCollector } from '../harness/otel-collector
 import { NODE } from '../harness/node/network.ts';
 import { builtImage, helmFor, kubectlFor, type Cli } from '../harness/clients.ts';
 import { addHostsEntries, issueCertificates, removeHostsEntries } from './fixture.ts';
+import { ignoreError } from '@boxyard/kit';
 
 export const NS = 'team';
 export const SYSTEM_NS = 'boxyard-system';
@@ -91,7 +92,7 @@ export async function startBoxyardCluster(log: (line: string) => void): Promise<
   let collector: RunningCollector | undefined;
 
   const stop = async () => {
-    await removeHostsEntries().catch(() => {});
+    await removeHostsEntries().catch(ignoreError('teardown: entries already removed'));
     await plane.stop();
     await Promise.allSettled([postgres?.stop(), minio?.stop(), collector?.stop()]);
     if (!process.env.BOXYARD_KEEP_CLUSTER_LOGS) await rm(dir, { recursive: true, force: true });

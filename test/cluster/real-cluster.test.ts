@@ -23,6 +23,7 @@ import { startDemo } from './demo.ts';
 import { until } from './fixture.ts';
 import { describeRoll, rollUnderTraffic } from './rolling-upgrade.ts';
 import { describeWalkthrough } from './walkthrough.ts';
+import { ignoreError } from '@boxyard/kit';
 
 const run = promisify(execFile);
 const VAGRANT = process.env.VAGRANT_BIN ?? '/usr/bin/vagrant';
@@ -166,7 +167,7 @@ describe.runIf(process.getuid?.() === 0)('Boxyard on a real node (kubelet + cont
     beforeAll(async () => {
       // Traefik may not route the Ingress yet when this runs first (a filtered run): 404 until it does.
       const password = await secretValue('shells-terminal-admin', 'password');
-      cookie = await until('the terminal Ingress to route', () => login(base, 'admin', password).catch(() => undefined), 60_000);
+      cookie = await until('the terminal Ingress to route', () => login(base, 'admin', password).catch(ignoreError('not routed yet: tried again')), 60_000);
     });
 
     it('starts a pod from the image that runs the agent; the WebSocket echoes 42; stop removes the pod', async () => {
@@ -262,7 +263,7 @@ describe.runIf(process.getuid?.() === 0)('Boxyard on a real node (kubelet + cont
         const logs = await kubectl(['logs', '-n', NS, 'taker']);
         expect(logs).not.toMatch(/typed-password|authorization|attach/i);
       } finally {
-        await kubectl(['delete', 'pod', '-n', NS, 'taker', '--wait=false']).catch(() => {});
+        await kubectl(['delete', 'pod', '-n', NS, 'taker', '--wait=false']).catch(ignoreError('teardown: the pod may be gone'));
         await api(base, 'DELETE', `/api/terminal/sessions/${id}/stop`, { cookie, origin: base });
       }
     }, 180_000);
@@ -306,7 +307,7 @@ describe.runIf(process.getuid?.() === 0)('Boxyard on a real node (kubelet + cont
         const password = await secretValue('shells-terminal-admin', 'password');
         let streak = 0;
         await until('the new gateway, alone behind the Ingress', async () => {
-          const signedIn = await login(base, 'admin', password).catch(() => undefined);
+          const signedIn = await login(base, 'admin', password).catch(ignoreError('not routed yet: tried again'));
           streak = signedIn ? streak + 1 : 0;
           if (signedIn) cookie = signedIn;
           return streak >= 5 ? true : undefined;
@@ -349,7 +350,7 @@ describe.runIf(process.getuid?.() === 0)('Boxyard on a real node (kubelet + cont
         throw error;
       } finally {
         await kubectl(['patch', 'terminalpool', 'shells', '-n', NS, '--type=merge', '-p', JSON.stringify({ spec: { sessionPod: { home: null } } })]);
-        await rollout(homePods).catch(() => {});
+        await rollout(homePods).catch(ignoreError('teardown: pods being replaced'));
       }
     }, 600_000);
   });

@@ -7,6 +7,7 @@ import { createHash } from 'node:crypto';
 import { createReadStream } from 'node:fs';
 import { EventSource } from 'eventsource';
 import { openTerminal, plain, type TerminalClient } from '@boxyard/terminal/testing/test-gateway.ts';
+import { markHandled } from '@boxyard/kit';
 
 export interface TrafficReport {
   name: string;
@@ -143,7 +144,7 @@ export function typingTerminal(base: string, path: string, options: { cookie: st
       try {
         current.type(`echo tick-${i}-''ok\r`);
         const closed = current.closed.then(() => Promise.reject(new Error('closed')));
-        closed.catch(() => {}); // raced below; a socket that stays open never settles it
+        markHandled(closed); // raced below; a socket that stays open never settles it
         await Promise.race([current.waitFor(marker, 15_000), closed]);
         counter.ok(Date.now() - began);
       } catch (error) {

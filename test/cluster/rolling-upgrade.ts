@@ -12,6 +12,7 @@ import { NODE } from '../harness/node/network.ts';
 import { HOSTS, NS, SYSTEM_NS, repoRoot, type BoxyardCluster } from './boxyard-cluster.ts';
 import { until } from './fixture.ts';
 import { fileSha256, followEvents, requestLoop, slowDownload, typingTerminal, type TrafficReport } from './rolling-traffic.ts';
+import { ignoreError } from '@boxyard/kit';
 
 const run = promisify(execFile);
 const DEPLOYMENTS = ['boxes-box-repository', 'files-file-share', 'shells-terminal'];
@@ -129,7 +130,7 @@ export async function rollUnderTraffic(cluster: BoxyardCluster, org: string): Pr
   const typed = await shell.typing.stop();
   reports.push(typed.report);
   // The last uploads' events have had time to arrive.
-  await until("every upload's event", async () => (uploaded.every((p) => events.paths.includes(p)) ? true : undefined), 30_000).catch(() => undefined);
+  await until("every upload's event", async () => (uploaded.every((p) => events.paths.includes(p)) ? true : undefined), 30_000).catch(ignoreError('the report counts the events that did not arrive'));
   events.close();
   return {
     rollMs,

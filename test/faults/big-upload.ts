@@ -7,6 +7,7 @@ import { request as httpRequest, type IncomingHttpHeaders } from 'node:http';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { pack } from 'tar-stream';
+import { ignoreError } from '@boxyard/kit';
 
 const MiB = 1 << 20;
 
@@ -75,7 +76,7 @@ export function generatedBox(disk: StreamBody): GeneratedBody {
     archive.entry({ name: 'metadata.json', mtime }, metadata);
     archive.entry({ name: 'Vagrantfile', mtime }, vagrantfile);
     const entry = archive.entry({ name: 'box-disk.img', size: disk.length, mtime }, () => archive.finalize());
-    const filling = pipeline(Readable.from(disk.chunks()), entry).catch(() => {}); // ends early when the reader stops
+    const filling = pipeline(Readable.from(disk.chunks()), entry).catch(ignoreError('ends early when the reader stops'));
     try {
       for await (const chunk of archive) yield chunk as Buffer;
     } finally {

@@ -19,6 +19,7 @@ import { makeHome, startDevProcess, type DevProcess } from '../harness/dev-proce
 import { createTestDatabase } from '../harness/fixtures.ts';
 import { NAME, notesConfigSchema } from './config.ts';
 import { clusterKind } from './kind.ts';
+import { ignoreError } from '@boxyard/kit';
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 type Json = Record<string, any>;
@@ -98,7 +99,7 @@ describe('its kind, reconciled by the operator on the real apiserver', () => {
   }, 120_000);
   afterAll(async () => {
     await operator?.stop();
-    await kubectl(['delete', 'namespace', namespace, '--wait=false']).catch(() => {});
+    await kubectl(['delete', 'namespace', namespace, '--wait=false']).catch(ignoreError('teardown: the namespace may be gone'));
     if (logDir) await rm(logDir, { recursive: true, force: true });
   });
 

@@ -19,6 +19,7 @@ import { FAKE_NODE, KWOK_STAGES } from './kwok.ts';
 import { NODE, claimNode, createBridge, releaseNode } from './node/network.ts';
 import { startNode, type RunningNode } from './node/node.ts';
 import { teardownNode } from './node/teardown.ts';
+import { ignoreError } from '@boxyard/kit';
 
 const run = promisify(execFile);
 
@@ -117,7 +118,7 @@ export async function startControlPlane(options: ControlPlaneOptions): Promise<R
       log(`controllers started in ${Date.now() - started} ms`);
     }
     if (plane.withNode) await startRealNode(plane, api);
-    const versions = await Promise.all(api.described.map(([, binary, , known]) => known ?? version(binary)));
+    const versions = await Promise.all(api.described.map(([, binary, , known]) => (known === undefined ? version(binary) : Promise.resolve(known))));
     const lines = api.described.map(([name, binary, where], i) => `${name} ${versions[i]} (${binary})${where ? ` ${where}` : ''}`);
     return { kubeconfig: api.kubeconfig, server: api.server, node: plane.node, describe: () => [...lines], stop };
   } catch (error) {
@@ -129,7 +130,7 @@ export async function startControlPlane(options: ControlPlaneOptions): Promise<R
 async function stopControlPlane(plane: ControlPlane): Promise<void> {
   plane.processes.markStopping();
   // In-process parts first (the network policy enforcer), while the apiserver still answers.
-  for (const hook of plane.stopHooks.splice(0).reverse()) await hook().catch(() => {});
+  for (const hook of plane.stopHooks.splice(0).reverse()) await hook().catch(ignoreError('stopping: every hook runs even if one fails'));
   await plane.processes.stopAll();
   // Only a node we claimed: a start refused because another process holds the node must leave that one alone.
   if (plane.claimed) {

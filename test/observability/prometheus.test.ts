@@ -15,6 +15,7 @@ import { dashboards, renderDashboard } from '../../charts/generate-dashboards.ts
 import { chartDir, kubectl, repoRoot, startOperatorProcess, waitFor, type OperatorProcess } from '@boxyard/operator/test/support.ts';
 import { startDevProcess, type DevProcess } from '../harness/dev-process.ts';
 import { startPrometheus, type RunningPrometheus } from '../harness/prometheus.ts';
+import { ignoreError } from '@boxyard/kit';
 
 const ADMIN_PASSWORD = 'Observed-Admin-Passw0rd';
 const SERVICES = ['box-repository', 'file-share', 'terminal', 'second-service'];
@@ -139,7 +140,7 @@ async function observedInstallation(dir: string): Promise<ObservedInstallation> 
   expect(stream.status).toBe(200);
   // Read it until the end: a body nobody reads is closed when its Response is garbage-collected (undici), and the
   // subscriber the scrape must see would be gone at a random moment.
-  const reading = stream.body!.pipeTo(new WritableStream()).catch(() => {});
+  const reading = stream.body!.pipeTo(new WritableStream()).catch(ignoreError('read until the stream is cancelled at the end'));
 
   // The terminal: one session started on the local backend (insecureRequest serves HTTP and HTTPS listeners alike).
   const terminal = dev.urls.terminal!;
@@ -161,7 +162,7 @@ async function observedInstallation(dir: string): Promise<ObservedInstallation> 
       events.abort();
       await reading;
       await Promise.allSettled([prometheus.stop(), operator.stop(), dev.stop({ discard: true })]);
-      await kubectl(kubeconfig, ['delete', 'namespace', namespace, '--wait=false']).catch(() => {});
+      await kubectl(kubeconfig, ['delete', 'namespace', namespace, '--wait=false']).catch(ignoreError('teardown: the namespace may be gone'));
     },
   };
 }

@@ -17,6 +17,7 @@ import { startDevProcess, type DevProcess } from '../harness/dev-process.ts';
 import { createTestBucket, createTestDatabase } from '../harness/fixtures.ts';
 import { startCollector, type ReceivedSpan, type RunningCollector } from '../harness/otel-collector.ts';
 import { openTerminal } from '@boxyard/terminal/testing/test-gateway.ts';
+import { ignoreError } from '@boxyard/kit';
 
 const ADMIN_PASSWORD = 'Traced-Admin-Passw0rd';
 const sha256 = (data: Buffer) => createHash('sha256').update(data).digest('hex');
@@ -275,7 +276,7 @@ describe('traces reach a real OpenTelemetry Collector', () => {
       expect(calls.map((c) => c.name)).toContain('patch terminalpools/status');
     } finally {
       await operator.stop();
-      await kubectl(kubeconfig, ['delete', 'namespace', namespace, '--wait=false']).catch(() => {});
+      await kubectl(kubeconfig, ['delete', 'namespace', namespace, '--wait=false']).catch(ignoreError('teardown: the namespace may be gone'));
     }
   });
 

@@ -15,6 +15,7 @@ import { resources } from '../kube/resources.ts';
 import type { Condition, KubeObject } from '../kube/types.ts';
 import { adminClient, kubectl, repoRoot, startOperatorProcess, waitFor, type OperatorProcess } from '../../test/support.ts';
 import type { Backup, ScheduledBackup } from './types.ts';
+import { ignoreError } from '@boxyard/kit';
 
 const kubeconfig = inject('kubeconfig');
 const NS = `backups-${randomBytes(3).toString('hex')}`;
@@ -80,7 +81,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await operator?.stop();
-  await kubectl(kubeconfig, ['delete', 'namespace', NS, '--wait=false']).catch(() => {});
+  await kubectl(kubeconfig, ['delete', 'namespace', NS, '--wait=false']).catch(ignoreError('teardown: the namespace may be gone'));
   if (dir) await rm(dir, { recursive: true, force: true });
 });
 

@@ -2,6 +2,7 @@
 // able to create (or use) its schema; on deletion with deletionPolicy Delete, the schema is dropped.
 import type pg from 'pg';
 import { CheckFailure, NETWORK_ERRORS } from './check-failure.ts';
+import { ignoreError } from '@boxyard/kit';
 
 const TIMEOUT_MS = 5_000;
 
@@ -37,7 +38,7 @@ async function connect(url: string, where: string): Promise<pg.Client> {
     await client.connect();
     return client;
   } catch (error) {
-    await client.end().catch(() => {});
+    await client.end().catch(ignoreError('the check\'s connection may already be gone'));
     throw toFailure(error, url, where);
   }
 }
@@ -89,7 +90,7 @@ export async function checkDatabase(url: string, schema: string, where: string):
     if (error instanceof CheckFailure) throw error;
     throw toFailure(error, url, where);
   } finally {
-    await client.end().catch(() => {});
+    await client.end().catch(ignoreError('the check\'s connection may already be gone'));
   }
 }
 
@@ -103,6 +104,6 @@ export async function dropSchema(url: string, schema: string, where: string): Pr
   } catch (error) {
     throw toFailure(error, url, where);
   } finally {
-    await client.end().catch(() => {});
+    await client.end().catch(ignoreError('the check\'s connection may already be gone'));
   }
 }

@@ -11,6 +11,7 @@ import { kubectl, repoRoot } from '../../test/support.ts';
 import { specTypesFile } from './generate.ts';
 import { renderCrds } from './render.ts';
 import { renderSpecTypes } from './spec-types.ts';
+import { ignoreError } from '@boxyard/kit';
 
 const crdFiles = (dir: string) => readdirSync(dir).filter((f) => f.endsWith('.yaml')).sort();
 
@@ -59,7 +60,7 @@ describe('CRDs on the apiserver', () => {
     await kubectl(kubeconfig, ['create', 'namespace', namespace]);
   });
   afterAll(async () => {
-    await kubectl(kubeconfig, ['delete', 'namespace', namespace, '--wait=false']).catch(() => {});
+    await kubectl(kubeconfig, ['delete', 'namespace', namespace, '--wait=false']).catch(ignoreError('teardown: the namespace may be gone'));
   });
 
   it('accepts the examples and fills in the defaults', async () => {

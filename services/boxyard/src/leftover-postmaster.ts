@@ -5,6 +5,7 @@
 // cleanly (fast shutdown, then harder), unless a running boxyard still owns it: then starting is refused.
 import { readdir, readFile, readlink, realpath } from 'node:fs/promises';
 import { join } from 'node:path';
+import { ignoreError } from '@boxyard/kit';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
@@ -59,7 +60,7 @@ export async function stopLeftoverPostmaster(dir: string, uid: number, log: (mes
     return; // no lock file: nothing runs there
   }
   if (!Number.isInteger(pid) || pid <= 1 || !(await runsIn(pid, real))) return;
-  if (Number(await statusField(pid, 'Uid').catch(() => undefined)) !== uid) return;
+  if (Number(await statusField(pid, 'Uid').catch(ignoreError('a process that ended meanwhile is not ours to stop'))) !== uid) return;
   const owner = await owningBoxyard(pid);
   if (owner !== undefined) throw new Error(`PostgreSQL (pid ${pid}) on ${dir} belongs to another running boxyard (pid ${owner}): stop that one first`);
 

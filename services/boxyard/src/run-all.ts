@@ -8,6 +8,7 @@ import { releaseMemoryWhenIdle } from './idle-memory.ts';
 import { embeddedPostgresDir, installationDatabase, secretStore } from './home.ts';
 import { superviseEmbeddedPostgres, type SupervisedPostgres } from './postgres-supervisor.ts';
 import { services, type RunningService, type ServiceDefinition } from './services.ts';
+import { ignoreError } from '@boxyard/kit';
 
 /** How long the services get at a stop to finish what they are doing before PostgreSQL is stopped under them. */
 const SERVICES_CLOSE_MS = 10_000;
@@ -95,7 +96,7 @@ export async function runAll(options: RunAllOptions): Promise<void> {
       setTimeout(resolve, SERVICES_CLOSE_MS).unref();
       void Promise.allSettled(running.map((s) => s.close())).then(() => resolve());
     });
-    await (await postgres?.catch(() => undefined))?.stop();
+    await (await postgres?.catch(ignoreError('a PostgreSQL that failed to start has nothing to stop; its error was reported')))?.stop();
     console.log(`${label}: stopped`);
     process.exit(code);
   };

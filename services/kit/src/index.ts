@@ -27,6 +27,7 @@ export { hashPassword, verifyPassword } from './auth/passwords.ts';
 export { checkPassword, MIN_PASSWORD_LENGTH, type PolicyFailure } from './auth/password-policy.ts';
 export { startTelemetry, type Telemetry } from './telemetry/telemetry.ts';
 export { logFormat, prettyLogStream, terminalLogStream, LogFormatError, type LogFormat } from './logging/log-format.ts';
+export { ignoreError, logIgnoredErrorsTo, markHandled } from './errors/ignore-error.ts';
 export { endHijackedSpan, endUpgradeSpan } from './telemetry/hijacked-span.ts';
 export { inClientSpan } from './telemetry/client-span.ts';
 export { createAccounts, accountMigrations, generatePassword, UsernameTakenError, type Accounts, type User } from './accounts/accounts.ts';

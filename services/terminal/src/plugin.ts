@@ -28,6 +28,7 @@ import { userAdministrationRoutes, userRoutes } from './users/routes.ts';
 import { webRoutes } from './web/routes.ts';
 import { createAccessWatch } from './ws/access-watch.ts';
 import { socketRoutes } from './ws/routes.ts';
+import { ignoreError } from '@boxyard/kit';
 
 const MAX_FRAME = 1_048_576;
 const HEARTBEAT_MS = 30_000;
@@ -131,7 +132,7 @@ function startHistory(app: FastifyInstance, config: TerminalConfig, sessions: Se
   const EXPIRY = new Set(['idle_timeout', 'lifetime', 'reattach_grace']);
   sessions.onChange((change) => {
     if (change.kind === 'running') return void recordings.record(change.row);
-    void recordings.sessionEnded(change.row.id).catch(() => {});
+    void recordings.sessionEnded(change.row.id).catch(ignoreError('the lease sweep finishes a recording whose session end was missed'));
     // Stops through the API are audited with their caller (sessions/routes.ts); the others here.
     if (change.reason === 'stopped') return;
     audit.record({

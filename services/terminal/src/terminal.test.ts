@@ -3,6 +3,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestDatabase } from '@boxyard/test/harness/fixtures.ts';
 import { ADMIN_PASSWORD, api, createUser, login, openTerminal, startTestGateway, upgradeStatus, type TerminalClient } from './testing/test-gateway.ts';
+import { ignoreError } from '@boxyard/kit';
 
 type Gateway = Awaited<ReturnType<typeof startTestGateway>>;
 type Person = { cookie: string; id: string; username: string };
@@ -38,7 +39,7 @@ describe('terminal service (local backend)', () => {
   });
 
   afterAll(async () => {
-    await Promise.all(clients.map((c) => c.close().catch(() => {})));
+    await Promise.all(clients.map((c) => c.close().catch(ignoreError('teardown: a client already closed'))));
     if (gateway) {
       // No shell outlives the test file.
       const all = await api(base, 'GET', '/api/terminal/sessions', { cookie: admin });

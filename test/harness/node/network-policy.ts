@@ -13,6 +13,7 @@ import {
   CoreV1Api, KubeConfig, NetworkingV1Api,
   type V1LabelSelector, type V1NetworkPolicy, type V1NetworkPolicyPeer, type V1NetworkPolicyPort, type V1Pod,
 } from '@kubernetes/client-node';
+import { ignoreError } from '@boxyard/kit';
 
 const run = promisify(execFile);
 export const NETPOL_CHAIN = 'BOXYARD-NETPOL';
@@ -159,8 +160,8 @@ export function startNetworkPolicyEnforcer(kubeconfig: string, log: (line: strin
     const jump = ['FORWARD', '-j', NETPOL_CHAIN];
     await run('iptables', ['-C', ...jump]).catch(() => run('iptables', ['-I', ...jump.slice(0, 1), '1', ...jump.slice(1)]));
     for (const stale of appliedChains.filter((c) => !chains.includes(c))) {
-      await run('iptables', ['-F', stale]).catch(() => {});
-      await run('iptables', ['-X', stale]).catch(() => {});
+      await run('iptables', ['-F', stale]).catch(ignoreError('a chain already gone'));
+      await run('iptables', ['-X', stale]).catch(ignoreError('a chain already gone'));
     }
     applied = rules;
     appliedChains = chains;

@@ -5,6 +5,7 @@ import { execFile } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { mkdir, rm, writeFile } from 'node:fs/promises';
 import { promisify } from 'node:util';
+import { ignoreError } from '@boxyard/kit';
 
 const run = promisify(execFile);
 
@@ -62,7 +63,7 @@ export async function createBridge(): Promise<void> {
   if (!stdout.includes(`${NODE.address}/`)) await run('ip', ['addr', 'add', `${NODE.address}/16`, 'dev', NODE.bridge]);
   await run('ip', ['link', 'set', NODE.bridge, 'up']);
   // Pod → Service → pod on the same bridge must pass iptables (kube-proxy's DNAT, kube-router's policies).
-  await writeFile('/proc/sys/net/bridge/bridge-nf-call-iptables', '1').catch(() => {});
+  await writeFile('/proc/sys/net/bridge/bridge-nf-call-iptables', '1').catch(ignoreError('the bridge module may not be loaded; plain routing works without it'));
   await writeFile('/proc/sys/net/ipv4/ip_forward', '1');
 }
 

@@ -13,6 +13,7 @@ import { externalDataStores, storageTarget, type DataStores } from './data-store
 import { FINALIZER, removeFinalizer } from './finalizer.ts';
 import { secretMeta, secretValue, type SecretReader } from './secret-reads.ts';
 import type { EventSink } from './step-inputs.ts';
+import { ignoreError } from '@boxyard/kit';
 
 export interface FinalizeInput extends SecretReader {
   kind: KindInfo;
@@ -82,7 +83,7 @@ async function refuseSharedData(input: FinalizeInput, resource: ServiceResource,
         const sameSchema = peer.spec.database.schema === resource.spec.database.schema;
         const ref = peer.spec.database.secretRef;
         const peerUrl = sameSchema
-          ? await secretValue(input.client, peer.metadata.namespace!, ref.name, ref.key ?? 'url', 'spec.database.secretRef').catch(() => undefined)
+          ? await secretValue(input.client, peer.metadata.namespace!, ref.name, ref.key ?? 'url', 'spec.database.secretRef').catch(ignoreError('a peer whose secret cannot be read is compared by its schema alone'))
           : undefined;
         return { resource: peer, location: locationOf(peer, peerUrl) };
       }),

@@ -14,6 +14,7 @@ import { principalOfSubject, requirePrincipal } from './principal.ts';
 import { accessTtl } from './sessions.ts';
 import { generateServiceAccountKey, keyIdOf, keyMatches } from './service-account-keys.ts';
 import { organizationFor, requireUser } from './service-account-routes.ts';
+import { ignoreError } from '@boxyard/kit';
 
 const time = z.string().nullable().transform((value) => (value === null ? null : new Date(value).toISOString()));
 const clientRow = z.object({
@@ -114,7 +115,7 @@ export async function clientCredentialRoutes(app: FastifyInstance, { ctx }: { ct
     if (!row || row.username !== clientId || !keyMatches(secret, row.key_sha256)) throw refused();
     // Expired, or its creator lost the authority: the same checks as every use of the token.
     await principalOfSubject(ctx, `sa:${row.id}`);
-    void pool.query(sql.unsafe`update service_accounts set last_used_at = now() where id = ${row.id}`).catch(() => {});
+    void pool.query(sql.unsafe`update service_accounts set last_used_at = now() where id = ${row.id}`).catch(ignoreError('last-used is a hint, written at most once a minute'));
     const ttl = accessTtl(ctx, false);
     const issued = await ctx.tokens.sign(`sa:${row.id}`, {}, ttl);
     return { access_token: issued.token, token_type: 'Bearer', expires_at: issued.expiresAt.toISOString(), expires_in: ttl };

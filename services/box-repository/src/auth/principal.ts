@@ -14,6 +14,7 @@ import type { ServiceContext } from '../context.ts';
 import { int8 } from '../records.ts';
 import { keyIdOf, keyMatches, looksLikeServiceAccountKey } from './service-account-keys.ts';
 import { sessionCookieOf } from './session-cookie.ts';
+import { ignoreError } from '@boxyard/kit';
 
 export type MemberRole = 'admin' | 'moderator' | 'user';
 
@@ -184,7 +185,7 @@ export async function fromServiceAccountKey(ctx: ServiceContext, key: string): P
   if (found.kind === 'client') throw invalidCredentials('This is a client secret: exchange it for an access token at POST /api/auth/service-account');
   const row = usableServiceAccount(found, 'Service-account key');
   // At most one write a minute per account: "last used" without a write per request.
-  if (row.stale) void ctx.pool.query(sql.unsafe`update service_accounts set last_used_at = now() where id = ${row.id}`).catch(() => {});
+  if (row.stale) void ctx.pool.query(sql.unsafe`update service_accounts set last_used_at = now() where id = ${row.id}`).catch(ignoreError('last-used is a hint, written at most once a minute'));
   return { kind: 'service_account', id: row.id, username: row.username, ownerId: row.user_id, organizationId: row.organization_id, role: row.role };
 }
 

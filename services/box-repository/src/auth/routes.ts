@@ -1,6 +1,6 @@
 // Accounts, part 1: sign-in (a user's password, or a service account's username and key), sign-up, sign-out,
 // and the current user. The session JWT travels in `x-access-token`.
-import { checkPassword, forbidden, unauthorized, unprocessable, UsernameTakenError } from '@boxyard/kit';
+import { checkPassword, forbidden, HttpError, unauthorized, unprocessable, UsernameTakenError } from '@boxyard/kit';
 import type { FastifyInstance } from 'fastify';
 import { sql } from 'slonik';
 import { z } from 'zod';
@@ -73,7 +73,11 @@ export async function describePrincipal(ctx: ServiceContext, principal: Principa
 /** A user's password, or a service account's username and key; null when they don't match. */
 export async function verifySignIn(ctx: ServiceContext, username: string, password: string): Promise<Principal | null> {
   if (looksLikeServiceAccountKey(password)) {
-    const account = await fromServiceAccountKey(ctx, password).catch(() => null);
+    // A wrong key is a failed sign-in; a database failure stays one (503), not a wrong password.
+    const account = await fromServiceAccountKey(ctx, password).catch((error: unknown) => {
+      if (error instanceof HttpError && error.statusCode === 401) return null;
+      throw error;
+    });
     return account && account.username.toLowerCase() === username.toLowerCase() ? account : null;
   }
   const user = await ctx.accounts.verifyCredentials(username, password);

@@ -34,6 +34,22 @@ describe('service accounts, variant A (POST /api/service-accounts)', () => {
     expect(JSON.stringify((await service.request('GET', '/api/service-accounts', { token: orgAdmin })).body)).not.toContain(key);
   });
 
+  it("a failing key lookup at sign-in is the server's failure (5xx), never a wrong password (401)", async () => {
+    const created = await service.request('POST', '/api/service-accounts', { token: orgAdmin, json: { description: 'lookup fails' } });
+    expect(created.status).toBe(201);
+    const signIn = () => service.request('POST', '/api/auth/signin', { json: { username: created.body.username, password: created.body.token } });
+    // The table out of reach (a migration holding it, a broken replica): the lookup itself fails.
+    await service.sql('alter table service_accounts rename to service_accounts_away');
+    try {
+      const refused = await signIn();
+      expect(refused.status).toBeGreaterThanOrEqual(500);
+      expect(JSON.stringify(refused.body)).not.toMatch(/service_accounts|\.ts:\d+/);
+    } finally {
+      await service.sql('alter table service_accounts_away rename to service_accounts');
+    }
+    expect((await signIn()).status).toBe(200);
+  });
+
   it('without an organization, an admin who belongs to none is told to name one (422, the organization field); a plain user is refused (403)', async () => {
     // A plain user in no organization: not allowed to create one at all, which is a 403, not a missing field.
     const { token: loner } = await service.createUser('loner');

@@ -9,6 +9,7 @@ import { sql, type CommonQueryMethods } from 'slonik';
 import { z } from 'zod';
 import type { ServiceContext } from '../context.ts';
 import { invalidCredentials } from './principal.ts';
+import { ignoreError } from '@boxyard/kit';
 
 export const REFRESH_TYP = 'boxyard-box-refresh+jwt';
 
@@ -37,7 +38,7 @@ async function issue(ctx: ServiceContext, connection: CommonQueryMethods, subjec
 
 /** A new session family for a subject that just proved who it is. */
 export function startSession(ctx: ServiceContext, subject: string, stay: boolean): Promise<IssuedSession> {
-  if (Math.random() < 0.05) void ctx.pool.query(sql.unsafe`delete from refresh_tokens where family_expires_at < now()`).catch(() => {});
+  if (Math.random() < 0.05) void ctx.pool.query(sql.unsafe`delete from refresh_tokens where family_expires_at < now()`).catch(ignoreError('opportunistic purge of expired refresh tokens; the next one retries'));
   return issue(ctx, ctx.pool, subject, stay, randomUUID(), new Date(Date.now() + familyTtl(ctx, stay) * 1000));
 }
 

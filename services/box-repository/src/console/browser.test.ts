@@ -15,6 +15,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { finished } from '@boxyard/test/harness/child-output.ts';
 import { makeBox } from '../testing/boxes.ts';
 import { ADMIN_PASSWORD, createBoxPath, createOrganization, startTestService, uploadRaw, USER_PASSWORD, type TestService } from '../testing/test-service.ts';
+import { ignoreError } from '@boxyard/kit';
 
 const CHROMIUM_ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'];
 const SCREENSHOTS = join(process.cwd(), 'test-results', 'screenshots', 'box-console');
@@ -184,10 +185,10 @@ describe('box console in Chromium', { timeout: 240_000 }, () => {
     await openManage();
     await manage().getByLabel('Box file').setInputFiles(boxPath);
     const progress: number[] = [];
-    const sampler = setInterval(() => void page.locator('form.upload progress').getAttribute('value').then((v) => progress.push(Number(v))).catch(() => {}), 50);
+    const sampler = setInterval(() => void page.locator('form.upload progress').getAttribute('value').then((v) => progress.push(Number(v))).catch(ignoreError('the page may navigate between samples')), 50);
     const started = performance.now();
     await manage().getByRole('button', { name: 'Upload' }).click();
-    await expect.poll(() => page.locator('form.upload code.sha256').textContent().catch(() => null), { timeout: 180_000, interval: 250 }).toBe(expected);
+    await expect.poll(() => page.locator('form.upload code.sha256').textContent().catch(ignoreError('not there yet: polled again')), { timeout: 180_000, interval: 250 }).toBe(expected);
     clearInterval(sampler);
     // A figure for the report, not an assertion: Chromium -> service -> local storage, with the sha256 computed.
     console.log(`[box console] 200 MiB upload through the page: ${(200 / ((performance.now() - started) / 1000)).toFixed(0)} MiB/s`);

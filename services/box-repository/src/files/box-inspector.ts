@@ -7,6 +7,7 @@ import { once } from 'node:events';
 import { Transform, type Writable } from 'node:stream';
 import { createGunzip, type Gunzip } from 'node:zlib';
 import { extract, type Extract } from 'tar-stream';
+import { ignoreError } from '@boxyard/kit';
 
 const MAX_METADATA_BYTES = 64 * 1024;
 /**
@@ -240,7 +241,7 @@ export class BoxInspector {
       once(input, 'close', { signal: ac.signal }),
       ...(this.gunzip && this.parser ? [once(this.parser as unknown as NodeJS.EventEmitter, 'close', { signal: ac.signal })] : []),
     ];
-    await Promise.race(settled.map((p) => p.catch(() => undefined)));
+    await Promise.race(settled.map((p) => p.catch(ignoreError('any of them settling ends the wait; failures are read from this.failure'))));
     ac.abort();
     if (this.failure) throw this.failure;
   }

@@ -12,6 +12,7 @@ import { generate } from 'selfsigned';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startBoxRepository } from '../service.ts';
 import { startTestService, type TestService } from '../testing/test-service.ts';
+import { ignoreError } from '@boxyard/kit';
 
 /** The certificate a real TLS client is shown by host:port. */
 function servedCertificate(url: string): Promise<X509Certificate> {
@@ -92,7 +93,7 @@ describe('public status routes', () => {
     const health = await other.request('GET', '/api/health');
     expect(health.status).toBe(503);
     expect(health.body.checks.database).toBe('failing');
-    await other.close().catch(() => {});
+    await other.close().catch(ignoreError('teardown: already closed'));
   });
 
   it('setup status without HTTPS', async () => {

@@ -9,6 +9,7 @@ import { createTestBucket, createTestDatabase, type TestBucket } from '@boxyard/
 import { startBoxRepository, type RunningBoxRepository } from '../service.ts';
 import { boxRepositoryConfigSchema, type BoxRepositoryConfig } from '../config.ts';
 import type { TestHooks } from '../context.ts';
+import { ignoreError } from '@boxyard/kit';
 
 export const ADMIN_PASSWORD = 'Admin-Passw0rd-For-Tests';
 export const USER_PASSWORD = 'User-Passw0rd-For-Tests';
@@ -166,7 +167,7 @@ export async function startTestService(options: TestServiceOptions = {}): Promis
         const names: string[] = [];
         for await (const item of bucket.client.listObjectsV2(bucket.bucket, '', true)) names.push((item as { name: string }).name);
         if (names.length > 0) await bucket.client.removeObjects(bucket.bucket, names);
-        await bucket.client.removeBucket(bucket.bucket).catch(() => {});
+        await bucket.client.removeBucket(bucket.bucket).catch(ignoreError('teardown: a bucket still holding objects is left to the test run\'s cleanup'));
       }
       if (ownRoot && localRoot) await rm(localRoot, { recursive: true, force: true });
     },

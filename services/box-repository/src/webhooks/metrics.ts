@@ -6,6 +6,7 @@ import { Counter, Gauge, type Registry } from '@prometheus-io/client';
 import { sql, type DatabasePool } from 'slonik';
 import { z } from 'zod';
 import type { FailureReason } from './send.ts';
+import { ignoreError } from '@boxyard/kit';
 
 export interface WebhookMetrics {
   deliveries: Counter<'outcome'>;
@@ -19,7 +20,7 @@ export function createWebhookMetrics(registry: Registry, pool: DatabasePool, cac
   const registers = [registry];
   const readBacklog = cachedReading(
     () => pool.oneFirst(sql.type(z.object({ n: z.number() }))`
-        select ((select count(*) from webhook_deliveries where status = 'pending') + (select count(*) from events where delivered_at is null))::int as n`).catch(() => undefined),
+        select ((select count(*) from webhook_deliveries where status = 'pending') + (select count(*) from events where delivered_at is null))::int as n`).catch(ignoreError('the gauge keeps its last value while the database is away')),
     cacheSeconds,
   );
   new Gauge({

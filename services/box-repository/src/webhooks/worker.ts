@@ -15,6 +15,7 @@ import type { WebhookMetrics } from './metrics.ts';
 import { claim, deleteOldEvents, FAN_OUT_BATCH, fanOut, record, type Claimed } from './outbox.ts';
 import type { Sender } from './send.ts';
 import { signedHeaders } from './signature.ts';
+import { ignoreError } from '@boxyard/kit';
 
 /** Seconds a lease outlives the attempt's own timeout (slow DNS, a busy event loop). */
 const LEASE_MARGIN_SECONDS = 30;
@@ -78,7 +79,7 @@ async function stop(state: WorkerState): Promise<void> {
   if (state.timer) clearTimeout(state.timer);
   state.stopping.abort();
   // The pass in flight ends, so its outcomes (interruptions included) are recorded.
-  await state.current?.catch(() => {});
+  await state.current?.catch(ignoreError('the pass records its own outcome; stopping only waits for it'));
 }
 
 async function deliver(state: WorkerState, delivery: Claimed): Promise<void> {

@@ -5,6 +5,7 @@ import { createReadStream } from 'node:fs';
 import { mkdir, open, readdir, rename, rm } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import { pipeline } from 'node:stream/promises';
+import { ignoreError } from '@boxyard/kit';
 
 export interface FileDigest {
   size: number;
@@ -28,7 +29,7 @@ export async function writeStreamToFile(path: string, source: AsyncIterable<Uint
     });
     await handle.sync();
   } catch (error) {
-    await handle.close().catch(() => {});
+    await handle.close().catch(ignoreError('closing after a failure that is the one reported'));
     await rm(path, { force: true });
     throw error;
   }

@@ -9,6 +9,7 @@ import { startPostgres, type RunningPostgres } from '../embedded-postgres.ts';
 import { DATABASE_NAME, embeddedPostgresDir, installationDatabase } from '../home.ts';
 import type { Installation } from '../run-all.ts';
 import { BackupError } from './errors.ts';
+import { ignoreError } from '@boxyard/kit';
 
 export interface InstallationDatabase {
   /** The database the services use (each in its own schema), unless a service's config names another. */
@@ -71,7 +72,7 @@ async function checkRunningServerIsOurs(adminUrl: string, dir: string, port: num
   try {
     await client.connect();
   } catch (error) {
-    await client.end().catch(() => {});
+    await client.end().catch(ignoreError('the connection may already be gone'));
     if (errorCode(error) === '28P01') {
       throw new BackupError(`the PostgreSQL on port ${port} refused the home's postgres password: it belongs to another installation (set BOXYARD_DEV_POSTGRES_PORT or the config's database.embedded.port)`);
     }

@@ -10,6 +10,7 @@ import { from as copyFrom } from 'pg-copy-streams';
 import type { ServiceRecord } from './manifest.ts';
 import { qualified, quoteIdent } from './schema-catalog.ts';
 import type { ServiceTarget } from './service-targets.ts';
+import { ignoreError } from '@boxyard/kit';
 
 export interface LoadItem {
   target: ServiceTarget;
@@ -27,7 +28,7 @@ export async function loadDatabase(url: string, items: readonly LoadItem[], back
     for (const { target, record } of items) await loadService(client, target, record, backupDir);
     await client.query('commit');
   } catch (error) {
-    await client.query('rollback').catch(() => {});
+    await client.query('rollback').catch(ignoreError('the load\'s own error is the one reported; the connection ends next'));
     throw error;
   } finally {
     await client.end();

@@ -20,6 +20,7 @@ import { serviceTarget } from './service-source.ts';
 import { byDatabase, describeDatabase, serviceTargets } from './service-targets.ts';
 import { checkTargetIsEmpty, dropRestoredSchema, type CheckedTarget } from './target-checks.ts';
 import { verifyBackup } from './verify-backup.ts';
+import { ignoreError } from '@boxyard/kit';
 
 export interface RestoreOptions {
   /** A host install's config file; without it, `boxyard dev`'s installation ($BOXYARD_HOME). With `service`: that service's serve config. */
@@ -123,8 +124,8 @@ async function restoreItems(items: LoadItem[], source: string, log: (line: strin
     }
   } catch (error) {
     log('restore failed; undoing what it wrote');
-    for (const { store, key } of written) await store.delete(key).catch(() => {});
-    for (const target of checked) await dropRestoredSchema(target).catch(() => {});
+    for (const { store, key } of written) await store.delete(key).catch(ignoreError('undoing a failed restore; its own error is the one reported'));
+    for (const target of checked) await dropRestoredSchema(target).catch(ignoreError('undoing a failed restore; its own error is the one reported'));
     throw error;
   }
 }

@@ -15,6 +15,7 @@ import { forEachLimited, writeStreamToFile } from './files.ts';
 import { MANIFEST_FILE, manifestFiles, parseManifest } from './manifest.ts';
 import { restore, type RestoreOptions, type RestoreSummary } from './restore.ts';
 import { describeS3, firstKey, s3BackupStore, type S3Location } from './s3-location.ts';
+import { ignoreError } from '@boxyard/kit';
 
 const CONCURRENCY = 4;
 /** Written and removed before the backup starts: credentials that cannot write fail in seconds, not at the end. */
@@ -55,7 +56,7 @@ export async function backupToS3(location: S3Location, options: BackupOptions = 
     return { ...result, location: where, bytes, files: files.length + 1 };
   } catch (error) {
     // No manifest was written: what we uploaded is not a backup, and is removed so the prefix can be used again.
-    for (const key of uploaded) await store.delete(key).catch(() => {});
+    for (const key of uploaded) await store.delete(key).catch(ignoreError('undoing a failed backup; its own error is the one reported'));
     throw error;
   } finally {
     await rm(work, { recursive: true, force: true });

@@ -4,6 +4,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sql } from 'slonik';
 import { ADMIN_PASSWORD, adminAuth, basic, createKey, createUser, postJson, startTestShare, upload, type TestShare } from '../testing/test-share.ts';
+import { ignoreError } from '@boxyard/kit';
 
 let test: TestShare;
 let url: string;
@@ -71,6 +72,23 @@ describe('authentication methods', () => {
     expect(unknownKey.headers.get('www-authenticate')).toContain('error="invalid_token"');
     expect((await get('/docs/readme.txt', bearer('eyJhbGciOiJub25lIn0.e30.'))).status).toBe(401);
     expect((await get('/docs/readme.txt', 'Digest username="admin"')).status).toBe(401);
+  });
+
+  it("a failing account lookup while checking a session is the server's failure (5xx), never a silent sign-out (401)", async () => {
+    const login = await postJson(url, '/auth/login/basic', { username: 'alice', password: alice.password });
+    const { data } = (await login.json()) as { data: { token: string } };
+    const cookie = `auth_token=${data.token}`;
+    expect((await get('/docs/readme.txt', undefined, { cookie })).status).toBe(200);
+    // The users table out of reach (a migration holding it, a broken replica): the lookup itself fails.
+    await test.share.pool.query(sql.unsafe`alter table users rename to users_away`);
+    try {
+      const response = await get('/docs/readme.txt', undefined, { cookie });
+      expect(response.status).toBeGreaterThanOrEqual(500);
+      expect(await response.text()).not.toMatch(/users|\.ts:\d+/);
+    } finally {
+      await test.share.pool.query(sql.unsafe`alter table users_away rename to users`);
+    }
+    expect((await get('/docs/readme.txt', undefined, { cookie })).status).toBe(200);
   });
 
   it('signs in with a session: cookie (HttpOnly, Secure, SameSite=Strict) and Bearer; logout revokes it', async () => {
@@ -209,7 +227,7 @@ describe('anonymous reads (public_read)', () => {
     expect(events.headers.get('ratelimit-limit')).toBe('12');
     expect(events.headers.get('ratelimit-remaining')).toMatch(/^\d+$/);
     stream.abort();
-    await events.body?.cancel().catch(() => {});
+    await events.body?.cancel().catch(ignoreError('teardown: the stream may be closed'));
     expect(await (await fetch(`${open.url}/pub/file.txt`)).text()).toBe('public');
     expect((await upload(open.url, '/pub/anon.txt', 'x', '')).status).toBe(401);
     expect((await fetch(`${open.url}/pub/file.txt`, { method: 'DELETE' })).status).toBe(401);

@@ -86,7 +86,8 @@ async function fromSession(deps: AuthenticatorDeps, token: string): Promise<Prin
     throw error;
   }
   if (await deps.accounts.isSessionRevoked(claims.jti)) return undefined;
-  const user = await deps.accounts.findById(claims.sub).catch(() => null);
+  // Our own signed session names a user id: a failing lookup is the database's failure (503), not a sign-out.
+  const user = await deps.accounts.findById(claims.sub);
   if (!user) return undefined;
   const role = asRole(user.role);
   return {

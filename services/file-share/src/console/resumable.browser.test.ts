@@ -12,6 +12,7 @@ import { chromium, type Browser, type Page, type Route } from 'playwright-core';
 import { sql } from 'slonik';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ADMIN_PASSWORD, adminAuth, startTestShare, upload, type TestShare } from '../testing/test-share.ts';
+import { ignoreError } from '@boxyard/kit';
 
 const CHROMIUM_ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'];
 const MiB = 1024 * 1024;
@@ -128,7 +129,7 @@ describe('console resumable uploads (Chromium)', () => {
     // Hold each PATCH a moment so that Pause lands while the upload runs.
     await page.context().route('**/api/uploads/*', async (route) => {
       if (route.request().method() === 'PATCH') await new Promise((resolve) => setTimeout(resolve, 300));
-      return route.continue().catch(() => {});
+      return route.continue().catch(ignoreError('the page may have cancelled the request'));
     });
     await page.locator('#pick-files').setInputFiles(file);
     const item = page.locator('#uploads li', { hasText: 'paused.bin' });

@@ -1,6 +1,7 @@
 // The OpenAPI description declares what GET /events serves: a text/event-stream (schemathesis found it undeclared).
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { adminAuth, startTestShare, type TestShare } from '../testing/test-share.ts';
+import { ignoreError } from '@boxyard/kit';
 
 let share: TestShare;
 beforeAll(async () => {
@@ -20,7 +21,7 @@ it('declares the event stream it serves, and the envelope of its refusals', asyn
   expect(served).toBe('text/event-stream');
   expect(Object.keys(events.responses['200']!.content ?? {})).toEqual([served]);
   stop.abort();
-  await response.body?.cancel().catch(() => {});
+  await response.body?.cancel().catch(ignoreError('teardown: the stream may be closed'));
   const refused = await fetch(`${share.url}/events`);
   expect(refused.status).toBe(401);
   expect(Object.keys(events.responses['401']!.content ?? {})).toContain(refused.headers.get('content-type')!.split(';')[0]);

@@ -6,6 +6,7 @@ import { EventSource, type FetchLikeResponse } from 'eventsource';
 import { sql } from 'slonik';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { adminAuth, createKey, createUser, postJson, sharedSecret, startTestShare, upload, type TestShare } from '../testing/test-share.ts';
+import { ignoreError } from '@boxyard/kit';
 
 const sha256 = (data: string) => createHash('sha256').update(data).digest('hex');
 
@@ -25,7 +26,7 @@ beforeAll(async () => {
   b = await startTestShare({ storage: 's3', databaseUrl: a.databaseUrl, bucket: a.bucket!, sessionSecret: secret, overrides: { events: { heartbeat_seconds: 0.3 } } });
 });
 afterAll(async () => {
-  await a?.close().catch(() => {});
+  await a?.close().catch(ignoreError('teardown: already closed'));
   await b?.close();
 });
 

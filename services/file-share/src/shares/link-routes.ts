@@ -22,6 +22,7 @@ import { renderLinkListing, renderPasswordPage, renderRefusalPage, renderRequest
 import { attachment, sendZip } from './link-zip.ts';
 import { handleRequestUpload, type RequestUploadDeps } from './request-upload.ts';
 import { TOKEN_PATTERN, type LinkWithCreator } from './share-store.ts';
+import { ignoreError } from '@boxyard/kit';
 
 export const LINK_PREFIX = '/-/s/';
 export const ZIP_PREFIX = '/-/zip/';
@@ -103,7 +104,7 @@ async function sendListing(options: LinkRoutesOptions, request: FastifyRequest, 
   const format = listingFormat((request.query as { format?: string }).format, request.headers.accept);
   const { page, limit } = pageOf(request, format);
   const { total, entries } = await options.tree.list(folder, { offset: (page - 1) * limit, limit });
-  void options.shares.touch(link.id).catch(() => {});
+  void options.shares.touch(link.id).catch(ignoreError('last use is a hint; the download goes on'));
   const relativePath = relativeTo(link.path, folder.path);
   reply.header('vary', 'Accept').header('cache-control', 'private, no-cache');
   if (format === 'json') {

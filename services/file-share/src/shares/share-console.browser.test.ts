@@ -92,7 +92,7 @@ it('makes a password-protected folder link that works for curl and, through the 
   const download = outsider.waitForEvent('download');
   await outsider.goto(`${url}q3/`);
   await outsider.locator('#zip').click();
-  expect((await (await download).suggestedFilename())).toBe('q3.zip');
+  expect((await download).suggestedFilename()).toBe('q3.zip');
 });
 
 it('makes a file request the outsider fills from its page, shown on the owner\'s share links page, then revoked', async () => {

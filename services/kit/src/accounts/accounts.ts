@@ -8,6 +8,7 @@ import { z } from 'zod';
 import type { MigrationSource } from '../db/migrate.ts';
 import { hashPassword, verifyPassword } from '../auth/passwords.ts';
 import { createVerifiedCredentials } from './verified-credentials.ts';
+import { ignoreError } from '../errors/ignore-error.ts';
 
 export const accountMigrations: MigrationSource = {
   namespace: 'kit-accounts',
@@ -162,7 +163,7 @@ async function revokeSession(pool: DatabasePool, jti: string, expiresAt: Date): 
   await pool.query(sql.unsafe`
     insert into revoked_sessions (jti, expires_at) values (${jti}, ${expiresAt.toISOString()}::timestamptz)
     on conflict (jti) do nothing`);
-  if (Math.random() < 0.05) void pool.query(sql.unsafe`delete from revoked_sessions where expires_at < now()`).catch(() => {});
+  if (Math.random() < 0.05) void pool.query(sql.unsafe`delete from revoked_sessions where expires_at < now()`).catch(ignoreError('opportunistic purge of expired revocations; the next one retries'));
 }
 
 async function revokedAmong(pool: DatabasePool, jtis: readonly string[]): Promise<Set<string>> {

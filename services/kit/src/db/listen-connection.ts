@@ -3,6 +3,7 @@
 // credentials): notifications are a fast path, never the only one. A cache also hears `onLost` at once (it must
 // stop trusting what it holds before the reconnect) and may ask for a failed first connect to be retried.
 import pg from 'pg';
+import { ignoreError } from '../errors/ignore-error.ts';
 
 export interface ListenConnectionOptions {
   /** Connection URL; a LISTEN connection needs no search_path. */
@@ -44,7 +45,7 @@ export function createListenConnection(options: ListenConnectionOptions): Listen
       options.onLost?.();
       if (closed) return;
       log.warn({ err: error, channel }, 'LISTEN connection lost; reconnecting');
-      void listener.end().catch(() => {});
+      void listener.end().catch(ignoreError('the connection is being replaced; its end may fail on a dead socket'));
       scheduleReconnect();
     };
     listener.on('notification', (message) => {
@@ -56,11 +57,11 @@ export function createListenConnection(options: ListenConnectionOptions): Listen
       await listener.connect();
       await listener.query(`listen ${pg.escapeIdentifier(channel)}`);
     } catch (error) {
-      void listener.end().catch(() => {});
+      void listener.end().catch(ignoreError('the connection is being replaced; its end may fail on a dead socket'));
       throw error;
     }
     if (closed) {
-      void listener.end().catch(() => {});
+      void listener.end().catch(ignoreError('the connection is being replaced; its end may fail on a dead socket'));
       return;
     }
     client = listener;
@@ -94,7 +95,7 @@ export function createListenConnection(options: ListenConnectionOptions): Listen
       clearTimeout(reconnectTimer);
       const current = client;
       client = undefined;
-      await current?.end().catch(() => {});
+      await current?.end().catch(ignoreError('stopping: the connection may already be gone'));
     },
   };
 }

@@ -6,6 +6,7 @@ import { createHash } from 'node:crypto';
 import { readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import pg from 'pg';
+import { ignoreError } from '../errors/ignore-error.ts';
 
 export interface MigrationSource {
   /** Namespace of the ids (`kit-rate-limit`, `box-repository`): kit and service migrations share one table. */
@@ -81,7 +82,7 @@ export async function migrate(url: string, schema: string, sources: MigrationSou
     }
     return { applied: done, skipped: migrations.length - done.length };
   } finally {
-    await client.query('select pg_advisory_unlock(hashtext($1))', [lockKey]).catch(() => {});
+    await client.query('select pg_advisory_unlock(hashtext($1))', [lockKey]).catch(ignoreError('the advisory lock goes with the session, which ends next'));
     await client.end();
   }
 }

@@ -8,6 +8,7 @@ import type { FastifyInstance } from 'fastify';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createApp } from './create-app.ts';
 import { stopGracefully } from './graceful-stop.ts';
+import { ignoreError } from '../errors/ignore-error.ts';
 
 const CHUNK = Buffer.alloc(64 * 1024, 7);
 const BIG = Buffer.alloc(8 * 1024 * 1024, 9);
@@ -71,7 +72,7 @@ function get(url: string, agent?: Agent, slowly = false): Promise<Answer> {
 
 let stopped: Promise<void> | undefined;
 afterEach(async () => {
-  await stopped?.catch(() => {});
+  await stopped?.catch(ignoreError('teardown: the stop\'s outcome was asserted by the test'));
   stopped = undefined;
 });
 

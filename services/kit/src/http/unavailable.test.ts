@@ -9,6 +9,7 @@ import { startTcpProxy } from '@boxyard/test/harness/tcp-proxy.ts';
 import { StorageUnavailableError } from '../storage/errors.ts';
 import { toHttpError } from './error-handler.ts';
 import { isDatabaseUnavailable, RETRY_AFTER_SECONDS } from './unavailable.ts';
+import { ignoreError } from '../errors/ignore-error.ts';
 
 const failure = (promise: Promise<unknown>) => promise.then(() => expect.unreachable('should have failed'), (error: unknown) => error);
 
@@ -43,7 +44,7 @@ describe('dependency failures become 503 with Retry-After', () => {
     const killed = failure(client.query('select pg_sleep(5)'));
     await pool.query(sql.unsafe`select pg_terminate_backend(${pid})`);
     const error = await killed;
-    await client.end().catch(() => {});
+    await client.end().catch(ignoreError('teardown: the connection may be gone'));
     expect((error as { code?: string }).code).toBe('57P01');
     expect(isDatabaseUnavailable(error)).toBe(true);
     expect(toHttpError(error, 'envelope').statusCode).toBe(503);

@@ -9,6 +9,7 @@ import { userRow, type User } from '../accounts/accounts.ts';
 import { hashPassword } from '../auth/passwords.ts';
 import type { MigrationSource } from '../db/migrate.ts';
 import { trimTrailing } from '../text/trim.ts';
+import { ignoreError } from '../errors/ignore-error.ts';
 
 /** After kit-accounts: the tables reference `users`. */
 export const oidcSignInMigrations: MigrationSource = {
@@ -117,7 +118,7 @@ export function createIdentityLinks(pool: DatabasePool) {
       await pool.query(sql.unsafe`
         insert into oidc_sessions (session_jti, id_token, expires_at) values (${jti}, ${idToken}, ${expiresAt.toISOString()}::timestamptz)
         on conflict (session_jti) do nothing`);
-      if (Math.random() < 0.05) void pool.query(sql.unsafe`delete from oidc_sessions where expires_at < now()`).catch(() => {});
+      if (Math.random() < 0.05) void pool.query(sql.unsafe`delete from oidc_sessions where expires_at < now()`).catch(ignoreError('opportunistic purge of expired sessions; the next one retries'));
     },
 
     /** The ID token behind a session (forgotten as it is read: the session is ending). */
@@ -132,7 +133,7 @@ export function createIdentityLinks(pool: DatabasePool) {
       const row = await pool.maybeOne(sql.unsafe`
         insert into oidc_used_states (state_hash, expires_at) values (${hash}, ${expiresAt.toISOString()}::timestamptz)
         on conflict (state_hash) do nothing returning state_hash`);
-      if (Math.random() < 0.05) void pool.query(sql.unsafe`delete from oidc_used_states where expires_at < now()`).catch(() => {});
+      if (Math.random() < 0.05) void pool.query(sql.unsafe`delete from oidc_used_states where expires_at < now()`).catch(ignoreError('opportunistic purge of used states; the next one retries'));
       return row !== null;
     },
   };

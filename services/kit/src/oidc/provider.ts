@@ -6,6 +6,7 @@ import { createRemoteJWKSet, errors as joseErrors, type JWTVerifyGetKey } from '
 import * as client from 'openid-client';
 import type { ResourceServerConfig } from '../config/auth-section.ts';
 import { ProviderUnavailableError } from './errors.ts';
+import { ignoreError } from '../errors/ignore-error.ts';
 
 export interface ProviderLog {
   warn(object: object, message: string): void;
@@ -90,7 +91,7 @@ export function createProviderSource(config: ResourceServerConfig & { issuer: st
     async get() {
       if (current) {
         // Stale metadata keeps serving while a refresh runs; a failed refresh is logged and retried later.
-        if (Date.now() - current.at > METADATA_TTL_MS && !pending && Date.now() - failedAt > FAILURE_BACKOFF_MS) void refresh().catch(() => {});
+        if (Date.now() - current.at > METADATA_TTL_MS && !pending && Date.now() - failedAt > FAILURE_BACKOFF_MS) void refresh().catch(ignoreError('refresh() logs its own failure and starts the backoff'));
         return current.provider;
       }
       if (Date.now() - failedAt < FAILURE_BACKOFF_MS) throw new ProviderUnavailableError('identity provider discovery failed recently');

@@ -6,6 +6,7 @@ import { fileURLToPath } from 'node:url';
 import { sql, type DatabasePool } from 'slonik';
 import { z } from 'zod';
 import type { MigrationSource } from '../db/migrate.ts';
+import { ignoreError } from '../errors/ignore-error.ts';
 
 export const resourceServerMigrations: MigrationSource = {
   namespace: 'kit-resource-server',
@@ -43,7 +44,7 @@ export function createReplayCache(pool: DatabasePool): ReplayCache {
       on conflict (key) do update set expires_at = excluded.expires_at where p.expires_at < now()
       returning encode(key, 'hex') as key`);
     // Dead rows are swept now and then rather than on every request.
-    if (Math.random() < 0.01) void pool.query(sql.unsafe`delete from dpop_proof_jtis where expires_at < now()`).catch(() => {});
+    if (Math.random() < 0.01) void pool.query(sql.unsafe`delete from dpop_proof_jtis where expires_at < now()`).catch(ignoreError('opportunistic purge of expired proof ids; the next one retries'));
     return new Set(rows.map((r) => r.key));
   };
 

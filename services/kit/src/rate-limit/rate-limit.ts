@@ -10,6 +10,7 @@ import { z } from 'zod';
 import { HttpError } from '../http/http-error.ts';
 import { RETRY_AFTER_SECONDS } from '../http/unavailable.ts';
 import type { MigrationSource } from '../db/migrate.ts';
+import { ignoreError } from '../errors/ignore-error.ts';
 
 export const rateLimitMigrations: MigrationSource = {
   namespace: 'kit-rate-limit',
@@ -28,7 +29,7 @@ export async function hit(pool: DatabasePool, key: string, windowMs: number): Pr
       resets_at = case when c.resets_at <= now() then excluded.resets_at else c.resets_at end
     returning hits, greatest(0, ceil(extract(epoch from (resets_at - now())) * 1000))::float8 as ttl_ms`);
   // Expired windows are dead rows; sweep them now and then instead of on every request.
-  if (Math.random() < 0.01) void pool.query(sql.unsafe`delete from rate_limit_counters where resets_at < now() - interval '1 hour'`).catch(() => {});
+  if (Math.random() < 0.01) void pool.query(sql.unsafe`delete from rate_limit_counters where resets_at < now() - interval '1 hour'`).catch(ignoreError('opportunistic purge of old counters; the next one retries'));
   return { current: row.hits, ttl: row.ttl_ms };
 }
 

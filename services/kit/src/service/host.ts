@@ -9,6 +9,7 @@ import { createAccounts, type Accounts } from '../accounts/accounts.ts';
 import { metricsListenOptions } from '../config/common.ts';
 import { publicBaseUrl, serverTls } from '../config/service-sections.ts';
 import { migrate } from '../db/migrate.ts';
+import { logIgnoredErrorsTo } from '../errors/ignore-error.ts';
 import { createDatabasePool, pingDatabase, type DatabasePool } from '../db/pool.ts';
 import { createApp, type ReadinessCheck } from '../http/create-app.ts';
 import { stopGracefully } from '../http/graceful-stop.ts';
@@ -23,6 +24,7 @@ import type { ObjectStore } from '../storage/types.ts';
 import type { RunningService } from '../service-definition.ts';
 import type { HostedConfig, MainListener, ServiceSpec, ServiceTls } from './contract.ts';
 import { adminCreatedNotice } from './admin-notice.ts';
+import { ignoreError } from '../errors/ignore-error.ts';
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -91,7 +93,7 @@ export async function startService<C extends HostedConfig>(spec: ServiceSpec<C>,
     printAdminNotice(spec, config, app, options);
     return { name: spec.name, app, port, url: publicUrl, metricsUrl: metrics.url, close: () => stopGracefully(app, config.server.shutdown, () => teardown.run()) };
   } catch (error) {
-    await teardown.run().catch(() => {}); // the start's own error is the one to report
+    await teardown.run().catch(ignoreError("the start's own error is the one to report"));
     throw error;
   }
 }
@@ -131,6 +133,7 @@ async function buildApp<C extends HostedConfig>(spec: ServiceSpec<C>, config: C,
   });
   context.teardown.add(() => app.close());
   early.attach(app.log);
+  logIgnoredErrorsTo(app.log);
   tls?.attach?.(app);
   decorateShared(app, { pool, store, tls });
   if (spec.accounts) await installAccounts(app, config, context.publicUrl);

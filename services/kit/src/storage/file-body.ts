@@ -4,6 +4,7 @@
 // collection of those buffers cost more than the reads: downloads ran at ~0.5× a static file server.
 import type { FileHandle } from 'node:fs/promises';
 import { Readable, type Writable } from 'node:stream';
+import { markHandled } from '../errors/ignore-error.ts';
 
 /**
  * Two 1 MiB buffers per download: one is read into while the socket takes the other. Measured with curl, 512 MiB
@@ -63,7 +64,7 @@ export class FileBody extends Readable {
       onClose = () => reject(new Error('the response closed before the body was written'));
       out.once('close', onClose);
     });
-    closed.catch(() => {}); // raced below; never unhandled
+    markHandled(closed); // raced below; never unhandled
     const until = <T>(step: Promise<T>) => Promise.race([step, closed]);
     // No bigger than the body (a small file costs no 2 MiB), and the second only once the first is in flight.
     const bufferBytes = Math.max(1, Math.min(CHUNK_BYTES, this.end - this.position + 1));
@@ -82,9 +83,9 @@ export class FileBody extends Readable {
         inFlight[slot] = new Promise<void>((resolve, reject) => {
           out.write(chunk, (error) => (error ? reject(error) : resolve()));
         });
-        inFlight[slot]!.catch(() => {}); // awaited when its slot comes round or at the end
+        markHandled(inFlight[slot]!); // awaited when its slot comes round or at the end
       }
-      await until(Promise.all(inFlight));
+      await until(Promise.all(inFlight.filter((p) => p !== undefined)));
     } finally {
       out.removeListener('close', onClose);
       this.destroy();

@@ -8,6 +8,7 @@ import { KeyConflictError } from './errors.ts';
 import { HashingCounter } from './hashing-counter.ts';
 import { errno, pathOf, toStorageError, type LocalLayout } from './local-layout.ts';
 import type { PutBody, PutOptions, PutResult } from './types.ts';
+import { ignoreError, markHandled } from '../errors/ignore-error.ts';
 
 const writeBatchBytes = 4 * 1024 * 1024;
 const flushEveryBytes = 32 * 1024 * 1024;
@@ -27,7 +28,7 @@ async function writeBatched(chunks: AsyncIterable<Buffer>, write: (batch: Buffer
     if (pendingBytes < writeBatchBytes) continue;
     await inFlight;
     inFlight = write(pending);
-    inFlight.catch(() => {}); // awaited before the next batch or at the end; never unhandled meanwhile
+    markHandled(inFlight); // awaited before the next batch or at the end; never unhandled meanwhile
     pending = [];
     pendingBytes = 0;
   }
@@ -62,7 +63,7 @@ function backgroundFlusher(file: FileHandle) {
       if (unflushed < flushEveryBytes || flushing) return;
       unflushed = 0;
       flushing = file.datasync().finally(() => (flushing = undefined));
-      flushing.catch(() => {}); // a failing flush fails the final sync too; awaited by settled()
+      markHandled(flushing); // a failing flush fails the final sync too; awaited by settled()
     },
     async settled(): Promise<void> {
       await flushing;
@@ -118,7 +119,7 @@ export async function putObject(layout: LocalLayout, key: string, body: PutBody,
     await disk(file.close());
     await disk(moveIntoPlace(temp, target, key));
   } catch (error) {
-    await handle?.close().catch(() => {});
+    await handle?.close().catch(ignoreError('closing after a failure that is the one reported'));
     await rm(temp, { force: true });
     throw error;
   }

@@ -17,6 +17,7 @@ import { validateKey, validatePrefix } from './keys.ts';
 import { dirPathOf, errno, localLayout, pathOf, toStorageError, type LocalLayout } from './local-layout.ts';
 import { putObject } from './local-put.ts';
 import type { ByteRange, ObjectInfo, ObjectStore } from './types.ts';
+import { ignoreError } from '../errors/ignore-error.ts';
 
 export interface LocalStoreOptions {
   /** An existing directory (not created here, so a missing volume mount fails loudly instead of filling the container's disk). */
@@ -140,7 +141,7 @@ async function sweepAbandonedUploads({ tmpDir }: LocalLayout, olderThan: Date): 
   for (const name of names) {
     const path = join(tmpDir, name);
     // mtime: a put writes its temp file continuously, so only a dead one stays unmodified for long.
-    const stats = await stat(path).catch(() => undefined);
+    const stats = await stat(path).catch(ignoreError('a temp file renamed or removed meanwhile is skipped'));
     if (!stats?.isFile() || stats.mtime >= olderThan) continue;
     await rm(path, { force: true });
     removed++;

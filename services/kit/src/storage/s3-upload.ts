@@ -20,6 +20,7 @@ import type { Client } from 'minio';
 import { once } from 'node:events';
 import { PassThrough, Readable } from 'node:stream';
 import { request } from 'undici';
+import { ignoreError } from '../errors/ignore-error.ts';
 
 export const maxParts = 10_000; // S3's limit per multipart upload
 
@@ -104,7 +105,7 @@ export class S3Upload {
     this.uploadId = undefined;
     // If this fails too (backend gone), the parts stay invisible; a bucket lifecycle rule
     // (AbortIncompleteMultipartUpload) reclaims them.
-    await client.abortMultipartUpload(bucket, objectName, uploadId).catch(() => {});
+    await client.abortMultipartUpload(bucket, objectName, uploadId).catch(ignoreError('the sweep of unfinished multipart uploads removes what this abort could not'));
   }
 
   /** Bodies shorter than a part take the one plain PUT of `finish()`, as bodies of unknown length do. */

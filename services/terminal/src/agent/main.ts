@@ -10,6 +10,7 @@ import { pathToFileURL } from 'node:url';
 import { startAgent } from './agent.ts';
 import { traceAgentStart } from './tracing.ts';
 import { parseAgentSettings } from './settings.ts';
+import { ignoreError } from '@boxyard/kit';
 
 export const READY_PREFIX = 'boxyard-agent ready ';
 
@@ -70,7 +71,7 @@ export async function runAgentFromEnvironment(): Promise<never> {
   for (const signal of ['SIGTERM', 'SIGINT', 'SIGHUP'] as const) process.on(signal, () => agent.terminate('stopped'));
   process.stdout.write(`${READY_PREFIX}${agent.address}\n`);
   const code = await agent.done;
-  await telemetry?.shutdown().catch(() => {}); // the last spans, before the process goes
+  await telemetry?.shutdown().catch(ignoreError('the last spans are best effort when the agent exits'));
   process.exit(code);
 }
 

@@ -7,6 +7,7 @@ import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { backendSchema, sessionsSchema } from '../config.ts';
 import { createKubernetesBackend, homeClaim, homeClaimName, sessionPod } from './kubernetes.ts';
 import type { AgentSpec } from './types.ts';
+import { ignoreError } from '@boxyard/kit';
 
 const spec = (ownerId: string, ownerName = 'alice'): AgentSpec => ({
   sessionId: crypto.randomUUID(),
@@ -89,7 +90,7 @@ describe('persistent homes: claims on the local control plane', () => {
     await core.createNamespace({ body: { metadata: { name: namespace } } });
   });
   afterAll(async () => {
-    await core?.deleteNamespace({ name: namespace }).catch(() => {});
+    await core?.deleteNamespace({ name: namespace }).catch(ignoreError('teardown: the namespace may be gone'));
   });
 
   it("creates the user's claim at their first session, reuses it for the next, and gives another user their own", async () => {

@@ -11,6 +11,7 @@ import { createTestDatabase } from '@boxyard/test/harness/fixtures.ts';
 import { READY_PREFIX } from '../agent/main.ts';
 import { ADMIN_PASSWORD, api, createUser, login, openTerminal, startTestGateway } from '../testing/test-gateway.ts';
 import { AGENT_PORT_ANNOTATION, NETWORK_POLICY_NAME, POOL_LABEL, networkPolicyName } from './kubernetes.ts';
+import { ignoreError } from '@boxyard/kit';
 
 const AGENT_MAIN = fileURLToPath(new URL('../agent/main.ts', import.meta.url));
 const mergePatch = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
@@ -142,7 +143,7 @@ describe('kubernetes backend (local control plane)', () => {
       await gateway.close();
     }
     await kubelet?.stop();
-    await core?.deleteNamespace({ name: namespace }).catch(() => {});
+    await core?.deleteNamespace({ name: namespace }).catch(ignoreError('teardown: the namespace may be gone'));
   });
 
   it('starts a session in its own pod: a non-root shell, no escalation, no capabilities but the agent’s drop, default seccomp, no token, limits, owner labels', async () => {

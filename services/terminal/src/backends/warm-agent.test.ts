@@ -7,6 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestDatabase } from '@boxyard/test/harness/fixtures.ts';
 import { defaultSocketDir } from './local.ts';
 import { ADMIN_PASSWORD, api, createUser, login, openTerminal, startTestGateway, type TerminalClient } from '../testing/test-gateway.ts';
+import { ignoreError } from '@boxyard/kit';
 
 type Gateway = Awaited<ReturnType<typeof startTestGateway>>;
 const root = process.getuid?.() === 0;
@@ -34,7 +35,7 @@ describe('warm agents (local backend)', () => {
   });
 
   afterAll(async () => {
-    await Promise.all(clients.map((c) => c.close().catch(() => {})));
+    await Promise.all(clients.map((c) => c.close().catch(ignoreError('teardown: a client already closed'))));
     if (gateway) {
       const all = await api(gateway.url, 'GET', '/api/terminal/sessions', { cookie: admin });
       for (const session of all.json.data?.sessions ?? []) await gateway.sessions.stop(session.id);

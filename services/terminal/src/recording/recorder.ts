@@ -10,6 +10,7 @@ import { StringDecoder } from 'node:string_decoder';
 import type { ObjectStore } from '@boxyard/kit';
 import { eventLine, visibleText, type EventCode } from './cast.ts';
 import type { RecordingStore } from './store.ts';
+import { ignoreError } from '@boxyard/kit';
 
 /** A chunk is cut at this size even before its time is up (large: a flood then costs few puts and commits). */
 const CHUNK_BYTES = 2 * 1024 * 1024;
@@ -200,7 +201,7 @@ export class Recorder {
 
   async #store(): Promise<void> {
     if (this.#lines.length === 0) {
-      if (!this.#ended) await this.#o.store.renew(this.#o.id, this.#o.writer, this.#o.leaseSeconds).catch(() => {});
+      if (!this.#ended) await this.#o.store.renew(this.#o.id, this.#o.writer, this.#o.leaseSeconds).catch(ignoreError('a missed renewal is retried at the next flush; the lease outlives several'));
       return;
     }
     const body = Buffer.concat(this.#lines, this.#pending);
@@ -247,7 +248,7 @@ export class Recorder {
     this.#ended = true;
     if (!first) return;
     const state = end === 'released' ? 'recording' : end;
-    void this.#o.store.finish(this.#o.id, this.#o.writer, state).catch(() => {}).then(() => this.#o.onEnd(end));
+    void this.#o.store.finish(this.#o.id, this.#o.writer, state).catch(ignoreError('the lease sweep finishes a row this write could not')).then(() => this.#o.onEnd(end));
   }
 
   /** No stream is left: store the rest; complete when the session's exit was seen, else released (see service.ts). */

@@ -18,6 +18,7 @@ import type { SessionRow } from '../sessions/store.ts';
 import { Feed, type RecordingControl, type TapState } from './feed.ts';
 import { Recorder, type RecorderEnd } from './recorder.ts';
 import { createRecordingStore } from './store.ts';
+import { ignoreError } from '@boxyard/kit';
 
 const LEASE_SECONDS = 15;
 const SWEEP_MS = 3_600_000;
@@ -92,7 +93,7 @@ export function createRecordingService(options: RecordingServiceOptions) {
         id: row.id, writer, objects, store: store, startedAt: claim.started_at, seq: claim.chunks, bytes: claim.bytes, offset: claim.output_offset,
         maxBytes: config.max_bytes, flushMs: config.flush_seconds * 1000, leaseSeconds: LEASE_SECONDS, input: config.input, required: config.mode === 'required', log,
         onFailure: (error) => fail(row, error),
-        onEnd: (end) => void ended(row, end).catch(() => {}),
+        onEnd: (end) => void ended(row, end).catch(ignoreError('ended() marks the row; the lease sweep finishes a row left behind')),
         pace: (paused) => feed.pace(paused),
         countBytes: (n) => bytes.inc(n),
       });
@@ -111,7 +112,7 @@ export function createRecordingService(options: RecordingServiceOptions) {
       await recorder.flush();
     } catch (error) {
       log.warn({ err: error, session: row.id }, 'could not start recording the session');
-      await store.finish(row.id, writer, 'failed').catch(() => {});
+      await store.finish(row.id, writer, 'failed').catch(ignoreError('the recording already failed; its lease expires if this write fails too'));
       fail(row, error as Error);
     } finally {
       starting.delete(row.id);
@@ -185,7 +186,7 @@ export function createRecordingService(options: RecordingServiceOptions) {
     async close(): Promise<void> {
       closed = true;
       clearInterval(sweeper);
-      await Promise.all([...recorders.values()].map((recorder) => recorder.close().catch(() => {})));
+      await Promise.all([...recorders.values()].map((recorder) => recorder.close().catch(ignoreError('stopping: a recorder that cannot close is finished by the lease sweep'))));
     },
   };
 }

@@ -6,6 +6,7 @@ import { sessionKeys } from '../agent/handshake.ts';
 import type { ExitReason } from '../protocol.ts';
 import type { SessionServiceOptions } from './service.ts';
 import type { SessionRow, SessionStore } from './store.ts';
+import { ignoreError } from '@boxyard/kit';
 
 /** What the session service's functions share. */
 export interface SessionContext {
@@ -65,7 +66,7 @@ export async function launch(ctx: SessionContext, row: SessionRow, secret: strin
       },
       (name) => {
         resource = name;
-        void store.setResource(row.id, name).catch(() => {});
+        void store.setResource(row.id, name).catch(ignoreError('the resource name is only a hint for release; release also finds the agent by session id'));
       },
     );
     const running = await store.markRunning(row.id, agent);
@@ -75,7 +76,7 @@ export async function launch(ctx: SessionContext, row: SessionRow, secret: strin
       return running;
     }
     // Stopped while it was starting: don't leave the agent behind.
-    await backend.release({ id: row.id, resource: agent.resource, address: agent.address }).catch(() => {});
+    await backend.release({ id: row.id, resource: agent.resource, address: agent.address }).catch(ignoreError('the reaper releases what this could not'));
     const current = await store.get(row.id);
     if (current) return current;
     throw new HttpError(503, 'The session was stopped while it was starting');
@@ -84,8 +85,8 @@ export async function launch(ctx: SessionContext, row: SessionRow, secret: strin
     timer?.({ outcome: 'failed' });
     log.error({ err: error, session: row.id }, 'terminal session failed to start');
     // Release first: if the database is what failed, the pod or process still goes (the reaper fails the row later).
-    resource ??= (await store.get(row.id).catch(() => null))?.agent_resource ?? null;
-    await backend.release({ id: row.id, resource, address: null }).catch(() => {});
+    resource ??= (await store.get(row.id).catch(ignoreError('without the row, release goes by session id alone')))?.agent_resource ?? null;
+    await backend.release({ id: row.id, resource, address: null }).catch(ignoreError('the reaper releases what this could not'));
     await store.markFailed(row.id, 'start_failed').catch((failure: unknown) => log.warn({ err: failure, session: row.id }, 'could not mark the failed start; the reaper will'));
     throw new HttpError(503, `Could not start the terminal: ${(error as Error).message}`);
   }

@@ -5,6 +5,7 @@ import { cachedReading } from '@boxyard/kit';
 import { Gauge, Histogram, type Registry } from '@prometheus-io/client';
 import { sql, type DatabasePool } from 'slonik';
 import { z } from 'zod';
+import { ignoreError } from '@boxyard/kit';
 
 export interface SessionMetrics {
   startDuration: Histogram<'backend' | 'outcome'>;
@@ -16,7 +17,7 @@ const liveCount = z.object({ backend: z.string(), state: z.string(), count: z.nu
 export function createSessionMetrics(registry: Registry, pool: DatabasePool, backend: 'local' | 'kubernetes', cacheSeconds: number): SessionMetrics {
   const readLive = cachedReading(
     () => pool.any(sql.type(liveCount)`
-        select backend, state, count(*)::int as count from terminal_sessions where state in ('starting', 'running') group by backend, state`).catch(() => undefined),
+        select backend, state, count(*)::int as count from terminal_sessions where state in ('starting', 'running') group by backend, state`).catch(ignoreError('the gauge keeps its last value while the database is away')),
     cacheSeconds,
   );
   new Gauge({

@@ -5,6 +5,7 @@ import { agentStatus, AgentUnreachableError } from '../agent/client.ts';
 import { expiryReason } from '../agent/expiry.ts';
 import { credentialsOf, markExited, stopSession, type SessionContext } from './lifecycle.ts';
 import type { SessionRow } from './store.ts';
+import { ignoreError } from '@boxyard/kit';
 
 /** The reaper's timer and the round under way. */
 export interface ReaperRun {
@@ -18,7 +19,7 @@ async function finishHalfDone({ options, store }: SessionContext, row: SessionRo
     // The replica starting it is gone, or the start hangs.
     if (now - row.created_at > (options.startTimeoutSeconds + 60) * 1000) {
       await store.markFailed(row.id, 'start_failed');
-      await options.backend.release({ id: row.id, resource: row.agent_resource, address: row.agent_address }).catch(() => {});
+      await options.backend.release({ id: row.id, resource: row.agent_resource, address: row.agent_address }).catch(ignoreError('release is retried on the next reap while the row stays'));
     }
     return true;
   }
