@@ -47,7 +47,7 @@ const get = <T extends KubeObject = KubeObject>(type: ResourceType, name: string
 const condition = (r: ServiceResource | undefined, type: string): Condition | undefined => r?.status?.conditions?.find((c) => c.type === type);
 
 /** An example from crds/examples/, pointed at this run's MinIO and given a fresh bucket. */
-async function example(file: string, edit: (spec: Record<string, any>) => void = () => {}): Promise<Record<string, any>> { // eslint-disable-line @typescript-eslint/no-explicit-any
+async function example(file: string, edit: (spec: Record<string, any>) => void = () => {}): Promise<Record<string, any>> {
   const manifest = parse(await readFile(join(repoRoot, 'crds', 'examples', file), 'utf8'));
   if (manifest.spec.storage) {
     manifest.spec.storage.endpoint = minio.endpoint;
@@ -148,18 +148,18 @@ describe('the operator under the chart\'s RBAC', { timeout: 150_000 }, () => {
     expect(boxes.status?.database?.createdSchemas).toEqual([{ database: expect.stringMatching(/^127\.0\.0\.1:\d+\/operator_\w+$/), schema: 'box_repository' }]);
     expect(condition(boxes, 'Ready')).toMatchObject({ reason: 'Available', observedGeneration: boxes.metadata.generation });
     expect(condition(boxes, 'Stalled')?.status).toBe('False');
-    const deployment = (await get(resources.deployment, 'boxes-box-repository')) as KubeObject & Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
+    const deployment = (await get(resources.deployment, 'boxes-box-repository')) as KubeObject & Record<string, any>;
     expect(deployment.spec.replicas).toBe(2);
     const container = deployment.spec.template.spec.containers[0];
     expect(container).toMatchObject({ image: 'registry.invalid/boxyard:test', args: ['serve', 'box-repository', '--config', '/etc/boxyard/config.yaml'] });
     expect(container.securityContext).toMatchObject({ runAsNonRoot: true, readOnlyRootFilesystem: true, allowPrivilegeEscalation: false, capabilities: { drop: ['ALL'] } });
     expect(container.readinessProbe.httpGet.path).toBe('/health/ready');
     expect(deployment.metadata.ownerReferences).toEqual([expect.objectContaining({ kind: 'BoxRepository', name: 'boxes', uid: boxes.metadata.uid, controller: true })]);
-    const ingress = (await get(resources.ingress, 'boxes-box-repository')) as KubeObject & Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
+    const ingress = (await get(resources.ingress, 'boxes-box-repository')) as KubeObject & Record<string, any>;
     expect(ingress.spec.tls).toEqual([{ hosts: ['boxes.example.com'], secretName: 'boxes-tls' }]);
     expect(await get(resources.podDisruptionBudget, 'boxes-box-repository')).toBeDefined();
     expect(await get(resources.networkPolicy, 'boxes-box-repository')).toBeDefined();
-    const monitor = (await get(resources.serviceMonitor, 'boxes-box-repository')) as KubeObject & Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
+    const monitor = (await get(resources.serviceMonitor, 'boxes-box-repository')) as KubeObject & Record<string, any>;
     // Prometheus scrapes the metrics port, which the Service exposes and the Ingress never routes.
     expect(monitor.spec.endpoints).toEqual([{ port: 'metrics', path: '/metrics', interval: '30s' }]);
     const boxesService = (await get(resources.service, 'boxes-box-repository')) as KubeObject & { spec: { ports: { name: string; port: number; targetPort: string }[] } };
@@ -203,12 +203,12 @@ describe('the operator under the chart\'s RBAC', { timeout: 150_000 }, () => {
   });
 
   it('updates the children when the spec changes and reports the new generation', async () => {
-    const before = (await get(resources.deployment, 'boxes-box-repository')) as KubeObject & Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
+    const before = (await get(resources.deployment, 'boxes-box-repository')) as KubeObject & Record<string, any>;
     const checksum = before.spec.template.metadata.annotations['boxyard.io/config-checksum'];
     await kubectl(plane.kubeconfig, ['patch', 'boxrepository', 'boxes', '-n', NS, '--type=merge', '-p', JSON.stringify({ spec: { replicas: 1, uploads: { maxBytes: 1073741824 }, monitoring: { serviceMonitor: { enabled: false } } } })]);
     const boxes = await ready(resources.boxRepository, 'boxes');
     expect(boxes.metadata.generation).toBe(2);
-    const after = (await get(resources.deployment, 'boxes-box-repository')) as KubeObject & Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
+    const after = (await get(resources.deployment, 'boxes-box-repository')) as KubeObject & Record<string, any>;
     expect(after.spec.replicas).toBe(1);
     expect(after.spec.template.metadata.annotations['boxyard.io/config-checksum']).not.toBe(checksum); // pods roll onto the new config
     const config = parse(((await get(resources.configMap, 'boxes-box-repository-config')) as KubeObject & { data: Record<string, string> }).data['config.yaml']!);

@@ -27,6 +27,7 @@ import type { BenchEnv, BenchRow } from './env.ts';
 import { LAUNCHER_ENV, launcherNodeFlags } from './launcher.ts';
 import { downloadMiBs, loadGet, round } from './load.ts';
 import { login, startSession, stopSession } from './terminal.ts';
+import { ignoreError } from '@boxyard/kit';
 
 const main = fileURLToPath(new URL('../../services/boxyard/src/main.ts', import.meta.url));
 const MiB = 1024 * 1024;
@@ -157,7 +158,7 @@ export async function startProduct(env: BenchEnv, options: { env?: Record<string
 export async function peakDuring(pid: number, work: () => Promise<void>): Promise<number> {
   const resettable = await writeFile(`/proc/${pid}/clear_refs`, '5').then(() => true, () => false);
   let peak = 0;
-  const timer = setInterval(() => void rssOf(pid).then((rss) => (peak = Math.max(peak, rss)), () => {}), 50);
+  const timer = setInterval(() => void rssOf(pid).then((rss) => (peak = Math.max(peak, rss)), ignoreError('the process may have ended between samples')), 50);
   try {
     await work();
   } finally {

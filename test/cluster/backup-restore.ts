@@ -17,7 +17,7 @@ import { until } from './fixture.ts';
 const run = promisify(execFile);
 const BUCKET = 'cluster-backups';
 
-interface Resource { metadata: { name: string; labels?: Record<string, string> }; spec: Record<string, any>; status?: Record<string, any> } // eslint-disable-line @typescript-eslint/no-explicit-any
+interface Resource { metadata: { name: string; labels?: Record<string, string> }; spec: Record<string, any>; status?: Record<string, any> }
 
 async function mirror(cluster: BoxyardCluster, into: string, password: string): Promise<Record<string, string>> {
   await run('wget', ['--mirror', '--no-parent', '--no-host-directories', '-e', 'robots=off', '--ca-certificate', cluster.caFile, '--user=admin', `--password=${password}`, '-P', into, `https://${HOSTS.files}/docs/`]);

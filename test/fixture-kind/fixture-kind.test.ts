@@ -21,7 +21,6 @@ import { NAME, notesConfigSchema } from './config.ts';
 import { clusterKind } from './kind.ts';
 import { ignoreError } from '@boxyard/kit';
 
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
 type Json = Record<string, any>;
 
 const HERE = fileURLToPath(new URL('.', import.meta.url));

@@ -45,11 +45,7 @@ export async function startKillablePostgres(): Promise<KillablePostgres> {
   const port = current.port;
   return {
     adminUrl: current.adminUrl,
-    async kill() {
-      process.kill(current.pid, 'SIGKILL');
-      await current.exited;
-      await current.stop(); // only forgets its exit hook: the process is gone
-    },
+    kill: () => killNow(current),
     async restart() {
       // Backends of the killed postmaster hold its shared memory for a moment; PostgreSQL refuses to start until
       // they have exited, so try again for a while (as the boxyard dev supervisor does).
@@ -71,23 +67,37 @@ export async function startKillablePostgres(): Promise<KillablePostgres> {
   };
 }
 
-export async function startKillableMinio(): Promise<KillableMinio> {
-  const root = await reachableTempDir('boxyard-fault-minio-');
+/** What a started MinIO or SeaweedFS gives the killable wrapper. */
+interface RunningS3Server {
+  pid: number;
+  exited: Promise<unknown>;
+  endpoint: string;
+  stop(): Promise<void>;
+}
+type S3ServerOptions = { dir: string; accessKey: string; secretKey: string; port?: number };
+
+/** SIGKILL, then wait until it is gone; `stop` then only forgets its exit hook. */
+async function killNow(server: { pid: number; exited: Promise<unknown>; stop(): Promise<void> }): Promise<void> {
+  process.kill(server.pid, 'SIGKILL');
+  await server.exited;
+  await server.stop();
+}
+
+/** An S3 server started by `start`, killed and started again on the same port and data directory. */
+async function startKillableS3<R extends RunningS3Server>(name: string, start: (options: S3ServerOptions) => Promise<R>) {
+  const root = await reachableTempDir(`boxyard-fault-${name}-`);
   const options = { dir: root, accessKey: `fault${randomBytes(4).toString('hex')}`, secretKey: secret() };
-  let current: RunningMinio = await startMinio(options);
+  let current = await start(options);
   const port = Number(new URL(current.endpoint).port);
   return {
     dir: root,
     endpoint: current.endpoint,
     accessKey: options.accessKey,
     secretKey: options.secretKey,
-    async kill() {
-      process.kill(current.pid, 'SIGKILL');
-      await current.exited;
-      await current.stop(); // only forgets its exit hook: the process is gone
-    },
+    current: () => current,
+    kill: () => killNow(current),
     async restart() {
-      current = await startMinio({ ...options, port });
+      current = await start({ ...options, port }); // SeaweedFS keeps its other ports beside the data
     },
     async stop() {
       await current.stop();
@@ -96,38 +106,22 @@ export async function startKillableMinio(): Promise<KillableMinio> {
   };
 }
 
+export const startKillableMinio = (): Promise<KillableMinio> => startKillableS3<RunningMinio>('minio', startMinio);
+
 export interface KillableSeaweedfs extends KillableMinio {
   /** Keys of the multipart uploads SeaweedFS keeps in a bucket (its filer's `.uploads` folder, parts included). */
   unfinishedUploads(bucket: string): Promise<string[]>;
 }
 
 export async function startKillableSeaweedfs(): Promise<KillableSeaweedfs> {
-  const root = await reachableTempDir('boxyard-fault-seaweedfs-');
-  const options = { dir: root, accessKey: `fault${randomBytes(4).toString('hex')}`, secretKey: secret() };
-  let current: RunningSeaweedfs = await startSeaweedfs(options);
-  const port = Number(new URL(current.endpoint).port);
+  const server = await startKillableS3<RunningSeaweedfs>('seaweedfs', startSeaweedfs);
   return {
-    dir: root,
-    endpoint: current.endpoint,
-    accessKey: options.accessKey,
-    secretKey: options.secretKey,
+    ...server,
     async unfinishedUploads(bucket) {
-      const response = await fetch(`${current.filerUrl}/buckets/${bucket}/.uploads/?limit=1000`, { headers: { accept: 'application/json' } });
+      const response = await fetch(`${server.current().filerUrl}/buckets/${bucket}/.uploads/?limit=1000`, { headers: { accept: 'application/json' } });
       if (response.status === 404) return [];
       const listing = (await response.json()) as { Entries: { FullPath: string }[] | null };
       return (listing.Entries ?? []).map((entry) => entry.FullPath);
-    },
-    async kill() {
-      process.kill(current.pid, 'SIGKILL');
-      await current.exited;
-      await current.stop(); // only forgets its exit hook: the process is gone
-    },
-    async restart() {
-      current = await startSeaweedfs({ ...options, port }); // its other ports are kept beside the data
-    },
-    async stop() {
-      await current.stop();
-      await rm(root, { recursive: true, force: true });
     },
   };
 }

@@ -3,6 +3,7 @@ import { spawn, execFileSync } from 'node:child_process';
 import { mkdir } from 'node:fs/promises';
 import { freePort, waitForHttp } from './ports.ts';
 import { tool } from './tools.ts';
+import { ownProcess } from './owned-process.ts';
 
 export interface RunningMinio {
   endpoint: string;
@@ -40,16 +41,14 @@ export async function startMinio(options: { dir: string; accessKey: string; secr
   });
   let stderr = '';
   child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   // Never outlive the process that started it (a crashed test run, a failed start).
-  const killOnExit = () => child.kill('SIGKILL');
-  process.once('exit', killOnExit);
+  const owned = ownProcess(child, 5000);
   const endpoint = `http://${host}:${port}`;
   try {
     await waitForHttp(`${endpoint}/minio/health/live`, 30_000);
   } catch (error) {
     child.kill('SIGKILL');
-    process.removeListener('exit', killOnExit);
+    await owned.stop();
     throw new Error(`MinIO did not start: ${String(error)}\n${stderr}`, { cause: error });
   }
   const version = execFileSync(binary, ['--version'], { encoding: 'utf8' }).split('\n')[0] ?? '?';
@@ -60,12 +59,9 @@ export async function startMinio(options: { dir: string; accessKey: string; secr
     version,
     binary,
     pid: child.pid!,
-    exited,
+    exited: owned.exited,
     stop: async () => {
-      process.removeListener('exit', killOnExit);
-      child.kill('SIGTERM');
-      await Promise.race([exited, new Promise((r) => setTimeout(r, 5000))]);
-      child.kill('SIGKILL');
+      await owned.stop();
     },
   };
 }

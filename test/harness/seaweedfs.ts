@@ -6,6 +6,7 @@ import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { freePort, waitForHttp } from './ports.ts';
 import { tool } from './tools.ts';
+import { ownProcess } from './owned-process.ts';
 
 export interface RunningSeaweedfs {
   endpoint: string;
@@ -80,9 +81,8 @@ export async function startSeaweedfs(options: { dir: string; accessKey: string; 
   });
   let stderr = '';
   child.stderr.on('data', (chunk: Buffer) => (stderr = (stderr + chunk.toString()).slice(-20_000)));
-  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
-  const killOnExit = () => child.kill('SIGKILL');
-  process.once('exit', killOnExit);
+  // Never outlive the process that started it (a crashed test run, a failed start).
+  const owned = ownProcess(child, 5000);
   const endpoint = `http://127.0.0.1:${port}`;
   try {
     // The gateway answers /healthz once it is up; a bucket can be made once the filer and a volume server are.
@@ -93,7 +93,7 @@ export async function startSeaweedfs(options: { dir: string; accessKey: string; 
     await volumeServerRegistered(`http://127.0.0.1:${ports['master.port']}`, 60_000);
   } catch (error) {
     child.kill('SIGKILL');
-    process.removeListener('exit', killOnExit);
+    await owned.stop();
     throw new Error(`SeaweedFS did not start: ${String(error)}\n${stderr}`, { cause: error });
   }
   // `version 30GB 4.53  linux amd64`: the release, then its module version (the binary's cache key).
@@ -107,12 +107,9 @@ export async function startSeaweedfs(options: { dir: string; accessKey: string; 
     binary,
     filerUrl: `http://127.0.0.1:${ports['filer.port']}`,
     pid: child.pid!,
-    exited,
+    exited: owned.exited,
     stop: async () => {
-      process.removeListener('exit', killOnExit);
-      child.kill('SIGTERM');
-      await Promise.race([exited, new Promise((r) => setTimeout(r, 5000))]);
-      child.kill('SIGKILL');
+      await owned.stop();
       const grpc = { master: 'master.port.grpc', volume: 'volume.port.grpc', filer: 'filer.port.grpc', s3: 's3.port.grpc' } as const;
       await Promise.all(Object.entries(grpc).map(([name, flag]) => rm(`/tmp/seaweedfs-${name}-grpc-${ports[flag]}.sock`, { force: true })));
     },

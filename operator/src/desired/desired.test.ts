@@ -89,7 +89,7 @@ const input = (kind: KindInfo, r: ServiceResource, over: Partial<DesiredInput> =
   ...over,
 });
 
-const find = (objects: KubeObject[], kind: string) => objects.find((o) => o.kind === kind) as (KubeObject & Record<string, any>) | undefined; // eslint-disable-line @typescript-eslint/no-explicit-any
+const find = (objects: KubeObject[], kind: string) => objects.find((o) => o.kind === kind) as (KubeObject & Record<string, any>) | undefined;
 const kinds = (objects: KubeObject[]) => objects.map((o) => o.kind);
 
 describe('desired Deployment', () => {

@@ -3,12 +3,11 @@
 // supervised: restarted with backoff when it dies, while the services answer 503 and recover by themselves.
 import { chmod, mkdir, readdir, stat } from 'node:fs/promises';
 import { join } from 'node:path';
-import { ConfigError, generatePassword } from '@boxyard/kit';
+import { ConfigError, generatePassword, ignoreError } from '@boxyard/kit';
 import { releaseMemoryWhenIdle } from './idle-memory.ts';
 import { embeddedPostgresDir, installationDatabase, secretStore } from './home.ts';
 import { superviseEmbeddedPostgres, type SupervisedPostgres } from './postgres-supervisor.ts';
 import { services, type RunningService, type ServiceDefinition } from './services.ts';
-import { ignoreError } from '@boxyard/kit';
 
 /** How long the services get at a stop to finish what they are doing before PostgreSQL is stopped under them. */
 const SERVICES_CLOSE_MS = 10_000;

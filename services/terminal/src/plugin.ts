@@ -2,7 +2,7 @@
 // accounts): the session backend (local agents or Kubernetes pods), sessions and the reaper, the terminal
 // WebSocket, REST (auth, users, sessions) and the browser page.
 import websocket from '@fastify/websocket';
-import { createAccountWatch, createOriginPolicy, createSessionTokens, refuseCrossSiteWrites } from '@boxyard/kit';
+import { createAccountWatch, createOriginPolicy, createSessionTokens, ignoreError, refuseCrossSiteWrites } from '@boxyard/kit';
 import { hostedSignInOptions, oidcSignIn, oidcSignInMethod } from '@boxyard/kit/oidc-sign-in/index.ts';
 import type { PluginOptions } from '@boxyard/kit/service/contract.ts';
 import type { FastifyInstance } from 'fastify';
@@ -28,7 +28,6 @@ import { userAdministrationRoutes, userRoutes } from './users/routes.ts';
 import { webRoutes } from './web/routes.ts';
 import { createAccessWatch } from './ws/access-watch.ts';
 import { socketRoutes } from './ws/routes.ts';
-import { ignoreError } from '@boxyard/kit';
 
 const MAX_FRAME = 1_048_576;
 const HEARTBEAT_MS = 30_000;

@@ -3,7 +3,7 @@
 // short-lived session token (auth.jwt.expiresIn) that acts in that organization only. The secret is kept as its
 // sha256 only (the key format of variant A, so a leaked secret is recognisable), and is refused as a Bearer key.
 import { randomBytes } from 'node:crypto';
-import { notFound, unauthorized } from '@boxyard/kit';
+import { ignoreError, notFound, unauthorized } from '@boxyard/kit';
 import type { FastifyInstance } from 'fastify';
 import { sql } from 'slonik';
 import { z } from 'zod';
@@ -14,7 +14,6 @@ import { principalOfSubject, requirePrincipal } from './principal.ts';
 import { accessTtl } from './sessions.ts';
 import { generateServiceAccountKey, keyIdOf, keyMatches } from './service-account-keys.ts';
 import { organizationFor, requireUser } from './service-account-routes.ts';
-import { ignoreError } from '@boxyard/kit';
 
 const time = z.string().nullable().transform((value) => (value === null ? null : new Date(value).toISOString()));
 const clientRow = z.object({

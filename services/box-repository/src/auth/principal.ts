@@ -6,7 +6,7 @@
 // present but wrong are refused with 401 even on public routes: a client should learn that its token is bad, not
 // silently get less — except a stale console cookie, which browsers keep sending: it counts as no credentials, so
 // the pages still show and signing in again works.
-import { createOriginPolicy, HttpError, InvalidTokenError, SAFE_METHODS, setAccessPrincipal, unauthorized, type OriginPolicy } from '@boxyard/kit';
+import { createOriginPolicy, HttpError, ignoreError, InvalidTokenError, type OriginPolicy, SAFE_METHODS, setAccessPrincipal, unauthorized } from '@boxyard/kit';
 import type { FastifyRequest } from 'fastify';
 import { sql } from 'slonik';
 import { z } from 'zod';
@@ -14,7 +14,6 @@ import type { ServiceContext } from '../context.ts';
 import { int8 } from '../records.ts';
 import { keyIdOf, keyMatches, looksLikeServiceAccountKey } from './service-account-keys.ts';
 import { sessionCookieOf } from './session-cookie.ts';
-import { ignoreError } from '@boxyard/kit';
 
 export type MemberRole = 'admin' | 'moderator' | 'user';
 

@@ -4,12 +4,11 @@
 // so do its access tokens (revoked_sessions, which every replica checks). Variant A refreshes the access token
 // itself, for sessions signed in with stayLoggedIn only. Sign-out ends the family too.
 import { randomUUID } from 'node:crypto';
-import { InvalidTokenError, type DatabasePool } from '@boxyard/kit';
+import { type DatabasePool, ignoreError, InvalidTokenError } from '@boxyard/kit';
 import { sql, type CommonQueryMethods } from 'slonik';
 import { z } from 'zod';
 import type { ServiceContext } from '../context.ts';
 import { invalidCredentials } from './principal.ts';
-import { ignoreError } from '@boxyard/kit';
 
 export const REFRESH_TYP = 'boxyard-box-refresh+jwt';
 

@@ -11,7 +11,6 @@ describe.each(['local', 's3'] as const)('publishing API refusals (%s storage)', 
   let service: TestService;
   let publisher: string;
   let box: Buffer;
-  // eslint-disable-next-line @typescript-eslint/no-explicit-any
   const cloud = (method: string, path: string, token: string | undefined, json?: unknown) => service.request<any>(method, path, {
     headers: { accept: 'application/json', ...(token ? { authorization: `Bearer ${token}` } : {}) }, ...(json !== undefined ? { json } : {}),
   });

@@ -9,7 +9,6 @@ describe('publishing API search', () => {
   let service: TestService;
   let key: string;
   let box: Buffer;
-  // eslint-disable-next-line @typescript-eslint/no-explicit-any
   const cloud = (method: string, path: string, json?: unknown) => service.request<any>(method, path, { headers: { authorization: `Bearer ${key}` }, ...(json !== undefined ? { json } : {}) });
   const found = async (query = 'q=find&sort=downloads') => ((await cloud('GET', `/api/v1/search?${query}`)).body.boxes as { tag: string }[]).map((b) => b.tag);
 

@@ -10,7 +10,6 @@ const V = '/api/v2/box/acme/multi/version/2.0.0';
 describe('publishing API v2 with architectures', () => {
   let service: TestService;
   let key: string;
-  // eslint-disable-next-line @typescript-eslint/no-explicit-any
   const cloud = (method: string, path: string, json?: unknown) => service.request<any>(method, path, { headers: { authorization: `Bearer ${key}` }, ...(json !== undefined ? { json } : {}) });
   const boxes: Record<'amd64' | 'arm64', Buffer> = { amd64: Buffer.alloc(0), arm64: Buffer.alloc(0) };
 

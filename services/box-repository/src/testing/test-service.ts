@@ -52,7 +52,6 @@ export interface TestService {
   localRoot: string | undefined;
   adminToken: string;
   // Tests read response bodies freely; a loose type keeps them short.
-  // eslint-disable-next-line @typescript-eslint/no-explicit-any
   request<T = any>(method: string, path: string, options?: RequestOptions): Promise<ApiResponse<T>>;
   signIn(username: string, password: string): Promise<string>;
   /** Signs up a user and returns a session token. */
@@ -208,7 +207,6 @@ export async function addMember(service: TestService, org: string, username: str
 
 /** Raw-body upload. */
 export function uploadRaw(service: TestService, path: BoxPath, data: Buffer, options: { token?: string; query?: string; headers?: Record<string, string> } = {}) {
-  // eslint-disable-next-line @typescript-eslint/no-explicit-any
   return service.request<any>('POST', `${archPath(path)}/file/upload${options.query ? `?${options.query}` : ''}`, {
     ...(options.token ? { token: options.token } : {}),
     headers: { 'content-type': 'application/octet-stream', 'x-file-name': 'vagrant.box', ...options.headers },

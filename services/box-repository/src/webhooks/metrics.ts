@@ -1,12 +1,11 @@
 // Webhook series: deliveries by final outcome (delivered, failed after the last attempt), failed attempts by
 // reason, and the backlog: deliveries waiting to be sent plus events not yet turned into deliveries. The backlog
 // is read from PostgreSQL at scrape time, so every replica reports the installation's: aggregate with max.
-import { cachedReading } from '@boxyard/kit';
+import { cachedReading, ignoreError } from '@boxyard/kit';
 import { Counter, Gauge, type Registry } from '@prometheus-io/client';
 import { sql, type DatabasePool } from 'slonik';
 import { z } from 'zod';
 import type { FailureReason } from './send.ts';
-import { ignoreError } from '@boxyard/kit';
 
 export interface WebhookMetrics {
   deliveries: Counter<'outcome'>;

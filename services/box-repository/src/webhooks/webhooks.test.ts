@@ -49,7 +49,6 @@ async function startReceiver(options: { port?: number; answer?: (request: Incomi
 
 const FAST = { poll_interval_seconds: 0.05, backoff_initial_seconds: 0.05, backoff_max_seconds: 0.2, timeout_seconds: 1 };
 
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
 type Delivery = any;
 const deliveries = async (service: TestService, webhookId: number): Promise<Delivery[]> => {
   const response = await service.request('GET', `/api/admin/webhooks/${webhookId}/deliveries?per_page=100`, { token: service.adminToken });

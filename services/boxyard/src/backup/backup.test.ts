@@ -79,7 +79,6 @@ async function newHome(name: string): Promise<string> {
   return home;
 }
 
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
 async function api(base: string, method: string, path: string, options: { token?: string; json?: unknown; auth?: string } = {}): Promise<{ status: number; body: any }> {
   const headers: Record<string, string> = {};
   if (options.token) headers['x-access-token'] = options.token;

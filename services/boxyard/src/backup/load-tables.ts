@@ -4,13 +4,12 @@
 import { createReadStream } from 'node:fs';
 import { join } from 'node:path';
 import { pipeline } from 'node:stream/promises';
-import { migrate } from '@boxyard/kit';
+import { ignoreError, migrate } from '@boxyard/kit';
 import pg from 'pg';
 import { from as copyFrom } from 'pg-copy-streams';
 import type { ServiceRecord } from './manifest.ts';
 import { qualified, quoteIdent } from './schema-catalog.ts';
 import type { ServiceTarget } from './service-targets.ts';
-import { ignoreError } from '@boxyard/kit';
 
 export interface LoadItem {
   target: ServiceTarget;

@@ -8,14 +8,13 @@ import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
-import { ObjectNotFoundError, type ObjectStore } from '@boxyard/kit';
+import { ignoreError, ObjectNotFoundError, type ObjectStore } from '@boxyard/kit';
 import { backup, type BackupOptions, type BackupSummary } from './backup.ts';
 import { BackupError } from './errors.ts';
 import { forEachLimited, writeStreamToFile } from './files.ts';
 import { MANIFEST_FILE, manifestFiles, parseManifest } from './manifest.ts';
 import { restore, type RestoreOptions, type RestoreSummary } from './restore.ts';
 import { describeS3, firstKey, s3BackupStore, type S3Location } from './s3-location.ts';
-import { ignoreError } from '@boxyard/kit';
 
 const CONCURRENCY = 4;
 /** Written and removed before the backup starts: credentials that cannot write fail in seconds, not at the end. */

@@ -5,7 +5,7 @@
 // upload: replacing, checksum-update event). Until then nothing is visible.
 import { randomUUID } from 'node:crypto';
 import { PassThrough, type Readable } from 'node:stream';
-import { conflict, HttpError, type ObjectStore } from '@boxyard/kit';
+import { conflict, HttpError, ignoreError, type ObjectStore } from '@boxyard/kit';
 import { sql, type DatabasePool } from 'slonik';
 import type { Sweeper } from '../maintenance/sweeper.ts';
 import type { Tree } from '../tree/tree-store.ts';
@@ -117,7 +117,7 @@ function keepLease(deps: ReceiveDeps, id: string, token: string, body: ReturnTyp
       (held) => {
         if (!held) body?.halt(conflict('The upload was taken over or ended while this request ran'));
       },
-      () => {},
+      ignoreError('a missed renewal is retried a third of the lease later'),
     );
   }, (LEASE_SECONDS * 1000) / 3);
   renewal.unref();

@@ -6,7 +6,7 @@
 // Paths below the token go through the share's one path parser (paths/share-path.ts: `..`, `.`, encoded slashes,
 // double encoding, control characters refused with 400) and are then joined below the link's entry, so no request
 // can name anything outside it. Answers name paths relative to the link, never where it sits in the share.
-import { HttpError, notFound } from '@boxyard/kit';
+import { HttpError, ignoreError, notFound } from '@boxyard/kit';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { notModified, sendFile } from '../files/download.ts';
 import { entryView } from '../files/entry-view.ts';
@@ -22,7 +22,6 @@ import { renderLinkListing, renderPasswordPage, renderRefusalPage, renderRequest
 import { attachment, sendZip } from './link-zip.ts';
 import { handleRequestUpload, type RequestUploadDeps } from './request-upload.ts';
 import { TOKEN_PATTERN, type LinkWithCreator } from './share-store.ts';
-import { ignoreError } from '@boxyard/kit';
 
 export const LINK_PREFIX = '/-/s/';
 export const ZIP_PREFIX = '/-/zip/';

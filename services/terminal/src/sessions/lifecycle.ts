@@ -1,12 +1,11 @@
 // A session's state changes once it exists: waiting for its start, launching its agent, stopping it, recording its
 // exit. All are conditional UPDATEs (store.ts), so two gateway replicas never both act on one session.
-import { HttpError } from '@boxyard/kit';
+import { HttpError, ignoreError } from '@boxyard/kit';
 import { terminateAgent, type AgentCredentials } from '../agent/client.ts';
 import { sessionKeys } from '../agent/handshake.ts';
 import type { ExitReason } from '../protocol.ts';
 import type { SessionServiceOptions } from './service.ts';
 import type { SessionRow, SessionStore } from './store.ts';
-import { ignoreError } from '@boxyard/kit';
 
 /** What the session service's functions share. */
 export interface SessionContext {

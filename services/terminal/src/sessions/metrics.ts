@@ -1,11 +1,10 @@
 // The terminal's own Prometheus series: sessions alive per backend (read from PostgreSQL at scrape time, so every
 // gateway replica reports the installation's count: aggregate with max, not sum) and how long a start takes,
 // from the request to an agent accepting connections, by backend and outcome.
-import { cachedReading } from '@boxyard/kit';
+import { cachedReading, ignoreError } from '@boxyard/kit';
 import { Gauge, Histogram, type Registry } from '@prometheus-io/client';
 import { sql, type DatabasePool } from 'slonik';
 import { z } from 'zod';
-import { ignoreError } from '@boxyard/kit';
 
 export interface SessionMetrics {
   startDuration: Histogram<'backend' | 'outcome'>;

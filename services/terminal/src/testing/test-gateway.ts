@@ -82,7 +82,6 @@ export interface ApiResult {
   status: number;
   headers: Headers;
   // Tests read whatever the response holds; the assertions check its shape.
-  // eslint-disable-next-line @typescript-eslint/no-explicit-any
   json: any;
 }
 
