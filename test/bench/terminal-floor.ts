@@ -42,6 +42,8 @@ function startRelay(source: string, flags: string[], env: Record<string, string>
 
 export interface BareRelays {
   socket: Socket;
+  /** The relays' processes: the pty's, then the socket's. */
+  pids: number[];
   stop(): Promise<void>;
 }
 
@@ -58,6 +60,7 @@ export async function startBareRelays(terminalSrc: string, workDir: string, flag
   await new Promise<void>((resolve, reject) => socket.once('connect', resolve).once('error', reject));
   return {
     socket,
+    pids: relays.map((relay) => relay.pid!),
     async stop() {
       socket.destroy();
       for (const relay of relays) {
