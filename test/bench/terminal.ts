@@ -27,6 +27,7 @@ import { freePort } from '@boxyard/kit/net/free-port.ts';
 import { createBenchDatabase, type BenchEnv, type BenchRow } from './env.ts';
 import { LAUNCHER_ENV, launcherNodeFlags } from './launcher.ts';
 import { alternate } from './load.ts';
+import { startBareRelays } from './terminal-floor.ts';
 
 const TERMINAL_SRC = fileURLToPath(new URL('../../services/terminal/src/', import.meta.url));
 const require = createRequire(join(TERMINAL_SRC, 'service.ts'));
@@ -72,6 +73,32 @@ export function cpuSeconds(pid: number): number {
     return 0;
   }
   return ns / 1e9;
+}
+
+/**
+ * What a process's threads have spent so far, from /proc (utime and stime in clock ticks of 10 ms, so read over
+ * a whole block of keystrokes): user and kernel CPU seconds, and context switches (each one a sleep and a
+ * wake-up, or a preemption).
+ */
+export function cpuSplit(pid: number): { user: number; kernel: number; switches: number } {
+  const sum = { user: 0, kernel: 0, switches: 0 };
+  try {
+    for (const task of readdirSync(`/proc/${pid}/task`)) {
+      try {
+        const stat = readFileSync(`/proc/${pid}/task/${task}/stat`, 'utf8');
+        const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+        sum.user += Number(fields[11]) / 100;
+        sum.kernel += Number(fields[12]) / 100;
+        const status = readFileSync(`/proc/${pid}/task/${task}/status`, 'utf8');
+        for (const name of ['voluntary_ctxt_switches', 'nonvoluntary_ctxt_switches']) sum.switches += Number(new RegExp(`^${name}:\\s+(\\d+)`, 'm').exec(status)?.[1] ?? 0);
+      } catch {
+        // the thread ended
+      }
+    }
+  } catch {
+    // gone
+  }
+  return sum;
 }
 
 function vm(pid: number, field: 'VmRSS'): number {
@@ -360,22 +387,41 @@ export async function benchTerminal(env: BenchEnv): Promise<BenchRow[]> {
     const term = spawnPty(CAT);
     const direct = ptyEcho(term);
     await waitQuiet(direct);
+    // The architecture's floor: the same two hops through bare Node relays (terminal-floor.ts).
+    const relays = await startBareRelays(TERMINAL_SRC, env.workDir, launcherNodeFlags(), CAT);
+    const viaRelays: Echo = { send: (data) => relays.socket.write(data), onData: (listener) => relays.socket.on('data', listener) };
+    await waitQuiet(viaRelays);
     const socketTrip = roundTrips(viaSocket);
     const ptyTrip = roundTrips(direct);
+    const relayTrip = roundTrips(viaRelays);
     await socketTrip(50);
     await ptyTrip(50);
+    await relayTrip(50);
     const overSocket: number[] = [];
     const overPty: number[] = [];
+    const overRelays: number[] = [];
     // CPU the gateway and the session's agent spend per keystroke (where the time goes, whatever else runs).
     const [agent] = agentPids(new Set([session.id]));
     const cpu = { gateway: 0, agent: 0 };
+    // The same CPU split into user and kernel time, and the context switches (wake-ups) per keystroke.
+    const split = { gateway: { user: 0, kernel: 0, switches: 0 }, agent: { user: 0, kernel: 0, switches: 0 } };
+    const addSplit = (into: typeof split.gateway, after: typeof split.gateway, before: typeof split.gateway) => {
+      into.user += after.user - before.user;
+      into.kernel += after.kernel - before.kernel;
+      into.switches += after.switches - before.switches;
+    };
     for (let i = 0; i < KEYSTROKES / BLOCK; i++) {
       const before = { gateway: cpuSeconds(child.pid!), agent: agent ? cpuSeconds(agent) : 0 };
+      const splitBefore = { gateway: cpuSplit(child.pid!), agent: agent ? cpuSplit(agent) : { user: 0, kernel: 0, switches: 0 } };
       overSocket.push(...(await socketTrip(BLOCK)));
       cpu.gateway += cpuSeconds(child.pid!) - before.gateway;
       cpu.agent += (agent ? cpuSeconds(agent) : 0) - before.agent;
+      addSplit(split.gateway, cpuSplit(child.pid!), splitBefore.gateway);
+      if (agent) addSplit(split.agent, cpuSplit(agent), splitBefore.agent);
       overPty.push(...(await ptyTrip(BLOCK)));
+      overRelays.push(...(await relayTrip(BLOCK)));
     }
+    await relays.stop();
     term.kill();
     socket.close();
     await stopSession(base, cookie, session.id);
@@ -384,8 +430,16 @@ export async function benchTerminal(env: BenchEnv): Promise<BenchRow[]> {
     rows.push(bounded('keystroke round trip mean: WebSocket via gateway+agent (vs raw pty)', 'µs', us(mean(overSocket)), us(mean(overPty)), { ratio: 3.5, at: 350 }));
     rows.push(row('keystroke round trip p50: WebSocket via gateway+agent (vs raw pty)', 'µs', us(percentile(overSocket, 50)), us(percentile(overPty, 50))));
     rows.push(bounded('keystroke round trip p99: WebSocket via gateway+agent (vs raw pty)', 'µs', us(percentile(overSocket, 99)), us(percentile(overPty, 99)), { ratio: 1.8, at: 1200 }));
+    rows.push(row('keystroke round trip mean: two bare Node relays, TCP + unix socket, no WebSocket (vs raw pty)', 'µs', us(mean(overRelays)), us(mean(overPty))));
+    rows.push(row('keystroke round trip p99: two bare Node relays, TCP + unix socket, no WebSocket (vs raw pty)', 'µs', us(percentile(overRelays, 99)), us(percentile(overPty, 99))));
     rows.push(row('CPU per keystroke round trip: gateway', 'µs', (cpu.gateway * 1e6) / KEYSTROKES));
     rows.push(row('CPU per keystroke round trip: agent', 'µs', (cpu.agent * 1e6) / KEYSTROKES));
+    // Where that CPU goes: the relay's own code or the kernel (socket and pty reads and writes, wake-ups).
+    for (const name of ['gateway', 'agent'] as const) {
+      const { user, kernel, switches } = split[name];
+      const share = user + kernel > 0 ? kernel / (user + kernel) : 0;
+      rows.push(row(`${name}: kernel share of its CPU per keystroke (user ${((user * 1e6) / KEYSTROKES).toFixed(0)} µs, kernel ${((kernel * 1e6) / KEYSTROKES).toFixed(0)} µs; ${(switches / KEYSTROKES).toFixed(1)} context switches)`, '%', share * 100));
+    }
 
     // Session start until the prompt, alternating with a shell on a pty in this process.
     const emptyHome = join(env.workDir, `terminal-home-${randomBytes(4).toString('hex')}`);

@@ -129,9 +129,15 @@ function streamQuery(options: StreamOptions | undefined): string {
   return `?record=1${options.record.input ? '&input=1' : ''}`;
 }
 
-/** Opens the terminal stream of a session on its agent, once the agent has proven it is the session's. */
-export async function connectAgent(address: string, credentials: AgentCredentials, options?: StreamOptions): Promise<WebSocket> {
-  const authorization = await authorize(address, credentials, 'GET', '/attach');
+/** The Authorization of one `GET /attach` to this agent, asked for ahead of the attach (it is good for one use). */
+export const authorizeAttach = (address: string, credentials: AgentCredentials): Promise<string> => authorize(address, credentials, 'GET', '/attach');
+
+/**
+ * Opens the terminal stream of a session on its agent, once the agent has proven it is the session's: with
+ * `authorization` from authorizeAttach when the caller has one, else after a challenge of its own.
+ */
+export async function connectAgent(address: string, credentials: AgentCredentials, options?: StreamOptions, authorization?: string): Promise<WebSocket> {
+  authorization ??= await authorize(address, credentials, 'GET', '/attach');
   const query = streamQuery(options);
   return new WebSocket(target(address).ws + query, { headers: withTraceparent({ authorization }), maxPayload: MAX_FRAME, handshakeTimeout: 10_000, perMessageDeflate: false });
 }

@@ -6,11 +6,12 @@ import { randomUUID } from 'node:crypto';
 import { HttpError } from '@boxyard/kit';
 import type { FastifyBaseLogger } from 'fastify';
 import { sql, UniqueIntegrityConstraintViolationError, type DatabasePool } from 'slonik';
-import { connectAgent, type StreamOptions } from '../agent/client.ts';
+import { authorizeAttach, connectAgent, type StreamOptions } from '../agent/client.ts';
 import type { SessionBackend } from '../backends/types.ts';
 import type { SessionsConfig } from '../config.ts';
 import type { ExitReason } from '../protocol.ts';
 import { newAgentSecret, type SecretBox } from './agent-secret.ts';
+import { createAttachAhead } from './attach-ahead.ts';
 import { credentialsOf, launch, markExited, secretOf, settled, stopSession, type SessionChange, type SessionContext } from './lifecycle.ts';
 import type { SessionMetrics } from './metrics.ts';
 import { reapOnce, startReaper, stopReaper, type ReaperRun } from './reaper.ts';
@@ -94,6 +95,7 @@ export function createSessionService(options: SessionServiceOptions) {
   const ctx: SessionContext = { options, store: createSessionStore(options.pool), closed: false, listeners: [] };
   const { store } = ctx;
   const reaper: ReaperRun = {};
+  const attachAhead = createAttachAhead();
 
   backend.onAgentExit?.((id, code) => {
     if (!ctx.closed) void markExited(ctx, id, code).catch((error: unknown) => log.warn({ err: error, session: id }, 'could not record an agent exit'));
@@ -105,8 +107,9 @@ export function createSessionService(options: SessionServiceOptions) {
 
     /** The terminal stream of a running session's agent, once the backend and the agent vouch for the address. */
     async connect(row: SessionRow & { agent_address: string }, options?: StreamOptions) {
+      const ahead = attachAhead.take(row.id, row.agent_address);
       await backend.verifyAddress?.({ id: row.id, resource: row.agent_resource, address: row.agent_address });
-      return connectAgent(row.agent_address, credentialsOf(ctx, row), options);
+      return connectAgent(row.agent_address, credentialsOf(ctx, row), options, await ahead);
     },
 
     /** Called when a session this replica started begins running, and when any replica's action ends one. */
@@ -124,7 +127,16 @@ export function createSessionService(options: SessionServiceOptions) {
       return live.length;
     },
 
-    start: (caller: Caller, cookie: string): Promise<{ session: SessionRow; reattached: boolean }> => startSession(ctx, caller, cookie),
+    async start(caller: Caller, cookie: string): Promise<{ session: SessionRow; reattached: boolean }> {
+      const started = await startSession(ctx, caller, cookie);
+      const { session } = started;
+      // The browser attaches next: its authorization with the agent is asked for meanwhile (attach-ahead.ts).
+      if (!started.reattached && session.state === 'running' && session.agent_address) {
+        const address = session.agent_address;
+        attachAhead.prepare(session.id, address, () => authorizeAttach(address, credentialsOf(ctx, session)));
+      }
+      return started;
+    },
 
     list: (caller: Caller, includeEnded: boolean) => store.list({ ownerId: caller.role === 'admin' ? undefined : caller.id, includeEnded }),
 
