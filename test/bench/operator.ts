@@ -15,13 +15,13 @@ import { resources, type ResourceType } from '@boxyard/operator/kube/resources.t
 import type { KubeObject } from '@boxyard/operator/kube/types.ts';
 import { createBenchDatabase, type BenchEnv, type BenchRow } from './env.ts';
 
-const NS = 'bench';
+export const NS = 'bench';
 const BATCH = 100;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const round = (n: number, digits = 1) => Math.round(n * 10 ** digits) / 10 ** digits;
 
 /** Fake nodes for kwok: enough pod capacity for both runs. */
-const node = (i: number) => ({
+export const node = (i: number) => ({
   apiVersion: 'v1',
   kind: 'Node',
   metadata: {
@@ -32,13 +32,13 @@ const node = (i: number) => ({
   status: { allocatable: { cpu: '64', memory: '512Gi', pods: '250' }, capacity: { cpu: '64', memory: '512Gi', pods: '250' } },
 });
 
-async function applyInBatches(kubeconfig: string, objects: unknown[]): Promise<void> {
+export async function applyInBatches(kubeconfig: string, objects: unknown[]): Promise<void> {
   for (let i = 0; i < objects.length; i += BATCH) {
     await kubectl(kubeconfig, ['apply', '-f', '-'], objects.slice(i, i + BATCH).map((o) => stringify(o)).join('---\n'));
   }
 }
 
-async function waitUntil(what: string, count: () => Promise<number>, target: number, timeoutMs: number): Promise<void> {
+export async function waitUntil(what: string, count: () => Promise<number>, target: number, timeoutMs: number): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   let last = -1;
   for (;;) {
@@ -55,7 +55,7 @@ async function waitUntil(what: string, count: () => Promise<number>, target: num
 
 type Listed = KubeObject & { status?: { observedGeneration?: number; conditions?: { type: string; status: string }[]; availableReplicas?: number } };
 
-async function readyResources(client: KubeClient, types: ResourceType[]): Promise<number> {
+export async function readyResources(client: KubeClient, types: ResourceType[]): Promise<number> {
   let n = 0;
   for (const type of types) {
     for (const item of (await client.list<Listed>(type, NS)).items) {

@@ -21,6 +21,9 @@ import { benchResumable } from './resumable.ts';
 import { benchUploads } from './uploads.ts';
 import { benchPublish } from './publish.ts';
 import { benchScale } from './scale.ts';
+import { benchScaleCpu } from './scale-cpu.ts';
+import { benchScaleOperator } from './scale-operator.ts';
+import { benchScaleTerminals } from './scale-terminals.ts';
 import { benchMemory } from './memory.ts';
 import { benchMetadata } from './metadata.ts';
 import { benchOperator } from './operator.ts';
@@ -49,6 +52,9 @@ const sections: { name: string; title: string; run: (env: BenchEnv) => Promise<B
   { name: 'memory', title: 'memory of the one-process product (`make run`): idle, per load peak RSS, heap across rounds, RSS 60 s after', run: benchMemory },
   { name: 'operator', title: 'operator (1,000 custom resources)', run: benchOperator },
   { name: 'scale', title: 'scale: the box repository at two catalogue sizes (10,000 → 100,000 versions) and a box of 100 → 1,000 versions', run: benchScale },
+  { name: 'scale-terminals', title: 'scale: terminal sessions at two counts (typing sessions 50 → 200 at 10 keys/s; idle attached sessions), memory per session', run: benchScaleTerminals },
+  { name: 'scale-operator', title: 'scale: the operator at 1,000 → 3,000 custom resources on kwok (memory, steady-state CPU, API writes)', run: benchScaleOperator },
+  { name: 'scale-cpu', title: 'scale: CPU-seconds per GiB relayed (terminal output flood vs a raw pty reader; s3 box download vs a direct GET client)', run: benchScaleCpu },
   { name: 'cluster', title: 'real node: apply → Ready per kind, terminal session start (pod vs local backend)', run: benchCluster },
   { name: 'upgrade', title: 'real node: helm upgrade + rollout restart under traffic (2 replicas each): served, failed, longest stall', run: benchUpgrade },
 ];
