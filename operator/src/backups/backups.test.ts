@@ -10,9 +10,9 @@ import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { stringify } from 'yaml';
 import { createTestBucket, createTestDatabase, type TestBucket } from '@boxyard/test/harness/fixtures.ts';
 import type { ServiceResource } from '../crds/types.ts';
-import type { KubeClient } from '../kube/client.ts';
-import { resources } from '../kube/resources.ts';
-import type { Condition, KubeObject } from '../kube/types.ts';
+import type { KubeClient } from '@boxyard/kit/kube/client.ts';
+import { resources } from '@boxyard/kit/kube/resources.ts';
+import type { Condition, KubeObject } from '@boxyard/kit/kube/types.ts';
 import { adminClient, kubectl, repoRoot, startOperatorProcess, waitFor, type OperatorProcess } from '../../test/support.ts';
 import type { Backup, ScheduledBackup } from './types.ts';
 
