@@ -279,7 +279,7 @@ export class KubeClient {
   async watch<T extends KubeObject>(
     type: ResourceType,
     namespace: string | undefined,
-    query: { resourceVersion?: string; labelSelector?: string; timeoutSeconds: number; metadataOnly?: boolean },
+    query: { resourceVersion?: string; labelSelector?: string; fieldSelector?: string; timeoutSeconds: number; metadataOnly?: boolean },
     onEvent: (event: WatchEvent<T>) => void,
     signal: AbortSignal,
   ): Promise<void> {
@@ -294,6 +294,7 @@ export class KubeClient {
       allowWatchBookmarks: true,
       resourceVersion: query.resourceVersion,
       labelSelector: query.labelSelector,
+      fieldSelector: query.fieldSelector,
       timeoutSeconds: query.timeoutSeconds,
     });
     const started = process.hrtime.bigint();

@@ -67,7 +67,8 @@ interface Cluster {
 
 /** A manifest (typed with the API's own models) as the client's wire object. */
 const wire = (object: { apiVersion?: string; kind?: string }): KubeObject => object as unknown as KubeObject;
-const readPod = (client: KubeClient, namespace: string, name: string) => client.get<KubeObject & Pod>(resources.pod, namespace, name);
+type PodObject = KubeObject & Pod;
+const readPod = (client: KubeClient, namespace: string, name: string) => client.get<PodObject>(resources.pod, namespace, name);
 
 export function createKubernetesBackend(options: KubernetesBackendOptions): SessionBackend & { namespace: string } {
   const cluster = connect(options);
@@ -141,30 +142,61 @@ async function startPod(cluster: Cluster, spec: AgentSpec, onResource?: (resourc
   return { address: await podAddressWhenReady(cluster, name), resource };
 }
 
-/** Polls the pod until it is ready (its agent's address), or deletes it when it ends first or takes too long. */
+/** What the pod's state means for a start: its agent's address, or why it will never have one. */
+function readiness(pod: Pod, config: KubernetesBackendConfig): { address: string } | { ended: string } | undefined {
+  if (isReady(pod)) {
+    const port = Number(pod.metadata?.annotations?.[AGENT_PORT_ANNOTATION] ?? config.agent_port);
+    const ip = pod.status!.podIP!;
+    return { address: `${ip.includes(':') ? `[${ip}]` : ip}:${port}` };
+  }
+  const phase = pod.status?.phase;
+  if (phase === 'Failed' || phase === 'Succeeded') return { ended: `${phase}${pod.status?.reason ? `: ${pod.status.reason}` : ''}` };
+  return undefined;
+}
+
+/**
+ * The pod's next version after `resourceVersion`, by a watch on it (as the operator watches): `null` once it is
+ * deleted, undefined when the watch ended without news (its timeout, a 410, a dropped connection: read it again).
+ */
+async function nextPodVersion(client: KubeClient, namespace: string, name: string, resourceVersion: string | undefined, seconds: number): Promise<PodObject | null | undefined> {
+  const stop = new AbortController();
+  let next: PodObject | null | undefined;
+  try {
+    await client.watch<PodObject>(resources.pod, namespace, { fieldSelector: `metadata.name=${name}`, resourceVersion, timeoutSeconds: seconds }, (event) => {
+      if (next !== undefined || event.object.kind === 'Status') return;
+      if (event.type === 'ADDED' || event.type === 'MODIFIED') next = event.object as PodObject;
+      else if (event.type === 'DELETED') next = null;
+      else return;
+      stop.abort();
+    }, stop.signal);
+  } catch {
+    // A 410 (the version is too old) or a dropped stream: the caller reads the pod afresh, where a real failure shows.
+  }
+  // Not in a tight loop when a watch ends at once.
+  if (next === undefined) await sleep(250);
+  return next;
+}
+
+/** Waits (watching the pod) until it is ready and returns its agent's address; deletes it when it ends first or takes too long. */
 async function podAddressWhenReady(cluster: Cluster, name: string): Promise<string> {
   const { config, client, namespace } = cluster;
   const deadline = Date.now() + config.pod_ready_timeout_seconds * 1000;
-  let delay = 250;
+  let pod: PodObject | null | undefined = await readPod(client, namespace, name);
   for (;;) {
-    const pod = await readPod(client, namespace, name);
     if (!pod) throw new Error(`session pod ${name} was deleted before it was ready`);
-    if (isReady(pod)) {
-      const port = Number(pod.metadata?.annotations?.[AGENT_PORT_ANNOTATION] ?? config.agent_port);
-      const ip = pod.status!.podIP!;
-      return `${ip.includes(':') ? `[${ip}]` : ip}:${port}`;
-    }
-    const phase = pod.status?.phase;
-    if (phase === 'Failed' || phase === 'Succeeded') {
+    const state = readiness(pod, config);
+    if (state && 'address' in state) return state.address;
+    if (state) {
       await deletePod(cluster, name);
-      throw new Error(`session pod ${name} ended before it was ready (${phase}${pod.status?.reason ? `: ${pod.status.reason}` : ''})`);
+      throw new Error(`session pod ${name} ended before it was ready (${state.ended})`);
     }
-    if (Date.now() > deadline) {
+    const remaining = deadline - Date.now();
+    if (remaining <= 0) {
       await deletePod(cluster, name);
-      throw new Error(`session pod ${name} not ready within ${config.pod_ready_timeout_seconds} s (phase ${phase ?? 'unknown'})`);
+      throw new Error(`session pod ${name} not ready within ${config.pod_ready_timeout_seconds} s (phase ${pod.status?.phase ?? 'unknown'})`);
     }
-    await sleep(delay);
-    delay = Math.min(1000, delay * 2);
+    const next = await nextPodVersion(client, namespace, name, pod.metadata.resourceVersion, Math.ceil(remaining / 1000));
+    pod = next === undefined ? await readPod(client, namespace, name) : next;
   }
 }
 
