@@ -14,7 +14,7 @@ export const DEFAULT_GATEWAY_CLUSTER_ROLE = 'boxyard-terminal-gateway';
 
 /** What the chart's gateway ClusterRole grants (charts/boxyard/templates/rbac.yaml; chart.test.ts keeps them equal). */
 export const GATEWAY_RULES = [
-  { apiGroups: [''], resources: ['pods'], verbs: ['get', 'create', 'delete'] },
+  { apiGroups: [''], resources: ['pods'], verbs: ['get', 'watch', 'create', 'delete'] },
   { apiGroups: ['networking.k8s.io'], resources: ['networkpolicies'], verbs: ['create', 'patch'] },
   // Users' persistent homes (sessionPod.home): created at a user's first session, never deleted by the gateway.
   { apiGroups: [''], resources: ['persistentvolumeclaims'], verbs: ['create'] },
