@@ -1,4 +1,4 @@
-// The local control plane is a real Kubernetes API: CRDs, custom objects through @kubernetes/client-node, RBAC.
+// The local control plane is a real Kubernetes API: CRDs, custom objects through Boxyard's client (kit/kube), RBAC.
 // The second block starts its own plane with controllers + kwok and waits for a Deployment to become Available.
 import { execFile } from 'node:child_process';
 import { request } from 'node:https';
@@ -7,7 +7,9 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { CustomObjectsApi, KubeConfig } from '@kubernetes/client-node';
+import { KubeClient } from '@boxyard/kit/kube/client.ts';
+import { kubeconfigCredentials } from '@boxyard/kit/kube/credentials.ts';
+import type { KubeObject } from '@boxyard/kit/kube/types.ts';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { startControlPlane, type RunningControlPlane } from './harness/kube.ts';
 import { tool } from './harness/tools.ts';
@@ -58,7 +60,7 @@ describe('local control plane (shared, apiserver only)', () => {
     await rm(dir, { recursive: true, force: true });
   });
 
-  it('serves a CRD whose objects round-trip through @kubernetes/client-node', async () => {
+  it("serves a CRD whose objects round-trip through Boxyard's Kubernetes client", async () => {
     const crdFile = join(dir, 'crd.yaml');
     await writeFile(crdFile, CRD);
     await kubectl(kubeconfig, ['apply', '-f', crdFile]);
@@ -70,17 +72,11 @@ describe('local control plane (shared, apiserver only)', () => {
     await writeFile(widgetFile, widget);
     await kubectl(kubeconfig, ['apply', '-f', widgetFile]);
 
-    const kc = new KubeConfig();
-    kc.loadFromFile(kubeconfig);
-    const api = kc.makeApiClient(CustomObjectsApi);
-    const read = (await api.getNamespacedCustomObject({
-      group: 'smoke.boxyard.io',
-      version: 'v1',
-      namespace,
-      plural: 'widgets',
-      name: 'w1',
-    })) as { spec?: { size?: unknown } };
-    expect(read.spec?.size).toBe(42);
+    const client = new KubeClient(kubeconfigCredentials(kubeconfig));
+    const widgets = { group: 'smoke.boxyard.io', version: 'v1', kind: 'Widget', plural: 'widgets', namespaced: true };
+    const read = await client.get<KubeObject & { spec?: { size?: unknown } }>(widgets, namespace, 'w1');
+    client.close();
+    expect(read?.spec?.size).toBe(42);
 
     // The structural schema is enforced: a string size is rejected by the apiserver.
     await expect(kubectl(kubeconfig, ['apply', '-f', '-'], widget.replace('size: 42', 'size: "big"'))).rejects.toThrow(/size/);
@@ -93,18 +89,15 @@ describe('local control plane (shared, apiserver only)', () => {
     await expect(kubectl(kubeconfig, ['get', 'pods', '-n', 'default', '--as=nobody'])).rejects.toThrow(/forbidden/i);
     // And no client certificate at all: anonymous is not allowed to list namespaces.
     const server = (await kubectl(kubeconfig, ['config', 'view', '--minify', '-o', 'jsonpath={.clusters[0].cluster.server}'])).trim();
-    const kc = new KubeConfig();
-    kc.loadFromFile(kubeconfig);
-    const anonymous = await anonymousGet(`${server}/api/v1/namespaces`, kc);
+    const anonymous = await anonymousGet(`${server}/api/v1/namespaces`, kubeconfigCredentials(kubeconfig).tls.ca);
     expect([401, 403]).toContain(anonymous);
   });
 });
 
 /** GET with the cluster CA but no client certificate; resolves with the HTTP status. */
-async function anonymousGet(url: string, kc: KubeConfig): Promise<number> {
-  const caData = kc.getCurrentCluster()?.caData;
+async function anonymousGet(url: string, ca: Buffer | undefined): Promise<number> {
   return new Promise((resolve, reject) => {
-    const req = request(url, { ca: caData ? Buffer.from(caData, 'base64') : undefined }, (res) => {
+    const req = request(url, { ca }, (res) => {
       res.resume();
       resolve(res.statusCode ?? 0);
     });

@@ -4,8 +4,8 @@ import { hostname } from 'node:os';
 import { ignoreError, logIgnoredErrorsTo } from '@boxyard/kit';
 import { randomUUID } from 'node:crypto';
 import { tracingDefaultsFrom, type TracingDefaults } from './desired/tracing.ts';
-import { KubeClient } from './kube/client.ts';
-import { loadCredentials } from './kube/credentials.ts';
+import { KubeClient } from '@boxyard/kit/kube/client.ts';
+import { loadCredentials } from '@boxyard/kit/kube/credentials.ts';
 import { lead, type Operator } from './leader.ts';
 import { ImagePolicy, repositoryOf } from './reconcile/image-policy.ts';
 import { startHttpServer } from './runtime/http-server.ts';
@@ -72,7 +72,7 @@ export async function runOperator(options: OperatorOptions = {}): Promise<Runnin
   logIgnoredErrorsTo(logger);
   const log = (line: string) => logger.info(line);
   const identity = options.identity ?? `${hostname()}_${randomUUID().slice(0, 8)}`;
-  const credentials = await loadCredentials(options.kubeconfig);
+  const credentials = loadCredentials(options.kubeconfig);
   const operator = describeOperator(options, logger, identity, credentials);
 
   // Its own client: token reviews are neither the leader's writes nor counted with the reconcilers' requests.
@@ -105,7 +105,7 @@ export async function runOperator(options: OperatorOptions = {}): Promise<Runnin
   };
 }
 
-function describeOperator(options: OperatorOptions, logger: Logger, identity: string, credentials: Awaited<ReturnType<typeof loadCredentials>>): Operator {
+function describeOperator(options: OperatorOptions, logger: Logger, identity: string, credentials: ReturnType<typeof loadCredentials>): Operator {
   const metrics = new OperatorMetrics();
   const defaultImage = options.defaultImage ?? DEFAULT_IMAGE;
   const operator: Operator = {

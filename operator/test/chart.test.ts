@@ -237,6 +237,8 @@ describe('charts/boxyard', () => {
       const gatewayUser = sa('shells-terminal');
       expect(await canI(gatewayUser, 'create', 'pods', '-n', teams[0]!), label).toBe('yes');
       expect(await canI(gatewayUser, 'delete', 'pods', '-n', teams[0]!), label).toBe('yes');
+      // Watch: it waits for its session pod's readiness with a watch (it could get each pod already).
+      expect(await canI(gatewayUser, 'watch', 'pods', '-n', teams[0]!), label).toBe('yes');
       expect(await canI(gatewayUser, 'patch', 'pods', '-n', teams[0]!), label).toBe('no');
       expect(await canI(gatewayUser, 'list', 'pods', '-n', teams[0]!), label).toBe('no');
       expect(await canI(gatewayUser, 'create', 'pods', '-n', teams[1]!), label).toBe('no');

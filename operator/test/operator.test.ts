@@ -13,9 +13,9 @@ import { createTestBucket, createTestDatabase, type TestBucket } from '@boxyard/
 import { startMinio } from '@boxyard/test/harness/minio.ts';
 import { startControlPlane, type RunningControlPlane } from '@boxyard/test/harness/kube.ts';
 import type { ServiceResource } from '../src/crds/types.ts';
-import type { KubeClient } from '../src/kube/client.ts';
-import { resources, type ResourceType } from '../src/kube/resources.ts';
-import type { Condition, KubeObject } from '../src/kube/types.ts';
+import type { KubeClient } from '@boxyard/kit/kube/client.ts';
+import { resources, type ResourceType } from '@boxyard/kit/kube/resources.ts';
+import type { Condition, KubeObject } from '@boxyard/kit/kube/types.ts';
 import {
   adminClient,
   impersonatingKubeconfig,

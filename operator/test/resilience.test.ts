@@ -10,9 +10,9 @@ import { stringify } from 'yaml';
 import { createTestDatabase } from '@boxyard/test/harness/fixtures.ts';
 import { startControlPlane, type RunningControlPlane } from '@boxyard/test/harness/kube.ts';
 import type { ServiceResource } from '../src/crds/types.ts';
-import type { KubeClient } from '../src/kube/client.ts';
-import { resources } from '../src/kube/resources.ts';
-import type { KubeObject } from '../src/kube/types.ts';
+import type { KubeClient } from '@boxyard/kit/kube/client.ts';
+import { resources } from '@boxyard/kit/kube/resources.ts';
+import type { KubeObject } from '@boxyard/kit/kube/types.ts';
 import {
   adminClient,
   impersonatingKubeconfig,

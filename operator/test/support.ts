@@ -11,8 +11,8 @@ import { parseAllDocuments, stringify } from 'yaml';
 import { kinds } from '@boxyard/registry/kinds.ts';
 import { freePort } from '@boxyard/test/harness/ports.ts';
 import { tool } from '@boxyard/test/harness/tools.ts';
-import { KubeClient } from '../src/kube/client.ts';
-import { kubeconfigCredentials } from '../src/kube/credentials.ts';
+import { KubeClient } from '@boxyard/kit/kube/client.ts';
+import { kubeconfigCredentials } from '@boxyard/kit/kube/credentials.ts';
 import { ignoreError } from '@boxyard/kit';
 
 const run = promisify(execFile);
@@ -97,12 +97,12 @@ export async function installChartRbac(kubeconfig: string, namespace: string, se
 export async function impersonatingKubeconfig(adminKubeconfig: string, user: string, file: string): Promise<string> {
   const text = readFileSync(adminKubeconfig, 'utf8').replace(/(\n +client-key-data:)/, `\n    as: ${user}$1`);
   await writeFile(file, text, { mode: 0o600 });
-  if ((await (await kubeconfigCredentials(file)).headers())['Impersonate-User'] !== user) throw new Error('impersonation not set in the kubeconfig');
+  if ((await kubeconfigCredentials(file).headers())['Impersonate-User'] !== user) throw new Error('impersonation not set in the kubeconfig');
   return file;
 }
 
 export async function adminClient(kubeconfig: string): Promise<KubeClient> {
-  return new KubeClient(await kubeconfigCredentials(kubeconfig));
+  return new KubeClient(kubeconfigCredentials(kubeconfig));
 }
 
 export async function waitFor<T>(what: string, check: () => Promise<T | undefined | false>, timeoutMs = 90_000, intervalMs = 250): Promise<T> {

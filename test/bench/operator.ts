@@ -10,9 +10,9 @@ import { join } from 'node:path';
 import { stringify } from 'yaml';
 import { startControlPlane } from '../harness/kube.ts';
 import { adminClient, kubectl, metricSum, repoRoot, startOperatorProcess, writesOf } from '@boxyard/operator/test/support.ts';
-import type { KubeClient } from '@boxyard/operator/kube/client.ts';
-import { resources, type ResourceType } from '@boxyard/operator/kube/resources.ts';
-import type { KubeObject } from '@boxyard/operator/kube/types.ts';
+import type { KubeClient } from '@boxyard/kit/kube/client.ts';
+import { resources, type ResourceType } from '@boxyard/kit/kube/resources.ts';
+import type { KubeObject } from '@boxyard/kit/kube/types.ts';
 import { createBenchDatabase, type BenchEnv, type BenchRow } from './env.ts';
 
 export const NS = 'bench';

@@ -1,5 +1,5 @@
 // Publishing with Debian's unmodified `vagrant cloud` (vagrant 2.3.4, vagrant_cloud gem 3.0.5) into the box
-// repository's Vagrant Cloud API v1, on both storage drivers: login with a service-account key, publish direct and
+// repository's Vagrant Cloud API v1, on both storage drivers (s3 on each of the run's S3 servers): login with a service-account key, publish direct and
 // with --no-direct-upload, revoke and release, box show, search, provider upload, box delete; then `vagrant box
 // add` of what was published verifies the same sha256, and the file served has the bytes published.
 import { spawn } from 'node:child_process';
@@ -10,10 +10,16 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { makeBox, sha256 } from '@boxyard/box-repository/testing/boxes.ts';
 import { createOrganization, startTestService, type TestService } from '@boxyard/box-repository/testing/test-service.ts';
 import { finished, type Finished } from '../harness/child-output.ts';
+import { createTestBucket, s3Server, s3Servers } from '../harness/fixtures.ts';
 
 const VAGRANT = process.env.VAGRANT_BIN ?? '/usr/bin/vagrant';
 
-describe.each(['local', 's3'] as const)('vagrant cloud publishing (%s storage)', (storage) => {
+const drivers = [
+  { storage: 'local', server: undefined, label: 'local storage' },
+  ...s3Servers.map(({ server }) => ({ storage: 's3', server, label: `s3 storage on ${server}` }) as const),
+] as const;
+
+describe.each(drivers)('vagrant cloud publishing ($label)', ({ storage, server }) => {
   let service: TestService;
   let home: string;
   let key: string;
@@ -39,7 +45,7 @@ describe.each(['local', 's3'] as const)('vagrant cloud publishing (%s storage)',
   const fileOf = async (v: string) => (await service.request('GET', `/api/organization/acme/box/t/version/${v}/provider/virtualbox/architecture/unknown/file`, { token: service.adminToken })).body;
 
   beforeAll(async () => {
-    service = await startTestService({ storage });
+    service = await startTestService({ storage, ...(server ? { bucket: await createTestBucket('boxrepo', s3Server(server)) } : {}) });
     home = await mkdtemp(join(tmpdir(), 'vagrant-cloud-'));
     await createOrganization(service, 'acme');
     const created = await service.request('POST', '/api/service-accounts', { token: service.adminToken, json: { organization: 'acme', description: 'CI publisher' } });

@@ -1,9 +1,9 @@
 // Deleting a pruned Backup's files in S3: every key under its location, with the keys of its destination's
 // Secret (read when needed, never cached).
 import { createObjectStore } from '@boxyard/kit';
-import type { KubeClient } from '../kube/client.ts';
-import { resources } from '../kube/resources.ts';
-import type { KubeObject } from '../kube/types.ts';
+import type { KubeClient } from '@boxyard/kit/kube/client.ts';
+import { resources } from '@boxyard/kit/kube/resources.ts';
+import type { KubeObject } from '@boxyard/kit/kube/types.ts';
 import { backupPath, type Backup } from './types.ts';
 
 export async function deleteBackupData(client: Pick<KubeClient, 'get'>, backup: Backup): Promise<number> {

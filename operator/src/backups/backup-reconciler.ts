@@ -5,8 +5,8 @@
 // is never acted on again: it is a record, and its Job is kept for `kubectl logs` until the Backup is deleted.
 import type { ServiceResource } from '../crds/types.ts';
 import { allKinds, type KindInfo } from '../desired/kinds.ts';
-import type { KubeClient } from '../kube/client.ts';
-import { splitKey } from '../kube/types.ts';
+import type { KubeClient } from '@boxyard/kit/kube/client.ts';
+import { splitKey } from '@boxyard/kit/kube/types.ts';
 import type { ReconcileResult } from '../runtime/controller.ts';
 import type { EventSink, ObjectCache } from '../reconcile/steps/step-inputs.ts';
 import { writeBackupStatus, type Outcome } from './backup-status.ts';

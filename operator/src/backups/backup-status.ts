@@ -1,7 +1,7 @@
 // A Backup's status: the phase, what the run reported, and kstatus conditions for it (Ready once Completed,
 // Reconciling while Pending or Running, Stalled once Failed). Written only when it changed; each phase change
 // is also an Event.
-import { KubeApiError } from '../kube/client.ts';
+import { KubeApiError } from '@boxyard/kit/kube/client.ts';
 import { conditionsFor, type Phase } from '../reconcile/conditions.ts';
 import { hashOf } from '../reconcile/drift.ts';
 import type { EventSink, ReconcileClient } from '../reconcile/steps/step-inputs.ts';

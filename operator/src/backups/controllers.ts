@@ -4,9 +4,9 @@
 import type { Logger } from '../runtime/logger.ts';
 import type { ServiceResource } from '../crds/types.ts';
 import { MANAGED_BY_SELECTOR } from '../desired/common.ts';
-import type { KubeClient } from '../kube/client.ts';
-import { resources, type ResourceType } from '../kube/resources.ts';
-import type { KubeObject } from '../kube/types.ts';
+import type { KubeClient } from '@boxyard/kit/kube/client.ts';
+import { resources, type ResourceType } from '@boxyard/kit/kube/resources.ts';
+import type { KubeObject } from '@boxyard/kit/kube/types.ts';
 import { Controller } from '../runtime/controller.ts';
 import type { EventRecorder } from '../runtime/events.ts';
 import type { Informer } from '../runtime/informer.ts';

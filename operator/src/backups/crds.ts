@@ -4,7 +4,7 @@
 import { boolean, integer, object, string, type JsonSchema as Schema } from '@boxyard/kit/service/cluster-schema.ts';
 import { kinds as registryKinds } from '@boxyard/registry/kinds.ts';
 import { conditionsSchema } from '../crds/definitions.ts';
-import { GROUP, VERSION } from '../kube/resources.ts';
+import { GROUP, VERSION } from '@boxyard/kit/kube/resources.ts';
 
 const NAME: Schema = string('Name of an object in the same namespace.', { minLength: 1, maxLength: 253 });
 

@@ -1,9 +1,9 @@
 // What a finished backup or restore Job reports: `boxyard backup|restore --result-file /dev/termination-log`
 // writes one line of JSON, which the kubelet keeps as the container's termination message (or, when the process
 // died before writing it, the last lines of its log: FallbackToLogsOnError).
-import type { KubeClient } from '../kube/client.ts';
-import { resources } from '../kube/resources.ts';
-import type { KubeObject } from '../kube/types.ts';
+import type { KubeClient } from '@boxyard/kit/kube/client.ts';
+import { resources } from '@boxyard/kit/kube/resources.ts';
+import type { KubeObject } from '@boxyard/kit/kube/types.ts';
 
 export type JobObject = KubeObject & {
   status?: { succeeded?: number; failed?: number; completionTime?: string; conditions?: { type: string; status: string; reason?: string; message?: string }[] };

@@ -2,12 +2,12 @@
 // Secrets mounted exactly as its Deployment mounts them, running `boxyard backup s3://… --service <service>`.
 // The destination's keys come from their Secret as AWS_* variables. The CLI writes its result (location, size,
 // object count, or the error) to the termination message, which the Backup reconciler reads into the status.
-import type { V1Job } from '@kubernetes/client-node';
+import type { Job } from 'kubernetes-types/batch/v1.d.ts';
 import type { ServiceResource } from '../crds/types.ts';
 import { CONFIG_FILE, MANAGED_BY, RUN_AS_USER, SECRETS_DIR, asObject, childName, secretSources } from '../desired/common.ts';
 import { resourceRequirements, secretProjections } from '../desired/deployment.ts';
 import type { KindInfo } from '../desired/kinds.ts';
-import type { KubeObject } from '../kube/types.ts';
+import type { KubeObject } from '@boxyard/kit/kube/types.ts';
 import { BACKUP_LABEL, backupLocation, type Backup } from './types.ts';
 
 export const jobName = (backup: Backup): string => `${backup.metadata.name}-backup`;
@@ -28,7 +28,7 @@ export interface BackupJobInput {
 export function desiredBackupJob({ backup, kind, source, image, command = 'backup', location = backupLocation(backup), name = jobName(backup), owner = backup }: BackupJobInput): KubeObject {
   const s3 = backup.spec.destination.s3;
   const keyRef = (key: string) => ({ secretKeyRef: { name: s3.credentialsSecretRef.name, key } });
-  const job: V1Job = {
+  const job: Job = {
     apiVersion: 'batch/v1',
     kind: 'Job',
     metadata: {

@@ -5,9 +5,9 @@
 // with the reason and an Event until the spec changes.
 import type { ServiceResource } from '../crds/types.ts';
 import { allKinds } from '../desired/kinds.ts';
-import type { KubeClient } from '../kube/client.ts';
-import { isConflict, KubeApiError } from '../kube/client.ts';
-import { splitKey } from '../kube/types.ts';
+import type { KubeClient } from '@boxyard/kit/kube/client.ts';
+import { isConflict, KubeApiError } from '@boxyard/kit/kube/client.ts';
+import { splitKey } from '@boxyard/kit/kube/types.ts';
 import { conditionsFor, type Phase } from '../reconcile/conditions.ts';
 import { hashOf } from '../reconcile/drift.ts';
 import type { EventSink, ObjectCache } from '../reconcile/steps/step-inputs.ts';

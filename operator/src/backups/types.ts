@@ -1,6 +1,6 @@
 // The backup kinds as the operator reads them (the apiserver has filled in every default; crds.ts is the schema).
-import type { Condition, KubeObject } from '../kube/types.ts';
-import { resources } from '../kube/resources.ts';
+import type { Condition, KubeObject } from '@boxyard/kit/kube/types.ts';
+import { resources } from '@boxyard/kit/kube/resources.ts';
 
 export const backupType = resources.backup;
 export const scheduledBackupType = resources.scheduledBackup;

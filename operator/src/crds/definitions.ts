@@ -6,7 +6,7 @@ import { kindSpecProperties, type ClusterKind } from '@boxyard/kit/service/clust
 import { boolean, integer, object, PULL_POLICY, resources, string, stringMap, type JsonSchema as Schema } from '@boxyard/kit/service/cluster-schema.ts';
 import { kinds as registryKinds } from '@boxyard/registry/kinds.ts';
 import { USERNAME_PATTERN } from '@boxyard/kit/config/service-sections.ts';
-import { GROUP, VERSION } from '../kube/resources.ts';
+import { GROUP, VERSION } from '@boxyard/kit/kube/resources.ts';
 
 const immutable = (what: string): Schema => ({
   'x-kubernetes-validations': [{ rule: 'self == oldSelf', message: `${what} is immutable: the data lives there; create a new resource to move it` }],

@@ -1,6 +1,6 @@
 // The custom resources as the operator reads them. The specs' types are generated from the CRD schemas
 // (generated-types.ts): defaults are filled in by the apiserver, so fields with a default are required there.
-import type { Condition, KubeObject } from '../kube/types.ts';
+import type { Condition, KubeObject } from '@boxyard/kit/kube/types.ts';
 
 import type { BoxRepositorySpec, CommonSpec, FileShareSpec, StorageSpec, TerminalPoolSpec } from './generated-types.ts';
 

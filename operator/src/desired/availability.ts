@@ -1,14 +1,14 @@
 // Availability and monitoring: a PodDisruptionBudget once there is more than one replica, and a ServiceMonitor for
 // the Prometheus Operator when its CRD is installed.
-import type { V1PodDisruptionBudget } from '@kubernetes/client-node';
+import type { PodDisruptionBudget } from 'kubernetes-types/policy/v1.d.ts';
 import type { ServiceResource } from '../crds/types.ts';
-import type { KubeObject } from '../kube/types.ts';
+import type { KubeObject } from '@boxyard/kit/kube/types.ts';
 import { asObject, childMeta, selectorLabels } from './common.ts';
 import type { KindInfo } from './kinds.ts';
 
 export function desiredPodDisruptionBudget(kind: KindInfo, resource: ServiceResource): KubeObject | undefined {
   if (resource.spec.replicas <= 1) return undefined; // with one replica a PDB would block node drains forever
-  const pdb: V1PodDisruptionBudget = {
+  const pdb: PodDisruptionBudget = {
     apiVersion: 'policy/v1',
     kind: 'PodDisruptionBudget',
     metadata: childMeta(kind, resource),

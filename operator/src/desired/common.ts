@@ -1,6 +1,6 @@
 // Names, labels and owner references shared by every generated child.
 import type { ServiceResource } from '../crds/types.ts';
-import type { KubeObject, ObjectMeta, OwnerReference } from '../kube/types.ts';
+import type { KubeObject, ObjectMeta, OwnerReference } from '@boxyard/kit/kube/types.ts';
 import type { KindInfo } from './kinds.ts';
 import { withoutTrailingSlashes } from '@boxyard/kit/text/trim.ts';
 
@@ -57,10 +57,10 @@ export function ownerReference(resource: ServiceResource): OwnerReference {
   };
 }
 
-/** The metadata the operator sets on a child (assignable to client-node's V1ObjectMeta as well). */
+/** The metadata the operator sets on a child (assignable to the API models' ObjectMeta as well). */
 export type ChildMeta = Pick<ObjectMeta, 'name' | 'namespace' | 'labels' | 'annotations' | 'ownerReferences'>;
 
-/** A client-node model object as the wire object it is. */
+/** An API model object (kubernetes-types) as the client's wire object. */
 export const asObject = (object: { apiVersion?: string; kind?: string }): KubeObject => object as unknown as KubeObject;
 
 export function childMeta(kind: KindInfo, resource: ServiceResource, name = childName(kind, resource.metadata.name), component?: string): ChildMeta {

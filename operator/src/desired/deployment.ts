@@ -1,13 +1,14 @@
 // The Deployment of a service: restricted pod security, probes on /health and /health/ready, config from the
 // ConfigMap and secrets as files, and a checksum annotation so any change of either rolls the pods.
-import type { V1Deployment, V1PodSpec, V1ResourceRequirements, V1VolumeProjection } from '@kubernetes/client-node';
+import type { Deployment } from 'kubernetes-types/apps/v1.d.ts';
+import type { PodSpec, ResourceRequirements, VolumeProjection } from 'kubernetes-types/core/v1.d.ts';
 import type { Resources, ServiceResource } from '../crds/types.ts';
-import type { KubeObject } from '../kube/types.ts';
+import type { KubeObject } from '@boxyard/kit/kube/types.ts';
 import { CHECKSUM_ANNOTATION, CONFIG_FILE, METRICS_PORT, PRE_STOP_SECONDS, RUN_AS_USER, SECRETS_DIR, asObject, childMeta, childName, selectorLabels, labelsFor, type SecretSources } from './common.ts';
 import type { KindInfo } from './kinds.ts';
 import { tracingEnv, type TracingDefaults } from './tracing.ts';
 
-export const resourceRequirements = (resources: Resources): V1ResourceRequirements => {
+export const resourceRequirements = (resources: Resources): ResourceRequirements => {
   const strings = (map?: Record<string, string | number>) => (map && Object.keys(map).length ? Object.fromEntries(Object.entries(map).map(([k, v]) => [k, String(v)])) : undefined);
   const requests = strings(resources.requests);
   const limits = strings(resources.limits);
@@ -15,8 +16,8 @@ export const resourceRequirements = (resources: Resources): V1ResourceRequiremen
 };
 
 /** One read-only volume with every secret file the config names (paths: config.ts secretFiles). */
-export function secretProjections(sources: SecretSources): V1VolumeProjection[] {
-  const projections: V1VolumeProjection[] = [
+export function secretProjections(sources: SecretSources): VolumeProjection[] {
+  const projections: VolumeProjection[] = [
     { secret: { name: sources.database.name, items: [{ key: sources.database.key, path: 'database/url' }] } },
     { secret: { name: sources.session.name, items: [{ key: sources.session.key, path: 'session/secret' }] } },
     { secret: { name: sources.admin.name, items: [{ key: sources.admin.key, path: 'admin/password' }] } },
@@ -51,7 +52,7 @@ export function desiredDeployment({ kind, resource, image, sources, checksum, tr
   const otel = tracingEnv(kind, resource, tracing);
   const name = childName(kind, resource.metadata.name);
   const selector = selectorLabels(kind, resource.metadata.name);
-  const podSpec: V1PodSpec = {
+  const podSpec: PodSpec = {
     ...(kind.managesPods ? { serviceAccountName: name } : {}),
     // Only the terminal gateway talks to the Kubernetes API (to start session pods).
     automountServiceAccountToken: kind.managesPods,
@@ -65,8 +66,8 @@ export function desiredDeployment({ kind, resource, image, sources, checksum, tr
     },
     ...(spec.imagePullSecrets?.length ? { imagePullSecrets: spec.imagePullSecrets.map((s) => ({ name: s.name })) } : {}),
     ...(spec.nodeSelector && Object.keys(spec.nodeSelector).length ? { nodeSelector: spec.nodeSelector } : {}),
-    ...(spec.tolerations?.length ? { tolerations: spec.tolerations as V1PodSpec['tolerations'] } : {}),
-    ...(spec.affinity && Object.keys(spec.affinity).length ? { affinity: spec.affinity as V1PodSpec['affinity'] } : {}),
+    ...(spec.tolerations?.length ? { tolerations: spec.tolerations as PodSpec['tolerations'] } : {}),
+    ...(spec.affinity && Object.keys(spec.affinity).length ? { affinity: spec.affinity as PodSpec['affinity'] } : {}),
     ...(spec.replicas > 1
       ? { topologySpreadConstraints: [{ maxSkew: 1, topologyKey: 'kubernetes.io/hostname', whenUnsatisfiable: 'ScheduleAnyway', labelSelector: { matchLabels: selector } }] }
       : {}),
@@ -106,7 +107,7 @@ export function desiredDeployment({ kind, resource, image, sources, checksum, tr
       { name: 'tmp', emptyDir: { sizeLimit: '1Gi' } },
     ],
   };
-  const deployment: V1Deployment = {
+  const deployment: Deployment = {
     apiVersion: 'apps/v1',
     kind: 'Deployment',
     metadata: childMeta(kind, resource),

@@ -8,7 +8,7 @@ import { parse } from 'yaml';
 import { z } from 'zod';
 import { databaseSchema, loggingSchema, metricsSchema, rateLimitSchema, serverSchema, sessionSchema, storageSchema } from '@boxyard/kit';
 import type { BoxRepositorySpec, CommonSpec, FileShareSpec, ServiceResource, TerminalPoolSpec } from '../crds/types.ts';
-import type { KubeObject } from '../kube/types.ts';
+import type { KubeObject } from '@boxyard/kit/kube/types.ts';
 import { CHECKSUM_ANNOTATION, SECRETS_DIR } from './common.ts';
 import { loadAsPod } from './pod-config.ts';
 import { desiredState, type DesiredInput } from './index.ts';

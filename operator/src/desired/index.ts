@@ -1,10 +1,10 @@
 // The desired children of a resource: a pure function of its spec, the operator's default image, whether the
 // ServiceMonitor CRD exists and a digest of the secret values the pods read.
 import { createHash } from 'node:crypto';
-import type { V1ConfigMap } from '@kubernetes/client-node';
+import type { ConfigMap } from 'kubernetes-types/core/v1.d.ts';
 import type { ServiceResource } from '../crds/types.ts';
-import { resources, type ResourceType } from '../kube/resources.ts';
-import type { KubeObject } from '../kube/types.ts';
+import { resources, type ResourceType } from '@boxyard/kit/kube/resources.ts';
+import type { KubeObject } from '@boxyard/kit/kube/types.ts';
 import { desiredPodDisruptionBudget, desiredServiceMonitor } from './availability.ts';
 import { asObject, childMeta, childName, publicUrl, secretSources, selectorLabels, type SecretSources } from './common.ts';
 import { serviceConfigYaml } from './config.ts';
@@ -55,7 +55,7 @@ export function desiredState(input: DesiredInput): DesiredState {
   const sources = secretSources(kind, resource);
   const configYaml = serviceConfigYaml(kind, resource, image);
   const checksum = sha256(`${configYaml}\n${input.secretDigest}`);
-  const configMap: V1ConfigMap = {
+  const configMap: ConfigMap = {
     apiVersion: 'v1',
     kind: 'ConfigMap',
     metadata: childMeta(kind, resource, `${childName(kind, resource.metadata.name)}-config`),

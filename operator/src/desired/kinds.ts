@@ -3,7 +3,7 @@
 import { configFromSpec, type ClusterContext, type ClusterKind } from '@boxyard/kit/service/cluster-kind.ts';
 import { kinds } from '@boxyard/registry/kinds.ts';
 import type { ServiceSpec } from '../crds/types.ts';
-import { customResourceType, type ResourceType } from '../kube/resources.ts';
+import { customResourceType, type ResourceType } from '@boxyard/kit/kube/resources.ts';
 
 export type ConfigContext = ClusterContext;
 

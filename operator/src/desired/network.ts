@@ -1,14 +1,15 @@
 // How the service is reached: a ClusterIP Service on port 80 (and the metrics port), an optional Ingress (to port 80
 // only), and a NetworkPolicy that admits traffic to the service port (from the peers the spec names, or from
 // anywhere) and to the metrics port from inside the cluster only.
-import type { V1Ingress, V1Service } from '@kubernetes/client-node';
+import type { Service } from 'kubernetes-types/core/v1.d.ts';
+import type { Ingress } from 'kubernetes-types/networking/v1.d.ts';
 import type { ServiceResource } from '../crds/types.ts';
-import type { KubeObject } from '../kube/types.ts';
+import type { KubeObject } from '@boxyard/kit/kube/types.ts';
 import { METRICS_PORT, asObject, childMeta, childName, selectorLabels } from './common.ts';
 import type { KindInfo } from './kinds.ts';
 
 export function desiredService(kind: KindInfo, resource: ServiceResource): KubeObject {
-  const service: V1Service = {
+  const service: Service = {
     apiVersion: 'v1',
     kind: 'Service',
     metadata: childMeta(kind, resource),
@@ -29,7 +30,7 @@ export function desiredIngress(kind: KindInfo, resource: ServiceResource): KubeO
   if (!ingress) return undefined;
   const name = childName(kind, resource.metadata.name);
   const meta = childMeta(kind, resource);
-  const object: V1Ingress = {
+  const object: Ingress = {
     apiVersion: 'networking.k8s.io/v1',
     kind: 'Ingress',
     metadata: { ...meta, ...(ingress.annotations && Object.keys(ingress.annotations).length ? { annotations: ingress.annotations } : {}) },
@@ -50,7 +51,7 @@ export function desiredIngress(kind: KindInfo, resource: ServiceResource): KubeO
 export function desiredNetworkPolicy(kind: KindInfo, resource: ServiceResource): KubeObject | undefined {
   const policy = resource.spec.networkPolicy;
   if (!policy?.enabled) return undefined;
-  // Written as plain JSON: client-node's model names the `from` member `_from`.
+  // Plain JSON: `policy.from` holds the resource's peers in the API's own shape.
   const object = {
     apiVersion: 'networking.k8s.io/v1',
     kind: 'NetworkPolicy',

@@ -2,7 +2,7 @@
 // overwritten: the reconciler creates them only when absent, never applies them.
 import { randomBytes } from 'node:crypto';
 import type { ServiceResource } from '../crds/types.ts';
-import type { KubeObject } from '../kube/types.ts';
+import type { KubeObject } from '@boxyard/kit/kube/types.ts';
 import { childMeta, type SecretSources } from './common.ts';
 import type { KindInfo } from './kinds.ts';
 

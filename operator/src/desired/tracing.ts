@@ -1,7 +1,7 @@
 // Where a service pod sends its traces: the standard OTEL_* variables, from the resource's
 // spec.monitoring.tracing, else from the operator's own OTEL_* settings (the chart's `tracing` values), so one
 // collector set at install reaches every service and, through the terminal gateway, its session pods.
-import type { V1EnvVar } from '@kubernetes/client-node';
+import type { EnvVar } from 'kubernetes-types/core/v1.d.ts';
 import type { ServiceResource } from '../crds/types.ts';
 import { childName } from './common.ts';
 import type { KindInfo } from './kinds.ts';
@@ -27,7 +27,7 @@ export function tracingDefaultsFrom(env: NodeJS.ProcessEnv): TracingDefaults {
 }
 
 /** The container's OTEL_* environment (empty: tracing off). POD_NAME must be set before it (downward API). */
-export function tracingEnv(kind: KindInfo, resource: ServiceResource, defaults: TracingDefaults = {}): V1EnvVar[] {
+export function tracingEnv(kind: KindInfo, resource: ServiceResource, defaults: TracingDefaults = {}): EnvVar[] {
   const spec = resource.spec.monitoring?.tracing;
   if (spec?.enabled === false) return [];
   const endpoint = spec?.endpoint ?? defaults.endpoint;

@@ -1,7 +1,7 @@
 // kstatus-compatible conditions (what `kubectl wait`, helm and Flux read): Ready=True only when the Deployment
 // is rolled out and Available at the resource's current generation; Reconciling=True while progressing;
 // Stalled=True when the operator cannot progress without someone fixing something (the reason says what).
-import type { Condition, KubeObject } from '../kube/types.ts';
+import type { Condition, KubeObject } from '@boxyard/kit/kube/types.ts';
 
 export interface Phase {
   state: 'ready' | 'progressing' | 'stalled' | 'paused';

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { KubeObject } from '../kube/types.ts';
+import type { KubeObject } from '@boxyard/kit/kube/types.ts';
 import { APPLIED_HASH_ANNOTATION, isSubset, needsApply, parseQuantity, withAppliedHash } from './drift.ts';
 
 const deployment = (replicas: number, memory: string): KubeObject => ({

@@ -4,7 +4,7 @@
 // the operator sets has drifted in the live object (someone edited or scaled it). The comparison treats
 // quantities by value: the apiserver stores `1000m` as `1`.
 import { createHash } from 'node:crypto';
-import type { KubeObject } from '../kube/types.ts';
+import type { KubeObject } from '@boxyard/kit/kube/types.ts';
 
 export const APPLIED_HASH_ANNOTATION = 'boxyard.io/applied-hash';
 

@@ -2,8 +2,8 @@
 // writes nothing), and every CheckFailure reported as Stalled. The real-apiserver suites are in operator/test.
 import { describe, expect, it } from 'vitest';
 import type { ServiceResource } from '../crds/types.ts';
-import { KubeApiError } from '../kube/client.ts';
-import { resources } from '../kube/resources.ts';
+import { KubeApiError } from '@boxyard/kit/kube/client.ts';
+import { resources } from '@boxyard/kit/kube/resources.ts';
 import type { Informer } from '../runtime/informer.ts';
 import { ImagePolicy } from './image-policy.ts';
 import { FINALIZER, ServiceReconciler } from './service-reconciler.ts';

@@ -9,7 +9,7 @@ import { hasStorage, type ServiceResource } from '../crds/types.ts';
 import { secretSources } from '../desired/common.ts';
 import { desiredState } from '../desired/index.ts';
 import type { KindInfo } from '../desired/kinds.ts';
-import { splitKey } from '../kube/types.ts';
+import { splitKey } from '@boxyard/kit/kube/types.ts';
 import type { ReconcileResult } from '../runtime/controller.ts';
 import type { Informer } from '../runtime/informer.ts';
 import type { TracingDefaults } from '../desired/tracing.ts';

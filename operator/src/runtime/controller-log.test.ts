@@ -4,9 +4,9 @@
 import { randomBytes } from 'node:crypto';
 import { Writable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { KubeClient } from '../kube/client.ts';
-import { kubeconfigCredentials } from '../kube/credentials.ts';
-import { resources } from '../kube/resources.ts';
+import { KubeClient } from '@boxyard/kit/kube/client.ts';
+import { kubeconfigCredentials } from '@boxyard/kit/kube/credentials.ts';
+import { resources } from '@boxyard/kit/kube/resources.ts';
 import { Controller } from './controller.ts';
 import { Informer } from './informer.ts';
 import { createOperatorLogger } from './logger.ts';
@@ -16,7 +16,7 @@ const namespace = `ctrl-log-${randomBytes(4).toString('hex')}`;
 let client: KubeClient;
 
 beforeAll(async () => {
-  client = new KubeClient(await kubeconfigCredentials(inject('kubeconfig')));
+  client = new KubeClient(kubeconfigCredentials(inject('kubeconfig')));
   await client.create({ apiVersion: 'v1', kind: 'Namespace', metadata: { name: namespace } });
   await client.create({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'broken', namespace }, data: {} });
 });

@@ -3,8 +3,8 @@
 // objects (a Secret the resource references) through a mapping function. Reconcilers are level-triggered: they
 // read the current state and converge, so a missed, duplicated or reordered event only costs a reconcile.
 import { randomUUID } from 'node:crypto';
-import type { KubeObject } from '../kube/types.ts';
-import { keyOf } from '../kube/types.ts';
+import type { KubeObject } from '@boxyard/kit/kube/types.ts';
+import { keyOf } from '@boxyard/kit/kube/types.ts';
 import type { Informer } from './informer.ts';
 import type { OperatorMetrics, ReconcileOutcome } from './metrics.ts';
 import { RateLimiter, WorkQueue } from './queue.ts';

@@ -3,8 +3,8 @@
 // The same event for the same object is not repeated within ten minutes, so a resource retrying with backoff does
 // not flood the namespace.
 import { randomBytes } from 'node:crypto';
-import type { KubeClient } from '../kube/client.ts';
-import type { KubeObject } from '../kube/types.ts';
+import type { KubeClient } from '@boxyard/kit/kube/client.ts';
+import type { KubeObject } from '@boxyard/kit/kube/types.ts';
 
 export type EventType = 'Normal' | 'Warning';
 

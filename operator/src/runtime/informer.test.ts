@@ -3,10 +3,10 @@
 // 410 Gone that follows are tested on a control plane of their own in operator/test/resilience.test.ts.
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { KubeClient } from '../kube/client.ts';
-import { kubeconfigCredentials } from '../kube/credentials.ts';
-import { resources } from '../kube/resources.ts';
-import type { KubeObject } from '../kube/types.ts';
+import { KubeClient } from '@boxyard/kit/kube/client.ts';
+import { kubeconfigCredentials } from '@boxyard/kit/kube/credentials.ts';
+import { resources } from '@boxyard/kit/kube/resources.ts';
+import type { KubeObject } from '@boxyard/kit/kube/types.ts';
 import { Informer, type InformerEventType } from './informer.ts';
 
 const namespace = `informer-${randomBytes(4).toString('hex')}`;
@@ -29,7 +29,7 @@ async function until(what: string, check: () => boolean, timeoutMs = 20_000): Pr
 }
 
 beforeAll(async () => {
-  client = new KubeClient(await kubeconfigCredentials(inject('kubeconfig')));
+  client = new KubeClient(kubeconfigCredentials(inject('kubeconfig')));
   await client.create({ apiVersion: 'v1', kind: 'Namespace', metadata: { name: namespace } });
   await client.create(configMap('first', { v: '1' }));
   await client.create(configMap('unlabelled', { v: '1' }, { app: 'other' }));

@@ -3,10 +3,10 @@
 // watch from the last resourceVersion it saw (bookmarks keep that fresh), relists when the apiserver answers
 // 410 Gone (the version was compacted away), reconnects with capped exponential backoff and jitter, and replays
 // every cached object to its handlers on a resync period so level-triggered reconcilers catch up on anything missed.
-import type { KubeClient } from '../kube/client.ts';
-import { KubeApiError, isGone } from '../kube/client.ts';
-import { apiVersionOf, type ResourceType } from '../kube/resources.ts';
-import { keyOf, type KubeObject, type KubeStatus, type WatchEvent } from '../kube/types.ts';
+import type { KubeClient } from '@boxyard/kit/kube/client.ts';
+import { KubeApiError, isGone } from '@boxyard/kit/kube/client.ts';
+import { apiVersionOf, type ResourceType } from '@boxyard/kit/kube/resources.ts';
+import { keyOf, type KubeObject, type KubeStatus, type WatchEvent } from '@boxyard/kit/kube/types.ts';
 import { sleep } from './sleep.ts';
 
 export type InformerEventType = 'add' | 'update' | 'delete' | 'resync';

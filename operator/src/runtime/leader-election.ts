@@ -3,9 +3,9 @@
 // the record change, so clock skew between nodes does not matter); the leader renews every retry period and steps
 // down when it could not renew for the renew deadline, which is shorter than the lease duration, so its writes stop
 // before anyone else may start. All updates carry the resourceVersion: two candidates cannot both win.
-import { isConflict, isNotFound, type KubeClient } from '../kube/client.ts';
-import { resources } from '../kube/resources.ts';
-import type { KubeObject } from '../kube/types.ts';
+import { isConflict, isNotFound, type KubeClient } from '@boxyard/kit/kube/client.ts';
+import { resources } from '@boxyard/kit/kube/resources.ts';
+import type { KubeObject } from '@boxyard/kit/kube/types.ts';
 import { sleep } from './sleep.ts';
 
 export interface LeaderElectionOptions {

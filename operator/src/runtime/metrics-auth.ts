@@ -3,7 +3,7 @@
 // (SubjectAccessReview), which a ClusterRole grants (the chart's `<release>-metrics-reader`). Answers are cached for
 // a minute per token, so a scrape every 30 s costs the apiserver two requests a minute per scraper.
 import { createHash } from 'node:crypto';
-import type { KubeClient } from '../kube/client.ts';
+import type { KubeClient } from '@boxyard/kit/kube/client.ts';
 
 export interface AuthDecision {
   status: 200 | 401 | 403;

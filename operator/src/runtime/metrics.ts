@@ -2,7 +2,7 @@
 // and client-go's names, API requests by verb, watch restarts, cache sizes and leadership. One registry per operator instance (tests run several in a process).
 import { Counter, Gauge, Histogram, type Registry } from '@prometheus-io/client';
 import { createMetricsRegistry } from '@boxyard/kit/metrics/metrics.ts';
-import { WRITE_VERBS, type RequestRecord } from '../kube/client.ts';
+import { WRITE_VERBS, type RequestRecord } from '@boxyard/kit/kube/client.ts';
 import type { WorkQueue } from './queue.ts';
 
 /**

@@ -9,10 +9,13 @@
 import { execFile } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { promisify } from 'node:util';
-import {
-  CoreV1Api, KubeConfig, NetworkingV1Api,
-  type V1LabelSelector, type V1NetworkPolicy, type V1NetworkPolicyPeer, type V1NetworkPolicyPort, type V1Pod,
-} from '@kubernetes/client-node';
+import type { Namespace, Pod } from 'kubernetes-types/core/v1.d.ts';
+import type { LabelSelector } from 'kubernetes-types/meta/v1.d.ts';
+import type { NetworkPolicy, NetworkPolicyPeer, NetworkPolicyPort } from 'kubernetes-types/networking/v1.d.ts';
+import { KubeClient } from '@boxyard/kit/kube/client.ts';
+import { kubeconfigCredentials } from '@boxyard/kit/kube/credentials.ts';
+import { resources } from '@boxyard/kit/kube/resources.ts';
+import type { KubeObject } from '@boxyard/kit/kube/types.ts';
 import { ignoreError } from '@boxyard/kit';
 
 const run = promisify(execFile);
@@ -21,7 +24,7 @@ const POD_CHAIN_PREFIX = 'BOXYARD-NP-';
 
 type Labels = Record<string, string>;
 
-export function matches(selector: V1LabelSelector | undefined, labels: Labels = {}): boolean {
+export function matches(selector: LabelSelector | undefined, labels: Labels = {}): boolean {
   if (!selector) return true;
   for (const [key, value] of Object.entries(selector.matchLabels ?? {})) if (labels[key] !== value) return false;
   for (const { key, operator, values = [] } of selector.matchExpressions ?? []) {
@@ -41,7 +44,7 @@ interface PodInfo {
   ports: Map<string, { port: number; protocol: string }>;
 }
 
-function podInfo(pod: V1Pod): PodInfo | undefined {
+function podInfo(pod: Pod): PodInfo | undefined {
   const ip = pod.status?.podIP;
   if (!ip || ip.includes(':') || pod.spec?.hostNetwork || ['Succeeded', 'Failed'].includes(pod.status?.phase ?? '')) return undefined;
   const ports = new Map<string, { port: number; protocol: string }>();
@@ -50,7 +53,7 @@ function podInfo(pod: V1Pod): PodInfo | undefined {
 }
 
 /** iptables match fragments for the peers of one rule: source (ingress) or destination (egress) addresses. */
-function peerMatches(peers: V1NetworkPolicyPeer[] | undefined, policyNamespace: string, pods: PodInfo[], namespaces: Map<string, Labels>, flag: '-s' | '-d'): string[][] {
+function peerMatches(peers: NetworkPolicyPeer[] | undefined, policyNamespace: string, pods: PodInfo[], namespaces: Map<string, Labels>, flag: '-s' | '-d'): string[][] {
   if (!peers || peers.length === 0) return [[]]; // every peer
   const out: string[][] = [];
   for (const peer of peers) {
@@ -72,7 +75,7 @@ function peerMatches(peers: V1NetworkPolicyPeer[] | undefined, policyNamespace: 
 const exceptSet = (cidr: string) => `boxyard-np-${createHash('sha256').update(cidr).digest('hex').slice(0, 12)}`;
 
 /** iptables match fragments for the ports of one rule, resolved against `target` for named ports. */
-function portMatches(ports: V1NetworkPolicyPort[] | undefined, target: PodInfo | undefined): string[][] {
+function portMatches(ports: NetworkPolicyPort[] | undefined, target: PodInfo | undefined): string[][] {
   if (!ports || ports.length === 0) return [[]];
   const out: string[][] = [];
   for (const p of ports) {
@@ -87,11 +90,11 @@ function portMatches(ports: V1NetworkPolicyPort[] | undefined, target: PodInfo |
   return out;
 }
 
-const hasType = (policy: V1NetworkPolicy, type: 'Ingress' | 'Egress') =>
+const hasType = (policy: NetworkPolicy, type: 'Ingress' | 'Egress') =>
   policy.spec?.policyTypes ? policy.spec.policyTypes.includes(type) : type === 'Ingress' || (policy.spec?.egress?.length ?? 0) > 0;
 
 /** The iptables-restore input for the filter table, and the ipsets the `except` ranges need. */
-export function renderRules(policies: V1NetworkPolicy[], pods: PodInfo[], namespaces: Map<string, Labels>): { rules: string; chains: string[]; sets: string[] } {
+export function renderRules(policies: NetworkPolicy[], pods: PodInfo[], namespaces: Map<string, Labels>): { rules: string; chains: string[]; sets: string[] } {
   const lines: string[] = [];
   const chains: string[] = [NETPOL_CHAIN];
   const sets = new Set<string>();
@@ -107,7 +110,7 @@ export function renderRules(policies: V1NetworkPolicy[], pods: PodInfo[], namesp
       for (const policy of applicable) {
         const rules = direction === 'Ingress' ? (policy.spec?.ingress ?? []) : (policy.spec?.egress ?? []);
         for (const rule of rules) {
-          const peers = direction === 'Ingress' ? (rule as { _from?: V1NetworkPolicyPeer[] })._from : (rule as { to?: V1NetworkPolicyPeer[] }).to;
+          const peers = direction === 'Ingress' ? (rule as { from?: NetworkPolicyPeer[] }).from : (rule as { to?: NetworkPolicyPeer[] }).to;
           for (const peer of peers ?? []) for (const cidr of peer.ipBlock?.except ?? []) if (!cidr.includes(':')) sets.add(cidr);
           const peerSets = peerMatches(peers, pod.namespace, pods, namespaces, direction === 'Ingress' ? '-s' : '-d');
           // A named port of an egress rule belongs to the destination pod: resolve it per destination.
@@ -129,10 +132,7 @@ export interface NetworkPolicyEnforcer {
 }
 
 export function startNetworkPolicyEnforcer(kubeconfig: string, log: (line: string) => void): NetworkPolicyEnforcer {
-  const kc = new KubeConfig();
-  kc.loadFromFile(kubeconfig);
-  const core = kc.makeApiClient(CoreV1Api);
-  const networking = kc.makeApiClient(NetworkingV1Api);
+  const client = new KubeClient(kubeconfigCredentials(kubeconfig), { fieldManager: 'boxyard-test', userAgent: 'boxyard-netpol' });
   let stopped = false;
   let applied = '';
   let appliedChains: string[] = [];
@@ -141,11 +141,11 @@ export function startNetworkPolicyEnforcer(kubeconfig: string, log: (line: strin
 
   const sync = async () => {
     const [policies, podList, namespaceList] = await Promise.all([
-      networking.listNetworkPolicyForAllNamespaces(),
-      core.listPodForAllNamespaces(),
-      core.listNamespace(),
+      client.list<KubeObject & NetworkPolicy>(resources.networkPolicy, undefined),
+      client.list<KubeObject & Pod>(resources.pod, undefined),
+      client.list<KubeObject & Namespace>(resources.namespace, undefined),
     ]);
-    const namespaces = new Map(namespaceList.items.map((n) => [n.metadata!.name!, n.metadata?.labels ?? {}]));
+    const namespaces = new Map(namespaceList.items.map((n) => [n.metadata.name, n.metadata.labels ?? {}]));
     const pods = podList.items.map(podInfo).filter((p): p is PodInfo => p !== undefined);
     const { rules, chains, sets } = renderRules(policies.items, pods, namespaces);
     if (rules === applied) return;
@@ -186,6 +186,7 @@ export function startNetworkPolicyEnforcer(kubeconfig: string, log: (line: strin
     async stop() {
       stopped = true;
       await loop;
+      client.close();
     },
     synced: () => new Promise((resolve) => waiters.push(resolve)),
   };

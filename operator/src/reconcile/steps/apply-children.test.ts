@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { ServiceResource } from '../../crds/types.ts';
-import { KubeApiError } from '../../kube/client.ts';
-import { resources } from '../../kube/resources.ts';
+import { KubeApiError } from '@boxyard/kit/kube/client.ts';
+import { resources } from '@boxyard/kit/kube/resources.ts';
 import { APPLIED_HASH_ANNOTATION } from '../drift.ts';
 import { applyChildren } from './apply-children.ts';
 import { boxes, desiredFor, fakeWorld } from './fake-fixtures.ts';

@@ -4,9 +4,9 @@
 import { CheckFailure } from '../../checks/check-failure.ts';
 import type { ServiceResource } from '../../crds/types.ts';
 import type { DesiredState } from '../../desired/index.ts';
-import { KubeApiError } from '../../kube/client.ts';
-import { resources, resourceTypeOf, type ResourceType } from '../../kube/resources.ts';
-import type { KubeObject } from '../../kube/types.ts';
+import { KubeApiError } from '@boxyard/kit/kube/client.ts';
+import { resources, resourceTypeOf, type ResourceType } from '@boxyard/kit/kube/resources.ts';
+import type { KubeObject } from '@boxyard/kit/kube/types.ts';
 import type { DeploymentObject } from '../conditions.ts';
 import { needsApply, withAppliedHash } from '../drift.ts';
 import { isPredecessor } from './ownership.ts';

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { ServiceResource } from '../../crds/types.ts';
 import { secretSources } from '../../desired/common.ts';
-import { resources } from '../../kube/resources.ts';
+import { resources } from '@boxyard/kit/kube/resources.ts';
 import { checkDataStores, requireReferencedSecrets, type PassedChecks } from './dependency-checks.ts';
 import { DATABASE_URL, boxes, fakeWorld, secret, shells, terminalPool } from './fake-fixtures.ts';
 

@@ -4,9 +4,9 @@
 // hold a deletion, delete preconditions on uid. Server-side apply is simplified to "the desired fields win".
 // The real-apiserver suites (operator/test) remain the proof against Kubernetes itself.
 import { MANAGED_BY } from '../../desired/common.ts';
-import { KubeApiError, type Verb } from '../../kube/client.ts';
-import { objectPath, resourceTypeOf, type ResourceType } from '../../kube/resources.ts';
-import type { KubeObject } from '../../kube/types.ts';
+import { KubeApiError, type Verb } from '@boxyard/kit/kube/client.ts';
+import { objectPath, resourceTypeOf, type ResourceType } from '@boxyard/kit/kube/resources.ts';
+import type { KubeObject } from '@boxyard/kit/kube/types.ts';
 import type { EventType } from '../../runtime/events.ts';
 import { controllerUid } from './ownership.ts';
 import { OWNER_INDEX, type EventSink, type ObjectCache, type ReconcileClient } from './step-inputs.ts';

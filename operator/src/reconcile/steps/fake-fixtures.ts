@@ -4,8 +4,8 @@
 import type { BoxRepositorySpec, ServiceResource, TerminalPoolSpec } from '../../crds/types.ts';
 import { desiredState, type DesiredState } from '../../desired/index.ts';
 import { kindNamed, type KindInfo } from '../../desired/kinds.ts';
-import { resources } from '../../kube/resources.ts';
-import type { KubeObject } from '../../kube/types.ts';
+import { resources } from '@boxyard/kit/kube/resources.ts';
+import type { KubeObject } from '@boxyard/kit/kube/types.ts';
 import type { DataStores } from './data-stores.ts';
 import { FakeEvents, FakeKubeClient } from './fake-client.ts';
 import type { ObjectCache } from './step-inputs.ts';

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { ServiceResource, ServiceStatus } from '../../crds/types.ts';
 import { secretSources } from '../../desired/common.ts';
-import { resources } from '../../kube/resources.ts';
+import { resources } from '@boxyard/kit/kube/resources.ts';
 import { accessKeyDigest } from '../created-data.ts';
 import { DATABASE_URL, boxes, fakeWorld, secret, type SecretObject } from './fake-fixtures.ts';
 import { finalize } from './finalize.ts';

@@ -6,7 +6,7 @@ import { CheckFailure } from '../../checks/check-failure.ts';
 import type { ServiceResource } from '../../crds/types.ts';
 import { childName, secretSources, type SecretSources } from '../../desired/common.ts';
 import type { KindInfo } from '../../desired/kinds.ts';
-import { resources } from '../../kube/resources.ts';
+import { resources } from '@boxyard/kit/kube/resources.ts';
 import { createdAtLocation, createdElsewhere } from '../created-data.ts';
 import { deletionRefusal, locationOf } from '../deletion-guard.ts';
 import { externalDataStores, storageTarget, type DataStores } from './data-stores.ts';

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { ServiceResource } from '../../crds/types.ts';
-import { resources } from '../../kube/resources.ts';
+import { resources } from '@boxyard/kit/kube/resources.ts';
 import { boxes, fakeWorld } from './fake-fixtures.ts';
 import { FINALIZER, addFinalizer, removeFinalizer } from './finalizer.ts';
 

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { secretSources } from '../../desired/common.ts';
-import { resources } from '../../kube/resources.ts';
+import { resources } from '@boxyard/kit/kube/resources.ts';
 import { boxes, fakeWorld, secret, type SecretObject as Secret } from './fake-fixtures.ts';
 import { ensureGeneratedSecrets } from './generated-secrets.ts';
 

@@ -1,7 +1,7 @@
 // Who controls a child: the owner reference with `controller: true`. A child of an earlier resource of the same
 // kind and name (deleted, then re-created) is taken over rather than reported as a conflict.
 import type { ServiceResource } from '../../crds/types.ts';
-import type { KubeObject, OwnerReference } from '../../kube/types.ts';
+import type { KubeObject, OwnerReference } from '@boxyard/kit/kube/types.ts';
 
 /** The uid of the controlling owner, as a one-element list (the OWNER_INDEX indexer); empty when there is none. */
 export const controllerUid = (object: KubeObject): string[] => {

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { ServiceResource } from '../../crds/types.ts';
-import { resources } from '../../kube/resources.ts';
-import type { KubeObject } from '../../kube/types.ts';
+import { resources } from '@boxyard/kit/kube/resources.ts';
+import type { KubeObject } from '@boxyard/kit/kube/types.ts';
 import { applyChildren } from './apply-children.ts';
 import { boxes, desiredFor, fakeWorld, type FakeWorld } from './fake-fixtures.ts';
 import { pruneChildren } from './prune-children.ts';

@@ -5,7 +5,7 @@ import type { ServiceResource } from '../../crds/types.ts';
 import { childName } from '../../desired/common.ts';
 import { ownedTypes, type DesiredState } from '../../desired/index.ts';
 import type { KindInfo } from '../../desired/kinds.ts';
-import { resources } from '../../kube/resources.ts';
+import { resources } from '@boxyard/kit/kube/resources.ts';
 import { controllerUid } from './ownership.ts';
 import { OWNER_INDEX, type EventSink, type ObjectCache, type ReconcileClient } from './step-inputs.ts';
 

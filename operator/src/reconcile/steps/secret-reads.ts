@@ -1,8 +1,8 @@
 // Reading the Secrets a resource references: their metadata from the cache (which holds no values), their values
 // from the API only when a check needs one. A missing Secret or key fails with a reason a person can act on.
 import { CheckFailure } from '../../checks/check-failure.ts';
-import { resources } from '../../kube/resources.ts';
-import type { KubeObject } from '../../kube/types.ts';
+import { resources } from '@boxyard/kit/kube/resources.ts';
+import type { KubeObject } from '@boxyard/kit/kube/types.ts';
 import type { ObjectCache, ReconcileClient } from './step-inputs.ts';
 
 type SecretObject = KubeObject & { data?: Record<string, string> };

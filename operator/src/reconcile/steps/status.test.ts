@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { CheckFailure } from '../../checks/check-failure.ts';
 import type { ServiceResource } from '../../crds/types.ts';
-import { resources } from '../../kube/resources.ts';
+import { resources } from '@boxyard/kit/kube/resources.ts';
 import { deploymentPhase, type DeploymentObject } from '../conditions.ts';
 import { boxes, desiredFor, fakeWorld } from './fake-fixtures.ts';
 import { PAUSED, stalledPhase, statusFields, writeStatus } from './status.ts';

@@ -5,7 +5,7 @@ import type { CheckFailure } from '../../checks/check-failure.ts';
 import type { ServiceResource, ServiceStatus } from '../../crds/types.ts';
 import type { DesiredState } from '../../desired/index.ts';
 import type { KindInfo } from '../../desired/kinds.ts';
-import { KubeApiError } from '../../kube/client.ts';
+import { KubeApiError } from '@boxyard/kit/kube/client.ts';
 import { conditionsFor, type DeploymentObject, type Phase } from '../conditions.ts';
 import { hashOf } from '../drift.ts';
 import type { EventSink, ReconcileClient } from './step-inputs.ts';

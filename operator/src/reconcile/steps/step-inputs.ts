@@ -1,7 +1,7 @@
 // What the reconcile steps are given: the parts of the API client, the informer caches and the event recorder they
 // use, and nothing more. The operator passes the real ones; unit tests pass an in-memory fake (fake-client.ts).
-import type { KubeClient } from '../../kube/client.ts';
-import type { KubeObject } from '../../kube/types.ts';
+import type { KubeClient } from '@boxyard/kit/kube/client.ts';
+import type { KubeObject } from '@boxyard/kit/kube/types.ts';
 import type { EventRecorder } from '../../runtime/events.ts';
 import type { Informer } from '../../runtime/informer.ts';
 

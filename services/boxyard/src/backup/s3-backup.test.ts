@@ -1,5 +1,5 @@
 // `boxyard backup s3://…` / `boxyard restore s3://…` for one service (`--service`, the way a Kubernetes Job runs
-// them), against the run's real MinIO and PostgreSQL: a file share with files written through its API is backed
+// them), against each of the run's real S3 servers (MinIO, SeaweedFS) and its PostgreSQL: a file share with files written through its API is backed
 // up into a bucket prefix, restored into a new database and prefix, and serves the same bytes. Refusals: a
 // non-empty backup prefix, credentials that cannot write, a restore into a target that holds data, a backup made
 // by a newer Boxyard; each exits 1 with one clear line and leaves the target as it was.
@@ -15,7 +15,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { fileShareConfigSchema } from '@boxyard/file-share/config.ts';
 import { startFileShare, type RunningFileShare } from '@boxyard/file-share/service.ts';
 import { ADMIN_PASSWORD, adminAuth, upload } from '@boxyard/file-share/testing/test-share.ts';
-import { createTestBucket, createTestDatabase, type TestBucket } from '@boxyard/test/harness/fixtures.ts';
+import { createTestBucket, createTestDatabase, s3Server, s3Servers, type S3ServerName, type TestBucket } from '@boxyard/test/harness/fixtures.ts';
 import type { BackupResult } from './cli.ts';
 
 const MAIN = fileURLToPath(new URL('../main.ts', import.meta.url));
@@ -85,10 +85,12 @@ let configA: string;
 let resultFile: string;
 const location = () => `s3://${backups.bucket}/nightly/first`;
 
-beforeAll(async () => {
+/** The share to back up, its storage and the backups' bucket on `server`. */
+async function setUp(server: S3ServerName): Promise<void> {
+  delete files['replaced.txt']; // the previous server's run added it; it is written below, twice
   work = await mkdtemp(join(tmpdir(), 'boxyard-s3-backup-'));
-  storage = await createTestBucket('bks');
-  backups = await createTestBucket('bkb');
+  storage = await createTestBucket('bks', s3Server(server));
+  backups = await createTestBucket('bkb', s3Server(server));
   configA = await writeConfig('a', 'share-a');
   shareA = await startFileShare(fileShareConfigSchema.parse(JSON.parse(await readFile(configA, 'utf8'))));
   for (const [path, data] of Object.entries(files)) expect((await upload(shareA.url, `/data/${path}`, data, adminAuth)).status).toBe(201);
@@ -97,15 +99,19 @@ beforeAll(async () => {
   expect((await upload(shareA.url, '/data/replaced.txt', 'second\n', adminAuth)).status).toBe(200);
   files['replaced.txt'] = Buffer.from('second\n');
   resultFile = join(work, 'result.json');
-}, 60_000);
+}
 
-afterAll(async () => {
+async function tearDown(): Promise<void> {
   await shareA?.close();
   await shareB?.close();
+  shareA = shareB = undefined;
   if (work) await rm(work, { recursive: true, force: true });
-});
+}
 
-describe('boxyard backup/restore s3://bucket/prefix --service', () => {
+describe.each(s3Servers)('boxyard backup/restore s3://bucket/prefix --service ($server)', ({ server }) => {
+  beforeAll(() => setUp(server), 60_000);
+  afterAll(tearDown);
+
   it('backs the running service up into the prefix, manifest included, and reports the result', async () => {
     const run = await boxyard(['backup', location(), '--service', 'file-share', '--config', configA, '--result-file', resultFile], s3Env());
     expect(run.code, run.out).toBe(0);

@@ -1,6 +1,6 @@
 // Real tus clients, killed mid-upload, resumed by a new process against ANOTHER replica (two file-share instances
 // on one database and one bucket / directory): the stored file's sha256 matches.
-// - tus-js-client (npm), s3 driver: 256 MiB in 8 MiB chunks (the issue names 1 GiB; `make bench` section
+// - tus-js-client (npm), s3 driver on each of the run's S3 servers: 256 MiB in 8 MiB chunks (the issue names 1 GiB; `make bench` section
 //   `resumable` sends 1 GiB through tus; 256 MiB keeps this file well under a minute);
 // - Debian's python3-tuspy, local driver, sha1 Upload-Checksum on every chunk: 64 MiB in 4 MiB chunks.
 import { spawn } from 'node:child_process';
@@ -12,6 +12,7 @@ import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { sql } from 'slonik';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createTestBucket, s3Server, s3Servers, type S3ServerName } from '@boxyard/test/harness/fixtures.ts';
 import { adminAuth, bucketKeys, eventually, sharedSecret, startTestShare, type TestShare } from '../testing/test-share.ts';
 
 const MiB = 1024 * 1024;
@@ -76,10 +77,10 @@ async function offsetOn(share: TestShare, uploadPath: string): Promise<number> {
   return Number(response.headers.get('upload-offset'));
 }
 
-async function twoReplicas(storage: 's3' | 'local', maxBytes: number): Promise<[TestShare, TestShare]> {
+async function twoReplicas(storage: 's3' | 'local', maxBytes: number, server?: S3ServerName): Promise<[TestShare, TestShare]> {
   const overrides = { uploads: { max_bytes: maxBytes } };
   const sessionSecret = sharedSecret();
-  const first = await startTestShare({ storage, overrides, sessionSecret });
+  const first = await startTestShare({ storage, overrides, sessionSecret, ...(server ? { bucket: await createTestBucket('fs', s3Server(server)) } : {}) });
   const second = await startTestShare({
     storage, overrides, sessionSecret, databaseUrl: first.databaseUrl,
     ...(first.bucket ? { bucket: first.bucket } : {}), ...(first.localRoot ? { localRoot: first.localRoot } : {}),
@@ -92,11 +93,11 @@ async function storedSha256(share: TestShare, path: string): Promise<string | nu
 }
 
 describe('a killed tus upload resumes on another replica', () => {
-  it('tus-js-client, s3 driver, 256 MiB: killed at ~40 %, resumed by a new process against the other replica', { timeout: 120_000 }, async () => {
+  it.each(s3Servers)('tus-js-client, s3 driver on $server, 256 MiB: killed at ~40 %, resumed by a new process against the other replica', { timeout: 120_000 }, async ({ server }) => {
     const size = 256 * MiB;
-    const file = join(work, 'js.bin');
+    const file = join(work, `js-${server}.bin`);
     const expected = await randomFile(file, size);
-    const [a, b] = await twoReplicas('s3', size);
+    const [a, b] = await twoReplicas('s3', size, server);
     try {
       const script = join(here, 'tus-js-upload.ts');
       const first = startClient(process.execPath, [script, `${a.url}/api/uploads`, file, adminAuth, '/resumed/js.bin', String(8 * MiB)], killAt('progress', size, 0.4));

@@ -1,5 +1,5 @@
-// tus 1.0 at /api/uploads, spoken with curl (s3 driver): the protocol's answers and every bad input the issue
-// lists, each with what is (not) stored afterwards.
+// tus 1.0 at /api/uploads, spoken with curl (s3 driver, on each of the run's S3 servers): the protocol's answers and
+// every bad input the issue lists, each with what is (not) stored afterwards.
 import { execFile } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
 import { mkdtemp, writeFile } from 'node:fs/promises';
@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { sql } from 'slonik';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { incompleteUploads } from '@boxyard/test/harness/fixtures.ts';
+import { createTestBucket, incompleteUploads, s3Server, s3Servers } from '@boxyard/test/harness/fixtures.ts';
 import { ADMIN_PASSWORD, adminAuth, bucketKeys, createKey, createUser, eventually, startTestShare, upload, type TestShare } from '../testing/test-share.ts';
 
 const exec = promisify(execFile);
@@ -20,10 +20,8 @@ const MAX = 16 * MiB;
 let test: TestShare;
 let work: string;
 beforeAll(async () => {
-  test = await startTestShare({ storage: 's3', overrides: { uploads: { max_bytes: MAX } } });
   work = await mkdtemp(join(tmpdir(), 'fs-tus-'));
 });
-afterAll(() => test?.close());
 
 interface Answer {
   status: number;
@@ -65,7 +63,12 @@ async function create(path: string, length: number, user?: string): Promise<stri
 
 const entry = async (path: string) => (await test.share.pool.maybeOne(sql.unsafe`select size, sha256 from entries where path = ${path}`)) as { size: string; sha256: string } | null;
 
-describe('tus 1.0 with curl', () => {
+describe.each(s3Servers)('tus 1.0 with curl ($server)', ({ server }) => {
+  beforeAll(async () => {
+    test = await startTestShare({ storage: 's3', bucket: await createTestBucket('fs', s3Server(server)), overrides: { uploads: { max_bytes: MAX } } });
+  });
+  afterAll(() => test?.close());
+
   it('OPTIONS tells the version, extensions, maximum and checksum algorithms', async () => {
     const answer = await curl('OPTIONS', '/api/uploads', {});
     expect(answer.status).toBe(204);

@@ -2,7 +2,11 @@
 // claim per user on the shared local apiserver (no kubelet: the pods never get ready, which is not what is tested
 // here; the real node's suite runs a file across two session pods).
 import { randomBytes } from 'node:crypto';
-import { CoreV1Api, KubeConfig } from '@kubernetes/client-node';
+import type { PersistentVolumeClaim } from 'kubernetes-types/core/v1.d.ts';
+import { KubeClient } from '@boxyard/kit/kube/client.ts';
+import { kubeconfigCredentials } from '@boxyard/kit/kube/credentials.ts';
+import { resources } from '@boxyard/kit/kube/resources.ts';
+import type { KubeObject } from '@boxyard/kit/kube/types.ts';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { backendSchema, sessionsSchema } from '../config.ts';
 import { createKubernetesBackend, homeClaim, homeClaimName, sessionPod } from './kubernetes.ts';
@@ -81,16 +85,15 @@ describe('persistent homes: rendering', () => {
 describe('persistent homes: claims on the local control plane', () => {
   const kubeconfig = inject('kubeconfig');
   const namespace = `terminal-home-${randomBytes(4).toString('hex')}`;
-  let core: CoreV1Api;
+  let client: KubeClient;
 
   beforeAll(async () => {
-    const kc = new KubeConfig();
-    kc.loadFromFile(kubeconfig);
-    core = kc.makeApiClient(CoreV1Api);
-    await core.createNamespace({ body: { metadata: { name: namespace } } });
+    client = new KubeClient(kubeconfigCredentials(kubeconfig), { fieldManager: 'boxyard-test' });
+    await client.create({ apiVersion: 'v1', kind: 'Namespace', metadata: { name: namespace } });
   });
   afterAll(async () => {
-    await core?.deleteNamespace({ name: namespace }).catch(ignoreError('teardown: the namespace may be gone'));
+    await client?.delete(resources.namespace, undefined, namespace).catch(ignoreError('teardown: the namespace may be gone with the run'));
+    client?.close();
   });
 
   it("creates the user's claim at their first session, reuses it for the next, and gives another user their own", async () => {
@@ -100,12 +103,12 @@ describe('persistent homes: claims on the local control plane', () => {
     const bob = crypto.randomUUID();
     // No kubelet here: each start creates claim and pod, then gives up waiting for the pod (and deletes it).
     for (const owner of [alice, alice, bob]) await expect(backend.start(spec(owner, owner === alice ? 'alice' : 'bob'))).rejects.toThrow(/not ready within 1 s/);
-    const claims = await core.listNamespacedPersistentVolumeClaim({ namespace, labelSelector: 'app.kubernetes.io/component=terminal-home' });
-    expect(claims.items.map((c) => c.metadata!.name).sort()).toEqual([`boxyard-home-p1-${alice}`, `boxyard-home-p1-${bob}`].sort());
-    const aliceClaim = claims.items.find((c) => c.metadata!.labels!['boxyard.io/owner'] === alice)!;
+    const claims = await client.list<KubeObject & PersistentVolumeClaim>(resources.persistentVolumeClaim, namespace, { labelSelector: 'app.kubernetes.io/component=terminal-home' });
+    expect(claims.items.map((c) => c.metadata.name).sort()).toEqual([`boxyard-home-p1-${alice}`, `boxyard-home-p1-${bob}`].sort());
+    const aliceClaim = claims.items.find((c) => c.metadata.labels!['boxyard.io/owner'] === alice)!;
     expect(aliceClaim.spec).toMatchObject({ accessModes: ['ReadWriteOnce'], storageClassName: 'local-path', resources: { requests: { storage: '1Gi' } } });
     // Nothing owns it: deleting pods (or the pool) leaves it.
-    expect(aliceClaim.metadata!.ownerReferences ?? []).toEqual([]);
+    expect(aliceClaim.metadata.ownerReferences ?? []).toEqual([]);
     await backend.close();
   });
 });

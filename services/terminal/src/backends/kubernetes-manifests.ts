@@ -5,7 +5,8 @@
 // shell reach only what `egress` allows (by default DNS and public addresses, never the cluster's own ranges nor the
 // cloud metadata address).
 import { createHash } from 'node:crypto';
-import type { V1NetworkPolicy, V1NetworkPolicyEgressRule, V1PersistentVolumeClaim, V1Pod, V1PodSpec } from '@kubernetes/client-node';
+import type { PersistentVolumeClaim, Pod, PodSpec } from 'kubernetes-types/core/v1.d.ts';
+import type { NetworkPolicy, NetworkPolicyEgressRule } from 'kubernetes-types/networking/v1.d.ts';
 import type { SessionsConfig, KubernetesBackendConfig } from '../config.ts';
 import type { AgentEnvironment } from '../agent/settings.ts';
 import { telemetryEnvironment } from '../agent/tracing.ts';
@@ -29,8 +30,8 @@ export const sessionSelector = (config: Pick<KubernetesBackendConfig, 'pool'>) =
 export const NON_INTERNET_V4 = ['10.0.0.0/8', '172.16.0.0/12', '192.168.0.0/16', '100.64.0.0/10', '169.254.0.0/16'];
 export const NON_INTERNET_V6 = ['fc00::/7', 'fe80::/10', '64:ff9b::/96'];
 
-export function sessionEgressRules(egress: KubernetesBackendConfig['egress']): V1NetworkPolicyEgressRule[] {
-  const rules: V1NetworkPolicyEgressRule[] = [];
+export function sessionEgressRules(egress: KubernetesBackendConfig['egress']): NetworkPolicyEgressRule[] {
+  const rules: NetworkPolicyEgressRule[] = [];
   if (egress.cluster_dns) {
     rules.push({
       to: [{ namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'kube-system' } }, podSelector: { matchLabels: { 'k8s-app': 'kube-dns' } } }],
@@ -47,7 +48,7 @@ export function sessionEgressRules(egress: KubernetesBackendConfig['egress']): V
     });
   }
   // Written by the platform team in the TerminalPool, in the API's own shape.
-  rules.push(...(egress.allow as V1NetworkPolicyEgressRule[]));
+  rules.push(...(egress.allow as NetworkPolicyEgressRule[]));
   return rules;
 }
 
@@ -64,7 +65,7 @@ export const homeClaimName = (config: Pick<KubernetesBackendConfig, 'pool'>, own
  * The claim of a user's persistent home (`home` set). Labelled with its pool and user (`kubectl get pvc -l
  * boxyard.io/owner=<user id>`), and owned by nothing: neither the session pods nor the TerminalPool take it along.
  */
-export function homeClaim(input: { spec: Pick<AgentSpec, 'ownerId' | 'ownerName'>; config: KubernetesBackendConfig; namespace: string }): V1PersistentVolumeClaim {
+export function homeClaim(input: { spec: Pick<AgentSpec, 'ownerId' | 'ownerName'>; config: KubernetesBackendConfig; namespace: string }): PersistentVolumeClaim {
   const { config, spec } = input;
   const home = config.home!;
   return {
@@ -91,7 +92,7 @@ export function homeClaim(input: { spec: Pick<AgentSpec, 'ownerId' | 'ownerName'
  * group (fsGroup, where the volume type supports it), and with ReadWriteOnce, the user's other session pods' node
  * (a pod that matches its own affinity term may go anywhere when no other does: the first session picks the node).
  */
-function homeParts(config: KubernetesBackendConfig, spec: AgentSpec): Pick<V1PodSpec, 'volumes' | 'affinity'> & { mount: { name: string; mountPath: string }[]; fsGroup?: number } {
+function homeParts(config: KubernetesBackendConfig, spec: AgentSpec): Pick<PodSpec, 'volumes' | 'affinity'> & { mount: { name: string; mountPath: string }[]; fsGroup?: number } {
   const home = config.home;
   if (!home) return { mount: [] };
   return {
@@ -112,7 +113,7 @@ function homeParts(config: KubernetesBackendConfig, spec: AgentSpec): Pick<V1Pod
   };
 }
 
-export function sessionPod(input: { spec: AgentSpec; config: KubernetesBackendConfig; namespace: string; sessions: Pick<SessionsConfig, 'max_lifetime_seconds'> }): V1Pod {
+export function sessionPod(input: { spec: AgentSpec; config: KubernetesBackendConfig; namespace: string; sessions: Pick<SessionsConfig, 'max_lifetime_seconds'> }): Pod {
   const { spec, config } = input;
   const env: AgentEnvironment = {
     BOXYARD_AGENT_SESSION_ID: spec.sessionId,
@@ -184,7 +185,7 @@ export function sessionPod(input: { spec: AgentSpec; config: KubernetesBackendCo
   };
 }
 
-export function sessionNetworkPolicy(config: KubernetesBackendConfig, namespace: string): V1NetworkPolicy {
+export function sessionNetworkPolicy(config: KubernetesBackendConfig, namespace: string): NetworkPolicy {
   return {
     apiVersion: 'networking.k8s.io/v1',
     kind: 'NetworkPolicy',
@@ -196,7 +197,7 @@ export function sessionNetworkPolicy(config: KubernetesBackendConfig, namespace:
       egress: sessionEgressRules(config.egress),
       ingress: [
         {
-          _from: [
+          from: [
             {
               podSelector: { matchLabels: config.gateway_pod_labels },
               ...(config.gateway_namespace && config.gateway_namespace !== namespace

@@ -5,7 +5,12 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
-import { CoreV1Api, KubeConfig, NetworkingV1Api, PatchStrategy, setHeaderOptions, type V1Pod } from '@kubernetes/client-node';
+import type { Pod } from 'kubernetes-types/core/v1.d.ts';
+import type { NetworkPolicy } from 'kubernetes-types/networking/v1.d.ts';
+import { KubeClient } from '@boxyard/kit/kube/client.ts';
+import { kubeconfigCredentials } from '@boxyard/kit/kube/credentials.ts';
+import { resources } from '@boxyard/kit/kube/resources.ts';
+import type { KubeObject } from '@boxyard/kit/kube/types.ts';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { createTestDatabase } from '@boxyard/test/harness/fixtures.ts';
 import { READY_PREFIX } from '../agent/main.ts';
@@ -14,15 +19,16 @@ import { AGENT_PORT_ANNOTATION, NETWORK_POLICY_NAME, POOL_LABEL, networkPolicyNa
 import { ignoreError } from '@boxyard/kit';
 
 const AGENT_MAIN = fileURLToPath(new URL('../agent/main.ts', import.meta.url));
-const mergePatch = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
+type PodObject = KubeObject & Pod;
+const listPods = async (client: KubeClient, namespace: string, labelSelector: string) => (await client.list<PodObject>(resources.pod, namespace, { labelSelector })).items;
 
 /** Runs the agents of the namespace's session pods on this machine, like a kubelet would in the pods. */
-function fakeKubelet(core: CoreV1Api, namespace: string) {
+function fakeKubelet(client: KubeClient, namespace: string) {
   const agents = new Map<string, ChildProcess>();
   let stopped = false;
 
-  async function run(pod: V1Pod): Promise<void> {
-    const name = pod.metadata!.name!;
+  async function run(pod: PodObject): Promise<void> {
+    const name = pod.metadata.name;
     const container = pod.spec!.containers[0]!;
     const env: Record<string, string> = Object.fromEntries((container.env ?? []).map((e) => [e.name, e.value ?? '']));
     env.BOXYARD_AGENT_LISTEN = '127.0.0.1:0';
@@ -47,36 +53,36 @@ function fakeKubelet(core: CoreV1Api, namespace: string) {
       child.once('exit', (code) => reject(new Error(`agent for ${name} exited with ${code}`)));
     });
     const port = address.slice(address.lastIndexOf(':') + 1);
-    await core.patchNamespacedPod({ name, namespace, body: { metadata: { annotations: { [AGENT_PORT_ANNOTATION]: port } } } }, mergePatch);
-    const now = new Date();
-    await core.patchNamespacedPodStatus(
+    await client.mergePatch(resources.pod, namespace, name, { metadata: { annotations: { [AGENT_PORT_ANNOTATION]: port } } });
+    const now = new Date().toISOString();
+    await client.mergePatch(
+      resources.pod,
+      namespace,
+      name,
       {
-        name,
-        namespace,
-        body: {
-          status: {
-            phase: 'Running',
-            podIP: '127.0.0.1',
-            podIPs: [{ ip: '127.0.0.1' }],
-            startTime: now,
-            conditions: [
-              { type: 'Initialized', status: 'True', lastTransitionTime: now },
-              { type: 'ContainersReady', status: 'True', lastTransitionTime: now },
-              { type: 'Ready', status: 'True', lastTransitionTime: now },
-            ],
-          },
+        status: {
+          phase: 'Running',
+          podIP: '127.0.0.1',
+          podIPs: [{ ip: '127.0.0.1' }],
+          startTime: now,
+          conditions: [
+            { type: 'Initialized', status: 'True', lastTransitionTime: now },
+            { type: 'ContainersReady', status: 'True', lastTransitionTime: now },
+            { type: 'Ready', status: 'True', lastTransitionTime: now },
+          ],
         },
       },
-      mergePatch,
+      'status',
     );
   }
 
   const loop = (async () => {
     while (!stopped) {
-      const pods = await core.listNamespacedPod({ namespace, labelSelector: 'app.kubernetes.io/component=terminal-session' }).catch(() => ({ items: [] as V1Pod[] }));
-      const present = new Set(pods.items.filter((p) => !p.metadata?.deletionTimestamp).map((p) => p.metadata!.name!));
-      for (const pod of pods.items) {
-        const name = pod.metadata!.name!;
+      // A failed list (the apiserver busy) is retried on the next round, as a kubelet's would be.
+      const pods = await listPods(client, namespace, 'app.kubernetes.io/component=terminal-session').catch(() => [] as PodObject[]);
+      const present = new Set(pods.filter((p) => !p.metadata.deletionTimestamp).map((p) => p.metadata.name));
+      for (const pod of pods) {
+        const name = pod.metadata.name;
         if (present.has(name) && !agents.has(name)) void run(pod).catch((error: unknown) => console.error('fake kubelet:', error));
       }
       // A deleted pod's container gets SIGTERM.
@@ -108,8 +114,7 @@ function fakeKubelet(core: CoreV1Api, namespace: string) {
 describe('kubernetes backend (local control plane)', () => {
   const kubeconfig = inject('kubeconfig');
   const namespace = `terminal-${randomBytes(4).toString('hex')}`;
-  let core: CoreV1Api;
-  let networking: NetworkingV1Api;
+  let client: KubeClient;
   let kubelet: ReturnType<typeof fakeKubelet>;
   let gateway: Awaited<ReturnType<typeof startTestGateway>>;
   let base: string;
@@ -119,12 +124,9 @@ describe('kubernetes backend (local control plane)', () => {
   let websocketPath: string;
 
   beforeAll(async () => {
-    const kc = new KubeConfig();
-    kc.loadFromFile(kubeconfig);
-    core = kc.makeApiClient(CoreV1Api);
-    networking = kc.makeApiClient(NetworkingV1Api);
-    await core.createNamespace({ body: { metadata: { name: namespace } } });
-    kubelet = fakeKubelet(core, namespace);
+    client = new KubeClient(kubeconfigCredentials(kubeconfig), { fieldManager: 'boxyard-test' });
+    await client.create({ apiVersion: 'v1', kind: 'Namespace', metadata: { name: namespace } });
+    kubelet = fakeKubelet(client, namespace);
     gateway = await startTestGateway(await createTestDatabase('terminal_kube'), {
       backend: {
         kind: 'kubernetes',
@@ -143,7 +145,8 @@ describe('kubernetes backend (local control plane)', () => {
       await gateway.close();
     }
     await kubelet?.stop();
-    await core?.deleteNamespace({ name: namespace }).catch(ignoreError('teardown: the namespace may be gone'));
+    await client?.delete(resources.namespace, undefined, namespace).catch(ignoreError('teardown: the namespace may be gone with the run'));
+    client?.close();
   });
 
   it('starts a session in its own pod: a non-root shell, no escalation, no capabilities but the agent’s drop, default seccomp, no token, limits, owner labels', async () => {
@@ -153,9 +156,9 @@ describe('kubernetes backend (local control plane)', () => {
     sessionId = started.json.data.session.id;
     websocketPath = started.json.data.websocket_path;
 
-    const pods = await core.listNamespacedPod({ namespace, labelSelector: `boxyard.io/session=${sessionId}` });
-    expect(pods.items).toHaveLength(1);
-    const pod = pods.items[0]!;
+    const pods = await listPods(client, namespace, `boxyard.io/session=${sessionId}`);
+    expect(pods).toHaveLength(1);
+    const pod = pods[0]!;
     expect(pod.metadata?.labels).toMatchObject({ 'app.kubernetes.io/managed-by': 'boxyard', 'boxyard.io/session': sessionId, 'boxyard.io/owner': alice.id, [POOL_LABEL]: 'test' });
     // Root only until the agent drops to run_as_user, before the shell exists; CAP_SETUID/CAP_SETGID for that alone.
     expect(pod.spec).toMatchObject({ restartPolicy: 'Never', automountServiceAccountToken: false, enableServiceLinks: false, securityContext: { runAsUser: 0, seccompProfile: { type: 'RuntimeDefault' } } });
@@ -173,7 +176,7 @@ describe('kubernetes backend (local control plane)', () => {
 
   it('admits only the gateway to session pods, and lets shells reach only DNS and public addresses, with the pool\'s own NetworkPolicy', async () => {
     expect(networkPolicyName({ pool: 'test' })).toBe(`${NETWORK_POLICY_NAME}-test`);
-    const policy = await networking.readNamespacedNetworkPolicy({ name: `${NETWORK_POLICY_NAME}-test`, namespace });
+    const policy = (await client.get<KubeObject & NetworkPolicy>(resources.networkPolicy, namespace, `${NETWORK_POLICY_NAME}-test`))!;
     expect(policy.spec?.podSelector?.matchLabels).toMatchObject({ 'app.kubernetes.io/component': 'terminal-session', [POOL_LABEL]: 'test' });
     expect(policy.spec?.policyTypes).toEqual(['Ingress', 'Egress']);
     expect(policy.spec?.egress).toEqual([
@@ -189,7 +192,7 @@ describe('kubernetes backend (local control plane)', () => {
       },
     ]);
     expect(policy.spec?.ingress).toEqual([
-      { _from: [{ podSelector: { matchLabels: { 'app.kubernetes.io/name': 'boxyard-terminal', 'app.kubernetes.io/instance': 'test' } } }], ports: [{ protocol: 'TCP', port: 7681 }] },
+      { from: [{ podSelector: { matchLabels: { 'app.kubernetes.io/name': 'boxyard-terminal', 'app.kubernetes.io/instance': 'test' } } }], ports: [{ protocol: 'TCP', port: 7681 }] },
     ]);
   });
 
@@ -206,7 +209,7 @@ describe('kubernetes backend (local control plane)', () => {
 
   it('does not attach once the session pod no longer holds the recorded address (its IP may be another pod\'s now)', async () => {
     const name = `boxyard-term-${sessionId}`;
-    const setIp = (ip: string) => core.patchNamespacedPodStatus({ name, namespace, body: { status: { podIP: ip, podIPs: [{ ip }] } } }, mergePatch);
+    const setIp = (ip: string) => client.mergePatch(resources.pod, namespace, name, { status: { podIP: ip, podIPs: [{ ip }] } }, 'status');
     await setIp('127.0.0.2');
     try {
       const term = await openTerminal(base, websocketPath, { cookie: alice.cookie });
@@ -228,20 +231,20 @@ describe('kubernetes backend (local control plane)', () => {
     const stop = await api(base, 'DELETE', `/api/terminal/sessions/${sessionId}/stop`, { cookie: alice.cookie });
     expect(stop.status).toBe(200);
     expect(await term.closed).toEqual({ code: 4300, reason: 'stopped' });
-    await expect.poll(async () => (await core.listNamespacedPod({ namespace, labelSelector: `boxyard.io/session=${sessionId}` })).items.length, { timeout: 20_000 }).toBe(0);
+    await expect.poll(async () => (await listPods(client, namespace, `boxyard.io/session=${sessionId}`)).length, { timeout: 20_000 }).toBe(0);
 
     const next = await api(base, 'POST', '/api/terminal/start', { cookie: alice.cookie, body: { terminal_cookie: 'k8s' } });
     expect(next.json.data.reattached).toBe(false);
     expect(next.json.data.session.id).not.toBe(sessionId);
-    const pods = await core.listNamespacedPod({ namespace, labelSelector: 'app.kubernetes.io/component=terminal-session' });
-    expect(pods.items.map((p) => p.metadata?.labels?.['boxyard.io/session'])).toEqual([next.json.data.session.id]);
+    const pods = await listPods(client, namespace, 'app.kubernetes.io/component=terminal-session');
+    expect(pods.map((p) => p.metadata.labels?.['boxyard.io/session'])).toEqual([next.json.data.session.id]);
   });
 
   it('ends the session when its pod disappears behind the gateway’s back', async () => {
     const sessions = (await api(base, 'GET', '/api/terminal/sessions', { cookie: alice.cookie })).json.data.sessions;
     const live = sessions[0] as { id: string };
-    const [pod] = (await core.listNamespacedPod({ namespace, labelSelector: `boxyard.io/session=${live.id}` })).items;
-    await core.deleteNamespacedPod({ name: pod!.metadata!.name!, namespace });
+    const [pod] = await listPods(client, namespace, `boxyard.io/session=${live.id}`);
+    await client.delete(resources.pod, namespace, pod!.metadata.name);
     await expect
       .poll(async () => (await api(base, 'GET', '/api/terminal/sessions?include_ended=true', { cookie: alice.cookie })).json.data.sessions.find((s: { id: string }) => s.id === live.id), { timeout: 30_000, interval: 500 })
       .toMatchObject({ state: 'exited', end_reason: expect.stringMatching(/^(lost|exited)$/) });

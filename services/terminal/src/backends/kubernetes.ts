@@ -3,10 +3,15 @@
 // The gateway reaches the agent at <pod IP>:<port from the pod's `boxyard.io/agent-port` annotation>, and before it
 // attaches checks that the pod it started (by UID) still holds that IP: a dead session pod's IP may go to another
 // pod. The agent proves itself on every call besides (agent/handshake.ts).
+// It talks to the API through the kit's Kubernetes client, the operator's (kit/kube): the same credentials
+// (in-cluster service account with its rotating token, or a kubeconfig), TLS, timeouts and request spans.
 import { readFileSync } from 'node:fs';
-import { ApiException, CoreV1Api, KubeConfig, NetworkingV1Api, PatchStrategy, setHeaderOptions, type V1Pod } from '@kubernetes/client-node';
+import type { Pod } from 'kubernetes-types/core/v1.d.ts';
+import { KubeClient, isConflict } from '@boxyard/kit/kube/client.ts';
+import { loadCredentials } from '@boxyard/kit/kube/credentials.ts';
+import { resources } from '@boxyard/kit/kube/resources.ts';
+import type { KubeObject } from '@boxyard/kit/kube/types.ts';
 import type { SessionsConfig, KubernetesBackendConfig } from '../config.ts';
-import { inClientSpan } from '@boxyard/kit';
 import { NotTheAgentError } from '../agent/client.ts';
 import type { AgentSpec, BackendProbe, SessionBackend, StartedAgent } from './types.ts';
 import { AGENT_PORT_ANNOTATION, homeClaim, networkPolicyName, podName, sessionNetworkPolicy, sessionPod } from './kubernetes-manifests.ts';
@@ -27,7 +32,6 @@ export function parsePodResource(resource: string | null): { name: string; uid: 
 /** The host part of `host:port` or `[v6]:port`. */
 const hostOf = (address: string) => address.slice(0, address.lastIndexOf(':')).replace(/^\[|\]$/g, '');
 
-const isStatus = (error: unknown, code: number) => error instanceof ApiException && error.code === code;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 function defaultNamespace(): string {
@@ -38,11 +42,11 @@ function defaultNamespace(): string {
   }
 }
 
-function isReady(pod: V1Pod): boolean {
+function isReady(pod: Pod): boolean {
   return pod.status?.phase === 'Running' && Boolean(pod.status.podIP) && (pod.status.conditions ?? []).some((c) => c.type === 'Ready' && c.status === 'True');
 }
 
-function terminatedExitCode(pod: V1Pod): number | null {
+function terminatedExitCode(pod: Pod): number | null {
   return pod.status?.containerStatuses?.find((c) => c.name === 'agent')?.state?.terminated?.exitCode ?? null;
 }
 
@@ -52,16 +56,19 @@ export interface KubernetesBackendOptions {
   log: { info(message: string): void; warn(message: string): void };
 }
 
-/** The backend's clients and settings, and the NetworkPolicy once ensured (shared by every start). */
+/** The backend's client and settings, and the NetworkPolicy once ensured (shared by every start). */
 interface Cluster {
   config: KubernetesBackendConfig;
   sessions: SessionsConfig;
   namespace: string;
-  core: CoreV1Api;
-  networking: NetworkingV1Api;
-  api<T>(verb: string, resource: string, run: () => Promise<T>): Promise<T>;
+  client: KubeClient;
   policyReady: Promise<void> | undefined;
 }
+
+/** A manifest (typed with the API's own models) as the client's wire object. */
+const wire = (object: { apiVersion?: string; kind?: string }): KubeObject => object as unknown as KubeObject;
+type PodObject = KubeObject & Pod;
+const readPod = (client: KubeClient, namespace: string, name: string) => client.get<PodObject>(resources.pod, namespace, name);
 
 export function createKubernetesBackend(options: KubernetesBackendOptions): SessionBackend & { namespace: string } {
   const cluster = connect(options);
@@ -72,65 +79,49 @@ export function createKubernetesBackend(options: KubernetesBackendOptions): Sess
     release: (session) => deletePod(cluster, parsePodResource(session.resource)?.name ?? podName(session.id)),
     verifyAddress: (session) => verifyPodAddress(cluster, session),
     probe: (session) => probePod(cluster, session),
-    async close() {},
+    async close() {
+      cluster.client.close();
+    },
   };
 }
 
 function connect(options: KubernetesBackendOptions): Cluster {
   const { config } = options;
-  const kc = new KubeConfig();
-  if (config.kubeconfig) kc.loadFromFile(config.kubeconfig);
-  else kc.loadFromDefault();
-  const namespace = config.namespace ?? defaultNamespace();
-  const server = kc.getCurrentCluster()?.server;
+  // `kubeconfig` when set, else in the cluster the pod's service account, else $KUBECONFIG or ~/.kube/config.
+  const credentials = loadCredentials(config.kubeconfig);
   return {
     config,
     sessions: options.sessions,
-    namespace,
-    core: kc.makeApiClient(CoreV1Api),
-    networking: kc.makeApiClient(NetworkingV1Api),
-    // Inside a start request's trace, each Kubernetes API call is a CLIENT span (`create pods`), as the operator's are.
-    api: (verb, resource, run) =>
-      inClientSpan('@boxyard/terminal/kubernetes', `${verb} ${resource}`, { 'k8s.namespace.name': namespace, ...(server ? { 'server.address': new URL(server).hostname } : {}) }, run),
+    namespace: config.namespace ?? defaultNamespace(),
+    // Inside a start request's trace, each API call is a CLIENT span (`create pods`), as the operator's are.
+    client: new KubeClient(credentials, { fieldManager: 'boxyard-terminal', userAgent: 'boxyard-terminal', tracerName: '@boxyard/terminal/kubernetes' }),
     policyReady: undefined,
   };
 }
 
-async function ensureNetworkPolicy({ config, namespace, networking, api }: Cluster): Promise<void> {
-  const body = sessionNetworkPolicy(config, namespace);
+async function ensureNetworkPolicy({ config, namespace, client }: Cluster): Promise<void> {
+  const policy = sessionNetworkPolicy(config, namespace);
   try {
-    await api('create', 'networkpolicies', () => networking.createNamespacedNetworkPolicy({ namespace, body }));
+    await client.create(wire(policy));
   } catch (error) {
-    if (!isStatus(error, 409)) throw error;
+    if (!isConflict(error)) throw error;
     // Already there (another replica, an earlier start): keep it in line with the current config. A JSON patch
-    // (the Role grants patch, not update) that replaces the whole spec, so no stale selector key survives; the
-    // body goes out as is, so it carries the wire name `from` where client-node's model says `_from`.
-    const spec = body.spec!;
-    const wireSpec = { ...spec, ingress: spec.ingress?.map(({ _from, ...rule }) => ({ ...rule, from: _from })) };
-    await api('patch', 'networkpolicies', () =>
-      networking.patchNamespacedNetworkPolicy(
-        { name: networkPolicyName(config), namespace, body: [{ op: 'replace', path: '/spec', value: wireSpec }] },
-        setHeaderOptions('Content-Type', PatchStrategy.JsonPatch),
-      ),
-    );
+    // (the Role grants patch, not update) that replaces the whole spec, so no stale selector key survives.
+    await client.jsonPatch(resources.networkPolicy, namespace, networkPolicyName(config), [{ op: 'replace', path: '/spec', value: policy.spec }]);
   }
 }
 
 /** The user's home claim, created at their first session; one that exists is theirs already (named by user id). */
-async function ensureHomeClaim({ config, namespace, core, api }: Cluster, spec: AgentSpec): Promise<void> {
+async function ensureHomeClaim({ config, namespace, client }: Cluster, spec: AgentSpec): Promise<void> {
   try {
-    await api('create', 'persistentvolumeclaims', () => core.createNamespacedPersistentVolumeClaim({ namespace, body: homeClaim({ spec, config, namespace }) }));
+    await client.create(wire(homeClaim({ spec, config, namespace })));
   } catch (error) {
-    if (!isStatus(error, 409)) throw new Error(`cannot create the home volume claim: ${(error as Error).message}`, { cause: error });
+    if (!isConflict(error)) throw new Error(`cannot create the home volume claim: ${(error as Error).message}`, { cause: error });
   }
 }
 
-async function deletePod({ core, namespace, api }: Cluster, name: string): Promise<void> {
-  try {
-    await api('delete', 'pods', () => core.deleteNamespacedPod({ name, namespace, gracePeriodSeconds: 5 }));
-  } catch (error) {
-    if (!isStatus(error, 404)) throw error;
-  }
+async function deletePod({ client, namespace }: Cluster, name: string): Promise<void> {
+  await client.delete(resources.pod, namespace, name, { gracePeriodSeconds: 5 });
 }
 
 async function startPod(cluster: Cluster, spec: AgentSpec, onResource?: (resource: string) => void): Promise<StartedAgent> {
@@ -145,49 +136,74 @@ async function startPod(cluster: Cluster, spec: AgentSpec, onResource?: (resourc
   }
   if (config.home) await ensureHomeClaim(cluster, spec);
   const name = podName(spec.sessionId);
-  const created = await cluster.api('create', 'pods', () =>
-    cluster.core.createNamespacedPod({ namespace, body: sessionPod({ spec, config, namespace, sessions: cluster.sessions }) }),
-  );
-  const resource = podResource(name, created.metadata?.uid);
+  const created = await cluster.client.create<KubeObject>(wire(sessionPod({ spec, config, namespace, sessions: cluster.sessions })));
+  const resource = podResource(name, created.metadata.uid);
   onResource?.(resource);
   return { address: await podAddressWhenReady(cluster, name), resource };
 }
 
-/** Polls the pod until it is ready (its agent's address), or deletes it when it ends first or takes too long. */
+/** What the pod's state means for a start: its agent's address, or why it will never have one. */
+function readiness(pod: Pod, config: KubernetesBackendConfig): { address: string } | { ended: string } | undefined {
+  if (isReady(pod)) {
+    const port = Number(pod.metadata?.annotations?.[AGENT_PORT_ANNOTATION] ?? config.agent_port);
+    const ip = pod.status!.podIP!;
+    return { address: `${ip.includes(':') ? `[${ip}]` : ip}:${port}` };
+  }
+  const phase = pod.status?.phase;
+  if (phase === 'Failed' || phase === 'Succeeded') return { ended: `${phase}${pod.status?.reason ? `: ${pod.status.reason}` : ''}` };
+  return undefined;
+}
+
+/**
+ * The pod's next version after `resourceVersion`, by a watch on it (as the operator watches): `null` once it is
+ * deleted, undefined when the watch ended without news (its timeout, a 410, a dropped connection: read it again).
+ */
+async function nextPodVersion(client: KubeClient, namespace: string, name: string, resourceVersion: string | undefined, seconds: number): Promise<PodObject | null | undefined> {
+  const stop = new AbortController();
+  let next: PodObject | null | undefined;
+  try {
+    await client.watch<PodObject>(resources.pod, namespace, { fieldSelector: `metadata.name=${name}`, resourceVersion, timeoutSeconds: seconds }, (event) => {
+      if (next !== undefined || event.object.kind === 'Status') return;
+      if (event.type === 'ADDED' || event.type === 'MODIFIED') next = event.object as PodObject;
+      else if (event.type === 'DELETED') next = null;
+      else return;
+      stop.abort();
+    }, stop.signal);
+  } catch {
+    // A 410 (the version is too old) or a dropped stream: the caller reads the pod afresh, where a real failure shows.
+  }
+  // Not in a tight loop when a watch ends at once.
+  if (next === undefined) await sleep(250);
+  return next;
+}
+
+/** Waits (watching the pod) until it is ready and returns its agent's address; deletes it when it ends first or takes too long. */
 async function podAddressWhenReady(cluster: Cluster, name: string): Promise<string> {
-  const { config, core, namespace, api } = cluster;
+  const { config, client, namespace } = cluster;
   const deadline = Date.now() + config.pod_ready_timeout_seconds * 1000;
-  let delay = 250;
+  let pod: PodObject | null | undefined = await readPod(client, namespace, name);
   for (;;) {
-    const pod = await api('get', 'pods', () => core.readNamespacedPod({ name, namespace }));
-    if (isReady(pod)) {
-      const port = Number(pod.metadata?.annotations?.[AGENT_PORT_ANNOTATION] ?? config.agent_port);
-      const ip = pod.status!.podIP!;
-      return `${ip.includes(':') ? `[${ip}]` : ip}:${port}`;
-    }
-    const phase = pod.status?.phase;
-    if (phase === 'Failed' || phase === 'Succeeded') {
+    if (!pod) throw new Error(`session pod ${name} was deleted before it was ready`);
+    const state = readiness(pod, config);
+    if (state && 'address' in state) return state.address;
+    if (state) {
       await deletePod(cluster, name);
-      throw new Error(`session pod ${name} ended before it was ready (${phase}${pod.status?.reason ? `: ${pod.status.reason}` : ''})`);
+      throw new Error(`session pod ${name} ended before it was ready (${state.ended})`);
     }
-    if (Date.now() > deadline) {
+    const remaining = deadline - Date.now();
+    if (remaining <= 0) {
       await deletePod(cluster, name);
-      throw new Error(`session pod ${name} not ready within ${config.pod_ready_timeout_seconds} s (phase ${phase ?? 'unknown'})`);
+      throw new Error(`session pod ${name} not ready within ${config.pod_ready_timeout_seconds} s (phase ${pod.status?.phase ?? 'unknown'})`);
     }
-    await sleep(delay);
-    delay = Math.min(1000, delay * 2);
+    const next = await nextPodVersion(client, namespace, name, pod.metadata.resourceVersion, Math.ceil(remaining / 1000));
+    pod = next === undefined ? await readPod(client, namespace, name) : next;
   }
 }
 
-async function verifyPodAddress({ core, namespace, api }: Cluster, session: { id: string; resource: string | null; address: string }): Promise<void> {
+async function verifyPodAddress({ client, namespace }: Cluster, session: { id: string; resource: string | null; address: string }): Promise<void> {
   const started = parsePodResource(session.resource);
   const name = started?.name ?? podName(session.id);
-  let pod: V1Pod | undefined;
-  try {
-    pod = await api('get', 'pods', () => core.readNamespacedPod({ name, namespace }));
-  } catch (error) {
-    if (!isStatus(error, 404)) throw error;
-  }
+  const pod = await readPod(client, namespace, name);
   const problem = !pod
     ? 'is gone'
     : started?.uid && pod.metadata?.uid !== started.uid
@@ -200,13 +216,9 @@ async function verifyPodAddress({ core, namespace, api }: Cluster, session: { id
   if (problem) throw new NotTheAgentError(`session pod ${name} ${problem}`);
 }
 
-async function probePod({ core, namespace }: Cluster, session: { id: string; resource: string | null }): Promise<BackendProbe> {
-  try {
-    const pod = await core.readNamespacedPod({ name: podName(session.id), namespace });
-    if (pod.metadata?.deletionTimestamp || pod.status?.phase === 'Succeeded' || pod.status?.phase === 'Failed') return { state: 'gone', exitCode: terminatedExitCode(pod) };
-    return { state: 'present' };
-  } catch (error) {
-    if (isStatus(error, 404)) return { state: 'gone', exitCode: null };
-    throw error;
-  }
+async function probePod({ client, namespace }: Cluster, session: { id: string; resource: string | null }): Promise<BackendProbe> {
+  const pod = await readPod(client, namespace, podName(session.id));
+  if (!pod) return { state: 'gone', exitCode: null };
+  if (pod.metadata?.deletionTimestamp || pod.status?.phase === 'Succeeded' || pod.status?.phase === 'Failed') return { state: 'gone', exitCode: terminatedExitCode(pod) };
+  return { state: 'present' };
 }

@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { sql } from 'slonik';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createTestBucket, createTestDatabase } from '@boxyard/test/harness/fixtures.ts';
+import { createTestBucket, createTestDatabase, s3Server, s3Servers } from '@boxyard/test/harness/fixtures.ts';
 import { CLOSE_CODES } from '../protocol.ts';
 import { asciinemaCat } from '../testing/asciinema.ts';
 import { ADMIN_PASSWORD, api, createUser, login, openTerminal, plain, startTestGateway } from '../testing/test-gateway.ts';
@@ -217,7 +217,7 @@ describe('recording.mode required with a store that cannot be written', () => {
   }, 30_000);
 });
 
-describe('recording into S3 (the run\'s MinIO)', () => {
+describe.each(s3Servers)('recording into S3 (the run\'s $server)', ({ server }) => {
   let gateway: Gateway;
 
   afterAll(async () => {
@@ -225,7 +225,7 @@ describe('recording into S3 (the run\'s MinIO)', () => {
   });
 
   it('stores the chunks as objects and serves the assembled cast', async () => {
-    const bucket = await createTestBucket('recordings');
+    const bucket = await createTestBucket('recordings', s3Server(server));
     gateway = await startTestGateway(await createTestDatabase('terminal_recording_s3'), {
       recording: { mode: 'required', flush_seconds: 0.2 },
       storage: { driver: 's3', endpoint: bucket.endpoint, access_key: bucket.accessKey, secret_key: bucket.secretKey, bucket: bucket.bucket, region: bucket.region },

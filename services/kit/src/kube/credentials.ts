@@ -1,13 +1,12 @@
 // Where the API server is and how to authenticate to it: the in-cluster service account (token re-read every
 // minute, as it rotates), or a kubeconfig file (client certificates, bearer tokens and token files, basic auth,
-// impersonation with `as`). Kubeconfig users with an `exec` or `auth-provider` plugin (cloud logins on a laptop)
-// are handed to @kubernetes/client-node, loaded only then: it is ~90 MB of resident memory the operator's pod
-// does not need.
+// impersonation with `as`, and `exec` plugins: exec-credential.ts). The legacy `auth-provider` plugins (removed
+// from kubectl for the clouds in 1.26) are refused with the exec plugin to use instead.
 import { readFileSync } from 'node:fs';
-import type { RequestOptions } from 'node:https';
 import { homedir } from 'node:os';
 import { dirname, isAbsolute, join, resolve } from 'node:path';
 import { parse } from 'yaml';
+import { execAuthorization, type ExecConfig } from './exec-credential.ts';
 
 export interface TlsOptions {
   ca?: Buffer;
@@ -72,7 +71,7 @@ function pick<T>(list: unknown, key: 'cluster' | 'user' | 'context', name: strin
   return found[key] as T;
 }
 
-export async function kubeconfigCredentials(file: string): Promise<Credentials> {
+export function kubeconfigCredentials(file: string): Credentials {
   const path = resolve(file);
   const base = dirname(path);
   const config = parse(readFileSync(path, 'utf8')) as Entry;
@@ -102,19 +101,10 @@ export async function kubeconfigCredentials(file: string): Promise<Credentials> 
   if (Array.isArray(user['as-groups']) && user['as-groups'].length) impersonation['Impersonate-Group'] = String(user['as-groups'][0]);
 
   let authorization: () => Promise<string | undefined>;
-  if (user.exec || user['auth-provider']) {
-    // Plugins (exec, auth-provider) as kubectl runs them: through @kubernetes/client-node, loaded on demand.
-    const { KubeConfig } = await import('@kubernetes/client-node');
-    const kc = new KubeConfig();
-    kc.loadFromFile(path);
-    kc.setCurrentContext(contextName);
-    authorization = async () => {
-      const opts: RequestOptions = {};
-      await kc.applyToHTTPSOptions(opts);
-      const headers = (opts.headers ?? {}) as Record<string, unknown>;
-      const header = headers.Authorization ?? headers.authorization;
-      return header === undefined ? undefined : String(header);
-    };
+  if (user['auth-provider']) {
+    throw new Error(`kubeconfig ${path}: auth-provider plugins are not supported; use an exec plugin (gke-gcloud-auth-plugin, kubelogin, aws eks get-token)`);
+  } else if (user.exec) {
+    authorization = execAuthorization(user.exec as ExecConfig, base, path);
   } else if (typeof user.token === 'string') {
     const token = user.token;
     authorization = async () => `Bearer ${token}`;
@@ -139,7 +129,7 @@ export async function kubeconfigCredentials(file: string): Promise<Credentials> 
 }
 
 /** A kubeconfig when given, else in-cluster, else $KUBECONFIG (its first file) or ~/.kube/config, like kubectl. */
-export async function loadCredentials(kubeconfig?: string, env: NodeJS.ProcessEnv = process.env): Promise<Credentials> {
+export function loadCredentials(kubeconfig?: string, env: NodeJS.ProcessEnv = process.env): Credentials {
   if (kubeconfig) return kubeconfigCredentials(kubeconfig);
   if (env.KUBERNETES_SERVICE_HOST) return inClusterCredentials(SERVICE_ACCOUNT, env);
   const fromEnv = env.KUBECONFIG?.split(':').find(Boolean);

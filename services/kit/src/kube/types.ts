@@ -1,5 +1,5 @@
 // The JSON shape of API objects as they travel on the wire (timestamps are strings). Desired objects are typed
-// with @kubernetes/client-node's models where one exists; what comes back is read through these.
+// with the API's own models (kubernetes-types) where one exists; what comes back is read through these.
 export interface OwnerReference {
   apiVersion: string;
   kind: string;

@@ -1,13 +1,16 @@
-// A small REST client for the Kubernetes API. The operator needs what generated clients hide: the server-side
-// apply content type, the status subresource, metadata-only lists and watches, its own keep-alive connections,
-// watch streams it controls, and a count of every request by verb (the steady state must issue no writes).
+// Boxyard's one client for the Kubernetes API, used by the operator and the terminal's pod backend alike. A small
+// REST client, because the operator needs what generated clients hide: the server-side apply content type, the
+// status subresource, metadata-only lists and watches, its own keep-alive connections, watch streams it controls,
+// and a count of every request by verb (the steady state must issue no writes). Every request is traced
+// (tracing.ts) and authenticated afresh from its credentials (credentials.ts: in-cluster or a kubeconfig).
 import https from 'node:https';
-import { traceApiCall } from '../runtime/tracing.ts';
+import { withoutTrailingSlashes } from '../text/trim.ts';
 import type { Credentials } from './credentials.ts';
 import { collectionPath, objectPath, resourceTypeOf, type ResourceType } from './resources.ts';
+import { traceApiCall } from './tracing.ts';
 import type { KubeList, KubeObject, KubeStatus, WatchEvent } from './types.ts';
-import { withoutTrailingSlashes } from '@boxyard/kit/text/trim.ts';
 
+/** The operator's field manager, the default one. */
 export const FIELD_MANAGER = 'boxyard-operator';
 
 export type Verb = 'get' | 'list' | 'watch' | 'create' | 'update' | 'patch' | 'apply' | 'delete';
@@ -61,6 +64,10 @@ export interface KubeClientOptions {
   /** Writes are refused with NotLeaderError while this returns false (leases are exempt). */
   mayWrite?: () => boolean;
   userAgent?: string;
+  /** The field manager of writes (server-side apply's owner of fields); `boxyard-operator` unless given. */
+  fieldManager?: string;
+  /** The OpenTelemetry tracer the request spans are made with; `@boxyard/operator` unless given. */
+  tracerName?: string;
 }
 
 const METADATA_LIST = 'application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json';
@@ -75,11 +82,17 @@ export class KubeClient {
   private readonly watchAgent: https.Agent;
   private headers: { value: Record<string, string>; at: number } | undefined;
 
+  /** The namespace of the credentials (the pod's, the kubeconfig context's), when they name one. */
+  readonly namespace: string | undefined;
+  private readonly fieldManager: string;
+
   constructor(credentials: Credentials, options: KubeClientOptions = {}) {
     if (!credentials.server.startsWith('https://')) throw new Error(`refusing a plain-http API server (${credentials.server})`);
     this.server = withoutTrailingSlashes(credentials.server);
     this.credentials = credentials;
     this.options = options;
+    this.namespace = credentials.namespace;
+    this.fieldManager = options.fieldManager ?? FIELD_MANAGER;
     this.agent = new https.Agent({ ...credentials.tls, keepAlive: true, maxSockets: 32 });
     // Watches hold their connection for minutes: their own pool, so they never starve ordinary requests.
     this.watchAgent = new https.Agent({ ...credentials.tls, keepAlive: false, maxSockets: Infinity });
@@ -138,7 +151,8 @@ export class KubeClient {
         req.on('error', reject);
         req.end(payload);
       });
-      const { status, text } = await traceApiCall({ method, verb: options.verb, resource: options.resource, url }, headers, async () => {
+      const traced = { method, verb: options.verb, resource: options.resource, url, namespace: namespaceOf(path) };
+      const { status, text } = await traceApiCall(this.options.tracerName ?? '@boxyard/operator', traced, headers, async () => {
         const answer = await call();
         return { value: answer, status: answer.status };
       });
@@ -183,7 +197,7 @@ export class KubeClient {
       resource: type.plural,
       body: object,
       contentType: 'application/apply-patch+yaml', // JSON is YAML
-      query: { fieldManager: FIELD_MANAGER, force: options.force ?? true, dryRun: options.dryRun ? 'All' : undefined },
+      query: { fieldManager: this.fieldManager, force: options.force ?? true, dryRun: options.dryRun ? 'All' : undefined },
     });
   }
 
@@ -193,7 +207,7 @@ export class KubeClient {
       verb: 'create',
       resource: type.plural,
       body: object,
-      query: { fieldManager: FIELD_MANAGER },
+      query: { fieldManager: this.fieldManager },
     });
   }
 
@@ -203,7 +217,7 @@ export class KubeClient {
       verb: 'update',
       resource: type.plural,
       body: object,
-      query: { fieldManager: FIELD_MANAGER },
+      query: { fieldManager: this.fieldManager },
     });
   }
 
@@ -214,12 +228,31 @@ export class KubeClient {
       resource: subresource ? `${type.plural}/${subresource}` : type.plural,
       body: patch,
       contentType: 'application/merge-patch+json',
-      query: { fieldManager: FIELD_MANAGER },
+      query: { fieldManager: this.fieldManager },
     });
   }
 
-  /** Deletes; true when it was there. `uid` guards against deleting a newer object of the same name. */
-  async delete(type: ResourceType, namespace: string | undefined, name: string, options: { uid?: string; propagationPolicy?: 'Background' | 'Foreground' | 'Orphan' } = {}): Promise<boolean> {
+  /** JSON patch (RFC 6902): operations on paths, for what a merge patch cannot say (replace a whole list or map). */
+  async jsonPatch<T extends KubeObject>(type: ResourceType, namespace: string | undefined, name: string, operations: readonly { op: string; path: string; value?: unknown }[]): Promise<T> {
+    return this.request<T>('PATCH', objectPath(type, namespace, name), {
+      verb: 'patch',
+      resource: type.plural,
+      body: operations,
+      contentType: 'application/json-patch+json',
+      query: { fieldManager: this.fieldManager },
+    });
+  }
+
+  /**
+   * Deletes; true when it was there. `uid` guards against deleting a newer object of the same name;
+   * `gracePeriodSeconds` overrides a pod's own terminationGracePeriodSeconds.
+   */
+  async delete(
+    type: ResourceType,
+    namespace: string | undefined,
+    name: string,
+    options: { uid?: string; propagationPolicy?: 'Background' | 'Foreground' | 'Orphan'; gracePeriodSeconds?: number } = {},
+  ): Promise<boolean> {
     try {
       await this.request('DELETE', objectPath(type, namespace, name), {
         verb: 'delete',
@@ -228,6 +261,7 @@ export class KubeClient {
           apiVersion: 'v1',
           kind: 'DeleteOptions',
           propagationPolicy: options.propagationPolicy ?? 'Background',
+          ...(options.gracePeriodSeconds !== undefined ? { gracePeriodSeconds: options.gracePeriodSeconds } : {}),
           ...(options.uid ? { preconditions: { uid: options.uid } } : {}),
         },
       });
@@ -245,7 +279,7 @@ export class KubeClient {
   async watch<T extends KubeObject>(
     type: ResourceType,
     namespace: string | undefined,
-    query: { resourceVersion?: string; labelSelector?: string; timeoutSeconds: number; metadataOnly?: boolean },
+    query: { resourceVersion?: string; labelSelector?: string; fieldSelector?: string; timeoutSeconds: number; metadataOnly?: boolean },
     onEvent: (event: WatchEvent<T>) => void,
     signal: AbortSignal,
   ): Promise<void> {
@@ -260,6 +294,7 @@ export class KubeClient {
       allowWatchBookmarks: true,
       resourceVersion: query.resourceVersion,
       labelSelector: query.labelSelector,
+      fieldSelector: query.fieldSelector,
       timeoutSeconds: query.timeoutSeconds,
     });
     const started = process.hrtime.bigint();
@@ -306,6 +341,16 @@ export class KubeClient {
       this.options.onRequest?.({ verb: 'watch', resource: type.plural, code, seconds: Number(process.hrtime.bigint() - started) / 1e9 });
     }
   }
+}
+
+/** The namespace in an API path (/api/v1/namespaces/<ns>/pods/...), for the span. */
+function namespaceOf(path: string): string | undefined {
+  const at = path.indexOf('/namespaces/');
+  if (at < 0) return undefined;
+  const rest = path.slice(at + '/namespaces/'.length);
+  const end = rest.indexOf('/');
+  // /api/v1/namespaces/<name> is the Namespace object itself, not a namespaced request.
+  return end < 0 ? undefined : decodeURIComponent(rest.slice(0, end));
 }
 
 function safeJson(text: string): unknown {

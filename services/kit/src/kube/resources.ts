@@ -1,5 +1,6 @@
-// The resource types the operator reads and writes, and the REST paths of their objects. A fixed table instead of
-// discovery: the operator only ever touches these, and a path that cannot be built is a programming error.
+// The resource types the operator and the terminal's pod backend read and write, and the REST paths of their
+// objects. A fixed table instead of discovery: Boxyard only ever touches these, and a path that cannot be built
+// is a programming error.
 export interface ResourceType {
   group: string; // '' for the core group
   version: string;
@@ -29,6 +30,7 @@ export const resources = {
   service: r('', 'v1', 'Service', 'services'),
   configMap: r('', 'v1', 'ConfigMap', 'configmaps'),
   secret: r('', 'v1', 'Secret', 'secrets'),
+  persistentVolumeClaim: r('', 'v1', 'PersistentVolumeClaim', 'persistentvolumeclaims'),
   serviceAccount: r('', 'v1', 'ServiceAccount', 'serviceaccounts'),
   event: r('', 'v1', 'Event', 'events'),
   namespace: r('', 'v1', 'Namespace', 'namespaces', false),
