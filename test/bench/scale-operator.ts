@@ -14,7 +14,7 @@ import { join } from 'node:path';
 import { stringify } from 'yaml';
 import { startControlPlane } from '../harness/kube.ts';
 import { adminClient, kubectl, metricSum, repoRoot, startOperatorProcess, writesOf } from '@boxyard/operator/test/support.ts';
-import { resources } from '@boxyard/operator/kube/resources.ts';
+import { resources } from '@boxyard/kit/kube/resources.ts';
 import { createBenchDatabase, type BenchEnv, type BenchRow } from './env.ts';
 import { round } from './load.ts';
 import { applyInBatches, node, NS, readyResources, waitUntil } from './operator.ts';
