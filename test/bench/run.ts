@@ -21,6 +21,7 @@ import { benchResumable } from './resumable.ts';
 import { benchUploads } from './uploads.ts';
 import { benchPublish } from './publish.ts';
 import { benchScale } from './scale.ts';
+import { benchScaleShare } from './scale-share.ts';
 import { benchMemory } from './memory.ts';
 import { benchMetadata } from './metadata.ts';
 import { benchOperator } from './operator.ts';
@@ -49,6 +50,7 @@ const sections: { name: string; title: string; run: (env: BenchEnv) => Promise<B
   { name: 'memory', title: 'memory of the one-process product (`make run`): idle, per load peak RSS, heap across rounds, RSS 60 s after', run: benchMemory },
   { name: 'operator', title: 'operator (1,000 custom resources)', run: benchOperator },
   { name: 'scale', title: 'scale: the box repository at two catalogue sizes (10,000 → 100,000 versions) and a box of 100 → 1,000 versions', run: benchScale },
+  { name: 'scale-share', title: 'scale: the file share at two sizes (110,000 → 1,100,000 files, a folder of 10,000 → 100,000) and 10,000 small uploads vs a plain PUT server', run: benchScaleShare },
   { name: 'cluster', title: 'real node: apply → Ready per kind, terminal session start (pod vs local backend)', run: benchCluster },
   { name: 'upgrade', title: 'real node: helm upgrade + rollout restart under traffic (2 replicas each): served, failed, longest stall', run: benchUpgrade },
 ];
