@@ -266,8 +266,12 @@ export async function benchScaleShare(env: BenchEnv): Promise<BenchRow[]> {
     const rows = [...await smallFiles(env, share), ...await bigShare(env, share)];
     await sleep(SETTLE_SECONDS * 1000);
     const after = await rssOf(product.pid);
+    const usage = JSON.parse((await product.inspect<{ result: { value: string } }>([
+      { method: 'Runtime.evaluate', params: { expression: 'JSON.stringify(process.memoryUsage())', returnByValue: true } },
+    ])).result.value) as NodeJS.MemoryUsage;
+    const where = `V8 heap ${round(usage.heapTotal / MiB, 0)} (in use ${round(usage.heapUsed / MiB, 0)}), external ${round(usage.external / MiB, 0)} MiB`;
     progress(rows, {
-      name: `\`make run\` process RSS ${SETTLE_SECONDS} s after all of the above (vs idle after start)`, value: round(after / MiB), unit: 'MiB',
+      name: `\`make run\` process RSS ${SETTLE_SECONDS} s after all of the above (vs idle after start; ${where})`, value: round(after / MiB), unit: 'MiB',
       baseline: round(idle / MiB), ratio: round(after / idle, 2), goal: '≤ 300 MiB', pass: after <= 300 * MiB,
     });
     return rows;
