@@ -72,7 +72,7 @@ async function loadRequests(origin: string, options: {
   };
 }
 
-async function startPutServer(dir: string): Promise<{ url: string; stop(): Promise<void> }> {
+async function startPutServer(dir: string): Promise<{ url: string; pid: number; stop(): Promise<void> }> {
   await mkdir(dir, { recursive: true });
   const child = spawn(process.execPath, [putServerScript, dir], { stdio: ['ignore', 'pipe', 'inherit'] });
   const url = await new Promise<string>((resolve, reject) => {
@@ -84,10 +84,24 @@ async function startPutServer(dir: string): Promise<{ url: string; stop(): Promi
     });
     child.once('exit', (code) => reject(new Error(`put server exited with ${code}`)));
   });
-  return { url, async stop() { child.kill('SIGTERM'); await once(child, 'exit'); } };
+  return { url, pid: child.pid!, async stop() { child.kill('SIGTERM'); await once(child, 'exit'); } };
 }
 
-interface Share { base: string; admin: string; key: string; pid: number; db: pg.Client }
+interface Share { base: string; admin: string; key: string; pid: number; db: pg.Client; home: string }
+
+/** CPU-seconds (user + system) `pid` has used so far. */
+async function cpuOf(pid: number): Promise<number> {
+  const fields = (await readFile(`/proc/${pid}/stat`, 'utf8')).split(') ')[1]!.split(' ');
+  return (Number(fields[11]) + Number(fields[12])) / 100;
+}
+
+/** CPU-seconds of the product's PostgreSQL so far: its postmaster and every process it started that is still running. */
+async function postgresCpu(home: string): Promise<number> {
+  const postmaster = (await run('pgrep', ['-o', '-f', `${home}/postgres`])).stdout.trim();
+  const children = (await run('pgrep', ['-P', postmaster]).catch(() => ({ stdout: '' }))).stdout.split('\n').filter(Boolean);
+  const each = await Promise.all([postmaster, ...children].map((pid) => cpuOf(Number(pid)).catch(() => 0)));
+  return each.reduce((a, b) => a + b, 0);
+}
 
 /** Item 4: the small files through the product and through put-server.ts, then their checksums read back. */
 async function smallFiles(env: BenchEnv, share: Share): Promise<BenchRow[]> {
@@ -100,18 +114,24 @@ async function smallFiles(env: BenchEnv, share: Share): Promise<BenchRow[]> {
   };
   const baseline = await startPutServer(join(env.workDir, `scale-share-put-${randomBytes(4).toString('hex')}`));
   let plain: LoadResult;
+  let plainCpu: number;
   try {
+    const before = await cpuOf(baseline.pid);
     plain = await loadRequests(baseline.url, { connections: 8, headers: { 'content-type': 'application/octet-stream' }, expect: 201, next: sender((i) => `/f-${i}.bin`, 'PUT') });
+    plainCpu = await cpuOf(baseline.pid) - before;
   } finally {
     await baseline.stop();
   }
   await fetch(`${share.base}/folders`, { method: 'POST', headers: { authorization: share.admin, 'content-type': 'application/json' }, body: JSON.stringify({ folderName: 'small' }) });
   const stored = new Map<string, string>();
+  const cpuBefore = { node: await cpuOf(share.pid), postgres: await postgresCpu(share.home) };
   const product = await loadRequests(share.base, {
     connections: 8, headers: { authorization: `Bearer ${share.key}`, 'content-type': 'application/octet-stream' }, expect: 201,
     next: sender((i) => `/small/f-${i}.bin`, 'POST'),
     onAnswer: (path, text) => stored.set(path, (JSON.parse(text) as { data: { file: { checksum: string } } }).data.file.checksum),
   });
+  const perFile = (seconds: number) => round((seconds * 1000) / SMALL_FILES, 2);
+  const cpu = `CPU ms per file: product ${perFile(await cpuOf(share.pid) - cpuBefore.node)} + its PostgreSQL ${perFile(await postgresCpu(share.home) - cpuBefore.postgres)}, put-server ${perFile(plainCpu)}`;
   // Every file's checksum as its listing shows it, and a sample downloaded.
   const listing = await (await fetch(`${share.base}/small/?limit=${SMALL_FILES}`, { headers: { authorization: `Bearer ${share.key}`, accept: 'application/json' } })).json() as { total: number; files: { name: string; checksum: string }[] };
   const listed = new Map(listing.files.map((f) => [f.name, f.checksum]));
@@ -122,7 +142,7 @@ async function smallFiles(env: BenchEnv, share: Share): Promise<BenchRow[]> {
   }
   const ratio = product.rps / plain.rps;
   progress(rows, {
-    name: `small files: ${SMALL_FILES.toLocaleString('en')} uploads of 10 KiB, 8 clients, vs put-server.ts PUT (p99 ${round(product.p99Ms, 1)} vs ${round(plain.p99Ms, 1)} ms)`,
+    name: `small files: ${SMALL_FILES.toLocaleString('en')} uploads of 10 KiB, 8 clients, vs put-server.ts PUT (p99 ${round(product.p99Ms, 1)} vs ${round(plain.p99Ms, 1)} ms; ${cpu})`,
     value: round(product.rps), unit: 'files/s', baseline: round(plain.rps), ratio: round(ratio, 3), goal: '≥ 0.50×', pass: ratio >= 0.5,
   });
   progress(rows, {
@@ -262,7 +282,7 @@ export async function benchScaleShare(env: BenchEnv): Promise<BenchRow[]> {
     const admin = `Basic ${Buffer.from(`admin:${product.adminPassword}`).toString('base64')}`;
     const keyResponse = await fetch(`${base}/api/api-keys`, { method: 'POST', headers: { authorization: admin, 'content-type': 'application/json' }, body: JSON.stringify({ name: 'bench-scale', permissions: ['downloads', 'uploads'] }) });
     const key = ((await keyResponse.json()) as { data: { token: string } }).data.token;
-    const share: Share = { base, admin, key, pid: product.pid, db };
+    const share: Share = { base, admin, key, pid: product.pid, db, home: product.home };
     const rows = [...await smallFiles(env, share), ...await bigShare(env, share)];
     await sleep(SETTLE_SECONDS * 1000);
     const after = await rssOf(product.pid);
