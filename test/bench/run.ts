@@ -24,6 +24,7 @@ import { benchScale } from './scale.ts';
 import { benchScaleCpu } from './scale-cpu.ts';
 import { benchScaleOperator } from './scale-operator.ts';
 import { benchScaleTerminals } from './scale-terminals.ts';
+import { benchScaleShare } from './scale-share.ts';
 import { benchMemory } from './memory.ts';
 import { benchMetadata } from './metadata.ts';
 import { benchOperator } from './operator.ts';
@@ -55,6 +56,7 @@ const sections: { name: string; title: string; run: (env: BenchEnv) => Promise<B
   { name: 'scale-terminals', title: 'scale: terminal sessions at two counts (typing sessions 50 → 200 at 10 keys/s; idle attached sessions), memory per session', run: benchScaleTerminals },
   { name: 'scale-operator', title: 'scale: the operator at 1,000 → 3,000 custom resources on kwok (memory, steady-state CPU, API writes)', run: benchScaleOperator },
   { name: 'scale-cpu', title: 'scale: CPU-seconds per GiB relayed (terminal output flood vs a raw pty reader; s3 box download vs a direct GET client)', run: benchScaleCpu },
+  { name: 'scale-share', title: 'scale: the file share at two sizes (110,000 → 1,100,000 files, a folder of 10,000 → 100,000) and 10,000 small uploads vs a plain PUT server', run: benchScaleShare },
   { name: 'cluster', title: 'real node: apply → Ready per kind, terminal session start (pod vs local backend)', run: benchCluster },
   { name: 'upgrade', title: 'real node: helm upgrade + rollout restart under traffic (2 replicas each): served, failed, longest stall', run: benchUpgrade },
 ];

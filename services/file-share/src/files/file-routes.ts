@@ -119,7 +119,13 @@ export async function fileRoutes(app: FastifyInstance, options: FileRoutesOption
   // uploads.max_bytes, enforced while storing).
   app.addContentTypeParser('application/octet-stream', (_request, payload, done) => done(null, payload));
   guardReservedNames(app);
-  readRoute(app, { options, listings, htmlListings: createHtmlListing(options.tree) });
+  const htmlListings = createHtmlListing(options.tree);
+  app.addHook('onClose', (_instance, done) => {
+    listings.close();
+    htmlListings.close();
+    done();
+  });
+  readRoute(app, { options, listings, htmlListings });
   postRoute(app, options);
   renameRoute(app, options);
   deleteRoute(app, options);

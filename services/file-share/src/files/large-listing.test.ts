@@ -101,3 +101,26 @@ describe('a folder larger than one page (JSON)', () => {
     expect(await response.json()).toMatchObject({ total: 1, next: null, files: [{ name: 'inner' }] });
   });
 });
+
+describe('numbered pages (`?page=`)', () => {
+  // A numbered page skips the entries before it from the listing index alone (tree-store.ts pageStart): each page
+  // must still hold exactly the entries an OFFSET gave, across the folders/files boundary, and past the end none.
+  it('page N of JSON and HTML holds entries (N-1)*limit … N*limit-1 of the listing order, the last page the rest', async () => {
+    const all = ((await (await get('/big/?limit=10000')).json()) as Listing).files.map((f) => f.name);
+    expect(all.length).toBeGreaterThan(1400);
+    const limit = 300;
+    const pages = Math.ceil(all.length / limit);
+    for (let page = 1; page <= pages + 1; page++) {
+      const expected = all.slice((page - 1) * limit, page * limit);
+      const json = (await (await get(`/big/?limit=${limit}&page=${page}`)).json()) as Listing;
+      expect(json.files.map((f) => f.name), `JSON page ${page}`).toEqual(expected);
+      expect(json.total).toBe(all.length);
+      const html = await (await get(`/big/?limit=${limit}&page=${page}`, 'text/html')).text();
+      expect([...html.matchAll(/<tr data-name="([^"]*)"/g)].map((m) => m[1]), `HTML page ${page}`).toEqual(expected);
+    }
+    // A page whose first entry is a file while the one before it ends with folders.
+    const boundary = all.indexOf('f-0000');
+    const json = (await (await get(`/big/?limit=${boundary}&page=2`)).json()) as Listing;
+    expect(json.files[0]!.name).toBe('f-0000');
+  });
+});

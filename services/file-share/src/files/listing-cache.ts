@@ -17,9 +17,23 @@ interface Cached {
   next: string | null;
 }
 
-export function createListingCache(tree: Tree, maxBytes = LISTING_CACHE_BYTES) {
-  const cache = new LRUCache<string, Cached>({ maxSize: maxBytes, sizeCalculation: (value) => Math.max(1, value.body.length) });
+/**
+ * A listing nobody asked for during this long is dropped (checked as often), so a process that goes idle gives the
+ * memory back: the process's idle collection (`serve all`, after 10 s of quiet) then frees it, where an LRU bound
+ * alone kept up to its 32 MiB for as long as the process lived (issue 35: RSS after a big share's loads). A folder
+ * read at least this often stays cached.
+ */
+export const LISTING_IDLE_MS = 5_000;
+
+export function createListingCache(tree: Tree, maxBytes = LISTING_CACHE_BYTES, idleMs = LISTING_IDLE_MS) {
+  const cache = new LRUCache<string, Cached>({ maxSize: maxBytes, sizeCalculation: (value) => Math.max(1, value.body.length), ttl: idleMs, updateAgeOnGet: true });
+  const purge = setInterval(() => cache.purgeStale(), idleMs).unref();
   return {
+    /** Stops the idle purge and drops every listing (the app is closing). */
+    close(): void {
+      clearInterval(purge);
+      cache.clear();
+    },
     /**
      * The folder's JSON listing body, byte for byte what the route's schema serializer made of
      * { success, message, path, total, page, limit, next, files: entries.map(entryView) }, and its `next`

@@ -10,6 +10,7 @@
 import { Readable, type Writable } from 'node:stream';
 import { LRUCache } from 'lru-cache';
 import type { Entry, Tree } from '../tree/tree-store.ts';
+import { LISTING_IDLE_MS } from './listing-cache.ts';
 import { renderRow } from './listing-html.ts';
 
 /** Entries read and rendered at a time. */
@@ -59,8 +60,10 @@ class PageBytes extends Readable {
   }
 }
 
-export function createHtmlListing(tree: Pick<Tree, 'list' | 'listEntries'>, maxBytes = HTML_ROWS_CACHE_BYTES) {
-  const cache = new LRUCache<string, CachedRows>({ maxSize: maxBytes, sizeCalculation: (value) => Math.max(1, value.bytes) });
+export function createHtmlListing(tree: Pick<Tree, 'list' | 'listEntries'>, maxBytes = HTML_ROWS_CACHE_BYTES, idleMs = LISTING_IDLE_MS) {
+  // Dropped when unread for idleMs, as the JSON listings are (listing-cache.ts says why).
+  const cache = new LRUCache<string, CachedRows>({ maxSize: maxBytes, sizeCalculation: (value) => Math.max(1, value.bytes), ttl: idleMs, updateAgeOnGet: true });
+  const purge = setInterval(() => cache.purgeStale(), idleMs).unref();
 
   /** Renders the page's rows chunk by chunk after `first`, keeping them for the cache while they stay small. */
   async function* rows(directory: Entry, key: string, limit: number, total: number, first: readonly Entry[]): AsyncGenerator<Buffer> {
@@ -88,6 +91,11 @@ export function createHtmlListing(tree: Pick<Tree, 'list' | 'listEntries'>, maxB
   }
 
   return {
+    /** Stops the idle purge and drops every cached page (the app is closing). */
+    close(): void {
+      clearInterval(purge);
+      cache.clear();
+    },
     /** Page `pageNumber` of `limit` entries of `directory`, in the frame `frame(total)` gives. */
     async page(directory: Entry, pageNumber: number, limit: number, frame: Frame): Promise<HtmlListing> {
       const key = `${directory.id}:${pageNumber}:${limit}`;

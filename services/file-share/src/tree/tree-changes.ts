@@ -53,29 +53,50 @@ async function ensureDirectory(db: TreeDatabase, tx: DatabaseTransactionConnecti
   return created;
 }
 
+/**
+ * A new file's row, its bytes taken off the garbage list, and its event with the NOTIFY, in one statement: every
+ * commit waits for the tree lock, so each round trip made while holding it is paid by all uploads queued behind it
+ * (10,000 uploads of 10 KiB at 8 clients: 8 round trips under the lock per upload → 5). The event's mtime is the
+ * row's, in the form toISOString gives (as the JSON listing writes it).
+ */
+function insertFile(db: TreeDatabase, tx: DatabaseTransactionConnection, input: UploadCommit, parent: Entry): Promise<Entry> {
+  return tx.one(sql.type(entryRow)`
+    with inserted as (
+      insert into entries (parent_id, name, path, kind, size, sha256, storage_key, created_by)
+      values (${parent.id}, ${input.path.slice(input.path.lastIndexOf('/') + 1)}, ${input.path}, 'file', ${input.size}, ${input.sha256}, ${input.storageKey}, ${input.userId})
+      returning ${entryColumns}
+    ), referenced as (
+      delete from object_garbage where storage_key = ${input.storageKey}
+    ), event as (
+      insert into events (name, paths, data)
+      select 'checksum-update', ${sql.array([input.path], 'text')}, jsonb_build_object('filePath', i.path, 'checksum', i.sha256, 'size', i.size,
+        'mtime', to_char(i.mtime at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'))
+      from inserted i
+      returning id
+    )
+    select i.*, pg_notify(${db.eventChannel}, e.id::text) as notified from inserted i, event e`);
+}
+
 /** Makes `path` a file with the given stored bytes: a new entry, or the same entry with new bytes. */
 export function commitUpload(db: TreeDatabase, input: UploadCommit): Promise<UploadResult> {
   return db.pool.transaction(async (tx) => {
     await lockTree(tx);
     checkNewPath(input.path);
-    const parent = await ensureDirectory(db, tx, parentOf(input.path), input.userId);
-    const existing = await findEntry(tx, input.path);
-    let entry: Entry;
+    // The parent and the path in one read; a missing parent is made (with its own missing parents) as before.
+    const parentPath = parentOf(input.path);
+    const found = await tx.any(sql.type(entryRow)`select ${entryColumns} from entries where path = any(${sql.array([parentPath, input.path], 'text')})`);
+    const foundParent = found.find((e) => e.path === parentPath);
+    const parent = foundParent?.kind === 'dir' ? foundParent : await ensureDirectory(db, tx, parentPath, input.userId);
+    const existing = found.find((e) => e.path === input.path) ?? null;
     if (existing?.kind === 'dir') throw conflict(`${input.path} is a folder`);
-    if (existing) {
-      if (!input.mayReplace) throw new HttpError(403, `${input.path} exists; replacing a file needs the delete permission`);
-      entry = await tx.one(sql.type(entryRow)`
-        update entries set storage_key = ${input.storageKey}, size = ${input.size}, sha256 = ${input.sha256}, mtime = now()
-        where id = ${existing.id} returning ${entryColumns}`);
-      await tx.query(sql.unsafe`
-        insert into object_garbage (storage_key, delete_after) values (${existing.storage_key}, now())
-        on conflict (storage_key) do update set delete_after = now()`);
-    } else {
-      entry = await tx.one(sql.type(entryRow)`
-        insert into entries (parent_id, name, path, kind, size, sha256, storage_key, created_by)
-        values (${parent.id}, ${input.path.slice(input.path.lastIndexOf('/') + 1)}, ${input.path}, 'file', ${input.size}, ${input.sha256}, ${input.storageKey}, ${input.userId})
-        returning ${entryColumns}`);
-    }
+    if (!existing) return { entry: await insertFile(db, tx, input, parent), created: true, replacedKey: null };
+    if (!input.mayReplace) throw new HttpError(403, `${input.path} exists; replacing a file needs the delete permission`);
+    const entry = await tx.one(sql.type(entryRow)`
+      update entries set storage_key = ${input.storageKey}, size = ${input.size}, sha256 = ${input.sha256}, mtime = now()
+      where id = ${existing.id} returning ${entryColumns}`);
+    await tx.query(sql.unsafe`
+      insert into object_garbage (storage_key, delete_after) values (${existing.storage_key}, now())
+      on conflict (storage_key) do update set delete_after = now()`);
     // The bytes are referenced now: no longer garbage.
     await tx.query(sql.unsafe`delete from object_garbage where storage_key = ${input.storageKey}`);
     await emit(db, tx, 'checksum-update', [input.path], {
@@ -84,7 +105,7 @@ export function commitUpload(db: TreeDatabase, input: UploadCommit): Promise<Upl
       size: input.size,
       mtime: new Date(entry.mtime).toISOString(),
     });
-    return { entry, created: !existing, replacedKey: existing?.storage_key ?? null };
+    return { entry, created: false, replacedKey: existing.storage_key };
   });
 }
 
