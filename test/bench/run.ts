@@ -1,7 +1,8 @@
 // `make bench`: throughput and memory, always as ratios against a baseline measured in the same run on the
 // same machine (wall-clock numbers alone mean little on a shared 2-core box). Starts its own real components.
-// `make bench ONLY=storage` runs one section. Each section's table also goes to docs/performance/latest.md (or
-// $BENCH_REPORT), replacing that section's previous table and keeping the others (report.ts).
+// `make bench ONLY=storage` runs one section (`ONLY=scale`: every scale section, scale-…). Each section's table
+// also goes to docs/performance/latest.md (or $BENCH_REPORT), replacing that section's previous table and keeping
+// the others (report.ts).
 import { randomBytes } from 'node:crypto';
 import { chmod, mkdir, mkdtemp, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -52,7 +53,7 @@ const sections: { name: string; title: string; run: (env: BenchEnv) => Promise<B
   { name: 'auth', title: 'auth: verified requests/s on one route (session JWT vs provider Bearer vs provider DPoP)', run: benchAuth },
   { name: 'memory', title: 'memory of the one-process product (`make run`): idle, per load peak RSS, heap across rounds, RSS 60 s after', run: benchMemory },
   { name: 'operator', title: 'operator (1,000 custom resources)', run: benchOperator },
-  { name: 'scale', title: 'scale: the box repository at two catalogue sizes (10,000 → 100,000 versions) and a box of 100 → 1,000 versions', run: benchScale },
+  { name: 'scale', title: 'scale, box repository: two catalogue sizes (10,000 → 100,000 versions) and a box of 100 → 1,000 versions', run: benchScale },
   { name: 'scale-terminals', title: 'scale: terminal sessions at two counts (typing sessions 50 → 200 at 10 keys/s; idle attached sessions), memory per session', run: benchScaleTerminals },
   { name: 'scale-operator', title: 'scale: the operator at 1,000 → 3,000 custom resources on kwok (memory, steady-state CPU, API writes)', run: benchScaleOperator },
   { name: 'scale-cpu', title: 'scale: CPU-seconds per GiB relayed (terminal output flood vs a raw pty reader; s3 box download vs a direct GET client)', run: benchScaleCpu },
@@ -71,6 +72,8 @@ function print(title: string, rows: BenchRow[]): void {
 }
 
 const only = process.env.ONLY?.split(',').filter(Boolean);
+/** `ONLY=scale` is issue 35's whole scale bench: the section `scale` and every `scale-…` one (share, terminals, …). */
+const selected = (name: string) => !only || only.some((o) => name === o || (o === 'scale' && name.startsWith('scale-')));
 const root = fileURLToPath(new URL('../../', import.meta.url));
 const reportPath = resolve(root, process.env.BENCH_REPORT || 'docs/performance/latest.md');
 const runStarted = new Date();
@@ -104,7 +107,7 @@ try {
   const page = relative(root, reportPath);
   const commit = checkout(root, page.startsWith('..') ? undefined : page);
   for (const section of sections) {
-    if (only && !only.includes(section.name)) continue;
+    if (!selected(section.name)) continue;
     const started = new Date();
     const load = loadAverage();
     const rows = await section.run(env);

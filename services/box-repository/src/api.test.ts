@@ -12,6 +12,9 @@ import { serviceDefinition } from './index.ts';
 import { makeBox } from './testing/boxes.ts';
 import { archPath, createBoxPath, createOrganization, startTestService, uploadRaw, USER_PASSWORD, type TestService } from './testing/test-service.ts';
 
+/** The URL of a `Link` header's rel="next" entry. */
+const nextOf = (link: string | null) => link?.split(', ').find((entry) => entry.endsWith('>; rel="next"'))?.slice(1, -'>; rel="next"'.length);
+
 const PROBLEM = 'https://boxyard.io/problems';
 
 describe('box repository API', () => {
@@ -148,6 +151,36 @@ describe('box repository API', () => {
       }
       expect(names.size).toBe(total);
       expect((await service.request('GET', '/api/organization/acme/box?per_page=1000', { token: t() })).status).toBe(422);
+    });
+
+    it("pages an organization's boxes by keyset: next links carry after, and give the same boxes in the same order as page=N", async () => {
+      await createOrganization(service, 'keyset');
+      // Created out of order and in mixed case: the list is by lower-cased name.
+      const names = ['k-07', 'K-03', 'k-11', 'k-01', 'K-10', 'k-05', 'k-02', 'k-09', 'k-04', 'k-08', 'k-06'];
+      for (const name of names) await service.request('POST', '/api/organization/keyset/box', { token: t(), json: { name, isPublic: true } });
+      const expected = [...names].sort((a, b) => a.toLowerCase().localeCompare(b.toLowerCase()));
+      const byPage: string[][] = [];
+      for (let page = 1; page <= 3; page++) byPage.push((await service.request('GET', `/api/organization/keyset/box?page=${page}&per_page=4`, { token: t() })).body.map((b: { name: string }) => b.name));
+      expect(byPage).toEqual([expected.slice(0, 4), expected.slice(4, 8), expected.slice(8)]);
+      const followed: string[][] = [];
+      const links: string[] = [];
+      let next: string | undefined = '/api/organization/keyset/box?per_page=4';
+      while (next) {
+        const response: { body: { name: string }[]; headers: Headers } = await service.request('GET', next, { token: t() });
+        followed.push(response.body.map((b: { name: string }) => b.name));
+        links.push(response.headers.get('link') ?? '');
+        next = nextOf(response.headers.get('link'));
+      }
+      expect(followed).toEqual(byPage);
+      expect(links[0]).toContain(`after=${expected[3]}`);
+      expect(links[0]).toContain('page=2');
+      expect(links[1]).toMatch(/page=1[^>]*>; rel="prev"/);
+      expect(links[1]).not.toMatch(/after=[^>]*>; rel="prev"/);
+      expect(links[2]).not.toContain('rel="next"');
+      // after alone: the boxes after that name, whatever page says.
+      const after = await service.request('GET', '/api/organization/keyset/box?after=K-05&per_page=3&page=7', { token: t() });
+      expect(after.body.map((b: { name: string }) => b.name)).toEqual(expected.slice(5, 8));
+      expect((await service.request('GET', '/api/organization/keyset/box?after=no%2Fslash', { token: t() })).status).toBe(422);
     });
 
     it('update with PUT or PATCH keeps what is not given', async () => {

@@ -46,22 +46,29 @@ export async function boxRoutes(app: FastifyInstance, { ctx }: { ctx: ServiceCon
     return reply.status(201).send(toBoxRecord(created.b, found.org));
   });
 
-  app.get<{ Params: { org: string }; Querystring: { page?: number; per_page?: number } }>(`${ORG_PREFIX}/box`, {
+  app.get<{ Params: { org: string }; Querystring: { page?: number; per_page?: number; after?: string } }>(`${ORG_PREFIX}/box`, {
     schema: {
       tags: ['boxes'], summary: "List an organization's boxes: all of them for members, the published public ones for others",
-      params: params('org'), querystring: { type: 'object', properties: paginationQuery },
+      description: 'By name. The next link carries `after` (the last box of the page): following it costs what the first page costs, however deep.',
+      params: params('org'),
+      querystring: { type: 'object', properties: { ...paginationQuery, after: { ...slug, description: 'Keyset cursor: the boxes after this box name (as the next link writes it); takes precedence over page.' } } },
       response: { 200: { type: 'array', items: boxSchema }, ...errors(401, 403, 404, 422) },
     },
   }, async (request, reply) => {
     const found = await findPath(ctx, request, request.params);
     const all = isMember(found);
     const page = pageOf(request.query);
+    const after = request.query.after ?? null;
     const where = sql.fragment`b.organization_id = ${found.org.id} and (${all} or (b.published and b.is_public))`;
+    // Keyset on the (organization_id, lower(name)) index when `after` is given; otherwise `page` skips rows.
     const rows = await pool.any(sql.type(z.object({ b: boxRow }))`
-      select to_jsonb(b) as b from boxes b where ${where} order by lower(b.name) limit ${page.limit} offset ${page.offset}`);
+      select to_jsonb(b) as b from boxes b
+      where ${where} and (${after}::text is null or lower(b.name) > lower(${after}::text))
+      order by lower(b.name) limit ${page.limit + 1} offset ${after === null ? page.offset : 0}`);
     const total = await pool.oneFirst(sql.type(z.object({ n: z.number() }))`select count(*)::int as n from boxes b where ${where}`);
-    describePage(request, reply, page, total);
-    return rows.map((r) => toBoxRecord(r.b, found.org));
+    const shown = rows.slice(0, page.limit);
+    describePage(request, reply, page, total, { next: rows.length > page.limit ? shown.at(-1)?.b.name : undefined });
+    return shown.map((r) => toBoxRecord(r.b, found.org));
   });
 
   app.get<{ Params: { org: string; box: string } }>(BOX_PREFIX, {

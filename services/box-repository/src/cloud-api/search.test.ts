@@ -5,6 +5,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { makeBox } from '../testing/boxes.ts';
 import { createOrganization, startTestService, type TestService } from '../testing/test-service.ts';
 
+/** The URL of a `Link` header's rel="next" entry. */
+const nextOf = (link: string | null) => link?.split(', ').find((entry) => entry.endsWith('>; rel="next"'))?.slice(1, -'>; rel="next"'.length);
+
 describe('publishing API search', () => {
   let service: TestService;
   let key: string;
@@ -68,5 +71,62 @@ describe('publishing API search', () => {
     expect(after).toEqual(['acme/find-many', 'acme/find-few']);
     const asc = (await found('q=find-&sort=downloads&order=asc')).filter((tag) => tag === 'acme/find-few' || tag === 'acme/find-many');
     expect(asc).toEqual(['acme/find-few', 'acme/find-many']);
+  });
+
+  it('pages by keyset: following the next links gives the boxes of every page=N in the same order, for each sort and order', async () => {
+    const names = ['pager-05', 'pager-02', 'pager-09', 'pager-01', 'pager-10', 'pager-07', 'pager-03', 'pager-11', 'pager-04', 'pager-08', 'pager-06'];
+    for (const name of names) await publish(name, '1.0.0');
+    await download('pager-04', '1.0.0');
+    await download('pager-04', '1.0.0');
+    await download('pager-09', '1.0.0');
+    await download('pager-02', '1.0.0');
+    for (let i = 0; i < 100 && (await service.sql<{ n: number }>("select count(*)::int as n from box_downloads d join boxes b on b.id = d.box_id where b.name like 'pager-%' and d.count > 0"))[0]?.n !== 3; i++) await new Promise((r) => setTimeout(r, 50));
+    const byName = [...names].sort();
+    const tagged = (list: string[]) => list.map((name) => `acme/${name}`);
+    // Downloaded boxes by count (a tie by name), then the never-downloaded ones by name; asc the other way round.
+    const never = byName.filter((n) => !['pager-02', 'pager-04', 'pager-09'].includes(n));
+    const expected: Record<string, string[]> = {
+      'sort=downloads&order=desc': tagged(['pager-04', 'pager-02', 'pager-09', ...never]),
+      'sort=downloads&order=asc': tagged([...never, 'pager-02', 'pager-09', 'pager-04']),
+      'sort=created&order=asc': tagged(names),
+      'sort=created&order=desc': tagged([...names].reverse()),
+    };
+    // Pages of 4 and of 2: cursors on both sides of the downloaded / never-downloaded boundary, and on a tie.
+    for (const [query, order] of Object.entries(expected)) {
+      for (const limit of [4, 2]) {
+        const pages = Math.ceil(names.length / limit);
+        const byPage: string[] = [];
+        for (let page = 1; page <= pages; page++) byPage.push(...await found(`q=pager-&${query}&limit=${limit}&page=${page}`));
+        expect(byPage, `${query} by page=`).toEqual(order);
+        const followed: string[] = [];
+        let next: string | undefined = `/api/v1/search?q=pager-&${query}&limit=${limit}`;
+        let requests = 0;
+        while (next && requests++ < 10) {
+          const response = await cloud('GET', next);
+          expect(response.status, next).toBe(200);
+          followed.push(...(response.body.boxes as { tag: string }[]).map((b) => b.tag));
+          next = nextOf(response.headers.get('link'));
+        }
+        expect(followed, `${query} by next links, ${limit} a page`).toEqual(order);
+        expect(requests, query).toBe(pages);
+      }
+    }
+    // v2 pages the same way.
+    const v2 = await cloud('GET', '/api/v2/search?q=pager-&sort=created&order=asc&limit=4');
+    const link = nextOf(v2.headers.get('link'));
+    expect(link).toMatch(/^\/api\/v2\/search\?/);
+    expect(((await cloud('GET', link!)).body.boxes as { tag: string }[]).map((b) => b.tag)).toEqual(tagged(names.slice(4, 8)));
+  });
+
+  it('refuses a cursor that is not one, or belongs to another sort, in the API\'s error shape', async () => {
+    const bad = await cloud('GET', '/api/v1/search?q=pager-&after=not-a-cursor');
+    expect(bad.status).toBe(400);
+    expect(bad.body).toMatchObject({ success: false });
+    expect(bad.body.errors[0]).toContain('after');
+    const first = await cloud('GET', '/api/v1/search?q=pager-&sort=created&limit=2');
+    const cursor = new URL(nextOf(first.headers.get('link'))!, 'http://x').searchParams.get('after')!;
+    expect((await cloud('GET', `/api/v1/search?q=pager-&sort=downloads&limit=2&after=${cursor}`)).status).toBe(400);
+    const forged = Buffer.from(JSON.stringify(['created', 'desc', '1e400', 'acme', 'x'])).toString('base64url');
+    expect((await cloud('GET', `/api/v1/search?q=pager-&sort=created&after=${forged}`)).status).toBe(400);
   });
 });

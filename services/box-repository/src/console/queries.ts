@@ -43,7 +43,10 @@ export async function listBoxes(ctx: ServiceContext, principal: Principal | null
     (${options.organizationId ?? null}::bigint is null or b.organization_id = ${options.organizationId ?? null}::bigint)
     and (${pattern}::text is null or b.name ilike ${pattern} or b.description ilike ${pattern} or o.name ilike ${pattern})
     and (${all} or m.role is not null or b.organization_id = ${saOrg}::bigint or (o.is_public and b.published and b.is_public))
-    and (${after.org}::text is null or (lower(o.name), lower(b.name)) > (lower(${after.org}::text), lower(${after.box}::text)))`;
+    and (${after.org}::text is null or (lower(o.name), lower(b.name)) > (lower(${after.org}::text), lower(${after.box}::text)))
+    -- Implied by the row comparison, but only this form starts the walk of organizations at the cursor's (an index
+    -- condition): without it a deep page scanned every box before it (20 ms at page 101 of 10,000 boxes).
+    and (${after.org}::text is null or lower(o.name) >= lower(${after.org}::text))`;
   const rows = await ctx.pool.any(sql.type(listedBoxRow)`
     select to_jsonb(b) as b, o.name as org,
            (select v.version_number from versions v where v.box_id = b.id and v.status = 'active'

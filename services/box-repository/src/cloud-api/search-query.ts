@@ -1,0 +1,115 @@
+// The search's SQL: the boxes a caller may list, matching the query, in the chosen order, one page of them.
+//
+// The order is walked in an index and the walk stops after the page, instead of every matching box being read and
+// sorted (page 1 of 10,000 boxes read them all: make bench ONLY=scale). So each sort is one or two parts, each in
+// an index order: `downloads` is the boxes downloaded at least once (box_downloads_count, ties by name), then those
+// never downloaded (by organization and box name: organizations_name_key, boxes_name_key); `created` and `updated`
+// are the boxes' times (boxes_created_at, boxes_updated_at). Ties are broken by organization and box name
+// (lower-cased, unique), so the order is total and a cursor (the last box's key and names) names a place in it.
+import { sql } from 'slonik';
+import type { FragmentSqlToken } from 'slonik';
+import { z } from 'zod';
+import type { ServiceContext } from '../context.ts';
+import { int8 } from '../records.ts';
+import type { SearchCursor, SearchOrder, SearchSort } from './search-cursor.ts';
+
+export interface SearchFilter {
+  userId: string | null;
+  saOrg: number | null;
+  admin: boolean;
+  /** An ILIKE pattern, or null for every box. */
+  pattern: string | null;
+  provider: string | null;
+}
+
+interface Part {
+  /** Joins after `boxes b`, `organizations o` and the caller's membership `m` are in scope. */
+  from: FragmentSqlToken;
+  where: FragmentSqlToken;
+  /** The sort key as a bigint (the cursor's form), and the column the index orders by. */
+  key: FragmentSqlToken;
+  order: FragmentSqlToken | null;
+}
+
+const names = sql.fragment`(lower(o.name), lower(b.name))`;
+
+/** A timestamp of the cursor (microseconds since the epoch) back as a timestamptz, exactly. */
+const timestampOf = (micros: string) => sql.fragment`(timestamptz 'epoch' + ${micros}::bigint * interval '1 microsecond')`;
+
+/** The parts of `sort` in `order`, each with its own condition for the place after `after`; a part wholly before it is left out. */
+function parts(sort: SearchSort, order: SearchOrder, after: SearchCursor | undefined): Part[] {
+  const desc = order === 'desc';
+  const beyond = desc ? sql.fragment`<` : sql.fragment`>`;
+  const from = sql.fragment`join organizations o on o.id = b.organization_id`;
+  const afterNames = after ? sql.fragment`and lower(o.name) >= ${after.org} and ${names} > (${after.org}::text, ${after.box}::text)` : sql.fragment``;
+  // After a key: a smaller one (desc), or the same one and a later name. The first comparison is implied by the
+  // second, but only it is an index condition: it starts the walk at the cursor.
+  const afterKey = (column: FragmentSqlToken, value: FragmentSqlToken) => after
+    ? sql.fragment`and ${column} ${desc ? sql.fragment`<=` : sql.fragment`>=`} ${value}
+        and (${column} ${beyond} ${value} or (${column} = ${value} and ${names} > (${after.org}::text, ${after.box}::text)))`
+    : sql.fragment``;
+  if (sort === 'downloads') {
+    const downloaded: Part = {
+      from: sql.fragment`join box_downloads d on d.box_id = b.id ${from}`,
+      where: sql.fragment`d.count > 0 ${after && after.key !== '0' ? afterKey(sql.fragment`d.count`, sql.fragment`${after.key}::bigint`) : sql.fragment``}`,
+      key: sql.fragment`d.count`, order: sql.fragment`d.count`,
+    };
+    const never: Part = {
+      from,
+      where: sql.fragment`not exists (select 1 from box_downloads d where d.box_id = b.id and d.count > 0) ${after?.key === '0' ? afterNames : sql.fragment``}`,
+      key: sql.fragment`0::bigint`, order: null,
+    };
+    const inOrder = desc ? [downloaded, never] : [never, downloaded];
+    if (!after) return inOrder;
+    // The cursor is in the never-downloaded part (key 0) or in the downloaded one: drop what lies before it.
+    const cursorPart = after.key === '0' ? never : downloaded;
+    return inOrder.slice(inOrder.indexOf(cursorPart));
+  }
+  const column = sort === 'created' ? sql.fragment`b.created_at` : sql.fragment`b.updated_at`;
+  return [{
+    from,
+    where: sql.fragment`true ${after ? afterKey(column, timestampOf(after.key)) : sql.fragment``}`,
+    key: sql.fragment`(extract(epoch from ${column}) * 1000000)::bigint`, order: column,
+  }];
+}
+
+const pageKey = z.object({ id: int8, organization_id: int8, key: z.string(), org_key: z.string(), box_key: z.string() });
+export type SearchPageKey = z.output<typeof pageKey>;
+
+/**
+ * Rows `offset … offset + limit` of the search after `after`, and one more when there is a next page: box id,
+ * organization id, the key and the names a cursor is made of. The parts are read one after the other, each only
+ * when the ones before did not fill the page.
+ */
+export async function searchPage(pool: ServiceContext['pool'], filter: SearchFilter, sort: SearchSort, order: SearchOrder, page: { limit: number; offset: number; after: SearchCursor | undefined }): Promise<SearchPageKey[]> {
+  const direction = order === 'asc' ? sql.fragment`asc` : sql.fragment`desc`;
+  const { userId, saOrg, admin, pattern, provider } = filter;
+  const visible = sql.fragment`b.released
+    and (${admin} or m.role is not null or b.organization_id = ${saOrg}::bigint or (o.is_public and b.published and b.is_public))
+    and (${pattern}::text is null or b.name ilike ${pattern} or o.name ilike ${pattern} or b.description ilike ${pattern})
+    and (${provider}::text is null or exists (
+      select 1 from versions v join providers p on p.version_id = v.id join architectures a on a.provider_id = p.id join files f on f.architecture_id = a.id
+      where v.box_id = b.id and v.status = 'active' and lower(p.name) = lower(${provider})))`;
+  const rowsOf = (part: Part) => sql.fragment`
+    from boxes b ${part.from}
+    left join memberships m on m.organization_id = o.id and m.user_id = ${userId}::uuid
+    where ${visible} and ${part.where}
+    order by ${part.order ? sql.fragment`${part.order} ${direction},` : sql.fragment``} lower(o.name), lower(b.name)`;
+  const rows: SearchPageKey[] = [];
+  let want = page.limit + 1;
+  let skip = page.offset;
+  for (const part of parts(sort, order, page.after)) {
+    const found = await pool.any(sql.type(pageKey)`
+      select b.id, b.organization_id, (${part.key})::text as key, lower(o.name) as org_key, lower(b.name) as box_key
+      ${rowsOf(part)} limit ${want} offset ${skip}`);
+    rows.push(...found);
+    want -= found.length;
+    if (want === 0) break;
+    // The next part starts where this one ends: skip what of the offset this part did not hold.
+    if (skip > 0) {
+      skip = found.length > 0 ? 0 : skip - await pool.oneFirst(sql.type(z.object({ n: z.number() }))`
+        select count(*)::int as n from (select 1 ${rowsOf(part)} limit ${skip}) counted`);
+    }
+  }
+  return rows;
+}
