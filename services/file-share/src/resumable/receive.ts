@@ -148,7 +148,7 @@ async function appendChunk(deps: ReceiveDeps, row: UploadRow, token: string, off
     checksum: chunk.checksum,
   }).catch(asChunkError);
   try {
-    return await deps.rows.append(row.id, token, { offset, length: stored.length, storageKey: stored.storageKey, part: null, etag: null }, null, true);
+    return await deps.rows.append(row.id, token, [{ offset, length: stored.length, storageKey: stored.storageKey, part: null, etag: null }], null, true);
   } catch (error) {
     await discard(stored.storageKey);
     throw error;

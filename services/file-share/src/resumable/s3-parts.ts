@@ -12,6 +12,7 @@ import { Transform, type Readable } from 'node:stream';
 import { HttpError, type MultipartUploads, type ObjectStore } from '@boxyard/kit';
 import type { storeChunk } from './chunks.ts';
 import { checksumMismatch, joinSegments } from './chunks.ts';
+import { partSizes, sendParts } from './part-stream.ts';
 import type { ChunkHasher, RunningHashes } from './running-hash.ts';
 import type { ChecksumHeader } from './tus-headers.ts';
 import type { LeasedRow, Segment, UploadRow, UploadRows } from './upload-rows.ts';
@@ -57,19 +58,25 @@ export async function appendPart(deps: PartDeps, row: LeasedRow, token: string, 
   const hasher = deps.hashes.forChunk(row);
   const size = chunk.size;
   if (size !== undefined && size > 0 && staged.length === 0 && (size >= deps.multipart.minPartBytes || offset + size === row.length)) {
+    // Part numbers kept for what follows: each later part but the last holds at least the minimum.
+    const later = Math.ceil((row.length - offset - size) / deps.multipart.minPartBytes) + 1;
+    const sizes = partSizes(size, deps.multipart.minPartBytes, MAX_PARTS - part + 1 - later);
     const check = chunk.checksum ? createHash(chunk.checksum.algorithm) : undefined;
     let bodyFailed = false;
     chunk.body.once('error', () => (bodyFailed = true));
-    const etag = await deps.multipart.putPart(row.storage_key!, row.multipart_id!, part, tap(chunk.body, hasher, check), size).catch((error: unknown) => {
+    const target = { multipart: deps.multipart, key: row.storage_key!, uploadId: row.multipart_id!, first: part };
+    const etags = await sendParts(target, tap(chunk.body, hasher, check), sizes).catch((error: unknown) => {
       throw bodyFailed || chunk.body.destroyed ? interrupted() : error;
     });
-    if (check && check.digest('hex') !== chunk.checksum!.hex) throw checksumMismatch(); // the part is replaced by the next one sent
-    const after = await deps.rows.append(row.id, token, { offset, length: size, storageKey: null, part, etag }, hasher.token, true);
+    if (check && check.digest('hex') !== chunk.checksum!.hex) throw checksumMismatch(); // its parts are replaced by the next ones sent
+    let at = offset;
+    const parts = sizes.map((length, i) => ({ offset: (at += length) - length, length, storageKey: null, part: part + i, etag: etags[i]! }));
+    const after = await deps.rows.append(row.id, token, parts, hasher.token, true);
     hasher.commit(after.received);
     return after;
   }
   const stored = await deps.storeChunk(row.id, tap(chunk.body, hasher, undefined), { size, maxBytes: row.length - offset, checksum: chunk.checksum });
-  const after = await deps.rows.append(row.id, token, { offset, length: stored.length, storageKey: stored.storageKey, part: null, etag: null }, hasher.token);
+  const after = await deps.rows.append(row.id, token, [{ offset, length: stored.length, storageKey: stored.storageKey, part: null, etag: null }], hasher.token);
   hasher.commit(after.received);
   const run = [...staged, { offset, length: stored.length, storageKey: stored.storageKey, part: null, etag: null }];
   const runBytes = run.reduce((sum, segment) => sum + segment.length, 0);

@@ -119,25 +119,29 @@ export function createUploadRows(pool: DatabasePool, expiresAfterSeconds: number
 
     /**
      * A received chunk becomes part of the upload, with the new offset (and hasher): one statement, so one round
-     * trip and atomic. `release`: the request ends with this chunk, so its lease goes in the same statement (the
-     * request that completes the upload keeps it for the completion).
+     * trip and atomic. The chunk is one segment, or several consecutive ones (its parts, s3-parts.ts). `release`:
+     * the request ends with this chunk, so its lease goes in the same statement (the request that completes the
+     * upload keeps it for the completion).
      */
-    async append(id: string, token: string, segment: Segment, hasher: string | null = null, release = false): Promise<UploadRow> {
-      const keep = sql.fragment`${!release}::boolean or received + ${segment.length} = length`;
+    async append(id: string, token: string, segments: readonly Segment[], hasher: string | null = null, release = false): Promise<UploadRow> {
+      const offset = segments[0]!.offset;
+      const length = segments.reduce((sum, segment) => sum + segment.length, 0);
+      const keep = sql.fragment`${!release}::boolean or received + ${length} = length`;
       const row = await pool.maybeOne(sql.type(uploadRow)`
         with moved as (
-          update resumable_uploads set received = received + ${segment.length}, expires_at = ${expiry}, hasher = ${hasher},
+          update resumable_uploads set received = received + ${length}, expires_at = ${expiry}, hasher = ${hasher},
             lease_token = case when ${keep} then lease_token end, leased_until = case when ${keep} then leased_until end
-          where id = ${id} and lease_token = ${token} and state = 'active' and received = ${segment.offset}
-            and received + ${segment.length} <= length
+          where id = ${id} and lease_token = ${token} and state = 'active' and received = ${offset}
+            and received + ${length} <= length
           returning ${columns}
         ), added as (
           insert into resumable_segments (upload_id, "offset", length, storage_key, part, etag)
-          select ${id}, ${segment.offset}, ${segment.length}, ${segment.storageKey}, ${segment.part}, ${segment.etag} from moved
+          select ${id}, s."offset", s.length, s."storageKey", s.part, s.etag
+          from moved, jsonb_to_recordset(${sql.jsonb(segments.map((segment) => ({ ...segment })))}) as s("offset" int8, length int8, "storageKey" text, part int, etag text)
           returning storage_key
         ), referenced as (
           -- Referenced by the upload now: the sweep leaves it until the upload ends.
-          delete from object_garbage where storage_key = (select storage_key from added)
+          delete from object_garbage where storage_key in (select storage_key from added)
         )
         select * from moved`);
       if (!row) throw conflict('The upload changed while this chunk arrived (lease lost, terminated or expired); nothing was added');
