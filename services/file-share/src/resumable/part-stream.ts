@@ -1,8 +1,7 @@
-// One PATCH's bytes streamed into several consecutive S3 parts. S3 answers a part only once it has stored all of
-// it, some time after its last byte arrived: with the chunk as one part, the PATCH's 204 waited that long for the
-// whole chunk, and the client sent nothing meanwhile. Cut into parts that are each PUT while their bytes arrive,
-// the earlier parts are stored while the later ones still stream, and only the last (smaller) one's wait shows.
-// Nothing is buffered beyond what a part's body holds before its PUT takes it.
+// One PATCH's bytes streamed into consecutive S3 parts (of about PART_TARGET), each PUT while its bytes arrive.
+// Two moments: every byte read (the caller may answer then: s3-parts.ts commits the offset once the parts are
+// stored, while the client sends its next chunk), and every part stored. Nothing is buffered beyond what a part's
+// body holds before its PUT takes it.
 import { once } from 'node:events';
 import { PassThrough, type Readable } from 'node:stream';
 import type { MultipartUploads } from '@boxyard/kit';
@@ -31,12 +30,12 @@ export interface PartTarget {
 }
 
 /**
- * Streams `source` into parts of `sizes` bytes, each PUT as its bytes arrive, and returns their ETags once S3 has
- * stored every one. The source must hold exactly sum(sizes) bytes. On any failure every part still being sent is
- * stopped and awaited before the error is thrown: nothing of the chunk is recorded (a part sent again later under
- * the same number replaces what S3 kept).
+ * Streams `source` into parts of `sizes` bytes, each PUT as its bytes arrive. Resolves once every byte has been read
+ * (the source must hold exactly sum(sizes)) with `stored`, which resolves with the parts' ETags once S3 has stored
+ * every one. On any failure every part still being sent is stopped and awaited before the error is thrown: nothing
+ * of the chunk is recorded (a part sent again later under the same number replaces what S3 kept).
  */
-export async function sendParts(target: PartTarget, source: Readable, sizes: readonly number[]): Promise<string[]> {
+export async function streamParts(target: PartTarget, source: Readable, sizes: readonly number[]): Promise<{ stored: Promise<string[]> }> {
   const sends: Promise<string>[] = [];
   let failure: unknown;
   let body: PassThrough | undefined;
@@ -74,13 +73,21 @@ export async function sendParts(target: PartTarget, source: Readable, sizes: rea
       }
     }
     if (body || sends.length < sizes.length) throw new Error('resumable upload: the chunk ended before its announced length');
-    return await Promise.all(sends);
   } catch (error) {
     const cause = failure ?? error; // before the parts stopped below fail too
     body?.destroy();
     await Promise.allSettled(sends);
     throw cause;
   }
+  return { stored: storedAll(sends) };
+}
+
+/** Every part's ETag, or the first failure once no part is still being sent. */
+async function storedAll(sends: readonly Promise<string>[]): Promise<string[]> {
+  const settled = await Promise.allSettled(sends);
+  const failed = settled.find((result) => result.status === 'rejected');
+  if (failed) throw failed.reason;
+  return settled.map((result) => (result as PromiseFulfilledResult<string>).value);
 }
 
 /** Waits until a part's body takes more, or its PUT has ended (a failure is then seen by the caller). */

@@ -3,6 +3,7 @@
 // active, unexpired, at the offset the client names and not leased by a live request. Its holder renews it while
 // the body streams; a replica that dies loses it within LEASE_SECONDS. A chunk counts only when its segment row
 // and the new offset commit together under the lease, so two replicas can never both append at one offset.
+import { setTimeout as delay } from 'node:timers/promises';
 import { conflict, HttpError, notFound } from '@boxyard/kit';
 import { sql, type DatabasePool } from 'slonik';
 import { z } from 'zod';
@@ -11,6 +12,9 @@ import { int8 } from '../db/columns.ts';
 export const LEASE_SECONDS = 30;
 /** How long an ended upload answers 410 (then 404). */
 const TOMBSTONE_HOURS = 24;
+/** How long a PATCH waits for the previous chunk's commit (answered before it: s3-parts.ts), and how often it looks. */
+const COMMIT_WAIT_MS = 10_000;
+const COMMIT_POLL_MS = 10;
 
 export const uploadRow = z.object({
   id: z.string(),
@@ -91,18 +95,31 @@ export function createUploadRows(pool: DatabasePool, expiresAfterSeconds: number
      * answer also tells the s3 driver where its parts stand, so a chunk costs no further query before its bytes.
      */
     async lease(id: string, owner: string, offset: number, token: string): Promise<LeasedRow> {
-      const row = await pool.maybeOne(sql.type(leasedRow)`
-        update resumable_uploads set lease_token = ${token}, leased_until = now() + make_interval(secs => ${LEASE_SECONDS})
-        where id = ${id} and owner = ${owner} and state = 'active' and expires_at > now() and received = ${offset}
-          and (lease_token is null or leased_until <= now())
-        returning ${columns},
-          (select coalesce(max(part), 0) from resumable_segments where upload_id = ${id}) as last_part,
-          (select count(*) from resumable_segments where upload_id = ${id} and part is null)::int as staged`);
-      if (row) return row;
-      const current = await visible(id, owner);
-      if (current.state === 'done') throw new HttpError(409, `Upload-Offset is ${current.length}: the upload is complete`, { headers: { 'upload-offset': String(current.length) } });
-      if (current.received !== offset) throw new HttpError(409, `Upload-Offset ${offset} does not match the upload's offset ${current.received}`, { headers: { 'upload-offset': String(current.received) } });
-      throw new HttpError(423, 'Another request is writing to this upload; retry when it has ended');
+      const waitUntil = Date.now() + COMMIT_WAIT_MS;
+      for (;;) {
+        const row = await pool.maybeOne(sql.type(leasedRow)`
+          update resumable_uploads set lease_token = ${token}, leased_until = now() + make_interval(secs => ${LEASE_SECONDS})
+          where id = ${id} and owner = ${owner} and state = 'active' and expires_at > now() and received = ${offset}
+            and (lease_token is null or leased_until <= now())
+          returning ${columns},
+            (select coalesce(max(part), 0) from resumable_segments where upload_id = ${id}) as last_part,
+            (select count(*) from resumable_segments where upload_id = ${id} and part is null)::int as staged`);
+        if (row) return row;
+        const current = await visible(id, owner);
+        if (current.state === 'done') throw new HttpError(409, `Upload-Offset is ${current.length}: the upload is complete`, { headers: { 'upload-offset': String(current.length) } });
+        // The chunk before this one was answered and its commit is on its way (s3-parts.ts), on whichever
+        // replica took it: wait for it rather than answer an offset that is about to move.
+        if (Date.now() < waitUntil) {
+          // That commit landed between the two statements: take the lease now.
+          if (current.received === offset && !current.leased) continue;
+          if (current.leased && current.received < offset && offset <= current.length) {
+            await delay(COMMIT_POLL_MS);
+            continue;
+          }
+        }
+        if (current.received !== offset) throw new HttpError(409, `Upload-Offset ${offset} does not match the upload's offset ${current.received}`, { headers: { 'upload-offset': String(current.received) } });
+        throw new HttpError(423, 'Another request is writing to this upload; retry when it has ended');
+      }
     },
 
     /** Extends a lease still held; false when it was lost (expired and taken, or the upload ended). */
