@@ -141,6 +141,26 @@ describe('tus 1.0 with curl', () => {
     expect(got.equals(data)).toBe(true);
   });
 
+  it('s3: a PATCH is answered before its part is stored; the next one, sent at once, waits for that commit and goes on', async () => {
+    const data = randomBytes(15 * MiB);
+    const url = `${test.url}${await create('/tus/pipelined.bin', data.length)}`;
+    const patch = (from: number, to: number) => fetch(url, { method: 'PATCH', headers: { authorization: adminAuth, ...PATCH, 'upload-offset': String(from) }, body: data.subarray(from, to) });
+    const first = await patch(0, 5 * MiB);
+    expect(first.status).toBe(204);
+    expect(first.headers.get('upload-offset')).toBe(String(5 * MiB));
+    // HEAD names only stored bytes: the previous offset while the commit is on its way, never more.
+    const head = await fetch(url, { method: 'HEAD', headers: { authorization: adminAuth, ...TUS } });
+    expect([0, 5 * MiB]).toContain(Number(head.headers.get('upload-offset')));
+    const second = await patch(5 * MiB, 10 * MiB); // not 409: the lease waits for the first chunk's commit
+    expect(second.status).toBe(204);
+    const last = await patch(10 * MiB, 15 * MiB);
+    expect(last.status).toBe(204);
+    expect(last.headers.get('upload-file-sha256')).toBe(digest('sha256', data).toString('hex'));
+    const id = url.split('/').pop()!;
+    expect(await test.share.pool.any(sql.unsafe`select "offset"::int as offset, part from resumable_segments where upload_id = ${id} order by "offset"`)).toEqual([]); // ended: segments gone
+    expect(await entry('/tus/pipelined.bin')).toMatchObject({ sha256: digest('sha256', data).toString('hex') });
+  });
+
   it('creation-with-upload, and X-HTTP-Method-Override', async () => {
     const data = randomBytes(50_000);
     const created = await curl('POST', '/api/uploads', { ...PATCH, 'Upload-Length': String(data.length), 'Upload-Metadata': `filename ${b64('two.bin')},folder ${b64('/tus')}` }, { data: data.subarray(0, 20_000) });
