@@ -4,14 +4,14 @@
 // a shell script), so the ratio measures the service's two paths, not two clients; goal ≥ 0.85×. A second row, without a goal, sends
 // the same file with tus-js-client in its own process (a JavaScript client costs more CPU per byte than curl,
 // which on a busy 2-core machine shows in the ratio).
-import { execFile, execFileSync, spawn } from 'node:child_process';
+import { execFile, execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdir, open, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import * as Minio from 'minio';
 import { startFileShare } from '@boxyard/file-share/service.ts';
+import { startTusClient } from '@boxyard/file-share/testing/tus-clients.ts';
 import { createBenchDatabase, type BenchEnv, type BenchRow, removeBenchBucket } from './env.ts';
 import { s3FileShareConfig } from './file-share.ts';
 
@@ -24,7 +24,6 @@ const runs = 3;
 const goal = 0.85;
 const region = 'us-east-1';
 const adminPassword = `Bench-${randomBytes(6).toString('hex')}-1A`;
-const tusClient = fileURLToPath(new URL('../../services/file-share/src/resumable/testing/tus-js-upload.ts', import.meta.url));
 
 const median = (values: number[]): number => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
 const round = (value: number, digits = 1) => Math.round(value * 10 ** digits) / 10 ** digits;
@@ -81,16 +80,11 @@ async function curlTus(base: string, user: string, parts: string[], path: string
   });
 }
 
-/** The tus client process until it reports `done`. */
-function tusUpload(endpoint: string, file: string, authorization: string, path: string): Promise<void> {
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [tusClient, endpoint, file, authorization, path, String(patchBytes)], { stdio: ['ignore', 'pipe', 'inherit'] });
-    let out = '';
-    child.stdout.on('data', (chunk: Buffer) => {
-      out = (out + chunk.toString()).slice(-200); // progress lines are dropped; only the end matters
-    });
-    child.once('exit', (code) => (code === 0 && out.includes('done') ? resolve() : reject(new Error(`tus client exited with ${code}`))));
-  });
+/** tus-js-client in its own process until it reports `done`. */
+async function tusUpload(endpoint: string, file: string, authorization: string, path: string): Promise<void> {
+  const client = startTusClient('js', { endpoint, file, authorization, path, chunkBytes: patchBytes });
+  const code = await client.exit;
+  if (code !== 0 || !client.lines.includes('done')) throw new Error(`tus client exited with ${code}`);
 }
 
 export async function benchResumable(env: BenchEnv): Promise<BenchRow[]> {

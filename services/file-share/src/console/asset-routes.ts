@@ -9,7 +9,7 @@ import { PAGE_HEADERS } from './page-security.ts';
 
 const PUBLIC_DIR = new URL('./public/', import.meta.url);
 const TYPES: Record<string, string> = { '.js': 'text/javascript; charset=utf-8', '.css': 'text/css; charset=utf-8' };
-export const ASSET_FILES = ['console.css', 'console.js', 'files.js', 'keys.js', 'resumable.js', 'share-dialog.js', 'shares.js'] as const;
+export const ASSET_FILES = ['console.css', 'console.js', 'files.js', 'keys.js', 'request.js', 'resumable.js', 'share-dialog.js', 'shares.js'] as const;
 
 interface Asset {
   body: Buffer;

@@ -4,8 +4,8 @@
 // PATCH from the fourth on), the page is reloaded during the outage, the same file is chosen again and the upload
 // continues from the server's offset, not from zero, and completes with the right sha256. Pause and Resume work
 // on a second file. Small files keep the single request (console.browser.test.ts).
-import { createHash, randomBytes } from 'node:crypto';
-import { mkdtemp, open } from 'node:fs/promises';
+import { createHash } from 'node:crypto';
+import { mkdtemp } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { chromium, type Browser, type Page, type Route } from 'playwright-core';
@@ -13,6 +13,7 @@ import { sql } from 'slonik';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ADMIN_PASSWORD, adminAuth, startTestShare, upload, type TestShare } from '../testing/test-share.ts';
 import { ignoreError } from '@boxyard/kit';
+import { randomFile } from '../testing/tus-clients.ts';
 
 const CHROMIUM_ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'];
 const MiB = 1024 * 1024;
@@ -22,18 +23,6 @@ let test: TestShare;
 let browser: Browser;
 let work: string;
 const problems: string[] = [];
-
-async function randomFile(path: string, bytes: number): Promise<string> {
-  const hash = createHash('sha256');
-  const file = await open(path, 'w');
-  for (let written = 0; written < bytes; written += 8 * MiB) {
-    const piece = randomBytes(Math.min(8 * MiB, bytes - written));
-    hash.update(piece);
-    await file.write(piece);
-  }
-  await file.close();
-  return hash.digest('hex');
-}
 
 const storedSha256 = (path: string) => test.share.pool.maybeOneFirst(sql.unsafe`select sha256 from entries where path = ${path}`);
 

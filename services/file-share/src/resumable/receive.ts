@@ -11,7 +11,7 @@ import type { Sweeper } from '../maintenance/sweeper.ts';
 import type { Tree } from '../tree/tree-store.ts';
 import { joinSegments, storeChunk } from './chunks.ts';
 import type { RunningHashes } from './running-hash.ts';
-import { appendPart, completeParts, type PartDeps } from './s3-parts.ts';
+import { appendPart, completeParts, type Appended, type PartDeps } from './s3-parts.ts';
 import type { ChecksumHeader } from './tus-headers.ts';
 import { LEASE_SECONDS, type LeasedRow, type UploadRow, type UploadRows } from './upload-rows.ts';
 import type { WriteAccess } from './write-access.ts';
@@ -25,6 +25,8 @@ export interface ReceiveDeps {
   hashes: RunningHashes;
   /** How often a streaming chunk asks whether its access still holds (a file request's link); default 5 s. */
   recheckIntervalMs?: number;
+  /** Where a chunk's commit that failed after its answer is told. */
+  log?: { warn(details: object, message: string): void };
 }
 
 export interface Chunk {
@@ -54,6 +56,7 @@ export async function receive(deps: ReceiveDeps, id: string, owner: string, offs
   const body = chunk.body ? stoppable(chunk.body, stop) : undefined;
   chunk = { ...chunk, body: body?.stream };
   const endRenewal = keepLease(deps, id, token, body, recheck);
+  let committing: Promise<UploadRow> | undefined;
   try {
     if (chunk.body && chunk.size !== 0) {
       // The grant is checked at every chunk too, so a lost permission (or a revoked link) stops an upload at once.
@@ -65,21 +68,45 @@ export async function receive(deps: ReceiveDeps, id: string, owner: string, offs
         chunk.body.resume();
         throw error;
       }
-      const append = leased.multipart_id
+      const append: Promise<Appended> = leased.multipart_id
         ? appendPart(partDeps(deps), leased, token, offset, { ...chunk, body: chunk.body }).catch(asChunkError)
-        : appendChunk(deps, leased, token, offset, chunk);
+        : appendChunk(deps, leased, token, offset, chunk).then((row) => ({ row }));
       // A body stopped on purpose (lease lost, access ended mid-chunk) is answered with why it was stopped.
-      current = await append.catch((error: unknown) => {
+      const appended = await append.catch((error: unknown) => {
         throw stop.reason ?? error;
       });
+      current = appended.row;
       held = current.leased; // the append released it unless this chunk completes the upload (or was staged)
+      if (appended.committed) {
+        // Answered now; the lease stays held (and renewed) until the chunk's commit has landed or failed.
+        committing = appended.committed;
+        return { row: current };
+      }
     }
     if (current.received !== current.length) return { row: current };
     const sha256 = await complete(deps, current, token, access);
     return { row: (await deps.rows.find(id)) ?? current, sha256 };
   } finally {
+    if (committing) void settle(deps, id, token, committing, endRenewal);
+    else {
+      endRenewal();
+      if (held) await deps.rows.release(id, token);
+    }
+  }
+}
+
+/**
+ * After a chunk answered before its commit: the commit releases the lease; a failed one releases it here (the
+ * offset stays where it was, which the client learns from its next PATCH's 409 or from HEAD).
+ */
+async function settle(deps: ReceiveDeps, id: string, token: string, committing: Promise<UploadRow>, endRenewal: () => void): Promise<void> {
+  try {
+    await committing;
+  } catch (error) {
+    deps.log?.warn({ err: error, upload: id }, 'a resumable chunk answered before its commit was not stored; the upload stays at its previous offset');
+    await deps.rows.release(id, token).catch((releaseError: unknown) => deps.log?.warn({ err: releaseError, upload: id }, 'releasing the lease failed; it runs out by itself'));
+  } finally {
     endRenewal();
-    if (held) await deps.rows.release(id, token);
   }
 }
 
@@ -148,7 +175,7 @@ async function appendChunk(deps: ReceiveDeps, row: UploadRow, token: string, off
     checksum: chunk.checksum,
   }).catch(asChunkError);
   try {
-    return await deps.rows.append(row.id, token, { offset, length: stored.length, storageKey: stored.storageKey, part: null, etag: null }, null, true);
+    return await deps.rows.append(row.id, token, [{ offset, length: stored.length, storageKey: stored.storageKey, part: null, etag: null }], null, true);
   } catch (error) {
     await discard(stored.storageKey);
     throw error;

@@ -3,20 +3,18 @@
 // - tus-js-client (npm), s3 driver on each of the run's S3 servers: 256 MiB in 8 MiB chunks (the issue names 1 GiB; `make bench` section
 //   `resumable` sends 1 GiB through tus; 256 MiB keeps this file well under a minute);
 // - Debian's python3-tuspy, local driver, sha1 Upload-Checksum on every chunk: 64 MiB in 4 MiB chunks.
-import { spawn } from 'node:child_process';
-import { createHash, randomBytes } from 'node:crypto';
+import { createHash } from 'node:crypto';
 import { createReadStream } from 'node:fs';
-import { mkdtemp, open, rm } from 'node:fs/promises';
+import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createInterface } from 'node:readline';
 import { sql } from 'slonik';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestBucket, s3Server, s3Servers, type S3ServerName } from '@boxyard/test/harness/fixtures.ts';
 import { adminAuth, bucketKeys, eventually, sharedSecret, startTestShare, type TestShare } from '../testing/test-share.ts';
+import { randomFile, startTusClient } from '../testing/tus-clients.ts';
 
 const MiB = 1024 * 1024;
-const here = new URL('./testing/', import.meta.url).pathname;
 
 let work: string;
 beforeAll(async () => {
@@ -24,52 +22,11 @@ beforeAll(async () => {
 });
 afterAll(() => rm(work, { recursive: true, force: true }));
 
-/** A file of random bytes, written in 8 MiB pieces; returns its sha256. */
-async function randomFile(path: string, bytes: number): Promise<string> {
-  const hash = createHash('sha256');
-  const file = await open(path, 'w');
-  for (let written = 0; written < bytes; written += 8 * MiB) {
-    const piece = randomBytes(Math.min(8 * MiB, bytes - written));
-    hash.update(piece);
-    await file.write(piece);
-  }
-  await file.close();
-  return hash.digest('hex');
-}
-
 async function sha256Of(stream: AsyncIterable<Buffer>): Promise<string> {
   const hash = createHash('sha256');
   for await (const chunk of stream) hash.update(chunk);
   return hash.digest('hex');
 }
-
-interface ClientRun {
-  url: Promise<string>;
-  exit: Promise<number | null>;
-  kill(): void;
-}
-
-/** Starts a client process; `onLine` sees its output (progress) and may kill it. */
-function startClient(command: string, args: string[], onLine: (line: string, run: ClientRun) => void): ClientRun {
-  const child = spawn(command, args, { stdio: ['ignore', 'pipe', 'inherit'] });
-  let resolveUrl!: (url: string) => void;
-  const run: ClientRun = {
-    url: new Promise((resolve) => (resolveUrl = resolve)),
-    exit: new Promise((resolve) => child.once('exit', (code) => resolve(code))),
-    kill: () => child.kill('SIGKILL'),
-  };
-  createInterface({ input: child.stdout }).on('line', (line) => {
-    if (line.startsWith('url ')) resolveUrl(line.slice(4));
-    onLine(line, run);
-  });
-  return run;
-}
-
-/** Kills the client once it reports `fraction` of the bytes (the number after `field`). */
-const killAt = (field: string, total: number, fraction: number) => (line: string, run: ClientRun) => {
-  const [name, value] = line.split(' ');
-  if (name === field && Number(value) >= total * fraction) run.kill();
-};
 
 async function offsetOn(share: TestShare, uploadPath: string): Promise<number> {
   const response = await fetch(`${share.url}${uploadPath}`, { method: 'HEAD', headers: { authorization: adminAuth, 'tus-resumable': '1.0.0' } });
@@ -99,8 +56,8 @@ describe('a killed tus upload resumes on another replica', () => {
     const expected = await randomFile(file, size);
     const [a, b] = await twoReplicas('s3', size, server);
     try {
-      const script = join(here, 'tus-js-upload.ts');
-      const first = startClient(process.execPath, [script, `${a.url}/api/uploads`, file, adminAuth, '/resumed/js.bin', String(8 * MiB)], killAt('progress', size, 0.4));
+      const args = { file, authorization: adminAuth, path: '/resumed/js.bin', chunkBytes: 8 * MiB };
+      const first = startTusClient('js', { ...args, endpoint: `${a.url}/api/uploads` }, 0.4 * size);
       expect(await first.exit).toBeNull(); // killed, not finished
       const uploadPath = new URL(await first.url).pathname;
       const offset = await offsetOn(b, uploadPath);
@@ -108,10 +65,9 @@ describe('a killed tus upload resumes on another replica', () => {
       expect(offset).toBeLessThan(size);
       expect(await storedSha256(a, '/resumed/js.bin')).toBeNull(); // nothing visible yet
 
-      const lines: string[] = [];
-      const second = startClient(process.execPath, [script, `${b.url}/api/uploads`, file, adminAuth, '/resumed/js.bin', String(8 * MiB), `${b.url}${uploadPath}`], (line) => lines.push(line));
+      const second = startTusClient('js', { ...args, endpoint: `${b.url}/api/uploads`, uploadUrl: `${b.url}${uploadPath}` });
       expect(await second.exit).toBe(0);
-      expect(lines).toContain('done');
+      expect(second.lines).toContain('done');
       expect(await storedSha256(a, '/resumed/js.bin')).toBe(expected);
       const download = await fetch(`${a.url}/resumed/js.bin`, { headers: { authorization: adminAuth } });
       expect(await sha256Of(download.body as unknown as AsyncIterable<Buffer>)).toBe(expected);
@@ -127,15 +83,15 @@ describe('a killed tus upload resumes on another replica', () => {
     const expected = await randomFile(file, size);
     const [a, b] = await twoReplicas('local', size);
     try {
-      const script = join(here, 'tuspy-upload.py');
-      const first = startClient('/usr/bin/python3', [script, `${a.url}/api/uploads`, file, adminAuth, '/resumed/py.bin', String(4 * MiB)], killAt('offset', size, 0.4));
+      const args = { file, authorization: adminAuth, path: '/resumed/py.bin', chunkBytes: 4 * MiB };
+      const first = startTusClient('py', { ...args, endpoint: `${a.url}/api/uploads` }, 0.4 * size);
       expect(await first.exit).toBeNull();
       const uploadPath = new URL(await first.url).pathname;
       const offset = await offsetOn(b, uploadPath);
       expect(offset).toBeGreaterThanOrEqual(size * 0.4);
       expect(offset).toBeLessThan(size);
 
-      const second = startClient('/usr/bin/python3', [script, `${b.url}/api/uploads`, file, adminAuth, '/resumed/py.bin', String(4 * MiB), `${b.url}${uploadPath}`], () => {});
+      const second = startTusClient('py', { ...args, endpoint: `${b.url}/api/uploads`, uploadUrl: `${b.url}${uploadPath}` });
       expect(await second.exit).toBe(0);
       expect(await storedSha256(b, '/resumed/py.bin')).toBe(expected);
       const download = await fetch(`${b.url}/resumed/py.bin`, { headers: { authorization: adminAuth } });

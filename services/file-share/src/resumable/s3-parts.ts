@@ -12,6 +12,7 @@ import { Transform, type Readable } from 'node:stream';
 import { HttpError, type MultipartUploads, type ObjectStore } from '@boxyard/kit';
 import type { storeChunk } from './chunks.ts';
 import { checksumMismatch, joinSegments } from './chunks.ts';
+import { partSizes, streamParts } from './part-stream.ts';
 import type { ChunkHasher, RunningHashes } from './running-hash.ts';
 import type { ChecksumHeader } from './tus-headers.ts';
 import type { LeasedRow, Segment, UploadRow, UploadRows } from './upload-rows.ts';
@@ -47,8 +48,23 @@ function tap(body: Readable, hasher: ChunkHasher, checksum: ReturnType<typeof cr
 
 const interrupted = () => new HttpError(400, 'The chunk was interrupted before it ended; nothing of it was kept');
 
-/** Appends one chunk at `offset` (the caller holds the lease); returns the upload afterwards. */
-export async function appendPart(deps: PartDeps, row: LeasedRow, token: string, offset: number, chunk: PartChunk): Promise<UploadRow> {
+/**
+ * What a chunk's append leaves: the upload afterwards and, for a chunk answered before its parts were stored,
+ * `committed`, which settles once they are stored and the offset committed under the same lease (released then).
+ */
+export interface Appended {
+  row: UploadRow;
+  committed?: Promise<UploadRow>;
+}
+
+/**
+ * Appends one chunk at `offset` (the caller holds the lease). A chunk of parts that does not end the upload is
+ * done once its bytes have arrived (and its checksum matched): its parts are stored and its offset committed in
+ * `committed`, while the client sends the next chunk. The next PATCH waits for that commit (upload-rows.ts lease);
+ * until it lands, HEAD answers the previous offset, and if it fails the upload stays there (the next PATCH gets
+ * 409 with it), so the offset in PostgreSQL only ever names stored bytes.
+ */
+export async function appendPart(deps: PartDeps, row: LeasedRow, token: string, offset: number, chunk: PartChunk): Promise<Appended> {
   // The lease told where the parts stand: the segments themselves are read only when staged chunks wait.
   const segments = row.staged > 0 ? await deps.rows.segments(row.id) : [];
   const staged = segments.filter((segment) => segment.part === null);
@@ -57,24 +73,42 @@ export async function appendPart(deps: PartDeps, row: LeasedRow, token: string, 
   const hasher = deps.hashes.forChunk(row);
   const size = chunk.size;
   if (size !== undefined && size > 0 && staged.length === 0 && (size >= deps.multipart.minPartBytes || offset + size === row.length)) {
+    // Part numbers kept for what follows: each later part but the last holds at least the minimum.
+    const later = Math.ceil((row.length - offset - size) / deps.multipart.minPartBytes) + 1;
+    const sizes = partSizes(size, deps.multipart.minPartBytes, MAX_PARTS - part + 1 - later);
     const check = chunk.checksum ? createHash(chunk.checksum.algorithm) : undefined;
     let bodyFailed = false;
     chunk.body.once('error', () => (bodyFailed = true));
-    const etag = await deps.multipart.putPart(row.storage_key!, row.multipart_id!, part, tap(chunk.body, hasher, check), size).catch((error: unknown) => {
+    const target = { multipart: deps.multipart, key: row.storage_key!, uploadId: row.multipart_id!, first: part };
+    const { stored } = await streamParts(target, tap(chunk.body, hasher, check), sizes).catch((error: unknown) => {
       throw bodyFailed || chunk.body.destroyed ? interrupted() : error;
     });
-    if (check && check.digest('hex') !== chunk.checksum!.hex) throw checksumMismatch(); // the part is replaced by the next one sent
-    const after = await deps.rows.append(row.id, token, { offset, length: size, storageKey: null, part, etag }, hasher.token, true);
-    hasher.commit(after.received);
-    return after;
+    if (check && check.digest('hex') !== chunk.checksum!.hex) {
+      await stored.catch(() => undefined); // refused anyway: its parts are replaced by the next ones sent
+      throw checksumMismatch();
+    }
+    // The running hash moves to the chunk's end now: a next chunk on this replica may be leased as soon as the
+    // offset commits. Should the commit fail, the row's offset no longer matches it and the file is hashed at the end.
+    hasher.commit(offset + size);
+    let at = offset;
+    const commit = async () => {
+      const etags = await stored;
+      const parts = sizes.map((length, i) => ({ offset: (at += length) - length, length, storageKey: null, part: part + i, etag: etags[i]! }));
+      const after = await deps.rows.append(row.id, token, parts, hasher.token, true);
+      return after;
+    };
+    if (offset + size === row.length) return { row: await commit() }; // the completing chunk waits: the file appears in its answer
+    const committed = commit();
+    committed.catch(() => undefined); // seen by the caller (receive.ts settle), which logs a failure
+    return { row: { ...row, received: offset + size }, committed };
   }
   const stored = await deps.storeChunk(row.id, tap(chunk.body, hasher, undefined), { size, maxBytes: row.length - offset, checksum: chunk.checksum });
-  const after = await deps.rows.append(row.id, token, { offset, length: stored.length, storageKey: stored.storageKey, part: null, etag: null }, hasher.token);
+  const after = await deps.rows.append(row.id, token, [{ offset, length: stored.length, storageKey: stored.storageKey, part: null, etag: null }], hasher.token);
   hasher.commit(after.received);
   const run = [...staged, { offset, length: stored.length, storageKey: stored.storageKey, part: null, etag: null }];
   const runBytes = run.reduce((sum, segment) => sum + segment.length, 0);
   if (runBytes >= deps.multipart.minPartBytes || after.received === after.length) await foldStaged(deps, after, token, run, part, runBytes);
-  return after;
+  return { row: after };
 }
 
 /** Streams the staged chunks from storage into one part and records it in their place. */

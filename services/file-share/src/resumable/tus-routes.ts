@@ -26,7 +26,7 @@ import { ownerOf, type WriteAccess } from './write-access.ts';
 export const TUS_ENDPOINT = '/api/uploads';
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
-export interface ResumableOptions extends Omit<ReceiveDeps, 'rows' | 'hashes'> {
+export interface ResumableOptions extends Omit<ReceiveDeps, 'rows' | 'hashes' | 'log'> {
   /** uploads.max_bytes: Tus-Max-Size. */
   maxBytes: number;
   expiresAfterSeconds: number;
@@ -123,7 +123,7 @@ export async function resumableRoutes(app: FastifyInstance, options: ResumableOp
   const endpoint = mount?.endpoint ?? TUS_ENDPOINT;
   const at = mount ?? signedIn;
   const rows = createUploadRows(options.pool, options.expiresAfterSeconds, options.maxAgeSeconds);
-  const deps: ReceiveDeps = { ...options, rows, hashes: createRunningHashes() };
+  const deps: ReceiveDeps = { ...options, rows, hashes: createRunningHashes(), log: app.log };
   /** Who is asking: an anonymous caller is asked to authenticate (401), as on a plain upload. */
   const ownerOrNotFound = (request: FastifyRequest): string => {
     const owner = at.owner(request);

@@ -1,67 +1,41 @@
 // tus 1.0 at /api/uploads, spoken with curl (s3 driver, on each of the run's S3 servers): the protocol's answers and
 // every bad input the issue lists, each with what is (not) stored afterwards.
-import { execFile } from 'node:child_process';
+import { request } from 'node:http';
 import { createHash, randomBytes } from 'node:crypto';
-import { mkdtemp, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { promisify } from 'node:util';
 import { sql } from 'slonik';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestBucket, incompleteUploads, s3Server, s3Servers } from '@boxyard/test/harness/fixtures.ts';
 import { ADMIN_PASSWORD, adminAuth, bucketKeys, createKey, createUser, eventually, startTestShare, upload, type TestShare } from '../testing/test-share.ts';
+import { b64, curlRequest, PATCH, TUS, tusCreate, type CurlOptions } from '../testing/tus-clients.ts';
 
-const exec = promisify(execFile);
 const digest = (algorithm: string, data: Buffer) => createHash(algorithm).update(data).digest();
-const b64 = (text: string) => Buffer.from(text).toString('base64');
 const MiB = 1024 * 1024;
 const MAX = 16 * MiB;
 
 let test: TestShare;
-let work: string;
-beforeAll(async () => {
-  work = await mkdtemp(join(tmpdir(), 'fs-tus-'));
-});
 
-interface Answer {
-  status: number;
-  headers: Record<string, string>;
-  body: string;
-}
+/** One curl request to the share (as admin unless `user` says otherwise). */
+const curl = (method: string, path: string, headers: Record<string, string>, options: CurlOptions = {}) =>
+  curlRequest(method, `${test.url}${path}`, headers, { user: `admin:${ADMIN_PASSWORD}`, ...options });
 
-/** One curl request; `data` goes as the body from a file (--data-binary @file). */
-async function curl(method: string, path: string, headers: Record<string, string>, options: { data?: Buffer; user?: string } = {}): Promise<Answer> {
-  const args = ['-sS', '-i', '-X', method, '-u', options.user ?? `admin:${ADMIN_PASSWORD}`];
-  for (const [name, value] of Object.entries(headers)) args.push('-H', `${name}: ${value}`);
-  if (options.data) {
-    const file = join(work, `body-${randomBytes(4).toString('hex')}`);
-    await writeFile(file, options.data);
-    args.push('--data-binary', `@${file}`);
-  }
-  if (method === 'HEAD') args.splice(args.indexOf('-X'), 2, '-I');
-  const { stdout } = await exec('curl', [...args, `${test.url}${path}`], { maxBuffer: 4 * MAX });
-  const blocks = stdout.split('\r\n\r\n');
-  while (/^HTTP\/1\.1 1\d\d/.test(blocks[0] ?? '')) blocks.shift(); // 100 Continue
-  const [head = '', ...rest] = blocks;
-  const lines = head.split('\r\n');
-  const headerMap: Record<string, string> = {};
-  for (const line of lines.slice(1)) {
-    const colon = line.indexOf(':');
-    headerMap[line.slice(0, colon).toLowerCase()] = line.slice(colon + 1).trim();
-  }
-  return { status: Number(lines[0]!.split(' ')[1]), headers: headerMap, body: rest.join('\r\n\r\n') };
-}
-
-const TUS = { 'Tus-Resumable': '1.0.0' };
-const PATCH = { ...TUS, 'Content-Type': 'application/offset+octet-stream' };
+/** A tus creation at /api/uploads (as admin unless `options` say otherwise). */
+const creation = (length: number, metadata: string, options: CurlOptions = {}) => tusCreate(`${test.url}/api/uploads`, length, metadata, { user: `admin:${ADMIN_PASSWORD}`, ...options });
 
 async function create(path: string, length: number, user?: string): Promise<string> {
-  const answer = await curl('POST', '/api/uploads', { ...TUS, 'Upload-Length': String(length), 'Upload-Metadata': `path ${b64(path)}` }, user ? { user } : {});
+  const answer = await creation(length, `path ${b64(path)}`, user ? { user } : {});
   expect(answer.status, answer.body).toBe(201);
   return answer.headers.location!;
 }
 
 const entry = async (path: string) => (await test.share.pool.maybeOne(sql.unsafe`select size, sha256 from entries where path = ${path}`)) as { size: string; sha256: string } | null;
+
+/** How many parts S3 holds for the upload's multipart upload (recorded or not). */
+async function incompleteParts(id: string): Promise<number> {
+  const row = (await test.share.pool.one(sql.unsafe`select storage_key, multipart_id from resumable_uploads where id = ${id}`)) as { storage_key: string; multipart_id: string };
+  // listParts is protected in minio's typings; S3 answers it like any request.
+  const client = test.bucket!.client as unknown as { listParts(bucket: string, name: string, uploadId: string): Promise<unknown[]> };
+  return (await client.listParts(test.bucket!.bucket, `${test.prefix}/${row.storage_key}`, row.multipart_id)).length;
+}
 
 describe.each(s3Servers)('tus 1.0 with curl ($server)', ({ server }) => {
   beforeAll(async () => {
@@ -147,6 +121,47 @@ describe.each(s3Servers)('tus 1.0 with curl ($server)', ({ server }) => {
     expect(await incompleteUploads(test.bucket!)).not.toContain(`${test.prefix}/${String(key)}`);
   });
 
+  it('s3: a 16 MiB chunk streams as two parts; one cut after its first part records nothing, sent again it completes', async () => {
+    const data = randomBytes(16 * MiB);
+    const url = await create('/tus/two-parts.bin', data.length);
+    const id = url.split('/').pop()!;
+    // 12 MiB of the 16 announced, then the connection is cut: the first 8 MiB part was sent to S3 by then.
+    const cut = request(`${test.url}${url}`, { method: 'PATCH', headers: { authorization: adminAuth, ...PATCH, 'upload-offset': '0', 'content-length': String(data.length) } });
+    cut.on('error', () => {}); // the cut below is the point
+    cut.write(data.subarray(0, 12 * MiB));
+    await eventually(async () => (await incompleteParts(id)) >= 1);
+    cut.destroy();
+    await eventually(async () => (await test.share.pool.oneFirst(sql.unsafe`select lease_token is null from resumable_uploads where id = ${id}`)) === true);
+    const head = await curl('HEAD', url, TUS);
+    expect(head.headers['upload-offset']).toBe('0');
+    expect(await test.share.pool.oneFirst(sql.unsafe`select count(*)::int from resumable_segments where upload_id = ${id}`)).toBe(0);
+    const sent = await curl('PATCH', url, { ...PATCH, 'Upload-Offset': '0', 'Upload-Checksum': `sha1 ${digest('sha1', data).toString('base64')}` }, { data });
+    expect(sent.status).toBe(204);
+    expect(sent.headers['upload-file-sha256']).toBe(digest('sha256', data).toString('hex'));
+    const got = Buffer.from(await (await fetch(`${test.url}/tus/two-parts.bin`, { headers: { authorization: adminAuth } })).arrayBuffer());
+    expect(got.equals(data)).toBe(true);
+  });
+
+  it('s3: a PATCH is answered before its part is stored; the next one, sent at once, waits for that commit and goes on', async () => {
+    const data = randomBytes(15 * MiB);
+    const url = `${test.url}${await create('/tus/pipelined.bin', data.length)}`;
+    const patch = (from: number, to: number) => fetch(url, { method: 'PATCH', headers: { authorization: adminAuth, ...PATCH, 'upload-offset': String(from) }, body: data.subarray(from, to) });
+    const first = await patch(0, 5 * MiB);
+    expect(first.status).toBe(204);
+    expect(first.headers.get('upload-offset')).toBe(String(5 * MiB));
+    // HEAD names only stored bytes: the previous offset while the commit is on its way, never more.
+    const head = await fetch(url, { method: 'HEAD', headers: { authorization: adminAuth, ...TUS } });
+    expect([0, 5 * MiB]).toContain(Number(head.headers.get('upload-offset')));
+    const second = await patch(5 * MiB, 10 * MiB); // not 409: the lease waits for the first chunk's commit
+    expect(second.status).toBe(204);
+    const last = await patch(10 * MiB, 15 * MiB);
+    expect(last.status).toBe(204);
+    expect(last.headers.get('upload-file-sha256')).toBe(digest('sha256', data).toString('hex'));
+    const id = url.split('/').pop()!;
+    expect(await test.share.pool.any(sql.unsafe`select "offset"::int as offset, part from resumable_segments where upload_id = ${id} order by "offset"`)).toEqual([]); // ended: segments gone
+    expect(await entry('/tus/pipelined.bin')).toMatchObject({ sha256: digest('sha256', data).toString('hex') });
+  });
+
   it('creation-with-upload, and X-HTTP-Method-Override', async () => {
     const data = randomBytes(50_000);
     const created = await curl('POST', '/api/uploads', { ...PATCH, 'Upload-Length': String(data.length), 'Upload-Metadata': `filename ${b64('two.bin')},folder ${b64('/tus')}` }, { data: data.subarray(0, 20_000) });
@@ -162,9 +177,9 @@ describe.each(s3Servers)('tus 1.0 with curl ($server)', ({ server }) => {
     expect(missing.status).toBe(412);
     expect(missing.headers['tus-version']).toBe('1.0.0');
     expect((await curl('POST', '/api/uploads', { 'Tus-Resumable': '0.2.2', 'Upload-Length': '10' })).status).toBe(412);
-    expect((await curl('POST', '/api/uploads', { ...TUS, 'Upload-Length': String(MAX + 1), 'Upload-Metadata': `path ${b64('/big.bin')}` })).status).toBe(413);
+    expect((await creation(MAX + 1, `path ${b64('/big.bin')}`)).status).toBe(413);
     for (const metadata of ['path !!!', `path ${b64('/a')},path ${b64('/b')}`, 'path a b c', `p=th ${b64('/a')}`, 'path', `path ${Buffer.from([0xff, 0xfe]).toString('base64')}`, `path ${b64('/../etc')}`, `filename ${b64('a/b')}`]) {
-      const answer = await curl('POST', '/api/uploads', { ...TUS, 'Upload-Length': '10', 'Upload-Metadata': metadata });
+      const answer = await creation(10, metadata);
       expect(answer.status, metadata).toBe(400);
       expect(JSON.parse(answer.body)).toMatchObject({ success: false });
     }
@@ -209,23 +224,18 @@ describe.each(s3Servers)('tus 1.0 with curl ($server)', ({ server }) => {
 
   it('the plain upload rules: uploads permission, an API key\'s folder, replacing needs delete — at creation and at completion', async () => {
     const { token } = await createKey(test.url, adminAuth, { name: 'tus-scoped', permissions: ['uploads'], scope: '/inbox' });
-    const keyed = async (path: string) => {
-      const { stdout } = await exec('curl', ['-sS', '-o', '/dev/null', '-w', '%{http_code}', '-X', 'POST', '-H', `Authorization: Bearer ${token}`, '-H', 'Tus-Resumable: 1.0.0', '-H', 'Upload-Length: 5', '-H', `Upload-Metadata: path ${b64(path)}`, `${test.url}/api/uploads`]);
-      return Number(stdout);
-    };
-    expect(await keyed('/elsewhere/a.bin')).toBe(403);
-    expect(await keyed('/inbox/a.bin')).toBe(201);
+    const keyed = async (path: string, bearer?: string) => (await tusCreate(`${test.url}/api/uploads`, 5, `path ${b64(path)}`, bearer ? { headers: { authorization: `Bearer ${bearer}` } } : {})).status;
+    expect(await keyed('/elsewhere/a.bin', token)).toBe(403);
+    expect(await keyed('/inbox/a.bin', token)).toBe(201);
     const reader = await createKey(test.url, adminAuth, { name: 'tus-reader', permissions: ['downloads'] });
-    const { stdout } = await exec('curl', ['-sS', '-o', '/dev/null', '-w', '%{http_code}', '-X', 'POST', '-H', `Authorization: Bearer ${reader.token}`, '-H', 'Tus-Resumable: 1.0.0', '-H', 'Upload-Length: 5', '-H', `Upload-Metadata: path ${b64('/r.bin')}`, `${test.url}/api/uploads`]);
-    expect(stdout).toBe('403');
-    const anonymous = await exec('curl', ['-sS', '-o', '/dev/null', '-w', '%{http_code}', '-X', 'POST', '-H', 'Tus-Resumable: 1.0.0', '-H', 'Upload-Length: 5', '-H', `Upload-Metadata: path ${b64('/r.bin')}`, `${test.url}/api/uploads`]);
-    expect(anonymous.stdout).toBe('401');
+    expect(await keyed('/r.bin', reader.token)).toBe(403);
+    expect(await keyed('/r.bin')).toBe(401); // anonymous
 
     // A user (no delete) cannot create over an existing file, nor complete onto one that appeared meanwhile.
     const user = await createUser(test.url, 'tus-user', 'user');
     const password = Buffer.from(user.authorization.slice(6), 'base64').toString().split(':')[1]!;
     expect((await upload(test.url, '/tus/taken.bin', 'old', adminAuth)).status).toBe(201);
-    const refused = await curl('POST', '/api/uploads', { ...TUS, 'Upload-Length': '3', 'Upload-Metadata': `path ${b64('/tus/taken.bin')}` }, { user: `tus-user:${password}` });
+    const refused = await creation(3, `path ${b64('/tus/taken.bin')}`, { user: `tus-user:${password}` });
     expect(refused.status).toBe(403);
     const late = await create('/tus/raced.bin', 3, `tus-user:${password}`);
     expect((await upload(test.url, '/tus/raced.bin', 'first', adminAuth)).status).toBe(201);

@@ -3,6 +3,7 @@
 // active, unexpired, at the offset the client names and not leased by a live request. Its holder renews it while
 // the body streams; a replica that dies loses it within LEASE_SECONDS. A chunk counts only when its segment row
 // and the new offset commit together under the lease, so two replicas can never both append at one offset.
+import { setTimeout as delay } from 'node:timers/promises';
 import { conflict, HttpError, notFound } from '@boxyard/kit';
 import { sql, type DatabasePool } from 'slonik';
 import { z } from 'zod';
@@ -11,6 +12,9 @@ import { int8 } from '../db/columns.ts';
 export const LEASE_SECONDS = 30;
 /** How long an ended upload answers 410 (then 404). */
 const TOMBSTONE_HOURS = 24;
+/** How long a PATCH waits for the previous chunk's commit (answered before it: s3-parts.ts), and how often it looks. */
+const COMMIT_WAIT_MS = 10_000;
+const COMMIT_POLL_MS = 10;
 
 export const uploadRow = z.object({
   id: z.string(),
@@ -91,18 +95,31 @@ export function createUploadRows(pool: DatabasePool, expiresAfterSeconds: number
      * answer also tells the s3 driver where its parts stand, so a chunk costs no further query before its bytes.
      */
     async lease(id: string, owner: string, offset: number, token: string): Promise<LeasedRow> {
-      const row = await pool.maybeOne(sql.type(leasedRow)`
-        update resumable_uploads set lease_token = ${token}, leased_until = now() + make_interval(secs => ${LEASE_SECONDS})
-        where id = ${id} and owner = ${owner} and state = 'active' and expires_at > now() and received = ${offset}
-          and (lease_token is null or leased_until <= now())
-        returning ${columns},
-          (select coalesce(max(part), 0) from resumable_segments where upload_id = ${id}) as last_part,
-          (select count(*) from resumable_segments where upload_id = ${id} and part is null)::int as staged`);
-      if (row) return row;
-      const current = await visible(id, owner);
-      if (current.state === 'done') throw new HttpError(409, `Upload-Offset is ${current.length}: the upload is complete`, { headers: { 'upload-offset': String(current.length) } });
-      if (current.received !== offset) throw new HttpError(409, `Upload-Offset ${offset} does not match the upload's offset ${current.received}`, { headers: { 'upload-offset': String(current.received) } });
-      throw new HttpError(423, 'Another request is writing to this upload; retry when it has ended');
+      const waitUntil = Date.now() + COMMIT_WAIT_MS;
+      for (;;) {
+        const row = await pool.maybeOne(sql.type(leasedRow)`
+          update resumable_uploads set lease_token = ${token}, leased_until = now() + make_interval(secs => ${LEASE_SECONDS})
+          where id = ${id} and owner = ${owner} and state = 'active' and expires_at > now() and received = ${offset}
+            and (lease_token is null or leased_until <= now())
+          returning ${columns},
+            (select coalesce(max(part), 0) from resumable_segments where upload_id = ${id}) as last_part,
+            (select count(*) from resumable_segments where upload_id = ${id} and part is null)::int as staged`);
+        if (row) return row;
+        const current = await visible(id, owner);
+        if (current.state === 'done') throw new HttpError(409, `Upload-Offset is ${current.length}: the upload is complete`, { headers: { 'upload-offset': String(current.length) } });
+        // The chunk before this one was answered and its commit is on its way (s3-parts.ts), on whichever
+        // replica took it: wait for it rather than answer an offset that is about to move.
+        if (Date.now() < waitUntil) {
+          // That commit landed between the two statements: take the lease now.
+          if (current.received === offset && !current.leased) continue;
+          if (current.leased && current.received < offset && offset <= current.length) {
+            await delay(COMMIT_POLL_MS);
+            continue;
+          }
+        }
+        if (current.received !== offset) throw new HttpError(409, `Upload-Offset ${offset} does not match the upload's offset ${current.received}`, { headers: { 'upload-offset': String(current.received) } });
+        throw new HttpError(423, 'Another request is writing to this upload; retry when it has ended');
+      }
     },
 
     /** Extends a lease still held; false when it was lost (expired and taken, or the upload ended). */
@@ -119,25 +136,29 @@ export function createUploadRows(pool: DatabasePool, expiresAfterSeconds: number
 
     /**
      * A received chunk becomes part of the upload, with the new offset (and hasher): one statement, so one round
-     * trip and atomic. `release`: the request ends with this chunk, so its lease goes in the same statement (the
-     * request that completes the upload keeps it for the completion).
+     * trip and atomic. The chunk is one segment, or several consecutive ones (its parts, s3-parts.ts). `release`:
+     * the request ends with this chunk, so its lease goes in the same statement (the request that completes the
+     * upload keeps it for the completion).
      */
-    async append(id: string, token: string, segment: Segment, hasher: string | null = null, release = false): Promise<UploadRow> {
-      const keep = sql.fragment`${!release}::boolean or received + ${segment.length} = length`;
+    async append(id: string, token: string, segments: readonly Segment[], hasher: string | null = null, release = false): Promise<UploadRow> {
+      const offset = segments[0]!.offset;
+      const length = segments.reduce((sum, segment) => sum + segment.length, 0);
+      const keep = sql.fragment`${!release}::boolean or received + ${length} = length`;
       const row = await pool.maybeOne(sql.type(uploadRow)`
         with moved as (
-          update resumable_uploads set received = received + ${segment.length}, expires_at = ${expiry}, hasher = ${hasher},
+          update resumable_uploads set received = received + ${length}, expires_at = ${expiry}, hasher = ${hasher},
             lease_token = case when ${keep} then lease_token end, leased_until = case when ${keep} then leased_until end
-          where id = ${id} and lease_token = ${token} and state = 'active' and received = ${segment.offset}
-            and received + ${segment.length} <= length
+          where id = ${id} and lease_token = ${token} and state = 'active' and received = ${offset}
+            and received + ${length} <= length
           returning ${columns}
         ), added as (
           insert into resumable_segments (upload_id, "offset", length, storage_key, part, etag)
-          select ${id}, ${segment.offset}, ${segment.length}, ${segment.storageKey}, ${segment.part}, ${segment.etag} from moved
+          select ${id}, s."offset", s.length, s."storageKey", s.part, s.etag
+          from moved, jsonb_to_recordset(${sql.jsonb(segments.map((segment) => ({ ...segment })))}) as s("offset" int8, length int8, "storageKey" text, part int, etag text)
           returning storage_key
         ), referenced as (
           -- Referenced by the upload now: the sweep leaves it until the upload ends.
-          delete from object_garbage where storage_key = (select storage_key from added)
+          delete from object_garbage where storage_key in (select storage_key from added)
         )
         select * from moved`);
       if (!row) throw conflict('The upload changed while this chunk arrived (lease lost, terminated or expired); nothing was added');

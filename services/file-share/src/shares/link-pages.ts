@@ -1,6 +1,7 @@
 // The pages an outsider sees through a link: a shared folder's listing (the share's own rows: relative links, so
 // `wget --mirror --no-parent` walks exactly the shared folder), the password form, and a file request's upload
-// form. No script, no account bar, nothing above the shared entry: the page names paths relative to the link.
+// form. No account bar, nothing above the shared entry: the page names paths relative to the link. Only the upload
+// form has a script (request.js: the file goes through the link's resumable endpoint; without it, one POST).
 import { escapeHtml } from '@boxyard/kit/web/html.ts';
 import { renderPage } from '../console/layout.ts';
 import { humanSize, renderRows } from '../files/listing-html.ts';
@@ -8,7 +9,8 @@ import type { Entry } from '../tree/tree-store.ts';
 
 const viewer = { username: null, via: 'share-link' as const, returnTo: '/' };
 
-const page = (title: string, main: string) => renderPage({ title, viewer, signInPage: true, main });
+const page = (title: string, main: string, script?: { name: string; data: Record<string, string> }) =>
+  renderPage({ title, viewer, signInPage: true, main, ...(script ? { scripts: [script.name], data: script.data } : {}) });
 
 export interface LinkListing {
   /** The shared folder's own name (`share` for the root). */
@@ -60,6 +62,8 @@ ${message}<form class="box" method="post"><label>Password <input type="password"
 
 export interface RequestPageOptions {
   folderName: string;
+  /** The link's resumable (tus) endpoint, `/-/tus/<token>`. */
+  tusEndpoint: string;
   expiresAt: number;
   maxFileBytes: number;
   remaining: number | null;
@@ -75,6 +79,7 @@ export function renderRequestPage(options: RequestPageOptions): string {
     `<h1>Send files to ${escapeHtml(options.folderName)}</h1>
 ${received}<p>Files you send here go into the folder <strong>${escapeHtml(options.folderName)}</strong>; you cannot see what it holds, and a file whose name is already taken is refused. Largest file: ${humanSize(options.maxFileBytes)}.${remaining} Open until ${escapeHtml(new Date(options.expiresAt).toISOString().replace('T', ' ').replace(/\.\d+Z$/, 'Z'))}.</p>
 <form id="request-upload" class="box" method="post" enctype="multipart/form-data"><label>File <input type="file" name="file" required></label> <button type="submit">Send</button></form>`,
+    { name: 'request.js', data: { 'tus-endpoint': options.tusEndpoint } },
   );
 }
 

@@ -36,8 +36,8 @@ export type PasswordOutcome = 'open' | 'accepted' | 'missing';
 
 export const cookieName = (link: LinkWithCreator) => `share-${link.id}`;
 
-/** The URL prefixes a link's cookie is sent to: its pages and its zips. */
-export const cookiePaths = (link: LinkWithCreator) => [`/-/s/${link.token}/`, `/-/zip/${link.token}/`];
+/** The URL prefixes a link's cookie is sent to: its pages, its zips and its resumable uploads (`/-/tus/<token>` and below). */
+export const cookiePaths = (link: LinkWithCreator) => [`/-/s/${link.token}/`, `/-/zip/${link.token}/`, `/-/tus/${link.token}`];
 
 const fingerprint = (link: LinkWithCreator) => createHash('sha256').update(link.password_hash ?? '').digest('base64url');
 const mac = (gate: PasswordGate, link: LinkWithCreator, expires: number) =>

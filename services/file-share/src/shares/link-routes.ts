@@ -21,6 +21,7 @@ import { LINK_REALM, passwordGate, setLinkCookie, tryPassword, type PasswordGate
 import { renderLinkListing, renderPasswordPage, renderRefusalPage, renderRequestPage } from './link-pages.ts';
 import { attachment, sendZip } from './link-zip.ts';
 import { handleRequestUpload, type RequestUploadDeps } from './request-upload.ts';
+import { TUS_LINK_PREFIX } from './request-tus.ts';
 import { TOKEN_PATTERN, type LinkWithCreator } from './share-store.ts';
 
 export const LINK_PREFIX = '/-/s/';
@@ -150,6 +151,7 @@ async function readRequest(options: LinkRoutesOptions, request: FastifyRequest, 
       reply,
       renderRequestPage({
         folderName: nameOf(link.path),
+        tusEndpoint: `${TUS_LINK_PREFIX}${link.token}`,
         expiresAt: link.expires_at,
         maxFileBytes: Math.min(options.maxUploadBytes, link.max_file_bytes ?? options.maxUploadBytes),
         remaining: link.max_uses === null ? null : link.max_uses - link.uses,

@@ -3,23 +3,16 @@
 // Debian's python3-tuspy through a password-protected link, and curl for every refusal — the link's size limit,
 // use limit (a use is taken at creation, given back on termination), revocation and expiry on every PATCH (one
 // streaming at that moment is cut), names outside the folder or already taken, and that nothing of the folder shows.
-import { execFile, spawn } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
-import { mkdtemp, open, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createInterface } from 'node:readline';
-import { promisify } from 'node:util';
 import { sql } from 'slonik';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ADMIN_PASSWORD, adminAuth, eventually, postJson, sharedSecret, startTestShare, upload, type TestShare } from '../testing/test-share.ts';
+import { b64, curlRequest, PATCH, randomFile, startTusClient, TUS, tusCreate, type CurlAnswer } from '../testing/tus-clients.ts';
 
-const exec = promisify(execFile);
 const MiB = 1024 * 1024;
-const here = new URL('../resumable/testing/', import.meta.url).pathname;
-const b64 = (text: string) => Buffer.from(text).toString('base64');
-const TUS = { 'Tus-Resumable': '1.0.0' };
-const PATCH = { ...TUS, 'Content-Type': 'application/offset+octet-stream' };
 
 let a: TestShare;
 let b: TestShare;
@@ -53,66 +46,15 @@ async function makeLink(body: Record<string, unknown>): Promise<Link> {
 
 const revoke = (link: Link) => fetch(`${a.url}/api/shares/${link.id}`, { method: 'DELETE', headers: { authorization: adminAuth } });
 
-interface Answer {
-  status: number;
-  headers: Record<string, string>;
-  body: string;
-}
-
-/** One curl request, as an outsider sends it (no account); `data` goes from a file, `rate` limits its speed. */
-async function curl(method: string, url: string, headers: Record<string, string>, options: { data?: Buffer; user?: string; rate?: string } = {}): Promise<Answer> {
-  const args = ['-sS', '-i', '-X', method];
-  if (options.user) args.push('-u', options.user);
-  if (options.rate) args.push('--limit-rate', options.rate);
-  for (const [name, value] of Object.entries(headers)) args.push('-H', `${name}: ${value}`);
-  if (options.data) {
-    const file = join(work, `body-${randomBytes(4).toString('hex')}`);
-    await writeFile(file, options.data);
-    args.push('--data-binary', `@${file}`);
-  }
-  if (method === 'HEAD') args.splice(args.indexOf('-X'), 2, '-I');
-  const { stdout } = await exec('curl', [...args, url], { maxBuffer: 16 * MiB }).catch((error: { stdout: string }) => ({ stdout: error.stdout }));
-  const blocks = stdout.split('\r\n\r\n');
-  while (/^HTTP\/1\.1 1\d\d/.test(blocks[0] ?? '')) blocks.shift(); // 100 Continue
-  const [head = '', ...rest] = blocks;
-  const lines = head.split('\r\n');
-  const headerMap: Record<string, string> = {};
-  for (const line of lines.slice(1)) headerMap[line.slice(0, line.indexOf(':')).toLowerCase()] = line.slice(line.indexOf(':') + 1).trim();
-  return { status: Number(lines[0]!.split(' ')[1]), headers: headerMap, body: rest.join('\r\n\r\n') };
-}
+/** One curl request, as an outsider sends it (no account). */
+const curl = curlRequest;
 
 const createOn = (share: TestShare, link: Link, length: number, metadata: string, user?: string) =>
-  curl('POST', `${share.url}/-/tus/${link.token}`, { ...TUS, 'Upload-Length': String(length), 'Upload-Metadata': metadata }, user ? { user } : {});
+  tusCreate(`${share.url}/-/tus/${link.token}`, length, metadata, user ? { user } : {});
 
 const linkUses = async (link: Link) => (await a.share.pool.oneFirst(sql.unsafe`select uses from share_links where id = ${link.id}::uuid`)) as number;
 const stored = async (path: string) => (await a.share.pool.maybeOneFirst(sql.unsafe`select sha256 from entries where path = ${path}`)) as string | null;
-const message = (answer: Answer) => (JSON.parse(answer.body) as { success: boolean; message: string }).message;
-
-async function randomFile(path: string, bytes: number): Promise<string> {
-  const hash = createHash('sha256');
-  const file = await open(path, 'w');
-  for (let written = 0; written < bytes; written += 8 * MiB) {
-    const piece = randomBytes(Math.min(8 * MiB, bytes - written));
-    hash.update(piece);
-    await file.write(piece);
-  }
-  await file.close();
-  return hash.digest('hex');
-}
-
-/** A client process; resolves its exit code (null when killed) and the upload URL it printed. */
-function client(command: string, args: string[], killAtBytes?: number) {
-  const child = spawn(command, args, { stdio: ['ignore', 'pipe', 'inherit'] });
-  let url = '';
-  const lines: string[] = [];
-  createInterface({ input: child.stdout }).on('line', (line) => {
-    lines.push(line);
-    const [name, value] = line.split(' ');
-    if (name === 'url') url = value!;
-    if (killAtBytes !== undefined && (name === 'progress' || name === 'offset') && Number(value) >= killAtBytes) child.kill('SIGKILL');
-  });
-  return new Promise<{ code: number | null; url: string; lines: string[] }>((resolve) => child.once('exit', (code) => resolve({ code, url, lines })));
-}
+const message = (answer: CurlAnswer) => (JSON.parse(answer.body) as { success: boolean; message: string }).message;
 
 describe('resumable uploads through a file request', () => {
   it('tus-js-client, killed at ~40 %, resumes on the other replica; the link\'s one use is held meanwhile', { timeout: 120_000 }, async () => {
@@ -120,10 +62,10 @@ describe('resumable uploads through a file request', () => {
     const file = join(work, 'big.bin');
     const expected = await randomFile(file, size);
     const link = await makeLink({ path: '/inbox', kind: 'request', max_uses: 1, max_file_bytes: size });
-    const script = join(here, 'tus-js-upload.ts');
-    const first = await client(process.execPath, [script, `${a.url}/-/tus/${link.token}`, file, '', 'big.bin', String(8 * MiB)], 0.4 * size);
-    expect(first.code).toBeNull(); // killed
-    const uploadPath = new URL(first.url).pathname;
+    const args = { file, authorization: '', path: 'big.bin', chunkBytes: 8 * MiB };
+    const first = startTusClient('js', { ...args, endpoint: `${a.url}/-/tus/${link.token}` }, 0.4 * size);
+    expect(await first.exit).toBeNull(); // killed
+    const uploadPath = new URL(await first.url).pathname;
     expect(uploadPath).toMatch(new RegExp(`^/-/tus/${link.token}/[0-9a-f-]{36}$`));
     const head = await curl('HEAD', `${b.url}${uploadPath}`, TUS);
     expect(head.status).toBe(200);
@@ -142,8 +84,8 @@ describe('resumable uploads through a file request', () => {
     const other = await makeLink({ path: '/inbox', kind: 'request' });
     expect((await curl('HEAD', `${a.url}/-/tus/${other.token}/${id}`, TUS)).status).toBe(404);
 
-    const resumed = await client(process.execPath, [script, `${b.url}/-/tus/${link.token}`, file, '', 'big.bin', String(8 * MiB), `${b.url}${uploadPath}`]);
-    expect(resumed.code).toBe(0);
+    const resumed = startTusClient('js', { ...args, endpoint: `${b.url}/-/tus/${link.token}`, uploadUrl: `${b.url}${uploadPath}` });
+    expect(await resumed.exit).toBe(0);
     expect(resumed.lines).toContain('done');
     expect(await stored('/inbox/big.bin')).toBe(expected);
     expect(await linkUses(link)).toBe(1);
@@ -163,8 +105,8 @@ describe('resumable uploads through a file request', () => {
     const link = await makeLink({ path: '/inbox', kind: 'request', password: 'request-pass-1' });
     expect((await createOn(a, link, size, `filename ${b64('py.bin')}`)).status).toBe(401);
     expect((await createOn(a, link, size, `filename ${b64('py.bin')}`, 'x:wrong-password')).status).toBe(401);
-    const run = await client('/usr/bin/python3', [join(here, 'tuspy-upload.py'), `${a.url}/-/tus/${link.token}`, file, `Basic ${b64('x:request-pass-1')}`, 'py.bin', String(4 * MiB)]);
-    expect(run.code).toBe(0);
+    const run = startTusClient('py', { endpoint: `${a.url}/-/tus/${link.token}`, file, authorization: `Basic ${b64('x:request-pass-1')}`, path: 'py.bin', chunkBytes: 4 * MiB });
+    expect(await run.exit).toBe(0);
     expect(await stored('/inbox/py.bin')).toBe(expected);
   });
 

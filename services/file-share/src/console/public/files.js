@@ -7,7 +7,7 @@
 // network cut or a page reload (resumable.js).
 import { announce, api, ask, button, copyText, messageOf, refreshParts } from './console.js';
 import { openShareDialog } from './share-dialog.js';
-import { rememberedUploads, resumableUpload } from './resumable.js';
+import { rememberedUploads, resumableUpload, shareTarget } from './resumable.js';
 
 const RESUMABLE_BYTES = 8 * 1024 * 1024;
 
@@ -181,7 +181,7 @@ function sendResumable(job) {
     view.result.classList.toggle('done', state === 'done');
     if (text !== undefined) view.result.textContent = text;
   };
-  const upload = resumableUpload(job.file, sharePath(job.path), {
+  const upload = resumableUpload(job.file, shareTarget(sharePath(job.path), job.file), {
     progress(sent) {
       view.progress.value = sent;
       view.result.textContent = `${Math.floor((sent / Math.max(job.file.size, 1)) * 100)}%`;

@@ -1,14 +1,17 @@
 /* global XMLHttpRequest, localStorage, setTimeout, clearTimeout, TextEncoder */
-// The console's resumable uploads: a small tus 1.0 client (creation, then PATCHes of CHUNK bytes, each a slice of
-// the File the browser reads from disk) against /api/uploads. It survives
+// Resumable uploads from the browser: a small tus 1.0 client (creation, then PATCHes of CHUNK bytes, each a slice
+// of the File the browser reads from disk), used by the console (/api/uploads, shareTarget) and by a file request's
+// page (/-/tus/<token>, requestTarget). It survives
 // - a network cut: a failed PATCH is retried after a growing pause, from the offset the server answers to HEAD;
 // - a page reload: the upload's URL is kept in localStorage under the file's destination, size and modification
-//   time, and choosing the same file again in this folder continues it from the server's offset.
+//   time, and choosing the same file again for the same destination continues it from the server's offset.
 // Pause aborts the request in flight (the server drops that chunk whole); Resume asks the offset and goes on.
 const ENDPOINT = '/api/uploads';
 const CHUNK = 8 * 1024 * 1024;
 const RETRY_MS = [1000, 2000, 4000, 8000, 10000];
 const STORE_PREFIX = 'boxyard-tus:';
+// A file request's uploads are remembered apart: the console never lists them as its own.
+const REQUEST_STORE_PREFIX = 'boxyard-tus-request:';
 
 const b64 = (text) => {
   const bytes = new TextEncoder().encode(text);
@@ -17,7 +20,22 @@ const b64 = (text) => {
   return globalThis.btoa(binary);
 };
 
-const storageKey = (path, file) => `${STORE_PREFIX}${JSON.stringify([path, file.size, file.lastModified])}`;
+const fileType = (file) => file.type || 'application/octet-stream';
+
+/** Where a file goes, as the upload needs it: the endpoint, the Upload-Metadata pairs, the key it is remembered by. */
+export function shareTarget(path, file) {
+  return { endpoint: ENDPOINT, metadata: { path, filetype: fileType(file) }, remember: `${STORE_PREFIX}${JSON.stringify([path, file.size, file.lastModified])}` };
+}
+
+/** A file request's endpoint (`/-/tus/<token>`): the file keeps its own name in the request's folder. */
+export function requestTarget(endpoint, file) {
+  return { endpoint, metadata: { filename: file.name, filetype: fileType(file) }, remember: `${REQUEST_STORE_PREFIX}${JSON.stringify([endpoint, file.name, file.size, file.lastModified])}` };
+}
+
+const metadataHeader = (metadata) =>
+  Object.entries(metadata)
+    .map(([name, value]) => `${name} ${b64(value)}`)
+    .join(',');
 
 /** Unfinished uploads this browser remembers whose destination is directly inside `folder` (for the page to list). */
 export function rememberedUploads(folder) {
@@ -55,17 +73,17 @@ function request(method, url, headers, body, onProgress, onStart) {
 }
 
 /**
- * A resumable upload of `file` to the share path `path`. `view` gets {progress(sent), state(name, text)} calls.
- * start() resolves with {sha256} when the file is stored, or rejects (paused, refused).
+ * A resumable upload of `file` to `target` (shareTarget, requestTarget). `view` gets {progress(sent), state(name,
+ * text)} calls. start() resolves with {sha256} when the file is stored, or rejects (paused, refused).
  */
-export function resumableUpload(file, path, view) {
-  const key = storageKey(path, file);
+export function resumableUpload(file, target, view) {
+  const key = target.remember;
   let xhr;
   let paused = false;
   let wake;
 
   async function create() {
-    const response = await request('POST', ENDPOINT, { 'upload-length': String(file.size), 'upload-metadata': `path ${b64(path)},filetype ${b64(file.type || 'application/octet-stream')}` });
+    const response = await request('POST', target.endpoint, { 'upload-length': String(file.size), 'upload-metadata': metadataHeader(target.metadata) });
     if (response.status !== 201) throw Object.assign(new Error(messageOf(response)), { final: true });
     const url = response.header('location');
     localStorage.setItem(key, url);
