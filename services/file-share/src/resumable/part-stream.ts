@@ -4,7 +4,7 @@
 // body holds before its PUT takes it.
 import { once } from 'node:events';
 import { PassThrough, type Readable } from 'node:stream';
-import type { MultipartUploads } from '@boxyard/kit';
+import { ignoreError, type MultipartUploads } from '@boxyard/kit';
 
 /** Bytes a part's body holds before the source is read on (as in the kit's S3 upload). */
 const STREAM_BUFFER = 1024 * 1024;
@@ -94,7 +94,7 @@ async function storedAll(sends: readonly Promise<string>[]): Promise<string[]> {
 async function drained(body: PassThrough, sending: Promise<unknown>): Promise<void> {
   const done = new AbortController();
   try {
-    await Promise.race([once(body, 'drain', { signal: done.signal }), sending.then(() => undefined, () => undefined)]);
+    await Promise.race([once(body, 'drain', { signal: done.signal }), sending.then(() => undefined, ignoreError('a failed send is read where it is awaited; here it only ends the wait'))]);
   } finally {
     done.abort();
   }

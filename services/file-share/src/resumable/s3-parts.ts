@@ -9,7 +9,7 @@
 // hash (running-hash.ts) or, when another replica took some chunk, from reading the object once.
 import { createHash } from 'node:crypto';
 import { Transform, type Readable } from 'node:stream';
-import { HttpError, type MultipartUploads, type ObjectStore } from '@boxyard/kit';
+import { HttpError, ignoreError, markHandled, type MultipartUploads, type ObjectStore } from '@boxyard/kit';
 import type { storeChunk } from './chunks.ts';
 import { checksumMismatch, joinSegments } from './chunks.ts';
 import { partSizes, streamParts } from './part-stream.ts';
@@ -84,7 +84,7 @@ export async function appendPart(deps: PartDeps, row: LeasedRow, token: string, 
       throw bodyFailed || chunk.body.destroyed ? interrupted() : error;
     });
     if (check && check.digest('hex') !== chunk.checksum!.hex) {
-      await stored.catch(() => undefined); // refused anyway: its parts are replaced by the next ones sent
+      await stored.catch(ignoreError('refused anyway: its parts are replaced by the next ones sent'));
       throw checksumMismatch();
     }
     // The running hash moves to the chunk's end now: a next chunk on this replica may be leased as soon as the
@@ -99,7 +99,7 @@ export async function appendPart(deps: PartDeps, row: LeasedRow, token: string, 
     };
     if (offset + size === row.length) return { row: await commit() }; // the completing chunk waits: the file appears in its answer
     const committed = commit();
-    committed.catch(() => undefined); // seen by the caller (receive.ts settle), which logs a failure
+    markHandled(committed); // seen by the caller (receive.ts settle), which logs a failure
     return { row: { ...row, received: offset + size }, committed };
   }
   const stored = await deps.storeChunk(row.id, tap(chunk.body, hasher, undefined), { size, maxBytes: row.length - offset, checksum: chunk.checksum });

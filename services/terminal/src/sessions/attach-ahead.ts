@@ -5,6 +5,8 @@
 // of the attach is unchanged: the caller's checks, the backend's check of the address, the upgrade the agent
 // checks. An authorization is used once, for the address it was made for, and within USE_WITHIN_MS (the agent
 // keeps the nonce behind it 30 s); at most one per session and MAX_WAITING in all, so the store is bounded.
+import { ignoreError } from '@boxyard/kit';
+
 const USE_WITHIN_MS = 20_000;
 const MAX_WAITING = 1000;
 
@@ -38,7 +40,7 @@ export function createAttachAhead(options: { useWithinMs?: number; max?: number 
       drop(sessionId);
       if (waiting.size >= max) return;
       // Not awaited here: a challenge that fails or is late only means the attach makes its own.
-      const authorization = authorize().catch((): undefined => undefined);
+      const authorization = authorize().catch(ignoreError('the attach makes its own challenge'));
       const timer = setTimeout(() => drop(sessionId), useWithinMs);
       timer.unref();
       waiting.set(sessionId, { address, authorization, timer });
