@@ -31,14 +31,19 @@ export default tseslint.config(
     files: ['**/*.ts'],
     ignores: ['services/kit/src/errors/ignore-error.ts'],
     rules: {
-      'no-restricted-syntax': ['error', ...['BlockStatement[body.length=0]', 'Identifier[name="undefined"]', 'Literal[raw="null"]'].flatMap((body) => [
-        // .catch(() => {}) and .then(ok, () => {})
-        'CallExpression[callee.property.name="catch"] > ArrowFunctionExpression',
-        'CallExpression[callee.property.name="then"][arguments.length=2] > ArrowFunctionExpression:nth-child(2)',
-      ].map((handler) => ({
-        selector: `${handler} > ${body}.body`,
-        message: "A swallowed error: handle it, or `.catch(ignoreError('why it is safe'))` from @boxyard/kit (logged at debug).",
-      })))],
+      'no-restricted-syntax': [
+        'error',
+        ...['BlockStatement[body.length=0]', 'Identifier[name="undefined"]', 'Literal[raw="null"]'].flatMap((body) =>
+          [
+            // .catch(() => {}) and .then(ok, () => {})
+            'CallExpression[callee.property.name="catch"] > ArrowFunctionExpression',
+            'CallExpression[callee.property.name="then"][arguments.length=2] > ArrowFunctionExpression:nth-child(2)',
+          ].map((handler) => ({
+            selector: `${handler} > ${body}.body`,
+            message: "A swallowed error: handle it, or `.catch(ignoreError('why it is safe'))` from @boxyard/kit (logged at debug).",
+          })),
+        ),
+      ],
     },
   },
   {

@@ -22,7 +22,8 @@ describe('import graph', () => {
         files++;
         for (const match of (await readFile(file, 'utf8')).matchAll(IMPORT)) {
           const target = match[1] ?? match[2]!;
-          if (/(^|\/)boxyard\/src\//.test(target) || target === 'boxyard' || target.startsWith('boxyard/')) offenders.push(`${relative(root, file)} → ${target}`);
+          if (/(^|\/)boxyard\/src\//.test(target) || target === 'boxyard' || target.startsWith('boxyard/'))
+            offenders.push(`${relative(root, file)} → ${target}`);
         }
       }
     }
@@ -33,7 +34,17 @@ describe('import graph', () => {
 
 describe('imports between packages', () => {
   it('name the package (@boxyard/test/harness/…), never a relative path out of their own package', async () => {
-    const roots = ['services/kit', 'services/box-repository', 'services/file-share', 'services/terminal', 'services/second-service', 'services/registry', 'services/boxyard', 'operator', 'test'].map((p) => join(root, p));
+    const roots = [
+      'services/kit',
+      'services/box-repository',
+      'services/file-share',
+      'services/terminal',
+      'services/second-service',
+      'services/registry',
+      'services/boxyard',
+      'operator',
+      'test',
+    ].map((p) => join(root, p));
     const packageOf = (file: string) => roots.filter((r) => file.startsWith(`${r}/`)).sort((a, b) => b.length - a.length)[0];
     const offenders: string[] = [];
     for (const packageRoot of roots) {

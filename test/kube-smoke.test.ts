@@ -56,7 +56,9 @@ describe('local control plane (shared, apiserver only)', () => {
   });
   afterAll(async () => {
     // No garbage collector without controllers: deleting the namespace only marks it; that's fine for a throwaway plane.
-    await kubectl(kubeconfig, ['delete', 'namespace', namespace, '--wait=false', '--ignore-not-found']).catch(ignoreError('teardown: the namespace may be gone'));
+    await kubectl(kubeconfig, ['delete', 'namespace', namespace, '--wait=false', '--ignore-not-found']).catch(
+      ignoreError('teardown: the namespace may be gone'),
+    );
     await rm(dir, { recursive: true, force: true });
   });
 

@@ -21,7 +21,16 @@ describe('boxyard operator flags', () => {
 
   it('reads what the chart passes: leader election in the pod namespace, namespaces, durations in seconds', () => {
     const options = parseOperatorArgs(
-      ['--leader-elect', '--leader-election-id=boxyard', '--lease-duration=15', '--renew-deadline=10', '--retry-period=2', '--namespaces=a, b', '--resync-period=600', '--workers=8'],
+      [
+        '--leader-elect',
+        '--leader-election-id=boxyard',
+        '--lease-duration=15',
+        '--renew-deadline=10',
+        '--retry-period=2',
+        '--namespaces=a, b',
+        '--resync-period=600',
+        '--workers=8',
+      ],
       { POD_NAMESPACE: 'boxyard-system', POD_NAME: 'boxyard-7d9f-abcde', BOXYARD_IMAGE: 'registry.example/boxyard:1' },
     );
     expect(options).toMatchObject({
@@ -42,7 +51,12 @@ describe('boxyard operator flags', () => {
   });
 
   it('reads the image allow-list, the gateway ClusterRole and the metrics authentication', () => {
-    expect(parseOperatorArgs(['--allowed-images=ghcr.io/boxyard/boxyard, registry.example/*', '--gateway-cluster-role=rel-terminal-gateway', '--metrics-auth=none'], {})).toMatchObject({
+    expect(
+      parseOperatorArgs(
+        ['--allowed-images=ghcr.io/boxyard/boxyard, registry.example/*', '--gateway-cluster-role=rel-terminal-gateway', '--metrics-auth=none'],
+        {},
+      ),
+    ).toMatchObject({
       allowedImages: ['ghcr.io/boxyard/boxyard', 'registry.example/*'],
       gatewayClusterRole: 'rel-terminal-gateway',
       metricsAuth: 'none',

@@ -59,10 +59,17 @@ export function parseOperatorArgs(argv: string[], env: NodeJS.ProcessEnv = proce
     const n = number(name, raw);
     return n === undefined ? undefined : n * 1000;
   };
-  const namespaces = (values.namespaces ?? env.BOXYARD_WATCH_NAMESPACES ?? '').split(',').map((s) => s.trim()).filter(Boolean);
+  const namespaces = (values.namespaces ?? env.BOXYARD_WATCH_NAMESPACES ?? '')
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean);
   const metricsAuth = values['metrics-auth'] ?? 'kubernetes';
   if (metricsAuth !== 'kubernetes' && metricsAuth !== 'none') throw new OperatorUsageError(`--metrics-auth must be kubernetes or none, not "${metricsAuth}"`);
-  const list = (raw: string | undefined) => (raw ?? '').split(',').map((s) => s.trim()).filter(Boolean);
+  const list = (raw: string | undefined) =>
+    (raw ?? '')
+      .split(',')
+      .map((s) => s.trim())
+      .filter(Boolean);
   const options: OperatorOptions = {
     kubeconfig: values.kubeconfig,
     namespaces,

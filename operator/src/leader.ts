@@ -161,13 +161,15 @@ export async function lead(operator: Operator, stop: AbortSignal): Promise<void>
   for (const i of all) i.start();
   const started = Promise.all(controllers.map((c) => c.start())).then(() => {
     operator.synced = true;
-    log(`caches synced; reconciling ${allKinds.map((k) => k.kind).join(', ')}, Backup, ScheduledBackup in ${namespaces ? namespaces.join(', ') : 'all namespaces'}`);
+    log(
+      `caches synced; reconciling ${allKinds.map((k) => k.kind).join(', ')}, Backup, ScheduledBackup in ${namespaces ? namespaces.join(', ') : 'all namespaces'}`,
+    );
   });
   await new Promise<void>((resolve) => (stop.aborted ? resolve() : stop.addEventListener('abort', () => resolve(), { once: true })));
   operator.synced = false;
   await Promise.all(controllers.map((c) => c.stop()));
   await Promise.all(all.map((i) => i.stop()));
-  await started.catch(ignoreError('the start\'s failure was reported where it happened'));
+  await started.catch(ignoreError("the start's failure was reported where it happened"));
   metrics.cacheSizes = () => ({});
   metrics.leader.set(0);
 }

@@ -88,7 +88,9 @@ export async function runOperator(options: OperatorOptions = {}): Promise<Runnin
 
   const shutdown = new AbortController();
   const running = leadWhenElected(operator, shutdown.signal);
-  log(`images allowed: ${operator.imagePolicy.describe()}; /metrics ${reviewClient ? 'needs a bearer token allowed to get /metrics' : 'is open (--metrics-auth=none)'}`);
+  log(
+    `images allowed: ${operator.imagePolicy.describe()}; /metrics ${reviewClient ? 'needs a bearer token allowed to get /metrics' : 'is open (--metrics-auth=none)'}`,
+  );
   running.catch((error: unknown) => logger.error({ error: String(error) }, 'operator stopped with an error'));
 
   return {
@@ -97,7 +99,7 @@ export async function runOperator(options: OperatorOptions = {}): Promise<Runnin
     isLeader: () => (operator.elector ? operator.elector.isLeader() : true),
     async stop() {
       shutdown.abort();
-      await running.catch(ignoreError('the run\'s failure was reported where it happened'));
+      await running.catch(ignoreError("the run's failure was reported where it happened"));
       await http.close();
       operator.client.close();
       reviewClient?.close();
@@ -150,4 +152,3 @@ function leadWhenElected(operator: Operator, stop: AbortSignal): Promise<void> {
   log(`operator ${identity} started; waiting for the lease ${le.namespace}/${le.name ?? 'boxyard-operator'}`);
   return operator.elector.run(stop, (signal) => lead(operator, signal));
 }
-

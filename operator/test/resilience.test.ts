@@ -47,9 +47,19 @@ async function startOperator(identity: string, extra: string[] = []): Promise<Op
     identity,
     logFile: join(dir, `${identity}.log`),
     args: [
-      '--leader-elect', '--leader-election-namespace', SYSTEM, '--leader-election-id', 'boxyard',
-      '--lease-duration', String(LEASE_SECONDS), '--renew-deadline', '4', '--retry-period', String(RETRY_SECONDS),
-      '--default-image', 'registry.invalid/boxyard:test',
+      '--leader-elect',
+      '--leader-election-namespace',
+      SYSTEM,
+      '--leader-election-id',
+      'boxyard',
+      '--lease-duration',
+      String(LEASE_SECONDS),
+      '--renew-deadline',
+      '4',
+      '--retry-period',
+      String(RETRY_SECONDS),
+      '--default-image',
+      'registry.invalid/boxyard:test',
       ...extra, // later flags win
     ],
   });
@@ -73,10 +83,16 @@ async function readyPools(): Promise<Set<string>> {
       .map((r) => r.metadata.name),
   );
 }
-const allReady = (names: string[]) => waitFor(`${names.length} TerminalPools to be Ready`, async () => {
-  const ready = await readyPools();
-  return names.every((n) => ready.has(n));
-}, 150_000, 500);
+const allReady = (names: string[]) =>
+  waitFor(
+    `${names.length} TerminalPools to be Ready`,
+    async () => {
+      const ready = await readyPools();
+      return names.every((n) => ready.has(n));
+    },
+    150_000,
+    500,
+  );
 
 beforeAll(async () => {
   dir = await mkdtemp(join(tmpdir(), 'operator-resilience-'));
@@ -118,10 +134,14 @@ describe('operator resilience', { timeout: 240_000 }, () => {
 
     const before = (await lease())!;
     await leader.kill(); // kill -9: no release of the lease
-    const after = await waitFor('the standby to take the lease', async () => {
-      const current = await lease();
-      return current?.spec.holderIdentity === (leader === a ? 'op-b' : 'op-a') ? current : undefined;
-    }, 60_000);
+    const after = await waitFor(
+      'the standby to take the lease',
+      async () => {
+        const current = await lease();
+        return current?.spec.holderIdentity === (leader === a ? 'op-b' : 'op-a') ? current : undefined;
+      },
+      60_000,
+    );
     // Measured on the Lease's own clock: the standby took over at most a lease duration (plus its polling period
     // and request latency) after the leader's last renewal.
     const gapSeconds = (Date.parse(after.spec.acquireTime!) - Date.parse(before.spec.renewTime!)) / 1000;
@@ -137,7 +157,13 @@ describe('operator resilience', { timeout: 240_000 }, () => {
     const names = Array.from({ length: 40 }, (_, i) => `batch-${i}`);
     await applyAll(names.map((n) => pool(n)));
     // kill -9 as soon as the first children of the batch appear.
-    await waitFor('the first Deployment of the batch', async () => (await admin.list(resources.deployment, NS, { labelSelector: 'app.kubernetes.io/instance in (batch-0,batch-1,batch-2,batch-3)' })).items.length > 0, 60_000, 20);
+    await waitFor(
+      'the first Deployment of the batch',
+      async () =>
+        (await admin.list(resources.deployment, NS, { labelSelector: 'app.kubernetes.io/instance in (batch-0,batch-1,batch-2,batch-3)' })).items.length > 0,
+      60_000,
+      20,
+    );
     await leader.kill();
     await standby.kill(); // the restarted process below is the only candidate
     const readyAtKill = [...(await readyPools())].filter((n) => n.startsWith('batch-')).length;
@@ -152,7 +178,14 @@ describe('operator resilience', { timeout: 240_000 }, () => {
 
     const pools = (await admin.list<ServiceResource>(resources.terminalPool, NS)).items;
     const owners = new Map(pools.map((p) => [p.metadata.uid, p.metadata.name]));
-    for (const type of [resources.deployment, resources.service, resources.configMap, resources.networkPolicy, resources.serviceAccount, resources.roleBinding]) {
+    for (const type of [
+      resources.deployment,
+      resources.service,
+      resources.configMap,
+      resources.networkPolicy,
+      resources.serviceAccount,
+      resources.roleBinding,
+    ]) {
       const children = (await admin.list(type, NS, { labelSelector: 'app.kubernetes.io/managed-by=boxyard-operator' })).items;
       const perOwner = new Map<string, number>();
       for (const child of children) {
@@ -160,7 +193,10 @@ describe('operator resilience', { timeout: 240_000 }, () => {
         expect(owners.has(uid), `${type.kind} ${child.metadata.name} has a live owner`).toBe(true);
         perOwner.set(uid, (perOwner.get(uid) ?? 0) + 1);
       }
-      expect([...perOwner.values()].every((n) => n === 1), `one ${type.kind} per TerminalPool`).toBe(true);
+      expect(
+        [...perOwner.values()].every((n) => n === 1),
+        `one ${type.kind} per TerminalPool`,
+      ).toBe(true);
       expect(perOwner.size, `every TerminalPool has its ${type.kind}`).toBe(pools.length);
     }
     // The gateways are bound to the chart's ClusterRole: the operator creates no Roles.
@@ -177,7 +213,10 @@ describe('operator resilience', { timeout: 240_000 }, () => {
     await leader.stop(); // releases the lease
     leader = await startOperator('op-d', ['--lease-duration', '60', '--renew-deadline', '45', '--retry-period', '2']);
     await waitFor('op-d to lead', async () => (await lease())?.spec.holderIdentity === 'op-d');
-    await waitFor('op-d caches synced', async () => metricSum(await leader.metrics(), 'boxyard_operator_cached_objects', (l) => l.resource === 'terminalpools') >= 43);
+    await waitFor(
+      'op-d caches synced',
+      async () => metricSum(await leader.metrics(), 'boxyard_operator_cached_objects', (l) => l.resource === 'terminalpools') >= 43,
+    );
     const expiredBefore = metricSum(await leader.metrics(), 'boxyard_operator_watch_restarts_total', (l) => l.reason === 'expired');
     // The restarted apiserver's watch cache starts at the current revision: the resourceVersions the operator
     // resumes from are older than that, and the apiserver answers them with 410 Gone.

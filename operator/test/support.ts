@@ -43,7 +43,17 @@ export async function kubectl(kubeconfig: string, args: string[], stdin?: string
 
 export async function helm(args: string[]): Promise<string> {
   try {
-    return (await run(tool('HELM'), args, { maxBuffer: 64 * 1024 * 1024, env: { ...process.env, HELM_CACHE_HOME: '/tmp/boxyard-helm-cache', HELM_CONFIG_HOME: '/tmp/boxyard-helm-config', HELM_DATA_HOME: '/tmp/boxyard-helm-data' } })).stdout;
+    return (
+      await run(tool('HELM'), args, {
+        maxBuffer: 64 * 1024 * 1024,
+        env: {
+          ...process.env,
+          HELM_CACHE_HOME: '/tmp/boxyard-helm-cache',
+          HELM_CONFIG_HOME: '/tmp/boxyard-helm-config',
+          HELM_DATA_HOME: '/tmp/boxyard-helm-data',
+        },
+      })
+    ).stdout;
   } catch (error) {
     const e = error as { stderr?: string; stdout?: string; message: string };
     throw new Error(`helm ${args.join(' ')}: ${e.stderr || e.stdout || e.message}`, { cause: error });
@@ -76,7 +86,11 @@ export async function installChartRbac(kubeconfig: string, namespace: string, se
   await kubectl(kubeconfig, ['apply', '--server-side', '-f', join(repoRoot, 'crds')]);
   await kubectl(kubeconfig, ['wait', '--for=condition=Established', '--timeout=60s', ...kinds.map((k) => `crd/${k.plural}.boxyard.io`)]);
   const { objects } = await renderChart(namespace, setArgs);
-  const identity = objects.filter((o) => ['ServiceAccount', 'ClusterRole', 'ClusterRoleBinding', 'Role', 'RoleBinding', 'ValidatingAdmissionPolicy', 'ValidatingAdmissionPolicyBinding'].includes(o.kind));
+  const identity = objects.filter((o) =>
+    ['ServiceAccount', 'ClusterRole', 'ClusterRoleBinding', 'Role', 'RoleBinding', 'ValidatingAdmissionPolicy', 'ValidatingAdmissionPolicyBinding'].includes(
+      o.kind,
+    ),
+  );
   await kubectl(kubeconfig, ['apply', '-f', '-'], identity.map((o) => stringify(o)).join('---\n'));
   const account = identity.find((o) => o.kind === 'ServiceAccount');
   if (!account) throw new Error('the chart renders no ServiceAccount');
@@ -86,9 +100,22 @@ export async function installChartRbac(kubeconfig: string, namespace: string, se
     // (In a namespace where RBAC lets it write Secrets, so that it is the policy that answers.)
     const writesSecrets = (o: RenderedObject) => (o.rules as { resources: string[] }[] | undefined)?.some((r) => r.resources.includes('secrets'));
     const probeNamespace = identity.find((o) => o.kind === 'Role' && writesSecrets(o))?.metadata.namespace ?? namespace;
-    const tokenSecret = JSON.stringify({ apiVersion: 'v1', kind: 'Secret', type: 'kubernetes.io/service-account-token', metadata: { name: 'policy-probe', namespace: probeNamespace, annotations: { 'kubernetes.io/service-account.name': 'default' } } });
-    await waitFor('the chart\'s ValidatingAdmissionPolicy to be enforced', async () =>
-      kubectl(kubeconfig, ['create', '--dry-run=server', `--as=${user}`, '-f', '-'], tokenSecret).then(() => false, (error: Error) => /denied request/.test(error.message)), 30_000, 250);
+    const tokenSecret = JSON.stringify({
+      apiVersion: 'v1',
+      kind: 'Secret',
+      type: 'kubernetes.io/service-account-token',
+      metadata: { name: 'policy-probe', namespace: probeNamespace, annotations: { 'kubernetes.io/service-account.name': 'default' } },
+    });
+    await waitFor(
+      "the chart's ValidatingAdmissionPolicy to be enforced",
+      async () =>
+        kubectl(kubeconfig, ['create', '--dry-run=server', `--as=${user}`, '-f', '-'], tokenSecret).then(
+          () => false,
+          (error: Error) => /denied request/.test(error.message),
+        ),
+      30_000,
+      250,
+    );
   }
   return user;
 }
@@ -138,29 +165,53 @@ export interface OperatorProcess {
  * is authenticated as the chart runs it and metrics() sends the token; without, the operator runs with
  * --metrics-auth=none.
  */
-export async function startOperatorProcess(options: { kubeconfig: string; args?: string[]; logFile: string; identity?: string; metricsToken?: string }): Promise<OperatorProcess> {
+export async function startOperatorProcess(options: {
+  kubeconfig: string;
+  args?: string[];
+  logFile: string;
+  identity?: string;
+  metricsToken?: string;
+}): Promise<OperatorProcess> {
   const port = await freePort();
   const fd = openSync(options.logFile, 'a');
   const child = spawn(
     process.execPath,
-    [join(repoRoot, 'operator', 'src', 'main.ts'), '--kubeconfig', options.kubeconfig, '--metrics-port', String(port), '--metrics-host', '127.0.0.1', ...(options.identity ? ['--identity', options.identity] : []), ...(options.metricsToken ? [] : ['--metrics-auth', 'none']), ...(options.args ?? [])],
+    [
+      join(repoRoot, 'operator', 'src', 'main.ts'),
+      '--kubeconfig',
+      options.kubeconfig,
+      '--metrics-port',
+      String(port),
+      '--metrics-host',
+      '127.0.0.1',
+      ...(options.identity ? ['--identity', options.identity] : []),
+      ...(options.metricsToken ? [] : ['--metrics-auth', 'none']),
+      ...(options.args ?? []),
+    ],
     { stdio: ['ignore', fd, fd], env: { ...process.env, KUBERNETES_SERVICE_HOST: '' } },
   );
   closeSync(fd);
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   track(child);
   const log = () => (existsSync(options.logFile) ? readFileSync(options.logFile, 'utf8') : '');
-  await waitFor(`the operator's /health (log: ${options.logFile})`, async () => {
-    if (child.exitCode !== null) throw new Error(`operator exited with ${child.exitCode}:\n${log()}`);
-    return (await fetch(`http://127.0.0.1:${port}/health`)).ok;
-  }, 30_000, 100);
+  await waitFor(
+    `the operator's /health (log: ${options.logFile})`,
+    async () => {
+      if (child.exitCode !== null) throw new Error(`operator exited with ${child.exitCode}:\n${log()}`);
+      return (await fetch(`http://127.0.0.1:${port}/health`)).ok;
+    },
+    30_000,
+    100,
+  );
   return {
     child,
     pid: child.pid!,
     port,
     logFile: options.logFile,
     metrics: async () => {
-      const response = await fetch(`http://127.0.0.1:${port}/metrics`, { headers: options.metricsToken ? { authorization: `Bearer ${options.metricsToken}` } : {} });
+      const response = await fetch(`http://127.0.0.1:${port}/metrics`, {
+        headers: options.metricsToken ? { authorization: `Bearer ${options.metricsToken}` } : {},
+      });
       if (!response.ok) throw new Error(`/metrics answered ${response.status}: ${await response.text()}`);
       return response.text();
     },

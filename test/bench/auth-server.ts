@@ -12,7 +12,13 @@ const env = (name: string) => {
 
 const pool = await createDatabasePool({ url: env('BENCH_DATABASE_URL'), schema: 'svc', poolSize: 10 });
 const app = await createApp({ service: 'bench-auth', version: '1', errorShape: 'problem', logLevel: 'warn', openapi: { title: 'bench' } });
-const sessions = createSessionTokens({ secrets: [env('BENCH_SESSION_SECRET')], issuer: 'boxyard', audience: 'bench-auth', typ: 'boxyard-session+jwt', ttlSeconds: 3600 });
+const sessions = createSessionTokens({
+  secrets: [env('BENCH_SESSION_SECRET')],
+  issuer: 'boxyard',
+  audience: 'bench-auth',
+  typ: 'boxyard-session+jwt',
+  ttlSeconds: 3600,
+});
 const provider = createResourceServer(resourceServerSchema.parse({ enabled: true, issuer: env('BENCH_ISSUER'), audience: env('BENCH_AUDIENCE') }), {
   pool,
   publicUrl: `http://127.0.0.1:${env('BENCH_PORT')}`,
@@ -32,4 +38,11 @@ app.get('/api/whoami', async (request, reply) => {
 
 await app.listen({ host: '127.0.0.1', port: Number(env('BENCH_PORT')) });
 console.log('listening');
-process.on('SIGTERM', () => void app.close().then(() => pool.end()).then(() => process.exit(0)));
+process.on(
+  'SIGTERM',
+  () =>
+    void app
+      .close()
+      .then(() => pool.end())
+      .then(() => process.exit(0)),
+);

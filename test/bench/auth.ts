@@ -56,7 +56,14 @@ export async function benchAuth(env: BenchEnv): Promise<BenchRow[]> {
   const port = await freePort();
   const secret = randomBytes(32).toString('base64url');
   const child = spawn(process.execPath, [SERVER], {
-    env: { PATH: process.env.PATH ?? '/usr/bin:/bin', BENCH_ISSUER: idp.issuer, BENCH_AUDIENCE: AUDIENCE, BENCH_DATABASE_URL: databaseUrl, BENCH_SESSION_SECRET: secret, BENCH_PORT: String(port) },
+    env: {
+      PATH: process.env.PATH ?? '/usr/bin:/bin',
+      BENCH_ISSUER: idp.issuer,
+      BENCH_AUDIENCE: AUDIENCE,
+      BENCH_DATABASE_URL: databaseUrl,
+      BENCH_SESSION_SECRET: secret,
+      BENCH_PORT: String(port),
+    },
     stdio: ['ignore', 'pipe', 'inherit'],
   });
   const agent = new Agent({ keepAlive: true, maxSockets: CONCURRENCY });
@@ -66,7 +73,9 @@ export async function benchAuth(env: BenchEnv): Promise<BenchRow[]> {
       child.once('exit', (code) => reject(new Error(`bench auth server exited with ${code}`)));
     });
     const url = `http://127.0.0.1:${port}/api/whoami`;
-    const session = (await createSessionTokens({ secrets: [secret], issuer: 'boxyard', audience: 'bench-auth', typ: 'boxyard-session+jwt', ttlSeconds: 3600 }).sign('alice')).token;
+    const session = (
+      await createSessionTokens({ secrets: [secret], issuer: 'boxyard', audience: 'bench-auth', typ: 'boxyard-session+jwt', ttlSeconds: 3600 }).sign('alice')
+    ).token;
     const bearer = await idp.token({ resource: AUDIENCE });
     const key = await newDpopKey();
     const bound = await idp.token({ resource: AUDIENCE, dpop: key });
@@ -78,7 +87,9 @@ export async function benchAuth(env: BenchEnv): Promise<BenchRow[]> {
       bearerNew: async () => {
         const now = Math.floor(Date.now() / 1000);
         const claims = { iss: idp.issuer, aud: AUDIENCE, sub: 'alice', client_id: idp.client.client_id, iat: now, exp: now + 600 };
-        const tokens = await Promise.all(Array.from({ length: CREDENTIALS_PER_RUN }, () => idp.sign({ ...claims, jti: randomBytes(12).toString('base64url') })));
+        const tokens = await Promise.all(
+          Array.from({ length: CREDENTIALS_PER_RUN }, () => idp.sign({ ...claims, jti: randomBytes(12).toString('base64url') })),
+        );
         return () => {
           const token = tokens.pop();
           return token ? { authorization: `Bearer ${token}` } : undefined;
@@ -93,7 +104,20 @@ export async function benchAuth(env: BenchEnv): Promise<BenchRow[]> {
       },
     };
     const rates: Record<keyof typeof variants, number[]> = { session: [], bearer: [], bearerNew: [], dpop: [] };
-    const order: (keyof typeof variants)[] = ['session', 'bearer', 'bearerNew', 'dpop', 'dpop', 'bearerNew', 'session', 'bearer', 'bearer', 'dpop', 'session', 'bearerNew'];
+    const order: (keyof typeof variants)[] = [
+      'session',
+      'bearer',
+      'bearerNew',
+      'dpop',
+      'dpop',
+      'bearerNew',
+      'session',
+      'bearer',
+      'bearer',
+      'dpop',
+      'session',
+      'bearerNew',
+    ];
     // Warm-up: JIT, the JWKS fetch, the database connections.
     for (const name of ['session', 'bearer', 'bearerNew', 'dpop'] as const) {
       const next = await variants[name]();

@@ -63,12 +63,18 @@ export interface Service {
 }
 
 /** JSON calls to a service's API as a bench sets it up (`base` is read per call: a restart changes the port). */
-export const jsonApi = (base: () => string) => async (method: string, path: string, json?: unknown, token?: string): Promise<Record<string, unknown>> => {
-  const response = await fetch(`${base()}${path}`, { method, headers: { 'content-type': 'application/json', ...(token ? { 'x-access-token': token } : {}) }, ...(json ? { body: JSON.stringify(json) } : {}) });
-  const body = (await response.json()) as Record<string, unknown>;
-  if (response.status >= 300) throw new Error(`${method} ${path}: ${response.status} ${JSON.stringify(body)}`);
-  return body;
-};
+export const jsonApi =
+  (base: () => string) =>
+  async (method: string, path: string, json?: unknown, token?: string): Promise<Record<string, unknown>> => {
+    const response = await fetch(`${base()}${path}`, {
+      method,
+      headers: { 'content-type': 'application/json', ...(token ? { 'x-access-token': token } : {}) },
+      ...(json ? { body: JSON.stringify(json) } : {}),
+    });
+    const body = (await response.json()) as Record<string, unknown>;
+    if (response.status >= 300) throw new Error(`${method} ${path}: ${response.status} ${JSON.stringify(body)}`);
+    return body;
+  };
 
 /**
  * Signs in as admin on the box repository at `base` and creates `org/box` (public) with each of `versions`, each with
@@ -90,7 +96,10 @@ export async function createPublicBox(base: string, adminPassword: string, names
 }
 
 export async function startService(config: Record<string, unknown>, env: Record<string, string> = {}): Promise<Service> {
-  const child = spawn(process.execPath, [...launcherNodeFlags(), serverScript], { env: { ...process.env, ...LAUNCHER_ENV, ...env, BOXREPO_BENCH_CONFIG: JSON.stringify(config) }, stdio: ['ignore', 'pipe', 'inherit'] });
+  const child = spawn(process.execPath, [...launcherNodeFlags(), serverScript], {
+    env: { ...process.env, ...LAUNCHER_ENV, ...env, BOXREPO_BENCH_CONFIG: JSON.stringify(config) },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
   const url = await new Promise<string>((resolve, reject) => {
     let out = '';
     child.stdout!.on('data', (chunk: Buffer) => {
@@ -101,7 +110,9 @@ export async function startService(config: Record<string, unknown>, env: Record<
     child.once('exit', (code) => reject(new Error(`box repository exited with ${code}: ${out}`)));
   });
   return {
-    url, pid: child.pid!, child,
+    url,
+    pid: child.pid!,
+    child,
     async stop() {
       child.kill('SIGTERM');
       await once(child, 'exit');
@@ -116,7 +127,13 @@ async function peakRss(pid: number, work: () => Promise<void>): Promise<number> 
   let resettable = true;
   await writeFile(`/proc/${pid}/clear_refs`, '5').catch(() => (resettable = false));
   let sampled = 0;
-  const timer = setInterval(() => void status().then((s) => (sampled = Math.max(sampled, kb(s, 'VmRSS')))).catch(ignoreError('the process may have ended between samples')), 50);
+  const timer = setInterval(
+    () =>
+      void status()
+        .then((s) => (sampled = Math.max(sampled, kb(s, 'VmRSS'))))
+        .catch(ignoreError('the process may have ended between samples')),
+    50,
+  );
   try {
     await work();
   } finally {
@@ -159,22 +176,31 @@ export async function requestsPerSecond(url: string, seconds: number, concurrenc
   const deadline = Date.now() + seconds * 1000;
   let count = 0;
   const started = process.hrtime.bigint();
-  await Promise.all(Array.from({ length: concurrency }, async () => {
-    while (Date.now() < deadline) {
-      const response = await new Promise<IncomingMessage>((resolve, reject) => httpGet(url, { agent }, resolve).on('error', reject));
-      response.resume();
-      await once(response, 'end');
-      if (response.statusCode !== 200) throw new Error(`GET ${url}: ${response.statusCode}`);
-      count++;
-    }
-  }));
+  await Promise.all(
+    Array.from({ length: concurrency }, async () => {
+      while (Date.now() < deadline) {
+        const response = await new Promise<IncomingMessage>((resolve, reject) => httpGet(url, { agent }, resolve).on('error', reject));
+        response.resume();
+        await once(response, 'end');
+        if (response.statusCode !== 200) throw new Error(`GET ${url}: ${response.statusCode}`);
+        count++;
+      }
+    }),
+  );
   return count / (Number(process.hrtime.bigint() - started) / 1e9);
 }
 
 export async function benchBoxRepository(env: BenchEnv): Promise<BenchRow[]> {
   const rows: BenchRow[] = [];
   const minioUrl = new URL(env.minio.endpoint);
-  const minio = new Minio.Client({ endPoint: minioUrl.hostname, port: Number(minioUrl.port), useSSL: false, accessKey: env.minio.accessKey, secretKey: env.minio.secretKey, region });
+  const minio = new Minio.Client({
+    endPoint: minioUrl.hostname,
+    port: Number(minioUrl.port),
+    useSSL: false,
+    accessKey: env.minio.accessKey,
+    secretKey: env.minio.secretKey,
+    region,
+  });
   const bucket = `bench-boxes-${randomBytes(4).toString('hex')}`;
   await minio.makeBucket(bucket, region);
   const databaseUrl = await createBenchDatabase(env, `bench_boxes_${randomBytes(4).toString('hex')}`);
@@ -183,7 +209,15 @@ export async function benchBoxRepository(env: BenchEnv): Promise<BenchRow[]> {
     server: { host: '127.0.0.1', port: 0 },
     logging: { level: 'warn' },
     database: { url: databaseUrl },
-    storage: { driver: 's3', endpoint: env.minio.endpoint, access_key: env.minio.accessKey, secret_key: env.minio.secretKey, bucket, region, prefix: 'box-repository' },
+    storage: {
+      driver: 's3',
+      endpoint: env.minio.endpoint,
+      access_key: env.minio.accessKey,
+      secret_key: env.minio.secretKey,
+      bucket,
+      region,
+      prefix: 'box-repository',
+    },
     session: { secret: randomBytes(32).toString('base64url') },
     admin: { password: adminPassword },
     rate_limiting: { enabled: false },
@@ -216,14 +250,24 @@ export async function benchBoxRepository(env: BenchEnv): Promise<BenchRow[]> {
     const serviceUp: number[] = [];
     const directUp: number[] = [];
     for (let i = 0; i < 3; i++) {
-      serviceUp.push(size / MiB / await timed(async () => {
-        const result = await httpUpload(uploadUrl, headers, generatedBox(size));
-        if (result.status >= 300) throw new Error(`upload: ${result.status} ${result.text}`);
-      }));
-      directUp.push(size / MiB / await timed(async () => void (await minio.putObject(bucket, `direct/upload-${i}`, filler(size), size))));
+      serviceUp.push(
+        size /
+          MiB /
+          (await timed(async () => {
+            const result = await httpUpload(uploadUrl, headers, generatedBox(size));
+            if (result.status >= 300) throw new Error(`upload: ${result.status} ${result.text}`);
+          })),
+      );
+      directUp.push(size / MiB / (await timed(async () => void (await minio.putObject(bucket, `direct/upload-${i}`, filler(size), size)))));
       await minio.removeObject(bucket, `direct/upload-${i}`);
     }
-    rows.push({ name: 'upload 1 GiB box: service vs direct S3 put', value: round(median(serviceUp)), unit: 'MiB/s', baseline: round(median(directUp)), ratio: round(median(serviceUp) / median(directUp), 3) });
+    rows.push({
+      name: 'upload 1 GiB box: service vs direct S3 put',
+      value: round(median(serviceUp)),
+      unit: 'MiB/s',
+      baseline: round(median(directUp)),
+      ratio: round(median(serviceUp) / median(directUp), 3),
+    });
 
     // Download: the same object through the service vs a direct S3 GET of it, median of 3.
     const client = new pg.Client({ connectionString: databaseUrl });
@@ -236,16 +280,30 @@ export async function benchBoxRepository(env: BenchEnv): Promise<BenchRow[]> {
     const serviceDown: number[] = [];
     const directDown: number[] = [];
     for (let i = 0; i < 3; i++) {
-      serviceDown.push(objectSize / MiB / await timed(async () => {
-        if ((await httpDownload(downloadUrl(), {})) !== objectSize) throw new Error('short download');
-      }));
-      directDown.push(objectSize / MiB / await timed(async () => {
-        let bytes = 0;
-        for await (const chunk of await minio.getObject(bucket, objectName)) bytes += (chunk as Buffer).length;
-        if (bytes !== objectSize) throw new Error('short direct download');
-      }));
+      serviceDown.push(
+        objectSize /
+          MiB /
+          (await timed(async () => {
+            if ((await httpDownload(downloadUrl(), {})) !== objectSize) throw new Error('short download');
+          })),
+      );
+      directDown.push(
+        objectSize /
+          MiB /
+          (await timed(async () => {
+            let bytes = 0;
+            for await (const chunk of await minio.getObject(bucket, objectName)) bytes += (chunk as Buffer).length;
+            if (bytes !== objectSize) throw new Error('short direct download');
+          })),
+      );
     }
-    rows.push({ name: 'download 1 GiB box: service vs direct S3 GET', value: round(median(serviceDown)), unit: 'MiB/s', baseline: round(median(directDown)), ratio: round(median(serviceDown) / median(directDown), 3) });
+    rows.push({
+      name: 'download 1 GiB box: service vs direct S3 GET',
+      value: round(median(serviceDown)),
+      unit: 'MiB/s',
+      baseline: round(median(directDown)),
+      ratio: round(median(serviceDown) / median(directDown), 3),
+    });
 
     // Memory while 8 clients download the 1 GiB box at once, from an idle service.
     const idleBeforeDownloads = await restart();
@@ -256,13 +314,25 @@ export async function benchBoxRepository(env: BenchEnv): Promise<BenchRow[]> {
         if (sizes.some((s) => s !== objectSize)) throw new Error('short parallel download');
       });
     });
-    rows.push({ name: 'peak RSS of the service, 8 parallel 1 GiB downloads (vs idle RSS)', value: round(parallelPeak / MiB), unit: 'MiB', baseline: round(idleBeforeDownloads / MiB), ratio: round(parallelPeak / idleBeforeDownloads, 3) });
+    rows.push({
+      name: 'peak RSS of the service, 8 parallel 1 GiB downloads (vs idle RSS)',
+      value: round(parallelPeak / MiB),
+      unit: 'MiB',
+      baseline: round(idleBeforeDownloads / MiB),
+      ratio: round(parallelPeak / idleBeforeDownloads, 3),
+    });
     rows.push({ name: '8 parallel 1 GiB downloads, aggregate throughput', value: round((8 * objectSize) / MiB / parallelSeconds), unit: 'MiB/s' });
 
     // Metadata requests per second, against /health as the framework's floor.
     const metadataRps = await requestsPerSecond(`${service.url}/bench/big`, 5);
     const healthRps = await requestsPerSecond(`${service.url}/health`, 5);
-    rows.push({ name: 'metadata requests/s (16 clients) vs GET /health', value: round(metadataRps), unit: 'req/s', baseline: round(healthRps), ratio: round(metadataRps / healthRps, 3) });
+    rows.push({
+      name: 'metadata requests/s (16 clients) vs GET /health',
+      value: round(metadataRps),
+      unit: 'req/s',
+      baseline: round(healthRps),
+      ratio: round(metadataRps / healthRps, 3),
+    });
 
     // A 5 GiB upload streamed through: the service's memory stays flat.
     const idle = await restart();
@@ -274,7 +344,13 @@ export async function benchBoxRepository(env: BenchEnv): Promise<BenchRow[]> {
         if (result.status >= 300) throw new Error(`5 GiB upload: ${result.status} ${result.text}`);
       });
     });
-    rows.push({ name: 'peak RSS of the service, one 5 GiB upload (vs idle RSS)', value: round(hugePeak / MiB), unit: 'MiB', baseline: round(idle / MiB), ratio: round(hugePeak / idle, 3) });
+    rows.push({
+      name: 'peak RSS of the service, one 5 GiB upload (vs idle RSS)',
+      value: round(hugePeak / MiB),
+      unit: 'MiB',
+      baseline: round(idle / MiB),
+      ratio: round(hugePeak / idle, 3),
+    });
     rows.push({ name: '5 GiB upload throughput', value: round((5 * GiB) / MiB / hugeSeconds), unit: 'MiB/s' });
   } finally {
     agent.destroy();

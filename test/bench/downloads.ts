@@ -26,9 +26,15 @@ export async function startWithBigBox(env: BenchEnv, storage: Record<string, unk
   const databaseUrl = await createBenchDatabase(env, `bench_dl_${randomBytes(4).toString('hex')}`);
   const adminPassword = `Bench-${randomBytes(12).toString('base64url')}1a`;
   const config = {
-    server: { host: '127.0.0.1', port: 0 }, logging: { level: 'warn' }, database: { url: databaseUrl }, storage,
-    session: { secret: randomBytes(32).toString('base64url') }, admin: { password: adminPassword },
-    rate_limiting: { enabled: false }, uploads: { max_bytes: 6 * GiB }, ...extra,
+    server: { host: '127.0.0.1', port: 0 },
+    logging: { level: 'warn' },
+    database: { url: databaseUrl },
+    storage,
+    session: { secret: randomBytes(32).toString('base64url') },
+    admin: { password: adminPassword },
+    rate_limiting: { enabled: false },
+    uploads: { max_bytes: 6 * GiB },
+    ...extra,
   };
   const service = await startService(config);
   const { token, uploadUrl: uploadUrlOf } = await createPublicBox(service.url, adminPassword, { org: 'bench', box: 'big', versions: ['1.0.0'] });
@@ -58,7 +64,13 @@ async function startPythonServer(dir: string): Promise<{ url: string; stop(): Pr
     });
     child.once('exit', (code) => reject(new Error(`python3 -m http.server exited with ${code}: ${out}`)));
   });
-  return { url, async stop() { child.kill('SIGTERM'); await once(child, 'exit'); } };
+  return {
+    url,
+    async stop() {
+      child.kill('SIGTERM');
+      await once(child, 'exit');
+    },
+  };
 }
 
 /** Adds a row and shows it at once on stderr (a section on a loaded machine takes minutes). */
@@ -68,7 +80,13 @@ export function progress(rows: BenchRow[], row: BenchRow): void {
 }
 
 const ratioRow = (name: string, value: number, baseline: number, goal: number): BenchRow => ({
-  name, value: round(value), unit: 'MiB/s', baseline: round(baseline), ratio: round(value / baseline, 3), goal: `≥ ${goal.toFixed(2)}×`, pass: value / baseline >= goal,
+  name,
+  value: round(value),
+  unit: 'MiB/s',
+  baseline: round(baseline),
+  ratio: round(value / baseline, 3),
+  goal: `≥ ${goal.toFixed(2)}×`,
+  pass: value / baseline >= goal,
 });
 
 export async function benchDownloads(env: BenchEnv): Promise<BenchRow[]> {
@@ -89,7 +107,15 @@ export async function benchDownloads(env: BenchEnv): Promise<BenchRow[]> {
         service: () => downloadMiBs(`${local.service.url}${boxPath}`, { streams, bytes: local.size }),
         baseline: () => downloadMiBs(direct, { streams, bytes: local.size }),
       });
-      progress(rows, ratioRow(`download 512 MiB, local driver, ${streams} stream${streams > 1 ? 's' : ''} (vs python3 -m http.server)`, median(results.service!), median(results.baseline!), 0.9));
+      progress(
+        rows,
+        ratioRow(
+          `download 512 MiB, local driver, ${streams} stream${streams > 1 ? 's' : ''} (vs python3 -m http.server)`,
+          median(results.service!),
+          median(results.baseline!),
+          0.9,
+        ),
+      );
     }
   } finally {
     await Promise.allSettled([service?.stop(), python?.stop()]);
@@ -98,15 +124,30 @@ export async function benchDownloads(env: BenchEnv): Promise<BenchRow[]> {
 
   // S3 driver vs a direct GET; then the same with presigned redirects.
   const minioUrl = new URL(env.minio.endpoint);
-  const minio = new Minio.Client({ endPoint: minioUrl.hostname, port: Number(minioUrl.port), useSSL: false, accessKey: env.minio.accessKey, secretKey: env.minio.secretKey, region });
+  const minio = new Minio.Client({
+    endPoint: minioUrl.hostname,
+    port: Number(minioUrl.port),
+    useSSL: false,
+    accessKey: env.minio.accessKey,
+    secretKey: env.minio.secretKey,
+    region,
+  });
   const bucket = `bench-dl-${randomBytes(4).toString('hex')}`;
   await minio.makeBucket(bucket, region);
-  const storage = { driver: 's3', endpoint: env.minio.endpoint, access_key: env.minio.accessKey, secret_key: env.minio.secretKey, bucket, region, prefix: 'box-repository' };
+  const storage = {
+    driver: 's3',
+    endpoint: env.minio.endpoint,
+    access_key: env.minio.accessKey,
+    secret_key: env.minio.secretKey,
+    bucket,
+    region,
+    prefix: 'box-repository',
+  };
   let redirecting: Service | undefined;
   try {
     const s3 = await startWithBigBox(env, storage, boxBytes);
     service = s3.service;
-    const objectName = `box-repository/${(await firstKey(minio, bucket))}`;
+    const objectName = `box-repository/${await firstKey(minio, bucket)}`;
     const size = (await minio.statObject(bucket, objectName)).size;
     // The direct GET with the same HTTP client as the service's rows (a presigned URL: plain GETs, no signing work).
     const presigned = await minio.presignedGetObject(bucket, objectName, 3600);
@@ -116,7 +157,15 @@ export async function benchDownloads(env: BenchEnv): Promise<BenchRow[]> {
         service: () => downloadMiBs(`${service!.url}${boxPath}`, { streams, bytes: size }),
         direct: () => directGet(streams),
       });
-      progress(rows, ratioRow(`download 512 MiB, s3 driver, ${streams} stream${streams > 1 ? 's' : ''} (vs direct S3 GET)`, median(results.service!), median(results.direct!), 0.9));
+      progress(
+        rows,
+        ratioRow(
+          `download 512 MiB, s3 driver, ${streams} stream${streams > 1 ? 's' : ''} (vs direct S3 GET)`,
+          median(results.service!),
+          median(results.direct!),
+          0.9,
+        ),
+      );
     }
     // The same file with download_links.redirect_to_storage: 302 to a presigned URL, then storage directly.
     redirecting = await startService({ ...s3.config, download_links: { redirect_to_storage: true } });
@@ -124,7 +173,15 @@ export async function benchDownloads(env: BenchEnv): Promise<BenchRow[]> {
       service: () => downloadMiBs(`${redirecting!.url}${boxPath}`, { streams: 1, bytes: size }),
       direct: () => directGet(1),
     });
-    progress(rows, ratioRow('download 512 MiB, s3 driver with redirect_to_storage, 1 stream (vs direct S3 GET)', median(redirected.service!), median(redirected.direct!), 0.9));
+    progress(
+      rows,
+      ratioRow(
+        'download 512 MiB, s3 driver with redirect_to_storage, 1 stream (vs direct S3 GET)',
+        median(redirected.service!),
+        median(redirected.direct!),
+        0.9,
+      ),
+    );
   } finally {
     await Promise.allSettled([service?.stop(), redirecting?.stop()]);
     await removeBenchBucket(minio, bucket);

@@ -48,11 +48,25 @@ async function seconds(step: () => Promise<unknown>): Promise<number> {
 }
 
 /** MiB/s of the service and the direct baseline, median of interleaved runs (drift hits both alike). */
-async function compare(name: string, service: (i: number) => Promise<void>, direct: (i: number) => Promise<void>, between?: () => Promise<void>): Promise<BenchRow> {
+async function compare(
+  name: string,
+  service: (i: number) => Promise<void>,
+  direct: (i: number) => Promise<void>,
+  between?: () => Promise<void>,
+): Promise<BenchRow> {
   const serviceRates: number[] = [];
   const directRates: number[] = [];
   for (let i = 0; i < transferRuns; i++) {
-    const order = i % 2 === 0 ? [[service, serviceRates], [direct, directRates]] as const : [[direct, directRates], [service, serviceRates]] as const;
+    const order =
+      i % 2 === 0
+        ? ([
+            [service, serviceRates],
+            [direct, directRates],
+          ] as const)
+        : ([
+            [direct, directRates],
+            [service, serviceRates],
+          ] as const);
     for (const [step, rates] of order) {
       execFileSync('sync');
       rates.push(objectBytes / MiB / (await seconds(() => step(i))));
@@ -76,7 +90,15 @@ export function s3FileShareConfig(env: BenchEnv, o: { databaseUrl: string; bucke
     server: { host: '127.0.0.1', port: 0 },
     logging: { level: 'warn' },
     database: { url: o.databaseUrl },
-    storage: { driver: 's3', endpoint: env.minio.endpoint, access_key: env.minio.accessKey, secret_key: env.minio.secretKey, bucket: o.bucket, region: o.region, prefix: 'file-share' },
+    storage: {
+      driver: 's3',
+      endpoint: env.minio.endpoint,
+      access_key: env.minio.accessKey,
+      secret_key: env.minio.secretKey,
+      bucket: o.bucket,
+      region: o.region,
+      prefix: 'file-share',
+    },
     rate_limiting: { enabled: false },
     session: { secret: randomBytes(32).toString('base64url') },
     admin: { username: 'admin', password: o.adminPassword },
@@ -105,14 +127,21 @@ export async function benchFileShare(env: BenchEnv): Promise<BenchRow[]> {
     const rows: BenchRow[] = [];
 
     // --- listing: 10,000 entries written straight into the tree (the listing never touches storage) ---
-    await fetch(`${share.url}/folders`, { method: 'POST', headers: { authorization: admin, 'content-type': 'application/json' }, body: JSON.stringify({ folderName: 'big' }) });
+    await fetch(`${share.url}/folders`, {
+      method: 'POST',
+      headers: { authorization: admin, 'content-type': 'application/json' },
+      body: JSON.stringify({ folderName: 'big' }),
+    });
     const folderId = await share.pool.oneFirst(sql.type(z.object({ id: z.unknown() }))`select id from entries where path = '/big'`);
     await share.pool.query(sql.unsafe`
       insert into entries (parent_id, name, path, kind, size, sha256, storage_key)
       select ${String(folderId)}::bigint, 'file-' || lpad(i::text, 5, '0') || '.bin', '/big/file-' || lpad(i::text, 5, '0') || '.bin',
              'file', i, encode(sha256(i::text::bytea), 'hex'), 'files/bench-' || i
       from generate_series(1, ${entries}) i`);
-    for (const [format, accept] of [['JSON', 'application/json'], ['HTML', 'text/html']] as const) {
+    for (const [format, accept] of [
+      ['JSON', 'application/json'],
+      ['HTML', 'text/html'],
+    ] as const) {
       const fetchListing = async () => {
         const response = await fetch(`${share.url}/big/?limit=${entries}`, { headers: { authorization: `Bearer ${token}`, accept } });
         const body = await response.text();
@@ -124,7 +153,11 @@ export async function benchFileShare(env: BenchEnv): Promise<BenchRow[]> {
       const times: number[] = [];
       for (let i = 0; i < listingRuns; i++) times.push(await seconds(fetchListing));
       const ms = median(times) * 1000;
-      rows.push({ name: `list a ${entries.toLocaleString('en')}-entry folder, ${format} (${round(bytes / MiB, 2)} MiB, ms per listing)`, value: round(ms), unit: 'ms' });
+      rows.push({
+        name: `list a ${entries.toLocaleString('en')}-entry folder, ${format} (${round(bytes / MiB, 2)} MiB, ms per listing)`,
+        value: round(ms),
+        unit: 'ms',
+      });
       rows.push({ name: `list a ${entries.toLocaleString('en')}-entry folder, ${format} (listings per second)`, value: round(1000 / ms), unit: '/s' });
     }
 
@@ -133,32 +166,41 @@ export async function benchFileShare(env: BenchEnv): Promise<BenchRow[]> {
     const file = join(dir, 'object.bin');
     await writeFile(file, data);
     const uploadOnce = async (path: string) => {
-      const { stdout } = await run('curl', ['-sS', '-H', auth, '-F', `file=@${file}`, '-o', '/dev/null', '-w', '%{http_code}', `${share.url}${path}`], { maxBuffer: MiB });
+      const { stdout } = await run('curl', ['-sS', '-H', auth, '-F', `file=@${file}`, '-o', '/dev/null', '-w', '%{http_code}', `${share.url}${path}`], {
+        maxBuffer: MiB,
+      });
       if (stdout !== '201' && stdout !== '200') throw new Error(`upload answered ${stdout}`);
     };
     // Warm-up, and the object the download comparison reads.
     await uploadOnce('/transfer/object.bin');
-    const storageKey = await share.pool.oneFirst(sql.type(z.object({ storage_key: z.string() }))`select storage_key from entries where path = '/transfer/object.bin'`);
+    const storageKey = await share.pool.oneFirst(
+      sql.type(z.object({ storage_key: z.string() }))`select storage_key from entries where path = '/transfer/object.bin'`,
+    );
     await client.putObject(bucket, 'direct/warmup', data.subarray(0, 8 * MiB));
 
-    rows.push(await compare(
-      `download ${objectBytes / MiB} MiB (service via curl vs direct S3 GET)`,
-      async () => {
-        await run('curl', ['-sSf', '-H', auth, '-o', '/dev/null', `${share.url}/transfer/object.bin`]);
-      },
-      async () => drain(await client.getObject(bucket, `file-share/${storageKey}`)),
-    ));
+    rows.push(
+      await compare(
+        `download ${objectBytes / MiB} MiB (service via curl vs direct S3 GET)`,
+        async () => {
+          await run('curl', ['-sSf', '-H', auth, '-o', '/dev/null', `${share.url}/transfer/object.bin`]);
+        },
+        async () => drain(await client.getObject(bucket, `file-share/${storageKey}`)),
+      ),
+    );
 
-    rows.push(await compare(
-      `upload ${objectBytes / MiB} MiB with sha256 (service via curl -F vs direct S3 put)`,
-      async (i) => uploadOnce(`/transfer/upload-${i}.bin`),
-      async () => void (await client.putObject(bucket, 'direct/object', Readable.from([data]), objectBytes)),
-      // Remove what the run stored, outside the timing, so no background deletion overlaps the next run.
-      async () => {
-        for (let i = 0; i < transferRuns; i++) await fetch(`${share.url}/transfer/upload-${i}.bin`, { method: 'DELETE', headers: { authorization: `Bearer ${token}` } });
-        await share.sweeper.sweepNow();
-      },
-    ));
+    rows.push(
+      await compare(
+        `upload ${objectBytes / MiB} MiB with sha256 (service via curl -F vs direct S3 put)`,
+        async (i) => uploadOnce(`/transfer/upload-${i}.bin`),
+        async () => void (await client.putObject(bucket, 'direct/object', Readable.from([data]), objectBytes)),
+        // Remove what the run stored, outside the timing, so no background deletion overlaps the next run.
+        async () => {
+          for (let i = 0; i < transferRuns; i++)
+            await fetch(`${share.url}/transfer/upload-${i}.bin`, { method: 'DELETE', headers: { authorization: `Bearer ${token}` } });
+          await share.sweeper.sweepNow();
+        },
+      ),
+    );
     return rows;
   } finally {
     await share.close();

@@ -38,12 +38,24 @@ export async function benchListing(env: BenchEnv): Promise<BenchRow[]> {
   const adminPassword = `Bench-${randomBytes(6).toString('hex')}-1A`;
   const port = await freePort();
   const configFile = join(dir, 'file-share.json');
-  await writeFile(configFile, JSON.stringify({
-    server: { host: '127.0.0.1', port }, metrics: { port: 0 }, logging: { level: 'warn' }, database: { url: databaseUrl },
-    storage: { driver: 'local', root: join(dir, 'storage') }, rate_limiting: { enabled: false },
-    session: { secret: randomBytes(32).toString('base64url') }, admin: { username: 'admin', password: adminPassword },
-  }), { mode: 0o600 });
-  const child = spawn(process.execPath, [...launcherNodeFlags(), main, 'serve', 'file-share', '--config', configFile], { env: { ...process.env, ...LAUNCHER_ENV }, stdio: ['ignore', 'ignore', 'inherit'] });
+  await writeFile(
+    configFile,
+    JSON.stringify({
+      server: { host: '127.0.0.1', port },
+      metrics: { port: 0 },
+      logging: { level: 'warn' },
+      database: { url: databaseUrl },
+      storage: { driver: 'local', root: join(dir, 'storage') },
+      rate_limiting: { enabled: false },
+      session: { secret: randomBytes(32).toString('base64url') },
+      admin: { username: 'admin', password: adminPassword },
+    }),
+    { mode: 0o600 },
+  );
+  const child = spawn(process.execPath, [...launcherNodeFlags(), main, 'serve', 'file-share', '--config', configFile], {
+    env: { ...process.env, ...LAUNCHER_ENV },
+    stdio: ['ignore', 'ignore', 'inherit'],
+  });
   const url = `http://127.0.0.1:${port}`;
   const staticDir = join(dir, 'static');
   await mkdir(staticDir);
@@ -51,24 +63,41 @@ export async function benchListing(env: BenchEnv): Promise<BenchRow[]> {
   try {
     for (;;) {
       if (child.exitCode !== null) throw new Error(`boxyard serve file-share exited with ${child.exitCode}`);
-      if (await fetch(`${url}/health`).then((r) => r.ok, () => false)) break;
+      if (
+        await fetch(`${url}/health`).then(
+          (r) => r.ok,
+          () => false,
+        )
+      )
+        break;
       await new Promise((resolve) => setTimeout(resolve, 200));
     }
     const admin = `Basic ${Buffer.from(`admin:${adminPassword}`).toString('base64')}`;
-    const keyResponse = await fetch(`${url}/api/api-keys`, { method: 'POST', headers: { authorization: admin, 'content-type': 'application/json' }, body: JSON.stringify({ name: 'bench', permissions: ['downloads'] }) });
+    const keyResponse = await fetch(`${url}/api/api-keys`, {
+      method: 'POST',
+      headers: { authorization: admin, 'content-type': 'application/json' },
+      body: JSON.stringify({ name: 'bench', permissions: ['downloads'] }),
+    });
     const token = ((await keyResponse.json()) as { data: { token: string } }).data.token;
     const headers = { authorization: `Bearer ${token}`, accept: 'application/json' };
     const client = new pg.Client({ connectionString: databaseUrl });
     await client.connect();
     for (const entries of [2000, 10000]) {
       const folder = `list${entries}`;
-      await fetch(`${url}/folders`, { method: 'POST', headers: { authorization: admin, 'content-type': 'application/json' }, body: JSON.stringify({ folderName: folder }) });
+      await fetch(`${url}/folders`, {
+        method: 'POST',
+        headers: { authorization: admin, 'content-type': 'application/json' },
+        body: JSON.stringify({ folderName: folder }),
+      });
       const folderId = (await client.query<{ id: string }>('select id::text from file_share.entries where path = $1', [`/${folder}`])).rows[0]!.id;
-      await client.query(`
+      await client.query(
+        `
         insert into file_share.entries (parent_id, name, path, kind, size, sha256, storage_key)
         select $1::bigint, 'file-' || lpad(i::text, 5, '0') || '.bin', $2 || '/file-' || lpad(i::text, 5, '0') || '.bin',
                'file', i, encode(sha256(i::text::bytea), 'hex'), 'files/' || $3 || '-' || i
-        from generate_series(1, $4::int) i`, [folderId, `/${folder}`, folder, entries]);
+        from generate_series(1, $4::int) i`,
+        [folderId, `/${folder}`, folder, entries],
+      );
       const listingUrl = `${url}/${folder}/?limit=${entries}`;
       const body = await (await fetch(listingUrl, { headers })).text();
       await writeFile(join(staticDir, `${folder}.json`), body);
@@ -88,8 +117,12 @@ export async function benchListing(env: BenchEnv): Promise<BenchRow[]> {
       const goal = goals[entries]!;
       progress(rows, {
         name: `JSON listing, ${entries.toLocaleString('en')} entries, ${connections} clients (rounds ${rps.map((r) => round(r, 0)).join(' / ')})`,
-        value: round(value), unit: 'req/s', baseline: round(median(results.static!.map((r) => r.rps))), ratio: round(value / median(results.static!.map((r) => r.rps)), 3),
-        goal: `≥ ${goal} req/s`, pass: value >= goal,
+        value: round(value),
+        unit: 'req/s',
+        baseline: round(median(results.static!.map((r) => r.rps))),
+        ratio: round(value / median(results.static!.map((r) => r.rps)), 3),
+        goal: `≥ ${goal} req/s`,
+        pass: value >= goal,
       });
     }
     rows.push(...html);
@@ -119,12 +152,21 @@ async function htmlRows(listingUrl: string, authorization: string, pid: number, 
   const value = median(html);
   progress(rows, {
     name: `HTML listing, ${HTML_ENTRIES.toLocaleString('en')} entries, ${connections} clients, vs JSON (rounds ${html.map((r) => round(r, 0)).join(' / ')})`,
-    value: round(value), unit: 'req/s', baseline: round(json), ratio: round(value / json, 3), goal: `≥ ${HTML_RATIO_GOAL.toFixed(2)}×`, pass: value / json >= HTML_RATIO_GOAL,
+    value: round(value),
+    unit: 'req/s',
+    baseline: round(json),
+    ratio: round(value / json, 3),
+    goal: `≥ ${HTML_RATIO_GOAL.toFixed(2)}×`,
+    pass: value / json >= HTML_RATIO_GOAL,
   });
   progress(rows, {
     name: `HTML listing, ${HTML_ENTRIES.toLocaleString('en')} entries: peak RSS during it, vs RSS before any load (the JSON rounds' peak: ${round(peaks.json / MiB)} MiB)`,
-    value: round(peak / MiB), unit: 'MiB', baseline: round(idle / MiB), ratio: round(peak / idle, 2),
-    goal: `≤ idle + ${HTML_PEAK_GOAL / MiB} MiB`, pass: peak - idle <= HTML_PEAK_GOAL,
+    value: round(peak / MiB),
+    unit: 'MiB',
+    baseline: round(idle / MiB),
+    ratio: round(peak / idle, 2),
+    goal: `≤ idle + ${HTML_PEAK_GOAL / MiB} MiB`,
+    pass: peak - idle <= HTML_PEAK_GOAL,
   });
   return rows;
 }

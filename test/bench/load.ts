@@ -14,7 +14,10 @@ export interface LoadResult {
 }
 
 /** GET `url` from `connections` keep-alive clients for `seconds`; every answer must have `expectStatus`. */
-export async function loadGet(url: string, options: { seconds: number; connections: number; headers?: Record<string, string>; expectStatus?: number }): Promise<LoadResult> {
+export async function loadGet(
+  url: string,
+  options: { seconds: number; connections: number; headers?: Record<string, string>; expectStatus?: number },
+): Promise<LoadResult> {
   const target = new URL(url);
   const pool = new Pool(target.origin, { connections: options.connections, pipelining: 1 });
   const path = `${target.pathname}${target.search}`;
@@ -23,15 +26,17 @@ export async function loadGet(url: string, options: { seconds: number; connectio
   const deadline = process.hrtime.bigint() + BigInt(Math.round(options.seconds * 1e9));
   const started = process.hrtime.bigint();
   try {
-    await Promise.all(Array.from({ length: options.connections }, async () => {
-      while (process.hrtime.bigint() < deadline) {
-        const t0 = process.hrtime.bigint();
-        const response = await pool.request({ method: 'GET', path, headers: options.headers ?? {} });
-        await response.body.dump({ limit: Number.MAX_SAFE_INTEGER });
-        if (response.statusCode !== expect) throw new Error(`GET ${url}: ${response.statusCode}, expected ${expect}`);
-        latencies.push(Number(process.hrtime.bigint() - t0) / 1e6);
-      }
-    }));
+    await Promise.all(
+      Array.from({ length: options.connections }, async () => {
+        while (process.hrtime.bigint() < deadline) {
+          const t0 = process.hrtime.bigint();
+          const response = await pool.request({ method: 'GET', path, headers: options.headers ?? {} });
+          await response.body.dump({ limit: Number.MAX_SAFE_INTEGER });
+          if (response.statusCode !== expect) throw new Error(`GET ${url}: ${response.statusCode}, expected ${expect}`);
+          latencies.push(Number(process.hrtime.bigint() - t0) / 1e6);
+        }
+      }),
+    );
   } finally {
     await pool.close();
   }
@@ -66,10 +71,12 @@ export async function alternate<T>(rounds: number, runs: Record<string, () => Pr
 export async function downloadMiBs(url: string, options: { streams: number; bytes: number; headers?: Record<string, string> }): Promise<number> {
   const headers = Object.entries(options.headers ?? {}).flatMap(([name, value]) => ['-H', `${name}: ${value}`]);
   const started = process.hrtime.bigint();
-  await Promise.all(Array.from({ length: options.streams }, async () => {
-    const { stdout } = await run('curl', ['-sS', '--fail', '-L', '--max-redirs', '2', '-o', '/dev/null', '-w', '%{size_download}', ...headers, url]);
-    if (Number(stdout) !== options.bytes) throw new Error(`GET ${url}: ${stdout} bytes, expected ${options.bytes}`);
-  }));
+  await Promise.all(
+    Array.from({ length: options.streams }, async () => {
+      const { stdout } = await run('curl', ['-sS', '--fail', '-L', '--max-redirs', '2', '-o', '/dev/null', '-w', '%{size_download}', ...headers, url]);
+      if (Number(stdout) !== options.bytes) throw new Error(`GET ${url}: ${stdout} bytes, expected ${options.bytes}`);
+    }),
+  );
   return (options.streams * options.bytes) / (1024 * 1024) / (Number(process.hrtime.bigint() - started) / 1e9);
 }
 

@@ -107,8 +107,12 @@ export async function startProduct(env: BenchEnv, options: { env?: Record<string
   });
   const exited = once(child, 'exit');
   await Promise.race([
-    (async () => { while (!output.includes('\nReady.')) await sleep(100); })(),
-    exited.then(([code]) => { throw new Error(`boxyard serve all exited with ${code}:\n${output}`); }),
+    (async () => {
+      while (!output.includes('\nReady.')) await sleep(100);
+    })(),
+    exited.then(([code]) => {
+      throw new Error(`boxyard serve all exited with ${code}:\n${output}`);
+    }),
   ]);
   if (!inspectorUrl) throw new Error('no inspector URL from the product process');
   const urls = Object.fromEntries([...output.matchAll(/^ {2}([a-z-]+) +(https?:\/\/\S+)$/gm)].map((m) => [m[1]!, m[2]!]));
@@ -139,11 +143,19 @@ export async function startProduct(env: BenchEnv, options: { env?: Record<string
     }
   };
   return {
-    child, pid: child.pid!, urls, home, postgresPort, adminPassword, inspect,
+    child,
+    pid: child.pid!,
+    urls,
+    home,
+    postgresPort,
+    adminPassword,
+    inspect,
     async heapAfterGc() {
       // Twice: the first full GC may leave objects with finalizers (weak refs, FinalizationRegistry) for the next.
       const usage = await inspect<{ usedSize: number }>([
-        { method: 'HeapProfiler.collectGarbage' }, { method: 'HeapProfiler.collectGarbage' }, { method: 'Runtime.getHeapUsage' },
+        { method: 'HeapProfiler.collectGarbage' },
+        { method: 'HeapProfiler.collectGarbage' },
+        { method: 'Runtime.getHeapUsage' },
       ]);
       return usage.usedSize;
     },
@@ -156,7 +168,10 @@ export async function startProduct(env: BenchEnv, options: { env?: Record<string
 
 /** Highest RSS of `pid` while `work` runs: VmHWM after resetting it (clear_refs 5), and 50 ms samples of VmRSS. */
 export async function peakDuring(pid: number, work: () => Promise<void>): Promise<number> {
-  const resettable = await writeFile(`/proc/${pid}/clear_refs`, '5').then(() => true, () => false);
+  const resettable = await writeFile(`/proc/${pid}/clear_refs`, '5').then(
+    () => true,
+    () => false,
+  );
   let peak = 0;
   const timer = setInterval(() => void rssOf(pid).then((rss) => (peak = Math.max(peak, rss)), ignoreError('the process may have ended between samples')), 50);
   try {
@@ -195,7 +210,9 @@ const transferLoad: Load = {
     return async () => {
       const uploaded = await httpUpload(`${uploadUrl('1.0.0')}?replace=true`, { 'x-access-token': token }, generatedBox(BOX_BYTES));
       if (uploaded.status >= 300) throw new Error(`upload: ${uploaded.status} ${uploaded.text}`);
-      const size = Number((await fetch(`${base}/transfer/boxes/big/versions/1.0.0/providers/virtualbox/amd64/vagrant.box`, { method: 'HEAD' })).headers.get('content-length'));
+      const size = Number(
+        (await fetch(`${base}/transfer/boxes/big/versions/1.0.0/providers/virtualbox/amd64/vagrant.box`, { method: 'HEAD' })).headers.get('content-length'),
+      );
       return `${round(await downloadMiBs(`${base}/transfer/boxes/big/versions/1.0.0/providers/virtualbox/amd64/vagrant.box`, { streams: 4, bytes: size }), 0)} MiB/s down`;
     };
   },
@@ -207,20 +224,33 @@ const LISTING_ENTRIES = 10_000;
 async function listingFolder(product: Product, name: string): Promise<{ url: string; token: string }> {
   const base = product.urls['file-share']!;
   const admin = `Basic ${Buffer.from(`admin:${product.adminPassword}`).toString('base64')}`;
-  const keyResponse = await fetch(`${base}/api/api-keys`, { method: 'POST', headers: { authorization: admin, 'content-type': 'application/json' }, body: JSON.stringify({ name: `bench-${name}`, permissions: ['downloads'] }) });
+  const keyResponse = await fetch(`${base}/api/api-keys`, {
+    method: 'POST',
+    headers: { authorization: admin, 'content-type': 'application/json' },
+    body: JSON.stringify({ name: `bench-${name}`, permissions: ['downloads'] }),
+  });
   const token = ((await keyResponse.json()) as { data: { token: string } }).data.token;
-  await fetch(`${base}/folders`, { method: 'POST', headers: { authorization: admin, 'content-type': 'application/json' }, body: JSON.stringify({ folderName: name }) });
+  await fetch(`${base}/folders`, {
+    method: 'POST',
+    headers: { authorization: admin, 'content-type': 'application/json' },
+    body: JSON.stringify({ folderName: name }),
+  });
   // On the product's own PostgreSQL.
   const secrets = JSON.parse(await readFile(join(product.home, 'secrets.json'), 'utf8')) as { postgres_password: string };
-  const client = new pg.Client({ connectionString: `postgres://postgres:${encodeURIComponent(secrets.postgres_password)}@127.0.0.1:${product.postgresPort}/boxyard` });
+  const client = new pg.Client({
+    connectionString: `postgres://postgres:${encodeURIComponent(secrets.postgres_password)}@127.0.0.1:${product.postgresPort}/boxyard`,
+  });
   await client.connect();
   try {
     const folderId = (await client.query<{ id: string }>('select id::text from file_share.entries where path = $1', [`/${name}`])).rows[0]!.id;
-    await client.query(`
+    await client.query(
+      `
       insert into file_share.entries (parent_id, name, path, kind, size, sha256, storage_key)
       select $1::bigint, 'file-' || lpad(i::text, 5, '0') || '.bin', $2 || '/file-' || lpad(i::text, 5, '0') || '.bin',
              'file', i, encode(sha256(i::text::bytea), 'hex'), 'files/bench-' || $3 || '-' || i
-      from generate_series(1, $4::int) i`, [folderId, `/${name}`, name, LISTING_ENTRIES]);
+      from generate_series(1, $4::int) i`,
+      [folderId, `/${name}`, name, LISTING_ENTRIES],
+    );
   } finally {
     await client.end();
   }
@@ -253,24 +283,28 @@ const terminalLoad: Load = {
     const base = product.urls.terminal!;
     const cookie = await login(base, product.adminPassword);
     return async (roundNumber) => {
-      await Promise.all(Array.from({ length: TERMINAL_SESSIONS }, async (_, i) => {
-        const session = await startSession(base, cookie, `bench-memory-${roundNumber}-${i}`);
-        const socket = new WebSocket(`${base.replace('http', 'ws')}${session.path}`, { headers: { cookie }, perMessageDeflate: false });
-        await once(socket, 'open');
-        let seen = '';
-        const marker = `typed-${roundNumber}-${i}-done`;
-        const echoed = new Promise<void>((resolve) => socket.on('message', (data: Buffer, binary: boolean) => {
-          if (binary) seen = (seen + data.toString('latin1')).slice(-4096);
-          if (seen.includes(marker)) resolve();
-        }));
-        // Some typing (a line at a time, as a user would), then output the shell makes, then the marker.
-        for (let line = 0; line < 20; line++) socket.send(Buffer.from(`echo line ${line} of ${'x'.repeat(60)}\r`), { binary: true });
-        // The echoed command line shows `…-""done`, only the command's output shows the marker itself.
-        socket.send(Buffer.from(`seq 1 20000; echo ${marker.replace('-done', '-""done')}\r`), { binary: true });
-        await echoed;
-        socket.close();
-        await stopSession(base, cookie, session.id);
-      }));
+      await Promise.all(
+        Array.from({ length: TERMINAL_SESSIONS }, async (_, i) => {
+          const session = await startSession(base, cookie, `bench-memory-${roundNumber}-${i}`);
+          const socket = new WebSocket(`${base.replace('http', 'ws')}${session.path}`, { headers: { cookie }, perMessageDeflate: false });
+          await once(socket, 'open');
+          let seen = '';
+          const marker = `typed-${roundNumber}-${i}-done`;
+          const echoed = new Promise<void>((resolve) =>
+            socket.on('message', (data: Buffer, binary: boolean) => {
+              if (binary) seen = (seen + data.toString('latin1')).slice(-4096);
+              if (seen.includes(marker)) resolve();
+            }),
+          );
+          // Some typing (a line at a time, as a user would), then output the shell makes, then the marker.
+          for (let line = 0; line < 20; line++) socket.send(Buffer.from(`echo line ${line} of ${'x'.repeat(60)}\r`), { binary: true });
+          // The echoed command line shows `…-""done`, only the command's output shows the marker itself.
+          socket.send(Buffer.from(`seq 1 20000; echo ${marker.replace('-done', '-""done')}\r`), { binary: true });
+          await echoed;
+          socket.close();
+          await stopSession(base, cookie, session.id);
+        }),
+      );
       return `${TERMINAL_SESSIONS} sessions`;
     };
   },
@@ -284,14 +318,20 @@ export const loads = [metadataLoad, transferLoad, listingLoad, htmlListingLoad, 
  * work, pg's and the HTTP parser's buffers, V8's own code and metadata).
  */
 async function breakdown(product: Product): Promise<string> {
-  const usage = JSON.parse((await product.inspect<{ result: { value: string } }>([
-    { method: 'Runtime.evaluate', params: { expression: 'JSON.stringify(process.memoryUsage())', returnByValue: true } },
-  ])).result.value) as NodeJS.MemoryUsage;
+  const usage = JSON.parse(
+    (
+      await product.inspect<{ result: { value: string } }>([
+        { method: 'Runtime.evaluate', params: { expression: 'JSON.stringify(process.memoryUsage())', returnByValue: true } },
+      ])
+    ).result.value,
+  ) as NodeJS.MemoryUsage;
   const anon = await statusField(product.pid, 'RssAnon');
   const file = await statusField(product.pid, 'RssFile');
   const mib = (n: number) => `${round(n / MiB, 0)}`;
-  return `V8 heap ${mib(usage.heapTotal)} (in use ${mib(usage.heapUsed)}), external ${mib(usage.external)} (ArrayBuffers ${mib(usage.arrayBuffers)}), ` +
-    `other anonymous ${mib(anon - usage.heapTotal - usage.arrayBuffers)}, file-backed ${mib(file)} MiB`;
+  return (
+    `V8 heap ${mib(usage.heapTotal)} (in use ${mib(usage.heapUsed)}), external ${mib(usage.external)} (ArrayBuffers ${mib(usage.arrayBuffers)}), ` +
+    `other anonymous ${mib(anon - usage.heapTotal - usage.arrayBuffers)}, file-backed ${mib(file)} MiB`
+  );
 }
 
 /** Every load once, one after another (as a day of mixed use), then RSS 60 s after the last one, and where it is. */
@@ -301,13 +341,24 @@ async function sequenceRows(product: Product, runs: { name: string; run: (round:
   const peak = await peakDuring(product.pid, async () => {
     for (const { run } of runs) achieved.push(await run(ROUNDS));
   });
-  progress(rows, { name: `all loads back to back (${runs.length}): peak RSS (${achieved.join(' / ')})`, value: round(peak / MiB), unit: 'MiB', baseline: round(idle / MiB), ratio: round(peak / idle, 2) });
+  progress(rows, {
+    name: `all loads back to back (${runs.length}): peak RSS (${achieved.join(' / ')})`,
+    value: round(peak / MiB),
+    unit: 'MiB',
+    baseline: round(idle / MiB),
+    ratio: round(peak / idle, 2),
+  });
   await sleep(SETTLE_SECONDS * 1000);
   const after = await rssOf(product.pid);
   const where = await breakdown(product);
   progress(rows, {
-    name: `all loads back to back: RSS ${SETTLE_SECONDS} s after the last (vs idle after start; ${where})`, value: round(after / MiB), unit: 'MiB',
-    baseline: round(idle / MiB), ratio: round(after / idle, 2), goal: '≤ 1.20×', pass: after <= 1.2 * idle,
+    name: `all loads back to back: RSS ${SETTLE_SECONDS} s after the last (vs idle after start; ${where})`,
+    value: round(after / MiB),
+    unit: 'MiB',
+    baseline: round(idle / MiB),
+    ratio: round(after / idle, 2),
+    goal: '≤ 1.20×',
+    pass: after <= 1.2 * idle,
   });
   return rows;
 }
@@ -321,7 +372,13 @@ export async function benchMemory(env: BenchEnv): Promise<BenchRow[]> {
     await sleep(5000); // start-up's own work (migrations, first GCs) settles
     const idle = await rssOf(product.pid);
     const idleHeap = await product.heapAfterGc();
-    progress(rows, { name: `idle RSS after start (heap in use after GC ${round(idleHeap / MiB)} MiB; ${await breakdown(product)})`, value: round(idle / MiB), unit: 'MiB', goal: '≤ 300 MiB', pass: idle <= IDLE_GOAL });
+    progress(rows, {
+      name: `idle RSS after start (heap in use after GC ${round(idleHeap / MiB)} MiB; ${await breakdown(product)})`,
+      value: round(idle / MiB),
+      unit: 'MiB',
+      goal: '≤ 300 MiB',
+      pass: idle <= IDLE_GOAL,
+    });
     const runs: { name: string; run: (round: number) => Promise<string> }[] = [];
     for (const load of loads) {
       const run = await load.prepare(product);
@@ -340,17 +397,31 @@ export async function benchMemory(env: BenchEnv): Promise<BenchRow[]> {
       heaps.push(await product.heapAfterGc());
       const growth = heaps.at(-1)! - heaps[0]!;
       const tolerance = heapTolerance(heaps[0]!);
-      progress(rows, { name: `${load.name}: peak RSS (rounds: ${achieved.join(' / ')})`, value: round(peak / MiB), unit: 'MiB', baseline: round(idle / MiB), ratio: round(peak / idle, 2) });
+      progress(rows, {
+        name: `${load.name}: peak RSS (rounds: ${achieved.join(' / ')})`,
+        value: round(peak / MiB),
+        unit: 'MiB',
+        baseline: round(idle / MiB),
+        ratio: round(peak / idle, 2),
+      });
       progress(rows, {
         name: `${load.name}: heap after GC, rounds ${heaps.map((h) => round(h / MiB)).join(' / ')} MiB (growth 3 vs 1)`,
-        value: round(growth / MiB), unit: 'MiB', goal: `≤ ${round(tolerance / MiB)} MiB`, pass: growth <= tolerance,
+        value: round(growth / MiB),
+        unit: 'MiB',
+        goal: `≤ ${round(tolerance / MiB)} MiB`,
+        pass: growth <= tolerance,
       });
       progress(rows, {
-        name: `${load.name}: RSS ${SETTLE_SECONDS} s after (vs idle after start)`, value: round(after / MiB), unit: 'MiB',
-        baseline: round(idle / MiB), ratio: round(after / idle, 2), goal: '≤ 1.20×', pass: after <= 1.2 * idle,
+        name: `${load.name}: RSS ${SETTLE_SECONDS} s after (vs idle after start)`,
+        value: round(after / MiB),
+        unit: 'MiB',
+        baseline: round(idle / MiB),
+        ratio: round(after / idle, 2),
+        goal: '≤ 1.20×',
+        pass: after <= 1.2 * idle,
       });
     }
-    rows.push(...await sequenceRows(product, runs, idle));
+    rows.push(...(await sequenceRows(product, runs, idle)));
   } finally {
     await product.stop();
   }

@@ -34,7 +34,14 @@ export const node = (i: number) => ({
 
 export async function applyInBatches(kubeconfig: string, objects: unknown[]): Promise<void> {
   for (let i = 0; i < objects.length; i += BATCH) {
-    await kubectl(kubeconfig, ['apply', '-f', '-'], objects.slice(i, i + BATCH).map((o) => stringify(o)).join('---\n'));
+    await kubectl(
+      kubeconfig,
+      ['apply', '-f', '-'],
+      objects
+        .slice(i, i + BATCH)
+        .map((o) => stringify(o))
+        .join('---\n'),
+    );
   }
 }
 
@@ -67,7 +74,12 @@ export async function readyResources(client: KubeClient, types: ResourceType[]):
 
 async function availableDeployments(client: KubeClient, namespace: string): Promise<number> {
   const list = await client.list<Listed>(resources.deployment, namespace);
-  return list.items.filter((d) => d.status?.observedGeneration === d.metadata.generation && d.status?.conditions?.some((c) => c.type === 'Available' && c.status === 'True') && (d.status?.availableReplicas ?? 0) >= 1).length;
+  return list.items.filter(
+    (d) =>
+      d.status?.observedGeneration === d.metadata.generation &&
+      d.status?.conditions?.some((c) => c.type === 'Available' && c.status === 'True') &&
+      (d.status?.availableReplicas ?? 0) >= 1,
+  ).length;
 }
 
 export async function benchOperator(env: BenchEnv): Promise<BenchRow[]> {
@@ -78,9 +90,16 @@ export async function benchOperator(env: BenchEnv): Promise<BenchRow[]> {
   const client = await adminClient(plane.kubeconfig);
   try {
     const nodes = Math.ceil((2 * count) / 240) + 1;
-    await applyInBatches(plane.kubeconfig, Array.from({ length: nodes }, (_, i) => node(i)));
+    await applyInBatches(
+      plane.kubeconfig,
+      Array.from({ length: nodes }, (_, i) => node(i)),
+    );
     // The control plane's service range is a /24: room for a thousand Services more (ServiceCIDR, GA since 1.33).
-    await kubectl(plane.kubeconfig, ['apply', '-f', '-'], stringify({ apiVersion: 'networking.k8s.io/v1', kind: 'ServiceCIDR', metadata: { name: 'bench' }, spec: { cidrs: ['10.96.0.0/16'] } }));
+    await kubectl(
+      plane.kubeconfig,
+      ['apply', '-f', '-'],
+      stringify({ apiVersion: 'networking.k8s.io/v1', kind: 'ServiceCIDR', metadata: { name: 'bench' }, spec: { cidrs: ['10.96.0.0/16'] } }),
+    );
     await kubectl(plane.kubeconfig, ['apply', '--server-side', '-f', join(repoRoot, 'crds')]);
     await kubectl(plane.kubeconfig, ['wait', '--for=condition=Established', '--timeout=60s', 'crd', '-l', 'app.kubernetes.io/part-of=boxyard']);
     for (const ns of [NS, 'baseline']) await kubectl(plane.kubeconfig, ['create', 'namespace', ns]);
@@ -106,7 +125,16 @@ export async function benchOperator(env: BenchEnv): Promise<BenchRow[]> {
     const databaseUrl = await createBenchDatabase(env, `operator_bench_${suffix}`);
     const bucket = `operator-bench-${suffix}`;
     await kubectl(plane.kubeconfig, ['create', 'secret', 'generic', 'db', '-n', NS, `--from-literal=url=${databaseUrl}`]);
-    await kubectl(plane.kubeconfig, ['create', 'secret', 'generic', 's3', '-n', NS, `--from-literal=accessKey=${env.minio.accessKey}`, `--from-literal=secretKey=${env.minio.secretKey}`]);
+    await kubectl(plane.kubeconfig, [
+      'create',
+      'secret',
+      'generic',
+      's3',
+      '-n',
+      NS,
+      `--from-literal=accessKey=${env.minio.accessKey}`,
+      `--from-literal=secretKey=${env.minio.secretKey}`,
+    ]);
     operator = await startOperatorProcess({
       kubeconfig: plane.kubeconfig,
       logFile: join(env.workDir, 'operator.log'),
@@ -148,10 +176,22 @@ export async function benchOperator(env: BenchEnv): Promise<BenchRow[]> {
     const errors = metricSum(metrics, 'controller_runtime_reconcile_errors_total');
 
     return [
-      { name: `${count} custom resources to Ready (baseline: ${count} plain Deployments)`, value: round(convergeSeconds), unit: 's', baseline: round(baselineSeconds), ratio: round(convergeSeconds / baselineSeconds, 2), goal: '≤ 1.10×', pass: convergeSeconds / baselineSeconds <= 1.1 },
+      {
+        name: `${count} custom resources to Ready (baseline: ${count} plain Deployments)`,
+        value: round(convergeSeconds),
+        unit: 's',
+        baseline: round(baselineSeconds),
+        ratio: round(convergeSeconds / baselineSeconds, 2),
+        goal: '≤ 1.10×',
+        pass: convergeSeconds / baselineSeconds <= 1.1,
+      },
       { name: `operator peak memory (RSS) with ${count} resources`, value: round(peakKiB / 1024), unit: 'MiB' },
       { name: `operator memory (RSS) at steady state with ${count} resources`, value: round(steadyKiB / 1024), unit: 'MiB' },
-      { name: `API writes per minute at steady state (${round(reconciles / minutes, 0)} reconciles/min)`, value: round(writesPerMinute, 2), unit: 'writes/min' },
+      {
+        name: `API writes per minute at steady state (${round(reconciles / minutes, 0)} reconciles/min)`,
+        value: round(writesPerMinute, 2),
+        unit: 'writes/min',
+      },
       { name: 'reconcile errors (retried) during the run', value: errors, unit: 'errors' },
     ];
   } finally {

@@ -26,7 +26,14 @@ const ROUNDS = Number(process.env.BENCH_PUBLISH_ROUNDS ?? 1);
 
 async function vagrantPublish(home: string, serverUrl: string, key: string, version: string, boxFile: string): Promise<void> {
   const child = spawn('vagrant', ['cloud', 'publish', 'bench/big', version, 'virtualbox', boxFile, '--release', '-f'], {
-    env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: home, VAGRANT_HOME: join(home, 'vagrant.d'), VAGRANT_CHECKPOINT_DISABLE: '1', VAGRANT_SERVER_URL: serverUrl, VAGRANT_CLOUD_TOKEN: key },
+    env: {
+      PATH: process.env.PATH ?? '/usr/bin:/bin',
+      HOME: home,
+      VAGRANT_HOME: join(home, 'vagrant.d'),
+      VAGRANT_CHECKPOINT_DISABLE: '1',
+      VAGRANT_SERVER_URL: serverUrl,
+      VAGRANT_CLOUD_TOKEN: key,
+    },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   const result = await finished(child);
@@ -42,16 +49,36 @@ export async function benchPublish(env: BenchEnv): Promise<BenchRow[]> {
   await pipeline(generatedBox(boxBytes), createWriteStream(boxFile));
   await pipeline(generatedBox(64 * 1024), createWriteStream(tinyBox));
   const minioUrl = new URL(env.minio.endpoint);
-  const minio = new Minio.Client({ endPoint: minioUrl.hostname, port: Number(minioUrl.port), useSSL: false, accessKey: env.minio.accessKey, secretKey: env.minio.secretKey, region });
+  const minio = new Minio.Client({
+    endPoint: minioUrl.hostname,
+    port: Number(minioUrl.port),
+    useSSL: false,
+    accessKey: env.minio.accessKey,
+    secretKey: env.minio.secretKey,
+    region,
+  });
   const bucket = `bench-pub-${randomBytes(4).toString('hex')}`;
   await minio.makeBucket(bucket, region);
   let service: Service | undefined;
   try {
-    const s3 = await startWithBigBox(env, { driver: 's3', endpoint: env.minio.endpoint, access_key: env.minio.accessKey, secret_key: env.minio.secretKey, bucket, region, prefix: 'box-repository' }, MiB);
+    const s3 = await startWithBigBox(
+      env,
+      {
+        driver: 's3',
+        endpoint: env.minio.endpoint,
+        access_key: env.minio.accessKey,
+        secret_key: env.minio.secretKey,
+        bucket,
+        region,
+        prefix: 'box-repository',
+      },
+      MiB,
+    );
     service = s3.service;
     const api = jsonApi(() => s3.service.url);
     const admin = (await api('POST', '/api/auth/signin', { username: 'admin', password: s3.config.admin.password })).access_token as string;
-    const key = (await api('POST', '/api/service-accounts', { organization: 'bench', role: 'moderator', description: 'bench publisher' }, admin)).token as string;
+    const key = (await api('POST', '/api/service-accounts', { organization: 'bench', role: 'moderator', description: 'bench publisher' }, admin))
+      .token as string;
     let published = 0;
     const publish = (file: string) => timed(() => vagrantPublish(home, s3.service.url, key, `2.0.${published++}`, file));
     const results = await alternate(ROUNDS, {
@@ -79,10 +106,19 @@ function publishRows(publishSeconds: number, putSeconds: number, fixedSeconds: n
   const rows: BenchRow[] = [
     {
       name: 'vagrant cloud publish 1 GiB, direct, s3 driver (vs a direct S3 PUT of the same file)',
-      value: rate(publishSeconds), unit: 'MiB/s', baseline: rate(putSeconds), ratio: round(ratio, 3), goal: '≥ 0.80×', pass: ratio >= 0.8,
+      value: rate(publishSeconds),
+      unit: 'MiB/s',
+      baseline: rate(putSeconds),
+      ratio: round(ratio, 3),
+      goal: '≥ 0.80×',
+      pass: ratio >= 0.8,
     },
     { name: "  of which the client's fixed cost (the same publish of a 64 KiB box)", value: round(fixedSeconds, 2), unit: 's' },
-    { name: `  of which the callback's read-back of 1 GiB, sha256 and box check (publish - fixed - PUT${readBack > 0 ? `; ${rate(readBack)} MiB/s` : ''})`, value: round(readBack, 2), unit: 's' },
+    {
+      name: `  of which the callback's read-back of 1 GiB, sha256 and box check (publish - fixed - PUT${readBack > 0 ? `; ${rate(readBack)} MiB/s` : ''})`,
+      value: round(readBack, 2),
+      unit: 's',
+    },
     { name: '  ceiling: the ratio if the callback cost nothing (PUT / (PUT + fixed)), in %', value: round(ceiling * 100, 1), unit: '%' },
   ];
   for (const row of rows) console.error(`  [bench] ${row.name}: ${row.value} ${row.unit}`);

@@ -7,57 +7,105 @@ import { formatRow, formatSpan, mergeReport, renderSection, splitSections, type 
 
 const order = ['storage', 'metadata', 'listing', 'memory'];
 const facts = (measured: string, commit: string) => ({
-  measured, checkout: `\`${commit}\``, machine: '2 × Test CPU, 7.8 GiB memory, Linux 6.1.0 (x64); load average 0.10 at its start, 2.05 at its end', software: 'Node v24.0.0, MinIO M, PostgreSQL P',
+  measured,
+  checkout: `\`${commit}\``,
+  machine: '2 × Test CPU, 7.8 GiB memory, Linux 6.1.0 (x64); load average 0.10 at its start, 2.05 at its end',
+  software: 'Node v24.0.0, MinIO M, PostgreSQL P',
 });
 const metadataRows: BenchRow[] = [
-  { name: 'metadata req/s, 32 clients (vs static file server)', value: 13444.94, unit: 'req/s', baseline: 7874.8, ratio: 1.7073, goal: '≥ 4000 req/s', pass: true },
+  {
+    name: 'metadata req/s, 32 clients (vs static file server)',
+    value: 13444.94,
+    unit: 'req/s',
+    baseline: 7874.8,
+    ratio: 1.7073,
+    goal: '≥ 4000 req/s',
+    pass: true,
+  },
   { name: 'GET /health req/s', value: 20756.8, unit: 'req/s', baseline: 7874.8, ratio: 2.64 },
   { name: 'metadata answers with an ETag', value: 0, unit: '', goal: 'ETag present', pass: false },
 ];
-const listingRows: BenchRow[] = [{ name: 'JSON listing, 2,000 entries | 8 clients', value: 770.1, unit: 'req/s', baseline: 1188.4, ratio: 0.648, goal: '≥ 300 req/s', pass: true }];
-const metadata = (measured: string, commit: string, rows = metadataRows): SectionResult => ({ name: 'metadata', title: 'Vagrant metadata vs a static file server', facts: facts(measured, commit), rows });
-const listing = (measured: string, commit: string): SectionResult => ({ name: 'listing', title: 'file share JSON listing', facts: facts(measured, commit), rows: listingRows });
+const listingRows: BenchRow[] = [
+  { name: 'JSON listing, 2,000 entries | 8 clients', value: 770.1, unit: 'req/s', baseline: 1188.4, ratio: 0.648, goal: '≥ 300 req/s', pass: true },
+];
+const metadata = (measured: string, commit: string, rows = metadataRows): SectionResult => ({
+  name: 'metadata',
+  title: 'Vagrant metadata vs a static file server',
+  facts: facts(measured, commit),
+  rows,
+});
+const listing = (measured: string, commit: string): SectionResult => ({
+  name: 'listing',
+  title: 'file share JSON listing',
+  facts: facts(measured, commit),
+  rows: listingRows,
+});
 const header = (measured: string, sections: string[]) => ({ measured, machine: '2 × Test CPU, 7.8 GiB memory, Linux 6.1.0 (x64)', sections });
 
 describe('bench report', () => {
   it('formats rows as the console table does: one decimal, ratio with two, PASS/FAIL only with a goal', () => {
-    expect(formatRow(metadataRows[0]!)).toEqual({ measure: metadataRows[0]!.name, value: '13444.9 req/s', baseline: '7874.8 req/s', ratio: '1.71', goal: '≥ 4000 req/s', result: 'PASS' });
+    expect(formatRow(metadataRows[0]!)).toEqual({
+      measure: metadataRows[0]!.name,
+      value: '13444.9 req/s',
+      baseline: '7874.8 req/s',
+      ratio: '1.71',
+      goal: '≥ 4000 req/s',
+      result: 'PASS',
+    });
     expect(formatRow(metadataRows[1]!)).toMatchObject({ goal: '', result: '' });
-    expect(formatRow(metadataRows[2]!)).toEqual({ measure: 'metadata answers with an ETag', value: '0.0', baseline: '', ratio: '', goal: 'ETag present', result: 'FAIL' });
+    expect(formatRow(metadataRows[2]!)).toEqual({
+      measure: 'metadata answers with an ETag',
+      value: '0.0',
+      baseline: '',
+      ratio: '',
+      goal: 'ETag present',
+      result: 'FAIL',
+    });
   });
 
   it('writes a section as a heading, its title, its facts and a table; a | in a name stays inside its cell', () => {
-    expect(renderSection(listing('2026-11-25 10:31–10:33 UTC', 'abc1234'))).toBe([
-      '<!-- bench section: listing -->',
-      '## listing',
-      '',
-      'file share JSON listing',
-      '',
-      '- measured: 2026-11-25 10:31–10:33 UTC',
-      '- checkout: `abc1234`',
-      '- machine: 2 × Test CPU, 7.8 GiB memory, Linux 6.1.0 (x64); load average 0.10 at its start, 2.05 at its end',
-      '- software: Node v24.0.0, MinIO M, PostgreSQL P',
-      '',
-      '| measure | value | baseline | ratio | goal | result |',
-      '|---|--:|--:|--:|---|---|',
-      '| JSON listing, 2,000 entries \\| 8 clients | 770.1 req/s | 1188.4 req/s | 0.65 | ≥ 300 req/s | PASS |',
-      '<!-- end of bench section: listing -->',
-    ].join('\n'));
+    expect(renderSection(listing('2026-11-25 10:31–10:33 UTC', 'abc1234'))).toBe(
+      [
+        '<!-- bench section: listing -->',
+        '## listing',
+        '',
+        'file share JSON listing',
+        '',
+        '- measured: 2026-11-25 10:31–10:33 UTC',
+        '- checkout: `abc1234`',
+        '- machine: 2 × Test CPU, 7.8 GiB memory, Linux 6.1.0 (x64); load average 0.10 at its start, 2.05 at its end',
+        '- software: Node v24.0.0, MinIO M, PostgreSQL P',
+        '',
+        '| measure | value | baseline | ratio | goal | result |',
+        '|---|--:|--:|--:|---|---|',
+        '| JSON listing, 2,000 entries \\| 8 clients | 770.1 req/s | 1188.4 req/s | 0.65 | ≥ 300 req/s | PASS |',
+        '<!-- end of bench section: listing -->',
+      ].join('\n'),
+    );
     expect(renderSection({ ...listing('x', 'y'), rows: [] })).toContain('(the section returned no rows)');
   });
 
   it('a first run writes a header, a summary of every known section, and the tables of the sections it ran, in run.ts order', () => {
-    const text = mergeReport(undefined, header('2026-11-25 10:31–10:40 UTC', ['listing', 'metadata']), [listing('2026-11-25 10:35–10:40 UTC', 'abc1234'), metadata('2026-11-25 10:31–10:35 UTC', 'abc1234')], order);
+    const text = mergeReport(
+      undefined,
+      header('2026-11-25 10:31–10:40 UTC', ['listing', 'metadata']),
+      [listing('2026-11-25 10:35–10:40 UTC', 'abc1234'), metadata('2026-11-25 10:31–10:35 UTC', 'abc1234')],
+      order,
+    );
     expect(text.startsWith('<!-- Generated by `make bench`')).toBe(true);
-    expect(text).toContain('Generated by `make bench`, last on 2026-11-25 10:31–10:40 UTC, machine: 2 × Test CPU, 7.8 GiB memory, Linux 6.1.0 (x64); sections run: `listing`, `metadata`.');
-    expect(text).toContain([
-      '| section | measured | checkout | goals met |',
-      '|---|---|---|---|',
-      '| `storage` | not measured yet | | |',
-      '| [metadata](#metadata) | 2026-11-25 10:31–10:35 UTC | `abc1234` | 1 of 2 |',
-      '| [listing](#listing) | 2026-11-25 10:35–10:40 UTC | `abc1234` | 1 of 1 |',
-      '| `memory` | not measured yet | | |',
-    ].join('\n'));
+    expect(text).toContain(
+      'Generated by `make bench`, last on 2026-11-25 10:31–10:40 UTC, machine: 2 × Test CPU, 7.8 GiB memory, Linux 6.1.0 (x64); sections run: `listing`, `metadata`.',
+    );
+    expect(text).toContain(
+      [
+        '| section | measured | checkout | goals met |',
+        '|---|---|---|---|',
+        '| `storage` | not measured yet | | |',
+        '| [metadata](#metadata) | 2026-11-25 10:31–10:35 UTC | `abc1234` | 1 of 2 |',
+        '| [listing](#listing) | 2026-11-25 10:35–10:40 UTC | `abc1234` | 1 of 1 |',
+        '| `memory` | not measured yet | | |',
+      ].join('\n'),
+    );
     expect(text.indexOf('## metadata')).toBeLessThan(text.indexOf('## listing'));
     expect(text.endsWith('<!-- end of bench section: listing -->\n')).toBe(true);
     // Every summary link lands on a heading of the page (the docs link check reads it the same way).

@@ -94,7 +94,12 @@ export function splitSections(text: string): Map<string, string> {
 /** A fact line of a block (`- measured: …`), for the summary. */
 function fact(block: string, label: keyof SectionFacts): string {
   const prefix = `- ${label}: `;
-  return block.split('\n').find((l) => l.startsWith(prefix))?.slice(prefix.length) ?? '';
+  return (
+    block
+      .split('\n')
+      .find((l) => l.startsWith(prefix))
+      ?.slice(prefix.length) ?? ''
+  );
 }
 
 function goalsMet(block: string): string {

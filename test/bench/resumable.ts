@@ -89,7 +89,14 @@ async function tusUpload(endpoint: string, file: string, authorization: string, 
 
 export async function benchResumable(env: BenchEnv): Promise<BenchRow[]> {
   const url = new URL(env.minio.endpoint);
-  const client = new Minio.Client({ endPoint: url.hostname, port: Number(url.port), useSSL: false, accessKey: env.minio.accessKey, secretKey: env.minio.secretKey, region });
+  const client = new Minio.Client({
+    endPoint: url.hostname,
+    port: Number(url.port),
+    useSSL: false,
+    accessKey: env.minio.accessKey,
+    secretKey: env.minio.secretKey,
+    region,
+  });
   const bucket = `bench-tus-${randomBytes(4).toString('hex')}`;
   await client.makeBucket(bucket, region);
   const databaseUrl = await createBenchDatabase(env, `bench_tus_${randomBytes(4).toString('hex')}`);
@@ -101,7 +108,22 @@ export async function benchResumable(env: BenchEnv): Promise<BenchRow[]> {
     const file = join(dir, 'object.bin');
     await writeRandomFile(file);
     const plain = async (i: number) => {
-      const { stdout } = await run('curl', ['-sS', '-X', 'POST', '-u', `admin:${adminPassword}`, '-H', 'Content-Type: application/octet-stream', '-T', file, '-o', '/dev/null', '-w', '%{http_code}', `${share.url}/bench/plain-${i}.bin`]);
+      const { stdout } = await run('curl', [
+        '-sS',
+        '-X',
+        'POST',
+        '-u',
+        `admin:${adminPassword}`,
+        '-H',
+        'Content-Type: application/octet-stream',
+        '-T',
+        file,
+        '-o',
+        '/dev/null',
+        '-w',
+        '%{http_code}',
+        `${share.url}/bench/plain-${i}.bin`,
+      ]);
       if (stdout !== '201') throw new Error(`plain upload answered ${stdout}`);
     };
     const parts = await pieces(file, dir);
@@ -121,7 +143,11 @@ export async function benchResumable(env: BenchEnv): Promise<BenchRow[]> {
     }
     const baseline = median(rates.plain);
     const row = (name: string, value: number, withGoal: boolean): BenchRow => ({
-      name, value: round(value), unit: 'MiB/s', baseline: round(baseline), ratio: round(value / baseline, 3),
+      name,
+      value: round(value),
+      unit: 'MiB/s',
+      baseline: round(baseline),
+      ratio: round(value / baseline, 3),
       ...(withGoal ? { goal: `≥ ${goal.toFixed(2)}×`, pass: value / baseline >= goal } : {}),
     });
     return [

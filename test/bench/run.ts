@@ -48,16 +48,36 @@ const sections: { name: string; title: string; run: (env: BenchEnv) => Promise<B
   { name: 'resumable', title: 'file share resumable uploads (tus, 1 GiB in 16 MiB PATCHes) vs the plain upload route', run: benchResumable },
   { name: 'listing', title: 'file share JSON listing (one folder, 8 clients) vs a static file server; HTML listing vs JSON', run: benchListing },
   { name: 'terminal', title: 'terminal gateway', run: benchTerminal },
-  { name: 'terminal-recording', title: 'terminal recording on vs off (two gateways, same run; CPU of gateway and agent per flood)', run: benchTerminalRecording },
+  {
+    name: 'terminal-recording',
+    title: 'terminal recording on vs off (two gateways, same run; CPU of gateway and agent per flood)',
+    run: benchTerminalRecording,
+  },
   { name: 'tracing', title: 'tracing overhead: box repository with tracing off / 100% / 10% sampled (real collector)', run: benchTracing },
   { name: 'auth', title: 'auth: verified requests/s on one route (session JWT vs provider Bearer vs provider DPoP)', run: benchAuth },
   { name: 'memory', title: 'memory of the one-process product (`make run`): idle, per load peak RSS, heap across rounds, RSS 60 s after', run: benchMemory },
   { name: 'operator', title: 'operator (1,000 custom resources)', run: benchOperator },
   { name: 'scale', title: 'scale, box repository: two catalogue sizes (10,000 → 100,000 versions) and a box of 100 → 1,000 versions', run: benchScale },
-  { name: 'scale-terminals', title: 'scale: terminal sessions at two counts (typing sessions 50 → 200 at 10 keys/s; idle attached sessions), memory per session', run: benchScaleTerminals },
-  { name: 'scale-operator', title: 'scale: the operator at 1,000 → 3,000 custom resources on kwok (memory, steady-state CPU, API writes)', run: benchScaleOperator },
-  { name: 'scale-cpu', title: 'scale: CPU-seconds per GiB relayed (terminal output flood vs a raw pty reader; s3 box download vs a direct GET client)', run: benchScaleCpu },
-  { name: 'scale-share', title: 'scale: the file share at two sizes (110,000 → 1,100,000 files, a folder of 10,000 → 100,000) and 10,000 small uploads vs a plain PUT server', run: benchScaleShare },
+  {
+    name: 'scale-terminals',
+    title: 'scale: terminal sessions at two counts (typing sessions 50 → 200 at 10 keys/s; idle attached sessions), memory per session',
+    run: benchScaleTerminals,
+  },
+  {
+    name: 'scale-operator',
+    title: 'scale: the operator at 1,000 → 3,000 custom resources on kwok (memory, steady-state CPU, API writes)',
+    run: benchScaleOperator,
+  },
+  {
+    name: 'scale-cpu',
+    title: 'scale: CPU-seconds per GiB relayed (terminal output flood vs a raw pty reader; s3 box download vs a direct GET client)',
+    run: benchScaleCpu,
+  },
+  {
+    name: 'scale-share',
+    title: 'scale: the file share at two sizes (110,000 → 1,100,000 files, a folder of 10,000 → 100,000) and 10,000 small uploads vs a plain PUT server',
+    run: benchScaleShare,
+  },
   { name: 'cluster', title: 'real node: apply → Ready per kind, terminal session start (pod vs local backend)', run: benchCluster },
   { name: 'upgrade', title: 'real node: helm upgrade + rollout restart under traffic (2 replicas each): served, failed, longest stall', run: benchUpgrade },
 ];
@@ -85,7 +105,12 @@ async function writeReport(results: SectionResult[]): Promise<void> {
     throw error;
   });
   const run = { measured: formatSpan(runStarted, new Date()), machine: machine(), sections: results.map((r) => r.name) };
-  const text = mergeReport(existing, run, results, sections.map((s) => s.name));
+  const text = mergeReport(
+    existing,
+    run,
+    results,
+    sections.map((s) => s.name),
+  );
   await mkdir(dirname(reportPath), { recursive: true });
   await writeFile(`${reportPath}.tmp`, text);
   await rename(`${reportPath}.tmp`, reportPath);
@@ -112,7 +137,12 @@ try {
     const load = loadAverage();
     const rows = await section.run(env);
     print(section.title, rows);
-    const facts = { measured: formatSpan(started, new Date()), checkout: commit, machine: `${machine()}; load average ${load} at its start, ${loadAverage()} at its end`, software };
+    const facts = {
+      measured: formatSpan(started, new Date()),
+      checkout: commit,
+      machine: `${machine()}; load average ${load} at its start, ${loadAverage()} at its end`,
+      software,
+    };
     results.push({ name: section.name, title: section.title, facts, rows });
   }
 } finally {

@@ -55,7 +55,13 @@ async function gatewayFlood(base: string, cookie: string, gatewayPid: number, ru
 async function rawFlood(run: number): Promise<number> {
   const marker = `FLOOD-END-${run}`;
   const before = process.cpuUsage();
-  const term = pty.spawn('/bin/sh', ['-c', floodCommand(run, '')], { name: 'xterm-256color', cols: 120, rows: 40, env: { PATH: '/usr/bin:/bin', TERM: 'xterm-256color' }, encoding: null });
+  const term = pty.spawn('/bin/sh', ['-c', floodCommand(run, '')], {
+    name: 'xterm-256color',
+    cols: 120,
+    rows: 40,
+    env: { PATH: '/usr/bin:/bin', TERM: 'xterm-256color' },
+    encoding: null,
+  });
   const bytes = await new Promise<number>((resolve) => {
     let count = 0;
     let tail = '';
@@ -91,8 +97,13 @@ async function benchFlood(env: BenchEnv): Promise<BenchRow[]> {
     const mib = FLOOD_BYTES / 1024 ** 2;
     return [
       {
-        name: `terminal output flood (${mib} MiB × ${ROUNDS}): CPU of gateway + agent per GiB (vs the raw pty reader's)`, value: round(product, 2), unit: 'CPU-s/GiB',
-        baseline: round(reader, 2), ratio: round(product / reader, 2), goal: '≤ 1.50×', pass: product / reader <= 1.5,
+        name: `terminal output flood (${mib} MiB × ${ROUNDS}): CPU of gateway + agent per GiB (vs the raw pty reader's)`,
+        value: round(product, 2),
+        unit: 'CPU-s/GiB',
+        baseline: round(reader, 2),
+        ratio: round(product / reader, 2),
+        goal: '≤ 1.50×',
+        pass: product / reader <= 1.5,
       },
       { name: 'terminal output flood: gateway CPU per GiB', value: round(perGiB(median(viaGateway.map((f) => f.gateway))), 2), unit: 'CPU-s/GiB' },
       { name: 'terminal output flood: agent CPU per GiB', value: round(perGiB(median(viaGateway.map((f) => f.agent))), 2), unit: 'CPU-s/GiB' },
@@ -117,10 +128,25 @@ async function curlWithCpu(url: string, bytes: number): Promise<number> {
 
 async function benchRelay(env: BenchEnv): Promise<BenchRow[]> {
   const minioUrl = new URL(env.minio.endpoint);
-  const minio = new Minio.Client({ endPoint: minioUrl.hostname, port: Number(minioUrl.port), useSSL: false, accessKey: env.minio.accessKey, secretKey: env.minio.secretKey, region });
+  const minio = new Minio.Client({
+    endPoint: minioUrl.hostname,
+    port: Number(minioUrl.port),
+    useSSL: false,
+    accessKey: env.minio.accessKey,
+    secretKey: env.minio.secretKey,
+    region,
+  });
   const bucket = `bench-cpu-${randomBytes(4).toString('hex')}`;
   await minio.makeBucket(bucket, region);
-  const storage = { driver: 's3', endpoint: env.minio.endpoint, access_key: env.minio.accessKey, secret_key: env.minio.secretKey, bucket, region, prefix: 'box-repository' };
+  const storage = {
+    driver: 's3',
+    endpoint: env.minio.endpoint,
+    access_key: env.minio.accessKey,
+    secret_key: env.minio.secretKey,
+    bucket,
+    region,
+    prefix: 'box-repository',
+  };
   const { service, size } = await startWithBigBox(env, storage, BOX_BYTES);
   try {
     let objectName = '';
@@ -140,10 +166,19 @@ async function benchRelay(env: BenchEnv): Promise<BenchRow[]> {
     const client = perGiB(median(direct));
     return [
       {
-        name: `box download through the s3 driver (512 MiB × ${ROUNDS}): CPU of the box repository per GiB (vs the direct S3 GET client's)`, value: round(product, 2), unit: 'CPU-s/GiB',
-        baseline: round(client, 2), ratio: round(product / client, 2), goal: '≤ 0.60 CPU-s/GiB', pass: product <= 0.6,
+        name: `box download through the s3 driver (512 MiB × ${ROUNDS}): CPU of the box repository per GiB (vs the direct S3 GET client's)`,
+        value: round(product, 2),
+        unit: 'CPU-s/GiB',
+        baseline: round(client, 2),
+        ratio: round(product / client, 2),
+        goal: '≤ 0.60 CPU-s/GiB',
+        pass: product <= 0.6,
       },
-      { name: 'box download through the s3 driver: the curl client CPU per GiB (same client as the baseline)', value: round(perGiB(median(relayed.map((r) => r.client))), 2), unit: 'CPU-s/GiB' },
+      {
+        name: 'box download through the s3 driver: the curl client CPU per GiB (same client as the baseline)',
+        value: round(perGiB(median(relayed.map((r) => r.client))), 2),
+        unit: 'CPU-s/GiB',
+      },
     ];
   } finally {
     await service.stop();
@@ -152,7 +187,7 @@ async function benchRelay(env: BenchEnv): Promise<BenchRow[]> {
 }
 
 export async function benchScaleCpu(env: BenchEnv): Promise<BenchRow[]> {
-  const rows = [...await benchFlood(env), ...await benchRelay(env)];
+  const rows = [...(await benchFlood(env)), ...(await benchRelay(env))];
   for (const row of rows) console.error(`  [bench] ${row.name}: ${row.value} ${row.unit} vs ${row.baseline ?? '-'}`);
   return rows;
 }

@@ -37,7 +37,13 @@ async function apiserverWrites(kubeconfig: string): Promise<number> {
   return metricSum(text, 'apiserver_request_total', (l) => l.group === 'boxyard.io' && WRITE_VERBS.has((l.verb ?? '').toUpperCase()));
 }
 
-interface Steady { rss: number; cpuPerMinute: number; operatorWrites: number; apiserverWrites: number; reconciles: number }
+interface Steady {
+  rss: number;
+  cpuPerMinute: number;
+  operatorWrites: number;
+  apiserverWrites: number;
+  reconciles: number;
+}
 
 /** Waits until the operator stops writing, then measures a STEADY_SECONDS window. */
 async function steadyState(operator: Awaited<ReturnType<typeof startOperatorProcess>>, kubeconfig: string, count: number): Promise<Steady> {
@@ -48,7 +54,12 @@ async function steadyState(operator: Awaited<ReturnType<typeof startOperatorProc
     if (now === writes) break;
     writes = now;
   }
-  const before = { cpu: cpuOf(operator.pid), apiserver: await apiserverWrites(kubeconfig), reconciles: metricSum(await operator.metrics(), 'controller_runtime_reconcile_total'), at: Date.now() };
+  const before = {
+    cpu: cpuOf(operator.pid),
+    apiserver: await apiserverWrites(kubeconfig),
+    reconciles: metricSum(await operator.metrics(), 'controller_runtime_reconcile_total'),
+    at: Date.now(),
+  };
   await sleep(STEADY_SECONDS * 1000);
   const cpu = cpuOf(operator.pid);
   const minutes = (Date.now() - before.at) / 60_000;
@@ -56,8 +67,11 @@ async function steadyState(operator: Awaited<ReturnType<typeof startOperatorProc
   const reconciles = metricSum(metrics, 'controller_runtime_reconcile_total') - before.reconciles;
   if (reconciles < count) throw new Error(`only ${reconciles} reconciles of ${count} resources in the steady-state window: the resync did not run`);
   return {
-    rss: rssOf(operator.pid), cpuPerMinute: (cpu - before.cpu) / minutes, reconciles: reconciles / minutes,
-    operatorWrites: (writesOf(metrics) - writes) / minutes, apiserverWrites: ((await apiserverWrites(kubeconfig)) - before.apiserver) / minutes,
+    rss: rssOf(operator.pid),
+    cpuPerMinute: (cpu - before.cpu) / minutes,
+    reconciles: reconciles / minutes,
+    operatorWrites: (writesOf(metrics) - writes) / minutes,
+    apiserverWrites: ((await apiserverWrites(kubeconfig)) - before.apiserver) / minutes,
   };
 }
 
@@ -67,15 +81,31 @@ export async function benchScaleOperator(env: BenchEnv): Promise<BenchRow[]> {
   let operator: Awaited<ReturnType<typeof startOperatorProcess>> | undefined;
   const client = await adminClient(plane.kubeconfig);
   try {
-    await applyInBatches(plane.kubeconfig, Array.from({ length: Math.ceil(sizes[1] / 240) + 1 }, (_, i) => node(i)));
-    await kubectl(plane.kubeconfig, ['apply', '-f', '-'], stringify({ apiVersion: 'networking.k8s.io/v1', kind: 'ServiceCIDR', metadata: { name: 'bench' }, spec: { cidrs: ['10.96.0.0/16'] } }));
+    await applyInBatches(
+      plane.kubeconfig,
+      Array.from({ length: Math.ceil(sizes[1] / 240) + 1 }, (_, i) => node(i)),
+    );
+    await kubectl(
+      plane.kubeconfig,
+      ['apply', '-f', '-'],
+      stringify({ apiVersion: 'networking.k8s.io/v1', kind: 'ServiceCIDR', metadata: { name: 'bench' }, spec: { cidrs: ['10.96.0.0/16'] } }),
+    );
     await kubectl(plane.kubeconfig, ['apply', '--server-side', '-f', join(repoRoot, 'crds')]);
     await kubectl(plane.kubeconfig, ['wait', '--for=condition=Established', '--timeout=60s', 'crd', '-l', 'app.kubernetes.io/part-of=boxyard']);
     await kubectl(plane.kubeconfig, ['create', 'namespace', NS]);
     const databaseUrl = await createBenchDatabase(env, `operator_scale_${suffix}`);
     const bucket = `operator-scale-${suffix}`;
     await kubectl(plane.kubeconfig, ['create', 'secret', 'generic', 'db', '-n', NS, `--from-literal=url=${databaseUrl}`]);
-    await kubectl(plane.kubeconfig, ['create', 'secret', 'generic', 's3', '-n', NS, `--from-literal=accessKey=${env.minio.accessKey}`, `--from-literal=secretKey=${env.minio.secretKey}`]);
+    await kubectl(plane.kubeconfig, [
+      'create',
+      'secret',
+      'generic',
+      's3',
+      '-n',
+      NS,
+      `--from-literal=accessKey=${env.minio.accessKey}`,
+      `--from-literal=secretKey=${env.minio.secretKey}`,
+    ]);
     operator = await startOperatorProcess({
       kubeconfig: plane.kubeconfig,
       logFile: join(env.workDir, 'operator-scale.log'),
@@ -84,14 +114,15 @@ export async function benchScaleOperator(env: BenchEnv): Promise<BenchRow[]> {
     await sleep(5000);
     const emptyRss = rssOf(operator.pid);
     const kinds = [resources.boxRepository, resources.fileShare, resources.terminalPool];
-    const custom = (from: number, to: number) => Array.from({ length: to - from }, (_, k) => {
-      const i = from + k;
-      const type = kinds[i % 3]!;
-      const name = `svc-${i}`;
-      const spec: Record<string, unknown> = { database: { secretRef: { name: 'db' }, schema: `s_${i}` } };
-      if (type !== resources.terminalPool) spec.storage = { endpoint: env.minio.endpoint, bucket, prefix: name, credentialsSecretRef: { name: 's3' } };
-      return { apiVersion: 'boxyard.io/v1alpha1', kind: type.kind, metadata: { name, namespace: NS }, spec };
-    });
+    const custom = (from: number, to: number) =>
+      Array.from({ length: to - from }, (_, k) => {
+        const i = from + k;
+        const type = kinds[i % 3]!;
+        const name = `svc-${i}`;
+        const spec: Record<string, unknown> = { database: { secretRef: { name: 'db' }, schema: `s_${i}` } };
+        if (type !== resources.terminalPool) spec.storage = { endpoint: env.minio.endpoint, bucket, prefix: name, credentialsSecretRef: { name: 's3' } };
+        return { apiVersion: 'boxyard.io/v1alpha1', kind: type.kind, metadata: { name, namespace: NS }, spec };
+      });
     const at: Steady[] = [];
     let applied = 0;
     for (const size of sizes) {
@@ -107,12 +138,54 @@ export async function benchScaleOperator(env: BenchEnv): Promise<BenchRow[]> {
     const perThousand = (value: number, size: number) => (value * 1000) / size;
     const memory = (s: Steady, size: number) => perThousand((s.rss - emptyRss) / MiB, size);
     return [
-      { name: `operator RSS before any resource (then ${sizes.map((s) => s.toLocaleString('en')).join(' and ')} resources: ${round(small.rss / MiB)}, ${round(large.rss / MiB)} MiB)`, value: round(emptyRss / MiB), unit: 'MiB' },
-      growthRow({ name: 'operator memory (RSS growth) per 1,000 resources, steady state', unit: 'MiB', small: memory(small, sizes[0]), large: memory(large, sizes[1]), sizes, kind: 'cost', goal: '≤ 1.20× of the small size', pass: memory(large, sizes[1]) <= 1.2 * memory(small, sizes[0]) }),
-      growthRow({ name: `operator steady-state CPU per 1,000 resources (resync every ${RESYNC_SECONDS} s)`, unit: 'CPU-s/min', small: perThousand(small.cpuPerMinute, sizes[0]), large: perThousand(large.cpuPerMinute, sizes[1]), sizes, kind: 'cost', goal: '≤ 1.20× of the small size', pass: perThousand(large.cpuPerMinute, sizes[1]) <= 1.2 * perThousand(small.cpuPerMinute, sizes[0]) }),
-      { name: `reconciles per minute at steady state (${sizes.map((s) => s.toLocaleString('en')).join(' → ')} resources)`, value: round(large.reconciles, 0), unit: '/min', baseline: round(small.reconciles, 0), ratio: round(large.reconciles / small.reconciles, 2) },
-      { name: "API writes per minute at steady state, the operator's count", value: round(large.operatorWrites, 2), unit: 'writes/min', baseline: round(small.operatorWrites, 2), goal: '= 0 at both sizes', pass: large.operatorWrites === 0 && small.operatorWrites === 0 },
-      { name: "API writes per minute at steady state to boxyard.io resources, the kube-apiserver's count", value: round(large.apiserverWrites, 2), unit: 'writes/min', baseline: round(small.apiserverWrites, 2), goal: '= 0 at both sizes', pass: large.apiserverWrites === 0 && small.apiserverWrites === 0 },
+      {
+        name: `operator RSS before any resource (then ${sizes.map((s) => s.toLocaleString('en')).join(' and ')} resources: ${round(small.rss / MiB)}, ${round(large.rss / MiB)} MiB)`,
+        value: round(emptyRss / MiB),
+        unit: 'MiB',
+      },
+      growthRow({
+        name: 'operator memory (RSS growth) per 1,000 resources, steady state',
+        unit: 'MiB',
+        small: memory(small, sizes[0]),
+        large: memory(large, sizes[1]),
+        sizes,
+        kind: 'cost',
+        goal: '≤ 1.20× of the small size',
+        pass: memory(large, sizes[1]) <= 1.2 * memory(small, sizes[0]),
+      }),
+      growthRow({
+        name: `operator steady-state CPU per 1,000 resources (resync every ${RESYNC_SECONDS} s)`,
+        unit: 'CPU-s/min',
+        small: perThousand(small.cpuPerMinute, sizes[0]),
+        large: perThousand(large.cpuPerMinute, sizes[1]),
+        sizes,
+        kind: 'cost',
+        goal: '≤ 1.20× of the small size',
+        pass: perThousand(large.cpuPerMinute, sizes[1]) <= 1.2 * perThousand(small.cpuPerMinute, sizes[0]),
+      }),
+      {
+        name: `reconciles per minute at steady state (${sizes.map((s) => s.toLocaleString('en')).join(' → ')} resources)`,
+        value: round(large.reconciles, 0),
+        unit: '/min',
+        baseline: round(small.reconciles, 0),
+        ratio: round(large.reconciles / small.reconciles, 2),
+      },
+      {
+        name: "API writes per minute at steady state, the operator's count",
+        value: round(large.operatorWrites, 2),
+        unit: 'writes/min',
+        baseline: round(small.operatorWrites, 2),
+        goal: '= 0 at both sizes',
+        pass: large.operatorWrites === 0 && small.operatorWrites === 0,
+      },
+      {
+        name: "API writes per minute at steady state to boxyard.io resources, the kube-apiserver's count",
+        value: round(large.apiserverWrites, 2),
+        unit: 'writes/min',
+        baseline: round(small.apiserverWrites, 2),
+        goal: '= 0 at both sizes',
+        pass: large.apiserverWrites === 0 && small.apiserverWrites === 0,
+      },
     ];
   } finally {
     await operator?.stop();

@@ -8,7 +8,10 @@ const TICKS = 100;
 
 /** The fields of a /proc/<pid>/stat line after the command (which may hold spaces and parentheses). */
 export function statFields(line: string): string[] {
-  return line.slice(line.lastIndexOf(')') + 2).trim().split(' ');
+  return line
+    .slice(line.lastIndexOf(')') + 2)
+    .trim()
+    .split(' ');
 }
 
 /** utime + stime of a process so far, seconds; 0 once it is gone. Field 14 and 15 of stat (0-based 11, 12 after the command). */
@@ -32,7 +35,9 @@ export const cpuOfAll = (pids: number[]) => pids.reduce((sum, pid) => sum + cpuO
 
 function kiB(file: string, field: string): number {
   try {
-    const line = readFileSync(file, 'utf8').split('\n').find((l) => l.startsWith(`${field}:`));
+    const line = readFileSync(file, 'utf8')
+      .split('\n')
+      .find((l) => l.startsWith(`${field}:`));
     return Number(/(\d+)/.exec(line ?? '')?.[1] ?? 0);
   } catch {
     return 0;

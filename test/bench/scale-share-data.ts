@@ -24,7 +24,9 @@ async function folderId(db: pg.Client, path: string): Promise<string> {
   if (found.rows[0]) return found.rows[0].id;
   const name = path.slice(path.lastIndexOf('/') + 1);
   const created = await db.query<{ id: string }>(
-    `insert into entries (parent_id, name, path, kind) values ((select id from entries where path = '/'), $1, $2, 'dir') returning id::text`, [name, path]);
+    `insert into entries (parent_id, name, path, kind) values ((select id from entries where path = '/'), $1, $2, 'dir') returning id::text`,
+    [name, path],
+  );
   return created.rows[0]!.id;
 }
 
@@ -37,7 +39,9 @@ export async function addFolders(db: pg.Client, options: { from: number; to: num
     `insert into entries (parent_id, name, path, kind)
      select (select id from entries where path = '/'), 'd' || lpad(g::text, 4, '0'), '/d' || lpad(g::text, 4, '0'), 'dir'
      from generate_series($1::int, $2::int) g
-     where not exists (select 1 from entries where path = '/d' || lpad(g::text, 4, '0'))`, [firstFolder, lastFolder]);
+     where not exists (select 1 from entries where path = '/d' || lpad(g::text, 4, '0'))`,
+    [firstFolder, lastFolder],
+  );
   // 100 folders per statement: each statement is one transaction of at most 100,000 rows.
   for (let folder = firstFolder; folder <= lastFolder; folder += 100) {
     const low = Math.max(from, (folder - 1) * perFolder + 1);
@@ -47,7 +51,9 @@ export async function addFolders(db: pg.Client, options: { from: number; to: num
        select f.id, x.name, f.path || '/' || x.name, 'file', $3::bigint, ${fileSha256Sql('x.name')}, 'files/scale-' || n
        from generate_series($1::int, $2::int) n
        cross join lateral (select 'file-' || lpad(n::text, 7, '0') || '.bin' as name, '/d' || lpad(((n - 1) / $4::int + 1)::text, 4, '0') as folder) x
-       join entries f on f.path = x.folder`, [low, high, FILE_BYTES, perFolder]);
+       join entries f on f.path = x.folder`,
+      [low, high, FILE_BYTES, perFolder],
+    );
   }
 }
 
@@ -59,7 +65,8 @@ export async function addToFolder(db: pg.Client, path: string, from: number, to:
     `insert into entries (parent_id, name, path, kind, size, sha256, storage_key)
      select $1::bigint, x.name, $2 || '/' || x.name, 'file', $5::bigint, ${fileSha256Sql('x.name')}, 'files/scale-' || $2 || '-' || n
      from generate_series($3::int, $4::int) n cross join lateral (select $6 || lpad(n::text, 6, '0') || '.dat' as name) x`,
-    [id, path, from, to, FILE_BYTES, prefix]);
+    [id, path, from, to, FILE_BYTES, prefix],
+  );
 }
 
 export async function settle(db: pg.Client): Promise<void> {

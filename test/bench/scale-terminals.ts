@@ -31,10 +31,18 @@ const MiB = 1024 * 1024;
 const KEYS = Buffer.from('abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789');
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-interface Attached { id: string; socket: WebSocket }
+interface Attached {
+  id: string;
+  socket: WebSocket;
+}
 
 /** What one typing session saw: round trips (ms) and the first divergence from what was sent, if any. */
-interface Typed { trips: number[]; sent: number; received: number; wrong?: string }
+interface Typed {
+  trips: number[];
+  sent: number;
+  received: number;
+  wrong?: string;
+}
 
 /**
  * Types into a `cat` session at KEYS_PER_SECOND for `seconds`, starting after `offsetMs`, and checks that the echo is
@@ -81,10 +89,14 @@ async function typeInto(session: Attached, index: number, offsetMs: number, seco
 async function attach(base: string, cookie: string, from: number, to: number): Promise<Attached[]> {
   const attached: Attached[] = [];
   for (let i = from; i < to; i += 10) {
-    attached.push(...await Promise.all(Array.from({ length: Math.min(10, to - i) }, async (_, j) => {
-      const session = await startSession(base, cookie, `bench-scale-${i + j}`);
-      return { id: session.id, socket: await openSocket(base, session.path, cookie) };
-    })));
+    attached.push(
+      ...(await Promise.all(
+        Array.from({ length: Math.min(10, to - i) }, async (_, j) => {
+          const session = await startSession(base, cookie, `bench-scale-${i + j}`);
+          return { id: session.id, socket: await openSocket(base, session.path, cookie) };
+        }),
+      )),
+    );
   }
   return attached;
 }
@@ -116,15 +128,27 @@ async function typingAt(sessions: Attached[], gatewayPid: number) {
   const keys = results.reduce((sum, r) => sum + r.sent, 0);
   // CPU per keystroke (µs), whatever else the machine runs: where the time goes when the p99 is long.
   const perKey = (seconds: number) => (seconds * 1e6) / Math.max(1, keys);
-  return { p99: percentile(trips, 99), p50: percentile(trips, 50), keys, lost, wrong: wrong.length, gatewayCpu: perKey(cpu.gateway), agentCpu: perKey(cpu.agents), clientCpu: perKey(cpu.client), load: loadavg()[0]! };
+  return {
+    p99: percentile(trips, 99),
+    p50: percentile(trips, 50),
+    keys,
+    lost,
+    wrong: wrong.length,
+    gatewayCpu: perKey(cpu.gateway),
+    agentCpu: perKey(cpu.agents),
+    clientCpu: perKey(cpu.client),
+    load: loadavg()[0]!,
+  };
 }
 
 export async function benchScaleTerminals(env: BenchEnv): Promise<BenchRow[]> {
   const adminPassword = `Bench-${randomBytes(9).toString('base64url')}1`;
   const cap = String(Math.max(IDLE[1], TYPING[1]) + 20);
   const { child, base } = await startGateway(env, adminPassword, {
-    BOXYARD_SESSIONS__PER_USER_LIMIT: cap, BOXYARD_SESSIONS__GLOBAL_LIMIT: cap,
-    BOXYARD_SESSIONS__MAX_SOCKETS_PER_USER: cap, BOXYARD_SESSIONS__MAX_SOCKETS: cap,
+    BOXYARD_SESSIONS__PER_USER_LIMIT: cap,
+    BOXYARD_SESSIONS__GLOBAL_LIMIT: cap,
+    BOXYARD_SESSIONS__MAX_SOCKETS_PER_USER: cap,
+    BOXYARD_SESSIONS__MAX_SOCKETS: cap,
   });
   const pid = child.pid!;
   const cookie = await login(base, adminPassword);
@@ -136,36 +160,116 @@ export async function benchScaleTerminals(env: BenchEnv): Promise<BenchRow[]> {
     await stopSession(base, cookie, warm!.id);
     await sleep(2000);
     const emptyRss = rssOf(pid);
-    sessions.push(...await attach(base, cookie, 0, IDLE[0]));
+    sessions.push(...(await attach(base, cookie, 0, IDLE[0])));
     const small = await memoryAt(pid, emptyRss, sessions);
     console.error(`  [bench] ${IDLE[0]} idle sessions: gateway ${round(small.gatewayRss / MiB)} MiB, agent PSS ${round(small.agentPss / MiB)} MiB`);
-    sessions.push(...await attach(base, cookie, IDLE[0], IDLE[1]));
+    sessions.push(...(await attach(base, cookie, IDLE[0], IDLE[1])));
     const large = await memoryAt(pid, emptyRss, sessions);
     console.error(`  [bench] ${IDLE[1]} idle sessions: gateway ${round(large.gatewayRss / MiB)} MiB, agent PSS ${round(large.agentPss / MiB)} MiB`);
 
     // The typing sessions are the first of the idle ones (the others stay attached and idle meanwhile).
     const typists = sessions.slice(0, TYPING[1]);
-    await Promise.all(typists.map(async (s) => {
-      const echo = socketEcho(s.socket);
-      echo.send(Buffer.from(`${CAT}\r`));
-      await waitQuiet(echo, 1000);
-    }));
+    await Promise.all(
+      typists.map(async (s) => {
+        const echo = socketEcho(s.socket);
+        echo.send(Buffer.from(`${CAT}\r`));
+        await waitQuiet(echo, 1000);
+      }),
+    );
     const few = await typingAt(typists.slice(0, TYPING[0]), pid);
     const many = await typingAt(typists, pid);
     const kib = (bytes: number) => bytes / 1024;
     const flat = (s: number, l: number) => l <= 1.2 * s;
     return [
-      { name: `gateway RSS with no session (then ${IDLE[0].toLocaleString('en')} and ${IDLE[1].toLocaleString('en')} idle attached sessions: ${round(small.gatewayRss / MiB)}, ${round(large.gatewayRss / MiB)} MiB)`, value: round(emptyRss / MiB), unit: 'MiB' },
-      growthRow({ name: 'gateway memory per idle attached session (RSS growth / sessions)', unit: 'KiB', small: kib(small.gatewayPerSession), large: kib(large.gatewayPerSession), sizes: IDLE, kind: 'cost', goal: '≤ 1.20× of the small count', pass: flat(small.gatewayPerSession, large.gatewayPerSession) }),
-      growthRow({ name: 'agent memory per session (PSS)', unit: 'MiB', small: small.agentPss / MiB, large: large.agentPss / MiB, sizes: IDLE, kind: 'cost', goal: '≤ 1.20× of the small count', pass: flat(small.agentPss, large.agentPss) }),
-      growthRow({ name: `keystroke round trip p99, sessions each typing ${KEYS_PER_SECOND} keys/s`, unit: 'ms', small: few.p99, large: many.p99, sizes: TYPING, kind: 'cost', goal: '≤ 5 ms', pass: many.p99 <= 5 }),
-      { ...growthRow({ name: `keystroke round trip p50, sessions each typing ${KEYS_PER_SECOND} keys/s`, unit: 'ms', small: few.p50, large: many.p50, sizes: TYPING, kind: 'cost', goal: '', pass: true }), goal: undefined, pass: undefined },
-      growthRow({ name: `gateway CPU per keystroke (load average ${round(few.load, 1)} → ${round(many.load, 1)})`, unit: 'µs', small: few.gatewayCpu, large: many.gatewayCpu, sizes: TYPING, kind: 'cost', goal: '≤ 1.20× of the small count', pass: many.gatewayCpu <= 1.2 * few.gatewayCpu }),
-      growthRow({ name: 'agent CPU per keystroke (all typing sessions\' agents)', unit: 'µs', small: few.agentCpu, large: many.agentCpu, sizes: TYPING, kind: 'cost', goal: '≤ 1.20× of the small count', pass: many.agentCpu <= 1.2 * few.agentCpu }),
-      { ...growthRow({ name: 'the bench client\'s CPU per keystroke (all sessions\' WebSockets in one process)', unit: 'µs', small: few.clientCpu, large: many.clientCpu, sizes: TYPING, kind: 'cost', goal: '', pass: true }), goal: undefined, pass: undefined },
+      {
+        name: `gateway RSS with no session (then ${IDLE[0].toLocaleString('en')} and ${IDLE[1].toLocaleString('en')} idle attached sessions: ${round(small.gatewayRss / MiB)}, ${round(large.gatewayRss / MiB)} MiB)`,
+        value: round(emptyRss / MiB),
+        unit: 'MiB',
+      },
+      growthRow({
+        name: 'gateway memory per idle attached session (RSS growth / sessions)',
+        unit: 'KiB',
+        small: kib(small.gatewayPerSession),
+        large: kib(large.gatewayPerSession),
+        sizes: IDLE,
+        kind: 'cost',
+        goal: '≤ 1.20× of the small count',
+        pass: flat(small.gatewayPerSession, large.gatewayPerSession),
+      }),
+      growthRow({
+        name: 'agent memory per session (PSS)',
+        unit: 'MiB',
+        small: small.agentPss / MiB,
+        large: large.agentPss / MiB,
+        sizes: IDLE,
+        kind: 'cost',
+        goal: '≤ 1.20× of the small count',
+        pass: flat(small.agentPss, large.agentPss),
+      }),
+      growthRow({
+        name: `keystroke round trip p99, sessions each typing ${KEYS_PER_SECOND} keys/s`,
+        unit: 'ms',
+        small: few.p99,
+        large: many.p99,
+        sizes: TYPING,
+        kind: 'cost',
+        goal: '≤ 5 ms',
+        pass: many.p99 <= 5,
+      }),
+      {
+        ...growthRow({
+          name: `keystroke round trip p50, sessions each typing ${KEYS_PER_SECOND} keys/s`,
+          unit: 'ms',
+          small: few.p50,
+          large: many.p50,
+          sizes: TYPING,
+          kind: 'cost',
+          goal: '',
+          pass: true,
+        }),
+        goal: undefined,
+        pass: undefined,
+      },
+      growthRow({
+        name: `gateway CPU per keystroke (load average ${round(few.load, 1)} → ${round(many.load, 1)})`,
+        unit: 'µs',
+        small: few.gatewayCpu,
+        large: many.gatewayCpu,
+        sizes: TYPING,
+        kind: 'cost',
+        goal: '≤ 1.20× of the small count',
+        pass: many.gatewayCpu <= 1.2 * few.gatewayCpu,
+      }),
+      growthRow({
+        name: "agent CPU per keystroke (all typing sessions' agents)",
+        unit: 'µs',
+        small: few.agentCpu,
+        large: many.agentCpu,
+        sizes: TYPING,
+        kind: 'cost',
+        goal: '≤ 1.20× of the small count',
+        pass: many.agentCpu <= 1.2 * few.agentCpu,
+      }),
+      {
+        ...growthRow({
+          name: "the bench client's CPU per keystroke (all sessions' WebSockets in one process)",
+          unit: 'µs',
+          small: few.clientCpu,
+          large: many.clientCpu,
+          sizes: TYPING,
+          kind: 'cost',
+          goal: '',
+          pass: true,
+        }),
+        goal: undefined,
+        pass: undefined,
+      },
       {
         name: `keys lost or echoed out of order (${few.keys.toLocaleString('en')} + ${many.keys.toLocaleString('en')} keys; sessions with a wrong byte: ${few.wrong + many.wrong})`,
-        value: few.lost + many.lost + few.wrong + many.wrong, unit: 'keys', goal: '= 0', pass: few.lost + many.lost + few.wrong + many.wrong === 0,
+        value: few.lost + many.lost + few.wrong + many.wrong,
+        unit: 'keys',
+        goal: '= 0',
+        pass: few.lost + many.lost + few.wrong + many.wrong === 0,
       },
     ];
   } finally {

@@ -12,15 +12,18 @@ const server = createServer((request, response) => {
   const path = normalize(decodeURIComponent((request.url ?? '/').split('?')[0]!));
   if (path.includes('..')) return void response.writeHead(400).end();
   const file = join(root, path);
-  stat(file).then((info) => {
-    if (!info.isFile()) return void response.writeHead(404).end();
-    response.writeHead(200, {
-      'content-type': file.endsWith('.json') ? 'application/json' : 'application/octet-stream',
-      'content-length': info.size,
-      etag: `W/"${info.size.toString(16)}-${info.mtimeMs.toString(16)}"`,
-    });
-    createReadStream(file).pipe(response);
-  }, () => void response.writeHead(404).end());
+  stat(file).then(
+    (info) => {
+      if (!info.isFile()) return void response.writeHead(404).end();
+      response.writeHead(200, {
+        'content-type': file.endsWith('.json') ? 'application/json' : 'application/octet-stream',
+        'content-length': info.size,
+        etag: `W/"${info.size.toString(16)}-${info.mtimeMs.toString(16)}"`,
+      });
+      createReadStream(file).pipe(response);
+    },
+    () => void response.writeHead(404).end(),
+  );
 });
 server.keepAliveTimeout = 60_000;
 server.listen(0, '127.0.0.1', () => {

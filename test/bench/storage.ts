@@ -15,9 +15,14 @@ import { createLocalStore, createS3Store } from '@boxyard/kit/storage/index.ts';
 import { removeBenchBucket } from './env.ts';
 
 export type BenchRow = {
-  name: string; value: number; unit: string; baseline?: number; ratio?: number;
+  name: string;
+  value: number;
+  unit: string;
+  baseline?: number;
+  ratio?: number;
   /** The goal as printed (`≥ 0.90×`, `≥ 4000 req/s, p99 ≤ 20 ms`) and whether this run met it. */
-  goal?: string; pass?: boolean;
+  goal?: string;
+  pass?: boolean;
 };
 
 export interface StorageBenchEnv {
@@ -68,7 +73,13 @@ async function compare(name: string, kit: () => Promise<void>, direct: () => Pro
   }
   const value = median(kitRates);
   const baseline = median(directRates);
-  return { name, value: Math.round(value * 10) / 10, unit: 'MiB/s', baseline: Math.round(baseline * 10) / 10, ratio: Math.round((value / baseline) * 1000) / 1000 };
+  return {
+    name,
+    value: Math.round(value * 10) / 10,
+    unit: 'MiB/s',
+    baseline: Math.round(baseline * 10) / 10,
+    ratio: Math.round((value / baseline) * 1000) / 1000,
+  };
 }
 
 function clientFor(env: StorageBenchEnv): Minio.Client {
@@ -83,7 +94,6 @@ function clientFor(env: StorageBenchEnv): Minio.Client {
     region,
   });
 }
-
 
 export async function benchStorage(env: StorageBenchEnv): Promise<BenchRow[]> {
   const data = randomBytes(objectBytes); // generated once, streamed by every run
@@ -104,33 +114,41 @@ export async function benchStorage(env: StorageBenchEnv): Promise<BenchRow[]> {
 
     const rows: BenchRow[] = [];
     // Local first: MinIO deletes overwritten data in the background, which would slow the disk for whatever follows.
-    rows.push(await compare(
-      'local put 256 MiB (kit local driver vs fs write + fsync)',
-      async () => void (await local.put('object', chunksOf(data))),
-      // A new file with the same durability as the driver (fsync before close), so the ratio is the layer's own
-      // cost. (Truncating the old file instead would drop its dirty pages unwritten, flattering the baseline.)
-      async () => {
-        await rm(plainFile, { force: true });
-        await pipeline(Readable.from(chunksOf(data)), createWriteStream(plainFile, { flags: 'wx', flush: true }));
-      },
-    ));
-    rows.push(await compare(
-      'local get 256 MiB (kit local driver vs fs read)',
-      async () => void (await drain(await local.get('object'))),
-      async () => void (await drain(createReadStream(plainFile, { highWaterMark: chunkBytes }))),
-    ));
-    rows.push(await compare(
-      's3 put 256 MiB (kit s3 driver vs minio putObject)',
-      async () => void (await s3.put('object', chunksOf(data))),
-      // The direct client gets the size up front, its best case (one 64 MiB-part multipart upload).
-      async () => void (await client.putObject(bucket, 'direct/object', Readable.from(chunksOf(data)), objectBytes)),
-    ));
+    rows.push(
+      await compare(
+        'local put 256 MiB (kit local driver vs fs write + fsync)',
+        async () => void (await local.put('object', chunksOf(data))),
+        // A new file with the same durability as the driver (fsync before close), so the ratio is the layer's own
+        // cost. (Truncating the old file instead would drop its dirty pages unwritten, flattering the baseline.)
+        async () => {
+          await rm(plainFile, { force: true });
+          await pipeline(Readable.from(chunksOf(data)), createWriteStream(plainFile, { flags: 'wx', flush: true }));
+        },
+      ),
+    );
+    rows.push(
+      await compare(
+        'local get 256 MiB (kit local driver vs fs read)',
+        async () => void (await drain(await local.get('object'))),
+        async () => void (await drain(createReadStream(plainFile, { highWaterMark: chunkBytes }))),
+      ),
+    );
+    rows.push(
+      await compare(
+        's3 put 256 MiB (kit s3 driver vs minio putObject)',
+        async () => void (await s3.put('object', chunksOf(data))),
+        // The direct client gets the size up front, its best case (one 64 MiB-part multipart upload).
+        async () => void (await client.putObject(bucket, 'direct/object', Readable.from(chunksOf(data)), objectBytes)),
+      ),
+    );
     // Each side reads what it wrote: the kit's 16 MiB parts vs the client's 64 MiB parts is part of the cost.
-    rows.push(await compare(
-      's3 get 256 MiB (kit s3 driver vs minio getObject)',
-      async () => void (await drain(await s3.get('object'))),
-      async () => void (await drain(await client.getObject(bucket, 'direct/object'))),
-    ));
+    rows.push(
+      await compare(
+        's3 get 256 MiB (kit s3 driver vs minio getObject)',
+        async () => void (await drain(await s3.get('object'))),
+        async () => void (await drain(await client.getObject(bucket, 'direct/object'))),
+      ),
+    );
     return rows;
   } finally {
     await removeBenchBucket(client, bucket);

@@ -33,7 +33,10 @@ const SOCKET_RELAY = `
   }).listen(Number(process.env.PORT), '127.0.0.1', () => console.log('relay ready'));`;
 
 function startRelay(source: string, flags: string[], env: Record<string, string>): Promise<ChildProcess> {
-  const child = spawn(process.execPath, [...flags, '--input-type=module', '-e', source], { env: { PATH: process.env.PATH ?? '/usr/bin:/bin', ...env }, stdio: ['ignore', 'pipe', 'inherit'] });
+  const child = spawn(process.execPath, [...flags, '--input-type=module', '-e', source], {
+    env: { PATH: process.env.PATH ?? '/usr/bin:/bin', ...env },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
   return new Promise((resolve, reject) => {
     child.stdout!.on('data', (chunk: Buffer) => chunk.toString().includes('relay ready') && resolve(child));
     child.once('exit', (code) => reject(new Error(`relay exited with ${code}`)));

@@ -8,8 +8,27 @@ import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import type { BenchEnv, BenchRow } from './env.ts';
 import {
-  agentPids, BLOCK, CAT, cpuSeconds, FLOOD_BYTES, FLOOD_REPEATS, KEYSTROKES, login, mean, median, MiB, openSocket, percentile, roundTrips, row, socketEcho, startGateway, startSession,
-  stopSession, timeUntil, waitQuiet,
+  agentPids,
+  BLOCK,
+  CAT,
+  cpuSeconds,
+  FLOOD_BYTES,
+  FLOOD_REPEATS,
+  KEYSTROKES,
+  login,
+  mean,
+  median,
+  MiB,
+  openSocket,
+  percentile,
+  roundTrips,
+  row,
+  socketEcho,
+  startGateway,
+  startSession,
+  stopSession,
+  timeUntil,
+  waitQuiet,
 } from './terminal.ts';
 
 interface Gateway {
@@ -45,7 +64,9 @@ async function flood(gateway: Gateway, run: number): Promise<{ rate: number; gat
   const [agent] = agentPids(new Set([session.id]));
   const before = { gateway: cpuSeconds(gateway.pid), agent: agent ? cpuSeconds(agent) : 0 };
   const marker = `FLOOD-END-${run}`;
-  const { bytes, seconds } = await timeUntil(echo, marker, () => echo.send(Buffer.from(`head -c ${FLOOD_BYTES} /dev/zero | tr '\\0' x; echo FLOOD-""END-${run}\r`)));
+  const { bytes, seconds } = await timeUntil(echo, marker, () =>
+    echo.send(Buffer.from(`head -c ${FLOOD_BYTES} /dev/zero | tr '\\0' x; echo FLOOD-""END-${run}\r`)),
+  );
   const after = { gateway: cpuSeconds(gateway.pid), agent: agent ? cpuSeconds(agent) : 0 };
   if (bytes < FLOOD_BYTES) throw new Error(`flood: received ${bytes} bytes`);
   socket.close();

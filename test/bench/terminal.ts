@@ -44,9 +44,11 @@ const START_ROUNDS = 9;
 const SHELL = '/bin/bash';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-export const percentile = (values: number[], p: number) => [...values].sort((a, b) => a - b)[Math.min(values.length - 1, Math.floor((values.length * p) / 100))]!;
+export const percentile = (values: number[], p: number) =>
+  [...values].sort((a, b) => a - b)[Math.min(values.length - 1, Math.floor((values.length * p) / 100))]!;
 export const median = (values: number[]) => percentile(values, 50);
-export const row = (name: string, unit: string, value: number, baseline?: number): BenchRow => (baseline === undefined ? { name, unit, value } : { name, unit, value, baseline, ratio: value / baseline });
+export const row = (name: string, unit: string, value: number, baseline?: number): BenchRow =>
+  baseline === undefined ? { name, unit, value } : { name, unit, value, baseline, ratio: value / baseline };
 export const mean = (values: number[]) => values.reduce((a, b) => a + b, 0) / values.length;
 /**
  * A row with two goals: a bound on the ratio to the same run's baseline (issue 35: `≤ 3.5×` raw pty) and the older
@@ -90,7 +92,8 @@ export function cpuSplit(pid: number): { user: number; kernel: number; switches:
         sum.user += Number(fields[11]) / 100;
         sum.kernel += Number(fields[12]) / 100;
         const status = readFileSync(`/proc/${pid}/task/${task}/status`, 'utf8');
-        for (const name of ['voluntary_ctxt_switches', 'nonvoluntary_ctxt_switches']) sum.switches += Number(new RegExp(`^${name}:\\s+(\\d+)`, 'm').exec(status)?.[1] ?? 0);
+        for (const name of ['voluntary_ctxt_switches', 'nonvoluntary_ctxt_switches'])
+          sum.switches += Number(new RegExp(`^${name}:\\s+(\\d+)`, 'm').exec(status)?.[1] ?? 0);
       } catch {
         // the thread ended
       }
@@ -102,13 +105,17 @@ export function cpuSplit(pid: number): { user: number; kernel: number; switches:
 }
 
 function vm(pid: number, field: 'VmRSS'): number {
-  const line = readFileSync(`/proc/${pid}/status`, 'utf8').split('\n').find((l) => l.startsWith(`${field}:`));
+  const line = readFileSync(`/proc/${pid}/status`, 'utf8')
+    .split('\n')
+    .find((l) => l.startsWith(`${field}:`));
   return Number(/(\d+)/.exec(line ?? '')?.[1] ?? 0) * 1024;
 }
 
 function pss(pid: number): number {
   try {
-    const line = readFileSync(`/proc/${pid}/smaps_rollup`, 'utf8').split('\n').find((l) => l.startsWith('Pss:'));
+    const line = readFileSync(`/proc/${pid}/smaps_rollup`, 'utf8')
+      .split('\n')
+      .find((l) => l.startsWith('Pss:'));
     return Number(/(\d+)/.exec(line ?? '')?.[1] ?? 0) * 1024;
   } catch {
     return 0;
@@ -133,7 +140,11 @@ export function agentPids(sessionIds: Set<string>): number[] {
   return pids;
 }
 
-export async function startGateway(env: BenchEnv, adminPassword: string, extraEnv: Record<string, string> = {}): Promise<{ child: ChildProcess; base: string }> {
+export async function startGateway(
+  env: BenchEnv,
+  adminPassword: string,
+  extraEnv: Record<string, string> = {},
+): Promise<{ child: ChildProcess; base: string }> {
   const databaseUrl = await createBenchDatabase(env, `bench_terminal_${randomBytes(4).toString('hex')}`);
   const port = await freePort();
   const launch = `
@@ -175,13 +186,24 @@ export async function startGateway(env: BenchEnv, adminPassword: string, extraEn
 }
 
 export async function login(base: string, password: string): Promise<string> {
-  const response = await fetch(`${base}/auth/login/basic`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ username: 'admin', password }) });
+  const response = await fetch(`${base}/auth/login/basic`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ username: 'admin', password }),
+  });
   if (response.status !== 200) throw new Error(`login: ${response.status}`);
-  return response.headers.getSetCookie().find((c) => c.startsWith('auth_token='))!.split(';')[0]!;
+  return response.headers
+    .getSetCookie()
+    .find((c) => c.startsWith('auth_token='))!
+    .split(';')[0]!;
 }
 
 export async function startSession(base: string, cookie: string, terminalCookie: string): Promise<{ id: string; path: string }> {
-  const response = await fetch(`${base}/api/terminal/start`, { method: 'POST', headers: { 'content-type': 'application/json', cookie }, body: JSON.stringify({ terminal_cookie: terminalCookie }) });
+  const response = await fetch(`${base}/api/terminal/start`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', cookie },
+    body: JSON.stringify({ terminal_cookie: terminalCookie }),
+  });
   const json = (await response.json()) as { data: { session: { id: string }; websocket_path: string } };
   if (response.status !== 200) throw new Error(`start: ${response.status} ${JSON.stringify(json)}`);
   return { id: json.data.session.id, path: json.data.websocket_path };
@@ -246,7 +268,14 @@ function ptyEcho(term: IPty): Echo {
   return { send: (data) => term.write(data), onData: (listener) => term.onData((data) => listener(data as unknown as Buffer)) };
 }
 
-const spawnPty = (command: string) => pty.spawn('/bin/sh', ['-c', command], { name: 'xterm-256color', cols: 120, rows: 40, env: { PATH: '/usr/bin:/bin', TERM: 'xterm-256color' }, encoding: null });
+const spawnPty = (command: string) =>
+  pty.spawn('/bin/sh', ['-c', command], {
+    name: 'xterm-256color',
+    cols: 120,
+    rows: 40,
+    env: { PATH: '/usr/bin:/bin', TERM: 'xterm-256color' },
+    encoding: null,
+  });
 
 /** Bytes and seconds until `marker` shows up in the stream. */
 export function timeUntil(echo: Echo, marker: string, begin: () => void): Promise<{ bytes: number; seconds: number }> {
@@ -275,7 +304,9 @@ export async function floodOverSocket(base: string, cookie: string, run: number)
   await waitQuiet(echo);
   const marker = `FLOOD-END-${run}`;
   // The quotes keep the typed command's echo from containing the marker.
-  const { bytes, seconds } = await timeUntil(echo, marker, () => echo.send(Buffer.from(`head -c ${FLOOD_BYTES} /dev/zero | tr '\\0' x; echo FLOOD-""END-${run}\r`)));
+  const { bytes, seconds } = await timeUntil(echo, marker, () =>
+    echo.send(Buffer.from(`head -c ${FLOOD_BYTES} /dev/zero | tr '\\0' x; echo FLOOD-""END-${run}\r`)),
+  );
   if (bytes < FLOOD_BYTES) throw new Error(`flood: received ${bytes} bytes`);
   socket.close();
   await stopSession(base, cookie, session.id);
@@ -335,7 +366,14 @@ async function startUntilPrompt(base: string, cookie: string): Promise<number> {
  */
 async function ptyUntilFirstByte(home: string): Promise<number> {
   const started = process.hrtime.bigint();
-  const term = pty.spawn(SHELL, ['-l'], { name: 'xterm-256color', cols: 80, rows: 24, cwd: home, env: { PATH: '/usr/bin:/bin', TERM: 'xterm-256color', HOME: home }, encoding: null });
+  const term = pty.spawn(SHELL, ['-l'], {
+    name: 'xterm-256color',
+    cols: 80,
+    rows: 24,
+    cwd: home,
+    env: { PATH: '/usr/bin:/bin', TERM: 'xterm-256color', HOME: home },
+    encoding: null,
+  });
   const exited = new Promise((resolve) => term.onExit(resolve));
   await new Promise<void>((resolve) => term.onData(() => resolve()));
   const ms = Number(process.hrtime.bigint() - started) / 1e6;
@@ -427,18 +465,40 @@ export async function benchTerminal(env: BenchEnv): Promise<BenchRow[]> {
     await stopSession(base, cookie, session.id);
     // In µs: the table prints one decimal, which would show 0.35 ms and 0.44 ms alike.
     const us = (ms: number) => ms * 1000;
-    rows.push(bounded('keystroke round trip mean: WebSocket via gateway+agent (vs raw pty)', 'µs', us(mean(overSocket)), us(mean(overPty)), { ratio: 3.5, at: 350 }));
+    rows.push(
+      bounded('keystroke round trip mean: WebSocket via gateway+agent (vs raw pty)', 'µs', us(mean(overSocket)), us(mean(overPty)), { ratio: 3.5, at: 350 }),
+    );
     rows.push(row('keystroke round trip p50: WebSocket via gateway+agent (vs raw pty)', 'µs', us(percentile(overSocket, 50)), us(percentile(overPty, 50))));
-    rows.push(bounded('keystroke round trip p99: WebSocket via gateway+agent (vs raw pty)', 'µs', us(percentile(overSocket, 99)), us(percentile(overPty, 99)), { ratio: 1.8, at: 1200 }));
-    rows.push(row('keystroke round trip mean: two bare Node relays, TCP + unix socket, no WebSocket (vs raw pty)', 'µs', us(mean(overRelays)), us(mean(overPty))));
-    rows.push(row('keystroke round trip p99: two bare Node relays, TCP + unix socket, no WebSocket (vs raw pty)', 'µs', us(percentile(overRelays, 99)), us(percentile(overPty, 99))));
+    rows.push(
+      bounded('keystroke round trip p99: WebSocket via gateway+agent (vs raw pty)', 'µs', us(percentile(overSocket, 99)), us(percentile(overPty, 99)), {
+        ratio: 1.8,
+        at: 1200,
+      }),
+    );
+    rows.push(
+      row('keystroke round trip mean: two bare Node relays, TCP + unix socket, no WebSocket (vs raw pty)', 'µs', us(mean(overRelays)), us(mean(overPty))),
+    );
+    rows.push(
+      row(
+        'keystroke round trip p99: two bare Node relays, TCP + unix socket, no WebSocket (vs raw pty)',
+        'µs',
+        us(percentile(overRelays, 99)),
+        us(percentile(overPty, 99)),
+      ),
+    );
     rows.push(row('CPU per keystroke round trip: gateway', 'µs', (cpu.gateway * 1e6) / KEYSTROKES));
     rows.push(row('CPU per keystroke round trip: agent', 'µs', (cpu.agent * 1e6) / KEYSTROKES));
     // Where that CPU goes: the relay's own code or the kernel (socket and pty reads and writes, wake-ups).
     for (const name of ['gateway', 'agent'] as const) {
       const { user, kernel, switches } = split[name];
       const share = user + kernel > 0 ? kernel / (user + kernel) : 0;
-      rows.push(row(`${name}: kernel share of its CPU per keystroke (user ${((user * 1e6) / KEYSTROKES).toFixed(0)} µs, kernel ${((kernel * 1e6) / KEYSTROKES).toFixed(0)} µs; ${(switches / KEYSTROKES).toFixed(1)} context switches)`, '%', share * 100));
+      rows.push(
+        row(
+          `${name}: kernel share of its CPU per keystroke (user ${((user * 1e6) / KEYSTROKES).toFixed(0)} µs, kernel ${((kernel * 1e6) / KEYSTROKES).toFixed(0)} µs; ${(switches / KEYSTROKES).toFixed(1)} context switches)`,
+          '%',
+          share * 100,
+        ),
+      );
     }
 
     // Session start until the prompt, alternating with a shell on a pty in this process.
@@ -451,7 +511,12 @@ export async function benchTerminal(env: BenchEnv): Promise<BenchRow[]> {
       },
       pty: () => ptyUntilFirstByte(emptyHome),
     });
-    rows.push(bounded('session start until the prompt on the WebSocket (vs shell on a pty)', 'ms', median(starts.gateway!), median(starts.pty!), { ratio: 1.5, at: 100 }));
+    rows.push(
+      bounded('session start until the prompt on the WebSocket (vs shell on a pty)', 'ms', median(starts.gateway!), median(starts.pty!), {
+        ratio: 1.5,
+        at: 100,
+      }),
+    );
     rows.push(row('session start: POST start answered', 'ms', median(startPhases.map((p) => p.answered))));
     rows.push(row('session start: WebSocket open (upgrade, agent handshake)', 'ms', median(startPhases.map((p) => p.open))));
 

@@ -20,7 +20,14 @@ const GOALS = { metadata: { '100%': 0.7, '10%': 0.85 }, download: { '100%': 0.9,
 export async function benchTracing(env: BenchEnv): Promise<BenchRow[]> {
   const collector = await startCollector({ dir: join(env.workDir, 'collector') });
   const minioUrl = new URL(env.minio.endpoint);
-  const minio = new Minio.Client({ endPoint: minioUrl.hostname, port: Number(minioUrl.port), useSSL: false, accessKey: env.minio.accessKey, secretKey: env.minio.secretKey, region });
+  const minio = new Minio.Client({
+    endPoint: minioUrl.hostname,
+    port: Number(minioUrl.port),
+    useSSL: false,
+    accessKey: env.minio.accessKey,
+    secretKey: env.minio.secretKey,
+    region,
+  });
   const bucket = `bench-tracing-${randomBytes(4).toString('hex')}`;
   await minio.makeBucket(bucket, region);
   const adminPassword = `Bench-${randomBytes(12).toString('base64url')}1a`;
@@ -28,7 +35,15 @@ export async function benchTracing(env: BenchEnv): Promise<BenchRow[]> {
     server: { host: '127.0.0.1', port: 0 },
     logging: { level: 'warn' },
     database: { url: await createBenchDatabase(env, `bench_tracing_${randomBytes(4).toString('hex')}`) },
-    storage: { driver: 's3', endpoint: env.minio.endpoint, access_key: env.minio.accessKey, secret_key: env.minio.secretKey, bucket, region, prefix: 'box-repository' },
+    storage: {
+      driver: 's3',
+      endpoint: env.minio.endpoint,
+      access_key: env.minio.accessKey,
+      secret_key: env.minio.secretKey,
+      bucket,
+      region,
+      prefix: 'box-repository',
+    },
     session: { secret: randomBytes(32).toString('base64url') },
     admin: { password: adminPassword },
     rate_limiting: { enabled: false },
@@ -60,20 +75,31 @@ export async function benchTracing(env: BenchEnv): Promise<BenchRow[]> {
         const url = services[mode].url;
         metadata[mode]!.push(await requestsPerSecond(`${url}/bench/traced`, 3));
         let bytes = 0;
-        const seconds = await timed(async () => void (bytes = await httpDownload(`${url}/bench/boxes/traced/versions/1.0.0/providers/virtualbox/amd64/vagrant.box`, {})));
+        const seconds = await timed(
+          async () => void (bytes = await httpDownload(`${url}/bench/boxes/traced/versions/1.0.0/providers/virtualbox/amd64/vagrant.box`, {})),
+        );
         download[mode]!.push(bytes / MiB / seconds);
       }
     }
     const spans = collector.spans().length;
     if (spans === 0) throw new Error('the traced services sent no spans to the collector');
     const rows: BenchRow[] = [];
-    for (const [what, figures, unit] of [['metadata requests/s (16 clients)', metadata, 'req/s'], ['download 256 MiB box', download, 'MiB/s']] as const) {
+    for (const [what, figures, unit] of [
+      ['metadata requests/s (16 clients)', metadata, 'req/s'],
+      ['download 256 MiB box', download, 'MiB/s'],
+    ] as const) {
       const off = median(figures.off!);
       for (const mode of ['100%', '10%'] as const) {
         const value = median(figures[mode]!);
         const ratio = value / off;
         const goal = GOALS[what.startsWith('metadata') ? 'metadata' : 'download'][mode];
-        rows.push({ name: `${what}: tracing ${mode} vs off (goal ≥ ${goal}×) ${ratio >= goal ? 'PASS' : 'FAIL'}`, value: round(value), unit, baseline: round(off), ratio: round(ratio, 3) });
+        rows.push({
+          name: `${what}: tracing ${mode} vs off (goal ≥ ${goal}×) ${ratio >= goal ? 'PASS' : 'FAIL'}`,
+          value: round(value),
+          unit,
+          baseline: round(off),
+          ratio: round(ratio, 3),
+        });
       }
     }
     rows.push({ name: 'spans the collector received during the section', value: spans, unit: 'spans' });

@@ -57,7 +57,12 @@ function uploadRow(name: string, service: number[], hash: number[], write: numbe
   const floor = Math.min(median(hash), median(write));
   return {
     name: `${name} (vs min(sha256 ${round(median(hash))}, ${writeName} ${round(median(write))}))`,
-    value: round(median(service)), unit: 'MiB/s', baseline: round(floor), ratio: round(median(service) / floor, 3), goal: '≥ 0.80×', pass: median(service) / floor >= 0.8,
+    value: round(median(service)),
+    unit: 'MiB/s',
+    baseline: round(floor),
+    ratio: round(median(service) / floor, 3),
+    goal: '≥ 0.80×',
+    pass: median(service) / floor >= 0.8,
   };
 }
 
@@ -72,7 +77,7 @@ export async function benchUploads(env: BenchEnv): Promise<BenchRow[]> {
     const local = await startWithBigBox(env, { driver: 'local', root }, MiB);
     service = local.service;
     const results = await alternate(3, {
-      service: async () => boxBytes / MiB / await timed(() => local.upload(boxBytes, boxFile)),
+      service: async () => boxBytes / MiB / (await timed(() => local.upload(boxBytes, boxFile))),
       hash: async () => sha256MiBs(),
       write: () => fsyncWriteMiBs(root),
     });
@@ -83,20 +88,42 @@ export async function benchUploads(env: BenchEnv): Promise<BenchRow[]> {
   }
 
   const minioUrl = new URL(env.minio.endpoint);
-  const minio = new Minio.Client({ endPoint: minioUrl.hostname, port: Number(minioUrl.port), useSSL: false, accessKey: env.minio.accessKey, secretKey: env.minio.secretKey, region });
+  const minio = new Minio.Client({
+    endPoint: minioUrl.hostname,
+    port: Number(minioUrl.port),
+    useSSL: false,
+    accessKey: env.minio.accessKey,
+    secretKey: env.minio.secretKey,
+    region,
+  });
   const bucket = `bench-up-${randomBytes(4).toString('hex')}`;
   await minio.makeBucket(bucket, region);
   try {
-    const s3 = await startWithBigBox(env, { driver: 's3', endpoint: env.minio.endpoint, access_key: env.minio.accessKey, secret_key: env.minio.secretKey, bucket, region, prefix: 'box-repository' }, MiB);
+    const s3 = await startWithBigBox(
+      env,
+      {
+        driver: 's3',
+        endpoint: env.minio.endpoint,
+        access_key: env.minio.accessKey,
+        secret_key: env.minio.secretKey,
+        bucket,
+        region,
+        prefix: 'box-repository',
+      },
+      MiB,
+    );
     service = s3.service;
     const results = await alternate(3, {
-      service: async () => boxBytes / MiB / await timed(() => s3.upload(boxBytes, boxFile)),
+      service: async () => boxBytes / MiB / (await timed(() => s3.upload(boxBytes, boxFile))),
       hash: async () => sha256MiBs(),
       // The same file PUT straight to storage by curl on a presigned URL: what the bytes cost without the service.
-      write: async () => boxBytes / MiB / await timed(async () => {
-        const url = await minio.presignedPutObject(bucket, 'direct/upload', 600);
-        await curlPut(url, boxFile);
-      }),
+      write: async () =>
+        boxBytes /
+        MiB /
+        (await timed(async () => {
+          const url = await minio.presignedPutObject(bucket, 'direct/upload', 600);
+          await curlPut(url, boxFile);
+        })),
     });
     progress(rows, uploadRow('upload 512 MiB box, s3 driver', results.service!, results.hash!, results.write!, 'direct S3 put'));
   } finally {

@@ -112,7 +112,13 @@ export async function startBoxyardCluster(log: (line: string) => void): Promise<
     await admin.query('create database boxyard');
     await admin.end();
     const minioUrl = new URL(minio.endpoint);
-    const s3 = new Minio.Client({ endPoint: minioUrl.hostname, port: Number(minioUrl.port), useSSL: false, accessKey: minio.accessKey, secretKey: minio.secretKey });
+    const s3 = new Minio.Client({
+      endPoint: minioUrl.hostname,
+      port: Number(minioUrl.port),
+      useSSL: false,
+      accessKey: minio.accessKey,
+      secretKey: minio.secretKey,
+    });
     await Promise.all(BUCKETS.map((bucket) => s3.makeBucket(bucket)));
 
     const pki = await issueCertificates(await mkdtemp(join(dir, 'tls-')), Object.values(HOSTS));
@@ -125,9 +131,21 @@ export async function startBoxyardCluster(log: (line: string) => void): Promise<
     const inCluster = (adminUrl: string) => Object.assign(new URL(adminUrl), { host: `postgres.${NS}.svc:5432`, pathname: '/boxyard' }).href;
     await kubectl(['create', 'namespace', NS]);
     await kubectl(['create', 'namespace', 'storage']);
-    await kubectl(['apply', '-f', '-'], [externalService('postgres', NS, 5432, new URL(postgres.adminUrl).port), externalService('minio', 'storage', 9000, minioUrl.port)].join('---\n'));
+    await kubectl(
+      ['apply', '-f', '-'],
+      [externalService('postgres', NS, 5432, new URL(postgres.adminUrl).port), externalService('minio', 'storage', 9000, minioUrl.port)].join('---\n'),
+    );
     await kubectl(['create', 'secret', 'generic', 'db', '-n', NS, `--from-literal=url=${inCluster(postgres.adminUrl)}`]);
-    await kubectl(['create', 'secret', 'generic', 's3', '-n', NS, `--from-literal=accessKey=${minio.accessKey}`, `--from-literal=secretKey=${minio.secretKey}`]);
+    await kubectl([
+      'create',
+      'secret',
+      'generic',
+      's3',
+      '-n',
+      NS,
+      `--from-literal=accessKey=${minio.accessKey}`,
+      `--from-literal=secretKey=${minio.secretKey}`,
+    ]);
     for (const [name, host] of Object.entries(HOSTS)) {
       const files = join(dir, `${name}-tls`);
       await mkdir(files);
@@ -138,15 +156,44 @@ export async function startBoxyardCluster(log: (line: string) => void): Promise<
 
     const at = image.image.lastIndexOf(':');
     const t1 = Date.now();
-    await helm(['install', 'boxyard', join(repoRoot, 'charts', 'boxyard'), '-n', SYSTEM_NS, '--create-namespace', '--set', `image.repository=${image.image.slice(0, at)}`, '--set', `image.tag=${image.image.slice(at + 1)}`, '--set', `tracing.otlpEndpoint=${collector.httpEndpoint}`, '--wait', '--timeout=5m']);
+    await helm([
+      'install',
+      'boxyard',
+      join(repoRoot, 'charts', 'boxyard'),
+      '-n',
+      SYSTEM_NS,
+      '--create-namespace',
+      '--set',
+      `image.repository=${image.image.slice(0, at)}`,
+      '--set',
+      `image.tag=${image.image.slice(at + 1)}`,
+      '--set',
+      `tracing.otlpEndpoint=${collector.httpEndpoint}`,
+      '--wait',
+      '--timeout=5m',
+    ]);
     timings.helm = Date.now() - t1;
 
     const json = async <T>(args: string[]): Promise<T> => JSON.parse(await kubectl([...args, '-o', 'json'])) as T;
     const pods = async (selector: string, namespace = NS) => (await json<{ items: Pod[] }>(['get', 'pods', '-n', namespace, '-l', selector])).items;
     const adminUrl = postgres.adminUrl;
     return {
-      dir, plane, postgres, minio, collector, s3, kubectl, helm, image, caFile, timings, json, pods, stop,
-      secretValue: async (name, key) => Buffer.from((await kubectl(['get', 'secret', '-n', NS, name, '-o', `jsonpath={.data.${key}}`])).trim(), 'base64').toString(),
+      dir,
+      plane,
+      postgres,
+      minio,
+      collector,
+      s3,
+      kubectl,
+      helm,
+      image,
+      caFile,
+      timings,
+      json,
+      pods,
+      stop,
+      secretValue: async (name, key) =>
+        Buffer.from((await kubectl(['get', 'secret', '-n', NS, name, '-o', `jsonpath={.data.${key}}`])).trim(), 'base64').toString(),
       async sql(text) {
         const client = new pg.Client({ connectionString: adminUrl.replace(/\/postgres$/, '/boxyard') });
         await client.connect();
@@ -163,7 +210,11 @@ export async function startBoxyardCluster(log: (line: string) => void): Promise<
           for (const pod of (await pods('app.kubernetes.io/part-of=boxyard')).filter((p) => !podReady(p))) {
             report.push(`--- ${pod.metadata.name}`, await kubectl(['logs', '-n', NS, pod.metadata.name, '--tail=30']).catch(String));
           }
-          report.push(await kubectl(['get', ...resources, '-n', NS, '-o', 'jsonpath={range .items[*]}{.kind}/{.metadata.name}: {.status.conditions}{"\\n"}{end}']).catch(String));
+          report.push(
+            await kubectl(['get', ...resources, '-n', NS, '-o', 'jsonpath={range .items[*]}{.kind}/{.metadata.name}: {.status.conditions}{"\\n"}{end}']).catch(
+              String,
+            ),
+          );
           throw new Error(`${(error as Error).message}\n${report.join('\n')}`, { cause: error });
         });
       },

@@ -11,7 +11,13 @@ import { demoInstructions, startDemo } from './demo.ts';
 const self = fileURLToPath(import.meta.url);
 const home = process.env.BOXYARD_HOME ? resolve(process.env.BOXYARD_HOME) : join(dirname(self), '..', '..', '.boxyard');
 const stateDir = join(home, 'demo');
-const files: DetachedFiles = { script: self, stateDir, pidFile: join(home, 'demo.pid'), readyFile: join(stateDir, 'ready.json'), serveLog: join(stateDir, 'serve.log') };
+const files: DetachedFiles = {
+  script: self,
+  stateDir,
+  pidFile: join(home, 'demo.pid'),
+  readyFile: join(stateDir, 'ready.json'),
+  serveLog: join(stateDir, 'serve.log'),
+};
 
 type Ready = Parameters<typeof demoInstructions>[0] & { readyMs: number };
 
@@ -29,7 +35,14 @@ async function up(): Promise<number> {
 async function serve(): Promise<void> {
   const log = (line: string) => console.log(`${new Date().toISOString()} ${line}`);
   const demo = await startDemo(log);
-  const ready: Ready = { urls: demo.urls, admins: demo.admins, box: demo.box, caFile: demo.cluster.caFile, kubeconfig: demo.cluster.plane.kubeconfig, readyMs: demo.readyMs };
+  const ready: Ready = {
+    urls: demo.urls,
+    admins: demo.admins,
+    box: demo.box,
+    caFile: demo.cluster.caFile,
+    kubeconfig: demo.cluster.plane.kubeconfig,
+    readyMs: demo.readyMs,
+  };
   writeFileSync(files.readyFile, JSON.stringify(ready), { mode: 0o600 }); // it holds the admin passwords
   log('ready');
   stopOnSignals(log, async () => {

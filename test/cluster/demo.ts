@@ -20,7 +20,11 @@ export interface Demo {
 
 async function publishDemoBox(base: string, password: string): Promise<string> {
   const call = async (path: string, body: unknown, token?: string) => {
-    const response = await fetch(`${base}${path}`, { method: 'POST', headers: { 'content-type': 'application/json', ...(token ? { authorization: `Bearer ${token}` } : {}) }, body: JSON.stringify(body) });
+    const response = await fetch(`${base}${path}`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', ...(token ? { authorization: `Bearer ${token}` } : {}) },
+      body: JSON.stringify(body),
+    });
     if (response.status >= 300) throw new Error(`POST ${path}: ${response.status} ${await response.text()}`);
     return (await response.json()) as Record<string, unknown>;
   };

@@ -10,12 +10,41 @@ const run = promisify(execFile);
 /** A private CA and one serving certificate per host, as PEM strings. */
 export async function issueCertificates(dir: string, hosts: string[]): Promise<{ ca: string; certs: Record<string, { cert: string; key: string }> }> {
   const ec = ['-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes', '-days', '30'];
-  await run('openssl', ['req', '-x509', ...ec, '-subj', '/CN=boxyard-e2e-ca', '-addext', 'basicConstraints=critical,CA:TRUE', '-addext', 'keyUsage=critical,keyCertSign', '-keyout', join(dir, 'ca.key'), '-out', join(dir, 'ca.crt')]);
+  await run('openssl', [
+    'req',
+    '-x509',
+    ...ec,
+    '-subj',
+    '/CN=boxyard-e2e-ca',
+    '-addext',
+    'basicConstraints=critical,CA:TRUE',
+    '-addext',
+    'keyUsage=critical,keyCertSign',
+    '-keyout',
+    join(dir, 'ca.key'),
+    '-out',
+    join(dir, 'ca.crt'),
+  ]);
   const certs: Record<string, { cert: string; key: string }> = {};
   for (const host of hosts) {
     await run('openssl', [
-      'req', '-x509', ...ec, '-subj', `/CN=${host}`, '-addext', `subjectAltName=DNS:${host}`, '-addext', 'extendedKeyUsage=serverAuth',
-      '-CA', join(dir, 'ca.crt'), '-CAkey', join(dir, 'ca.key'), '-keyout', join(dir, `${host}.key`), '-out', join(dir, `${host}.crt`),
+      'req',
+      '-x509',
+      ...ec,
+      '-subj',
+      `/CN=${host}`,
+      '-addext',
+      `subjectAltName=DNS:${host}`,
+      '-addext',
+      'extendedKeyUsage=serverAuth',
+      '-CA',
+      join(dir, 'ca.crt'),
+      '-CAkey',
+      join(dir, 'ca.key'),
+      '-keyout',
+      join(dir, `${host}.key`),
+      '-out',
+      join(dir, `${host}.crt`),
     ]);
     certs[host] = { cert: await readFile(join(dir, `${host}.crt`), 'utf8'), key: await readFile(join(dir, `${host}.key`), 'utf8') };
   }
@@ -34,7 +63,14 @@ export async function addHostsEntries(hosts: string[]): Promise<void> {
 
 export async function removeHostsEntries(): Promise<void> {
   const current = await readFile(HOSTS_FILE, 'utf8');
-  if (current.includes(MARK)) await writeFile(HOSTS_FILE, current.split('\n').filter((l) => !l.includes(MARK)).join('\n'));
+  if (current.includes(MARK))
+    await writeFile(
+      HOSTS_FILE,
+      current
+        .split('\n')
+        .filter((l) => !l.includes(MARK))
+        .join('\n'),
+    );
 }
 
 /** Polls `check` until it returns a value; fails with the last error. */

@@ -93,7 +93,9 @@ export function followEvents(url: string, authorization: string) {
 /** A box download that takes its time (curl --limit-rate), begun before the roll: its sha256 at the end. */
 export function slowDownload(url: string, caFile: string, bytesPerSecond: number): Promise<{ code: number; sha256: string; bytes: number; stderr: string }> {
   return new Promise((resolve) => {
-    const curl = spawn('curl', ['-sS', '--fail', '--location', '--cacert', caFile, '--limit-rate', String(bytesPerSecond), url], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const curl = spawn('curl', ['-sS', '--fail', '--location', '--cacert', caFile, '--limit-rate', String(bytesPerSecond), url], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     const hash = createHash('sha256');
     let bytes = 0;
     let stderr = '';
@@ -109,7 +111,10 @@ export function slowDownload(url: string, caFile: string, bytesPerSecond: number
 export const fileSha256 = (path: string) =>
   new Promise<string>((resolve, reject) => {
     const hash = createHash('sha256');
-    createReadStream(path).on('data', (chunk) => hash.update(chunk)).on('end', () => resolve(hash.digest('hex'))).on('error', reject);
+    createReadStream(path)
+      .on('data', (chunk) => hash.update(chunk))
+      .on('end', () => resolve(hash.digest('hex')))
+      .on('error', reject);
   });
 
 /**

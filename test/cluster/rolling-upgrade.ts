@@ -36,7 +36,11 @@ async function twoReplicasEach(cluster: BoxyardCluster): Promise<void> {
   for (const deployment of DEPLOYMENTS) await cluster.kubectl(['rollout', 'status', '-n', NS, `deployment/${deployment}`, '--timeout=300s']);
   await cluster.waitReady(['boxrepository/boxes', 'fileshare/files', 'terminalpool/shells']);
   for (const host of Object.values(HOSTS)) {
-    await until(`https://${host}/health/ready to answer 200`, async () => ((await fetch(`https://${host}/health/ready`)).status === 200 ? true : undefined), 30_000);
+    await until(
+      `https://${host}/health/ready to answer 200`,
+      async () => ((await fetch(`https://${host}/health/ready`)).status === 200 ? true : undefined),
+      30_000,
+    );
   }
 }
 
@@ -44,7 +48,11 @@ async function twoReplicasEach(cluster: BoxyardCluster): Promise<void> {
 async function publishBigBox(cluster: BoxyardCluster, org: string): Promise<{ url: string; sha256: string }> {
   const boxes = `https://${HOSTS.boxes}`;
   const password = await cluster.secretValue('boxes-box-repository-admin', 'password');
-  const signin = await fetch(`${boxes}/api/auth/signin`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ username: 'admin', password }) });
+  const signin = await fetch(`${boxes}/api/auth/signin`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ username: 'admin', password }),
+  });
   const authorization = `Bearer ${((await signin.json()) as { access_token: string }).access_token}`;
   const root = `${boxes}/api/organization/${org}/box`;
   const post = async (url: string, body: unknown) => {
@@ -57,9 +65,28 @@ async function publishBigBox(cluster: BoxyardCluster, org: string): Promise<{ ur
   await post(`${root}/big-box/version/1.0.0/provider/virtualbox/architecture`, { name: 'amd64' });
   const file = join(cluster.dir, 'big.box');
   await writeFile(file, await makeBox({ gzip: false, fillerBytes: BOX_BYTES }));
-  const { stdout } = await run('curl', ['-sS', '--cacert', cluster.caFile, '-o', '/dev/null', '-w', '%{http_code}', '-H', `authorization: ${authorization}`, '-H', 'content-type: application/octet-stream', '-H', 'x-file-name: vagrant.box', '--data-binary', `@${file}`, `${root}/big-box/version/1.0.0/provider/virtualbox/architecture/amd64/file/upload`]);
+  const { stdout } = await run('curl', [
+    '-sS',
+    '--cacert',
+    cluster.caFile,
+    '-o',
+    '/dev/null',
+    '-w',
+    '%{http_code}',
+    '-H',
+    `authorization: ${authorization}`,
+    '-H',
+    'content-type: application/octet-stream',
+    '-H',
+    'x-file-name: vagrant.box',
+    '--data-binary',
+    `@${file}`,
+    `${root}/big-box/version/1.0.0/provider/virtualbox/architecture/amd64/file/upload`,
+  ]);
   if (Number(stdout) >= 300) throw new Error(`upload of the big box: ${stdout}`);
-  const metadata = (await (await fetch(`${boxes}/${org}/big-box`, { headers: { accept: 'application/json' } })).json()) as { versions: { providers: { url: string }[] }[] };
+  const metadata = (await (await fetch(`${boxes}/${org}/big-box`, { headers: { accept: 'application/json' } })).json()) as {
+    versions: { providers: { url: string }[] }[];
+  };
   return { url: metadata.versions[0]!.providers[0]!.url, sha256: await fileSha256(file) };
 }
 
@@ -67,7 +94,18 @@ async function publishBigBox(cluster: BoxyardCluster, org: string): Promise<{ ur
 async function rollTwice(cluster: BoxyardCluster): Promise<void> {
   const next = `${cluster.image.image}-next`;
   await run('ctr', ['--address', `${NODE.runDir}/containerd.sock`, '--namespace', 'k8s.io', 'images', 'tag', '--force', cluster.image.image, next]);
-  await cluster.helm(['upgrade', 'boxyard', join(repoRoot, 'charts', 'boxyard'), '-n', SYSTEM_NS, '--reuse-values', '--set', `image.tag=${next.slice(next.lastIndexOf(':') + 1)}`, '--wait', '--timeout=5m']);
+  await cluster.helm([
+    'upgrade',
+    'boxyard',
+    join(repoRoot, 'charts', 'boxyard'),
+    '-n',
+    SYSTEM_NS,
+    '--reuse-values',
+    '--set',
+    `image.tag=${next.slice(next.lastIndexOf(':') + 1)}`,
+    '--wait',
+    '--timeout=5m',
+  ]);
   for (const deployment of DEPLOYMENTS) {
     await until(`${deployment} on ${next}`, async () => {
       const d = await cluster.json<{ spec: { template: { spec: { containers: { image: string }[] } } } }>(['get', 'deployment', '-n', NS, deployment]);
@@ -89,7 +127,7 @@ async function startTyping(cluster: BoxyardCluster) {
   if (started.status !== 200) throw new Error(`terminal start: ${started.status} ${JSON.stringify(started.json)}`);
   const { websocket_path: path, session } = started.json.data as { websocket_path: string; session: { id: string } };
   const first = await openTerminal(shells, path, { cookie, origin: shells });
-  first.type("echo \"pid=$$\" before-roll-''marker\r");
+  first.type('echo "pid=$$" before-roll-\'\'marker\r');
   const pidBefore = /pid=(\d+) before-roll-marker/.exec(await first.waitFor(/pid=\d+ before-roll-marker/, 30_000))![1]!;
   await first.close();
   const typing = typingTerminal(shells, path, { cookie, origin: shells });
@@ -111,13 +149,17 @@ export async function rollUnderTraffic(cluster: BoxyardCluster, org: string): Pr
   const loops = [
     requestLoop('vagrant metadata', () => fetch(`${boxes}/${org}/big-box`, { headers: { accept: 'application/json' } })),
     requestLoop('file-share listings', () => fetch(`${files}/`, { headers: { authorization: filesAuth, accept: 'application/json' } })),
-    requestLoop('file-share uploads', async (i) => {
-      const form = new FormData();
-      form.append('file', new Blob([`upload ${i}\n`]), `${i}.txt`);
-      const response = await fetch(`${files}/rolling/${i}.txt`, { method: 'POST', headers: { authorization: filesAuth }, body: form });
-      if (response.ok) uploaded.push(`/rolling/${i}.txt`);
-      return response;
-    }, 200),
+    requestLoop(
+      'file-share uploads',
+      async (i) => {
+        const form = new FormData();
+        form.append('file', new Blob([`upload ${i}\n`]), `${i}.txt`);
+        const response = await fetch(`${files}/rolling/${i}.txt`, { method: 'POST', headers: { authorization: filesAuth }, body: form });
+        if (response.ok) uploaded.push(`/rolling/${i}.txt`);
+        return response;
+      },
+      200,
+    ),
   ];
   const shell = await startTyping(cluster);
 
@@ -130,7 +172,9 @@ export async function rollUnderTraffic(cluster: BoxyardCluster, org: string): Pr
   const typed = await shell.typing.stop();
   reports.push(typed.report);
   // The last uploads' events have had time to arrive.
-  await until("every upload's event", async () => (uploaded.every((p) => events.paths.includes(p)) ? true : undefined), 30_000).catch(ignoreError('the report counts the events that did not arrive'));
+  await until("every upload's event", async () => (uploaded.every((p) => events.paths.includes(p)) ? true : undefined), 30_000).catch(
+    ignoreError('the report counts the events that did not arrive'),
+  );
   events.close();
   return {
     rollMs,
@@ -142,7 +186,9 @@ export async function rollUnderTraffic(cluster: BoxyardCluster, org: string): Pr
 }
 
 export function describeRoll(result: RollResult): string {
-  const lines = result.reports.map((r) => `  ${r.name}: ${r.served} served, ${r.failed} failed, longest stall ${r.longestStallMs} ms${r.failures.length ? ` (${r.failures.join('; ')})` : ''}`);
+  const lines = result.reports.map(
+    (r) => `  ${r.name}: ${r.served} served, ${r.failed} failed, longest stall ${r.longestStallMs} ms${r.failures.length ? ` (${r.failures.join('; ')})` : ''}`,
+  );
   return [
     `helm upgrade + rollout restart of every service, 2 replicas each, in ${Math.round(result.rollMs / 1000)} s:`,
     ...lines,

@@ -22,7 +22,16 @@ import { NODE } from '../harness/node/network.ts';
 import { repoRoot } from './boxyard-cluster.ts';
 
 const GUIDE = join(repoRoot, 'docs', 'kubernetes.md');
-const CHROMIUM_ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'];
+const CHROMIUM_ARGS = [
+  '--headless',
+  '--no-sandbox',
+  '--disable-gpu',
+  '--disable-quic',
+  '--no-first-run',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--disable-sync',
+];
 
 /** The fenced sh block after `<!-- walkthrough: <name>`, as written. */
 export function walkthroughBlock(markdown: string, name: string): string {
@@ -36,7 +45,8 @@ export function walkthroughBlock(markdown: string, name: string): string {
 
 // A node's own processes and mounts (not the harness's etcd, apiserver or MinIO, which other test files run too):
 // its components, and anything under a cluster's state folder (make cluster's, the demo's, this walk's).
-const NODE_PROCESS = /(kubelet|kube-proxy|traefik|coredns|local-path-provisioner)-v|cluster-cli\.ts serve|demo-cli\.ts serve|boxyard-walkthrough-|boxyard-cluster-/;
+const NODE_PROCESS =
+  /(kubelet|kube-proxy|traefik|coredns|local-path-provisioner)-v|cluster-cli\.ts serve|demo-cli\.ts serve|boxyard-walkthrough-|boxyard-cluster-/;
 const NODE_MOUNT = /\/run\/boxyard-node|kubelet|netns\/cni-|boxyard-walkthrough-|boxyard-cluster-/;
 
 /** What a node leaves on a host when it is not cleaned up: processes, mounts, links, namespaces, rules, cgroups. */
@@ -60,19 +70,26 @@ export function hostTraces(): string[] {
   for (const line of readFileSync('/proc/mounts', 'utf8').split('\n')) if (NODE_MOUNT.test(line)) traces.push(`mount ${line.split(' ')[1]}`);
   for (const line of out('ip', ['-o', 'link', 'show']).split('\n')) if (/^\d+: (boxyard0|veth)/.test(line)) traces.push(`link ${line.split(':')[1]!.trim()}`);
   for (const name of out('ip', ['netns', 'list']).split('\n')) if (name.startsWith('cni-')) traces.push(`netns ${name.split(' ')[0]}`);
-  for (const line of out('iptables-save', []).split('\n')) if (/^:(KUBE-|CNI-|BOXYARD)/.test(line)) traces.push(`iptables chain ${line.split(' ')[0]!.slice(1)}`);
+  for (const line of out('iptables-save', []).split('\n'))
+    if (/^:(KUBE-|CNI-|BOXYARD)/.test(line)) traces.push(`iptables chain ${line.split(' ')[0]!.slice(1)}`);
   for (const name of out('ipset', ['list', '-n']).split('\n')) if (/^(KUBE-|BOXYARD|boxyard)/i.test(name)) traces.push(`ipset ${name}`);
   for (const root of ['/sys/fs/cgroup/kubepods', '/sys/fs/cgroup/kubepods.slice']) if (existsSync(root)) traces.push(`cgroup ${root}`);
-  if (existsSync('/sys/fs/cgroup')) for (const c of readdirSync('/sys/fs/cgroup')) if (existsSync(`/sys/fs/cgroup/${c}/kubepods`)) traces.push(`cgroup /sys/fs/cgroup/${c}/kubepods`);
+  if (existsSync('/sys/fs/cgroup'))
+    for (const c of readdirSync('/sys/fs/cgroup')) if (existsSync(`/sys/fs/cgroup/${c}/kubepods`)) traces.push(`cgroup /sys/fs/cgroup/${c}/kubepods`);
   return traces.sort();
 }
 
 /** Runs a script with bash as the guide's reader would paste it, stopping at the first failing command. */
 function bash(script: string, env: Record<string, string>, timeoutMs: number): Promise<{ code: number; output: string }> {
   return new Promise((resolve) => {
-    const child = execFile('bash', ['-c', `set -euo pipefail\n${script}`], { cwd: repoRoot, env: { ...process.env, ...env }, timeout: timeoutMs, maxBuffer: 64 * 1024 * 1024 }, (error, stdout, stderr) => {
-      resolve({ code: error ? ((error as { code?: number }).code ?? 1) : 0, output: `${stdout}${stderr}` });
-    });
+    const child = execFile(
+      'bash',
+      ['-c', `set -euo pipefail\n${script}`],
+      { cwd: repoRoot, env: { ...process.env, ...env }, timeout: timeoutMs, maxBuffer: 64 * 1024 * 1024 },
+      (error, stdout, stderr) => {
+        resolve({ code: error ? ((error as { code?: number }).code ?? 1) : 0, output: `${stdout}${stderr}` });
+      },
+    );
     child.stdin?.end();
   });
 }
@@ -123,7 +140,13 @@ export function describeWalkthrough(): void {
       await admin.query('create database boxyard');
       await admin.end();
       const dbUrl = Object.assign(new URL(postgres.adminUrl), { host: 'postgres.team.svc:5432', pathname: '/boxyard' }).href;
-      Object.assign(env, { DB_URL: dbUrl, PG_PORT: String(postgres.port), S3_PORT: new URL(minio.endpoint).port, S3_ACCESS_KEY: minio.accessKey, S3_SECRET_KEY: minio.secretKey });
+      Object.assign(env, {
+        DB_URL: dbUrl,
+        PG_PORT: String(postgres.port),
+        S3_PORT: new URL(minio.endpoint).port,
+        S3_ACCESS_KEY: minio.accessKey,
+        S3_SECRET_KEY: minio.secretKey,
+      });
 
       const walked = await bash(rest.join('\n'), env, 900_000);
       output = walked.output;

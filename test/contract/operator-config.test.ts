@@ -23,7 +23,12 @@ const serviceSchemas: Record<string, z.ZodType> = Object.fromEntries(clusterKind
 type Json = Record<string, unknown>;
 const isObject = (v: unknown): v is Json => typeof v === 'object' && v !== null && !Array.isArray(v);
 const merge = (base: Json, over: Json): Json =>
-  Object.fromEntries([...new Set([...Object.keys(base), ...Object.keys(over)])].map((k) => [k, isObject(base[k]) && isObject(over[k]) ? merge(base[k], over[k]) : (over[k] ?? base[k])]));
+  Object.fromEntries(
+    [...new Set([...Object.keys(base), ...Object.keys(over)])].map((k) => [
+      k,
+      isObject(base[k]) && isObject(over[k]) ? merge(base[k], over[k]) : (over[k] ?? base[k]),
+    ]),
+  );
 
 // Every optional field of the spec, with values a platform team could write.
 const everyCommonField: Json = {
@@ -47,15 +52,31 @@ const everyCommonField: Json = {
     oidc: { issuer: 'https://idp.example.com/realms/acme', audience: 'https://svc.example.com', dpop: { required: true, proofMaxAgeSeconds: 120 } },
   },
   publicURL: 'https://svc.example.com',
-  ingress: { host: 'svc.example.com', className: 'traefik', path: '/', annotations: { 'cert-manager.io/cluster-issuer': 'letsencrypt' }, tls: { secretName: 'svc-tls' } },
+  ingress: {
+    host: 'svc.example.com',
+    className: 'traefik',
+    path: '/',
+    annotations: { 'cert-manager.io/cluster-issuer': 'letsencrypt' },
+    tls: { secretName: 'svc-tls' },
+  },
   rateLimiting: { enabled: false, maxRequests: 500, windowSeconds: 60 },
   networkPolicy: { enabled: true, from: [{ namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'ingress' } } }] },
-  monitoring: { serviceMonitor: { enabled: true, interval: '15s' }, tracing: { enabled: true, endpoint: 'http://otel-collector.observability:4318', sampleRatio: 0.2 } },
+  monitoring: {
+    serviceMonitor: { enabled: true, interval: '15s' },
+    tracing: { enabled: true, endpoint: 'http://otel-collector.observability:4318', sampleRatio: 0.2 },
+  },
   deletionPolicy: 'Delete',
   bootstrap: { fromBackup: { name: 'nightly-202611270300' } }, // the operator's own step (operator/src/backups/bootstrap.ts), no config key
 };
 const everyStorageField: Json = {
-  storage: { endpoint: 'https://s3.example.com', bucket: 'everything', region: 'eu-west-1', prefix: 'team-z', credentialsSecretRef: { name: 's3', accessKeyKey: 'ak', secretKeyKey: 'sk' }, createBucket: false },
+  storage: {
+    endpoint: 'https://s3.example.com',
+    bucket: 'everything',
+    region: 'eu-west-1',
+    prefix: 'team-z',
+    credentialsSecretRef: { name: 's3', accessKeyKey: 'ak', secretKeyKey: 'sk' },
+    createBucket: false,
+  },
 };
 const everyKindField: Record<string, Json> = {
   BoxRepository: {
@@ -65,11 +86,20 @@ const everyKindField: Record<string, Json> = {
     signUp: 'open',
     rateLimiting: { fileOperationsMaxRequests: 50, downloadMaxRequests: 2000, downloadLinkMaxRequests: 100, architectureOperationsMaxRequests: 200 },
   },
-  FileShare: { ...everyStorageField, uploads: { maxBytes: 1073741824 }, events: { heartbeatSeconds: 30, retentionHours: 48 }, shares: { defaultExpirySeconds: 86400, maxExpirySeconds: 604800 } },
+  FileShare: {
+    ...everyStorageField,
+    uploads: { maxBytes: 1073741824 },
+    events: { heartbeatSeconds: 30, retentionHours: 48 },
+    shares: { defaultExpirySeconds: 86400, maxExpirySeconds: 604800 },
+  },
   TerminalPool: {
     ...everyStorageField,
     sessionPod: {
-      image: 'registry.example/shell:1', imagePullPolicy: 'Always', shell: '/bin/zsh', resources: { requests: { cpu: '10m' }, limits: { memory: '256Mi' } }, readyTimeoutSeconds: 90,
+      image: 'registry.example/shell:1',
+      imagePullPolicy: 'Always',
+      shell: '/bin/zsh',
+      resources: { requests: { cpu: '10m' }, limits: { memory: '256Mi' } },
+      readyTimeoutSeconds: 90,
       home: { size: '2Gi', storageClassName: 'fast-ssd', accessMode: 'ReadWriteMany', mountPath: '/workspace' },
       egress: {
         clusterDNS: false,
@@ -108,7 +138,9 @@ const examples = readdirSync(join(root, 'crds', 'examples'))
 describe('the operator renders only config the services load', () => {
   const kubectl = kubectlFor(inject('kubeconfig'));
   const dir = mkdtempSync(join(tmpdir(), 'boxyard-contract-'));
-  const crdFiles = readdirSync(join(root, 'crds')).filter((f) => f.endsWith('.yaml')).flatMap((f) => ['-f', join(root, 'crds', f)]);
+  const crdFiles = readdirSync(join(root, 'crds'))
+    .filter((f) => f.endsWith('.yaml'))
+    .flatMap((f) => ['-f', join(root, 'crds', f)]);
   beforeAll(async () => {
     await kubectl(['apply', '--server-side', '--force-conflicts', ...crdFiles]);
     await kubectl(['wait', '--for=condition=Established', '--timeout=60s', ...crdFiles]);
@@ -121,7 +153,11 @@ describe('the operator renders only config the services load', () => {
 
   /** Loads config.yaml as the pod would: the secret files where the volume puts them, no environment. */
   const loadPodConfig = (kind: KindInfo, resource: ServiceResource): Json =>
-    loadAsPod(desiredState({ kind, resource, defaultImage: 'registry.example/boxyard:1.0', serviceMonitorAvailable: true, secretDigest: 'd' }).configYaml, serviceSchemas[kind.kind]!, dir);
+    loadAsPod(
+      desiredState({ kind, resource, defaultImage: 'registry.example/boxyard:1.0', serviceMonitorAvailable: true, secretDigest: 'd' }).configYaml,
+      serviceSchemas[kind.kind]!,
+      dir,
+    );
 
   it('has an example for every kind', () => {
     expect(examples.map((e) => e.resource.kind).sort()).toEqual(allKinds.map((k) => k.kind).sort());
@@ -137,18 +173,29 @@ describe('the operator renders only config the services load', () => {
       // Self sign-up needs an invitation unless the resource opens it.
       if (resource.kind === 'BoxRepository') expect((config.auth as Json).sign_up).toBe('invited');
       // The service's own rate-limit defaults: the box repository's seed says 1000 per 15 minutes.
-      expect(config.rate_limiting).toMatchObject(resource.kind === 'BoxRepository' ? { max_requests: 1000, window_seconds: 900, file_operations_max_requests: 100 } : { window_seconds: 600 });
+      expect(config.rate_limiting).toMatchObject(
+        resource.kind === 'BoxRepository' ? { max_requests: 1000, window_seconds: 900, file_operations_max_requests: 100 } : { window_seconds: 600 },
+      );
     });
 
     it(`${resource.kind} with every spec field set: loads, and the provider settings arrive`, async () => {
-      const everything = { ...resource, metadata: { name: `every-${kind.service}` }, spec: merge(merge(resource.spec, everyCommonField), everyKindField[resource.kind]!) };
+      const everything = {
+        ...resource,
+        metadata: { name: `every-${kind.service}` },
+        spec: merge(merge(resource.spec, everyCommonField), everyKindField[resource.kind]!),
+      };
       const fields = leafPaths(crdOf(resource.kind).spec.versions[0]!.schema.openAPIV3Schema.properties.spec);
       expect(fields.length).toBeGreaterThan(40);
       const unset = fields.filter((path) => !has(everything.spec, path));
       expect(unset, 'spec fields this test does not set yet').toEqual([]);
       const config = loadPodConfig(kind, await defaulted(everything));
       expect(config.auth).toMatchObject({
-        resource_server: { enabled: true, issuer: 'https://idp.example.com/realms/acme', audience: 'https://svc.example.com', dpop: { required: true, proof_max_age_seconds: 120 } },
+        resource_server: {
+          enabled: true,
+          issuer: 'https://idp.example.com/realms/acme',
+          audience: 'https://svc.example.com',
+          dpop: { required: true, proof_max_age_seconds: 120 },
+        },
       });
       expect(config).toMatchObject({ logging: { level: 'debug' }, server: { public_url: 'https://svc.example.com' }, admin: { username: 'root-admin' } });
       // The kind's own auth key arrives beside the provider settings, not instead of them.
@@ -156,17 +203,33 @@ describe('the operator renders only config the services load', () => {
       // The class ceilings arrive beside the common limit, not instead of it.
       if (resource.kind === 'BoxRepository') {
         expect(config.rate_limiting).toMatchObject({
-          enabled: false, max_requests: 500, window_seconds: 60,
-          file_operations_max_requests: 50, download_max_requests: 2000, download_link_max_requests: 100, architecture_operations_max_requests: 200,
+          enabled: false,
+          max_requests: 500,
+          window_seconds: 60,
+          file_operations_max_requests: 50,
+          download_max_requests: 2000,
+          download_link_max_requests: 100,
+          architecture_operations_max_requests: 200,
         });
       }
       if (resource.kind === 'TerminalPool') {
         // The pool's recordings go to its bucket, not to the gateway pod's /tmp.
-        expect(config.storage).toMatchObject({ driver: 's3', endpoint: 'https://s3.example.com', bucket: 'everything', prefix: 'team-z', access_key: expect.any(String) });
+        expect(config.storage).toMatchObject({
+          driver: 's3',
+          endpoint: 'https://s3.example.com',
+          bucket: 'everything',
+          prefix: 'team-z',
+          access_key: expect.any(String),
+        });
         expect((config.backend as Json).kubernetes).toMatchObject({
           pool: `every-${kind.service}`,
           home: { size: '2Gi', storage_class: 'fast-ssd', access_mode: 'ReadWriteMany', mount_path: '/workspace' },
-          egress: { cluster_dns: false, internet: true, excluded_cidrs: ['203.0.113.0/24', '2001:db8::/32'], allow: [{ to: [{ namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'mirror' } } }], ports: [{ protocol: 'TCP', port: 443 }] }] },
+          egress: {
+            cluster_dns: false,
+            internet: true,
+            excluded_cidrs: ['203.0.113.0/24', '2001:db8::/32'],
+            allow: [{ to: [{ namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'mirror' } } }], ports: [{ protocol: 'TCP', port: 443 }] }],
+          },
         });
       }
     });

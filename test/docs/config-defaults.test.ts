@@ -23,7 +23,10 @@ const PLAIN = /^(?:-?\d+(?:\.\d+)?|true|false|[a-z][a-z0-9_-]*)$/;
 
 /** `a.b` / `.c`, `a.b, a.c` or `a.b` / `c.d`: the keys of a first cell; `.c` continues the first key's section. */
 function keysOf(cell: string): string[] {
-  const parts = cell.split(/[/,]/).map((part) => part.replaceAll('`', '').trim()).filter(Boolean);
+  const parts = cell
+    .split(/[/,]/)
+    .map((part) => part.replaceAll('`', '').trim())
+    .filter(Boolean);
   const first = parts[0] ?? '';
   const section = first.slice(0, first.lastIndexOf('.'));
   return parts.map((part) => (part.startsWith('.') ? `${section}${part}` : part));
@@ -56,7 +59,10 @@ function statedDefaults(file: string, inSection: (heading: string) => boolean = 
       inTable = false;
       continue;
     }
-    const cells = line.split('|').slice(1, -1).map((cell) => cell.trim());
+    const cells = line
+      .split('|')
+      .slice(1, -1)
+      .map((cell) => cell.trim());
     if (/^key$/i.test(cells[0] ?? '') && /^default$/i.test(cells[1] ?? '')) {
       inTable = true;
       continue;
@@ -80,7 +86,7 @@ function disagreements(service: string, rows: Row[]): string[] {
   });
 }
 
-describe('documented config defaults are the services\' defaults', () => {
+describe("documented config defaults are the services' defaults", () => {
   it.each([
     ['box-repository', 'services/box-repository/README.md'],
     ['file-share', 'services/file-share/README.md'],
@@ -91,7 +97,7 @@ describe('documented config defaults are the services\' defaults', () => {
     expect(disagreements(service, rows)).toEqual([]);
   });
 
-  it('docs/configuration.md: the shared sections (every service) and each service\'s own', () => {
+  it("docs/configuration.md: the shared sections (every service) and each service's own", () => {
     const doc = 'docs/configuration.md';
     const shared = statedDefaults(doc, (heading) => heading.startsWith('## Shared sections'));
     expect(shared.length).toBeGreaterThan(5);
@@ -99,7 +105,10 @@ describe('documented config defaults are the services\' defaults', () => {
     expect([
       ...['file-share', 'terminal'].flatMap((service) => disagreements(service, shared)),
       // The box repository's own limits are stated in its section (it overrides the shared rate limit).
-      ...disagreements('box-repository', shared.filter((row) => !row.key.startsWith('rate_limiting.'))),
+      ...disagreements(
+        'box-repository',
+        shared.filter((row) => !row.key.startsWith('rate_limiting.')),
+      ),
       ...disagreements('box-repository', own('box repository')),
       ...disagreements('file-share', own('file share')),
       ...disagreements('terminal', own('terminal')),

@@ -48,7 +48,12 @@ describe('Markdown links', () => {
       writeFileSync(join(dir, 'docs', 'a.md'), '# A\n\n## Part one\n');
       writeFileSync(
         join(dir, 'README.md'),
-        ['[ok](docs/a.md#part-one) [ok2](#readme) [dir](docs)', '# Readme', '[gone](docs/b.md) [bad anchor](docs/a.md#part-two)', '[up](../x.md) [mail](mailto:a@b.c) [web](http://x/#y)'].join('\n'),
+        [
+          '[ok](docs/a.md#part-one) [ok2](#readme) [dir](docs)',
+          '# Readme',
+          '[gone](docs/b.md) [bad anchor](docs/a.md#part-two)',
+          '[up](../x.md) [mail](mailto:a@b.c) [web](http://x/#y)',
+        ].join('\n'),
       );
       expect(brokenLinks(dir, ['README.md'])).toEqual([
         'README.md:3: docs/b.md: no such file (docs/b.md)',

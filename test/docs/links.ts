@@ -213,7 +213,8 @@ export function brokenLinks(root: string, files: string[]): string[] {
         problems.push(`${where}: an anchor into a file that is not Markdown`);
         continue;
       }
-      if (!anchorsOf(destination).has(decodeURIComponent(anchor))) problems.push(`${where}: no heading with the anchor #${anchor} in ${relative(root, destination)}`);
+      if (!anchorsOf(destination).has(decodeURIComponent(anchor)))
+        problems.push(`${where}: no heading with the anchor #${anchor} in ${relative(root, destination)}`);
     }
   }
   return problems;

@@ -59,7 +59,12 @@ const SPECIFIC: Record<string, Record<string, string>> = {
   'if-none-match': { 'weak tags': fill('W/"a",'), 'open quote': fill('a', '"'), 'weak prefixes': fill('W/') },
   'if-range': { 'open quote': fill('a', '"'), 'weak prefixes': fill('W/'), 'date-like': fill('0 ', 'Mon, ', 'GMT') },
   'if-modified-since': { 'date-like': fill('0 ', 'Mon, ', 'GMT'), 'long year': fill('9', 'Mon, 01 Jan ') },
-  accept: { 'long q': fill('0', 'text/html;q=0.'), 'many ranges': fill('*/*;q=0,'), 'spaced parameters': twoRuns('text/html', ' ', ';', 'q=1'), 'many slashes': fill('/', 'a') },
+  accept: {
+    'long q': fill('0', 'text/html;q=0.'),
+    'many ranges': fill('*/*;q=0,'),
+    'spaced parameters': twoRuns('text/html', ' ', ';', 'q=1'),
+    'many slashes': fill('/', 'a'),
+  },
   authorization: {
     'bearer spaces': twoRuns('Bearer a', ' ', 'a', '!'),
     'bearer padding': fill('=', 'Bearer a', '!'),
@@ -69,7 +74,12 @@ const SPECIFIC: Record<string, Record<string, string>> = {
     'basic colons': `Basic ${Buffer.from(fill(':', '', '', Math.floor(VALUE_LENGTH * 0.7))).toString('base64')}`,
     'schemes only': fill('Bearer '),
   },
-  cookie: { 'many cookies': fill('a=b; '), 'open quote': fill('a', 'auth_token="'), 'percent runs': fill('%', 'auth_token='), 'session padding': fill('=', 'session=') },
+  cookie: {
+    'many cookies': fill('a=b; '),
+    'open quote': fill('a', 'auth_token="'),
+    'percent runs': fill('%', 'auth_token='),
+    'session padding': fill('=', 'session='),
+  },
   'x-access-token': { dots: fill('a.'), 'jwt-like': fill('a', 'eyJ', '.b.c') },
   dpop: { dots: fill('a.'), 'jwt-like': fill('a', 'eyJ', '.b.c') },
   'content-type': {
@@ -104,7 +114,10 @@ interface Answer {
 /** Bytes of an answer's body that are kept (enough for an error message). */
 const KEPT = 300;
 
-const agents = { http: new HttpAgent({ keepAlive: true, maxSockets: 4 }), https: new HttpsAgent({ keepAlive: true, maxSockets: 4, rejectUnauthorized: false }) };
+const agents = {
+  http: new HttpAgent({ keepAlive: true, maxSockets: 4 }),
+  https: new HttpsAgent({ keepAlive: true, maxSockets: 4, rejectUnauthorized: false }),
+};
 
 /**
  * One request; resolves with the status and the first KEPT characters of the body (the whole body with `whole`; a
@@ -113,23 +126,27 @@ const agents = { http: new HttpAgent({ keepAlive: true, maxSockets: 4 }), https:
 function send(url: string, init: { method?: string; headers?: Record<string, string>; body?: string | Buffer } = {}, whole = false): Promise<Answer> {
   const secure = url.startsWith('https:');
   return new Promise((resolve, reject) => {
-    const req = (secure ? httpsRequest : httpRequest)(url, { method: init.method ?? 'GET', headers: init.headers, agent: secure ? agents.https : agents.http }, (res) => {
-      let body = '';
-      res.setEncoding('utf8');
-      const done = () => {
-        clearTimeout(timer);
-        resolve({ status: res.statusCode ?? 0, headers: res.headers, body: whole ? body : body.slice(0, KEPT) });
-        res.destroy();
-      };
-      res.on('data', (chunk: string) => {
-        body += chunk;
-        if (!whole && body.length >= KEPT) done();
-      });
-      res.on('end', done);
-      res.on('error', done);
-      // Streams (events, downloads) answer with their headers; their bodies don't matter here.
-      if (res.headers['content-type']?.startsWith('text/event-stream') || res.headers['content-type'] === 'application/octet-stream') done();
-    });
+    const req = (secure ? httpsRequest : httpRequest)(
+      url,
+      { method: init.method ?? 'GET', headers: init.headers, agent: secure ? agents.https : agents.http },
+      (res) => {
+        let body = '';
+        res.setEncoding('utf8');
+        const done = () => {
+          clearTimeout(timer);
+          resolve({ status: res.statusCode ?? 0, headers: res.headers, body: whole ? body : body.slice(0, KEPT) });
+          res.destroy();
+        };
+        res.on('data', (chunk: string) => {
+          body += chunk;
+          if (!whole && body.length >= KEPT) done();
+        });
+        res.on('end', done);
+        res.on('error', done);
+        // Streams (events, downloads) answer with their headers; their bodies don't matter here.
+        if (res.headers['content-type']?.startsWith('text/event-stream') || res.headers['content-type'] === 'application/octet-stream') done();
+      },
+    );
     const timer = setTimeout(() => {
       req.destroy();
       reject(new Error(`no answer in ${ANSWER_TIMEOUT_MS / 1000} s`));
@@ -176,9 +193,14 @@ async function installation(): Promise<Installation> {
 
   // The box repository: a public box with one file.
   const boxes = urls['box-repository'];
-  const signedIn = await succeeded(`${boxes}/api/auth/signin`, { method: 'POST', headers: jsonPost, body: JSON.stringify({ username: 'admin', password: ADMIN_PASSWORD }) });
+  const signedIn = await succeeded(`${boxes}/api/auth/signin`, {
+    method: 'POST',
+    headers: jsonPost,
+    body: JSON.stringify({ username: 'admin', password: ADMIN_PASSWORD }),
+  });
   const token = (JSON.parse(signedIn.body) as { access_token: string }).access_token;
-  const post = (path: string, body: unknown) => succeeded(`${boxes}${path}`, { method: 'POST', headers: { ...jsonPost, 'x-access-token': token }, body: JSON.stringify(body) });
+  const post = (path: string, body: unknown) =>
+    succeeded(`${boxes}${path}`, { method: 'POST', headers: { ...jsonPost, 'x-access-token': token }, body: JSON.stringify(body) });
   await post('/api/organization', { name: 'acme' });
   await post('/api/organization/acme/box', { name: 'base', is_public: true });
   await post('/api/organization/acme/box/base/version', { version_number: '1.0.0' });
@@ -187,53 +209,111 @@ async function installation(): Promise<Installation> {
   await post('/api/organization/acme/box/base/version/1.0.0/provider/virtualbox/architecture', { name: 'arm64' }); // stays empty: uploads to it read every header
   const box = await makeBox();
   const architecture = '/api/organization/acme/box/base/version/1.0.0/provider/virtualbox/architecture/amd64';
-  await succeeded(`${boxes}${architecture}/file/upload?checksum=${sha256(box)}&checksum_type=sha256`, { method: 'POST', headers: { 'content-type': 'application/octet-stream', 'x-file-name': 'base.box', 'x-access-token': token }, body: box });
+  await succeeded(`${boxes}${architecture}/file/upload?checksum=${sha256(box)}&checksum_type=sha256`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/octet-stream', 'x-file-name': 'base.box', 'x-access-token': token },
+    body: box,
+  });
   const download = '/acme/boxes/base/versions/1.0.0/providers/virtualbox/amd64/base.box';
   expect((await send(`${boxes}${download}`, { headers: { range: 'bytes=0-9' } })).status).toBe(206);
 
   // The file share: one file, and a session token.
   const files = urls['file-share'];
-  const shareLogin = await succeeded(`${files}/auth/login/basic`, { method: 'POST', headers: jsonPost, body: JSON.stringify({ username: 'admin', password: ADMIN_PASSWORD }) });
+  const shareLogin = await succeeded(`${files}/auth/login/basic`, {
+    method: 'POST',
+    headers: jsonPost,
+    body: JSON.stringify({ username: 'admin', password: ADMIN_PASSWORD }),
+  });
   const bearer = `Bearer ${(JSON.parse(shareLogin.body) as { data: { token: string } }).data.token}`;
   const boundary = 'boxyard-hostile-input';
-  const form = (name: string) => `--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="${name}"\r\nContent-Type: application/octet-stream\r\n\r\n${'x'.repeat(1024)}\r\n--${boundary}--\r\n`;
-  expect((await send(`${files}/notes.bin`, { method: 'POST', headers: { 'content-type': `multipart/form-data; boundary=${boundary}`, authorization: bearer }, body: form('notes.bin') })).status).toBe(201);
+  const form = (name: string) =>
+    `--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="${name}"\r\nContent-Type: application/octet-stream\r\n\r\n${'x'.repeat(1024)}\r\n--${boundary}--\r\n`;
+  expect(
+    (
+      await send(`${files}/notes.bin`, {
+        method: 'POST',
+        headers: { 'content-type': `multipart/form-data; boundary=${boundary}`, authorization: bearer },
+        body: form('notes.bin'),
+      })
+    ).status,
+  ).toBe(201);
 
   // The terminal: a session cookie.
   const terminal = urls.terminal;
-  const terminalLogin = await succeeded(`${terminal}/auth/login/basic`, { method: 'POST', headers: jsonPost, body: JSON.stringify({ username: 'admin', password: ADMIN_PASSWORD }) });
+  const terminalLogin = await succeeded(`${terminal}/auth/login/basic`, {
+    method: 'POST',
+    headers: jsonPost,
+    body: JSON.stringify({ username: 'admin', password: ADMIN_PASSWORD }),
+  });
   const cookie = String(terminalLogin.headers['set-cookie']?.find((c) => c.startsWith('auth_token=')) ?? '').split(';')[0]!;
   expect(cookie.startsWith('auth_token=')).toBe(true);
 
   const browserHeaders = ['accept', 'cookie', 'origin', 'x-forwarded-for', 'x-forwarded-host', 'x-forwarded-proto', 'host'];
   const targets: Record<Service, Target[]> = {
     'box-repository': [
-      { name: 'public download', path: download, poison: ['range', 'if-none-match', 'accept', 'authorization', 'x-access-token', 'cookie', 'x-forwarded-for'], query: ['access_token', 'expires', 'signature'] },
+      {
+        name: 'public download',
+        path: download,
+        poison: ['range', 'if-none-match', 'accept', 'authorization', 'x-access-token', 'cookie', 'x-forwarded-for'],
+        query: ['access_token', 'expires', 'signature'],
+      },
       { name: 'public download with a range', path: download, headers: { range: 'bytes=0-9' }, poison: ['if-range'] },
       { name: 'DPoP download', path: download, headers: { authorization: 'DPoP abc' }, poison: ['dpop'] },
       { name: 'Vagrant metadata', path: '/acme/base', poison: ['accept', 'if-none-match'] },
       { name: 'organization list', path: '/api/organization', headers: { 'x-access-token': token }, poison: [], query: ['page', 'per_page'] },
       { name: 'user search', path: '/api/admin/users', headers: { 'x-access-token': token }, poison: [], query: ['q', 'page', 'per_page'] },
       // Bodies the schema refuses: every header is read, and nothing is stored.
-      { name: 'sign-in', method: 'POST', path: '/api/auth/signin', headers: jsonPost, body: '{"username":5}', poison: ['content-type', 'origin', 'sec-fetch-site'] },
       {
-        name: 'raw upload (refused: not a box)', method: 'POST', path: `${architecture.replace('amd64', 'arm64')}/file/upload`, headers: { 'content-type': 'application/octet-stream', 'x-access-token': token, 'x-checksum-type': 'sha256', 'x-checksum': '0'.repeat(64) }, body: 'not a box',
-        poison: ['content-type', 'x-file-name', 'x-checksum', 'x-checksum-type', 'origin'], query: ['checksum', 'checksum_type', 'file_name', 'replace'],
+        name: 'sign-in',
+        method: 'POST',
+        path: '/api/auth/signin',
+        headers: jsonPost,
+        body: '{"username":5}',
+        poison: ['content-type', 'origin', 'sec-fetch-site'],
+      },
+      {
+        name: 'raw upload (refused: not a box)',
+        method: 'POST',
+        path: `${architecture.replace('amd64', 'arm64')}/file/upload`,
+        headers: { 'content-type': 'application/octet-stream', 'x-access-token': token, 'x-checksum-type': 'sha256', 'x-checksum': '0'.repeat(64) },
+        body: 'not a box',
+        poison: ['content-type', 'x-file-name', 'x-checksum', 'x-checksum-type', 'origin'],
+        query: ['checksum', 'checksum_type', 'file_name', 'replace'],
       },
     ],
     'file-share': [
-      { name: 'download', path: '/notes.bin', headers: { authorization: bearer }, poison: ['range', 'if-none-match', 'if-modified-since', 'accept'], query: ['format'] },
+      {
+        name: 'download',
+        path: '/notes.bin',
+        headers: { authorization: bearer },
+        poison: ['range', 'if-none-match', 'if-modified-since', 'accept'],
+        query: ['format'],
+      },
       { name: 'download with a range', path: '/notes.bin', headers: { authorization: bearer, range: 'bytes=0-9' }, poison: ['if-range'] },
       { name: 'listing', path: '/', headers: { authorization: bearer }, poison: ['accept'], query: ['format', 'page', 'limit'] },
       { name: 'events', path: '/events', headers: { authorization: bearer }, poison: ['last-event-id'], query: ['lastEventId'] },
       { name: 'anonymous download', path: '/notes.bin', poison: ['authorization', 'cookie', 'dpop', 'x-forwarded-for'] },
-      { name: 'upload', method: 'POST', path: '/hostile.bin', headers: { authorization: bearer, 'content-type': `multipart/form-data; boundary=${boundary}` }, body: form('hostile.bin'), poison: ['content-type', 'origin', 'sec-fetch-site'] },
+      {
+        name: 'upload',
+        method: 'POST',
+        path: '/hostile.bin',
+        headers: { authorization: bearer, 'content-type': `multipart/form-data; boundary=${boundary}` },
+        body: form('hostile.bin'),
+        poison: ['content-type', 'origin', 'sec-fetch-site'],
+      },
       { name: 'sign-in', method: 'POST', path: '/auth/login/basic', headers: jsonPost, body: '{"username":5}', poison: ['content-type', 'origin'] },
     ],
     terminal: [
       { name: 'session list', path: '/api/terminal/sessions', headers: { cookie }, poison: ['accept', 'x-forwarded-for'], query: ['include_ended'] },
       { name: 'anonymous session list', path: '/api/terminal/sessions', poison: ['authorization', 'cookie', 'dpop'] },
-      { name: 'start with a refused body', method: 'POST', path: '/api/terminal/start', headers: { ...jsonPost, cookie }, body: '{"terminal_cookie":5}', poison: ['content-type', 'origin', 'sec-fetch-site'] },
+      {
+        name: 'start with a refused body',
+        method: 'POST',
+        path: '/api/terminal/start',
+        headers: { ...jsonPost, cookie },
+        body: '{"terminal_cookie":5}',
+        poison: ['content-type', 'origin', 'sec-fetch-site'],
+      },
       { name: 'sign-in', method: 'POST', path: '/auth/login/basic', headers: jsonPost, body: '{"username":5}', poison: ['content-type', 'origin'] },
     ],
     'second-service': [
@@ -251,12 +331,20 @@ function hostileRequests(base: string, targets: Target[]) {
     const method = target.method ?? 'GET';
     for (const header of target.poison) {
       for (const [shape, value] of Object.entries(valuesFor(header))) {
-        requests.push({ label: `${target.name}: ${header} (${shape})`, url: `${base}${target.path}`, init: { method, headers: { ...target.headers, [header]: value }, ...(target.body !== undefined ? { body: target.body } : {}) } });
+        requests.push({
+          label: `${target.name}: ${header} (${shape})`,
+          url: `${base}${target.path}`,
+          init: { method, headers: { ...target.headers, [header]: value }, ...(target.body !== undefined ? { body: target.body } : {}) },
+        });
       }
     }
     for (const parameter of target.query ?? []) {
       for (const [shape, value] of Object.entries(QUERY_VALUES)) {
-        requests.push({ label: `${target.name}: ?${parameter} (${shape})`, url: `${base}${target.path}?${parameter}=${value}`, init: { method, headers: { ...target.headers }, ...(target.body !== undefined ? { body: target.body } : {}) } });
+        requests.push({
+          label: `${target.name}: ?${parameter} (${shape})`,
+          url: `${base}${target.path}?${parameter}=${value}`,
+          init: { method, headers: { ...target.headers }, ...(target.body !== undefined ? { body: target.body } : {}) },
+        });
       }
     }
   }
@@ -323,12 +411,16 @@ describe('hostile header and query values, against every service of one `boxyard
     await running?.dev.stop({ discard: true });
   }, 60_000);
 
-  it.each(SERVICES)('%s answers every hostile value with a 4xx or a normal answer, and the other services keep answering', async (service) => {
-    const result = await attack(running!, service);
-    expect(result.wrong).toEqual([]);
-    expect(result.unhealthy).toEqual([]);
-    expect(result.sent).toBe(result.total);
-    // The other services answered while the attack ran (at least once each, and never failed).
-    for (const other of SERVICES.filter((s) => s !== service)) expect(result.healthy[other], other).toBeGreaterThan(0);
-  }, 300_000);
+  it.each(SERVICES)(
+    '%s answers every hostile value with a 4xx or a normal answer, and the other services keep answering',
+    async (service) => {
+      const result = await attack(running!, service);
+      expect(result.wrong).toEqual([]);
+      expect(result.unhealthy).toEqual([]);
+      expect(result.sent).toBe(result.total);
+      // The other services answered while the attack ran (at least once each, and never failed).
+      for (const other of SERVICES.filter((s) => s !== service)) expect(result.healthy[other], other).toBeGreaterThan(0);
+    },
+    300_000,
+  );
 });

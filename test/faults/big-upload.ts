@@ -89,7 +89,9 @@ export function generatedBox(disk: StreamBody): GeneratedBody {
 /** A multipart/form-data body with `content` as the part `field` named `fileName`, streamed. */
 export function generatedMultipart(field: string, fileName: string, content: StreamBody): StreamBody & { contentType: string } {
   const boundary = `----boxyard${randomBytes(8).toString('hex')}`;
-  const head = Buffer.from(`--${boundary}\r\nContent-Disposition: form-data; name="${field}"; filename="${fileName}"\r\nContent-Type: application/octet-stream\r\n\r\n`);
+  const head = Buffer.from(
+    `--${boundary}\r\nContent-Disposition: form-data; name="${field}"; filename="${fileName}"\r\nContent-Type: application/octet-stream\r\n\r\n`,
+  );
   const tail = Buffer.from(`\r\n--${boundary}--\r\n`);
   return {
     length: head.length + content.length + tail.length,

@@ -16,7 +16,14 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { archPath, createBoxPath, createOrganization, startTestService, type BoxPath, type TestService } from '@boxyard/box-repository/testing/test-service.ts';
 import { createTestBucket, createTestDatabase, type TestBucket } from '../harness/fixtures.ts';
-import { startKillableMinio, startKillablePostgres, startKillableSeaweedfs, type KillableMinio, type KillablePostgres, type KillableSeaweedfs } from '../harness/killable.ts';
+import {
+  startKillableMinio,
+  startKillablePostgres,
+  startKillableSeaweedfs,
+  type KillableMinio,
+  type KillablePostgres,
+  type KillableSeaweedfs,
+} from '../harness/killable.ts';
 import { downloadSha256, generatedBox, generatedBytes, generatedMultipart, streamUpload, type UploadAnswer } from './big-upload.ts';
 
 const GiB = 1 << 30;
@@ -43,7 +50,15 @@ async function storedKeys({ client, bucket }: TestBucket, prefix: string): Promi
 async function unfinishedUploadsOnDisk(minioDir: string): Promise<string[]> {
   const root = join(minioDir, '.minio.sys', 'multipart');
   const entries = await readdir(root, { recursive: true, withFileTypes: true }).catch(() => []);
-  const uploads = entries.filter((e) => e.isFile()).map((e) => join(e.parentPath, e.name).slice(root.length + 1).split('/').slice(0, 2).join('/'));
+  const uploads = entries
+    .filter((e) => e.isFile())
+    .map((e) =>
+      join(e.parentPath, e.name)
+        .slice(root.length + 1)
+        .split('/')
+        .slice(0, 2)
+        .join('/'),
+    );
   return [...new Set(uploads)];
 }
 
@@ -97,7 +112,16 @@ async function expectEveryRowHasBytesAndEveryObjectARow({ boxes, share }: Servic
 
 async function waitUntilReady(urls: string[]): Promise<void> {
   for (const url of urls) {
-    await expect.poll(() => fetch(`${url}/health/ready`).then((r) => r.status, () => 0), { timeout: 60_000, interval: 250, message: `${url} ready again` }).toBe(200);
+    await expect
+      .poll(
+        () =>
+          fetch(`${url}/health/ready`).then(
+            (r) => r.status,
+            () => 0,
+          ),
+        { timeout: 60_000, interval: 250, message: `${url} ready again` },
+      )
+      .toBe(200);
   }
 }
 
@@ -176,7 +200,11 @@ describe.each(s3Servers)('1 GiB uploads when PostgreSQL or $Server dies mid-way'
     const disk = generatedBytes(GiB);
     const box = generatedBox(disk);
     const form = generatedMultipart('file', `${name}.img`, disk);
-    const boxUpload = { url: `${boxes.url}${archPath(path)}/file/upload`, headers: { 'content-type': 'application/octet-stream', 'x-file-name': `${name}.box`, 'x-access-token': boxes.adminToken }, body: box };
+    const boxUpload = {
+      url: `${boxes.url}${archPath(path)}/file/upload`,
+      headers: { 'content-type': 'application/octet-stream', 'x-file-name': `${name}.box`, 'x-access-token': boxes.adminToken },
+      body: box,
+    };
     const fileUpload = { url: `${share.url}/faults/${name}.img`, headers: { 'content-type': form.contentType, authorization: adminAuth }, body: form };
 
     let arrived = 0;
@@ -200,7 +228,9 @@ describe.each(s3Servers)('1 GiB uploads when PostgreSQL or $Server dies mid-way'
     // The same uploads again, as a client honouring Retry-After does (a restarted SeaweedFS takes writes only once
     // its volume server has registered again, ~20 s: until then the services answer 503 again): accepted, and the
     // bytes served back are the bytes sent.
-    const [boxRetry, fileRetry] = await Promise.all([boxUpload, fileUpload].map((u) => retryWhileUnavailable(() => streamUpload(u.url, { headers: u.headers, body: u.body }))));
+    const [boxRetry, fileRetry] = await Promise.all(
+      [boxUpload, fileUpload].map((u) => retryWhileUnavailable(() => streamUpload(u.url, { headers: u.headers, body: u.body }))),
+    );
     expect(boxRetry!.status, boxRetry!.text).toBe(201);
     expect(fileRetry!.status, fileRetry!.text).toBe(201);
     const [boxDownload, fileDownload] = await Promise.all([

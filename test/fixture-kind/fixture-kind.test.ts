@@ -52,23 +52,33 @@ describe('a fixture kind declared in one folder, on one machine', () => {
   it('boxyard dev serves it beside the others: its route, its table, its limit from config', async () => {
     const base = dev.urls[NAME]!;
     expect(base).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
-    const written = await fetch(`${base}/notes`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ text: 'first note' }) });
+    const written = await fetch(`${base}/notes`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ text: 'first note' }),
+    });
     expect(written.status).toBe(201);
     expect(await written.json()).toMatchObject({ text: 'first note' });
-    const tooLong = await fetch(`${base}/notes`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ text: 'x'.repeat(281) }) });
+    const tooLong = await fetch(`${base}/notes`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ text: 'x'.repeat(281) }),
+    });
     expect(tooLong.status).toBe(422);
     expect(tooLong.headers.get('content-type')).toContain('application/problem+json');
     expect(await (await fetch(`${base}/notes`)).json()).toEqual([expect.objectContaining({ text: 'first note' })]);
     // The host's common parts came with the declaration: health, OpenAPI and /metrics on its own listener.
     expect((await fetch(`${base}/health/ready`)).status).toBe(200);
-    expect((await (await fetch(dev.metricsUrls[NAME]!)).text())).toContain(`service="${NAME}"`);
+    expect(await (await fetch(dev.metricsUrls[NAME]!)).text()).toContain(`service="${NAME}"`);
   });
 
   it('boxyard backup backs up its table', async () => {
     const target = join(home, 'backup');
     const result = await boxyard(['backup', target], { ...extra, BOXYARD_HOME: home, BOXYARD_DEV_POSTGRES_PORT: String(dev.postgresPort) });
     expect(result.code, result.output).toBe(0);
-    const manifest = JSON.parse(await readFile(join(target, 'manifest.json'), 'utf8')) as { services: Record<string, { tables: { name: string; rows: number; file: string }[] }> };
+    const manifest = JSON.parse(await readFile(join(target, 'manifest.json'), 'utf8')) as {
+      services: Record<string, { tables: { name: string; rows: number; file: string }[] }>;
+    };
     const notes = manifest.services[NAME]?.tables.find((t) => t.name === 'notes');
     expect(notes?.rows).toBe(1);
     expect(await readFile(join(target, notes!.file), 'utf8')).toContain('first note');
@@ -91,7 +101,11 @@ describe('its kind, reconciled by the operator on the real apiserver', () => {
     // The registry of the operator process holds the fixture (BOXYARD_EXTRA_SERVICES), as `boxyard dev`'s did.
     process.env.BOXYARD_EXTRA_SERVICES = extra.BOXYARD_EXTRA_SERVICES;
     try {
-      operator = await startOperatorProcess({ kubeconfig, logFile: join(logDir, 'operator.log'), args: ['--namespaces', namespace, '--default-image', 'registry.invalid/boxyard:test'] });
+      operator = await startOperatorProcess({
+        kubeconfig,
+        logFile: join(logDir, 'operator.log'),
+        args: ['--namespaces', namespace, '--default-image', 'registry.invalid/boxyard:test'],
+      });
     } finally {
       delete process.env.BOXYARD_EXTRA_SERVICES;
     }
@@ -103,18 +117,29 @@ describe('its kind, reconciled by the operator on the real apiserver', () => {
   });
 
   it('a FixtureNotes resource becomes a Deployment running the service, with its spec in the service config', async () => {
-    await kubectl(['apply', '-n', namespace, '-f', '-'], stringify({
-      apiVersion: 'boxyard.io/v1alpha1', kind: 'FixtureNotes', metadata: { name: 'board' },
-      spec: { database: { secretRef: { name: 'db' } }, notes: { maxLength: 100 } },
-    }));
+    await kubectl(
+      ['apply', '-n', namespace, '-f', '-'],
+      stringify({
+        apiVersion: 'boxyard.io/v1alpha1',
+        kind: 'FixtureNotes',
+        metadata: { name: 'board' },
+        spec: { database: { secretRef: { name: 'db' } }, notes: { maxLength: 100 } },
+      }),
+    );
     const name = `board-${NAME}`;
-    const deployment = await waitFor('the Deployment', async () => JSON.parse(await kubectl(['get', 'deployment', name, '-n', namespace, '-o', 'json']).catch(() => 'null')) as Json | null ?? undefined);
+    const deployment = await waitFor(
+      'the Deployment',
+      async () => (JSON.parse(await kubectl(['get', 'deployment', name, '-n', namespace, '-o', 'json']).catch(() => 'null')) as Json | null) ?? undefined,
+    );
     expect(deployment.spec.template.spec.containers[0].args).toEqual(['serve', NAME, '--config', '/etc/boxyard/config.yaml']);
     const configMap = JSON.parse(await kubectl(['get', 'configmap', `${name}-config`, '-n', namespace, '-o', 'json'])) as { data: Record<string, string> };
     const config = parse(configMap.data['config.yaml']!) as Json;
     expect(config.notes).toEqual({ max_length: 100 });
     // The service's own schema loads what the operator rendered (the pod would not crash-loop).
-    expect(loadAsPod(configMap.data['config.yaml']!, notesConfigSchema, logDir)).toMatchObject({ notes: { max_length: 100 }, database: { schema: 'fixture_notes' } });
+    expect(loadAsPod(configMap.data['config.yaml']!, notesConfigSchema, logDir)).toMatchObject({
+      notes: { max_length: 100 },
+      database: { schema: 'fixture_notes' },
+    });
     const status = await waitFor('the status at its generation', async () => {
       const resource = JSON.parse(await kubectl(['get', 'fixturenotes', 'board', '-n', namespace, '-o', 'json'])) as Json;
       return resource.status?.observedGeneration === resource.metadata.generation ? resource.status : undefined;
@@ -123,10 +148,15 @@ describe('its kind, reconciled by the operator on the real apiserver', () => {
   });
 
   it('refuses a spec its service would refuse, at the apiserver (the bounds came from config.ts)', async () => {
-    const refused = kubectl(['apply', '-n', namespace, '-f', '-'], stringify({
-      apiVersion: 'boxyard.io/v1alpha1', kind: 'FixtureNotes', metadata: { name: 'too-long' },
-      spec: { database: { secretRef: { name: 'db' } }, notes: { maxLength: 20_000 } },
-    }));
+    const refused = kubectl(
+      ['apply', '-n', namespace, '-f', '-'],
+      stringify({
+        apiVersion: 'boxyard.io/v1alpha1',
+        kind: 'FixtureNotes',
+        metadata: { name: 'too-long' },
+        spec: { database: { secretRef: { name: 'db' } }, notes: { maxLength: 20_000 } },
+      }),
+    );
     await expect(refused).rejects.toThrow(/spec\.notes\.maxLength: Invalid value: 20000/);
   });
 });

@@ -23,7 +23,14 @@ export function schemathesis(): string {
 export const LONG = process.env.FUZZ_LONG === '1';
 
 /** What `make test` checks: a caller can never cause a 5xx, and every answer is one the description promises. */
-const BOUNDED_CHECKS = ['not_a_server_error', 'status_code_conformance', 'content_type_conformance', 'response_schema_conformance', 'response_headers_conformance', 'unsupported_method'];
+const BOUNDED_CHECKS = [
+  'not_a_server_error',
+  'status_code_conformance',
+  'content_type_conformance',
+  'response_schema_conformance',
+  'response_headers_conformance',
+  'unsupported_method',
+];
 
 export interface FuzzOptions {
   /** The OpenAPI description's URL (its `servers` entry names the base URL). */
@@ -54,25 +61,39 @@ export async function fuzz(options: FuzzOptions): Promise<FuzzResult> {
   const dir = await mkdtemp(join(tmpdir(), 'fuzz-'));
   const maxExamples = (options.maxExamples ?? 5) * (LONG ? Number(process.env.FUZZ_FACTOR ?? 20) : 1);
   const args = [
-    '--config-file', CONFIG_FILE,
-    'run', options.schemaUrl,
+    '--config-file',
+    CONFIG_FILE,
+    'run',
+    options.schemaUrl,
     // FUZZ_SEED (e.g. `FUZZ_SEED=$RANDOM make fuzz`) explores other cases than the fixed seed of `make test`.
-    '--seed', String(process.env.FUZZ_SEED ?? options.seed ?? 1),
-    '--max-examples', String(maxExamples),
-    '--checks', LONG ? 'all' : [...BOUNDED_CHECKS, ...(options.extraChecks ?? [])].join(','),
+    '--seed',
+    String(process.env.FUZZ_SEED ?? options.seed ?? 1),
+    '--max-examples',
+    String(maxExamples),
+    '--checks',
+    LONG ? 'all' : [...BOUNDED_CHECKS, ...(options.extraChecks ?? [])].join(','),
     // "Schema-valid request rejected" flags every rule a JSON schema cannot say (password policy, "not your own
     // account"): run it on purpose with FUZZ_ACCEPTANCE=1 to tighten the descriptions.
     ...(LONG && process.env.FUZZ_ACCEPTANCE !== '1' ? ['--exclude-checks', 'positive_data_acceptance'] : []),
-    '--phases', LONG ? 'examples,coverage,fuzzing,stateful' : 'examples,coverage,fuzzing',
+    '--phases',
+    LONG ? 'examples,coverage,fuzzing,stateful' : 'examples,coverage,fuzzing',
     // One worker: the order of requests is the same each run (reproducible), and hypothesis' lambda
     // introspection is not thread-safe on Python 3.11 ("AST constructor recursion depth mismatch").
-    '--workers', '1',
-    '--generation-database', 'none',
-    '--suppress-health-check', 'all',
-    '--request-timeout', '20',
+    '--workers',
+    '1',
+    '--generation-database',
+    'none',
+    '--suppress-health-check',
+    'all',
+    '--request-timeout',
+    '20',
     '--no-color',
-    '--output-truncate', 'false',
-    '--report', 'junit', '--report-junit-path', join(dir, 'junit.xml'),
+    '--output-truncate',
+    'false',
+    '--report',
+    'junit',
+    '--report-junit-path',
+    join(dir, 'junit.xml'),
   ];
   for (const [name, value] of Object.entries(options.headers ?? {})) args.push('-H', `${name}: ${value}`);
   if (options.excludePathRegex) args.push('--exclude-path-regex', options.excludePathRegex);
@@ -80,7 +101,11 @@ export async function fuzz(options: FuzzOptions): Promise<FuzzResult> {
   try {
     const { exitCode, output } = await new Promise<{ exitCode: number; output: string }>((resolve, reject) => {
       // In the scratch directory: st keeps a replay database in ./.schemathesis.
-      const child = spawn(schemathesis(), args, { cwd: dir, env: { ...process.env, SCHEMATHESIS_HOOKS: '', NO_COLOR: '1', COLUMNS: '160' }, stdio: ['ignore', 'pipe', 'pipe'] });
+      const child = spawn(schemathesis(), args, {
+        cwd: dir,
+        env: { ...process.env, SCHEMATHESIS_HOOKS: '', NO_COLOR: '1', COLUMNS: '160' },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
       let out = '';
       child.stdout.on('data', (chunk: Buffer) => (out += chunk.toString()));
       child.stderr.on('data', (chunk: Buffer) => (out += chunk.toString()));

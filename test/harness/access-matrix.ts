@@ -106,7 +106,12 @@ export function describeAccessMatrix<R extends string>(options: MatrixOptions<R>
 }
 
 /** Expected statuses: the roles named get theirs; the rest get `otherwise` (401 for those in `unauthenticated`). */
-export function outcomes<R extends string>(roles: RoleSpec<R>[], unauthenticated: readonly R[], granted: Partial<Record<R, number>>, otherwise = 403): Partial<Record<R, number>> {
+export function outcomes<R extends string>(
+  roles: RoleSpec<R>[],
+  unauthenticated: readonly R[],
+  granted: Partial<Record<R, number>>,
+  otherwise = 403,
+): Partial<Record<R, number>> {
   const result: Partial<Record<R, number>> = {};
   for (const role of roles) {
     if (role.notImplemented) continue;

@@ -34,7 +34,12 @@ export function builtImage(): { image: string; tar: string } {
   const cache = process.env.BOXYARD_CACHE ?? join(process.env.HOME ?? '/root', '.cache', 'boxyard');
   const file = join(cache, 'images', 'latest.env');
   if (!existsSync(file)) throw new Error(`no Boxyard image: run \`make image\` first (${file} is missing)`);
-  const values = Object.fromEntries(readFileSync(file, 'utf8').trim().split('\n').map((l) => l.split('=', 2) as [string, string]));
+  const values = Object.fromEntries(
+    readFileSync(file, 'utf8')
+      .trim()
+      .split('\n')
+      .map((l) => l.split('=', 2) as [string, string]),
+  );
   if (!values.IMAGE || !values.TAR || !existsSync(values.TAR)) throw new Error(`${file} names no image archive that exists: run \`make image\``);
   return { image: values.IMAGE, tar: values.TAR };
 }

@@ -48,7 +48,10 @@ async function serve(): Promise<void> {
   }
   copyFileSync(plane.kubeconfig, kubeconfig);
   mkdirSync(binDir, { recursive: true });
-  for (const [name, key] of [['kubectl', 'KUBECTL'], ['helm', 'HELM']] as const) {
+  for (const [name, key] of [
+    ['kubectl', 'KUBECTL'],
+    ['helm', 'HELM'],
+  ] as const) {
     rmSync(join(binDir, name), { force: true });
     symlinkSync(tool(key), join(binDir, name));
   }

@@ -45,7 +45,9 @@ export async function startDetached<T>(files: DetachedFiles, what: string, timeo
     if (exited !== undefined || Date.now() > deadline) {
       if (exited === undefined) process.kill(-child.pid!, 'SIGKILL');
       rmSync(files.pidFile, { force: true });
-      throw new Error(`${what} did not start (${exited === undefined ? 'timeout' : `exit ${exited}`}); ${files.serveLog}:\n${readFileSync(files.serveLog, 'utf8')}`);
+      throw new Error(
+        `${what} did not start (${exited === undefined ? 'timeout' : `exit ${exited}`}); ${files.serveLog}:\n${readFileSync(files.serveLog, 'utf8')}`,
+      );
     }
     await sleep(200);
   }

@@ -54,7 +54,14 @@ export async function startDevProcess(options: DevProcessOptions = {}): Promise<
   let text = '';
   const launch = options.launcher?.(process.execPath, MAIN) ?? { command: process.execPath, args: [MAIN] };
   const child: ChildProcess = spawn(launch.command, [...launch.args, 'dev'], {
-    env: { ...(options.baseEnv ?? process.env), BOXYARD_HOME: home, BOXYARD_DEV_POSTGRES_PORT: String(postgresPort), BOXYARD_SERVER__PORT: '0', BOXYARD_LOGGING__LEVEL: 'warn', ...options.env },
+    env: {
+      ...(options.baseEnv ?? process.env),
+      BOXYARD_HOME: home,
+      BOXYARD_DEV_POSTGRES_PORT: String(postgresPort),
+      BOXYARD_SERVER__PORT: '0',
+      BOXYARD_LOGGING__LEVEL: 'warn',
+      ...options.env,
+    },
     stdio: ['ignore', 'pipe', 'pipe'],
     detached: options.ownProcessGroup ?? false,
   });

@@ -37,8 +37,19 @@ export async function makePki(pki: string): Promise<void> {
   const ec = ['-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes', '-days', '3650'];
   const cert = (name: string, profile: string, subject: string, signed: boolean) =>
     run('openssl', [
-      'req', '-x509', '-config', cnf, '-extensions', profile, ...ec, '-subj', subject,
-      '-keyout', join(pki, `${name}.key`), '-out', join(pki, `${name}.crt`),
+      'req',
+      '-x509',
+      '-config',
+      cnf,
+      '-extensions',
+      profile,
+      ...ec,
+      '-subj',
+      subject,
+      '-keyout',
+      join(pki, `${name}.key`),
+      '-out',
+      join(pki, `${name}.crt`),
       ...(signed ? ['-CA', join(pki, 'ca.crt'), '-CAkey', join(pki, 'ca.key')] : []),
     ]);
   await cert('ca', 'ca', '/CN=boxyard-local-ca', false);
@@ -51,8 +62,8 @@ export async function makePki(pki: string): Promise<void> {
     cert('kubelet', 'server', `/CN=${NODE.name}`, true),
     cert('kube-proxy', 'client', '/CN=system:kube-proxy', true),
     cert('apiserver-kubelet-client', 'client', '/O=system:masters/CN=kube-apiserver-kubelet-client', true),
-    run('openssl', ['genpkey', '-algorithm', 'EC', '-pkeyopt', 'ec_paramgen_curve:P-256', '-out', join(pki, 'sa.key')]).then(
-      () => run('openssl', ['pkey', '-in', join(pki, 'sa.key'), '-pubout', '-out', join(pki, 'sa.pub')]),
+    run('openssl', ['genpkey', '-algorithm', 'EC', '-pkeyopt', 'ec_paramgen_curve:P-256', '-out', join(pki, 'sa.key')]).then(() =>
+      run('openssl', ['pkey', '-in', join(pki, 'sa.key'), '-pubout', '-out', join(pki, 'sa.pub')]),
     ),
   ]);
   await writeFile(join(pki, PKI_DONE), '');

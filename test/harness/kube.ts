@@ -32,7 +32,11 @@ export interface RunningControlPlane {
   stop(): Promise<void>;
 }
 
-interface AdminTls { ca: Buffer; cert: Buffer; key: Buffer }
+interface AdminTls {
+  ca: Buffer;
+  cert: Buffer;
+  key: Buffer;
+}
 
 /** One request to the apiserver as admin; resolves with the status code (0 when it does not answer). */
 function admin(server: string, tls: AdminTls, method: string, path: string, body?: unknown): Promise<number> {
@@ -148,10 +152,15 @@ async function startApiserver({ dir, pki, withNode, processes }: ControlPlane): 
   const etcdUrl = `http://127.0.0.1:${etcdPort}`;
   const peerUrl = `http://127.0.0.1:${peerPort}`;
   processes.start('etcd', etcdBin, [
-    '--name=boxyard', `--data-dir=${join(dir, 'etcd')}`,
-    `--listen-client-urls=${etcdUrl}`, `--advertise-client-urls=${etcdUrl}`,
-    `--listen-peer-urls=${peerUrl}`, `--initial-advertise-peer-urls=${peerUrl}`, `--initial-cluster=boxyard=${peerUrl}`,
-    '--unsafe-no-fsync', '--log-level=warn',
+    '--name=boxyard',
+    `--data-dir=${join(dir, 'etcd')}`,
+    `--listen-client-urls=${etcdUrl}`,
+    `--advertise-client-urls=${etcdUrl}`,
+    `--listen-peer-urls=${peerUrl}`,
+    `--initial-advertise-peer-urls=${peerUrl}`,
+    `--initial-cluster=boxyard=${peerUrl}`,
+    '--unsafe-no-fsync',
+    '--log-level=warn',
   ]);
 
   // Started right away, not after etcd is healthy: the apiserver retries etcd while it loads, which saves a second.
@@ -162,7 +171,15 @@ async function startApiserver({ dir, pki, withNode, processes }: ControlPlane): 
   processes.start('kube-apiserver', apiserverBin, apiserverArgs({ dir, pki, withNode, etcdUrl, host, apiPort }));
 
   const tls: AdminTls = { ca: readFileSync(join(pki, 'ca.crt')), cert: readFileSync(join(pki, 'admin.crt')), key: readFileSync(join(pki, 'admin.key')) };
-  await processes.waitFor('etcd /health', () => fetch(`${etcdUrl}/health`).then((r) => r.ok, () => false), 30_000);
+  await processes.waitFor(
+    'etcd /health',
+    () =>
+      fetch(`${etcdUrl}/health`).then(
+        (r) => r.ok,
+        () => false,
+      ),
+    30_000,
+  );
   // /readyz covers etcd, the RBAC bootstrap roles and the other post-start hooks, but not the apiserver's own
   // system-namespaces controller: wait for `default` too, tests create objects right away.
   await processes.waitFor('kube-apiserver /readyz', async () => (await admin(server, tls, 'GET', '/readyz')) === 200, 60_000);
@@ -177,20 +194,41 @@ async function startApiserver({ dir, pki, withNode, processes }: ControlPlane): 
   return { server, kubeconfig, tls, described };
 }
 
-function apiserverArgs({ dir, pki, withNode, etcdUrl, host, apiPort }: { dir: string; pki: string; withNode: boolean; etcdUrl: string; host: string; apiPort: number }): string[] {
+function apiserverArgs({
+  dir,
+  pki,
+  withNode,
+  etcdUrl,
+  host,
+  apiPort,
+}: {
+  dir: string;
+  pki: string;
+  withNode: boolean;
+  etcdUrl: string;
+  host: string;
+  apiPort: number;
+}): string[] {
   return [
     `--etcd-servers=${etcdUrl}`,
-    `--bind-address=${host}`, `--advertise-address=${host}`, `--secure-port=${apiPort}`,
+    `--bind-address=${host}`,
+    `--advertise-address=${host}`,
+    `--secure-port=${apiPort}`,
     `--cert-dir=${join(dir, 'apiserver-certs')}`,
-    `--tls-cert-file=${join(pki, 'apiserver.crt')}`, `--tls-private-key-file=${join(pki, 'apiserver.key')}`,
+    `--tls-cert-file=${join(pki, 'apiserver.crt')}`,
+    `--tls-private-key-file=${join(pki, 'apiserver.key')}`,
     `--client-ca-file=${join(pki, 'ca.crt')}`,
-    '--service-cluster-ip-range=10.0.0.0/24', '--allow-privileged',
+    '--service-cluster-ip-range=10.0.0.0/24',
+    '--allow-privileged',
     ...(withNode
       ? [
           // Real pods: ServiceAccount admission mounts tokens; kubelets are authorized as nodes and reached by IP.
-          '--authorization-mode=Node,RBAC', '--enable-admission-plugins=NodeRestriction',
-          `--kubelet-client-certificate=${join(pki, 'apiserver-kubelet-client.crt')}`, `--kubelet-client-key=${join(pki, 'apiserver-kubelet-client.key')}`,
-          `--kubelet-certificate-authority=${join(pki, 'ca.crt')}`, '--kubelet-preferred-address-types=InternalIP',
+          '--authorization-mode=Node,RBAC',
+          '--enable-admission-plugins=NodeRestriction',
+          `--kubelet-client-certificate=${join(pki, 'apiserver-kubelet-client.crt')}`,
+          `--kubelet-client-key=${join(pki, 'apiserver-kubelet-client.key')}`,
+          `--kubelet-certificate-authority=${join(pki, 'ca.crt')}`,
+          '--kubelet-preferred-address-types=InternalIP',
         ]
       : ['--authorization-mode=RBAC', '--disable-admission-plugins=ServiceAccount']),
     '--service-account-issuer=https://kubernetes.default.svc.cluster.local',
@@ -210,7 +248,8 @@ function startControllers({ pki, withNode, processes }: ControlPlane, { kubeconf
     '--controllers=*,-cloud-node-lifecycle-controller,-node-route-controller,-service-lb-controller',
     `--service-account-private-key-file=${join(pki, 'sa.key')}`,
     `--root-ca-file=${join(pki, 'ca.crt')}`,
-    `--cluster-signing-cert-file=${join(pki, 'ca.crt')}`, `--cluster-signing-key-file=${join(pki, 'ca.key')}`,
+    `--cluster-signing-cert-file=${join(pki, 'ca.crt')}`,
+    `--cluster-signing-key-file=${join(pki, 'ca.key')}`,
     '--use-service-account-credentials=false',
     ...(withNode ? ['--node-monitor-grace-period=40s'] : []),
   ]);
@@ -223,10 +262,13 @@ async function startKwok({ dir, processes }: ControlPlane, { server, kubeconfig,
   const kwok = tool('KWOK');
   await writeFile(join(dir, 'kwok.yaml'), KWOK_STAGES);
   processes.start('kwok', kwok, [
-    `--kubeconfig=${kubeconfig}`, `--config=${join(dir, 'kwok.yaml')}`,
+    `--kubeconfig=${kubeconfig}`,
+    `--config=${join(dir, 'kwok.yaml')}`,
     '--manage-all-nodes=false',
     '--manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake',
-    '--cidr=10.244.0.0/16', '--node-ip=10.1.0.1', '--node-lease-duration-seconds=40',
+    '--cidr=10.244.0.0/16',
+    '--node-ip=10.1.0.1',
+    '--node-lease-duration-seconds=40',
   ]);
   // Create (or keep) the fake node; 409 means it survived in etcd from a previous run.
   const status = await admin(server, tls, 'POST', '/api/v1/nodes', FAKE_NODE);
@@ -237,7 +279,11 @@ async function startKwok({ dir, processes }: ControlPlane, { server, kubeconfig,
 async function startRealNode(plane: ControlPlane, { server, kubeconfig, described }: Apiserver): Promise<void> {
   const { dir, pki, log, processes } = plane;
   plane.node = await startNode({
-    dir, pki, server, log, kubectl: kubectlFor(kubeconfig),
+    dir,
+    pki,
+    server,
+    log,
+    kubectl: kubectlFor(kubeconfig),
     onStop: (hook) => void plane.stopHooks.push(hook),
     start: (name, binary, args, env) => processes.start(name, binary, args, env),
     waitFor: (what, check, timeoutMs) => processes.waitFor(what, check, timeoutMs),

@@ -66,7 +66,11 @@ export interface Fetched {
 }
 
 /** One request with the jar's cookies; the response's cookies go into the jar. Redirects are not followed. */
-export async function request(jar: CookieJar, url: URL | string, init: { method?: string; form?: Record<string, string>; headers?: Record<string, string> } = {}): Promise<Fetched> {
+export async function request(
+  jar: CookieJar,
+  url: URL | string,
+  init: { method?: string; form?: Record<string, string>; headers?: Record<string, string> } = {},
+): Promise<Fetched> {
   const target = new URL(url);
   const headers: Record<string, string> = { accept: 'text/html,application/xhtml+xml;q=0.9,*/*;q=0.8', ...init.headers };
   const cookie = jar.header(target);
@@ -79,7 +83,13 @@ export async function request(jar: CookieJar, url: URL | string, init: { method?
   const response = await fetch(target, { method: init.method ?? (init.form ? 'POST' : 'GET'), headers, body, redirect: 'manual' });
   jar.store(target, response.headers.getSetCookie());
   const location = response.headers.get('location');
-  return { url: target, status: response.status, headers: response.headers, body: await response.text(), ...(location ? { location: new URL(location, target) } : {}) };
+  return {
+    url: target,
+    status: response.status,
+    headers: response.headers,
+    body: await response.text(),
+    ...(location ? { location: new URL(location, target) } : {}),
+  };
 }
 
 const formAction = (html: string, base: URL, id?: string): URL => {
@@ -132,7 +142,8 @@ export async function signOutAtProvider(jar: CookieJar, endSessionUrl: URL | str
       next = await request(jar, next.location);
       continue;
     }
-    if (next.status !== 200 || !next.body.includes('op.logoutForm')) throw new Error(`provider answered ${next.status} at ${next.url.pathname}: ${next.body.slice(0, 500)}`);
+    if (next.status !== 200 || !next.body.includes('op.logoutForm'))
+      throw new Error(`provider answered ${next.status} at ${next.url.pathname}: ${next.body.slice(0, 500)}`);
     const xsrf = /name="xsrf" value="([^"]+)"/.exec(next.body)?.[1];
     if (!xsrf) throw new Error('no xsrf field in the logout form');
     next = await request(jar, formAction(next.body, next.url, 'op.logoutForm'), { form: { xsrf, logout: 'yes' } });

@@ -8,7 +8,10 @@ describe('test OpenID provider', () => {
   let idp: RunningOidcProvider;
   const resource = 'https://boxes.example.test';
   beforeAll(async () => {
-    idp = await startOidcProvider({ resources: [resource], clients: [{ client_id: 'alice-cli', client_secret: 'alice-secret-0123456789', actsAs: { login: 'alice', groups: ['devs'] } }] });
+    idp = await startOidcProvider({
+      resources: [resource],
+      clients: [{ client_id: 'alice-cli', client_secret: 'alice-secret-0123456789', actsAs: { login: 'alice', groups: ['devs'] } }],
+    });
   });
   afterAll(() => idp?.stop());
 

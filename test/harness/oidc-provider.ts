@@ -88,9 +88,21 @@ export async function newDpopKey(alg: 'ES256' | 'EdDSA' = 'ES256'): Promise<Dpop
 /** A DPoP proof (RFC 9449 §4.2); every claim can be overridden to build broken proofs. */
 export async function dpopProof(
   key: DpopKey,
-  options: { htm: string; htu: string; accessToken?: string; nonce?: string; iat?: number; jti?: string; typ?: string; alg?: string; claims?: Record<string, unknown> },
+  options: {
+    htm: string;
+    htu: string;
+    accessToken?: string;
+    nonce?: string;
+    iat?: number;
+    jti?: string;
+    typ?: string;
+    alg?: string;
+    claims?: Record<string, unknown>;
+  },
 ): Promise<string> {
-  const ath = options.accessToken ? Buffer.from(await crypto.subtle.digest('SHA-256', new TextEncoder().encode(options.accessToken))).toString('base64url') : undefined;
+  const ath = options.accessToken
+    ? Buffer.from(await crypto.subtle.digest('SHA-256', new TextEncoder().encode(options.accessToken))).toString('base64url')
+    : undefined;
   return new SignJWT({ htm: options.htm, htu: options.htu, ...(ath ? { ath } : {}), ...(options.nonce ? { nonce: options.nonce } : {}), ...options.claims })
     .setProtectedHeader({ typ: options.typ ?? 'dpop+jwt', alg: options.alg ?? (key.publicJwk.kty === 'OKP' ? 'EdDSA' : 'ES256'), jwk: key.publicJwk })
     .setJti(options.jti ?? randomUUID())
@@ -119,7 +131,11 @@ export async function startOidcProvider(options: OidcProviderOptions): Promise<R
     clients: clients.map((c) => ({
       client_id: c.client_id,
       ...(c.token_endpoint_auth_method === 'none' ? {} : { client_secret: c.client_secret }),
-      grant_types: c.redirect_uris ? (c.token_endpoint_auth_method === 'none' ? ['authorization_code'] : ['authorization_code', 'client_credentials']) : ['client_credentials'],
+      grant_types: c.redirect_uris
+        ? c.token_endpoint_auth_method === 'none'
+          ? ['authorization_code']
+          : ['authorization_code', 'client_credentials']
+        : ['client_credentials'],
       response_types: c.redirect_uris ? ['code'] : [],
       redirect_uris: c.redirect_uris ?? [],
       post_logout_redirect_uris: c.post_logout_redirect_uris ?? [],
@@ -131,7 +147,16 @@ export async function startOidcProvider(options: OidcProviderOptions): Promise<R
     claims: { openid: ['sub'], profile: ['preferred_username', 'name'], email: ['email'], groups: ['groups'] },
     async findAccount(_ctx, sub) {
       const user = users.get(sub) ?? { login: sub };
-      return { accountId: sub, claims: async () => ({ sub, preferred_username: user.login, name: user.login, email: user.email ?? `${user.login}@example.test`, groups: user.groups ?? [] }) };
+      return {
+        accountId: sub,
+        claims: async () => ({
+          sub,
+          preferred_username: user.login,
+          name: user.login,
+          email: user.email ?? `${user.login}@example.test`,
+          groups: user.groups ?? [],
+        }),
+      };
     },
     features: {
       devInteractions: { enabled: true },
@@ -145,9 +170,16 @@ export async function startOidcProvider(options: OidcProviderOptions): Promise<R
         useGrantedResource: () => true,
         getResourceServerInfo: (_ctx, resource) => {
           const ttl = options.accessTokenTtlSeconds ?? 600;
-          if (options.opaqueResources?.includes(resource)) return { scope: 'openid profile email groups read write', audience: resource, accessTokenTTL: ttl, accessTokenFormat: 'opaque' };
+          if (options.opaqueResources?.includes(resource))
+            return { scope: 'openid profile email groups read write', audience: resource, accessTokenTTL: ttl, accessTokenFormat: 'opaque' };
           if (!options.resources.includes(resource)) throw new errors.InvalidTarget();
-          return { scope: 'openid profile email groups read write', audience: resource, accessTokenTTL: ttl, accessTokenFormat: 'jwt', jwt: { sign: { alg: 'ES256' } } };
+          return {
+            scope: 'openid profile email groups read write',
+            audience: resource,
+            accessTokenTTL: ttl,
+            accessTokenFormat: 'jwt',
+            jwt: { sign: { alg: 'ES256' } },
+          };
         },
       },
     },
@@ -192,7 +224,8 @@ export async function startOidcProvider(options: OidcProviderOptions): Promise<R
       const c: oauth.Client = { client_id: who.client_id };
       const DPoP = dpop ? oauth.DPoP(c, dpop.keyPair) : undefined;
       const parameters = new URLSearchParams({ resource, ...(scope ? { scope } : {}) });
-      const auth = who.token_endpoint_auth_method === 'client_secret_basic' ? oauth.ClientSecretBasic(who.client_secret) : oauth.ClientSecretPost(who.client_secret);
+      const auth =
+        who.token_endpoint_auth_method === 'client_secret_basic' ? oauth.ClientSecretBasic(who.client_secret) : oauth.ClientSecretPost(who.client_secret);
       const request = () => oauth.clientCredentialsGrantRequest(as, c, auth, parameters, { [oauth.allowInsecureRequests]: true, ...(DPoP ? { DPoP } : {}) });
       let result;
       try {

@@ -80,13 +80,24 @@ export async function startCollector(options: { dir: string; host?: string }): P
       for (const line of readFileSync(output, 'utf8').split('\n')) {
         if (!line.trim()) continue;
         const request = JSON.parse(line) as {
-          resourceSpans?: { resource?: { attributes?: { key: string; value: AnyValue }[] }; scopeSpans?: { spans?: (Omit<ReceivedSpan, 'attributes' | 'service' | 'resource'> & { attributes?: { key: string; value: AnyValue }[] })[] }[] }[];
+          resourceSpans?: {
+            resource?: { attributes?: { key: string; value: AnyValue }[] };
+            scopeSpans?: { spans?: (Omit<ReceivedSpan, 'attributes' | 'service' | 'resource'> & { attributes?: { key: string; value: AnyValue }[] })[] }[];
+          }[];
         };
         for (const resource of request.resourceSpans ?? []) {
           const resourceAttributes = attributesOf(resource.resource?.attributes);
           const service = String(resourceAttributes['service.name'] ?? '');
           for (const scope of resource.scopeSpans ?? []) {
-            for (const span of scope.spans ?? []) spans.push({ ...span, parentSpanId: span.parentSpanId ?? '', status: span.status ?? {}, attributes: attributesOf(span.attributes), service, resource: resourceAttributes });
+            for (const span of scope.spans ?? [])
+              spans.push({
+                ...span,
+                parentSpanId: span.parentSpanId ?? '',
+                status: span.status ?? {},
+                attributes: attributesOf(span.attributes),
+                service,
+                resource: resourceAttributes,
+              });
           }
         }
       }

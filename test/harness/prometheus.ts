@@ -71,7 +71,13 @@ export async function startPrometheus(options: { dir: string; targets: ScrapeTar
   const port = await freePort();
   const child = spawn(
     binary,
-    [`--config.file=${configFile}`, `--storage.tsdb.path=${join(options.dir, 'data')}`, `--web.listen-address=127.0.0.1:${port}`, '--storage.tsdb.retention.time=1h', '--log.level=warn'],
+    [
+      `--config.file=${configFile}`,
+      `--storage.tsdb.path=${join(options.dir, 'data')}`,
+      `--web.listen-address=127.0.0.1:${port}`,
+      '--storage.tsdb.retention.time=1h',
+      '--log.level=warn',
+    ],
     { stdio: ['ignore', 'ignore', 'pipe'] },
   );
   let stderr = '';

@@ -29,7 +29,10 @@ interface MasterStatus {
 
 /** Whether the master knows a volume server (SeaweedFS can store bytes). */
 async function hasVolumeServer(masterUrl: string): Promise<boolean> {
-  const status = await fetch(`${masterUrl}/dir/status`).then((r) => r.json() as Promise<MasterStatus>, (): MasterStatus => ({}));
+  const status = await fetch(`${masterUrl}/dir/status`).then(
+    (r) => r.json() as Promise<MasterStatus>,
+    (): MasterStatus => ({}),
+  );
   return (status.Topology?.DataCenters ?? []).some((dc) => (dc.Racks ?? []).some((rack) => (rack.DataNodes ?? []).length > 0));
 }
 
@@ -53,26 +56,50 @@ export async function startSeaweedfs(options: { dir: string; accessKey: string; 
   const port = options.port ?? (await freePort());
   await mkdir(join(options.dir, 'data'), { recursive: true });
   const portsFile = join(options.dir, 'ports.json');
-  const ports: Record<string, number> = await readFile(portsFile, 'utf8').then((text) => JSON.parse(text) as Record<string, number>, async () => {
+  const ports: Record<string, number> = await readFile(portsFile, 'utf8').then(
+    (text) => JSON.parse(text) as Record<string, number>,
+    async () => {
       const chosen: Record<string, number> = {};
       for (const flag of portFlags) chosen[flag] = await freePort();
       await writeFile(portsFile, JSON.stringify(chosen));
       return chosen;
-    });
+    },
+  );
   // One identity with every action: the same root-like credentials the services get from MinIO.
   const config = join(options.dir, 's3.json');
-  await writeFile(config, JSON.stringify({
-    identities: [{ name: 'boxyard', credentials: [{ accessKey: options.accessKey, secretKey: options.secretKey }], actions: ['Admin', 'Read', 'List', 'Tagging', 'Write'] }],
-  }));
+  await writeFile(
+    config,
+    JSON.stringify({
+      identities: [
+        {
+          name: 'boxyard',
+          credentials: [{ accessKey: options.accessKey, secretKey: options.secretKey }],
+          actions: ['Admin', 'Read', 'List', 'Tagging', 'Write'],
+        },
+      ],
+    }),
+  );
   const args = [
-    'server', '-ip=127.0.0.1', '-ip.bind=127.0.0.1', `-dir=${join(options.dir, 'data')}`,
-    '-filer', '-s3', `-s3.port=${port}`, `-s3.config=${config}`, '-s3.port.iceberg=0', '-s3.port.lance=0',
+    'server',
+    '-ip=127.0.0.1',
+    '-ip.bind=127.0.0.1',
+    `-dir=${join(options.dir, 'data')}`,
+    '-filer',
+    '-s3',
+    `-s3.port=${port}`,
+    `-s3.config=${config}`,
+    '-s3.port.iceberg=0',
+    '-s3.port.lance=0',
     // Its unix sockets beside the data, not in /tmp (the gRPC ones have fixed /tmp names: removed in stop()).
-    `-filer.localSocket=${join(options.dir, 'filer.sock')}`, `-s3.localSocket=${join(options.dir, 's3.sock')}`,
+    `-filer.localSocket=${join(options.dir, 'filer.sock')}`,
+    `-s3.localSocket=${join(options.dir, 's3.sock')}`,
     ...portFlags.map((flag) => `-${flag}=${ports[flag]}`),
     // Small volumes, as many as the disk allows: every test bucket is a collection with volumes of its own, and
     // the default (8 volumes of 30 GB) runs out after a few buckets.
-    '-master.volumeSizeLimitMB=64', '-volume.max=0', '-master.telemetry=false', '-volume.preStopSeconds=0',
+    '-master.volumeSizeLimitMB=64',
+    '-volume.max=0',
+    '-master.telemetry=false',
+    '-volume.preStopSeconds=0',
   ];
   const child = spawn(binary, args, {
     env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/tmp' },

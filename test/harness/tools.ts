@@ -6,8 +6,21 @@ import { fileURLToPath } from 'node:url';
 const script = fileURLToPath(new URL('../tools/build-tools.sh', import.meta.url));
 
 export type ToolName =
-  | 'MINIO' | 'ETCD' | 'KUBE_APISERVER' | 'KUBE_CONTROLLER_MANAGER' | 'KUBE_SCHEDULER' | 'KUBECTL' | 'HELM' | 'KWOK'
-  | 'KUBELET' | 'KUBE_PROXY' | 'COREDNS' | 'TRAEFIK' | 'OTELCOL' | 'LOCAL_PATH_PROVISIONER' | 'SEAWEEDFS';
+  | 'MINIO'
+  | 'ETCD'
+  | 'KUBE_APISERVER'
+  | 'KUBE_CONTROLLER_MANAGER'
+  | 'KUBE_SCHEDULER'
+  | 'KUBECTL'
+  | 'HELM'
+  | 'KWOK'
+  | 'KUBELET'
+  | 'KUBE_PROXY'
+  | 'COREDNS'
+  | 'TRAEFIK'
+  | 'OTELCOL'
+  | 'LOCAL_PATH_PROVISIONER'
+  | 'SEAWEEDFS';
 
 let cached: Record<string, string> | undefined;
 

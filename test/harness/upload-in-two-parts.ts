@@ -4,7 +4,13 @@
 import { once } from 'node:events';
 import { connect } from 'node:net';
 
-export async function uploadInTwoParts(url: string, headers: Record<string, string>, body: Buffer, split: number, between: () => Promise<void>): Promise<string> {
+export async function uploadInTwoParts(
+  url: string,
+  headers: Record<string, string>,
+  body: Buffer,
+  split: number,
+  between: () => Promise<void>,
+): Promise<string> {
   const target = new URL(url);
   const socket = connect(Number(target.port), target.hostname);
   await once(socket, 'connect');
@@ -13,7 +19,9 @@ export async function uploadInTwoParts(url: string, headers: Record<string, stri
     socket.on('data', (chunk: Buffer) => (text += chunk.toString('latin1')));
     socket.on('close', () => resolve(text));
   });
-  const head = Object.entries({ ...headers, host: target.host, connection: 'close', 'content-length': String(body.length) }).map(([name, value]) => `${name}: ${value}\r\n`).join('');
+  const head = Object.entries({ ...headers, host: target.host, connection: 'close', 'content-length': String(body.length) })
+    .map(([name, value]) => `${name}: ${value}\r\n`)
+    .join('');
   socket.write(`POST ${target.pathname}${target.search} HTTP/1.1\r\n${head}\r\n`);
   socket.write(body.subarray(0, split));
   try {

@@ -58,11 +58,18 @@ function hostileCalls(spec: Spec): Call[] {
       const content = operation.requestBody?.content ?? {};
       const json = content['application/json'];
       const form = content['application/x-www-form-urlencoded'];
-      const call: Call = { name: `${method.toUpperCase()} ${template}`, method: method.toUpperCase(), url: `${path}${query.length ? `?${query.join('&')}` : ''}` };
+      const call: Call = {
+        name: `${method.toUpperCase()} ${template}`,
+        method: method.toUpperCase(),
+        url: `${path}${query.length ? `?${query.join('&')}` : ''}`,
+      };
       if (json) Object.assign(call, { body: JSON.stringify(hostile(json.schema)), contentType: 'application/json' });
       else if (form) {
         const fields = hostile(form.schema) as Record<string, unknown>;
-        Object.assign(call, { body: new URLSearchParams(Object.entries(fields).map(([k, v]): [string, string] => [k, String(v)])).toString(), contentType: 'application/x-www-form-urlencoded' });
+        Object.assign(call, {
+          body: new URLSearchParams(Object.entries(fields).map(([k, v]): [string, string] => [k, String(v)])).toString(),
+          contentType: 'application/x-www-form-urlencoded',
+        });
       }
       calls.push(call);
     }
@@ -110,20 +117,34 @@ describe('a NUL in any input of any published route', () => {
   let share: TestShare;
   let terminal: Awaited<ReturnType<typeof startTestGateway>>;
   beforeAll(async () => {
-    [boxes, share, terminal] = await Promise.all([startTestService(), startTestShare({ storage: 'local' }), createTestDatabase('nul').then((url) => startTestGateway(url))]);
+    [boxes, share, terminal] = await Promise.all([
+      startTestService(),
+      startTestShare({ storage: 'local' }),
+      createTestDatabase('nul').then((url) => startTestGateway(url)),
+    ]);
   });
   afterAll(async () => {
     await Promise.all([boxes?.close(), share?.close(), terminal?.close()]);
   });
 
   it('box repository: answers 4xx problem details, never 5xx, anonymous and as admin', async () => {
-    const { calls, failures } = await sweep({ service: 'box-repository', url: boxes.running.unencryptedUrl ?? boxes.url, shape: 'problem', credentials: { anonymous: {}, admin: { 'x-access-token': boxes.adminToken } } });
+    const { calls, failures } = await sweep({
+      service: 'box-repository',
+      url: boxes.running.unencryptedUrl ?? boxes.url,
+      shape: 'problem',
+      credentials: { anonymous: {}, admin: { 'x-access-token': boxes.adminToken } },
+    });
     expect(calls).toBeGreaterThan(50);
     expect(failures).toEqual([]);
   });
 
   it('file share: answers 4xx {success:false}, never 5xx, anonymous and as admin', async () => {
-    const { calls, failures } = await sweep({ service: 'file-share', url: share.url, shape: 'envelope', credentials: { anonymous: {}, admin: { authorization: adminAuth } } });
+    const { calls, failures } = await sweep({
+      service: 'file-share',
+      url: share.url,
+      shape: 'envelope',
+      credentials: { anonymous: {}, admin: { authorization: adminAuth } },
+    });
     expect(calls).toBeGreaterThan(10);
     expect(failures).toEqual([]);
   });

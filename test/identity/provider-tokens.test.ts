@@ -13,7 +13,11 @@ import { createTestDatabase } from '../harness/fixtures.ts';
 import { dpopProof, newDpopKey, startOidcProvider, type DpopKey, type RunningOidcProvider, type TestClient } from '../harness/oidc-provider.ts';
 
 const audiences = { boxes: 'https://boxes.example.test', files: 'https://files.example.test', shells: 'https://shells.example.test' };
-const client = (login: string, groups: string[]): TestClient => ({ client_id: `${login}-cli`, client_secret: randomBytes(18).toString('base64url'), actsAs: { login, groups } });
+const client = (login: string, groups: string[]): TestClient => ({
+  client_id: `${login}-cli`,
+  client_secret: randomBytes(18).toString('base64url'),
+  actsAs: { login, groups },
+});
 const alice = client('alice', ['acme-devs']);
 const root = client('root', ['boxyard-admins', 'file-admins']);
 const boss = client('boss', ['boxyard-admins']);
@@ -41,12 +45,33 @@ describe('identity provider tokens on every service', () => {
   beforeAll(async () => {
     idp = await startOidcProvider({ resources: Object.values(audiences), clients: [alice, root, boss, gone] });
     [boxes, share, shells] = await Promise.all([
-      startTestService({ config: { ...resourceServer(idp.issuer, audiences.boxes), group_mapping: { organizations: [{ group: 'acme-devs', organization: 'acme', role: 'moderator' }] } } }),
-      startTestShare({ storage: 'local', overrides: { ...resourceServer(idp.issuer, audiences.files), group_mapping: { permissions: [{ group: 'file-admins', permissions: ['downloads', 'uploads', 'delete'] }], default_permissions: ['downloads', 'uploads'] } } }),
+      startTestService({
+        config: {
+          ...resourceServer(idp.issuer, audiences.boxes),
+          group_mapping: { organizations: [{ group: 'acme-devs', organization: 'acme', role: 'moderator' }] },
+        },
+      }),
+      startTestShare({
+        storage: 'local',
+        overrides: {
+          ...resourceServer(idp.issuer, audiences.files),
+          group_mapping: {
+            permissions: [{ group: 'file-admins', permissions: ['downloads', 'uploads', 'delete'] }],
+            default_permissions: ['downloads', 'uploads'],
+          },
+        },
+      }),
       // A local account named like the provider's alice is mapped to an OS account: the provider's alice must not get it.
-      createTestDatabase('idp_term').then((url) => startTestGateway(url, { ...resourceServer(idp.issuer, audiences.shells), backend: { local: { accounts: { map: { alice: 'nobody' } } } } })),
+      createTestDatabase('idp_term').then((url) =>
+        startTestGateway(url, { ...resourceServer(idp.issuer, audiences.shells), backend: { local: { accounts: { map: { alice: 'nobody' } } } } }),
+      ),
     ]);
-    shareReplica = await startTestShare({ storage: 'local', databaseUrl: share.databaseUrl, localRoot: share.localRoot!, overrides: { ...resourceServer(idp.issuer, audiences.files), session: { secret: share.config.session.secret } } });
+    shareReplica = await startTestShare({
+      storage: 'local',
+      databaseUrl: share.databaseUrl,
+      localRoot: share.localRoot!,
+      overrides: { ...resourceServer(idp.issuer, audiences.files), session: { secret: share.config.session.secret } },
+    });
     key = await newDpopKey();
     expect((await boxes.request('POST', '/api/organization', { token: boxes.adminToken, json: { name: 'acme' } })).status).toBe(201);
   }, 120_000);
@@ -75,7 +100,9 @@ describe('identity provider tokens on every service', () => {
     expect(await downgraded.json()).toMatchObject({ type: 'https://boxyard.io/problems/authentication', status: 401 });
 
     // A proof for another method is refused; the session JWT and anonymous access still work as before.
-    const wrongMethod = await fetch(url, { headers: await withToken(token, 'GET', url, key, await dpopProof(key, { htm: 'POST', htu: url, accessToken: token })) });
+    const wrongMethod = await fetch(url, {
+      headers: await withToken(token, 'GET', url, key, await dpopProof(key, { htm: 'POST', htu: url, accessToken: token })),
+    });
     expect(wrongMethod.status).toBe(401);
     expect((await boxes.request('GET', '/api/user/profile', { token: boxes.adminToken })).status).toBe(200);
     const anonymous = await fetch(url);
@@ -107,7 +134,9 @@ describe('identity provider tokens on every service', () => {
     expect(refused.status).toBe(401);
     expect(refused.headers.get('www-authenticate')).toMatch(/error="invalid_token"/);
     expect(await refused.json()).toMatchObject({ status: 401, detail: expect.stringContaining('disabled') });
-    const adminOnly = await fetch(`${boxes.url}/api/admin/users`, { headers: { authorization: `Bearer ${await idp.token({ resource: audiences.boxes, client: boss })}` } });
+    const adminOnly = await fetch(`${boxes.url}/api/admin/users`, {
+      headers: { authorization: `Bearer ${await idp.token({ resource: audiences.boxes, client: boss })}` },
+    });
     expect(adminOnly.status).toBe(401);
 
     const asGone = async () => fetch(profileUrl, { headers: { authorization: `Bearer ${await idp.token({ resource: audiences.boxes, client: gone })}` } });
@@ -140,7 +169,12 @@ describe('identity provider tokens on every service', () => {
     expect((await fetch(replicaUrl, { headers: await withToken(aliceToken, 'GET', replicaUrl, key, proof) })).status).toBe(200);
     expect((await fetch(replicaUrl, { headers: await withToken(aliceToken, 'GET', replicaUrl, key, proof) })).status).toBe(401);
     // The same jti under the first replica's URL: refused because the jti is known to the shared database.
-    const sameJti = await dpopProof(key, { htm: 'GET', htu: fileUrl, accessToken: aliceToken, jti: JSON.parse(Buffer.from(proof.split('.')[1]!, 'base64url').toString()).jti });
+    const sameJti = await dpopProof(key, {
+      htm: 'GET',
+      htu: fileUrl,
+      accessToken: aliceToken,
+      jti: JSON.parse(Buffer.from(proof.split('.')[1]!, 'base64url').toString()).jti,
+    });
     const replayed = await fetch(fileUrl, { headers: await withToken(aliceToken, 'GET', fileUrl, key, sameJti) });
     expect(replayed.status).toBe(401);
     expect(replayed.headers.get('www-authenticate')).toMatch(/invalid_dpop_proof/);
@@ -158,7 +192,11 @@ describe('identity provider tokens on every service', () => {
     expect(await status.json()).toMatchObject({ data: { user: { username: 'alice' }, presented_in: 'authorization', cookie: 'auth_token' } });
 
     const startUrl = `${shells.url}/api/terminal/start`;
-    const started = await fetch(startUrl, { method: 'POST', headers: { ...(await withToken(token, 'POST', startUrl, key)), 'content-type': 'application/json' }, body: JSON.stringify({ terminal_cookie: 'idp-test' }) });
+    const started = await fetch(startUrl, {
+      method: 'POST',
+      headers: { ...(await withToken(token, 'POST', startUrl, key)), 'content-type': 'application/json' },
+      body: JSON.stringify({ terminal_cookie: 'idp-test' }),
+    });
     expect(started.status, await started.clone().text()).toBe(200);
     const { data } = (await started.json()) as { data: { websocket_path: string } };
     const wsUrl = `${shells.url.replace(/^http/, 'ws')}${data.websocket_path}`;

@@ -86,7 +86,9 @@ describe('the image build-image.sh writes and the Dockerfile', () => {
   });
 
   it('expose the same ports and carry the same labels', () => {
-    const ports = all('EXPOSE').flatMap((i) => i.args.split(/\s+/)).map((p) => (p.includes('/') ? p : `${p}/tcp`));
+    const ports = all('EXPOSE')
+      .flatMap((i) => i.args.split(/\s+/))
+      .map((p) => (p.includes('/') ? p : `${p}/tcp`));
     expect(ports.sort()).toEqual(Object.keys(config.config.ExposedPorts).sort());
     expect(Object.assign({}, ...all('LABEL').map((i) => pairs(i.args)))).toEqual(config.config.Labels);
   });

@@ -26,8 +26,15 @@ describe('the chart ships dashboards and alerts', () => {
     const plain = await renderChart('boxyard-system');
     expect(plain.objects.filter((o) => o.kind === 'PrometheusRule' || (o.kind === 'ConfigMap' && o.metadata.name.includes('dashboard')))).toEqual([]);
 
-    const { objects } = await renderChart('boxyard-system', ['metrics.dashboards.enabled=true', 'metrics.prometheusRule.enabled=true', 'metrics.prometheusRule.labels.release=monitoring']);
-    const maps = objects.filter((o) => o.kind === 'ConfigMap') as unknown as { metadata: { name: string; labels: Record<string, string> }; data: Record<string, string> }[];
+    const { objects } = await renderChart('boxyard-system', [
+      'metrics.dashboards.enabled=true',
+      'metrics.prometheusRule.enabled=true',
+      'metrics.prometheusRule.labels.release=monitoring',
+    ]);
+    const maps = objects.filter((o) => o.kind === 'ConfigMap') as unknown as {
+      metadata: { name: string; labels: Record<string, string> };
+      data: Record<string, string>;
+    }[];
     expect(maps.map((m) => m.metadata.name).sort()).toEqual(dashboards.map((d) => `boxyard-dashboard-${d.file.replace('.json', '')}`).sort());
     for (const map of maps) {
       expect(map.metadata.labels.grafana_dashboard).toBe('1');
@@ -51,7 +58,8 @@ describe('the chart ships dashboards and alerts', () => {
   });
 
   it('ships the dashboards its generator writes', () => {
-    for (const spec of dashboards) expect(readFileSync(join(dashboardsDir, spec.file), 'utf8'), `${spec.file}: run node charts/generate-dashboards.ts`).toBe(renderedFile(spec));
+    for (const spec of dashboards)
+      expect(readFileSync(join(dashboardsDir, spec.file), 'utf8'), `${spec.file}: run node charts/generate-dashboards.ts`).toBe(renderedFile(spec));
   });
 
   it('has valid alert rules and a promtool unit test for every alert, and they pass', async () => {
@@ -59,8 +67,14 @@ describe('the chart ships dashboards and alerts', () => {
     const tests = parse(readFileSync(rulesTestFile, 'utf8')) as { tests: { alert_rule_test: { alertname: string; exp_alerts?: unknown[] }[] }[] };
     const cases = tests.tests.flatMap((t) => t.alert_rule_test);
     for (const alert of alertNames) {
-      expect(cases.some((c) => c.alertname === alert && (c.exp_alerts?.length ?? 0) > 0), `${alert} fires in a test`).toBe(true);
-      expect(cases.some((c) => c.alertname === alert && !c.exp_alerts?.length), `${alert} stays quiet in a test`).toBe(true);
+      expect(
+        cases.some((c) => c.alertname === alert && (c.exp_alerts?.length ?? 0) > 0),
+        `${alert} fires in a test`,
+      ).toBe(true);
+      expect(
+        cases.some((c) => c.alertname === alert && !c.exp_alerts?.length),
+        `${alert} stays quiet in a test`,
+      ).toBe(true);
     }
     const { stdout } = await run('promtool', ['test', 'rules', rulesTestFile]).catch((error: { stdout?: string; stderr?: string }) => {
       throw new Error(`promtool test rules failed:\n${error.stdout ?? ''}${error.stderr ?? ''}`);

@@ -29,14 +29,21 @@ async function json<T>(response: Response): Promise<T> {
 }
 
 /** A request to a loopback HTTPS listener with a self-signed certificate (or plain HTTP). */
-export function insecureRequest(url: string, init: { method?: string; headers?: Record<string, string>; body?: string } = {}): Promise<{ status: number; headers: IncomingHttpHeaders; text: string }> {
+export function insecureRequest(
+  url: string,
+  init: { method?: string; headers?: Record<string, string>; body?: string } = {},
+): Promise<{ status: number; headers: IncomingHttpHeaders; text: string }> {
   return new Promise((resolve, reject) => {
-    const req = (url.startsWith('https:') ? httpsRequest : httpRequest)(url, { method: init.method ?? 'GET', headers: init.headers, rejectUnauthorized: false }, (res) => {
-      let text = '';
-      res.setEncoding('utf8');
-      res.on('data', (c: string) => (text += c));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, text }));
-    });
+    const req = (url.startsWith('https:') ? httpsRequest : httpRequest)(
+      url,
+      { method: init.method ?? 'GET', headers: init.headers, rejectUnauthorized: false },
+      (res) => {
+        let text = '';
+        res.setEncoding('utf8');
+        res.on('data', (c: string) => (text += c));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, text }));
+      },
+    );
     req.on('error', reject);
     req.end(init.body);
   });
@@ -92,20 +99,30 @@ async function observedInstallation(dir: string): Promise<ObservedInstallation> 
   await waitFor('the first scrape of every target', async () => (await prometheus.query('up == 1')).length === SERVICES.length + 1, 30_000, 250);
 
   // The operator: one resource that cannot progress yet (its database Secret is missing) → reconciles, retries.
-  await kubectl(kubeconfig, ['apply', '-n', namespace, '-f', '-'], stringify({
-    apiVersion: 'boxyard.io/v1alpha1',
-    kind: 'TerminalPool',
-    metadata: { name: 'shells' },
-    spec: { database: { secretRef: { name: 'db' } } },
-  }));
+  await kubectl(
+    kubeconfig,
+    ['apply', '-n', namespace, '-f', '-'],
+    stringify({
+      apiVersion: 'boxyard.io/v1alpha1',
+      kind: 'TerminalPool',
+      metadata: { name: 'shells' },
+      spec: { database: { secretRef: { name: 'db' } } },
+    }),
+  );
 
   // The box repository: a box uploaded, downloaded, and an upload refused for its checksum.
   const boxes = dev.urls['box-repository']!;
   const { access_token: token } = await json<{ access_token: string }>(
-    await fetch(`${boxes}/api/auth/signin`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ username: 'admin', password: ADMIN_PASSWORD }) }),
+    await fetch(`${boxes}/api/auth/signin`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ username: 'admin', password: ADMIN_PASSWORD }),
+    }),
   );
   const post = (path: string, body: unknown) =>
-    fetch(`${boxes}${path}`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-access-token': token }, body: JSON.stringify(body) }).then(json);
+    fetch(`${boxes}${path}`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-access-token': token }, body: JSON.stringify(body) }).then(
+      json,
+    );
   await post('/api/organization', { name: 'acme' });
   await post('/api/organization/acme/box', { name: 'base', is_public: true });
   await post('/api/organization/acme/box/base/version', { version_number: '1.0.0' });
@@ -113,11 +130,14 @@ async function observedInstallation(dir: string): Promise<ObservedInstallation> 
   await post('/api/organization/acme/box/base/version/1.0.0/provider/virtualbox/architecture', { name: 'amd64' });
   const box = await boxFile(256 * 1024);
   const upload = (checksum: string) =>
-    fetch(`${boxes}/api/organization/acme/box/base/version/1.0.0/provider/virtualbox/architecture/amd64/file/upload?checksum=${checksum}&checksum_type=sha256`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/octet-stream', 'x-file-name': 'base.box', 'x-access-token': token },
-      body: box,
-    });
+    fetch(
+      `${boxes}/api/organization/acme/box/base/version/1.0.0/provider/virtualbox/architecture/amd64/file/upload?checksum=${checksum}&checksum_type=sha256`,
+      {
+        method: 'POST',
+        headers: { 'content-type': 'application/octet-stream', 'x-file-name': 'base.box', 'x-access-token': token },
+        body: box,
+      },
+    );
   expect((await upload('0'.repeat(64))).status).toBe(422); // checksum mismatch: nothing stored
   expect((await upload(sha256(box))).status).toBe(201);
   const downloaded = Buffer.from(await (await fetch(`${boxes}/acme/boxes/base/versions/1.0.0/providers/virtualbox/amd64/base.box`)).arrayBuffer());
@@ -133,7 +153,15 @@ async function observedInstallation(dir: string): Promise<ObservedInstallation> 
     file,
     Buffer.from(`\r\n--${boundary}--\r\n`),
   ]);
-  expect((await fetch(`${files}/notes.bin`, { method: 'POST', headers: { 'content-type': `multipart/form-data; boundary=${boundary}`, authorization: basic }, body: form })).status).toBe(201);
+  expect(
+    (
+      await fetch(`${files}/notes.bin`, {
+        method: 'POST',
+        headers: { 'content-type': `multipart/form-data; boundary=${boundary}`, authorization: basic },
+        body: form,
+      })
+    ).status,
+  ).toBe(201);
   expect(sha256(Buffer.from(await (await fetch(`${files}/notes.bin`, { headers: { authorization: basic } })).arrayBuffer()))).toBe(sha256(file));
   const events = new AbortController();
   const stream = await fetch(`${files}/events`, { headers: { authorization: basic, accept: 'text/event-stream' }, signal: events.signal });
@@ -144,10 +172,18 @@ async function observedInstallation(dir: string): Promise<ObservedInstallation> 
 
   // The terminal: one session started on the local backend (insecureRequest serves HTTP and HTTPS listeners alike).
   const terminal = dev.urls.terminal!;
-  const login = await insecureRequest(`${terminal}/auth/login/basic`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ username: 'admin', password: ADMIN_PASSWORD }) });
+  const login = await insecureRequest(`${terminal}/auth/login/basic`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ username: 'admin', password: ADMIN_PASSWORD }),
+  });
   expect(login.status, login.text).toBe(200);
   const cookie = /auth_token=[^;]+/.exec(String(login.headers['set-cookie'] ?? ''))![0];
-  const started = await insecureRequest(`${terminal}/api/terminal/start`, { method: 'POST', headers: { 'content-type': 'application/json', cookie }, body: JSON.stringify({ terminal_cookie: 'observed' }) });
+  const started = await insecureRequest(`${terminal}/api/terminal/start`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', cookie },
+    body: JSON.stringify({ terminal_cookie: 'observed' }),
+  });
   expect(started.status, started.text).toBe(200);
 
   // The second service: a plain request.
@@ -169,10 +205,15 @@ async function observedInstallation(dir: string): Promise<ObservedInstallation> 
 
 /** The query's samples once Prometheus has scraped something for it (scrapes run every second). */
 async function samples(prometheus: RunningPrometheus, promql: string, enough: (values: number[]) => boolean = (v) => v.length > 0) {
-  return waitFor(`PromQL ${promql}`, async () => {
-    const result = await prometheus.query(promql);
-    return enough(result.map((s) => Number(s.value[1]))) ? result : undefined;
-  }, 30_000, 500);
+  return waitFor(
+    `PromQL ${promql}`,
+    async () => {
+      const result = await prometheus.query(promql);
+      return enough(result.map((s) => Number(s.value[1]))) ? result : undefined;
+    },
+    30_000,
+    500,
+  );
 }
 
 describe('a real Prometheus scrapes boxyard dev and the operator', () => {
@@ -202,16 +243,28 @@ describe('a real Prometheus scrapes boxyard dev and the operator', () => {
     }
     // Route templates, never raw paths.
     const download = '/:org/boxes/:box/versions/:version/providers/:provider/:arch/:file_name';
-    await waitFor('the download route in a scrape', async () => (await prometheus.query('count by (route) (http_request_duration_seconds_count{service="box-repository"})')).some((s) => s.metric.route === download), 30_000, 250);
+    await waitFor(
+      'the download route in a scrape',
+      async () =>
+        (await prometheus.query('count by (route) (http_request_duration_seconds_count{service="box-repository"})')).some((s) => s.metric.route === download),
+      30_000,
+      250,
+    );
     expect(await prometheus.query('count(http_request_duration_seconds_count{route=~".*/acme/.*"})')).toEqual([]);
   });
 
   it('counts the bytes each service moved and why uploads failed', async () => {
     const { prometheus, uploaded } = installation;
     const up = await samples(prometheus, 'boxyard_upload_bytes_total > 0', (v) => v.length === 2);
-    expect(Object.fromEntries(up.map((s) => [s.metric.service, Number(s.value[1])]))).toMatchObject({ 'box-repository': uploaded.box, 'file-share': uploaded.file });
+    expect(Object.fromEntries(up.map((s) => [s.metric.service, Number(s.value[1])]))).toMatchObject({
+      'box-repository': uploaded.box,
+      'file-share': uploaded.file,
+    });
     const down = await samples(prometheus, 'boxyard_download_bytes_total > 0', (v) => v.length === 2);
-    expect(Object.fromEntries(down.map((s) => [s.metric.service, Number(s.value[1])]))).toMatchObject({ 'box-repository': uploaded.box, 'file-share': uploaded.file });
+    expect(Object.fromEntries(down.map((s) => [s.metric.service, Number(s.value[1])]))).toMatchObject({
+      'box-repository': uploaded.box,
+      'file-share': uploaded.file,
+    });
     const failures = await samples(prometheus, 'boxyard_upload_failures_total{service="box-repository"} > 0');
     expect(failures.map((s) => [s.metric.reason, s.value[1]])).toEqual([['checksum_mismatch', '1']]);
     // Nothing failed on the store's or the database's side.
@@ -238,9 +291,11 @@ describe('a real Prometheus scrapes boxyard dev and the operator', () => {
 
   it("has the operator's reconciles, retries and work queue under controller-runtime's names", async () => {
     const { prometheus, operator } = installation;
-    const reconciles = await samples(prometheus, 'sum by (controller, result) (controller_runtime_reconcile_total{controller="terminalpools"}) > 0').catch((error: unknown) => {
-      throw new Error(`${(error as Error).message}\noperator log:\n${operator.log().slice(-3000)}`);
-    });
+    const reconciles = await samples(prometheus, 'sum by (controller, result) (controller_runtime_reconcile_total{controller="terminalpools"}) > 0').catch(
+      (error: unknown) => {
+        throw new Error(`${(error as Error).message}\noperator log:\n${operator.log().slice(-3000)}`);
+      },
+    );
     // The missing Secret stalls it: retried with backoff (controller-runtime's `requeue`).
     expect(reconciles.map((s) => s.metric.result)).toContain('requeue');
     await samples(prometheus, 'workqueue_retries_total{name="terminalpools"} > 0');
@@ -258,27 +313,41 @@ describe('a real Prometheus scrapes boxyard dev and the operator', () => {
     const { prometheus } = installation;
     const queries = dashboards.flatMap((spec) => {
       const model = renderDashboard(spec) as { panels: { title: string; targets?: { expr: string }[] }[] };
-      return model.panels.flatMap((panel) => (panel.targets ?? []).map((t) => ({ where: `${spec.title} / ${panel.title}`, expr: t.expr.replaceAll('$__rate_interval', '1m') })));
+      return model.panels.flatMap((panel) =>
+        (panel.targets ?? []).map((t) => ({ where: `${spec.title} / ${panel.title}`, expr: t.expr.replaceAll('$__rate_interval', '1m') })),
+      );
     });
     expect(queries.length).toBeGreaterThan(40);
     const empty: string[] = [];
     // Rates need two samples after the traffic: allow a few scrapes.
-    await waitFor('every panel to have data', async () => {
-      empty.length = 0;
-      for (const { where, expr } of queries) if ((await prometheus.query(expr)).length === 0) empty.push(`${where}: ${expr}`);
-      return empty.length === 0;
-    }, 30_000, 1000).catch(() => {
+    await waitFor(
+      'every panel to have data',
+      async () => {
+        empty.length = 0;
+        for (const { where, expr } of queries) if ((await prometheus.query(expr)).length === 0) empty.push(`${where}: ${expr}`);
+        return empty.length === 0;
+      },
+      30_000,
+      1000,
+    ).catch(() => {
       throw new Error(`panels without data:\n${empty.join('\n')}`);
     });
   });
 
   it('evaluates every alert rule without error, and none fires on a healthy installation', async () => {
     const { prometheus } = installation;
-    const groups = await waitFor('the rules to be evaluated', async () => {
-      const response = (await (await fetch(`${prometheus.url}/api/v1/rules`)).json()) as { data: { groups: { rules: { name: string; health: string; lastError?: string; state?: string }[] }[] } };
-      const all = response.data.groups.flatMap((g) => g.rules);
-      return all.length > 0 && all.every((r) => r.health !== 'unknown') ? all : undefined;
-    }, 30_000, 500);
+    const groups = await waitFor(
+      'the rules to be evaluated',
+      async () => {
+        const response = (await (await fetch(`${prometheus.url}/api/v1/rules`)).json()) as {
+          data: { groups: { rules: { name: string; health: string; lastError?: string; state?: string }[] }[] };
+        };
+        const all = response.data.groups.flatMap((g) => g.rules);
+        return all.length > 0 && all.every((r) => r.health !== 'unknown') ? all : undefined;
+      },
+      30_000,
+      500,
+    );
     expect(groups.filter((r) => r.health !== 'ok').map((r) => `${r.name}: ${r.lastError}`)).toEqual([]);
     expect(groups.filter((r) => r.state !== 'inactive').map((r) => r.name)).toEqual([]);
   });

@@ -22,7 +22,15 @@ describe.each(['s3', 'local'] as const)('Packer vagrant-cloud post-processor (%s
 
   const run = (command: string, args: string[], env: Record<string, string> = {}): Promise<Finished> => {
     const child = spawn(command, args, {
-      env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: home, CHECKPOINT_DISABLE: '1', PACKER_NO_COLOR: '1', VAGRANT_HOME: join(home, 'vagrant.d'), VAGRANT_CHECKPOINT_DISABLE: '1', ...env },
+      env: {
+        PATH: process.env.PATH ?? '/usr/bin:/bin',
+        HOME: home,
+        CHECKPOINT_DISABLE: '1',
+        PACKER_NO_COLOR: '1',
+        VAGRANT_HOME: join(home, 'vagrant.d'),
+        VAGRANT_CHECKPOINT_DISABLE: '1',
+        ...env,
+      },
       cwd: home,
       stdio: ['ignore', 'pipe', 'pipe'],
     });
@@ -31,16 +39,20 @@ describe.each(['s3', 'local'] as const)('Packer vagrant-cloud post-processor (%s
   const packer = async (version: string, direct: boolean) => {
     const template = {
       builders: [{ type: 'null', communicator: 'none' }],
-      'post-processors': [[
-        { type: 'artifice', files: ['t.box'] },
-        { type: 'vagrant-cloud', box_tag: 'acme/ci', version, vagrant_cloud_url: `${service.url}/api/v1`, access_token: key, no_direct_upload: !direct },
-      ]],
+      'post-processors': [
+        [
+          { type: 'artifice', files: ['t.box'] },
+          { type: 'vagrant-cloud', box_tag: 'acme/ci', version, vagrant_cloud_url: `${service.url}/api/v1`, access_token: key, no_direct_upload: !direct },
+        ],
+      ],
     };
     await writeFile(join(home, 'template.json'), JSON.stringify(template));
     return run(PACKER, ['build', 'template.json']);
   };
   const state = async () => ({
-    versions: (await service.request('GET', '/api/organization/acme/box/ci/version?per_page=100', { token: service.adminToken })).body.map((v: { version_number: string; status: string }) => [v.version_number, v.status]),
+    versions: (await service.request('GET', '/api/organization/acme/box/ci/version?per_page=100', { token: service.adminToken })).body.map(
+      (v: { version_number: string; status: string }) => [v.version_number, v.status],
+    ),
     objects: (await service.storedObjects()).sort(),
   });
 
@@ -49,9 +61,14 @@ describe.each(['s3', 'local'] as const)('Packer vagrant-cloud post-processor (%s
     home = await mkdtemp(join(tmpdir(), 'packer-'));
     await createOrganization(service, 'acme');
     // A moderator's key: it may publish into a box someone else created.
-    const created = await service.request('POST', '/api/service-accounts', { token: service.adminToken, json: { organization: 'acme', role: 'moderator', description: 'Packer' } });
+    const created = await service.request('POST', '/api/service-accounts', {
+      token: service.adminToken,
+      json: { organization: 'acme', role: 'moderator', description: 'Packer' },
+    });
     key = created.body.token;
-    expect((await service.request('POST', '/api/organization/acme/box', { token: service.adminToken, json: { name: 'ci', is_public: true } })).status).toBe(201);
+    expect((await service.request('POST', '/api/organization/acme/box', { token: service.adminToken, json: { name: 'ci', is_public: true } })).status).toBe(
+      201,
+    );
     box = await makeBox({ fillerBytes: 200_000 });
     await writeFile(join(home, 't.box'), box);
   }, 60_000);
@@ -60,12 +77,17 @@ describe.each(['s3', 'local'] as const)('Packer vagrant-cloud post-processor (%s
     if (home) await rm(home, { recursive: true, force: true });
   });
 
-  for (const [version, direct] of [['1.0.0', true], ['1.1.0', false]] as const) {
+  for (const [version, direct] of [
+    ['1.0.0', true],
+    ['1.1.0', false],
+  ] as const) {
     it(`publishes ${version} ${direct ? 'direct' : 'through the service (no_direct_upload)'} and releases it`, async () => {
       const result = await packer(version, direct);
       expect(result.code, result.output).toBe(0);
       expect(result.output).toMatch(/Version successfully released/);
-      const file = await service.request('GET', `/api/organization/acme/box/ci/version/${version}/provider/virtualbox/architecture/unknown/file`, { token: service.adminToken });
+      const file = await service.request('GET', `/api/organization/acme/box/ci/version/${version}/provider/virtualbox/architecture/unknown/file`, {
+        token: service.adminToken,
+      });
       expect(file.body).toMatchObject({ sha256: sha256(box), size: box.length });
       expect((await service.request('GET', `/api/organization/acme/box/ci/version/${version}`, { token: service.adminToken })).body.status).toBe('active');
     }, 60_000);

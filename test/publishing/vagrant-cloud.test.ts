@@ -28,8 +28,12 @@ describe.each(drivers)('vagrant cloud publishing ($label)', ({ storage, server }
   const vagrant = (args: string[], env: Record<string, string> = {}): Promise<Finished> => {
     const child = spawn(VAGRANT, args, {
       env: {
-        PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: home, VAGRANT_HOME: join(home, 'vagrant.d'), VAGRANT_CHECKPOINT_DISABLE: '1',
-        VAGRANT_SERVER_URL: service.url, ...env,
+        PATH: process.env.PATH ?? '/usr/bin:/bin',
+        HOME: home,
+        VAGRANT_HOME: join(home, 'vagrant.d'),
+        VAGRANT_CHECKPOINT_DISABLE: '1',
+        VAGRANT_SERVER_URL: service.url,
+        ...env,
       },
       cwd: home,
       stdio: ['ignore', 'pipe', 'pipe'],
@@ -42,15 +46,24 @@ describe.each(drivers)('vagrant cloud publishing ($label)', ({ storage, server }
     return result.output;
   };
   const version = async (v: string) => (await service.request('GET', `/api/organization/acme/box/t/version/${v}`, { token: service.adminToken })).body;
-  const fileOf = async (v: string) => (await service.request('GET', `/api/organization/acme/box/t/version/${v}/provider/virtualbox/architecture/unknown/file`, { token: service.adminToken })).body;
+  const fileOf = async (v: string) =>
+    (await service.request('GET', `/api/organization/acme/box/t/version/${v}/provider/virtualbox/architecture/unknown/file`, { token: service.adminToken }))
+      .body;
 
   beforeAll(async () => {
     service = await startTestService({ storage, ...(server ? { bucket: await createTestBucket('boxrepo', s3Server(server)) } : {}) });
     home = await mkdtemp(join(tmpdir(), 'vagrant-cloud-'));
     await createOrganization(service, 'acme');
-    const created = await service.request('POST', '/api/service-accounts', { token: service.adminToken, json: { organization: 'acme', description: 'CI publisher' } });
+    const created = await service.request('POST', '/api/service-accounts', {
+      token: service.adminToken,
+      json: { organization: 'acme', description: 'CI publisher' },
+    });
     key = created.body.token;
-    for (const [name, filler] of [['a.box', 300_000], ['b.box', 200_000], ['c.box', 100_000]] as const) {
+    for (const [name, filler] of [
+      ['a.box', 300_000],
+      ['b.box', 200_000],
+      ['c.box', 100_000],
+    ] as const) {
       files[name] = await makeBox({ fillerBytes: filler });
       await writeFile(join(home, name), files[name]);
     }

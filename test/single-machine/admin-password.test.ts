@@ -6,7 +6,11 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { makeHome, startDevProcess, type DevProcess } from '../harness/dev-process.ts';
 
 const signIn = (url: string, password: string) =>
-  fetch(`${url}/api/auth/signin`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ username: 'admin', password }) }).then((r) => r.status);
+  fetch(`${url}/api/auth/signin`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ username: 'admin', password }),
+  }).then((r) => r.status);
 
 describe('boxyard dev admin password', () => {
   let home: string;

@@ -79,7 +79,16 @@ async function nextPostmaster(dataDir: string, previous: number): Promise<number
 async function waitUntilReady(dev: DevProcess, timeoutMs = 120_000): Promise<void> {
   for (const url of Object.values(dev.urls)) {
     const ready = url.startsWith('https:') ? undefined : `${url}/health/ready`;
-    if (ready) await until(`${ready} answers 200`, () => fetch(ready).then((r) => r.status === 200, () => false), timeoutMs);
+    if (ready)
+      await until(
+        `${ready} answers 200`,
+        () =>
+          fetch(ready).then(
+            (r) => r.status === 200,
+            () => false,
+          ),
+        timeoutMs,
+      );
   }
 }
 
@@ -110,7 +119,10 @@ describe('boxyard dev keeps exactly one PostgreSQL, its own', () => {
   // Each test starts from a running product with nothing else on the data directory, whatever the last one left.
   beforeEach(async () => {
     const postmaster = postmasterPid(dataDir);
-    const healthy = alive(dev.pid) && postmaster !== undefined && processesOn(dataDir).every((pid) => pid === postmaster ? parentOf(pid) === dev.pid : parentOf(pid) === postmaster);
+    const healthy =
+      alive(dev.pid) &&
+      postmaster !== undefined &&
+      processesOn(dataDir).every((pid) => (pid === postmaster ? parentOf(pid) === dev.pid : parentOf(pid) === postmaster));
     if (healthy) return;
     await dev.stop();
     for (const pid of processesOn(dataDir)) process.kill(pid, 'SIGKILL');

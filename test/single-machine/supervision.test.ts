@@ -71,7 +71,9 @@ async function makeBoxFile(diskBytes: number): Promise<Buffer> {
 
 function multipart(field: string, fileName: string, content: Buffer): { body: Buffer; contentType: string } {
   const boundary = `----boxyard${randomBytes(8).toString('hex')}`;
-  const head = Buffer.from(`--${boundary}\r\nContent-Disposition: form-data; name="${field}"; filename="${fileName}"\r\nContent-Type: application/octet-stream\r\n\r\n`);
+  const head = Buffer.from(
+    `--${boundary}\r\nContent-Disposition: form-data; name="${field}"; filename="${fileName}"\r\nContent-Type: application/octet-stream\r\n\r\n`,
+  );
   return { body: Buffer.concat([head, content, Buffer.from(`\r\n--${boundary}--\r\n`)]), contentType: `multipart/form-data; boundary=${boundary}` };
 }
 
@@ -79,7 +81,10 @@ async function waitUntilReady(urls: string[], timeoutMs = 60_000): Promise<void>
   const deadline = Date.now() + timeoutMs;
   for (const url of urls) {
     for (;;) {
-      const status = await fetch(`${url}/health/ready`).then((r) => r.status, () => 0);
+      const status = await fetch(`${url}/health/ready`).then(
+        (r) => r.status,
+        () => 0,
+      );
       if (status === 200) break;
       if (Date.now() > deadline) throw new Error(`${url} did not become ready again (last status ${status})`);
       await new Promise((r) => setTimeout(r, 250));
@@ -123,11 +128,17 @@ describe('boxyard dev supervises its PostgreSQL and storage', () => {
     boxes = dev.urls['box-repository']!;
     files = dev.urls['file-share']!;
     const signin = await json<{ access_token: string }>(
-      await fetch(`${boxes}/api/auth/signin`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ username: 'admin', password: ADMIN_PASSWORD }) }),
+      await fetch(`${boxes}/api/auth/signin`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ username: 'admin', password: ADMIN_PASSWORD }),
+      }),
     );
     token = signin.access_token;
     const post = (path: string, body: unknown) =>
-      fetch(`${boxes}${path}`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-access-token': token }, body: JSON.stringify(body) }).then(json);
+      fetch(`${boxes}${path}`, { method: 'POST', headers: { 'content-type': 'application/json', 'x-access-token': token }, body: JSON.stringify(body) }).then(
+        json,
+      );
     await post('/api/organization', { name: 'acme' });
     await post('/api/organization/acme/box', { name: 'base', is_public: true });
     await post('/api/organization/acme/box/base/version', { version_number: '1.0.0' });
@@ -172,7 +183,11 @@ describe('boxyard dev supervises its PostgreSQL and storage', () => {
     expect(boxAnswer.status, boxAnswer.text).toBe(503);
     expect(boxAnswer.headers['retry-after']).toMatch(/^\d+$/);
     expect(boxAnswer.headers['content-type']).toContain('application/problem+json');
-    expect(JSON.parse(boxAnswer.text)).toMatchObject({ type: 'https://boxyard.io/problems/unavailable', status: 503, detail: expect.stringMatching(/database/i) });
+    expect(JSON.parse(boxAnswer.text)).toMatchObject({
+      type: 'https://boxyard.io/problems/unavailable',
+      status: 503,
+      detail: expect.stringMatching(/database/i),
+    });
     expect(fileAnswer.status, fileAnswer.text).toBe(503);
     expect(fileAnswer.headers['retry-after']).toMatch(/^\d+$/);
     expect(JSON.parse(fileAnswer.text)).toMatchObject({ success: false, message: expect.stringMatching(/database/i) });
@@ -223,7 +238,11 @@ describe('boxyard dev supervises its PostgreSQL and storage', () => {
     const uploadFile = () => uploadInTwoHalves(`${files}/later.txt`, { 'content-type': form.contentType, authorization: basic }, form.body);
     const box = await makeBoxFile(1 << 20);
     const uploadBox = () =>
-      uploadInTwoHalves(`${boxes}${arch}/file/upload?replace=true`, { 'content-type': 'application/octet-stream', 'x-file-name': 'base.box', 'x-access-token': token }, box);
+      uploadInTwoHalves(
+        `${boxes}${arch}/file/upload?replace=true`,
+        { 'content-type': 'application/octet-stream', 'x-file-name': 'base.box', 'x-access-token': token },
+        box,
+      );
     // Read-only bind mounts: refused even to root, like a disk remounted read-only after an error.
     const mounted: string[] = [];
     try {
@@ -257,7 +276,7 @@ describe('boxyard dev supervises its PostgreSQL and storage', () => {
     expect(replaced.status, replaced.text).toBe(200);
   });
 
-  it('keeps every service\'s data, sessions and credentials across a restart', async () => {
+  it("keeps every service's data, sessions and credentials across a restart", async () => {
     // Data written through each service: boxes and files come from the tests above; a terminal user and a
     // terminal session are written here.
     const terminal = dev.urls.terminal!;
@@ -272,7 +291,9 @@ describe('boxyard dev supervises its PostgreSQL and storage', () => {
       const [b, f, t] = [urls['box-repository']!, urls['file-share']!, urls.terminal!];
       const box = await fetch(`${b}/api/organization/acme/box/base`, { headers: { 'x-access-token': token } }).then((r) => r.json());
       const vagrantMetadata = await fetch(`${b}/acme/base`).then((r) => r.json());
-      const fileEntries = await Promise.all(['/disk.img', '/later.txt', '/'].map((p) => fetch(`${f}${p}?format=json`, { headers: { authorization: basic } }).then((r) => r.json())));
+      const fileEntries = await Promise.all(
+        ['/disk.img', '/later.txt', '/'].map((p) => fetch(`${f}${p}?format=json`, { headers: { authorization: basic } }).then((r) => r.json())),
+      );
       const users = (await terminalApi(t, 'GET', '/api/users', { cookie })).json;
       const sessions = (await terminalApi(t, 'GET', '/api/terminal/sessions?include_ended=true', { cookie })).json;
       const openapi = await secondServiceOpenApi(urls['second-service']!);
@@ -281,7 +302,15 @@ describe('boxyard dev supervises its PostgreSQL and storage', () => {
         disk: await sha256Of(`${f}/disk.img`, { authorization: basic }),
         later: await sha256Of(`${f}/later.txt`, { authorization: basic }),
       };
-      return { box, vagrantMetadata, fileEntries, users, sessions, openapi: { status: openapi.status, info: openapi.document.info, paths: openapi.document.paths }, bytes };
+      return {
+        box,
+        vagrantMetadata,
+        fileEntries,
+        users,
+        sessions,
+        openapi: { status: openapi.status, info: openapi.document.info, paths: openapi.document.paths },
+        bytes,
+      };
     };
     const before = await snapshot(dev.urls, adminCookie);
     expect(before.bytes.box.status).toBe(200);
@@ -295,7 +324,11 @@ describe('boxyard dev supervises its PostgreSQL and storage', () => {
     files = dev.urls['file-share']!;
 
     // The same credentials still sign in everywhere, and a token issued before the restart is still honoured.
-    const signin = await fetch(`${boxes}/api/auth/signin`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ username: 'admin', password: ADMIN_PASSWORD }) });
+    const signin = await fetch(`${boxes}/api/auth/signin`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ username: 'admin', password: ADMIN_PASSWORD }),
+    });
     expect(signin.status).toBe(200);
     expect((await fetch(`${files}/api/users`, { headers: { authorization: basic } })).status).toBe(200);
     const cookieAfter = await terminalLogin(dev.urls.terminal!, 'admin', ADMIN_PASSWORD);

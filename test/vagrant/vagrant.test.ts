@@ -9,14 +9,28 @@ import { join } from 'node:path';
 import { Transform, type TransformCallback } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { makeBox } from '@boxyard/box-repository/testing/boxes.ts';
-import { archPath, createBoxPath, createOrganization, startTestService, uploadRaw, type BoxPath, type TestService, type TestServiceOptions } from '@boxyard/box-repository/testing/test-service.ts';
+import {
+  archPath,
+  createBoxPath,
+  createOrganization,
+  startTestService,
+  uploadRaw,
+  type BoxPath,
+  type TestService,
+  type TestServiceOptions,
+} from '@boxyard/box-repository/testing/test-service.ts';
 import { finished, type Finished } from '../harness/child-output.ts';
 
 const VAGRANT = process.env.VAGRANT_BIN ?? '/usr/bin/vagrant';
 const MiB = 1024 * 1024;
 
 /** Runs the real vagrant with its own HOME, asking `serverUrl` for boxes by name. */
-function runVagrant(client: { home: string; serverUrl: string }, args: string[], env: Record<string, string> = {}, onSpawn?: (pid: number) => void): Promise<Finished> {
+function runVagrant(
+  client: { home: string; serverUrl: string },
+  args: string[],
+  env: Record<string, string> = {},
+  onSpawn?: (pid: number) => void,
+): Promise<Finished> {
   const child = spawn(VAGRANT, args, {
     env: {
       PATH: process.env.PATH ?? '/usr/bin:/bin',
@@ -40,7 +54,10 @@ async function startForVagrant(options: TestServiceOptions): Promise<{ service: 
   const service = await startTestService({ storage: 's3', ...options });
   const vagrantHome = await mkdtemp(join(tmpdir(), 'vagrant-home-'));
   await createOrganization(service, 'acme');
-  const key = await service.request('POST', '/api/service-accounts', { token: service.adminToken, json: { organization: 'acme', description: 'vagrant client' } });
+  const key = await service.request('POST', '/api/service-accounts', {
+    token: service.adminToken,
+    json: { organization: 'acme', description: 'vagrant client' },
+  });
   expect(key.status).toBe(201);
   return { service, vagrantHome, serviceAccountKey: key.body.token };
 }
@@ -118,7 +135,9 @@ describe('vagrant box add against the box repository', () => {
   });
 
   it('adds a private box with a service-account key in VAGRANT_CLOUD_TOKEN, and only with it', async () => {
-    await publish({ org: 'acme', box: 'private-box', version: '2.0.0', provider: 'libvirt', arch: 'amd64' }, await makeBox({ provider: 'libvirt' }), { isPublic: false });
+    await publish({ org: 'acme', box: 'private-box', version: '2.0.0', provider: 'libvirt', arch: 'amd64' }, await makeBox({ provider: 'libvirt' }), {
+      isPublic: false,
+    });
     const refused = await run(['box', 'add', 'acme/private-box']);
     expect(refused.code).not.toBe(0);
     expect(refused.output).toContain('The requested URL returned error: 401');
@@ -213,7 +232,9 @@ describe('vagrant box add through redirects to presigned storage URLs (download_
   const vagrant = (args: string[], env: Record<string, string> = {}): Promise<Finished> => runVagrant({ home: vagrantHome, serverUrl: service.url }, args, env);
 
   beforeAll(async () => {
-    ({ service, vagrantHome, serviceAccountKey } = await startForVagrant({ config: { download_links: { redirect_to_storage: true, storage_url_ttl_seconds: 30 } } }));
+    ({ service, vagrantHome, serviceAccountKey } = await startForVagrant({
+      config: { download_links: { redirect_to_storage: true, storage_url_ttl_seconds: 30 } },
+    }));
   });
 
   afterAll(async () => {
@@ -226,7 +247,10 @@ describe('vagrant box add through redirects to presigned storage URLs (download_
     const uploaded = await uploadRaw(service, path, box, { token: service.adminToken });
     expect(uploaded.status, uploaded.text).toBe(201);
   }
-  const downloadCount = async (box: string) => (await service.request('GET', `${archPath({ org: 'acme', box, version: '1.0.0', provider: 'virtualbox', arch: 'amd64' })}/file`)).body as { download_count: number };
+  const downloadCount = async (box: string) =>
+    (await service.request('GET', `${archPath({ org: 'acme', box, version: '1.0.0', provider: 'virtualbox', arch: 'amd64' })}/file`)).body as {
+      download_count: number;
+    };
 
   it('answers a download with 302 to the storage endpoint, which serves the bytes (ranges too)', async () => {
     const box = await makeBox({ gzip: false, fillerBytes: MiB });
@@ -248,7 +272,11 @@ describe('vagrant box add through redirects to presigned storage URLs (download_
   });
 
   it('lets the real Vagrant client add a public box through the redirect', async () => {
-    await publish({ org: 'acme', box: 'public-redirect', version: '1.0.0', provider: 'virtualbox', arch: 'amd64' }, await makeBox({ fillerBytes: 2 * MiB }), true);
+    await publish(
+      { org: 'acme', box: 'public-redirect', version: '1.0.0', provider: 'virtualbox', arch: 'amd64' },
+      await makeBox({ fillerBytes: 2 * MiB }),
+      true,
+    );
     const added = await vagrant(['box', 'add', 'acme/public-redirect']);
     expect(added.code, added.output).toBe(0);
     expect(added.output).toContain("Successfully added box 'acme/public-redirect' (v1.0.0) for 'virtualbox'");

@@ -15,6 +15,14 @@ export async function deleteBackupData(client: Pick<KubeClient, 'get'>, backup: 
     if (!encoded) throw new Error(`Secret ${ref.name} has no key ${key}`);
     return Buffer.from(encoded, 'base64').toString('utf8');
   };
-  const store = createObjectStore({ driver: 's3', endpoint: s3.endpoint, access_key: value(ref.accessKeyKey), secret_key: value(ref.secretKeyKey), bucket: s3.bucket, region: s3.region, prefix: '' });
+  const store = createObjectStore({
+    driver: 's3',
+    endpoint: s3.endpoint,
+    access_key: value(ref.accessKeyKey),
+    secret_key: value(ref.secretKeyKey),
+    bucket: s3.bucket,
+    region: s3.region,
+    prefix: '',
+  });
   return store.deletePrefix(`${backupPath(backup)}/`);
 }

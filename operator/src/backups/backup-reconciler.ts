@@ -25,7 +25,6 @@ export interface BackupReconcilerOptions {
   defaultImage: string;
 }
 
-
 const SECRET_RETRY_MS = 30_000;
 
 export class BackupReconciler {
@@ -53,10 +52,15 @@ export class BackupReconciler {
     const kind = allKinds.find((k) => k.kind === kindName);
     const source = kind ? this.o.sources.get(kind.kind)?.get(namespace, name) : undefined;
     if (!kind || !source) return this.refuse(backup, 'SourceNotFound', `${kindName} ${name} does not exist in namespace ${namespace}: nothing to back up`);
-    if (source.metadata.deletionTimestamp) return this.refuse(backup, 'SourceDeleting', `${kindName} ${name} is being deleted: a backup now could miss data; back it up before deleting it`);
+    if (source.metadata.deletionTimestamp)
+      return this.refuse(backup, 'SourceDeleting', `${kindName} ${name} is being deleted: a backup now could miss data; back it up before deleting it`);
     const secret = backup.spec.destination.s3.credentialsSecretRef.name;
     if (!this.o.secrets.get(namespace, secret)) {
-      await writeBackupStatus(this.o, backup, { phase: 'Pending', reason: 'SecretNotFound', message: `Secret ${secret} (spec.destination.s3.credentialsSecretRef) does not exist in namespace ${namespace}; the backup starts once it does` });
+      await writeBackupStatus(this.o, backup, {
+        phase: 'Pending',
+        reason: 'SecretNotFound',
+        message: `Secret ${secret} (spec.destination.s3.credentialsSecretRef) does not exist in namespace ${namespace}; the backup starts once it does`,
+      });
       return { requeueAfterMs: SECRET_RETRY_MS };
     }
     return this.createJob(backup, kind, source);
@@ -81,17 +85,26 @@ export class BackupReconciler {
     const name = job.metadata.name;
     if (!complete && !failed) {
       // The status may be missing if the operator stopped between creating the Job and writing it.
-      await writeBackupStatus(this.o, backup, { phase: 'Running', reason: 'JobStarted', message: `Job ${name} is running` }, {
-        jobName: name,
-        startedAt: backup.status?.startedAt ?? job.metadata.creationTimestamp ?? new Date().toISOString(),
-        location: backupLocation(backup),
-      });
+      await writeBackupStatus(
+        this.o,
+        backup,
+        { phase: 'Running', reason: 'JobStarted', message: `Job ${name} is running` },
+        {
+          jobName: name,
+          startedAt: backup.status?.startedAt ?? job.metadata.creationTimestamp ?? new Date().toISOString(),
+          location: backupLocation(backup),
+        },
+      );
       return {};
     }
     const result = await jobResult(this.o.client, backup.metadata.namespace!, name);
     const completedAt = job.status?.completionTime ?? new Date().toISOString();
     if (complete && result?.ok !== false) {
-      const outcome: Outcome = { phase: 'Completed', reason: 'Completed', message: `Backed up to ${result?.location ?? backupLocation(backup)}: ${result?.objects ?? '?'} objects, ${result?.bytes ?? '?'} bytes` };
+      const outcome: Outcome = {
+        phase: 'Completed',
+        reason: 'Completed',
+        message: `Backed up to ${result?.location ?? backupLocation(backup)}: ${result?.objects ?? '?'} objects, ${result?.bytes ?? '?'} bytes`,
+      };
       await writeBackupStatus(this.o, backup, outcome, {
         completedAt,
         location: result?.location ?? backupLocation(backup),

@@ -34,7 +34,10 @@ export async function bootstrapFromBackup(input: BootstrapInput, resource: Servi
   const backup = await input.client.get<Backup>(backupType, namespace, from.name);
   if (!backup) throw new CheckFailure('BackupNotFound', `spec.bootstrap.fromBackup: Backup ${from.name} does not exist in namespace ${namespace}`);
   if (backup.status?.phase !== 'Completed' || !backup.status.location) {
-    throw new CheckFailure('BackupNotCompleted', `spec.bootstrap.fromBackup: Backup ${from.name} is ${backup.status?.phase ?? 'not started'}; only a Completed backup can be restored`);
+    throw new CheckFailure(
+      'BackupNotCompleted',
+      `spec.bootstrap.fromBackup: Backup ${from.name} is ${backup.status?.phase ?? 'not started'}; only a Completed backup can be restored`,
+    );
   }
   if (backup.spec.source.kind !== input.kind.kind) {
     throw new CheckFailure('BackupKindMismatch', `spec.bootstrap.fromBackup: Backup ${from.name} holds a ${backup.spec.source.kind}, not a ${input.kind.kind}`);
@@ -44,8 +47,24 @@ export async function bootstrapFromBackup(input: BootstrapInput, resource: Servi
   if (!job) {
     // The Job mounts the service's config: the ConfigMap goes first.
     for (const object of desired.objects.filter((o) => o.kind === 'ConfigMap')) await input.client.apply(object);
-    await input.client.apply(desiredBackupJob({ backup, kind: input.kind, source: resource, image: desired.image, command: 'restore', location: backup.status.location, name, owner: resource }));
-    await input.events.record(resource, 'Normal', 'Restoring', `Job ${name} restores Backup ${from.name} (${backup.status.location}) before the service starts`);
+    await input.client.apply(
+      desiredBackupJob({
+        backup,
+        kind: input.kind,
+        source: resource,
+        image: desired.image,
+        command: 'restore',
+        location: backup.status.location,
+        name,
+        owner: resource,
+      }),
+    );
+    await input.events.record(
+      resource,
+      'Normal',
+      'Restoring',
+      `Job ${name} restores Backup ${from.name} (${backup.status.location}) before the service starts`,
+    );
     return false;
   }
   if (jobFinished(job, 'Complete')) {
@@ -57,7 +76,10 @@ export async function bootstrapFromBackup(input: BootstrapInput, resource: Servi
     const result = input.client.list ? await jobResult({ list: input.client.list.bind(input.client) }, namespace!, name) : undefined;
     const error = result?.error ?? `Job ${name} failed (kubectl logs job/${name} shows why)`;
     const reason = error.includes('already holds') ? 'TargetNotEmpty' : error.includes('newer than this Boxyard') ? 'BackupTooNew' : 'RestoreFailed';
-    throw new CheckFailure(reason, `spec.bootstrap.fromBackup: restoring Backup ${from.name} failed: ${error}. Delete the Job ${name} to try again once this is fixed`);
+    throw new CheckFailure(
+      reason,
+      `spec.bootstrap.fromBackup: restoring Backup ${from.name} failed: ${error}. Delete the Job ${name} to try again once this is fixed`,
+    );
   }
   return false;
 }

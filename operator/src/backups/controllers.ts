@@ -36,12 +36,36 @@ export function backupControllers(input: BackupControllerInputs): { informers: I
   const jobs = input.informer(resources.job, { labelSelector: MANAGED_BY_SELECTOR });
   const sources = new Map(input.primaries.map((p) => [p.type.kind, p]));
 
-  const backupReconciler = new BackupReconciler({ client: input.client, backups, sources, jobs, secrets: input.secrets, events: input.events, defaultImage: input.defaultImage });
-  const backupController = new Controller<Backup>({ name: 'backups', primary: backups, reconcile: backupReconciler.reconcile, workers: input.workers, metrics: input.metrics, logger: input.logger, log: input.log });
+  const backupReconciler = new BackupReconciler({
+    client: input.client,
+    backups,
+    sources,
+    jobs,
+    secrets: input.secrets,
+    events: input.events,
+    defaultImage: input.defaultImage,
+  });
+  const backupController = new Controller<Backup>({
+    name: 'backups',
+    primary: backups,
+    reconcile: backupReconciler.reconcile,
+    workers: input.workers,
+    metrics: input.metrics,
+    logger: input.logger,
+    log: input.log,
+  });
   backupController.watchOwned(jobs);
 
   const scheduleReconciler = new ScheduledBackupReconciler({ client: input.client, schedules, backups, sources, events: input.events, log: input.log });
-  const scheduleController = new Controller<ScheduledBackup>({ name: 'scheduledbackups', primary: schedules, reconcile: scheduleReconciler.reconcile, workers: 2, metrics: input.metrics, logger: input.logger, log: input.log });
+  const scheduleController = new Controller<ScheduledBackup>({
+    name: 'scheduledbackups',
+    primary: schedules,
+    reconcile: scheduleReconciler.reconcile,
+    workers: 2,
+    metrics: input.metrics,
+    logger: input.logger,
+    log: input.log,
+  });
   scheduleController.watchMapped(backups as unknown as Informer, (b) => {
     const owner = b.metadata.labels?.[SCHEDULE_LABEL];
     return owner && b.metadata.namespace ? [`${b.metadata.namespace}/${owner}`] : [];

@@ -23,7 +23,11 @@ export const DESTINATION: Schema = object(
         endpoint: string('http(s)://host[:port] of the S3 API.', { pattern: '^https?://[^/\\s]+/?$', maxLength: 2048 }),
         bucket: string('Bucket name (it must exist).', { pattern: '^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$', maxLength: 63 }),
         region: string('Bucket region.', { default: 'us-east-1', maxLength: 64 }),
-        prefix: string('Key prefix inside the bucket.', { default: 'boxyard-backups', pattern: '^[A-Za-z0-9!_.*\'()-]+(/[A-Za-z0-9!_.*\'()-]+)*$', maxLength: 512 }),
+        prefix: string('Key prefix inside the bucket.', {
+          default: 'boxyard-backups',
+          pattern: "^[A-Za-z0-9!_.*'()-]+(/[A-Za-z0-9!_.*'()-]+)*$",
+          maxLength: 512,
+        }),
         credentialsSecretRef: object(
           'Secret with an access key pair that may list, read, write and delete under the prefix.',
           {
@@ -40,9 +44,13 @@ export const DESTINATION: Schema = object(
   { required: ['s3'] },
 );
 
-const CONDITIONS = conditionsSchema('Ready (True once the backup is complete), Reconciling (True while it runs) and Stalled (True when it failed; the reason says why).');
+const CONDITIONS = conditionsSchema(
+  'Ready (True once the backup is complete), Reconciling (True while it runs) and Stalled (True when it failed; the reason says why).',
+);
 
-const immutableSpec = { 'x-kubernetes-validations': [{ rule: 'self == oldSelf', message: 'a Backup is one backup: its spec cannot change; create another Backup' }] };
+const immutableSpec = {
+  'x-kubernetes-validations': [{ rule: 'self == oldSelf', message: 'a Backup is one backup: its spec cannot change; create another Backup' }],
+};
 
 export interface BackupKindDefinition {
   kind: string;
@@ -60,7 +68,8 @@ export const backupDefinition: BackupKindDefinition = {
   kind: 'Backup',
   plural: 'backups',
   singular: 'backup',
-  description: 'One backup of a BoxRepository, FileShare or TerminalPool (its database schema and the stored objects its rows name), run once as a Job with `boxyard backup` into S3.',
+  description:
+    'One backup of a BoxRepository, FileShare or TerminalPool (its database schema and the stored objects its rows name), run once as a Job with `boxyard backup` into S3.',
   spec: object('What to back up and where to.', { source: SOURCE, destination: DESTINATION }, { required: ['source', 'destination'], ...immutableSpec }),
   status: object('Observed state, written by the operator.', {
     observedGeneration: integer('The generation of the spec the status describes.', { format: 'int64' }),
@@ -91,11 +100,15 @@ export const scheduledBackupDefinition: BackupKindDefinition = {
   kind: 'ScheduledBackup',
   plural: 'scheduledbackups',
   singular: 'scheduledbackup',
-  description: 'Backups of a BoxRepository, FileShare or TerminalPool on a cron schedule: each run creates a Backup; finished Backups beyond the retention are deleted with their data.',
+  description:
+    'Backups of a BoxRepository, FileShare or TerminalPool on a cron schedule: each run creates a Backup; finished Backups beyond the retention are deleted with their data.',
   spec: object(
     'When, what, where, and how many to keep.',
     {
-      schedule: string('Cron schedule, five fields (minute hour day-of-month month day-of-week), in UTC, e.g. "0 3 * * *". A run still going when the next is due makes that one wait.', { minLength: 1, maxLength: 128 }),
+      schedule: string(
+        'Cron schedule, five fields (minute hour day-of-month month day-of-week), in UTC, e.g. "0 3 * * *". A run still going when the next is due makes that one wait.',
+        { minLength: 1, maxLength: 128 },
+      ),
       suspend: boolean('Create no new Backups (retention still applies).', false),
       source: SOURCE,
       destination: DESTINATION,
@@ -152,9 +165,18 @@ export function backupCrdFor(definition: BackupKindDefinition): Record<string, u
               type: 'object',
               description: definition.description,
               required: ['spec'],
-              properties: { apiVersion: { type: 'string' }, kind: { type: 'string' }, metadata: { type: 'object' }, spec: definition.spec, status: definition.status },
+              properties: {
+                apiVersion: { type: 'string' },
+                kind: { type: 'string' },
+                metadata: { type: 'object' },
+                spec: definition.spec,
+                status: definition.status,
+              },
               'x-kubernetes-validations': [
-                { rule: `size(self.metadata.name) <= ${definition.maxName.length}`, message: `metadata.name must be at most ${definition.maxName.length} characters: ${definition.maxName.why}` },
+                {
+                  rule: `size(self.metadata.name) <= ${definition.maxName.length}`,
+                  message: `metadata.name must be at most ${definition.maxName.length} characters: ${definition.maxName.why}`,
+                },
               ],
             },
           },

@@ -25,7 +25,16 @@ export interface BackupJobInput {
   owner?: KubeObject;
 }
 
-export function desiredBackupJob({ backup, kind, source, image, command = 'backup', location = backupLocation(backup), name = jobName(backup), owner = backup }: BackupJobInput): KubeObject {
+export function desiredBackupJob({
+  backup,
+  kind,
+  source,
+  image,
+  command = 'backup',
+  location = backupLocation(backup),
+  name = jobName(backup),
+  owner = backup,
+}: BackupJobInput): KubeObject {
   const s3 = backup.spec.destination.s3;
   const keyRef = (key: string) => ({ secretKeyRef: { name: s3.credentialsSecretRef.name, key } });
   const job: Job = {
@@ -34,8 +43,22 @@ export function desiredBackupJob({ backup, kind, source, image, command = 'backu
     metadata: {
       name,
       namespace: source.metadata.namespace,
-      labels: { 'app.kubernetes.io/managed-by': MANAGED_BY, 'app.kubernetes.io/part-of': 'boxyard', 'app.kubernetes.io/component': command, [BACKUP_LABEL]: backup.metadata.name },
-      ownerReferences: [{ apiVersion: owner.apiVersion, kind: owner.kind, name: owner.metadata.name, uid: owner.metadata.uid ?? '', controller: true, blockOwnerDeletion: true }],
+      labels: {
+        'app.kubernetes.io/managed-by': MANAGED_BY,
+        'app.kubernetes.io/part-of': 'boxyard',
+        'app.kubernetes.io/component': command,
+        [BACKUP_LABEL]: backup.metadata.name,
+      },
+      ownerReferences: [
+        {
+          apiVersion: owner.apiVersion,
+          kind: owner.kind,
+          name: owner.metadata.name,
+          uid: owner.metadata.uid ?? '',
+          controller: true,
+          blockOwnerDeletion: true,
+        },
+      ],
     },
     spec: {
       // Once: a failed backup is reported, not retried behind the user's back (a new Backup retries it).
@@ -46,7 +69,13 @@ export function desiredBackupJob({ backup, kind, source, image, command = 'backu
           restartPolicy: 'Never',
           automountServiceAccountToken: false,
           enableServiceLinks: false,
-          securityContext: { runAsNonRoot: true, runAsUser: RUN_AS_USER, runAsGroup: RUN_AS_USER, fsGroup: RUN_AS_USER, seccompProfile: { type: 'RuntimeDefault' } },
+          securityContext: {
+            runAsNonRoot: true,
+            runAsUser: RUN_AS_USER,
+            runAsGroup: RUN_AS_USER,
+            fsGroup: RUN_AS_USER,
+            seccompProfile: { type: 'RuntimeDefault' },
+          },
           ...(source.spec.imagePullSecrets?.length ? { imagePullSecrets: source.spec.imagePullSecrets.map((s) => ({ name: s.name })) } : {}),
           containers: [
             {
@@ -62,7 +91,13 @@ export function desiredBackupJob({ backup, kind, source, image, command = 'backu
               ],
               resources: resourceRequirements(source.spec.resources),
               terminationMessagePolicy: 'FallbackToLogsOnError',
-              securityContext: { allowPrivilegeEscalation: false, readOnlyRootFilesystem: true, runAsNonRoot: true, capabilities: { drop: ['ALL'] }, seccompProfile: { type: 'RuntimeDefault' } },
+              securityContext: {
+                allowPrivilegeEscalation: false,
+                readOnlyRootFilesystem: true,
+                runAsNonRoot: true,
+                capabilities: { drop: ['ALL'] },
+                seccompProfile: { type: 'RuntimeDefault' },
+              },
               volumeMounts: [
                 { name: 'config', mountPath: CONFIG_FILE, subPath: 'config.yaml', readOnly: true },
                 { name: 'secrets', mountPath: SECRETS_DIR, readOnly: true },

@@ -7,7 +7,15 @@ const schedule = (retention: ScheduledBackup['spec']['retention']): ScheduledBac
   apiVersion: 'boxyard.io/v1alpha1',
   kind: 'ScheduledBackup',
   metadata: { name: 'nightly', namespace: 'apps' },
-  spec: { schedule: '0 3 * * *', suspend: false, source: { kind: 'FileShare', name: 'files' }, destination: { s3: { endpoint: 'http://s3', bucket: 'b', region: 'us-east-1', prefix: 'p', credentialsSecretRef: { name: 's3', accessKeyKey: 'a', secretKeyKey: 's' } } }, retention },
+  spec: {
+    schedule: '0 3 * * *',
+    suspend: false,
+    source: { kind: 'FileShare', name: 'files' },
+    destination: {
+      s3: { endpoint: 'http://s3', bucket: 'b', region: 'us-east-1', prefix: 'p', credentialsSecretRef: { name: 's3', accessKeyKey: 'a', secretKeyKey: 's' } },
+    },
+    retention,
+  },
 });
 const backup = (name: string, at: string, phase: BackupPhase): Backup => ({
   apiVersion: 'boxyard.io/v1alpha1',

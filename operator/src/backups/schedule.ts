@@ -10,7 +10,9 @@ export function parseSchedule(pattern: string): Cron {
   try {
     return new Cron(pattern, { timezone: 'UTC', mode: '5-part' });
   } catch (error) {
-    throw new ScheduleError(`spec.schedule "${pattern}" is not a cron schedule: ${(error as Error).message.replace(/^CronPattern: /, '')} (five fields: minute hour day-of-month month day-of-week)`);
+    throw new ScheduleError(
+      `spec.schedule "${pattern}" is not a cron schedule: ${(error as Error).message.replace(/^CronPattern: /, '')} (five fields: minute hour day-of-month month day-of-week)`,
+    );
   }
 }
 

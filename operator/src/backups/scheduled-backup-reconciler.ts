@@ -59,7 +59,15 @@ export class ScheduledBackupReconciler {
     const { kind, name: sourceName } = schedule.spec.source;
     const source = this.o.sources.get(kind)?.get(namespace, sourceName);
     if (!allKinds.some((k) => k.kind === kind) || !source) {
-      await this.writeStatus(schedule, { state: 'stalled', reason: 'SourceNotFound', message: `${kind} ${sourceName} does not exist in namespace ${namespace}: no backups are made until it does` }, {});
+      await this.writeStatus(
+        schedule,
+        {
+          state: 'stalled',
+          reason: 'SourceNotFound',
+          message: `${kind} ${sourceName} does not exist in namespace ${namespace}: no backups are made until it does`,
+        },
+        {},
+      );
       return { requeueAfterMs: SOURCE_RETRY_MS };
     }
     const next = cron.nextRun(now);
@@ -74,13 +82,21 @@ export class ScheduledBackupReconciler {
     if (due) {
       const running = mine.find((b) => b.status?.phase !== 'Completed' && b.status?.phase !== 'Failed');
       if (running) {
-        await this.writeStatus(schedule, { state: 'progressing', reason: 'Waiting', message: `the run of ${due.toISOString()} waits for Backup ${running.metadata.name} to finish` }, fields);
+        await this.writeStatus(
+          schedule,
+          { state: 'progressing', reason: 'Waiting', message: `the run of ${due.toISOString()} waits for Backup ${running.metadata.name} to finish` },
+          fields,
+        );
         return { requeueAfterMs: WAIT_MS };
       }
       const backupName = await this.createBackup(schedule, due);
       Object.assign(fields, { lastScheduleTime: due.toISOString(), lastBackupName: backupName });
     }
-    await this.writeStatus(schedule, { state: 'ready', reason: 'Scheduled', message: next ? `next Backup at ${next.toISOString()}` : 'the schedule has no future run' }, fields);
+    await this.writeStatus(
+      schedule,
+      { state: 'ready', reason: 'Scheduled', message: next ? `next Backup at ${next.toISOString()}` : 'the schedule has no future run' },
+      fields,
+    );
     return sleep;
   };
 
@@ -107,7 +123,12 @@ export class ScheduledBackupReconciler {
       try {
         if (backup.status?.phase === 'Completed') await deleteBackupData(this.o.client, backup);
         await this.o.client.delete(backupType, backup.metadata.namespace, backup.metadata.name, { uid: backup.metadata.uid, propagationPolicy: 'Background' });
-        await this.o.events.record(schedule, 'Normal', 'BackupPruned', `Backup ${backup.metadata.name} (${backup.status?.phase}) deleted by the retention${backup.status?.location ? `, with ${backup.status.location}` : ''}`);
+        await this.o.events.record(
+          schedule,
+          'Normal',
+          'BackupPruned',
+          `Backup ${backup.metadata.name} (${backup.status?.phase}) deleted by the retention${backup.status?.location ? `, with ${backup.status.location}` : ''}`,
+        );
       } catch (error) {
         // Kept for the next round; the Event says why.
         await this.o.events.record(schedule, 'Warning', 'PruneFailed', `Backup ${backup.metadata.name} could not be pruned: ${(error as Error).message}`);
@@ -118,7 +139,12 @@ export class ScheduledBackupReconciler {
   private async writeStatus(schedule: ScheduledBackup, phase: Phase, fields: ScheduledBackupStatus): Promise<void> {
     const previous = schedule.status ?? {};
     const generation = schedule.metadata.generation ?? 0;
-    const next: ScheduledBackupStatus = { ...previous, ...fields, observedGeneration: generation, conditions: conditionsFor(phase, generation, previous.conditions) };
+    const next: ScheduledBackupStatus = {
+      ...previous,
+      ...fields,
+      observedGeneration: generation,
+      conditions: conditionsFor(phase, generation, previous.conditions),
+    };
     if (hashOf(next) === hashOf(previous)) return;
     try {
       await this.o.client.mergePatch(scheduledBackupType, schedule.metadata.namespace, schedule.metadata.name, { status: next }, 'status');

@@ -68,5 +68,6 @@ export const SCHEDULE_LABEL = 'boxyard.io/scheduled-backup';
 export const BACKUP_LABEL = 'boxyard.io/backup';
 
 /** Where a Backup writes: <prefix>/<namespace>/<name>, so two Backups never share a location. */
-export const backupPath = (backup: Pick<Backup, 'metadata' | 'spec'>): string => `${backup.spec.destination.s3.prefix}/${backup.metadata.namespace}/${backup.metadata.name}`;
+export const backupPath = (backup: Pick<Backup, 'metadata' | 'spec'>): string =>
+  `${backup.spec.destination.s3.prefix}/${backup.metadata.namespace}/${backup.metadata.name}`;
 export const backupLocation = (backup: Pick<Backup, 'metadata' | 'spec'>): string => `s3://${backup.spec.destination.s3.bucket}/${backupPath(backup)}`;

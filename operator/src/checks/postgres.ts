@@ -32,13 +32,18 @@ async function connect(url: string, where: string): Promise<pg.Client> {
   parse(url, where);
   // Loaded on first use: an operator with nothing to check does not carry the driver.
   const { default: driver } = await import('pg');
-  const client = new driver.Client({ connectionString: url, connectionTimeoutMillis: TIMEOUT_MS, query_timeout: TIMEOUT_MS, application_name: 'boxyard-operator' });
+  const client = new driver.Client({
+    connectionString: url,
+    connectionTimeoutMillis: TIMEOUT_MS,
+    query_timeout: TIMEOUT_MS,
+    application_name: 'boxyard-operator',
+  });
   client.on('error', () => {}); // a connection dropped after use must not crash the operator
   try {
     await client.connect();
     return client;
   } catch (error) {
-    await client.end().catch(ignoreError('the check\'s connection may already be gone'));
+    await client.end().catch(ignoreError("the check's connection may already be gone"));
     throw toFailure(error, url, where);
   }
 }
@@ -48,11 +53,17 @@ function toFailure(error: unknown, url: string, where: string): CheckFailure {
   const message = (error as Error).message || code;
   const target = describeDatabase(url);
   if (code === '28P01' || code === '28000') {
-    return new CheckFailure('DatabaseAuthenticationFailed', `PostgreSQL refused the credentials for ${target} (${message}): fix the user or password in ${where}`);
+    return new CheckFailure(
+      'DatabaseAuthenticationFailed',
+      `PostgreSQL refused the credentials for ${target} (${message}): fix the user or password in ${where}`,
+    );
   }
   if (code === '3D000') return new CheckFailure('DatabaseNotFound', `the database of ${target} does not exist (${message}): create it, or fix ${where}`);
   if (NETWORK_ERRORS.has(code) || /timeout|terminated/i.test(message)) {
-    return new CheckFailure('DatabaseUnreachable', `cannot connect to PostgreSQL at ${target}: ${message}. Check the host and port in ${where} and that the operator's pod can reach it`);
+    return new CheckFailure(
+      'DatabaseUnreachable',
+      `cannot connect to PostgreSQL at ${target}: ${message}. Check the host and port in ${where} and that the operator's pod can reach it`,
+    );
   }
   return new CheckFailure('DatabaseCheckFailed', `PostgreSQL at ${target}: ${message}`);
 }
@@ -90,7 +101,7 @@ export async function checkDatabase(url: string, schema: string, where: string):
     if (error instanceof CheckFailure) throw error;
     throw toFailure(error, url, where);
   } finally {
-    await client.end().catch(ignoreError('the check\'s connection may already be gone'));
+    await client.end().catch(ignoreError("the check's connection may already be gone"));
   }
 }
 
@@ -104,6 +115,6 @@ export async function dropSchema(url: string, schema: string, where: string): Pr
   } catch (error) {
     throw toFailure(error, url, where);
   } finally {
-    await client.end().catch(ignoreError('the check\'s connection may already be gone'));
+    await client.end().catch(ignoreError("the check's connection may already be gone"));
   }
 }

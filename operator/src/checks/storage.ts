@@ -36,10 +36,16 @@ function toFailure(error: unknown, target: StorageTarget, where: string): CheckF
   const code = (error as { code?: string }).code ?? '';
   const message = (error as Error).message || code;
   if (['AccessDenied', 'InvalidAccessKeyId', 'SignatureDoesNotMatch', 'Forbidden'].includes(code) || /forbidden|access denied/i.test(message)) {
-    return new CheckFailure('StorageAccessDenied', `object storage at ${target.endpoint} refused the credentials in ${where} for bucket "${target.bucket}" (${code || message}): fix the keys or grant them access to the bucket`);
+    return new CheckFailure(
+      'StorageAccessDenied',
+      `object storage at ${target.endpoint} refused the credentials in ${where} for bucket "${target.bucket}" (${code || message}): fix the keys or grant them access to the bucket`,
+    );
   }
   if (NETWORK_ERRORS.has(code) || /timeout/i.test(message)) {
-    return new CheckFailure('StorageUnreachable', `cannot reach object storage at ${target.endpoint}: ${message}. Check spec.storage.endpoint and that the operator's pod can reach it`);
+    return new CheckFailure(
+      'StorageUnreachable',
+      `cannot reach object storage at ${target.endpoint}: ${message}. Check spec.storage.endpoint and that the operator's pod can reach it`,
+    );
   }
   return new CheckFailure('StorageCheckFailed', `object storage at ${target.endpoint}, bucket "${target.bucket}": ${message}`);
 }
@@ -50,7 +56,10 @@ export async function checkBucket(target: StorageTarget, create: boolean, where:
   try {
     if (await withTimeout(client.bucketExists(target.bucket), TIMEOUT_MS, 'bucket check')) return { created: false };
     if (!create) {
-      throw new CheckFailure('BucketNotFound', `bucket "${target.bucket}" does not exist at ${target.endpoint}: create it, or set spec.storage.createBucket: true`);
+      throw new CheckFailure(
+        'BucketNotFound',
+        `bucket "${target.bucket}" does not exist at ${target.endpoint}: create it, or set spec.storage.createBucket: true`,
+      );
     }
     try {
       await withTimeout(client.makeBucket(target.bucket, target.region), TIMEOUT_MS, 'bucket creation');

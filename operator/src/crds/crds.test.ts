@@ -13,7 +13,10 @@ import { renderCrds } from './render.ts';
 import { renderSpecTypes } from './spec-types.ts';
 import { ignoreError } from '@boxyard/kit';
 
-const crdFiles = (dir: string) => readdirSync(dir).filter((f) => f.endsWith('.yaml')).sort();
+const crdFiles = (dir: string) =>
+  readdirSync(dir)
+    .filter((f) => f.endsWith('.yaml'))
+    .sort();
 
 describe('CRD files', () => {
   it('crds/ holds exactly what definitions.ts generates (run `node operator/src/crds/generate.ts` after a change)', () => {
@@ -27,7 +30,11 @@ describe('CRD files', () => {
   });
 
   it('has one CRD per kind of the registry, and the backup kinds', () => {
-    expect(renderCrds().map((c) => c.file).sort()).toEqual([...kinds, ...backupKinds].map((k) => `boxyard.io_${k.plural}.yaml`).sort());
+    expect(
+      renderCrds()
+        .map((c) => c.file)
+        .sort(),
+    ).toEqual([...kinds, ...backupKinds].map((k) => `boxyard.io_${k.plural}.yaml`).sort());
   });
 
   it('the chart ships byte-identical copies of crds/ (helm reads only files inside the chart)', () => {
@@ -52,7 +59,11 @@ describe('CRDs on the apiserver', () => {
   const namespace = `crds-${randomBytes(4).toString('hex')}`;
   const example = (file: string) => parse(readFileSync(join(repoRoot, 'crds', 'examples', file), 'utf8'));
   const apply = (manifest: unknown, extra: string[] = []) => kubectl(kubeconfig, ['apply', '-n', namespace, ...extra, '-f', '-'], stringify(manifest));
-  const refusal = (manifest: unknown) => apply(manifest).then(() => 'accepted', (error: Error) => error.message);
+  const refusal = (manifest: unknown) =>
+    apply(manifest).then(
+      () => 'accepted',
+      (error: Error) => error.message,
+    );
 
   beforeAll(async () => {
     await kubectl(kubeconfig, ['apply', '--server-side', '--force-conflicts', '-f', join(repoRoot, 'crds')]);
@@ -71,7 +82,14 @@ describe('CRDs on the apiserver', () => {
       // ceilings), the file share's and the terminal's 100 per 10 minutes (the file-share example sets 300).
       const limits =
         file === 'box-repository.yaml'
-          ? { maxRequests: 1000, windowSeconds: 900, fileOperationsMaxRequests: 100, downloadMaxRequests: 1000, downloadLinkMaxRequests: 300, architectureOperationsMaxRequests: 300 }
+          ? {
+              maxRequests: 1000,
+              windowSeconds: 900,
+              fileOperationsMaxRequests: 100,
+              downloadMaxRequests: 1000,
+              downloadLinkMaxRequests: 300,
+              architectureOperationsMaxRequests: 300,
+            }
           : { maxRequests: file === 'file-share.yaml' ? 300 : 100, windowSeconds: 600 };
       expect(stored.spec.rateLimiting, file).toEqual({ enabled: true, ...limits });
       expect(stored.spec.auth, file).toMatchObject({ adminUsername: 'admin', sessionTTLSeconds: 3600 });
@@ -79,7 +97,12 @@ describe('CRDs on the apiserver', () => {
     }
     const box = JSON.parse(await apply(example('box-repository.yaml'), ['--dry-run=server', '-o', 'json']));
     expect(box.spec.database).toEqual({ secretRef: { name: 'db', key: 'url' }, schema: 'box_repository', poolSize: 10 });
-    expect(box.spec.storage).toMatchObject({ region: 'us-east-1', prefix: '', createBucket: true, credentialsSecretRef: { accessKeyKey: 'accessKey', secretKeyKey: 'secretKey' } });
+    expect(box.spec.storage).toMatchObject({
+      region: 'us-east-1',
+      prefix: '',
+      createBucket: true,
+      credentialsSecretRef: { accessKeyKey: 'accessKey', secretKeyKey: 'secretKey' },
+    });
     expect(box.spec.downloadLinks.ttlSeconds).toBe(300);
     const pool = JSON.parse(await apply(example('terminal-pool.yaml'), ['--dry-run=server', '-o', 'json']));
     expect(pool.spec.sessions).toMatchObject({ reattachGraceSeconds: 300, globalLimit: 100, scrollbackBytes: 1048576 });
@@ -88,7 +111,9 @@ describe('CRDs on the apiserver', () => {
 
   it('refuses invalid specs with messages that name the rule', async () => {
     const box = example('box-repository.yaml');
-    expect(await refusal({ ...box, spec: { ...box.spec, ingress: { className: 'nginx', tls: { secretName: 'x' } } } })).toMatch(/ingress\.tls requires ingress\.host/);
+    expect(await refusal({ ...box, spec: { ...box.spec, ingress: { className: 'nginx', tls: { secretName: 'x' } } } })).toMatch(
+      /ingress\.tls requires ingress\.host/,
+    );
     expect(await refusal({ ...box, spec: { ...box.spec, storage: { ...box.spec.storage, bucket: 'Not_A_Bucket' } } })).toMatch(/spec\.storage\.bucket/);
     expect(await refusal({ ...box, spec: { ...box.spec, storage: { ...box.spec.storage, endpoint: 'minio:9000' } } })).toMatch(/spec\.storage\.endpoint/);
     expect(await refusal({ ...box, spec: { ...box.spec, deletionPolicy: 'Destroy' } })).toMatch(/deletionPolicy/);
@@ -98,15 +123,22 @@ describe('CRDs on the apiserver', () => {
     expect(await refusal({ ...box, spec: noStorage })).toMatch(/spec\.storage: Required value/);
     expect(await refusal({ ...box, metadata: { name: 'a-name-that-is-far-too-long-for-the-children-names' } })).toMatch(/at most 40 characters/);
     const pool = example('terminal-pool.yaml');
-    expect(await refusal({ ...pool, spec: { ...pool.spec, sessions: { idleTimeoutSeconds: 3600, maxLifetimeSeconds: 600 } } })).toMatch(/maxLifetimeSeconds must not be shorter than sessions\.idleTimeoutSeconds/);
-    expect(await refusal({ ...pool, spec: { ...pool.spec, sessions: { perUserLimit: 5, globalLimit: 2 } } })).toMatch(/perUserLimit must not exceed sessions\.globalLimit/);
+    expect(await refusal({ ...pool, spec: { ...pool.spec, sessions: { idleTimeoutSeconds: 3600, maxLifetimeSeconds: 600 } } })).toMatch(
+      /maxLifetimeSeconds must not be shorter than sessions\.idleTimeoutSeconds/,
+    );
+    expect(await refusal({ ...pool, spec: { ...pool.spec, sessions: { perUserLimit: 5, globalLimit: 2 } } })).toMatch(
+      /perUserLimit must not exceed sessions\.globalLimit/,
+    );
   });
 
   it('keeps the bucket, the prefix and the database schema immutable', async () => {
     const share = example('file-share.yaml');
     await apply(share);
     const change = (patch: unknown) =>
-      kubectl(kubeconfig, ['patch', 'fileshare', 'files', '-n', namespace, '--type=merge', '-p', JSON.stringify({ spec: patch })]).then(() => 'accepted', (e: Error) => e.message);
+      kubectl(kubeconfig, ['patch', 'fileshare', 'files', '-n', namespace, '--type=merge', '-p', JSON.stringify({ spec: patch })]).then(
+        () => 'accepted',
+        (e: Error) => e.message,
+      );
     expect(await change({ storage: { bucket: 'elsewhere' } })).toMatch(/storage\.bucket is immutable/);
     expect(await change({ storage: { prefix: 'team-b' } })).toMatch(/storage\.prefix is immutable/);
     expect(await change({ database: { schema: 'other' } })).toMatch(/database\.schema is immutable/);

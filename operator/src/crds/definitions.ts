@@ -33,7 +33,7 @@ export function commonSpec(schemaDefault: string, limits: RateLimitDefaults = { 
       'How long a stopping pod (rolling update, node drain) may take: it leaves the Service first (a 5 s preStop wait), then finishes what is in flight — box downloads and uploads — and is killed when this runs out. The default, 600, lets a 10 GiB box finish at ~18 MB/s.',
       { default: 600, minimum: 15, maximum: 86_400 },
     ),
-    image: string('Container image of the service (default: the operator\'s own image; all Boxyard services share one).', { maxLength: 512 }),
+    image: string("Container image of the service (default: the operator's own image; all Boxyard services share one).", { maxLength: 512 }),
     imagePullPolicy: PULL_POLICY,
     imagePullSecrets: {
       type: 'array',
@@ -43,11 +43,19 @@ export function commonSpec(schemaDefault: string, limits: RateLimitDefaults = { 
     resources: resources('CPU and memory of each pod.', { requests: { cpu: '100m', memory: '128Mi' }, limits: { memory: '512Mi' } }),
     podAnnotations: stringMap('Extra annotations on the pods.'),
     nodeSelector: stringMap('Node labels the pods must run on.'),
-    tolerations: { type: 'array', description: 'Tolerations of the pods (core/v1 Toleration).', items: { type: 'object', 'x-kubernetes-preserve-unknown-fields': true } },
+    tolerations: {
+      type: 'array',
+      description: 'Tolerations of the pods (core/v1 Toleration).',
+      items: { type: 'object', 'x-kubernetes-preserve-unknown-fields': true },
+    },
     affinity: { type: 'object', description: 'Affinity of the pods (core/v1 Affinity).', 'x-kubernetes-preserve-unknown-fields': true },
-    logging: object('Service logs.', { level: string('Log level.', { enum: ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'], default: 'info' }) }, { default: {} }),
+    logging: object(
+      'Service logs.',
+      { level: string('Log level.', { enum: ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'], default: 'info' }) },
+      { default: {} },
+    ),
     database: object(
-      'PostgreSQL holding the service\'s metadata. The operator checks that the URL connects before rolling out.',
+      "PostgreSQL holding the service's metadata. The operator checks that the URL connects before rolling out.",
       {
         secretRef: secretKeyRef('Secret key holding the postgres:// connection URL.', 'url'),
         schema: string('Schema the service keeps its tables in (immutable). Two resources sharing a database need different schemas.', {
@@ -63,10 +71,21 @@ export function commonSpec(schemaDefault: string, limits: RateLimitDefaults = { 
     auth: object(
       'Sign-in: the session signing key, the first admin account and, optionally, an OpenID provider whose (DPoP-bound) access tokens the service accepts.',
       {
-        sessionSecretRef: secretKeyRef('Secret key holding the session signing key (at least 32 characters). Default: generated once into the Secret <name>-<service>-session and never overwritten.', 'secret'),
+        sessionSecretRef: secretKeyRef(
+          'Secret key holding the session signing key (at least 32 characters). Default: generated once into the Secret <name>-<service>-session and never overwritten.',
+          'secret',
+        ),
         sessionTTLSeconds: integer('Lifetime of a session token.', { default: 3600, minimum: 60, maximum: 2_592_000 }),
-        adminUsername: string('Username of the first admin account, created on first start (letters, digits, ".", "_" and "-").', { default: 'admin', minLength: 1, maxLength: 64, pattern: USERNAME_PATTERN.source }),
-        adminPasswordSecretRef: secretKeyRef('Secret key holding the first admin\'s password. Default: generated once into the Secret <name>-<service>-admin (key password).', 'password'),
+        adminUsername: string('Username of the first admin account, created on first start (letters, digits, ".", "_" and "-").', {
+          default: 'admin',
+          minLength: 1,
+          maxLength: 64,
+          pattern: USERNAME_PATTERN.source,
+        }),
+        adminPasswordSecretRef: secretKeyRef(
+          "Secret key holding the first admin's password. Default: generated once into the Secret <name>-<service>-admin (key password).",
+          'password',
+        ),
         oidc: object(
           'An OpenID provider whose JWT access tokens are accepted (RFC 9068), optionally DPoP-bound (RFC 9449).',
           {
@@ -86,17 +105,32 @@ export function commonSpec(schemaDefault: string, limits: RateLimitDefaults = { 
       },
       { default: {} },
     ),
-    publicURL: string('The address users reach the service at (default: https://<ingress host>, or the in-cluster Service URL).', { pattern: '^https?://[^\\s]+$', maxLength: 2048 }),
+    publicURL: string('The address users reach the service at (default: https://<ingress host>, or the in-cluster Service URL).', {
+      pattern: '^https?://[^\\s]+$',
+      maxLength: 2048,
+    }),
     ingress: object(
       'Exposes the service through an Ingress when set.',
       {
         host: string('Host name of the service.', { pattern: '^(\\*\\.)?[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$', maxLength: 253 }),
-        className: string('IngressClass to use (default: the cluster\'s default class).', { maxLength: 253 }),
+        className: string("IngressClass to use (default: the cluster's default class).", { maxLength: 253 }),
         path: string('Path prefix routed to the service.', { default: '/', pattern: '^/', maxLength: 1024 }),
         annotations: stringMap('Annotations of the Ingress (e.g. cert-manager.io/cluster-issuer).'),
-        tls: object('Terminate TLS at the Ingress.', { secretName: string('kubernetes.io/tls Secret for the host.', { minLength: 1, maxLength: 253 }) }, { required: ['secretName'] }),
+        tls: object(
+          'Terminate TLS at the Ingress.',
+          { secretName: string('kubernetes.io/tls Secret for the host.', { minLength: 1, maxLength: 253 }) },
+          { required: ['secretName'] },
+        ),
       },
-      { 'x-kubernetes-validations': [{ rule: '!has(self.tls) || has(self.host)', message: 'ingress.tls requires ingress.host: a certificate is issued for a host name', fieldPath: '.tls' }] },
+      {
+        'x-kubernetes-validations': [
+          {
+            rule: '!has(self.tls) || has(self.host)',
+            message: 'ingress.tls requires ingress.host: a certificate is issued for a host name',
+            fieldPath: '.tls',
+          },
+        ],
+      },
     ),
     rateLimiting: object(
       'Request rate limit per client, shared across replicas.',
@@ -134,8 +168,16 @@ export function commonSpec(schemaDefault: string, limits: RateLimitDefaults = { 
           "OpenTelemetry traces (OTLP) of the service's pods, set as the standard OTEL_* variables. Unset fields come from the operator's own OTEL_* settings (the chart's `tracing` values); with no endpoint anywhere, nothing is exported.",
           {
             enabled: boolean('Export traces when an endpoint is known.', true),
-            endpoint: string('OTLP/HTTP endpoint (OTEL_EXPORTER_OTLP_ENDPOINT), e.g. http://otel-collector.observability:4318.', { pattern: '^https?://[^/\\s]+(/.*)?$', maxLength: 2048 }),
-            sampleRatio: { type: 'number', minimum: 0, maximum: 1, description: 'Share of new traces kept (parentbased_traceidratio); default 1, or the operator\'s.' },
+            endpoint: string('OTLP/HTTP endpoint (OTEL_EXPORTER_OTLP_ENDPOINT), e.g. http://otel-collector.observability:4318.', {
+              pattern: '^https?://[^/\\s]+(/.*)?$',
+              maxLength: 2048,
+            }),
+            sampleRatio: {
+              type: 'number',
+              minimum: 0,
+              maximum: 1,
+              description: "Share of new traces kept (parentbased_traceidratio); default 1, or the operator's.",
+            },
           },
           { default: {} },
         ),
@@ -166,12 +208,15 @@ export const STORAGE: Schema = object(
     endpoint: string('http(s)://host[:port] of the S3 API.', { pattern: '^https?://[^/\\s]+/?$', maxLength: 2048 }),
     bucket: string('Bucket name (immutable).', { pattern: '^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$', maxLength: 63, ...immutable('storage.bucket') }),
     region: string('Bucket region.', { default: 'us-east-1', maxLength: 64 }),
-    prefix: string('Key prefix inside the bucket (immutable); empty: the bucket is this resource\'s alone. Resources sharing a bucket need different prefixes.', {
-      default: '',
-      pattern: '^$|^[A-Za-z0-9!_.*\'()-]+(/[A-Za-z0-9!_.*\'()-]+)*$',
-      maxLength: 512,
-      ...immutable('storage.prefix'),
-    }),
+    prefix: string(
+      "Key prefix inside the bucket (immutable); empty: the bucket is this resource's alone. Resources sharing a bucket need different prefixes.",
+      {
+        default: '',
+        pattern: "^$|^[A-Za-z0-9!_.*'()-]+(/[A-Za-z0-9!_.*'()-]+)*$",
+        maxLength: 512,
+        ...immutable('storage.prefix'),
+      },
+    ),
     credentialsSecretRef: object(
       'Secret with the access key pair.',
       {
@@ -218,7 +263,7 @@ const STATUS: Schema = object('Observed state, written by the operator.', {
   selector: string('Label selector of the pods (for the scale subresource).'),
   image: string('Image the pods run.'),
   sessionSecretName: string('Secret holding the session signing key.'),
-  adminSecretName: string('Secret holding the first admin\'s password (key `password`, or the key named in spec.auth.adminPasswordSecretRef).'),
+  adminSecretName: string("Secret holding the first admin's password (key `password`, or the key named in spec.auth.adminPasswordSecretRef)."),
   storage: object('What the operator did in object storage.', {
     bucketCreated: { type: 'boolean', description: 'Written by earlier versions and ignored: it did not say where the bucket was created.' },
     createdBuckets: {
@@ -245,7 +290,8 @@ const STATUS: Schema = object('Observed state, written by the operator.', {
     createdSchemas: {
       type: 'array',
       maxItems: 16,
-      description: 'Schemas the operator created for this resource; deletionPolicy Delete drops only these, and only while the spec still points at them. A schema that existed before is never dropped.',
+      description:
+        'Schemas the operator created for this resource; deletionPolicy Delete drops only these, and only while the spec still points at them. A schema that existed before is never dropped.',
       items: object(
         'A schema the operator created.',
         { database: string('host:port/database.', { maxLength: 1024 }), schema: string('The schema.', { maxLength: 63 }) },
@@ -292,7 +338,10 @@ export function rateLimitDefaults(kind: ClusterKind): RateLimitDefaults {
 }
 
 /** The kind's own spec fields; its `rateLimiting` fields (the box repository's ceilings) join the common ones. */
-export function ownSpecProperties(kind: ClusterKind, common: Record<string, Schema> = commonSpec(kind.databaseSchema, rateLimitDefaults(kind))): Record<string, Schema> {
+export function ownSpecProperties(
+  kind: ClusterKind,
+  common: Record<string, Schema> = commonSpec(kind.databaseSchema, rateLimitDefaults(kind)),
+): Record<string, Schema> {
   const own = kindSpecProperties(kind);
   const limits = own.rateLimiting;
   if (limits) {
@@ -315,14 +364,16 @@ export function kindDefinition(kind: ClusterKind): KindDefinition {
     singular: kind.singular,
     shortNames: kind.shortNames,
     description: kind.description,
-    spec: object(
-      `Desired state of the ${words(kind.kind)}.`,
-      specProperties(kind),
-      {
-        required: ['database', ...(kind.storage === true ? ['storage'] : [])],
-        'x-kubernetes-validations': [{ rule: 'has(self.bootstrap) == has(oldSelf.bootstrap)', message: 'spec.bootstrap is set when the resource is created, never added or removed later: it restores into a new resource only', fieldPath: '.bootstrap' }],
-      },
-    ),
+    spec: object(`Desired state of the ${words(kind.kind)}.`, specProperties(kind), {
+      required: ['database', ...(kind.storage === true ? ['storage'] : [])],
+      'x-kubernetes-validations': [
+        {
+          rule: 'has(self.bootstrap) == has(oldSelf.bootstrap)',
+          message: 'spec.bootstrap is set when the resource is created, never added or removed later: it restores into a new resource only',
+          fieldPath: '.bootstrap',
+        },
+      ],
+    }),
   };
 }
 

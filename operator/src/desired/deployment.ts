@@ -4,12 +4,26 @@ import type { Deployment } from 'kubernetes-types/apps/v1.d.ts';
 import type { PodSpec, ResourceRequirements, VolumeProjection } from 'kubernetes-types/core/v1.d.ts';
 import type { Resources, ServiceResource } from '../crds/types.ts';
 import type { KubeObject } from '@boxyard/kit/kube/types.ts';
-import { CHECKSUM_ANNOTATION, CONFIG_FILE, METRICS_PORT, PRE_STOP_SECONDS, RUN_AS_USER, SECRETS_DIR, asObject, childMeta, childName, selectorLabels, labelsFor, type SecretSources } from './common.ts';
+import {
+  CHECKSUM_ANNOTATION,
+  CONFIG_FILE,
+  METRICS_PORT,
+  PRE_STOP_SECONDS,
+  RUN_AS_USER,
+  SECRETS_DIR,
+  asObject,
+  childMeta,
+  childName,
+  selectorLabels,
+  labelsFor,
+  type SecretSources,
+} from './common.ts';
 import type { KindInfo } from './kinds.ts';
 import { tracingEnv, type TracingDefaults } from './tracing.ts';
 
 export const resourceRequirements = (resources: Resources): ResourceRequirements => {
-  const strings = (map?: Record<string, string | number>) => (map && Object.keys(map).length ? Object.fromEntries(Object.entries(map).map(([k, v]) => [k, String(v)])) : undefined);
+  const strings = (map?: Record<string, string | number>) =>
+    map && Object.keys(map).length ? Object.fromEntries(Object.entries(map).map(([k, v]) => [k, String(v)])) : undefined;
   const requests = strings(resources.requests);
   const limits = strings(resources.limits);
   return { ...(requests ? { requests } : {}), ...(limits ? { limits } : {}) };
@@ -69,7 +83,11 @@ export function desiredDeployment({ kind, resource, image, sources, checksum, tr
     ...(spec.tolerations?.length ? { tolerations: spec.tolerations as PodSpec['tolerations'] } : {}),
     ...(spec.affinity && Object.keys(spec.affinity).length ? { affinity: spec.affinity as PodSpec['affinity'] } : {}),
     ...(spec.replicas > 1
-      ? { topologySpreadConstraints: [{ maxSkew: 1, topologyKey: 'kubernetes.io/hostname', whenUnsatisfiable: 'ScheduleAnyway', labelSelector: { matchLabels: selector } }] }
+      ? {
+          topologySpreadConstraints: [
+            { maxSkew: 1, topologyKey: 'kubernetes.io/hostname', whenUnsatisfiable: 'ScheduleAnyway', labelSelector: { matchLabels: selector } },
+          ],
+        }
       : {}),
     terminationGracePeriodSeconds: spec.terminationGracePeriodSeconds,
     containers: [
@@ -78,7 +96,10 @@ export function desiredDeployment({ kind, resource, image, sources, checksum, tr
         image,
         imagePullPolicy: spec.imagePullPolicy,
         args: ['serve', kind.service, '--config', CONFIG_FILE],
-        ports: [{ name: 'http', containerPort: kind.port, protocol: 'TCP' }, { name: 'metrics', containerPort: METRICS_PORT, protocol: 'TCP' }],
+        ports: [
+          { name: 'http', containerPort: kind.port, protocol: 'TCP' },
+          { name: 'metrics', containerPort: METRICS_PORT, protocol: 'TCP' },
+        ],
         ...(otel.length ? { env: [{ name: 'POD_NAME', valueFrom: { fieldRef: { fieldPath: 'metadata.name' } } }, ...otel] } : {}),
         resources: resourceRequirements(spec.resources),
         // Migrations run before the listener opens: the startup probe gives them two minutes.

@@ -57,7 +57,15 @@ const box = (over: Partial<BoxRepositorySpec> = {}) =>
     uploads: { maxBytes: 10 * 1024 ** 3, stallTimeoutSeconds: 60 },
     downloadLinks: { ttlSeconds: 300 },
     signUp: 'invited',
-    rateLimiting: { enabled: true, maxRequests: 1000, windowSeconds: 900, fileOperationsMaxRequests: 100, downloadMaxRequests: 1000, downloadLinkMaxRequests: 300, architectureOperationsMaxRequests: 300 },
+    rateLimiting: {
+      enabled: true,
+      maxRequests: 1000,
+      windowSeconds: 900,
+      fileOperationsMaxRequests: 100,
+      downloadMaxRequests: 1000,
+      downloadLinkMaxRequests: 300,
+      architectureOperationsMaxRequests: 300,
+    },
     ...over,
   });
 const share = (over: Partial<FileShareSpec> = {}) =>
@@ -74,7 +82,13 @@ const pool = (over: Partial<TerminalPoolSpec> = {}) =>
   resource<TerminalPoolSpec>('TerminalPool', 'shells', {
     ...common,
     database: { secretRef: { name: 'db', key: 'url' }, schema: 'terminal', poolSize: 10 },
-    sessionPod: { imagePullPolicy: 'IfNotPresent', shell: '/bin/bash', resources: { requests: { cpu: '50m' }, limits: { cpu: 1, memory: '512Mi' } }, readyTimeoutSeconds: 60, egress: {} as TerminalPoolSpec['sessionPod']['egress'] },
+    sessionPod: {
+      imagePullPolicy: 'IfNotPresent',
+      shell: '/bin/bash',
+      resources: { requests: { cpu: '50m' }, limits: { cpu: 1, memory: '512Mi' } },
+      readyTimeoutSeconds: 60,
+      egress: {} as TerminalPoolSpec['sessionPod']['egress'],
+    },
     sessions: { idleTimeoutSeconds: 1800, maxLifetimeSeconds: 28800, reattachGraceSeconds: 300, perUserLimit: 3, globalLimit: 100, scrollbackBytes: 1048576 },
     recording: { mode: 'off', input: false, retentionDays: 30, maxBytes: 268435456 },
     ...over,
@@ -101,7 +115,10 @@ describe('desired Deployment', () => {
   it('runs `boxyard serve <service>` with the config file, the service port and the image', () => {
     expect(deployment.metadata.name).toBe('boxes-box-repository');
     expect(container.args).toEqual(['serve', 'box-repository', '--config', '/etc/boxyard/config.yaml']);
-    expect(container.ports).toEqual([{ name: 'http', containerPort: 3000, protocol: 'TCP' }, { name: 'metrics', containerPort: 9090, protocol: 'TCP' }]);
+    expect(container.ports).toEqual([
+      { name: 'http', containerPort: 3000, protocol: 'TCP' },
+      { name: 'metrics', containerPort: 9090, protocol: 'TCP' },
+    ]);
     expect(container.image).toBe('registry.example/boxyard:1.0');
   });
 
@@ -111,7 +128,7 @@ describe('desired Deployment', () => {
     expect(container.readinessProbe.httpGet).toEqual({ path: '/health/ready', port: 'http' });
   });
 
-  it('stops gracefully: leaves the endpoints in a preStop wait, then has the resource\'s grace period to finish', () => {
+  it("stops gracefully: leaves the endpoints in a preStop wait, then has the resource's grace period to finish", () => {
     expect(container.lifecycle).toEqual({ preStop: { sleep: { seconds: 5 } } });
     expect(pod.terminationGracePeriodSeconds).toBe(600);
     const short = find(desiredState(input(boxRepository, box({ terminationGracePeriodSeconds: 30 }))).objects, 'Deployment')!;
@@ -139,7 +156,13 @@ describe('desired Deployment', () => {
       { name: 'db', items: [{ key: 'url', path: 'database/url' }] },
       { name: 'boxes-box-repository-session', items: [{ key: 'secret', path: 'session/secret' }] },
       { name: 'boxes-box-repository-admin', items: [{ key: 'password', path: 'admin/password' }] },
-      { name: 's3', items: [{ key: 'accessKey', path: 'storage/access_key' }, { key: 'secretKey', path: 'storage/secret_key' }] },
+      {
+        name: 's3',
+        items: [
+          { key: 'accessKey', path: 'storage/access_key' },
+          { key: 'secretKey', path: 'storage/secret_key' },
+        ],
+      },
     ]);
     expect(container.env).toBeUndefined(); // no secret in the environment
   });
@@ -165,13 +188,21 @@ describe('desired Deployment', () => {
     expect(pod.topologySpreadConstraints).toBeUndefined();
     expect(kinds(objects)).not.toContain('PodDisruptionBudget');
     const scaled = desiredState(input(boxRepository, box({ replicas: 3 }))).objects;
-    expect(find(scaled, 'Deployment')!.spec.template.spec.topologySpreadConstraints[0]).toMatchObject({ topologyKey: 'kubernetes.io/hostname', whenUnsatisfiable: 'ScheduleAnyway' });
-    expect(find(scaled, 'PodDisruptionBudget')!.spec).toEqual({ maxUnavailable: 1, selector: { matchLabels: { 'app.kubernetes.io/name': 'box-repository', 'app.kubernetes.io/instance': 'boxes' } } });
+    expect(find(scaled, 'Deployment')!.spec.template.spec.topologySpreadConstraints[0]).toMatchObject({
+      topologyKey: 'kubernetes.io/hostname',
+      whenUnsatisfiable: 'ScheduleAnyway',
+    });
+    expect(find(scaled, 'PodDisruptionBudget')!.spec).toEqual({
+      maxUnavailable: 1,
+      selector: { matchLabels: { 'app.kubernetes.io/name': 'box-repository', 'app.kubernetes.io/instance': 'boxes' } },
+    });
   });
 
   it('owns every child through a controller reference', () => {
     for (const object of objects) {
-      expect(object.metadata.ownerReferences).toEqual([{ apiVersion: 'boxyard.io/v1alpha1', kind: 'BoxRepository', name: 'boxes', uid: 'uid-boxes', controller: true, blockOwnerDeletion: true }]);
+      expect(object.metadata.ownerReferences).toEqual([
+        { apiVersion: 'boxyard.io/v1alpha1', kind: 'BoxRepository', name: 'boxes', uid: 'uid-boxes', controller: true, blockOwnerDeletion: true },
+      ]);
       expect(object.metadata.labels?.['app.kubernetes.io/managed-by']).toBe('boxyard-operator');
       expect(object.metadata.namespace).toBe('team');
     }
@@ -193,11 +224,18 @@ describe('desired exposure', () => {
     ]);
     const config = parse(find(plain, 'ConfigMap')!.data['config.yaml']);
     expect(config.metrics).toEqual({ host: '0.0.0.0', port: 9090 });
-    const exposed = desiredState(input(fileShare, share({ ingress: { host: 'files.example.com', className: 'nginx', path: '/', tls: { secretName: 'files-tls' } } })));
+    const exposed = desiredState(
+      input(fileShare, share({ ingress: { host: 'files.example.com', className: 'nginx', path: '/', tls: { secretName: 'files-tls' } } })),
+    );
     const ingress = find(exposed.objects, 'Ingress')!;
     expect(ingress.spec).toEqual({
       ingressClassName: 'nginx',
-      rules: [{ host: 'files.example.com', http: { paths: [{ path: '/', pathType: 'Prefix', backend: { service: { name: 'files-file-share', port: { name: 'http' } } } }] } }],
+      rules: [
+        {
+          host: 'files.example.com',
+          http: { paths: [{ path: '/', pathType: 'Prefix', backend: { service: { name: 'files-file-share', port: { name: 'http' } } } }] },
+        },
+      ],
       tls: [{ hosts: ['files.example.com'], secretName: 'files-tls' }],
     });
     expect(exposed.url).toBe('https://files.example.com');
@@ -207,12 +245,15 @@ describe('desired exposure', () => {
   it('drops the NetworkPolicy when disabled and restricts its peers when given', () => {
     expect(kinds(desiredState(input(fileShare, share({ networkPolicy: { enabled: false } }))).objects)).not.toContain('NetworkPolicy');
     const from = [{ namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'ingress-nginx' } } }];
-    expect(find(desiredState(input(fileShare, share({ networkPolicy: { enabled: true, from } }))).objects, 'NetworkPolicy')!.spec.ingress[0].from).toEqual(from);
+    expect(find(desiredState(input(fileShare, share({ networkPolicy: { enabled: true, from } }))).objects, 'NetworkPolicy')!.spec.ingress[0].from).toEqual(
+      from,
+    );
   });
 
   it("sets OTEL_* from the resource's tracing, else the operator's, and none without an endpoint", () => {
     const otel = (r: ServiceResource, over: Partial<DesiredInput> = {}) => {
-      const env: { name: string; value?: string; valueFrom?: unknown }[] = find(desiredState(input(fileShare, r, over)).objects, 'Deployment')!.spec.template.spec.containers[0].env ?? [];
+      const env: { name: string; value?: string; valueFrom?: unknown }[] =
+        find(desiredState(input(fileShare, r, over)).objects, 'Deployment')!.spec.template.spec.containers[0].env ?? [];
       return Object.fromEntries(env.map((e) => [e.name, e.value ?? e.valueFrom]));
     };
     expect(otel(share())).toEqual({});
@@ -228,18 +269,36 @@ describe('desired exposure', () => {
       OTEL_LOGS_EXPORTER: 'none',
       OTEL_RESOURCE_ATTRIBUTES: 'k8s.namespace.name=team,k8s.pod.name=$(POD_NAME),k8s.deployment.name=files-file-share,boxyard.resource.kind=FileShare',
     });
-    const own = otel(share({ monitoring: { serviceMonitor: { enabled: true, interval: '30s' }, tracing: { enabled: true, endpoint: 'https://tempo.example:4318', sampleRatio: 0.5 } } }), { tracing: { endpoint: 'http://collector.obs:4318', protocol: 'grpc' } });
-    expect(own).toMatchObject({ OTEL_EXPORTER_OTLP_ENDPOINT: 'https://tempo.example:4318', OTEL_EXPORTER_OTLP_PROTOCOL: 'http/protobuf', OTEL_TRACES_SAMPLER_ARG: '0.5' });
-    const off = otel(share({ monitoring: { serviceMonitor: { enabled: true, interval: '30s' }, tracing: { enabled: false } } }), { tracing: { endpoint: 'http://collector.obs:4318' } });
+    const own = otel(
+      share({
+        monitoring: {
+          serviceMonitor: { enabled: true, interval: '30s' },
+          tracing: { enabled: true, endpoint: 'https://tempo.example:4318', sampleRatio: 0.5 },
+        },
+      }),
+      { tracing: { endpoint: 'http://collector.obs:4318', protocol: 'grpc' } },
+    );
+    expect(own).toMatchObject({
+      OTEL_EXPORTER_OTLP_ENDPOINT: 'https://tempo.example:4318',
+      OTEL_EXPORTER_OTLP_PROTOCOL: 'http/protobuf',
+      OTEL_TRACES_SAMPLER_ARG: '0.5',
+    });
+    const off = otel(share({ monitoring: { serviceMonitor: { enabled: true, interval: '30s' }, tracing: { enabled: false } } }), {
+      tracing: { endpoint: 'http://collector.obs:4318' },
+    });
     expect(off).toEqual({});
     // The operator reads its own OTEL_* settings as these defaults.
-    expect(tracingDefaultsFrom({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://c:4318', OTEL_TRACES_SAMPLER: 'parentbased_traceidratio', OTEL_TRACES_SAMPLER_ARG: '0.25' })).toEqual({ endpoint: 'http://c:4318', sampleRatio: 0.25 });
+    expect(
+      tracingDefaultsFrom({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://c:4318', OTEL_TRACES_SAMPLER: 'parentbased_traceidratio', OTEL_TRACES_SAMPLER_ARG: '0.25' }),
+    ).toEqual({ endpoint: 'http://c:4318', sampleRatio: 0.25 });
     expect(tracingDefaultsFrom({ OTEL_EXPORTER_OTLP_ENDPOINT: 'http://c:4318', OTEL_SDK_DISABLED: 'true' })).toEqual({});
   });
 
   it('adds a ServiceMonitor only when its CRD exists and the spec allows it', () => {
     expect(kinds(desiredState(input(fileShare, share(), { serviceMonitorAvailable: true })).objects)).toContain('ServiceMonitor');
-    expect(find(desiredState(input(fileShare, share(), { serviceMonitorAvailable: true })).objects, 'ServiceMonitor')!.spec.endpoints).toEqual([{ port: 'metrics', path: '/metrics', interval: '30s' }]);
+    expect(find(desiredState(input(fileShare, share(), { serviceMonitorAvailable: true })).objects, 'ServiceMonitor')!.spec.endpoints).toEqual([
+      { port: 'metrics', path: '/metrics', interval: '30s' },
+    ]);
     expect(kinds(desiredState(input(fileShare, share(), { serviceMonitorAvailable: false })).objects)).not.toContain('ServiceMonitor');
     const off = share({ monitoring: { serviceMonitor: { enabled: false, interval: '30s' } } as CommonSpec['monitoring'] });
     expect(kinds(desiredState(input(fileShare, off, { serviceMonitorAvailable: true })).objects)).not.toContain('ServiceMonitor');
@@ -249,7 +308,7 @@ describe('desired exposure', () => {
 describe('terminal gateway identity', () => {
   const { objects } = desiredState(input(terminalPool, pool()));
 
-  it('gets its own ServiceAccount, bound in its namespace only to the chart\'s gateway ClusterRole (no Role of its own)', () => {
+  it("gets its own ServiceAccount, bound in its namespace only to the chart's gateway ClusterRole (no Role of its own)", () => {
     expect(kinds(objects)).toEqual(['ServiceAccount', 'RoleBinding', 'ConfigMap', 'Service', 'Deployment', 'NetworkPolicy']);
     expect(find(objects, 'RoleBinding')).toMatchObject({
       metadata: { name: 'shells-terminal-gateway', namespace: 'team' },
@@ -281,16 +340,38 @@ describe('config.yaml', () => {
 
   /** The box repository's limits: the shared ones and the seed's class ceilings. */
   const ceiling = z.number().int().positive();
-  const boxRateLimits = rateLimitSchema.unwrap().extend({ file_operations_max_requests: ceiling, download_max_requests: ceiling, download_link_max_requests: ceiling, architecture_operations_max_requests: ceiling });
+  const boxRateLimits = rateLimitSchema.unwrap().extend({
+    file_operations_max_requests: ceiling,
+    download_max_requests: ceiling,
+    download_link_max_requests: ceiling,
+    architecture_operations_max_requests: ceiling,
+  });
 
   /** Loads the rendered config like a pod would, with the secret files written where the volume puts them. */
   const load = (yamlText: string, schema: z.ZodType) => loadAsPod(yamlText, schema, dir);
 
-  it('box-repository: loads with the kit, secrets from files, the contract\'s sections only', () => {
+  it("box-repository: loads with the kit, secrets from files, the contract's sections only", () => {
     const { configYaml } = desiredState(input(boxRepository, box({ ingress: { host: 'boxes.example.com', path: '/', tls: { secretName: 't' } } })));
-    const config = load(configYaml, z.strictObject({ ...shared, rate_limiting: boxRateLimits, storage: storageSchema, uploads: z.strictObject({ max_bytes: z.number(), stall_timeout_seconds: z.number() }), download_links: z.strictObject({ ttl_seconds: z.number() }), auth: z.strictObject({ sign_up: z.enum(['open', 'invited', 'off']) }) }));
+    const config = load(
+      configYaml,
+      z.strictObject({
+        ...shared,
+        rate_limiting: boxRateLimits,
+        storage: storageSchema,
+        uploads: z.strictObject({ max_bytes: z.number(), stall_timeout_seconds: z.number() }),
+        download_links: z.strictObject({ ttl_seconds: z.number() }),
+        auth: z.strictObject({ sign_up: z.enum(['open', 'invited', 'off']) }),
+      }),
+    );
     expect(config.database).toEqual({ url: 'postgres://u:p@db:5432/boxyard', schema: 'box_repository', pool_size: 10 });
-    expect(config.storage).toMatchObject({ driver: 's3', endpoint: 'http://minio.storage.svc:9000', access_key: 'AKIA', secret_key: 'secret', bucket: 'boxes', prefix: '' });
+    expect(config.storage).toMatchObject({
+      driver: 's3',
+      endpoint: 'http://minio.storage.svc:9000',
+      access_key: 'AKIA',
+      secret_key: 'secret',
+      bucket: 'boxes',
+      prefix: '',
+    });
     expect(config.server).toMatchObject({ host: '0.0.0.0', port: 3000, public_url: 'https://boxes.example.com', trust_proxy: 1 });
     // The drain ends before the kubelet's SIGKILL: 600 s minus the preStop wait, the drain delay and a margin.
     expect((config.server as { shutdown: unknown }).shutdown).toEqual({ delay_seconds: 1, grace_seconds: 590 });
@@ -320,10 +401,26 @@ describe('config.yaml', () => {
     expect(config.storage).toMatchObject({ prefix: 'team-a', bucket: 'files' });
   });
 
-  it('terminal: sessions and a kubernetes backend in the pool\'s namespace, no storage', () => {
+  it("terminal: sessions and a kubernetes backend in the pool's namespace, no storage", () => {
     const { configYaml } = desiredState(input(terminalPool, pool({ allowedOrigins: ['https://portal.example.com'] })));
-    const config = load(configYaml, z.strictObject({ ...shared, sessions: z.record(z.string(), z.number()), recording: z.strictObject({ mode: z.enum(['off', 'on', 'required']), input: z.boolean(), retention_days: z.number(), max_bytes: z.number() }), allowed_origins: z.array(z.string()), backend: z.unknown() }));
-    expect(config.sessions).toEqual({ idle_timeout_seconds: 1800, max_lifetime_seconds: 28800, reattach_grace_seconds: 300, per_user_limit: 3, global_limit: 100, scrollback_bytes: 1048576 });
+    const config = load(
+      configYaml,
+      z.strictObject({
+        ...shared,
+        sessions: z.record(z.string(), z.number()),
+        recording: z.strictObject({ mode: z.enum(['off', 'on', 'required']), input: z.boolean(), retention_days: z.number(), max_bytes: z.number() }),
+        allowed_origins: z.array(z.string()),
+        backend: z.unknown(),
+      }),
+    );
+    expect(config.sessions).toEqual({
+      idle_timeout_seconds: 1800,
+      max_lifetime_seconds: 28800,
+      reattach_grace_seconds: 300,
+      per_user_limit: 3,
+      global_limit: 100,
+      scrollback_bytes: 1048576,
+    });
     expect(config.backend).toEqual({
       kind: 'kubernetes',
       kubernetes: {

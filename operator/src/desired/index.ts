@@ -40,7 +40,14 @@ export interface DesiredState {
 
 /** Every type a resource of `kind` may own; children of these types that are no longer desired are deleted. */
 export function ownedTypes(kind: KindInfo): ResourceType[] {
-  const types: ResourceType[] = [resources.configMap, resources.service, resources.deployment, resources.ingress, resources.networkPolicy, resources.podDisruptionBudget];
+  const types: ResourceType[] = [
+    resources.configMap,
+    resources.service,
+    resources.deployment,
+    resources.ingress,
+    resources.networkPolicy,
+    resources.podDisruptionBudget,
+  ];
   // Roles are no longer created (the gateway is bound to the chart's ClusterRole); one left by an earlier version
   // grants nothing once its binding is pruned, and goes with its resource.
   if (kind.managesPods) types.push(resources.serviceAccount, resources.roleBinding);
@@ -71,6 +78,8 @@ export function desiredState(input: DesiredInput): DesiredState {
     desiredPodDisruptionBudget(kind, resource),
     desiredServiceMonitor(kind, resource, input.serviceMonitorAvailable),
   ].filter((o): o is KubeObject => o !== undefined);
-  const selector = Object.entries(selectorLabels(kind, resource.metadata.name)).map(([k, v]) => `${k}=${v}`).join(',');
+  const selector = Object.entries(selectorLabels(kind, resource.metadata.name))
+    .map(([k, v]) => `${k}=${v}`)
+    .join(',');
   return { image, url: publicUrl(kind, resource), selector, configYaml, checksum, sources, objects };
 }

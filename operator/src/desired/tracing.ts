@@ -18,7 +18,8 @@ export interface TracingDefaults {
 /** The operator's OTEL_* settings, read once at start. */
 export function tracingDefaultsFrom(env: NodeJS.ProcessEnv): TracingDefaults {
   const endpoint = env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT ? undefined : env.OTEL_EXPORTER_OTLP_ENDPOINT;
-  const ratio = env.OTEL_TRACES_SAMPLER === 'parentbased_traceidratio' || env.OTEL_TRACES_SAMPLER === 'traceidratio' ? Number(env.OTEL_TRACES_SAMPLER_ARG) : undefined;
+  const ratio =
+    env.OTEL_TRACES_SAMPLER === 'parentbased_traceidratio' || env.OTEL_TRACES_SAMPLER === 'traceidratio' ? Number(env.OTEL_TRACES_SAMPLER_ARG) : undefined;
   return {
     ...(env.OTEL_SDK_DISABLED === 'true' || !endpoint ? {} : { endpoint }),
     ...(env.OTEL_EXPORTER_OTLP_PROTOCOL ? { protocol: env.OTEL_EXPORTER_OTLP_PROTOCOL } : {}),

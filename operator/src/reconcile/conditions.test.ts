@@ -18,23 +18,34 @@ describe('deployment phase (kstatus rules)', () => {
   });
 
   it('is progressing while pods are updated, old pods terminate or new ones are not yet available', () => {
-    expect(deploymentPhase(deployment(1, { observedGeneration: 1, replicas: 2, updatedReplicas: 1, availableReplicas: 1 })).message).toMatch(/1 of 2 pods updated/);
-    expect(deploymentPhase(deployment(1, { observedGeneration: 1, replicas: 3, updatedReplicas: 2, availableReplicas: 2 })).message).toMatch(/1 old pods terminating/);
-    expect(deploymentPhase(deployment(1, { observedGeneration: 1, replicas: 2, updatedReplicas: 2, availableReplicas: 1 })).message).toMatch(/1 of 2 pods available/);
+    expect(deploymentPhase(deployment(1, { observedGeneration: 1, replicas: 2, updatedReplicas: 1, availableReplicas: 1 })).message).toMatch(
+      /1 of 2 pods updated/,
+    );
+    expect(deploymentPhase(deployment(1, { observedGeneration: 1, replicas: 3, updatedReplicas: 2, availableReplicas: 2 })).message).toMatch(
+      /1 old pods terminating/,
+    );
+    expect(deploymentPhase(deployment(1, { observedGeneration: 1, replicas: 2, updatedReplicas: 2, availableReplicas: 1 })).message).toMatch(
+      /1 of 2 pods available/,
+    );
     expect(deploymentPhase(undefined).state).toBe('progressing');
   });
 
   it('is ready when rolled out and Available, stalled when the progress deadline passed', () => {
-    expect(deploymentPhase(deployment(1, { observedGeneration: 1, replicas: 2, updatedReplicas: 2, readyReplicas: 2, availableReplicas: 2, conditions: available })).state).toBe('ready');
+    expect(
+      deploymentPhase(deployment(1, { observedGeneration: 1, replicas: 2, updatedReplicas: 2, readyReplicas: 2, availableReplicas: 2, conditions: available }))
+        .state,
+    ).toBe('ready');
     expect(deploymentPhase(deployment(1, { observedGeneration: 1 }, 0)).state).toBe('ready'); // scaled to zero: nothing to wait for
     expect(deploymentPhase(deployment(1, { observedGeneration: 1, replicas: 2, updatedReplicas: 2, availableReplicas: 2 })).state).toBe('progressing'); // no Available condition yet
-    const stuck = deploymentPhase(deployment(1, {
-      observedGeneration: 1,
-      replicas: 2,
-      updatedReplicas: 2,
-      availableReplicas: 0,
-      conditions: [{ type: 'Progressing', status: 'False', reason: 'ProgressDeadlineExceeded', message: 'ReplicaSet "web-1" has timed out progressing.' }],
-    }));
+    const stuck = deploymentPhase(
+      deployment(1, {
+        observedGeneration: 1,
+        replicas: 2,
+        updatedReplicas: 2,
+        availableReplicas: 0,
+        conditions: [{ type: 'Progressing', status: 'False', reason: 'ProgressDeadlineExceeded', message: 'ReplicaSet "web-1" has timed out progressing.' }],
+      }),
+    );
     expect(stuck).toMatchObject({ state: 'stalled', reason: 'ProgressDeadlineExceeded' });
   });
 });
@@ -42,9 +53,21 @@ describe('deployment phase (kstatus rules)', () => {
 describe('conditions', () => {
   it('sets Ready, Reconciling and Stalled consistently for each phase', () => {
     const byType = (phase: Parameters<typeof conditionsFor>[0]) => Object.fromEntries(conditionsFor(phase, 4).map((c) => [c.type, `${c.status}/${c.reason}`]));
-    expect(byType({ state: 'ready', reason: 'Available', message: 'ok' })).toEqual({ Ready: 'True/Available', Reconciling: 'False/Succeeded', Stalled: 'False/Succeeded' });
-    expect(byType({ state: 'progressing', reason: 'Progressing', message: '1 of 2' })).toEqual({ Ready: 'False/Progressing', Reconciling: 'True/Progressing', Stalled: 'False/Progressing' });
-    expect(byType({ state: 'stalled', reason: 'SecretNotFound', message: 'create it' })).toEqual({ Ready: 'False/SecretNotFound', Reconciling: 'False/SecretNotFound', Stalled: 'True/SecretNotFound' });
+    expect(byType({ state: 'ready', reason: 'Available', message: 'ok' })).toEqual({
+      Ready: 'True/Available',
+      Reconciling: 'False/Succeeded',
+      Stalled: 'False/Succeeded',
+    });
+    expect(byType({ state: 'progressing', reason: 'Progressing', message: '1 of 2' })).toEqual({
+      Ready: 'False/Progressing',
+      Reconciling: 'True/Progressing',
+      Stalled: 'False/Progressing',
+    });
+    expect(byType({ state: 'stalled', reason: 'SecretNotFound', message: 'create it' })).toEqual({
+      Ready: 'False/SecretNotFound',
+      Reconciling: 'False/SecretNotFound',
+      Stalled: 'True/SecretNotFound',
+    });
     expect(conditionsFor({ state: 'ready', reason: 'Available', message: 'ok' }, 4).every((c) => c.observedGeneration === 4)).toBe(true);
   });
 

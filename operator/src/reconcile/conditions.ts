@@ -16,7 +16,14 @@ export function conditionsFor(phase: Phase, generation: number, previous: Condit
   const previousReady = previous.find((c) => c.type === 'Ready');
   if (phase.state === 'paused') {
     // Paused: Ready keeps what it was; nothing is being reconciled.
-    if (previousReady) wanted.push({ type: 'Ready', status: previousReady.status, reason: previousReady.reason, message: previousReady.message, observedGeneration: previousReady.observedGeneration ?? generation });
+    if (previousReady)
+      wanted.push({
+        type: 'Ready',
+        status: previousReady.status,
+        reason: previousReady.reason,
+        message: previousReady.message,
+        observedGeneration: previousReady.observedGeneration ?? generation,
+      });
     wanted.push({ type: 'Reconciling', status: 'False', reason: phase.reason, message: phase.message, observedGeneration: generation });
     wanted.push({ type: 'Stalled', status: 'False', reason: phase.reason, message: phase.message, observedGeneration: generation });
   } else {
@@ -63,7 +70,11 @@ export function deploymentPhase(deployment: DeploymentObject | undefined): Phase
   }
   const progressing = status.conditions?.find((c) => c.type === 'Progressing');
   if (progressing?.status === 'False' && progressing.reason === 'ProgressDeadlineExceeded') {
-    return { state: 'stalled', reason: 'ProgressDeadlineExceeded', message: `Deployment ${name} is not progressing: ${progressing.message ?? ''} (kubectl describe deployment ${name} shows why)`.trim() };
+    return {
+      state: 'stalled',
+      reason: 'ProgressDeadlineExceeded',
+      message: `Deployment ${name} is not progressing: ${progressing.message ?? ''} (kubectl describe deployment ${name} shows why)`.trim(),
+    };
   }
   const replicas = deployment.spec?.replicas ?? 1;
   const updated = status.updatedReplicas ?? 0;

@@ -3,7 +3,11 @@ import type { ServiceStatus } from '../crds/types.ts';
 import { MAX_RECORDS, accessKeyDigest, createdAtLocation, createdElsewhere, recordBucket, recordSchema } from './created-data.ts';
 import type { DataLocation } from './deletion-guard.ts';
 
-const here: DataLocation = { database: 'postgres.apps:5432/boxyard', schema: 'file_share', storage: { endpoint: 'minio.storage:9000', bucket: 'files', prefix: 'a' } };
+const here: DataLocation = {
+  database: 'postgres.apps:5432/boxyard',
+  schema: 'file_share',
+  storage: { endpoint: 'minio.storage:9000', bucket: 'files', prefix: 'a' },
+};
 const status = (): ServiceStatus => ({
   ...recordSchema(undefined, { database: 'postgres.apps:5432/boxyard', schema: 'file_share' }),
   ...recordBucket(undefined, { endpoint: 'minio.storage:9000', bucket: 'files', accessKeyDigest: accessKeyDigest('key-1') }),
@@ -21,8 +25,10 @@ describe('what the operator created for a resource', () => {
 
   it('names what was created where the spec no longer points', () => {
     expect(createdElsewhere(status(), here)).toEqual([]);
-    expect(createdElsewhere(status(), { ...here, database: 'pg-b.apps:5432/x', storage: { ...here.storage!, endpoint: 'minio-b.storage:9000' } }))
-      .toEqual(['the schema "file_share" in postgres.apps:5432/boxyard', 'the bucket "files" at minio.storage:9000']);
+    expect(createdElsewhere(status(), { ...here, database: 'pg-b.apps:5432/x', storage: { ...here.storage!, endpoint: 'minio-b.storage:9000' } })).toEqual([
+      'the schema "file_share" in postgres.apps:5432/boxyard',
+      'the bucket "files" at minio.storage:9000',
+    ]);
   });
 
   it('keeps each record once and at most MAX_RECORDS of them', () => {

@@ -29,8 +29,12 @@ export function recordBucket(status: ServiceStatus | undefined, entry: CreatedBu
 export function createdAtLocation(status: ServiceStatus | undefined, location: DataLocation, accessKey?: string): { schema: boolean; bucket: boolean } {
   const schema = !!location.database && !!status?.database?.createdSchemas?.some((s) => s.database === location.database && s.schema === location.schema);
   const storage = location.storage;
-  const bucket = !!storage && accessKey !== undefined &&
-    !!status?.storage?.createdBuckets?.some((b) => b.endpoint === storage.endpoint && b.bucket === storage.bucket && b.accessKeyDigest === accessKeyDigest(accessKey));
+  const bucket =
+    !!storage &&
+    accessKey !== undefined &&
+    !!status?.storage?.createdBuckets?.some(
+      (b) => b.endpoint === storage.endpoint && b.bucket === storage.bucket && b.accessKeyDigest === accessKeyDigest(accessKey),
+    );
   return { schema, bucket };
 }
 

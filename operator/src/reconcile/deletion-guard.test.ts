@@ -11,12 +11,17 @@ function share(namespace: string, spec: { schema?: string; bucket?: string; pref
     metadata: { name: `r${++uid}`, namespace, uid: `uid-${uid}` },
     spec: {
       database: { secretRef: { name: 'db' }, schema: spec.schema ?? 'file_share' },
-      ...(kind === 'TerminalPool' ? {} : { storage: { endpoint: spec.endpoint ?? 'http://minio.storage.svc:9000', bucket: spec.bucket ?? 'files', prefix: spec.prefix ?? 'team-a' } }),
+      ...(kind === 'TerminalPool'
+        ? {}
+        : { storage: { endpoint: spec.endpoint ?? 'http://minio.storage.svc:9000', bucket: spec.bucket ?? 'files', prefix: spec.prefix ?? 'team-a' } }),
     },
   } as unknown as ServiceResource;
 }
 const refusal = (self: ServiceResource, peers: [ServiceResource, string | undefined][], url = DB, bucketCreated = false) =>
-  deletionRefusal({ resource: self, location: locationOf(self, url), bucketCreated }, peers.map(([r, u]) => ({ resource: r, location: locationOf(r, u) })));
+  deletionRefusal(
+    { resource: self, location: locationOf(self, url), bucketCreated },
+    peers.map(([r, u]) => ({ resource: r, location: locationOf(r, u) })),
+  );
 
 describe('what deletionPolicy Delete may remove', () => {
   it('identifies a database by host, port and name, whatever the Service name form', () => {
@@ -34,11 +39,16 @@ describe('what deletionPolicy Delete may remove', () => {
   });
 
   it('allows a resource whose schema and prefix are its own', () => {
-    expect(refusal(share('apps'), [[share('apps', { schema: 'other', prefix: 'team-b' }), DB], [share('apps', { prefix: 'team-c' }), 'postgres://u:p@elsewhere:5432/boxyard']])).toBeUndefined();
+    expect(
+      refusal(share('apps'), [
+        [share('apps', { schema: 'other', prefix: 'team-b' }), DB],
+        [share('apps', { prefix: 'team-c' }), 'postgres://u:p@elsewhere:5432/boxyard'],
+      ]),
+    ).toBeUndefined();
     expect(refusal(share('apps'), [[share('apps', { schema: 'other', prefix: 'team-a', bucket: 'other-bucket' }), DB]])).toBeUndefined();
   });
 
-  it('refuses the public schema, PostgreSQL\'s own, and an empty prefix in a bucket the operator did not create', () => {
+  it("refuses the public schema, PostgreSQL's own, and an empty prefix in a bucket the operator did not create", () => {
     expect(refusal(share('apps', { schema: 'public' }), [])).toMatch(/the schema "public" is not the service's own/);
     expect(refusal(share('apps', { schema: 'pg_catalog' }), [])).toMatch(/pg_catalog/);
     expect(refusal(share('apps', { prefix: '' }), [])).toMatch(/prefix is empty, so the data is the whole bucket "files", which the operator did not create/);
@@ -47,13 +57,24 @@ describe('what deletionPolicy Delete may remove', () => {
 
   it('refuses a schema another resource of any kind uses in the same database, in any namespace', () => {
     const pool = share('team-b', { schema: 'file_share' }, 'TerminalPool');
-    expect(refusal(share('apps'), [[pool, 'postgres://x:y@postgres.apps:5432/boxyard']])).toMatch(/^TerminalPool team-b\/r\d+ uses the same schema "file_share" in the same database$/);
+    expect(refusal(share('apps'), [[pool, 'postgres://x:y@postgres.apps:5432/boxyard']])).toMatch(
+      /^TerminalPool team-b\/r\d+ uses the same schema "file_share" in the same database$/,
+    );
     // Same schema name, its URL unreadable: it may be the same database.
     expect(refusal(share('apps'), [[share('team-c', { prefix: 'c' }), undefined]])).toMatch(/its database URL cannot be read/);
   });
 
-  it('refuses a prefix that overlaps another resource\'s in the same bucket, and the whole bucket when another uses it', () => {
-    expect(refusal(share('apps', { schema: 'a' }), [[share('apps', { schema: 'b', prefix: 'team-a/sub' }), DB]])).toMatch(/stores objects in bucket "files" under "team-a\/sub\/", which overlaps "team-a\/"/);
-    expect(refusal(share('apps', { schema: 'a', prefix: '' }), [[share('other', { schema: 'b', prefix: 'x', endpoint: 'http://minio.storage:9000' }), DB]], DB, true)).toMatch(/overlaps the whole bucket/);
+  it("refuses a prefix that overlaps another resource's in the same bucket, and the whole bucket when another uses it", () => {
+    expect(refusal(share('apps', { schema: 'a' }), [[share('apps', { schema: 'b', prefix: 'team-a/sub' }), DB]])).toMatch(
+      /stores objects in bucket "files" under "team-a\/sub\/", which overlaps "team-a\/"/,
+    );
+    expect(
+      refusal(
+        share('apps', { schema: 'a', prefix: '' }),
+        [[share('other', { schema: 'b', prefix: 'x', endpoint: 'http://minio.storage:9000' }), DB]],
+        DB,
+        true,
+      ),
+    ).toMatch(/overlaps the whole bucket/);
   });
 });

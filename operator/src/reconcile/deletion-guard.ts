@@ -18,7 +18,10 @@ export interface DataLocation {
 
 /** `postgres.team.svc.cluster.local` and `postgres` (in namespace team) are one host: `postgres.team`. */
 export function normalizeHost(host: string, namespace: string): string {
-  const h = host.toLowerCase().replace(/\.$/, '').replace(/\.svc(\.cluster\.local)?$/, '');
+  const h = host
+    .toLowerCase()
+    .replace(/\.$/, '')
+    .replace(/\.svc(\.cluster\.local)?$/, '');
   return h.includes('.') || h === 'localhost' || /^[\d:[\]]+$/.test(h) ? h : `${h}.${namespace}`;
 }
 
@@ -56,7 +59,9 @@ export function locationOf(resource: ServiceResource, databaseUrl: string | unde
   return {
     database: databaseUrl === undefined ? undefined : databaseIdentity(databaseUrl, ns),
     schema: spec.database.schema,
-    ...(hasStorage(spec) ? { storage: { endpoint: endpointIdentity(spec.storage.endpoint, ns), bucket: spec.storage.bucket, prefix: spec.storage.prefix ?? '' } } : {}),
+    ...(hasStorage(spec)
+      ? { storage: { endpoint: endpointIdentity(spec.storage.endpoint, ns), bucket: spec.storage.bucket, prefix: spec.storage.prefix ?? '' } }
+      : {}),
   };
 }
 

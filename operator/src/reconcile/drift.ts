@@ -28,8 +28,22 @@ export function withAppliedHash(object: KubeObject): KubeObject {
 }
 
 const SUFFIXES: Record<string, number> = {
-  n: 1e-9, u: 1e-6, m: 1e-3, '': 1, k: 1e3, M: 1e6, G: 1e9, T: 1e12, P: 1e15, E: 1e18,
-  Ki: 2 ** 10, Mi: 2 ** 20, Gi: 2 ** 30, Ti: 2 ** 40, Pi: 2 ** 50, Ei: 2 ** 60,
+  n: 1e-9,
+  u: 1e-6,
+  m: 1e-3,
+  '': 1,
+  k: 1e3,
+  M: 1e6,
+  G: 1e9,
+  T: 1e12,
+  P: 1e15,
+  E: 1e18,
+  Ki: 2 ** 10,
+  Mi: 2 ** 20,
+  Gi: 2 ** 30,
+  Ti: 2 ** 40,
+  Pi: 2 ** 50,
+  Ei: 2 ** 60,
 };
 
 /** The value of a Kubernetes quantity (`500m`, `1Gi`, `1e3`), or undefined when it is not one. */
@@ -70,5 +84,8 @@ export function needsApply(desired: KubeObject, live: KubeObject | undefined): b
   if (live.metadata.annotations?.[APPLIED_HASH_ANNOTATION] !== hash) return true;
   // Status and server-populated metadata are not compared; only what the operator sets.
   const { metadata, ...body } = desired;
-  return !isSubset(body, { ...live, metadata: undefined }) || !isSubset({ labels: metadata.labels, annotations: metadata.annotations, ownerReferences: metadata.ownerReferences }, live.metadata);
+  return (
+    !isSubset(body, { ...live, metadata: undefined }) ||
+    !isSubset({ labels: metadata.labels, annotations: metadata.annotations, ownerReferences: metadata.ownerReferences }, live.metadata)
+  );
 }

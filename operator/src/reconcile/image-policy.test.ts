@@ -37,7 +37,10 @@ describe('the image allow-list', () => {
     expect(policy.allows('registry.example/boxyard:1')).toBe(true);
     expect(policy.allows('registry.example/boxyard:2')).toBe(false);
     expect(() => policy.require([{ field: 'spec.sessionPod.image', image: 'busybox' }])).toThrow(
-      expect.objectContaining({ reason: 'ImageNotAllowed', message: expect.stringMatching(/^spec\.sessionPod\.image "busybox" is not on the operator's image allow-list \(registry\.example\/boxyard:1\)/) }),
+      expect.objectContaining({
+        reason: 'ImageNotAllowed',
+        message: expect.stringMatching(/^spec\.sessionPod\.image "busybox" is not on the operator's image allow-list \(registry\.example\/boxyard:1\)/),
+      }),
     );
     expect(() => policy.require([{ field: 'spec.image', image: 'registry.example/boxyard:1' }])).not.toThrow();
   });

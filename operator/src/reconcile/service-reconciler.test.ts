@@ -64,7 +64,17 @@ describe('service reconciler (fake client)', () => {
     const { world, reconciler, stored, condition } = setUp();
     await reconciler.reconcile('team/boxes');
     const deployment = world.client.peek(resources.deployment, 'team', NAME)!;
-    world.client.seed({ ...deployment, status: { observedGeneration: 1, replicas: 1, updatedReplicas: 1, readyReplicas: 1, availableReplicas: 1, conditions: [{ type: 'Available', status: 'True' }] } });
+    world.client.seed({
+      ...deployment,
+      status: {
+        observedGeneration: 1,
+        replicas: 1,
+        updatedReplicas: 1,
+        readyReplicas: 1,
+        availableReplicas: 1,
+        conditions: [{ type: 'Available', status: 'True' }],
+      },
+    });
     const writes = world.client.writes().length;
     await reconciler.reconcile('team/boxes');
     expect(world.client.writes().slice(writes)).toEqual(['patch boxrepositories/status boxes']);

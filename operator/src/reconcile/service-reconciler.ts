@@ -122,7 +122,12 @@ export class ServiceReconciler {
       secretDigest: hashOf(versions),
     });
     if (!(await bootstrapFromBackup(o, resource, desired))) {
-      await writeStatus(o, resource, { state: 'progressing', reason: 'Restoring', message: 'Restoring spec.bootstrap.fromBackup before the service starts' }, statusFields(desired, undefined));
+      await writeStatus(
+        o,
+        resource,
+        { state: 'progressing', reason: 'Restoring', message: 'Restoring spec.bootstrap.fromBackup before the service starts' },
+        statusFields(desired, undefined),
+      );
       return { requeueAfterMs: RESTORE_POLL_MS };
     }
     const deployment = await applyChildren(o, resource, desired);

@@ -54,8 +54,14 @@ describe('controller logs', () => {
     expect(lines[0]!.match(/"name":/g)).toHaveLength(1); // the object's name, not also the logger's
     const [first, second] = lines.map((line) => JSON.parse(line) as Record<string, unknown>);
     expect(first).toMatchObject({
-      level: 50, logger: 'boxyard-operator', name: 'broken', namespace, controller: 'configmaps', msg: 'Reconciler error',
-      error: 'the Secret "db" has no key "url"', reconcileID: expect.stringMatching(/^[0-9a-f-]{36}$/),
+      level: 50,
+      logger: 'boxyard-operator',
+      name: 'broken',
+      namespace,
+      controller: 'configmaps',
+      msg: 'Reconciler error',
+      error: 'the Secret "db" has no key "url"',
+      reconcileID: expect.stringMatching(/^[0-9a-f-]{36}$/),
     });
     expect(typeof first!.retryInMs).toBe('number');
     expect(new Date(first!.time as string).toISOString()).toBe(first!.time); // ISO time, as log pipelines parse it

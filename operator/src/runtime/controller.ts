@@ -36,8 +36,7 @@ export interface ControllerOptions<T extends KubeObject> {
   log?: (message: string) => void;
 }
 
-export const isPaused = (object: KubeObject): boolean =>
-  object.metadata.annotations?.[PAUSE_ANNOTATION] === 'true' && !object.metadata.deletionTimestamp;
+export const isPaused = (object: KubeObject): boolean => object.metadata.annotations?.[PAUSE_ANNOTATION] === 'true' && !object.metadata.deletionTimestamp;
 
 export class Controller<T extends KubeObject = KubeObject> {
   readonly name: string;
@@ -61,7 +60,9 @@ export class Controller<T extends KubeObject = KubeObject> {
     const { kind } = this.options.primary.type;
     informer.addHandler((type, object) => {
       if (type === 'resync') return; // the primary's own resync covers its children
-      const owner = object.metadata.ownerReferences?.find((ref) => ref.controller && ref.kind === kind && ref.apiVersion.startsWith(`${this.options.primary.type.group}/`));
+      const owner = object.metadata.ownerReferences?.find(
+        (ref) => ref.controller && ref.kind === kind && ref.apiVersion.startsWith(`${this.options.primary.type.group}/`),
+      );
       if (owner && object.metadata.namespace) this.queue.add(`${object.metadata.namespace}/${owner.name}`);
     });
     this.sources.push(informer);

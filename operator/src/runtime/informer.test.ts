@@ -57,7 +57,10 @@ describe('informer', () => {
     await client.create(configMap('second', { v: '1' }));
     await client.mergePatch(resources.configMap, namespace, 'first', { data: { v: '2' } });
     await client.mergePatch(resources.configMap, namespace, 'unlabelled', { data: { v: '2' } });
-    await until('the watch to deliver', () => (informer.get(namespace, 'first')?.data as { v: string } | undefined)?.v === '2' && !!informer.get(namespace, 'second'));
+    await until(
+      'the watch to deliver',
+      () => (informer.get(namespace, 'first')?.data as { v: string } | undefined)?.v === '2' && !!informer.get(namespace, 'second'),
+    );
     await client.delete(resources.configMap, namespace, 'second');
     await until('the deletion', () => !informer.get(namespace, 'second'));
     expect(events).toContainEqual(['add', 'second']);
@@ -82,7 +85,12 @@ describe('informer', () => {
   });
 
   it('caches only the metadata of Secrets, and indexes objects', async () => {
-    await client.create({ apiVersion: 'v1', kind: 'Secret', metadata: { name: 'db', namespace, labels: { team: 'a' } }, stringData: { url: 'postgres://u:p@h/d' } });
+    await client.create({
+      apiVersion: 'v1',
+      kind: 'Secret',
+      metadata: { name: 'db', namespace, labels: { team: 'a' } },
+      stringData: { url: 'postgres://u:p@h/d' },
+    });
     const informer = new Informer(client, { type: resources.secret, namespaces: [namespace], metadataOnly: true });
     informers.push(informer);
     informer.addIndex('team', (o) => (o.metadata.labels?.team ? [o.metadata.labels.team] : []));

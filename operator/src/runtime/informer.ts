@@ -28,7 +28,6 @@ export interface InformerOptions {
   log?: (message: string) => void;
 }
 
-
 export class Informer<T extends KubeObject = KubeObject> {
   readonly type: ResourceType;
   private readonly client: KubeClient;

@@ -30,7 +30,6 @@ type Lease = KubeObject & { spec?: LeaseSpec };
 /** RFC 3339 with microseconds: the MicroTime format the Lease fields require. */
 export const microTime = (date = new Date()): string => date.toISOString().replace(/\.(\d{3})Z$/, '.$1000Z');
 
-
 export class LeaderElector {
   private readonly client: KubeClient;
   private readonly options: Required<Omit<LeaderElectionOptions, 'log'>> & Pick<LeaderElectionOptions, 'log'>;
@@ -42,7 +41,8 @@ export class LeaderElector {
     this.client = client;
     const defined = Object.fromEntries(Object.entries(options).filter(([, v]) => v !== undefined)) as LeaderElectionOptions;
     this.options = { leaseDurationMs: 15_000, renewDeadlineMs: 10_000, retryPeriodMs: 2_000, ...defined };
-    if (this.options.renewDeadlineMs >= this.options.leaseDurationMs) throw new Error('leader election: the renew deadline must be shorter than the lease duration');
+    if (this.options.renewDeadlineMs >= this.options.leaseDurationMs)
+      throw new Error('leader election: the renew deadline must be shorter than the lease duration');
   }
 
   /** True while this process holds the lease and renewed it within the renew deadline. */

@@ -16,7 +16,11 @@ export interface OperatorLoggerOptions {
 export function createOperatorLogger(options: OperatorLoggerOptions = {}): Logger {
   const stream = options.stream ?? terminalLogStream('operator');
   // `logger`, not pino's `name`: a reconcile record's `name` is the object's, as in controller-runtime.
-  const settings = { base: { pid: process.pid, hostname: hostname(), logger: 'boxyard-operator' }, level: options.level ?? 'info', timestamp: pino.stdTimeFunctions.isoTime };
+  const settings = {
+    base: { pid: process.pid, hostname: hostname(), logger: 'boxyard-operator' },
+    level: options.level ?? 'info',
+    timestamp: pino.stdTimeFunctions.isoTime,
+  };
   return stream ? pino(settings, stream) : pino(settings);
 }
 

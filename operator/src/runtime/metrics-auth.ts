@@ -21,7 +21,10 @@ const CACHE_MS = 60_000;
 const CACHE_ENTRIES = 256;
 
 /** A function deciding whether the `Authorization` header may read `path`. */
-export function kubernetesMetricsAuth(client: KubeClient, now: () => number = Date.now): (authorization: string | undefined, path: string) => Promise<AuthDecision> {
+export function kubernetesMetricsAuth(
+  client: KubeClient,
+  now: () => number = Date.now,
+): (authorization: string | undefined, path: string) => Promise<AuthDecision> {
   const cache = new Map<string, { decision: AuthDecision; until: number }>();
   const review = async (token: string, path: string): Promise<AuthDecision> => {
     const tr = await client.request<TokenReview>('POST', '/apis/authentication.k8s.io/v1/tokenreviews', {

@@ -41,31 +41,70 @@ export class OperatorMetrics {
   constructor(registry: Registry = createMetricsRegistry({ app: 'boxyard-operator' })) {
     this.registry = registry;
     const registers = [registry];
-    this.reconciles = new Counter({ name: 'controller_runtime_reconcile_total', help: 'Total number of reconciliations per controller, by result.', labelNames: ['controller', 'result'], registers });
-    this.reconcileErrors = new Counter({ name: 'controller_runtime_reconcile_errors_total', help: 'Total number of reconciliation errors per controller (retried with backoff).', labelNames: ['controller'], registers });
+    this.reconciles = new Counter({
+      name: 'controller_runtime_reconcile_total',
+      help: 'Total number of reconciliations per controller, by result.',
+      labelNames: ['controller', 'result'],
+      registers,
+    });
+    this.reconcileErrors = new Counter({
+      name: 'controller_runtime_reconcile_errors_total',
+      help: 'Total number of reconciliation errors per controller (retried with backoff).',
+      labelNames: ['controller'],
+      registers,
+    });
     this.reconcileDuration = new Histogram({
       name: 'controller_runtime_reconcile_time_seconds',
       help: 'Length of time per reconciliation per controller.',
       labelNames: ['controller'],
-      buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5, 0.6, 0.7, 0.8, 0.9, 1, 1.25, 1.5, 1.75, 2, 2.5, 3, 3.5, 4, 4.5, 5, 6, 7, 8, 9, 10, 15, 20, 25, 30, 40, 50, 60],
+      buckets: [
+        0.005, 0.01, 0.025, 0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5, 0.6, 0.7, 0.8, 0.9, 1, 1.25, 1.5, 1.75, 2, 2.5, 3, 3.5, 4, 4.5, 5, 6, 7, 8,
+        9, 10, 15, 20, 25, 30, 40, 50, 60,
+      ],
       registers,
     });
-    this.activeWorkers = new Gauge({ name: 'controller_runtime_active_workers', help: 'Number of currently used workers per controller.', labelNames: ['controller'], registers });
-    this.maxConcurrentReconciles = new Gauge({ name: 'controller_runtime_max_concurrent_reconciles', help: 'Maximum number of concurrent reconciles per controller.', labelNames: ['controller'], registers });
+    this.activeWorkers = new Gauge({
+      name: 'controller_runtime_active_workers',
+      help: 'Number of currently used workers per controller.',
+      labelNames: ['controller'],
+      registers,
+    });
+    this.maxConcurrentReconciles = new Gauge({
+      name: 'controller_runtime_max_concurrent_reconciles',
+      help: 'Maximum number of concurrent reconciles per controller.',
+      labelNames: ['controller'],
+      registers,
+    });
     const queueLabels = ['name', 'controller'] as const;
     this.queueDepth = new Gauge({ name: 'workqueue_depth', help: 'Current depth of workqueue.', labelNames: queueLabels, registers });
     this.queueAdds = new Counter({ name: 'workqueue_adds_total', help: 'Total number of adds handled by workqueue.', labelNames: queueLabels, registers });
-    this.queueLatency = new Histogram({ name: 'workqueue_queue_duration_seconds', help: 'How long in seconds an item stays in workqueue before being requested.', labelNames: queueLabels, buckets: QUEUE_BUCKETS, registers });
-    this.workDuration = new Histogram({ name: 'workqueue_work_duration_seconds', help: 'How long in seconds processing an item from workqueue takes.', labelNames: queueLabels, buckets: QUEUE_BUCKETS, registers });
+    this.queueLatency = new Histogram({
+      name: 'workqueue_queue_duration_seconds',
+      help: 'How long in seconds an item stays in workqueue before being requested.',
+      labelNames: queueLabels,
+      buckets: QUEUE_BUCKETS,
+      registers,
+    });
+    this.workDuration = new Histogram({
+      name: 'workqueue_work_duration_seconds',
+      help: 'How long in seconds processing an item from workqueue takes.',
+      labelNames: queueLabels,
+      buckets: QUEUE_BUCKETS,
+      registers,
+    });
     this.retries = new Counter({ name: 'workqueue_retries_total', help: 'Total number of retries handled by workqueue.', labelNames: queueLabels, registers });
     const inFlight = () => this.inFlight;
     new Gauge({
       name: 'workqueue_unfinished_work_seconds',
-      help: 'How many seconds of work has been done that is in progress and hasn\'t been observed by work_duration.',
+      help: "How many seconds of work has been done that is in progress and hasn't been observed by work_duration.",
       labelNames: queueLabels,
       registers,
       collect() {
-        for (const [name, seconds] of inFlight()) this.set({ name, controller: name }, seconds().reduce((a, b) => a + b, 0));
+        for (const [name, seconds] of inFlight())
+          this.set(
+            { name, controller: name },
+            seconds().reduce((a, b) => a + b, 0),
+          );
       },
     });
     new Gauge({
@@ -77,8 +116,18 @@ export class OperatorMetrics {
         for (const [name, seconds] of inFlight()) this.set({ name, controller: name }, Math.max(0, ...seconds()));
       },
     });
-    this.apiRequests = new Counter({ name: 'boxyard_operator_api_requests_total', help: 'Kubernetes API requests by verb, resource and status code.', labelNames: ['verb', 'resource', 'code'], registers });
-    this.watchRestarts = new Counter({ name: 'boxyard_operator_watch_restarts_total', help: 'Watches re-established, by reason (expired = 410 Gone, relisted).', labelNames: ['resource', 'reason'], registers });
+    this.apiRequests = new Counter({
+      name: 'boxyard_operator_api_requests_total',
+      help: 'Kubernetes API requests by verb, resource and status code.',
+      labelNames: ['verb', 'resource', 'code'],
+      registers,
+    });
+    this.watchRestarts = new Counter({
+      name: 'boxyard_operator_watch_restarts_total',
+      help: 'Watches re-established, by reason (expired = 410 Gone, relisted).',
+      labelNames: ['resource', 'reason'],
+      registers,
+    });
     const sizes = () => this.cacheSizes();
     this.cachedObjects = new Gauge({
       name: 'boxyard_operator_cached_objects',

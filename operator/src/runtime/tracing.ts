@@ -18,7 +18,11 @@ export function traceReconcile<T>(controller: string, kind: string, key: string,
   // A root span: a reconcile is caused by the cluster's state, not by the event that happened to queue it.
   return tracer.startActiveSpan(
     `reconcile ${kind}`,
-    { kind: SpanKind.INTERNAL, root: true, attributes: { 'boxyard.controller': controller, 'k8s.namespace.name': namespace, 'boxyard.resource.kind': kind, 'boxyard.resource.name': name } },
+    {
+      kind: SpanKind.INTERNAL,
+      root: true,
+      attributes: { 'boxyard.controller': controller, 'k8s.namespace.name': namespace, 'boxyard.resource.kind': kind, 'boxyard.resource.name': name },
+    },
     async (span) => {
       try {
         return await run(span);

@@ -10,18 +10,51 @@ import { describeAccessMatrix, outcomes, reusable, type MatrixRow, type RoleSpec
 import { operationalRows } from '@boxyard/test/harness/operational-rows.ts';
 import { makeBox } from './testing/boxes.ts';
 import { startTestSmtpServer, type TestSmtpServer } from '@boxyard/kit/mail/test-smtp-server.ts';
-import { ADMIN_PASSWORD, addMember, archPath, createBoxPath, createOrganization, startTestService, USER_PASSWORD, type BoxPath, type TestService } from './testing/test-service.ts';
+import {
+  ADMIN_PASSWORD,
+  addMember,
+  archPath,
+  createBoxPath,
+  createOrganization,
+  startTestService,
+  USER_PASSWORD,
+  type BoxPath,
+  type TestService,
+} from './testing/test-service.ts';
 
 type Role =
-  | 'anonymous' | 'outsider' | 'member' | 'creator' | 'moderator' | 'orgAdmin' | 'globalAdmin'
-  | 'serviceAccount' | 'moderatorServiceAccount' | 'foreignServiceAccount' | 'serviceAccountB'
-  | 'expiredSession' | 'signedOutSession' | 'expiredKey' | 'deletedKey';
+  | 'anonymous'
+  | 'outsider'
+  | 'member'
+  | 'creator'
+  | 'moderator'
+  | 'orgAdmin'
+  | 'globalAdmin'
+  | 'serviceAccount'
+  | 'moderatorServiceAccount'
+  | 'foreignServiceAccount'
+  | 'serviceAccountB'
+  | 'expiredSession'
+  | 'signedOutSession'
+  | 'expiredKey'
+  | 'deletedKey';
 
 const ROLES: RoleSpec<Role>[] = [
-  { name: 'anonymous' }, { name: 'outsider' }, { name: 'member' }, { name: 'creator' }, { name: 'moderator' }, { name: 'orgAdmin' }, { name: 'globalAdmin' },
-  { name: 'serviceAccount' }, { name: 'moderatorServiceAccount' }, { name: 'foreignServiceAccount' },
+  { name: 'anonymous' },
+  { name: 'outsider' },
+  { name: 'member' },
+  { name: 'creator' },
+  { name: 'moderator' },
+  { name: 'orgAdmin' },
+  { name: 'globalAdmin' },
+  { name: 'serviceAccount' },
+  { name: 'moderatorServiceAccount' },
+  { name: 'foreignServiceAccount' },
   { name: 'serviceAccountB' },
-  { name: 'expiredSession' }, { name: 'signedOutSession' }, { name: 'expiredKey' }, { name: 'deletedKey' },
+  { name: 'expiredSession' },
+  { name: 'signedOutSession' },
+  { name: 'expiredKey' },
+  { name: 'deletedKey' },
 ];
 /** Roles whose request carries no working credential: 401 wherever a caller must be known. */
 const UNAUTHENTICATED: Role[] = ['anonymous', 'expiredSession', 'signedOutSession', 'expiredKey', 'deletedKey'];
@@ -32,13 +65,23 @@ const USERS: Partial<Record<Role, string>> = { outsider: 'outsider', member: 'me
 const expect_ = (granted: Partial<Record<Role, number>>, otherwise = 403) => outcomes(ROLES, UNAUTHENTICATED, granted, otherwise);
 const all = (status: number) => expect_(Object.fromEntries(ROLES.map((r) => [r.name, status])));
 const grant = (roles: Role[], status: number) => Object.fromEntries(roles.map((role) => [role, status])) as Partial<Record<Role, number>>;
-const signedIn = (status: number) => grant(ROLES.map((r) => r.name).filter((r) => !UNAUTHENTICATED.includes(r)), status);
+const signedIn = (status: number) =>
+  grant(
+    ROLES.map((r) => r.name).filter((r) => !UNAUTHENTICATED.includes(r)),
+    status,
+  );
 const MEMBERS: Role[] = ['member', 'creator', 'moderator', 'orgAdmin', 'globalAdmin', 'serviceAccount', 'moderatorServiceAccount', 'serviceAccountB'];
 /** People (signed in with a password); service accounts are refused where only people may act. */
 const PEOPLE: Role[] = ['outsider', 'member', 'creator', 'moderator', 'orgAdmin', 'globalAdmin'];
 const MANAGERS: Role[] = ['creator', 'moderator', 'orgAdmin', 'globalAdmin', 'moderatorServiceAccount'];
 /** Anyone may read public things; a credential that no longer works is refused even there (never read as anonymous). */
-const everyone = (status = 200) => expect_({ ...grant(ROLES.map((r) => r.name).filter((r) => !INVALID.includes(r)), status) });
+const everyone = (status = 200) =>
+  expect_({
+    ...grant(
+      ROLES.map((r) => r.name).filter((r) => !INVALID.includes(r)),
+      status,
+    ),
+  });
 const readers = (status = 200) => expect_(grant(MEMBERS, status));
 /** Private things: a signed-in non-member hears 404, as for a missing thing (existence hidden). */
 const privateReaders = (granted: Role[] = MEMBERS, status = 200) => expect_(grant(granted, status), 404);
@@ -78,7 +121,9 @@ async function freshBox(options: { isPublic: boolean; upload?: boolean; org?: st
   await createBoxPath(service, headers.creator['x-access-token']!, path, { isPublic: options.isPublic });
   if (options.upload !== false) {
     const response = await fetch(`${service.url}${archPath(path)}/file/upload`, {
-      method: 'POST', headers: { ...headers.creator, 'content-type': 'application/octet-stream' }, body: boxFile,
+      method: 'POST',
+      headers: { ...headers.creator, 'content-type': 'application/octet-stream' },
+      body: boxFile,
     });
     if (response.status !== 201) throw new Error(`upload failed: ${response.status} ${await response.text()}`);
   }
@@ -109,10 +154,12 @@ function rows(): MatrixRow<Role>[] {
   /** A change of a fresh box (made again after each success). */
   const change = (route: string, granted: Role[], status: number, request: (p: BoxPath) => [string, Call?], options: { upload?: boolean } = {}) => {
     const fixture = reusable(() => freshBox({ isPublic: true, ...options }));
-    add(route, expect_(grant(granted, status)), (role) => fixture((p) => {
-      const [url, call] = request(p);
-      return send(role, route.split(' ')[0]!, url, call);
-    }));
+    add(route, expect_(grant(granted, status)), (role) =>
+      fixture((p) => {
+        const [url, call] = request(p);
+        return send(role, route.split(' ')[0]!, url, call);
+      }),
+    );
   };
 
   // Accounts and sessions.
@@ -130,13 +177,19 @@ function rows(): MatrixRow<Role>[] {
   add('GET /api/user/profile', expect_(signedIn(200)), (role, m) => send(role, m, '/api/user/profile'));
 
   // Service accounts (variant A): people create and delete them; a key cannot make more keys.
-  add('POST /api/service-accounts', expect_(grant(['orgAdmin', 'globalAdmin'], 201)), (role) => send(role, 'POST', '/api/service-accounts', { json: { organization: 'acme', expirationDays: 30 } }));
-  add('GET /api/service-accounts', expect_(grant(['outsider', 'member', 'creator', 'moderator', 'orgAdmin', 'globalAdmin'], 200)), (role, m) => send(role, m, '/api/service-accounts'));
+  add('POST /api/service-accounts', expect_(grant(['orgAdmin', 'globalAdmin'], 201)), (role) =>
+    send(role, 'POST', '/api/service-accounts', { json: { organization: 'acme', expirationDays: 30 } }),
+  );
+  add('GET /api/service-accounts', expect_(grant(['outsider', 'member', 'creator', 'moderator', 'orgAdmin', 'globalAdmin'], 200)), (role, m) =>
+    send(role, m, '/api/service-accounts'),
+  );
   const doomedAccount = reusable(async () => {
     const created = await service.request('POST', '/api/service-accounts', { token: service.adminToken, json: { organization: 'acme' } });
     return created.body.id as number;
   });
-  add('DELETE /api/service-accounts/:id', expect_(grant(['orgAdmin', 'globalAdmin'], 200)), (role) => doomedAccount((id) => send(role, 'DELETE', `/api/service-accounts/${id}`)));
+  add('DELETE /api/service-accounts/:id', expect_(grant(['orgAdmin', 'globalAdmin'], 200)), (role) =>
+    doomedAccount((id) => send(role, 'DELETE', `/api/service-accounts/${id}`)),
+  );
 
   // Accounts, part 2 (issue 11): refresh, variant B service accounts, invitations, mail, user administration.
   add('GET /api/auth/refresh-token', expect_(grant(PEOPLE, 200)), async (role, m) => {
@@ -149,63 +202,121 @@ function rows(): MatrixRow<Role>[] {
     const signedIn = await service.request('POST', '/api/auth/signin', { json: { username: 'member', password: USER_PASSWORD } });
     return send(role, 'POST', '/api/auth/refreshtoken', { json: { refreshToken: signedIn.body.refresh_token } });
   });
-  add('POST /api/auth/service-account', all(200), (role) => send(role, 'POST', '/api/auth/service-account', { json: { clientId: clientB.client_id, clientSecret: clientB.client_secret } }));
-  add('POST /api/admin/service-accounts', expect_(grant(['orgAdmin', 'globalAdmin'], 201)), (role) => send(role, 'POST', '/api/admin/service-accounts', { json: { name: unique('client'), organizationId: acmeId } }));
+  add('POST /api/auth/service-account', all(200), (role) =>
+    send(role, 'POST', '/api/auth/service-account', { json: { clientId: clientB.client_id, clientSecret: clientB.client_secret } }),
+  );
+  add('POST /api/admin/service-accounts', expect_(grant(['orgAdmin', 'globalAdmin'], 201)), (role) =>
+    send(role, 'POST', '/api/admin/service-accounts', { json: { name: unique('client'), organizationId: acmeId } }),
+  );
   add('GET /api/admin/service-accounts', expect_(grant(PEOPLE, 200)), (role, m) => send(role, m, '/api/admin/service-accounts'));
-  const doomedClient = reusable(async () => (await service.request('POST', '/api/admin/service-accounts', { token: service.adminToken, json: { name: unique('doomed-client'), organizationId: acmeId } })).body.id as number);
-  add('DELETE /api/admin/service-accounts/:id', expect_(grant(['orgAdmin', 'globalAdmin'], 200)), (role) => doomedClient((id) => send(role, 'DELETE', `/api/admin/service-accounts/${id}`)));
-  add('POST /api/auth/invite', expect_(grant(['moderator', 'orgAdmin', 'globalAdmin'], 201)), (role) => send(role, 'POST', '/api/auth/invite', { json: { email: `${unique('invitee')}@example.test`, organizationName: 'acme' } }));
-  add('POST /api/mail/test-smtp', expect_(grant(['globalAdmin'], 200)), (role) => send(role, 'POST', '/api/mail/test-smtp', { json: { host: smtp.host, port: smtp.port, to: 'ops@example.test', from: 'setup@example.test' } }));
+  const doomedClient = reusable(
+    async () =>
+      (
+        await service.request('POST', '/api/admin/service-accounts', {
+          token: service.adminToken,
+          json: { name: unique('doomed-client'), organizationId: acmeId },
+        })
+      ).body.id as number,
+  );
+  add('DELETE /api/admin/service-accounts/:id', expect_(grant(['orgAdmin', 'globalAdmin'], 200)), (role) =>
+    doomedClient((id) => send(role, 'DELETE', `/api/admin/service-accounts/${id}`)),
+  );
+  add('POST /api/auth/invite', expect_(grant(['moderator', 'orgAdmin', 'globalAdmin'], 201)), (role) =>
+    send(role, 'POST', '/api/auth/invite', { json: { email: `${unique('invitee')}@example.test`, organizationName: 'acme' } }),
+  );
+  add('POST /api/mail/test-smtp', expect_(grant(['globalAdmin'], 200)), (role) =>
+    send(role, 'POST', '/api/mail/test-smtp', { json: { host: smtp.host, port: smtp.port, to: 'ops@example.test', from: 'setup@example.test' } }),
+  );
   add('GET /api/admin/users', expect_(grant(['globalAdmin'], 200)), (role, m) => send(role, m, '/api/admin/users'));
   add('GET /api/admin/users/:username', expect_(grant(['globalAdmin'], 200)), (role, m) => send(role, m, '/api/admin/users/member'));
-  add('PATCH /api/admin/users/:username', expect_(grant(['globalAdmin'], 200)), (role) => send(role, 'PATCH', '/api/admin/users/patient', { json: { disabled: false } }));
+  add('PATCH /api/admin/users/:username', expect_(grant(['globalAdmin'], 200)), (role) =>
+    send(role, 'PATCH', '/api/admin/users/patient', { json: { disabled: false } }),
+  );
   const doomedUser = reusable(async () => (await service.createUser(unique('doomed-user'))).username);
-  add('DELETE /api/admin/users/:username', expect_(grant(['globalAdmin'], 200)), (role) => doomedUser((user) => send(role, 'DELETE', `/api/admin/users/${user}`)));
+  add('DELETE /api/admin/users/:username', expect_(grant(['globalAdmin'], 200)), (role) =>
+    doomedUser((user) => send(role, 'DELETE', `/api/admin/users/${user}`)),
+  );
 
   // Organizations and members.
   add('POST /api/organization', expect_(grant(['globalAdmin'], 201)), (role) => send(role, 'POST', '/api/organization', { json: { name: unique('org') } }));
   add('GET /api/organization', everyone(), (role, m) => send(role, m, '/api/organization'));
   add('GET /api/organization/:org', everyone(), (role, m) => send(role, m, '/api/organization/acme'), 'public organization');
   add('GET /api/organization/:org', privateReaders(['member', 'globalAdmin']), (role, m) => send(role, m, '/api/organization/vault'), 'private organization');
-  add('PUT /api/organization/:org', expect_(grant(['orgAdmin', 'globalAdmin'], 200)), (role) => send(role, 'PUT', '/api/organization/acme', { json: { email: 'acme@example.test' } }));
-  add('PATCH /api/organization/:org', expect_(grant(['orgAdmin', 'globalAdmin'], 200)), (role) => send(role, 'PATCH', '/api/organization/acme', { json: { description: `by ${role}` } }));
+  add('PUT /api/organization/:org', expect_(grant(['orgAdmin', 'globalAdmin'], 200)), (role) =>
+    send(role, 'PUT', '/api/organization/acme', { json: { email: 'acme@example.test' } }),
+  );
+  add('PATCH /api/organization/:org', expect_(grant(['orgAdmin', 'globalAdmin'], 200)), (role) =>
+    send(role, 'PATCH', '/api/organization/acme', { json: { description: `by ${role}` } }),
+  );
   const doomedOrg = reusable(async () => {
     const name = unique('doomed');
     await createOrganization(service, name);
     // Its members hold the same roles as in acme: only a global admin deletes an organization.
-    for (const [user, memberRole] of [['member', 'user'], ['creator', 'user'], ['moderator', 'moderator'], ['orgadmin', 'admin']] as const) await addMember(service, name, user, memberRole);
+    for (const [user, memberRole] of [
+      ['member', 'user'],
+      ['creator', 'user'],
+      ['moderator', 'moderator'],
+      ['orgadmin', 'admin'],
+    ] as const)
+      await addMember(service, name, user, memberRole);
     return name;
   });
   add('DELETE /api/organization/:org', expect_(grant(['globalAdmin'], 200)), (role) => doomedOrg((name) => send(role, 'DELETE', `/api/organization/${name}`)));
   add('GET /api/organization/:org/members', readers(), (role, m) => send(role, m, '/api/organization/acme/members'));
   const newcomer = reusable(async () => (await service.createUser(unique('newbie'))).username);
-  add('PUT /api/organization/:org/members/:username', expect_(grant(['moderator', 'orgAdmin', 'globalAdmin'], 200)),
-    (role) => newcomer((user) => send(role, 'PUT', `/api/organization/acme/members/${user}`, { json: { role: 'user' } })), 'add a plain user');
-  add('PUT /api/organization/:org/members/:username', expect_(grant(['orgAdmin', 'globalAdmin'], 200)),
-    (role) => newcomer((user) => send(role, 'PUT', `/api/organization/acme/members/${user}`, { json: { role: 'moderator' } })), 'make a moderator');
+  add(
+    'PUT /api/organization/:org/members/:username',
+    expect_(grant(['moderator', 'orgAdmin', 'globalAdmin'], 200)),
+    (role) => newcomer((user) => send(role, 'PUT', `/api/organization/acme/members/${user}`, { json: { role: 'user' } })),
+    'add a plain user',
+  );
+  add(
+    'PUT /api/organization/:org/members/:username',
+    expect_(grant(['orgAdmin', 'globalAdmin'], 200)),
+    (role) => newcomer((user) => send(role, 'PUT', `/api/organization/acme/members/${user}`, { json: { role: 'moderator' } })),
+    'make a moderator',
+  );
   const leaver = reusable(async () => {
     const { username } = await service.createUser(unique('leaver'));
     await addMember(service, 'acme', username, 'user');
     return username;
   });
-  add('DELETE /api/organization/:org/members/:username', expect_(grant(['moderator', 'orgAdmin', 'globalAdmin'], 200)),
-    (role) => leaver((user) => send(role, 'DELETE', `/api/organization/acme/members/${user}`)), 'remove a plain user');
-  add('DELETE /api/organization/:org/members/:username', expect_(grant(['orgAdmin', 'globalAdmin'], 200)),
-    (role) => send(role, 'DELETE', '/api/organization/acme/members/fellow-moderator').then(async (status) => {
-      if (status === 200) await addMember(service, 'acme', 'fellow-moderator', 'moderator');
-      return status;
-    }), 'remove a moderator');
+  add(
+    'DELETE /api/organization/:org/members/:username',
+    expect_(grant(['moderator', 'orgAdmin', 'globalAdmin'], 200)),
+    (role) => leaver((user) => send(role, 'DELETE', `/api/organization/acme/members/${user}`)),
+    'remove a plain user',
+  );
+  add(
+    'DELETE /api/organization/:org/members/:username',
+    expect_(grant(['orgAdmin', 'globalAdmin'], 200)),
+    (role) =>
+      send(role, 'DELETE', '/api/organization/acme/members/fellow-moderator').then(async (status) => {
+        if (status === 200) await addMember(service, 'acme', 'fellow-moderator', 'moderator');
+        return status;
+      }),
+    'remove a moderator',
+  );
 
   // Boxes and what is in them.
-  add('POST /api/organization/:org/box', expect_(grant(MEMBERS, 201)), (role) => send(role, 'POST', '/api/organization/acme/box', { json: { name: unique('box') } }));
+  add('POST /api/organization/:org/box', expect_(grant(MEMBERS, 201)), (role) =>
+    send(role, 'POST', '/api/organization/acme/box', { json: { name: unique('box') } }),
+  );
   add('GET /api/organization/:org/box', everyone(), (role, m) => send(role, m, '/api/organization/acme/box'), 'public organization');
-  add('GET /api/organization/:org/box', privateReaders(['member', 'globalAdmin']), (role, m) => send(role, m, '/api/organization/vault/box'), 'private organization');
+  add(
+    'GET /api/organization/:org/box',
+    privateReaders(['member', 'globalAdmin']),
+    (role, m) => send(role, m, '/api/organization/vault/box'),
+    'private organization',
+  );
   read('/api/organization/:org/box/:box', boxUrl);
   change('PUT /api/organization/:org/box/:box', MANAGERS, 200, (p) => [boxUrl(p), { json: { description: 'changed' } }], { upload: false });
   change('PATCH /api/organization/:org/box/:box', MANAGERS, 200, (p) => [boxUrl(p), { json: { description: 'patched' } }], { upload: false });
   change('DELETE /api/organization/:org/box/:box', MANAGERS, 200, (p) => [boxUrl(p)], { upload: false });
 
-  change('POST /api/organization/:org/box/:box/version', MANAGERS, 201, (p) => [`${boxUrl(p)}/version`, { json: { versionNumber: '2.0.0' } }], { upload: false });
+  change('POST /api/organization/:org/box/:box/version', MANAGERS, 201, (p) => [`${boxUrl(p)}/version`, { json: { versionNumber: '2.0.0' } }], {
+    upload: false,
+  });
   read('/api/organization/:org/box/:box/version', (p) => `${boxUrl(p)}/version`);
   read(V, versionUrl);
   change(`PUT ${V}`, MANAGERS, 200, (p) => [versionUrl(p), { json: { description: 'changed' } }], { upload: false });
@@ -227,12 +338,24 @@ function rows(): MatrixRow<Role>[] {
   change(`DELETE ${A}`, MANAGERS, 200, (p) => [archPath(p)], { upload: false });
 
   // The box file: uploads (multipart and raw), its information, links, downloads, removal.
-  change(`POST ${A}/file`, MANAGERS, 201, (p) => {
-    const form = new FormData();
-    form.append('file', new Blob([boxFile]), 'vagrant.box');
-    return [`${archPath(p)}/file`, { body: form }];
-  }, { upload: false });
-  change(`POST ${A}/file/upload`, MANAGERS, 201, (p) => [`${archPath(p)}/file/upload`, { body: boxFile, headers: { 'content-type': 'application/octet-stream', 'x-file-name': 'vagrant.box' } }], { upload: false });
+  change(
+    `POST ${A}/file`,
+    MANAGERS,
+    201,
+    (p) => {
+      const form = new FormData();
+      form.append('file', new Blob([boxFile]), 'vagrant.box');
+      return [`${archPath(p)}/file`, { body: form }];
+    },
+    { upload: false },
+  );
+  change(
+    `POST ${A}/file/upload`,
+    MANAGERS,
+    201,
+    (p) => [`${archPath(p)}/file/upload`, { body: boxFile, headers: { 'content-type': 'application/octet-stream', 'x-file-name': 'vagrant.box' } }],
+    { upload: false },
+  );
   read(`${A}/file`, (p) => `${archPath(p)}/file`);
   change(`DELETE ${A}/file`, MANAGERS, 200, (p) => [`${archPath(p)}/file`]);
   read(`${A}/file/get-download-link`, (p) => `${archPath(p)}/file/get-download-link`, 'POST');
@@ -261,15 +384,21 @@ function rows(): MatrixRow<Role>[] {
   add('DELETE /api/admin/webhooks/:id', adminOnly(200), (role) => savedWebhook((id) => send(role, 'DELETE', `/api/admin/webhooks/${id}`)));
   const failedDelivery = reusable(async () => {
     const created = await service.request('POST', '/api/admin/webhooks', { token: service.adminToken, json: webhook });
-    const [event] = await service.sql<{ id: string }>(`insert into events (type, data, delivered_at) values ('box.deleted', '{"organization": "acme", "box": "gone"}', now()) returning id`);
-    const [delivery] = await service.sql<{ id: string }>(`insert into webhook_deliveries (webhook_id, event_id, status, attempts, finished_at) values ($1, $2, 'failed', 8, now()) returning id`, [created.body.id, event!.id]);
+    const [event] = await service.sql<{ id: string }>(
+      `insert into events (type, data, delivered_at) values ('box.deleted', '{"organization": "acme", "box": "gone"}', now()) returning id`,
+    );
+    const [delivery] = await service.sql<{ id: string }>(
+      `insert into webhook_deliveries (webhook_id, event_id, status, attempts, finished_at) values ($1, $2, 'failed', 8, now()) returning id`,
+      [created.body.id, event!.id],
+    );
     return `/api/admin/webhooks/${created.body.id}/deliveries/${delivery!.id}/redeliver`;
   });
   add('POST /api/admin/webhooks/:id/deliveries/:delivery/redeliver', adminOnly(202), (role) => failedDelivery((url) => send(role, 'POST', url)));
 
   // Setup, status and limits (issue 11): public information answers every caller (it asks for no credential,
   // like /health); only global admins replace the certificate.
-  for (const route of ['/api/status', '/api/health', '/api/rules', '/api/discover', '/api/setup/status']) add(`GET ${route}`, all(200), (role, m) => send(role, m, route));
+  for (const route of ['/api/status', '/api/health', '/api/rules', '/api/discover', '/api/setup/status'])
+    add(`GET ${route}`, all(200), (role, m) => send(role, m, route));
   add('POST /api/setup/upload-ssl', expect_(grant(['globalAdmin'], 200)), (role) => {
     const body = new FormData();
     body.append('cert', new Blob([tlsPair.cert]), 'cert.pem');
@@ -287,12 +416,17 @@ function rows(): MatrixRow<Role>[] {
   add('GET /console/webhooks', expect_(grant(['globalAdmin'], 200)), (role, m) => send(role, m, '/console/webhooks'));
   add('GET /console/sign-in', everyone(), (role, m) => send(role, m, '/console/sign-in'));
   add('GET /console/assets/:file', all(200), (role, m) => send(role, m, '/console/assets/console.css'));
-  const form = (fields: Record<string, string>): Call => ({ body: Buffer.from(new URLSearchParams(fields).toString()), headers: { 'content-type': 'application/x-www-form-urlencoded' } });
+  const form = (fields: Record<string, string>): Call => ({
+    body: Buffer.from(new URLSearchParams(fields).toString()),
+    headers: { 'content-type': 'application/x-www-form-urlencoded' },
+  });
   add('POST /console/sign-in', all(303), (role) => send(role, 'POST', '/console/sign-in', form({ username: 'member', password: USER_PASSWORD })));
   add('POST /console/sign-out', all(303), (role) => send(role, 'POST', '/console/sign-out'));
   add('GET /console/sign-up', everyone(), (role, m) => send(role, m, '/console/sign-up'));
   // The form's fields decide (here a username no account may have: the page again, 422), not the caller.
-  add('POST /console/sign-up', all(422), (role) => send(role, 'POST', '/console/sign-up', form({ username: 'no spaces allowed', email: 'x@example.test', password: USER_PASSWORD })));
+  add('POST /console/sign-up', all(422), (role) =>
+    send(role, 'POST', '/console/sign-up', form({ username: 'no spaces allowed', email: 'x@example.test', password: USER_PASSWORD })),
+  );
   return rows;
 }
 
@@ -315,7 +449,9 @@ function publishingRows(v: 'v1' | 'v2', add: Add, read: Read, change: Change): v
   add(`DELETE ${C}/authenticate`, expect_(signedIn(204)), (role, m) => send(role, m, `${C}/authenticate`));
   add(`GET ${C}/user/:org`, everyone(), (role, m) => send(role, m, `${C}/user/acme`), 'public organization');
   add(`GET ${C}/user/:org`, privateReaders(['member', 'globalAdmin']), (role, m) => send(role, m, `${C}/user/vault`), 'private organization');
-  add(`POST ${C}/boxes`, expect_(grant(MEMBERS, 200)), (role) => send(role, 'POST', `${C}/boxes`, { json: { box: { username: 'acme', name: unique('cloud') } } }));
+  add(`POST ${C}/boxes`, expect_(grant(MEMBERS, 200)), (role) =>
+    send(role, 'POST', `${C}/boxes`, { json: { box: { username: 'acme', name: unique('cloud') } } }),
+  );
   add(`GET ${C}/search`, everyone(), (role, m) => send(role, m, `${C}/search?q=pub`));
   read(B, box);
   change(`PUT ${B}`, MANAGERS, 200, (p) => [box(p), { json: { short_description: 'changed' } }], { upload: false });
@@ -330,23 +466,29 @@ function publishingRows(v: 'v1' | 'v2', add: Add, read: Read, change: Change): v
     await service.request('PATCH', versionUrl(p), { token: service.adminToken, json: { status: 'unreleased' } });
     return p;
   });
-  add(`PUT ${V}/release`, { ...expect_(grant(MANAGERS, 200)), anonymous: 404, outsider: 404, foreignServiceAccount: 404 },
-    (role) => unreleased((p) => send(role, 'PUT', `${version(p)}/release`)));
+  add(`PUT ${V}/release`, { ...expect_(grant(MANAGERS, 200)), anonymous: 404, outsider: 404, foreignServiceAccount: 404 }, (role) =>
+    unreleased((p) => send(role, 'PUT', `${version(p)}/release`)),
+  );
   change(`PUT ${V}/revoke`, MANAGERS, 200, (p) => [`${version(p)}/revoke`]);
-  change(`POST ${V}/providers`, MANAGERS, 200, (p) => [`${version(p)}/providers`, { json: { provider: { name: 'libvirt', architecture: 'amd64' } } }], { upload: false });
+  change(`POST ${V}/providers`, MANAGERS, 200, (p) => [`${version(p)}/providers`, { json: { provider: { name: 'libvirt', architecture: 'amd64' } } }], {
+    upload: false,
+  });
   read(P, provider);
   change(`PUT ${P}`, MANAGERS, 200, (p) => [provider(p), { json: { provider: {} } }], { upload: false });
   change(`DELETE ${P}`, MANAGERS, 200, (p) => [provider(p)], { upload: false });
   // Handing out upload URLs changes no box: one file-less box serves every role.
   let bare: Promise<BoxPath> | undefined;
   const bareBox = () => (bare ??= freshBox({ isPublic: true, upload: false }));
-  for (const direct of ['', '/direct']) add(`GET ${P}/upload${direct}`, expect_(grant(MANAGERS, 200)), async (role, m) => send(role, m, `${provider(await bareBox())}/upload${direct}`));
+  for (const direct of ['', '/direct'])
+    add(`GET ${P}/upload${direct}`, expect_(grant(MANAGERS, 200)), async (role, m) => send(role, m, `${provider(await bareBox())}/upload${direct}`));
   // The upload URL is the capability: any caller holding it uploads (a credential that no longer works: 401).
   const uploadUrl = reusable(async () => {
     const granted = await service.request('GET', `${provider(await freshBox({ isPublic: true, upload: false }))}/upload`, { token: creator() });
     return new URL(granted.body.upload_path as string).pathname;
   });
-  add(`PUT ${C}/uploads/:token`, everyone(), (role) => uploadUrl((url) => send(role, 'PUT', url, { body: boxFile, headers: { 'content-type': 'application/octet-stream' } })));
+  add(`PUT ${C}/uploads/:token`, everyone(), (role) =>
+    uploadUrl((url) => send(role, 'PUT', url, { body: boxFile, headers: { 'content-type': 'application/octet-stream' } })),
+  );
   // The callback takes the caller's token: those who may change the box.
   const callback = reusable(async () => {
     const granted = await service.request('GET', `${provider(await freshBox({ isPublic: true, upload: false }))}/upload/direct`, { token: creator() });
@@ -361,11 +503,14 @@ function publishingRows(v: 'v1' | 'v2', add: Add, read: Read, change: Change): v
 async function freshSession(role: Role, stayLoggedIn = false): Promise<string | undefined> {
   if (role === 'serviceAccountB') {
     if (stayLoggedIn) return undefined;
-    return (await service.request('POST', '/api/auth/service-account', { json: { clientId: clientB.client_id, clientSecret: clientB.client_secret } })).body.access_token as string;
+    return (await service.request('POST', '/api/auth/service-account', { json: { clientId: clientB.client_id, clientSecret: clientB.client_secret } })).body
+      .access_token as string;
   }
   const username = role === 'globalAdmin' ? 'admin' : USERS[role];
   if (!username) return undefined;
-  const signedIn = await service.request('POST', '/api/auth/signin', { json: { username, password: username === 'admin' ? ADMIN_PASSWORD : USER_PASSWORD, stayLoggedIn } });
+  const signedIn = await service.request('POST', '/api/auth/signin', {
+    json: { username, password: username === 'admin' ? ADMIN_PASSWORD : USER_PASSWORD, stayLoggedIn },
+  });
   return signedIn.body.access_token as string;
 }
 
@@ -379,10 +524,18 @@ beforeAll(async () => {
   await createOrganization(service, 'other');
   await createOrganization(service, 'vault', { isPublic: false });
   // The global admin created them (and became their admin): leave acme and vault so only the global role counts.
-  for (const org of ['acme', 'vault']) expect((await service.request('DELETE', `/api/organization/${org}/members/admin`, { token: service.adminToken })).status).toBe(200);
+  for (const org of ['acme', 'vault'])
+    expect((await service.request('DELETE', `/api/organization/${org}/members/admin`, { token: service.adminToken })).status).toBe(200);
   headers.anonymous = {};
   headers.globalAdmin = { 'x-access-token': service.adminToken };
-  const memberships: [Role, string, 'user' | 'moderator' | 'admin'][] = [['outsider', 'other', 'user'], ['member', 'acme', 'user'], ['member', 'vault', 'user'], ['creator', 'acme', 'user'], ['moderator', 'acme', 'moderator'], ['orgAdmin', 'acme', 'admin']];
+  const memberships: [Role, string, 'user' | 'moderator' | 'admin'][] = [
+    ['outsider', 'other', 'user'],
+    ['member', 'acme', 'user'],
+    ['member', 'vault', 'user'],
+    ['creator', 'acme', 'user'],
+    ['moderator', 'acme', 'moderator'],
+    ['orgAdmin', 'acme', 'admin'],
+  ];
   for (const [role, username] of Object.entries(USERS) as [Role, string][]) headers[role] = { 'x-access-token': (await service.createUser(username)).token };
   for (const [role, org, memberRole] of memberships) await addMember(service, org, USERS[role]!, memberRole);
   await service.createUser('fellow-moderator');
@@ -403,7 +556,10 @@ beforeAll(async () => {
   expect((await service.request('DELETE', `/api/service-accounts/${deleted.id}`, { token: service.adminToken })).status).toBe(200);
   headers.deletedKey = { authorization: deleted.authorization };
   acmeId = (await service.request('GET', '/api/organization/acme', { token: service.adminToken })).body.id as number;
-  const client = await service.request('POST', '/api/admin/service-accounts', { token: service.adminToken, json: { name: 'matrix-client', organizationId: acmeId } });
+  const client = await service.request('POST', '/api/admin/service-accounts', {
+    token: service.adminToken,
+    json: { name: 'matrix-client', organizationId: acmeId },
+  });
   expect(client.status).toBe(201);
   clientB = client.body;
   headers.serviceAccountB = { 'x-access-token': (await freshSession('serviceAccountB'))! };
@@ -417,7 +573,12 @@ beforeAll(async () => {
 
   publicBox = await freshBox({ isPublic: true });
   privateBox = await freshBox({ isPublic: false });
-  await createBoxPath(service, headers.member['x-access-token']!, { org: 'vault', box: 'inside', version: '1.0.0', provider: 'virtualbox', arch: 'amd64' }, { isPublic: true });
+  await createBoxPath(
+    service,
+    headers.member['x-access-token']!,
+    { org: 'vault', box: 'inside', version: '1.0.0', provider: 'virtualbox', arch: 'amd64' },
+    { isPublic: true },
+  );
 });
 afterAll(async () => {
   await service?.close();
@@ -432,7 +593,8 @@ describeAccessMatrix<Role>({
 });
 
 describe('what the status alone does not show', () => {
-  const call = (role: Role, method: string, path: string, json?: unknown) => service.request(method, path, { headers: headers[role], ...(json !== undefined ? { json } : {}) });
+  const call = (role: Role, method: string, path: string, json?: unknown) =>
+    service.request(method, path, { headers: headers[role], ...(json !== undefined ? { json } : {}) });
 
   it('lists show private boxes to members only', async () => {
     for (const { name: role } of ROLES.filter((r) => !r.notImplemented && !INVALID.includes(r.name))) {
@@ -460,7 +622,12 @@ describe('what the status alone does not show', () => {
 
   it('who is calling: roles and organizations of users and keys', async () => {
     const profile = await call('moderator', 'GET', '/api/user/profile');
-    expect(profile.body).toMatchObject({ username: 'moderator', roles: ['user'], organization: 'acme', organizations: expect.arrayContaining([{ name: 'acme', role: 'moderator' }]) });
+    expect(profile.body).toMatchObject({
+      username: 'moderator',
+      roles: ['user'],
+      organization: 'acme',
+      organizations: expect.arrayContaining([{ name: 'acme', role: 'moderator' }]),
+    });
     const robot = await call('serviceAccount', 'GET', '/api/user');
     expect(robot.body).toMatchObject({ roles: ['service_account'], organization: 'acme' });
   });
@@ -475,7 +642,9 @@ describe('what the status alone does not show', () => {
   it('a service account manages the boxes it created, in its organization only', async () => {
     const key = headers.serviceAccount;
     expect((await service.request('POST', '/api/organization/acme/box', { headers: key, json: { name: 'by-robot' } })).status).toBe(201);
-    expect((await service.request('POST', '/api/organization/acme/box/by-robot/version', { headers: key, json: { version_number: '0.1.0' } })).status).toBe(201);
+    expect((await service.request('POST', '/api/organization/acme/box/by-robot/version', { headers: key, json: { version_number: '0.1.0' } })).status).toBe(
+      201,
+    );
     expect((await service.request('PATCH', '/api/organization/acme/box/by-robot', { headers: key, json: { description: 'mine' } })).status).toBe(200);
     // The member who did not create it can't; the service account can't act in another organization.
     expect((await call('member', 'PATCH', '/api/organization/acme/box/by-robot', { description: 'not mine' })).status).toBe(403);

@@ -13,7 +13,11 @@ import { makeBox } from './testing/boxes.ts';
 import { archPath, createBoxPath, createOrganization, startTestService, uploadRaw, USER_PASSWORD, type TestService } from './testing/test-service.ts';
 
 /** The URL of a `Link` header's rel="next" entry. */
-const nextOf = (link: string | null) => link?.split(', ').find((entry) => entry.endsWith('>; rel="next"'))?.slice(1, -'>; rel="next"'.length);
+const nextOf = (link: string | null) =>
+  link
+    ?.split(', ')
+    .find((entry) => entry.endsWith('>; rel="next"'))
+    ?.slice(1, -'>; rel="next"'.length);
 
 const PROBLEM = 'https://boxyard.io/problems';
 
@@ -28,14 +32,21 @@ describe('box repository API', () => {
 
   describe('errors in problem-details form', () => {
     it('400: a body that cannot be read (validation family)', async () => {
-      const response = await service.request('POST', '/api/organization/acme/box', { token: t(), headers: { 'content-type': 'application/json' }, body: '{"name": ' });
+      const response = await service.request('POST', '/api/organization/acme/box', {
+        token: t(),
+        headers: { 'content-type': 'application/json' },
+        body: '{"name": ',
+      });
       expect(response.status).toBe(400);
       expect(response.headers.get('content-type')).toContain('application/problem+json');
       expect(response.body).toMatchObject({ type: `${PROBLEM}/validation`, status: 400, errors: [] });
     });
 
     it('422: one errors[] entry per failing value, with a JSON pointer, rule and params', async () => {
-      const response = await service.request('POST', '/api/organization/acme/box', { token: t(), json: { name: 'bad name!', isPublic: 'perhaps', colour: 'red' } });
+      const response = await service.request('POST', '/api/organization/acme/box', {
+        token: t(),
+        json: { name: 'bad name!', isPublic: 'perhaps', colour: 'red' },
+      });
       expect(response.status).toBe(422);
       expect(response.body.type).toBe(`${PROBLEM}/validation`);
       expect(response.body.title).toBe('Validation failed');
@@ -131,10 +142,16 @@ describe('box repository API', () => {
       expect(camel.body).toMatchObject({ name: 'camel', tag: 'acme/camel', organization: 'acme', is_public: true, guest_access: true, published: true });
       const snake = await service.request('POST', '/api/organization/acme/box', { token: t(), json: { name: 'snake', is_public: true } });
       expect(snake.body.is_public).toBe(true);
-      const version = await service.request('POST', '/api/organization/acme/box/snake/version', { token: t(), json: { version_number: '0.1.0', status: 'unreleased' } });
+      const version = await service.request('POST', '/api/organization/acme/box/snake/version', {
+        token: t(),
+        json: { version_number: '0.1.0', status: 'unreleased' },
+      });
       expect(version.body).toMatchObject({ version_number: '0.1.0', status: 'unreleased' });
       await createBoxPath(service, t(), { org: 'acme', box: 'snake', version: '0.1.0', provider: 'virtualbox', arch: 'amd64' });
-      const second = await service.request('POST', '/api/organization/acme/box/snake/version/0.1.0/provider/virtualbox/architecture', { token: t(), json: { name: 'arm64' } });
+      const second = await service.request('POST', '/api/organization/acme/box/snake/version/0.1.0/provider/virtualbox/architecture', {
+        token: t(),
+        json: { name: 'arm64' },
+      });
       expect(second.body.default_box).toBe(false); // the first architecture is the default
     });
 
@@ -160,7 +177,10 @@ describe('box repository API', () => {
       for (const name of names) await service.request('POST', '/api/organization/keyset/box', { token: t(), json: { name, isPublic: true } });
       const expected = [...names].sort((a, b) => a.toLowerCase().localeCompare(b.toLowerCase()));
       const byPage: string[][] = [];
-      for (let page = 1; page <= 3; page++) byPage.push((await service.request('GET', `/api/organization/keyset/box?page=${page}&per_page=4`, { token: t() })).body.map((b: { name: string }) => b.name));
+      for (let page = 1; page <= 3; page++)
+        byPage.push(
+          (await service.request('GET', `/api/organization/keyset/box?page=${page}&per_page=4`, { token: t() })).body.map((b: { name: string }) => b.name),
+        );
       expect(byPage).toEqual([expected.slice(0, 4), expected.slice(4, 8), expected.slice(8)]);
       const followed: string[][] = [];
       const links: string[] = [];
@@ -191,7 +211,7 @@ describe('box repository API', () => {
       expect(empty.status).toBe(422);
     });
 
-    it('refuses organization names that would shadow the service\'s own paths', async () => {
+    it("refuses organization names that would shadow the service's own paths", async () => {
       const response = await service.request('POST', '/api/organization', { token: t(), json: { name: 'api' } });
       expect(response.status).toBe(422);
       expect(response.body.errors[0]).toMatchObject({ pointer: '/name', rule: 'reserved' });
@@ -222,7 +242,7 @@ describe('box repository API', () => {
       expect(again.body.errors[0].pointer).toBe('/username');
     });
 
-    it('sign-in returns the seed\'s record; stayLoggedIn gives a longer session; a wrong password is 401', async () => {
+    it("sign-in returns the seed's record; stayLoggedIn gives a longer session; a wrong password is 401", async () => {
       const short = await service.request('POST', '/api/auth/signin', { json: { username: 'newcomer', password: USER_PASSWORD } });
       expect(short.status).toBe(200);
       expect(short.body).toMatchObject({ username: 'newcomer', email: 'new@example.test', roles: ['user'], organization: null, organizations: [] });
@@ -236,7 +256,9 @@ describe('box repository API', () => {
     it('a service account signs in with its username and key as the password', async () => {
       const created = await service.request('POST', '/api/service-accounts', { token: t(), json: { organization: 'acme', description: 'ci' } });
       expect(created.body.token).toMatch(/^bxy_sa_[0-9a-f]{16}_[A-Za-z0-9_-]{43}$/);
-      const signIn = await service.request('POST', '/api/auth/signin', { json: { username: created.body.username, password: created.body.token, stayLoggedIn: true } });
+      const signIn = await service.request('POST', '/api/auth/signin', {
+        json: { username: created.body.username, password: created.body.token, stayLoggedIn: true },
+      });
       expect(signIn.status).toBe(200);
       expect(signIn.body).toMatchObject({ username: created.body.username, roles: ['service_account'], organization: 'acme' });
       expect((await service.request('POST', '/api/organization/acme/box', { token: signIn.body.access_token, json: { name: 'from-ci' } })).status).toBe(201);
@@ -258,7 +280,14 @@ describe('box repository API', () => {
   describe('operations', () => {
     it('publishes the routes in /openapi.json, and route templates in /metrics on its own listener, not the public port', async () => {
       const spec = (await service.request('GET', '/openapi.json')).body;
-      expect(Object.keys(spec.paths)).toEqual(expect.arrayContaining(['/api/organization/{org}/box', '/{org}/{box}', '/api/service-accounts', '/api/organization/{org}/box/{box}/version/{version}/provider/{provider}/architecture/{arch}/file/upload']));
+      expect(Object.keys(spec.paths)).toEqual(
+        expect.arrayContaining([
+          '/api/organization/{org}/box',
+          '/{org}/{box}',
+          '/api/service-accounts',
+          '/api/organization/{org}/box/{box}/version/{version}/provider/{provider}/architecture/{arch}/file/upload',
+        ]),
+      );
       const publicPort = await service.request('GET', '/metrics');
       expect(publicPort.status).toBe(404);
       expect(new URL(service.running.metricsUrl).port).not.toBe(new URL(service.url).port);
@@ -293,15 +322,26 @@ describe('boxyard serve box-repository (serviceDefinition.serve)', () => {
     const dir = await mkdtemp(join(tmpdir(), 'boxyard-serve-'));
     const file = join(dir, 'config.yaml');
     const databaseUrl = await createTestDatabase('boxserve');
-    await writeFile(file, [
-      'server: {host: 127.0.0.1, port: 0}', 'logging: {level: silent}', `database: {url: "${databaseUrl}"}`,
-      `storage: {driver: local, root: "${dir}"}`, `session: {secret: "${'k'.repeat(40)}"}`, 'admin: {password: Serve-Passw0rd}',
-    ].join('\n') + '\n');
+    await writeFile(
+      file,
+      [
+        'server: {host: 127.0.0.1, port: 0}',
+        'logging: {level: silent}',
+        `database: {url: "${databaseUrl}"}`,
+        `storage: {driver: local, root: "${dir}"}`,
+        `session: {secret: "${'k'.repeat(40)}"}`,
+        'admin: {password: Serve-Passw0rd}',
+      ].join('\n') + '\n',
+    );
     try {
       const running = await serviceDefinition.serve(file);
       try {
         expect(running.name).toBe('box-repository');
-        const signIn = await fetch(`${running.url}/api/auth/signin`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ username: 'admin', password: 'Serve-Passw0rd' }) });
+        const signIn = await fetch(`${running.url}/api/auth/signin`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({ username: 'admin', password: 'Serve-Passw0rd' }),
+        });
         expect(signIn.status).toBe(200);
       } finally {
         await running.close();
@@ -319,7 +359,12 @@ describe('boxyard dev (serviceDefinition.dev)', () => {
     const home = await mkdtemp(join(tmpdir(), 'boxyard-dev-'));
     const databaseUrl = await createTestDatabase('boxdev');
     const secrets = new Map<string, string>();
-    const context = { home, databaseUrl, adminPassword: undefined, secret: async (name: string) => secrets.get(name) ?? (secrets.set(name, `${name}-${'s'.repeat(40)}`), secrets.get(name)!) };
+    const context = {
+      home,
+      databaseUrl,
+      adminPassword: undefined,
+      secret: async (name: string) => secrets.get(name) ?? (secrets.set(name, `${name}-${'s'.repeat(40)}`), secrets.get(name)!),
+    };
     const printed: string[] = [];
     const log = console.log;
     const previous = { port: process.env.BOXYARD_SERVER__PORT, level: process.env.BOXYARD_LOGGING__LEVEL };
@@ -334,13 +379,20 @@ describe('boxyard dev (serviceDefinition.dev)', () => {
       const banner = printed.filter((line) => line.includes('generated password'));
       expect(banner).toHaveLength(1);
       const password = /password: (\S+)/.exec(banner[0]!)![1]!;
-      const signIn = await fetch(`${second.url}/api/auth/signin`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ username: 'admin', password }) });
+      const signIn = await fetch(`${second.url}/api/auth/signin`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ username: 'admin', password }),
+      });
       expect(signIn.status).toBe(200);
       expect(second.url).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
       await second.close();
     } finally {
       console.log = log;
-      for (const [name, value] of [['BOXYARD_SERVER__PORT', previous.port], ['BOXYARD_LOGGING__LEVEL', previous.level]] as const) {
+      for (const [name, value] of [
+        ['BOXYARD_SERVER__PORT', previous.port],
+        ['BOXYARD_LOGGING__LEVEL', previous.level],
+      ] as const) {
         if (value === undefined) delete process.env[name];
         else process.env[name] = value;
       }

@@ -40,7 +40,10 @@ export const boxRepositoryBackup = backupDescriptor(SERVICE_NAME, [
       // The certificate uploaded through setup (with its key, like the other secrets a backup keeps): a restored
       // installation serves the same certificate.
       tls_certificate: { backup: true },
-      upload_grants: { backup: false, reason: 'upload URLs valid for minutes; a client whose URL a restore dropped asks for a new one (the same publish command run again)' },
+      upload_grants: {
+        backup: false,
+        reason: 'upload URLs valid for minutes; a client whose URL a restore dropped asks for a new one (the same publish command run again)',
+      },
       storage_cleanup: { backup: false, reason: 'objects to delete (replaced files, uploads in progress); none of them is referenced' },
     },
   },

@@ -23,7 +23,9 @@ export const boxRateLimitSchema = rateLimitSchema
     max_requests: ceiling(1000),
     window_seconds: z.number().int().positive().optional(),
     window_minutes: z.number().positive().optional(),
-    file_operations_max_requests: ceiling(100).describe('Requests per window for file operations: uploads, file information and deletion (…/architecture/{arch}/file…).'),
+    file_operations_max_requests: ceiling(100).describe(
+      'Requests per window for file operations: uploads, file information and deletion (…/architecture/{arch}/file…).',
+    ),
     download_max_requests: ceiling(1000).describe('Requests per window for box metadata and file downloads (what `vagrant box add` does).'),
     download_link_max_requests: ceiling(300).describe('Requests per window for …/file/get-download-link.'),
     architecture_operations_max_requests: ceiling(300).describe('Requests per window for the other …/architecture… routes.'),
@@ -41,13 +43,24 @@ export const boxRateLimitSchema = rateLimitSchema
 
 const UNIT_SECONDS: Record<string, number> = { s: 1, m: 60, h: 3600, d: 86_400 };
 /** A lifetime: seconds, or a number with a unit (`90s`, `15m`, `24h`, `30d`), as the seed's `expiresIn: 24h`. */
-const lifetime = z.union([
-  z.number().int().positive(),
-  z.string().regex(/^\d+\s*[smhd]?$/, 'a number of seconds, or a number with s, m, h or d (e.g. 24h)').transform((text) => {
-    const [, amount = '0', unit = 's'] = /^(\d+)\s*([smhd]?)$/.exec(text) ?? [];
-    return Number(amount) * UNIT_SECONDS[unit || 's']!;
-  }),
-]).pipe(z.number().int().positive().max(366 * 86_400, 'at most 366 days'));
+const lifetime = z
+  .union([
+    z.number().int().positive(),
+    z
+      .string()
+      .regex(/^\d+\s*[smhd]?$/, 'a number of seconds, or a number with s, m, h or d (e.g. 24h)')
+      .transform((text) => {
+        const [, amount = '0', unit = 's'] = /^(\d+)\s*([smhd]?)$/.exec(text) ?? [];
+        return Number(amount) * UNIT_SECONDS[unit || 's']!;
+      }),
+  ])
+  .pipe(
+    z
+      .number()
+      .int()
+      .positive()
+      .max(366 * 86_400, 'at most 366 days'),
+  );
 
 /** `auth.jwt`: lifetimes of session tokens, as the seed names the key. */
 const jwtSchema = z
@@ -73,7 +86,8 @@ export const boxRepositoryConfigSchema = z.strictObject({
   boxyard: z
     .strictObject({ api_listen_port_encrypted: port.optional(), api_listen_port_unencrypted: port.optional() })
     .refine((ports) => !ports.api_listen_port_encrypted || ports.api_listen_port_encrypted !== ports.api_listen_port_unencrypted, {
-      path: ['api_listen_port_unencrypted'], message: 'must differ from api_listen_port_encrypted',
+      path: ['api_listen_port_unencrypted'],
+      message: 'must differ from api_listen_port_encrypted',
     })
     .prefault({}),
   auth: authSchemaWith({
@@ -86,26 +100,42 @@ export const boxRepositoryConfigSchema = z.strictObject({
     sign_up: z
       .enum(['open', 'invited', 'off'])
       .default('invited')
-      .describe('Who may create an account through sign-up: open (anyone who reaches the service), invited (only with an invitation from a moderator or admin of an organization) or off (accounts come from the identity provider and the admin).'),
+      .describe(
+        'Who may create an account through sign-up: open (anyone who reaches the service), invited (only with an invitation from a moderator or admin of an organization) or off (accounts come from the identity provider and the admin).',
+      ),
   }),
   /** Outgoing mail (invitation links); without `smtp` no mail is sent and the link is only returned. */
   mail: z.strictObject({ smtp: smtpSchema.optional() }).prefault({}),
   invitations: z.strictObject({ expires_in: lifetime.default(7 * 86_400) }).prefault({}),
   uploads: z
     .strictObject({
-      max_bytes: z.number().int().positive().default(10 * GiB).describe('Largest box file accepted (413 above).'),
+      max_bytes: z
+        .number()
+        .int()
+        .positive()
+        .default(10 * GiB)
+        .describe('Largest box file accepted (413 above).'),
       stall_timeout_seconds: z.number().positive().default(60).describe('An upload that sends nothing for this long is cut off (408).'),
       /**
        * What a crash mid-upload leaves (local: a temp file no longer written to; s3: a multipart upload this
        * service started) is removed once this old. On s3 the age counts from the upload's start: keep it
        * longer than the slowest upload.
        */
-      abandoned_after_seconds: z.number().int().min(1).default(24 * 3600),
+      abandoned_after_seconds: z
+        .number()
+        .int()
+        .min(1)
+        .default(24 * 3600),
       /**
        * The publishing API's upload URLs (`vagrant cloud publish`, Packer): an upload must start this soon after
        * its URL was handed out. On s3 a direct upload's URL is presigned for this long: keep it short.
        */
-      upload_url_ttl_seconds: z.number().int().min(10).max(24 * 3600).default(900),
+      upload_url_ttl_seconds: z
+        .number()
+        .int()
+        .min(10)
+        .max(24 * 3600)
+        .default(900),
       /**
        * What the box check (files/box-inspector.ts) unpacks while looking for metadata.json, so a gzip bomb is
        * refused (422) at a limit instead of being inflated to its end. Real boxes often put metadata.json after
@@ -123,7 +153,13 @@ export const boxRepositoryConfigSchema = z.strictObject({
     .describe('Box file uploads.'),
   download_links: z
     .strictObject({
-      ttl_seconds: z.number().int().min(1).max(7 * 24 * 3600).default(300).describe('Lifetime of a download link.'),
+      ttl_seconds: z
+        .number()
+        .int()
+        .min(1)
+        .max(7 * 24 * 3600)
+        .default(300)
+        .describe('Lifetime of a download link.'),
       /**
        * s3 driver: answer a download (GET, after the read check) with 302 to a presigned storage URL valid for
        * `storage_url_ttl_seconds`, so the bytes flow from storage to the client directly. Off by default: the
@@ -164,7 +200,10 @@ export const boxRepositoryConfigSchema = z.strictObject({
       /** Finished deliveries (and their events) are kept this long for the delivery log. */
       log_retention_days: z.number().positive().default(30),
     })
-    .refine((w) => w.backoff_initial_seconds <= w.backoff_max_seconds, { message: 'must not be more than backoff_max_seconds', path: ['backoff_initial_seconds'] })
+    .refine((w) => w.backoff_initial_seconds <= w.backoff_max_seconds, {
+      message: 'must not be more than backoff_max_seconds',
+      path: ['backoff_initial_seconds'],
+    })
     .prefault({}),
 });
 

@@ -52,8 +52,24 @@ export interface BoxRepositoryExtra {
 }
 
 const ROUTES = [
-  statusRoutes, setupRoutes, authRoutes, serviceAccountRoutes, clientCredentialRoutes, invitationRoutes, mailRoutes, userAdminRoutes, organizationRoutes,
-  boxRoutes, versionRoutes, providerRoutes, architectureRoutes, fileRoutes, metadataRoutes, webhookRoutes, consoleRoutes, cloudApiRoutes,
+  statusRoutes,
+  setupRoutes,
+  authRoutes,
+  serviceAccountRoutes,
+  clientCredentialRoutes,
+  invitationRoutes,
+  mailRoutes,
+  userAdminRoutes,
+  organizationRoutes,
+  boxRoutes,
+  versionRoutes,
+  providerRoutes,
+  architectureRoutes,
+  fileRoutes,
+  metadataRoutes,
+  webhookRoutes,
+  consoleRoutes,
+  cloudApiRoutes,
 ];
 
 export async function boxRepositoryPlugin(app: FastifyInstance, { config, extra }: PluginOptions<BoxRepositoryConfig>): Promise<void> {
@@ -118,7 +134,9 @@ function listenForMetadataChanges(app: FastifyInstance, ctx: ServiceContext): vo
     if (request.method !== 'GET' && request.method !== 'HEAD' && request.method !== 'OPTIONS') ctx.metadataCache.clearTrusted();
   });
   app.addHook('onReady', async () => {
-    await metadataListener.start().then(trustWhileListening, (error: unknown) => app.log.warn({ err: error }, 'metadata LISTEN failed; anonymous metadata reads ask the database'));
+    await metadataListener
+      .start()
+      .then(trustWhileListening, (error: unknown) => app.log.warn({ err: error }, 'metadata LISTEN failed; anonymous metadata reads ask the database'));
   });
   app.addHook('onClose', () => metadataListener.close());
 }
@@ -126,9 +144,17 @@ function listenForMetadataChanges(app: FastifyInstance, ctx: ServiceContext): vo
 /** Storage clean-up, certificate refresh and webhook deliveries from the events outbox (every replica may run them). */
 function startWorkers(app: FastifyInstance, ctx: ServiceContext): void {
   const { config } = ctx;
-  const sender = createSender({ allowPrivate: config.webhooks.allow_private_targets, timeoutSeconds: config.webhooks.timeout_seconds, userAgent: `Boxyard-Webhooks/${ctx.version}` });
+  const sender = createSender({
+    allowPrivate: config.webhooks.allow_private_targets,
+    timeoutSeconds: config.webhooks.timeout_seconds,
+    userAgent: `Boxyard-Webhooks/${ctx.version}`,
+  });
   const worker = createWebhookWorker({
-    pool: ctx.pool, config: config.webhooks, sender, metrics: createWebhookMetrics(app.metrics, ctx.pool, config.metrics.database_cache_seconds), log: app.log.child({ component: 'webhooks' }),
+    pool: ctx.pool,
+    config: config.webhooks,
+    sender,
+    metrics: createWebhookMetrics(app.metrics, ctx.pool, config.metrics.database_cache_seconds),
+    log: app.log.child({ component: 'webhooks' }),
   });
   app.addHook('onReady', async () => {
     ctx.cleanup.start();
@@ -144,7 +170,12 @@ function startWorkers(app: FastifyInstance, ctx: ServiceContext): void {
 }
 
 /** After the main listener: the unencrypted one beside an HTTPS one (redirecting once a certificate is configured). */
-export async function listenBesideHttps(app: FastifyInstance, config: BoxRepositoryConfig, port: number, ports: { encrypted?: number; unencrypted?: number }): Promise<PlainListener | undefined> {
+export async function listenBesideHttps(
+  app: FastifyInstance,
+  config: BoxRepositoryConfig,
+  port: number,
+  ports: { encrypted?: number; unencrypted?: number },
+): Promise<PlainListener | undefined> {
   const ctx = app.boxRepository;
   if (ports.encrypted === undefined) {
     ctx.listening = { unencryptedPort: port };
@@ -157,7 +188,8 @@ export async function listenBesideHttps(app: FastifyInstance, config: BoxReposit
   }
   if (plainPort === 0) plainPort = await (await import('@boxyard/kit/net/free-port.ts')).freePort();
   const plain = await listenUnencrypted(app, {
-    host: config.server.host, port: plainPort,
+    host: config.server.host,
+    port: plainPort,
     redirectTo: (request) => (ctx.tls?.isConfigured() ? httpsOrigin(request, port, config.server.public_url) : undefined),
   });
   ctx.listening = { encryptedPort: port, unencryptedPort: plain.port };

@@ -91,23 +91,44 @@ const bool = { type: 'boolean' } as const;
 const time = { type: 'string', format: 'date-time' } as const;
 const nullableStr = { type: ['string', 'null'] } as const;
 
-const object = (properties: Record<string, unknown>) => ({ type: 'object', properties, required: Object.keys(properties), additionalProperties: false }) as const;
+const object = (properties: Record<string, unknown>) =>
+  ({ type: 'object', properties, required: Object.keys(properties), additionalProperties: false }) as const;
 
 export const organizationSchema = object({
-  id: int, name: str, description: str, email: nullableStr, is_public: bool,
+  id: int,
+  name: str,
+  description: str,
+  email: nullableStr,
+  is_public: bool,
   role: { type: ['string', 'null'], description: "The caller's role in the organization (admin, moderator, user), or null." },
-  created_at: time, updated_at: time,
+  created_at: time,
+  updated_at: time,
 });
 
 export const boxSchema = object({
-  id: int, organization_id: int, organization: str, name: str, tag: { type: 'string', description: '`org/box`, the name Vagrant uses.' },
-  description: str, is_public: bool, published: bool, guest_access: bool,
-  user_id: nullableStr, service_account_id: { type: ['integer', 'null'] }, created_at: time, updated_at: time,
+  id: int,
+  organization_id: int,
+  organization: str,
+  name: str,
+  tag: { type: 'string', description: '`org/box`, the name Vagrant uses.' },
+  description: str,
+  is_public: bool,
+  published: bool,
+  guest_access: bool,
+  user_id: nullableStr,
+  service_account_id: { type: ['integer', 'null'] },
+  created_at: time,
+  updated_at: time,
 });
 
 export const versionSchema = object({
-  id: int, box_id: int, version_number: str, description: str,
-  status: { type: 'string', enum: [...VERSION_STATUSES] }, created_at: time, updated_at: time,
+  id: int,
+  box_id: int,
+  version_number: str,
+  description: str,
+  status: { type: 'string', enum: [...VERSION_STATUSES] },
+  created_at: time,
+  updated_at: time,
 });
 
 export const providerSchema = object({ id: int, version_id: int, name: str, description: str, created_at: time, updated_at: time });
@@ -115,10 +136,17 @@ export const providerSchema = object({ id: int, version_id: int, name: str, desc
 export const architectureSchema = object({ id: int, provider_id: int, name: str, default_box: bool, created_at: time, updated_at: time });
 
 export const fileSchema = object({
-  id: int, architecture_id: int, file_name: str, size: int,
-  checksum: str, checksum_type: str, sha256: str, download_count: int,
+  id: int,
+  architecture_id: int,
+  file_name: str,
+  size: int,
+  checksum: str,
+  checksum_type: str,
+  sha256: str,
+  download_count: int,
   download_url: { type: 'string', format: 'uri', description: 'Stable download URL (credentials travel in headers).' },
-  created_at: time, updated_at: time,
+  created_at: time,
+  updated_at: time,
 });
 
 export const messageSchema = object({ message: str });

@@ -37,7 +37,8 @@ export const serviceDefinition = defineService({
   problemBase: PROBLEM_BASE,
   openapi: {
     title: 'Boxyard box repository',
-    description: 'Vagrant boxes: organization > box > version > provider > architecture > file. `vagrant box add org/box` works with VAGRANT_SERVER_URL set to this service.',
+    description:
+      'Vagrant boxes: organization > box > version > provider > architecture > file. `vagrant box add org/box` works with VAGRANT_SERVER_URL set to this service.',
   },
   kind: clusterKind,
   backup: boxRepositoryBackup,
@@ -49,7 +50,13 @@ export const serviceDefinition = defineService({
   },
   async tls({ config, pool, log }) {
     if (listenPorts(config).encrypted === undefined) return undefined;
-    const live = await createLiveTls({ server: config.server, stateDir: config.state_dir, pool: pool!, log, secrets: [config.session.secret, ...config.session.previous_secrets] });
+    const live = await createLiveTls({
+      server: config.server,
+      stateDir: config.state_dir,
+      pool: pool!,
+      log,
+      secrets: [config.session.secret, ...config.session.previous_secrets],
+    });
     return { initial: live.initial, attach: (app) => live.attach(app.server as unknown as TlsServer), live };
   },
   afterListen: async (app, { config, port }) => (await import('./plugin.ts')).listenBesideHttps(app, config, port, listenPorts(config)),

@@ -139,10 +139,15 @@ async function initdb(bin: string, dir: string, password: string, user: RunAs | 
   if (user) await chown(pwfile, user.uid, user.gid);
   let output = '';
   try {
-    const child = spawnLogged(join(bin, 'bin', 'initdb'), [`--pgdata=${dir}`, '--auth=scram-sha-256', '--username=postgres', `--pwfile=${pwfile}`, '--encoding=UTF8', '--locale=C'], user, (m) => {
-      output += m;
-      log(m);
-    });
+    const child = spawnLogged(
+      join(bin, 'bin', 'initdb'),
+      [`--pgdata=${dir}`, '--auth=scram-sha-256', '--username=postgres', `--pwfile=${pwfile}`, '--encoding=UTF8', '--locale=C'],
+      user,
+      (m) => {
+        output += m;
+        log(m);
+      },
+    );
     const code = await new Promise<number | null>((r) => child.once('exit', r));
     if (code !== 0) throw new Error(`initdb failed (exit ${code}): ${output.slice(-2000)}`);
   } finally {
@@ -182,7 +187,8 @@ export async function startPostgres(options: PostgresOptions): Promise<RunningPo
   if (options.fast) flags.push('-c', 'fsync=off', '-c', 'synchronous_commit=off', '-c', 'full_page_writes=off');
   const notice = options.notice ?? log;
   await stopLeftoverPostmaster(dir, user?.uid ?? process.getuid?.() ?? 0, notice);
-  if (options.dieWithParent && !SETPRIV) notice('setpriv (util-linux) not found: if this process is killed, PostgreSQL keeps running until the next start stops it');
+  if (options.dieWithParent && !SETPRIV)
+    notice('setpriv (util-linux) not found: if this process is killed, PostgreSQL keeps running until the next start stops it');
   let output = '';
   const child = spawnLogged(
     join(bin, 'bin', 'postgres'),
@@ -235,7 +241,10 @@ export async function startPostgres(options: PostgresOptions): Promise<RunningPo
  * during its start is noticed at once, not when the time limit runs out) or `signal` aborts, and when the server
  * that answers is not ours (one we did not start holds the port or the data directory).
  */
-async function acceptingConnections(adminUrl: string, server: { pid: number; dir: string; exited: Promise<number | null>; signal: AbortSignal | undefined }): Promise<string> {
+async function acceptingConnections(
+  adminUrl: string,
+  server: { pid: number; dir: string; exited: Promise<number | null>; signal: AbortSignal | undefined },
+): Promise<string> {
   let failed: Error | undefined;
   const ended = new Promise<never>((_, reject) => {
     const fail = (message: string) => reject((failed ??= new Error(message)));
@@ -254,18 +263,24 @@ async function acceptingConnections(adminUrl: string, server: { pid: number; dir
         ended,
         client
           .connect()
-          .then(() => client.query<{ version: string; dir: string }>("select current_setting('server_version') as version, current_setting('data_directory') as dir"))
+          .then(() =>
+            client.query<{ version: string; dir: string }>("select current_setting('server_version') as version, current_setting('data_directory') as dir"),
+          )
           .then((result) => result.rows[0]!),
       ]);
       const owner = Number((await readFile(join(server.dir, 'postmaster.pid'), 'utf8')).split('\n')[0]);
       if (answering.dir !== server.dir || owner !== server.pid) {
-        throw (failed = new Error(`PostgreSQL (pid ${server.pid}) did not start: another server answers on its port (data directory ${answering.dir}, postmaster ${owner})`));
+        throw (failed = new Error(
+          `PostgreSQL (pid ${server.pid}) did not start: another server answers on its port (data directory ${answering.dir}, postmaster ${owner})`,
+        ));
       }
       return answering.version;
     } catch (error) {
       if (failed) throw failed;
       if (Date.now() > deadline) throw new Error(`PostgreSQL did not start: ${(error as Error).message}`, { cause: error });
-      await Promise.race([ended, new Promise((r) => setTimeout(r, 150))]).catch(ignoreError('waiting at most 150 ms for the server to end; its failure is read through `failed`'));
+      await Promise.race([ended, new Promise((r) => setTimeout(r, 150))]).catch(
+        ignoreError('waiting at most 150 ms for the server to end; its failure is read through `failed`'),
+      );
     } finally {
       await client.end().catch(ignoreError('the probe connection may already be gone'));
     }

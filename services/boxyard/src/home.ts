@@ -30,7 +30,11 @@ export function secretStore(home: string): SecretStore {
   const file = secretsFile(home);
   let cache: Promise<Record<string, string>> | undefined;
   const generated = new Set<string>();
-  const load = () => (cache ??= readFile(file, 'utf8').then((t) => JSON.parse(t) as Record<string, string>, (): Record<string, string> => ({})));
+  const load = () =>
+    (cache ??= readFile(file, 'utf8').then(
+      (t) => JSON.parse(t) as Record<string, string>,
+      (): Record<string, string> => ({}),
+    ));
   let writing = Promise.resolve();
   return {
     file,

@@ -22,7 +22,10 @@ export const hostConfigSchema = z.strictObject({
   /** External (`url`, or `url_file`) or embedded (default): a PostgreSQL under the home, on 127.0.0.1:`port`. */
   database: z
     .strictObject({
-      url: z.string().regex(/^postgres(ql)?:\/\//, 'must be a postgres:// URL').optional(),
+      url: z
+        .string()
+        .regex(/^postgres(ql)?:\/\//, 'must be a postgres:// URL')
+        .optional(),
       embedded: z.strictObject({ port: z.number().int().min(1).max(65535).optional() }).nullish(),
     })
     .refine((database) => !(database.url && database.embedded !== undefined), 'either url (external) or embedded, not both')
@@ -55,7 +58,9 @@ export function loadHostConfig(file: string, options: LoadHostConfigOptions = {}
   const config = loadConfig(hostConfigSchema, { file: read, env: {} });
   const fromEnv = process.env.BOXYARD_HOME;
   if (fromEnv && !isAbsolute(fromEnv)) throw new ConfigError('config: BOXYARD_HOME: must be an absolute path');
-  const database = config.database?.url ? { url: config.database.url } : { embedded: { port: config.database?.embedded?.port ?? DEFAULT_EMBEDDED_POSTGRES_PORT } };
+  const database = config.database?.url
+    ? { url: config.database.url }
+    : { embedded: { port: config.database?.embedded?.port ?? DEFAULT_EMBEDDED_POSTGRES_PORT } };
   const chosen = Object.entries(config.services ?? {}).map(([name, value]) => [name, value === false ? false : value === true || !value ? {} : value]);
   return { home: resolveHome(fromEnv || config.home), database, services: Object.fromEntries(chosen) as Installation['services'] };
 }

@@ -26,7 +26,10 @@ describe('boxyard launchers', () => {
     flags = readNodeFlags();
     fakeNode = join(dir, 'bin', 'node');
     await mkdir(join(dir, 'bin'));
-    await writeFile(fakeNode, '#!/bin/sh\necho "MALLOC_ARENA_MAX=$MALLOC_ARENA_MAX MALLOC_MMAP_THRESHOLD_=$MALLOC_MMAP_THRESHOLD_"\necho "NODE_COMPILE_CACHE=$NODE_COMPILE_CACHE"\nprintf "%s\\n" "$@"\n');
+    await writeFile(
+      fakeNode,
+      '#!/bin/sh\necho "MALLOC_ARENA_MAX=$MALLOC_ARENA_MAX MALLOC_MMAP_THRESHOLD_=$MALLOC_MMAP_THRESHOLD_"\necho "NODE_COMPILE_CACHE=$NODE_COMPILE_CACHE"\nprintf "%s\\n" "$@"\n',
+    );
     await chmod(fakeNode, 0o755);
   });
   afterAll(async () => rm(dir, { recursive: true, force: true }));
@@ -44,7 +47,15 @@ describe('boxyard launchers', () => {
 
   it('make run starts main.ts dev with the flags', async () => {
     const { stdout } = await run('make', ['-s', '-n', 'run'], { cwd: root });
-    expect(stdout.trim().split('\n').at(-1)!.split(' ')).toEqual(['MALLOC_ARENA_MAX=2', 'MALLOC_MMAP_THRESHOLD_=131072', 'NODE_COMPILE_CACHE=.boxyard/compile-cache', 'node', ...flags, 'services/boxyard/src/main.ts', 'dev']);
+    expect(stdout.trim().split('\n').at(-1)!.split(' ')).toEqual([
+      'MALLOC_ARENA_MAX=2',
+      'MALLOC_MMAP_THRESHOLD_=131072',
+      'NODE_COMPILE_CACHE=.boxyard/compile-cache',
+      'node',
+      ...flags,
+      'services/boxyard/src/main.ts',
+      'dev',
+    ]);
   });
 
   it("the host install's command (deploy/boxyard) passes them before main.ts and the user's arguments", async () => {
@@ -59,7 +70,16 @@ describe('boxyard launchers', () => {
     await chmod(join(prefix, 'node/bin/node'), 0o755);
     const { stdout, stderr } = await run(join(prefix, 'bin/boxyard'), ['serve', 'all', '--config', 'with space.yaml'], { env: { PATH: '/usr/bin:/bin' } });
     expect(stderr).toBe('');
-    expect(stdout.trim().split('\n')).toEqual([MALLOC, 'NODE_COMPILE_CACHE=', ...flags, join(prefix, 'app/services/boxyard/src/main.ts'), 'serve', 'all', '--config', 'with space.yaml']);
+    expect(stdout.trim().split('\n')).toEqual([
+      MALLOC,
+      'NODE_COMPILE_CACHE=',
+      ...flags,
+      join(prefix, 'app/services/boxyard/src/main.ts'),
+      'serve',
+      'all',
+      '--config',
+      'with space.yaml',
+    ]);
     // Under systemd (StateDirectory=boxyard): Node's compile cache goes into the state directory.
     const underSystemd = await run(join(prefix, 'bin/boxyard'), ['serve', 'all'], { env: { PATH: '/usr/bin:/bin', STATE_DIRECTORY: '/var/lib/boxyard' } });
     expect(underSystemd.stdout.trim().split('\n')[1]).toBe('NODE_COMPILE_CACHE=/var/lib/boxyard/compile-cache');

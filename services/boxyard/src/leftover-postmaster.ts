@@ -66,7 +66,11 @@ export async function stopLeftoverPostmaster(dir: string, uid: number, log: (mes
 
   log(`PostgreSQL (pid ${pid}) was left running on ${dir} by an earlier run: stopping it before starting ours`);
   // SIGINT: fast shutdown (clients cut, checkpoint); SIGQUIT: immediate (crash recovery at our start); SIGKILL.
-  for (const [signal, graceMs] of [['SIGINT', GRACE_MS.fast], ['SIGQUIT', GRACE_MS.immediate], ['SIGKILL', GRACE_MS.immediate]] as const) {
+  for (const [signal, graceMs] of [
+    ['SIGINT', GRACE_MS.fast],
+    ['SIGQUIT', GRACE_MS.immediate],
+    ['SIGKILL', GRACE_MS.immediate],
+  ] as const) {
     try {
       process.kill(pid, signal);
     } catch {

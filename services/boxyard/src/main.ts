@@ -30,7 +30,11 @@ async function main(argv: string[]): Promise<void> {
     startTelemetry('boxyard-operator');
     return operatorCli(argv.slice(1));
   }
-  const { positionals, values } = parseArgs({ args: argv, allowPositionals: true, options: { config: { type: 'string', short: 'c' }, service: { type: 'string' }, 'result-file': { type: 'string' }, help: { type: 'boolean', short: 'h' } } });
+  const { positionals, values } = parseArgs({
+    args: argv,
+    allowPositionals: true,
+    options: { config: { type: 'string', short: 'c' }, service: { type: 'string' }, 'result-file': { type: 'string' }, help: { type: 'boolean', short: 'h' } },
+  });
   const [command, name] = positionals;
   if (values.help || !command) {
     console.log(usage);
@@ -56,7 +60,8 @@ async function main(argv: string[]): Promise<void> {
     return;
   }
   if (command === 'backup' || command === 'restore') {
-    if (!name || positionals.length > 2) throw new UsageError(`${command} takes one directory or S3 location: boxyard ${command} <dir|s3://bucket/prefix> [--config FILE] [--service NAME]`);
+    if (!name || positionals.length > 2)
+      throw new UsageError(`${command} takes one directory or S3 location: boxyard ${command} <dir|s3://bucket/prefix> [--config FILE] [--service NAME]`);
     const { backupCli } = await import('./backup/cli.ts');
     return backupCli(command, name, { configFile: values.config, service: values.service, resultFile: values['result-file'] });
   }

@@ -6,5 +6,8 @@ import { fileURLToPath } from 'node:url';
 export const NODE_FLAGS_FILE = fileURLToPath(new URL('../node-flags', import.meta.url));
 
 export function readNodeFlags(file = NODE_FLAGS_FILE): string[] {
-  return readFileSync(file, 'utf8').split('\n').map((line) => line.trim()).filter((line) => line && !line.startsWith('#'));
+  return readFileSync(file, 'utf8')
+    .split('\n')
+    .map((line) => line.trim())
+    .filter((line) => line && !line.startsWith('#'));
 }

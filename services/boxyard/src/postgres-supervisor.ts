@@ -32,7 +32,8 @@ const STABLE_AFTER_MS = 60_000;
 
 export async function superviseEmbeddedPostgres(options: SuperviseOptions): Promise<SupervisedPostgres> {
   const backoff = options.backoff ?? { initialMs: 500, maxMs: 30_000 };
-  const start = (signal: AbortSignal | undefined) => startPostgres({ dir: options.dir, port: options.port, persistent: true, password: options.password, dieWithParent: true, signal, notice: options.log });
+  const start = (signal: AbortSignal | undefined) =>
+    startPostgres({ dir: options.dir, port: options.port, persistent: true, password: options.password, dieWithParent: true, signal, notice: options.log });
   let current: RunningPostgres = await start(options.signal);
   /** Gives up a restart under way when stop() is called. */
   const stopped = new AbortController();

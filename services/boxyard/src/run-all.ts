@@ -42,7 +42,13 @@ const chosenServices = (options: Installation) =>
 export async function checkServiceConfigs(options: Installation): Promise<void> {
   const problems: string[] = [];
   for (const { service, overrides } of chosenServices(options)) {
-    const context = { home: options.home, databaseUrl: 'postgres://check@127.0.0.1/boxyard', secret: async () => 'x'.repeat(43), adminPassword: undefined, overrides };
+    const context = {
+      home: options.home,
+      databaseUrl: 'postgres://check@127.0.0.1/boxyard',
+      secret: async () => 'x'.repeat(43),
+      adminPassword: undefined,
+      overrides,
+    };
     await service.devConfig(context).catch((error: unknown) => {
       if (!(error instanceof ConfigError)) throw error;
       problems.push(prefixKeys(error.message, service));

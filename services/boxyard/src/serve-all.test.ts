@@ -63,7 +63,9 @@ async function serveAll(command: string[], file: string, env: Record<string, str
     void exited.then((code) => (clearInterval(timer), reject(new Error(`boxyard serve all exited with ${code}:\n${output}`))));
   });
   // The services' public URLs (their `<service>-metrics` listeners are printed too, and left out here).
-  const urls = Object.fromEntries([...output.matchAll(/^ {2}([a-z-]+) +(https?:\/\/\S+)$/gm)].filter((m) => !m[1]!.endsWith('-metrics')).map((m) => [m[1]!, m[2]!]));
+  const urls = Object.fromEntries(
+    [...output.matchAll(/^ {2}([a-z-]+) +(https?:\/\/\S+)$/gm)].filter((m) => !m[1]!.endsWith('-metrics')).map((m) => [m[1]!, m[2]!]),
+  );
   return {
     child,
     output: () => output,
@@ -85,7 +87,11 @@ async function failing(file: string, env: Record<string, string> = {}): Promise<
 }
 
 async function signIn(base: string, password: string): Promise<number> {
-  const response = await fetch(`${base}/api/auth/signin`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ username: 'admin', password }) });
+  const response = await fetch(`${base}/api/auth/signin`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ username: 'admin', password }),
+  });
   return response.status;
 }
 
@@ -137,7 +143,13 @@ describe('boxyard serve all', () => {
         services: {
           'box-repository': {
             server: { port: 0 },
-            storage: { driver: 's3', endpoint: bucket.endpoint, access_key: bucket.accessKey, secret_key_file: join(dir, 's3-secret-key'), bucket: bucket.bucket },
+            storage: {
+              driver: 's3',
+              endpoint: bucket.endpoint,
+              access_key: bucket.accessKey,
+              secret_key_file: join(dir, 's3-secret-key'),
+              bucket: bucket.bucket,
+            },
           },
           'file-share': { server: { port: filesPort, public_url: 'https://files.example.test' }, metrics: { port: 0 } },
           terminal: { server: { port: 0 } },
@@ -200,7 +212,10 @@ describe('boxyard serve all', () => {
     await writeFile(join(dir, 's3-secret-key'), 'example-secret\n');
     await writeFile(join(dir, 'boxyard.yaml'), uncommented.replaceAll('/run/credentials/boxyard.service/', `${dir}/`));
     const full = loadHostConfig(join(dir, 'boxyard.yaml'));
-    expect(full.services?.['box-repository']).toMatchObject({ server: { public_url: 'https://boxes.example.com' }, storage: { driver: 's3', secret_key_file: `${dir}/s3-secret-key` } });
+    expect(full.services?.['box-repository']).toMatchObject({
+      server: { public_url: 'https://boxes.example.com' },
+      storage: { driver: 's3', secret_key_file: `${dir}/s3-secret-key` },
+    });
     expect(full.services?.['second-service']).toMatchObject({ server: { port: 8099 } });
     await checkServiceConfigs({ ...full, home: join(dir, 'home') });
 
@@ -208,7 +223,11 @@ describe('boxyard serve all', () => {
     const saved = process.env.STATE_DIRECTORY;
     process.env.STATE_DIRECTORY = '/var/lib/boxyard-test-state';
     try {
-      expect(loadHostConfig(join(dir, 'absent.yaml'), { missingOk: true })).toEqual({ home: '/var/lib/boxyard-test-state', database: { embedded: { port: 15432 } }, services: {} });
+      expect(loadHostConfig(join(dir, 'absent.yaml'), { missingOk: true })).toEqual({
+        home: '/var/lib/boxyard-test-state',
+        database: { embedded: { port: 15432 } },
+        services: {},
+      });
     } finally {
       if (saved === undefined) delete process.env.STATE_DIRECTORY;
       else process.env.STATE_DIRECTORY = saved;
@@ -220,7 +239,13 @@ describe('boxyard serve all', () => {
     cleanup.push(dir);
     const signUpOf = async (installation: { services?: Record<string, unknown> }) => {
       const overrides = (installation.services?.['box-repository'] ?? {}) as Record<string, unknown>;
-      const config = await boxRepository.devConfig({ home: dir, databaseUrl: 'postgres://check@127.0.0.1/boxyard', secret: async () => 'x'.repeat(43), adminPassword: undefined, overrides });
+      const config = await boxRepository.devConfig({
+        home: dir,
+        databaseUrl: 'postgres://check@127.0.0.1/boxyard',
+        secret: async () => 'x'.repeat(43),
+        adminPassword: undefined,
+        overrides,
+      });
       return (config as unknown as { auth: { sign_up: string } }).auth.sign_up;
     };
     expect(await signUpOf(loadHostConfig(join(root, 'deploy/boxyard.yaml')))).toBe('invited');
@@ -251,9 +276,15 @@ describe('boxyard serve all', () => {
     }
     // BOXYARD_HOME overrides `home` and must be absolute as well; an explicit --config that is missing is an error.
     await writeFile(join(dir, 'ok.yaml'), yaml({ database }));
-    expect(await failing(join(dir, 'ok.yaml'), { BOXYARD_HOME: 'rel' })).toMatchObject({ code: 2, stderr: expect.stringMatching(/config: BOXYARD_HOME: must be an absolute path/) });
+    expect(await failing(join(dir, 'ok.yaml'), { BOXYARD_HOME: 'rel' })).toMatchObject({
+      code: 2,
+      stderr: expect.stringMatching(/config: BOXYARD_HOME: must be an absolute path/),
+    });
     expect(await failing(join(dir, 'missing.yaml'))).toMatchObject({ code: 2, stderr: expect.stringMatching(/cannot read .*missing\.yaml \(ENOENT\)/) });
-    expect(await failing(join(dir, 'ok.yaml'), { BOXYARD_LOG_FORMAT: 'text' })).toMatchObject({ code: 2, stderr: expect.stringMatching(/BOXYARD_LOG_FORMAT must be "json" or "pretty"/) });
+    expect(await failing(join(dir, 'ok.yaml'), { BOXYARD_LOG_FORMAT: 'text' })).toMatchObject({
+      code: 2,
+      stderr: expect.stringMatching(/BOXYARD_LOG_FORMAT must be "json" or "pretty"/),
+    });
   }, 120_000);
 
   it('starts its own PostgreSQL with `database: {embedded: {port}}` (as root: as the postgres user) and stops it on SIGTERM', async () => {
@@ -261,7 +292,10 @@ describe('boxyard serve all', () => {
     cleanup.push(dir);
     const port = await freePort();
     const file = join(dir, 'boxyard.yaml');
-    await writeFile(file, yaml({ home: join(dir, 'home'), database: { embedded: { port } }, services: Object.fromEntries(ALL.map((name) => [name, { server: { port: 0 } }])) }));
+    await writeFile(
+      file,
+      yaml({ home: join(dir, 'home'), database: { embedded: { port } }, services: Object.fromEntries(ALL.map((name) => [name, { server: { port: 0 } }])) }),
+    );
     const served = await serveAll([process.execPath, cli], file, { BOXYARD_ADMIN_PASSWORD: 'Serve-All-Admin-42!' });
     let pg: { pid: number; uid: number };
     try {
@@ -319,7 +353,11 @@ describe('host install (deploy/)', () => {
 
   it('systemd-analyze verify accepts the unit without a warning (and does warn about a misspelled option)', async () => {
     const unit = await unitFor(prefix);
-    const verify = async (file: string) => run('systemd-analyze', ['verify', file]).then((r) => ({ code: 0, stderr: r.stderr }), (e: { code: number; stderr: string }) => e);
+    const verify = async (file: string) =>
+      run('systemd-analyze', ['verify', file]).then(
+        (r) => ({ code: 0, stderr: r.stderr }),
+        (e: { code: number; stderr: string }) => e,
+      );
     const good = await verify(unit);
     expect(good.code).toBe(0);
     expect(good.stderr.split('\n').filter((line) => line.includes('boxyard.service'))).toEqual([]);

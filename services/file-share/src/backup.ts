@@ -26,7 +26,10 @@ export const fileShareBackup = backupDescriptor(SERVICE_NAME, [
       share_links: { backup: true },
       share_arrivals: { backup: true },
       object_garbage: { backup: false, reason: 'objects to delete (replaced files, uploads in progress); none of them is referenced' },
-      resumable_uploads: { backup: false, reason: 'resumable uploads in progress (hours at most); a restored share has no half-sent files, clients start again' },
+      resumable_uploads: {
+        backup: false,
+        reason: 'resumable uploads in progress (hours at most); a restored share has no half-sent files, clients start again',
+      },
       resumable_segments: { backup: false, reason: 'the received chunks of resumable uploads in progress, not part of any file yet' },
     },
   },

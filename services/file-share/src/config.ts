@@ -13,12 +13,26 @@ export const fileShareConfigSchema = z.strictObject({
   storage: storageSchema,
   uploads: z
     .strictObject({
-      max_bytes: z.number().int().positive().default(5 * GiB).describe('Largest file accepted (413 above).'),
+      max_bytes: z
+        .number()
+        .int()
+        .positive()
+        .default(5 * GiB)
+        .describe('Largest file accepted (413 above).'),
       // What a crashed upload left (a local .tmp file, an unfinished S3 multipart upload) goes once this old.
-      abandoned_after_seconds: z.number().int().min(1).default(24 * 3600),
+      abandoned_after_seconds: z
+        .number()
+        .int()
+        .min(1)
+        .default(24 * 3600),
       resumable: z
         .strictObject({
-          expires_after_seconds: z.number().int().min(60).max(30 * 24 * 3600).default(24 * 3600)
+          expires_after_seconds: z
+            .number()
+            .int()
+            .min(60)
+            .max(30 * 24 * 3600)
+            .default(24 * 3600)
             .describe('An unfinished resumable (tus) upload expires this long after its last chunk; its bytes are then removed.'),
         })
         .prefault({})
@@ -38,15 +52,28 @@ export const fileShareConfigSchema = z.strictObject({
     .describe('Live events (server-sent events).'),
   shares: z
     .strictObject({
-      default_expiry_seconds: z.number().int().min(60).default(7 * 24 * 3600).describe('Lifetime of a share link or file request made without an expiry.'),
-      max_expiry_seconds: z.number().int().min(60).default(90 * 24 * 3600).describe('Longest lifetime a link may be given (400 beyond).'),
+      default_expiry_seconds: z
+        .number()
+        .int()
+        .min(60)
+        .default(7 * 24 * 3600)
+        .describe('Lifetime of a share link or file request made without an expiry.'),
+      max_expiry_seconds: z
+        .number()
+        .int()
+        .min(60)
+        .default(90 * 24 * 3600)
+        .describe('Longest lifetime a link may be given (400 beyond).'),
       // Wrong passwords tolerated in a window, per link and per client address (all replicas: PostgreSQL); 429 beyond.
       password_failures_per_link: z.number().int().min(1).max(100_000).default(10),
       password_failures_per_address: z.number().int().min(1).max(100_000).default(30),
       password_window_seconds: z.number().int().min(1).max(86_400).default(900),
     })
     .prefault({})
-    .refine((shares) => shares.default_expiry_seconds <= shares.max_expiry_seconds, { message: 'default_expiry_seconds must not exceed max_expiry_seconds', path: ['default_expiry_seconds'] })
+    .refine((shares) => shares.default_expiry_seconds <= shares.max_expiry_seconds, {
+      message: 'default_expiry_seconds must not exceed max_expiry_seconds',
+      path: ['default_expiry_seconds'],
+    })
     .describe('Share links and file requests.'),
   /** Anonymous callers may list, download, search and follow events. Off by default: a share is private. */
   public_read: z.boolean().default(false),

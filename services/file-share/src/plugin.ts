@@ -2,7 +2,15 @@
 // accounts): sessions and API keys, the folder tree, event fan-out and the sweeper, the web console, and the routes.
 import cookie from '@fastify/cookie';
 import multipart from '@fastify/multipart';
-import { createAccountWatch, createOriginPolicy, createSessionTokens, documentStatuses, refuseCrossSiteWrites, setAccessPrincipal, type SessionTokens } from '@boxyard/kit';
+import {
+  createAccountWatch,
+  createOriginPolicy,
+  createSessionTokens,
+  documentStatuses,
+  refuseCrossSiteWrites,
+  setAccessPrincipal,
+  type SessionTokens,
+} from '@boxyard/kit';
 import { hostedSignInOptions, oidcSignIn, oidcSignInMethod } from '@boxyard/kit/oidc-sign-in/index.ts';
 import type { PluginOptions } from '@boxyard/kit/service/contract.ts';
 import type { FastifyInstance } from 'fastify';
@@ -50,7 +58,14 @@ export async function fileSharePlugin(app: FastifyInstance, { config, publicUrl,
   });
   const keys = createApiKeyStore(app.pool);
   const tree = createTree(app.pool, { eventChannel: `file_share_events_${config.database.schema}`, caseFoldCollation: await pickCaseFoldCollation(app.pool) });
-  const authenticator = createAuthenticator({ accounts: app.accounts, sessions, keys, publicRead: config.public_read, provider: app.providerAccounts, groupMapping: config.group_mapping });
+  const authenticator = createAuthenticator({
+    accounts: app.accounts,
+    sessions,
+    keys,
+    publicRead: config.public_read,
+    provider: app.providerAccounts,
+    groupMapping: config.group_mapping,
+  });
 
   await app.register(cookie);
   await app.register(multipart, {
@@ -73,10 +88,24 @@ export async function fileSharePlugin(app: FastifyInstance, { config, publicUrl,
   await app.register(assetRoutes);
   await app.register(signInRoutes, consoleOptions);
   // Share links and file requests: public pages here (a link's password is no account's), the API in the scope below.
-  const shares = createShares(app, { pool: app.pool, store: app.store, tree, sweeper, config, publicUrl, secureCookies: (request) => sessionCookie.options(request).secure });
+  const shares = createShares(app, {
+    pool: app.pool,
+    store: app.store,
+    tree,
+    sweeper,
+    config,
+    publicUrl,
+    secureCookies: (request) => sessionCookie.options(request).secure,
+  });
   await app.register(shares.publicRoutes);
   const tusOptions = {
-    pool: app.pool, store: app.store, tree, sweeper, maxBytes: config.uploads.max_bytes, expiresAfterSeconds: config.uploads.resumable.expires_after_seconds, maxAgeSeconds: Math.max(1, config.uploads.abandoned_after_seconds - 60),
+    pool: app.pool,
+    store: app.store,
+    tree,
+    sweeper,
+    maxBytes: config.uploads.max_bytes,
+    expiresAfterSeconds: config.uploads.resumable.expires_after_seconds,
+    maxAgeSeconds: Math.max(1, config.uploads.abandoned_after_seconds - 60),
     ...(settings.sweepIntervalMs ? { expireIntervalMs: settings.sweepIntervalMs, recheckIntervalMs: settings.sweepIntervalMs } : {}),
   };
   await app.register(shares.resumableRoutes, tusOptions);
@@ -96,11 +125,20 @@ export async function fileSharePlugin(app: FastifyInstance, { config, publicUrl,
     await scope.register(apiKeyRoutes, { pool: app.pool, keys });
     await scope.register(shares.apiRoutes);
     await scope.register(eventRoutes, {
-      bus, authenticator, changes, heartbeatSeconds: config.events.heartbeat_seconds, maxStreamsPerUser: config.events.max_streams_per_user, maxStreams: config.events.max_streams,
+      bus,
+      authenticator,
+      changes,
+      heartbeatSeconds: config.events.heartbeat_seconds,
+      maxStreamsPerUser: config.events.max_streams_per_user,
+      maxStreams: config.events.max_streams,
       ...(settings.sseRetryMs ? { retryMs: settings.sseRetryMs } : {}),
     });
     await scope.register(fileRoutes, {
-      pool: app.pool, store: app.store, tree, sweeper, maxUploadBytes: config.uploads.max_bytes,
+      pool: app.pool,
+      store: app.store,
+      tree,
+      sweeper,
+      maxUploadBytes: config.uploads.max_bytes,
       signIn: signIn ? { displayName: signIn.display_name } : undefined,
     });
     await scope.register(resumableRoutes, { ...tusOptions, writeAccess: (request) => principalWriteAccess(request.principal, config.uploads.max_bytes) });
@@ -118,7 +156,11 @@ async function startWorkers(app: FastifyInstance, config: FileShareConfig, setti
   app.addHook('onClose', () => changes.close());
   await changes.start();
   const sweeper = createSweeper({
-    pool: app.pool, store: app.store, retentionHours: config.events.retention_hours, abandonedAfterSeconds: config.uploads.abandoned_after_seconds, log: app.log,
+    pool: app.pool,
+    store: app.store,
+    retentionHours: config.events.retention_hours,
+    abandonedAfterSeconds: config.uploads.abandoned_after_seconds,
+    log: app.log,
     intervalMs: settings.sweepIntervalMs ?? 60_000,
   });
   app.addHook('onClose', () => sweeper.close());
@@ -128,7 +170,13 @@ async function startWorkers(app: FastifyInstance, config: FileShareConfig, setti
 }
 
 /** Provider sign-in ends in the same auth_token session as POST /auth/login/basic. */
-function providerSignIn(app: FastifyInstance, config: FileShareConfig, publicUrl: string, sessions: SessionTokens, sessionCookie: ReturnType<typeof createSessionCookiePolicy>) {
+function providerSignIn(
+  app: FastifyInstance,
+  config: FileShareConfig,
+  publicUrl: string,
+  sessions: SessionTokens,
+  sessionCookie: ReturnType<typeof createSessionCookiePolicy>,
+) {
   return {
     ...hostedSignInOptions(app, SERVICE_NAME, config, publicUrl),
     ok,

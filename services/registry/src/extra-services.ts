@@ -10,7 +10,10 @@ import type { RegisteredService } from '@boxyard/kit/service/contract.ts';
 export const EXTRA_SERVICES_VARIABLE = 'BOXYARD_EXTRA_SERVICES';
 
 export async function extraServices(value = process.env[EXTRA_SERVICES_VARIABLE]): Promise<RegisteredService[]> {
-  const modules = (value ?? '').split(',').map((entry) => entry.trim()).filter((entry) => entry !== '');
+  const modules = (value ?? '')
+    .split(',')
+    .map((entry) => entry.trim())
+    .filter((entry) => entry !== '');
   return Promise.all(
     modules.map(async (specifier) => {
       const loaded = (await import(isAbsolute(specifier) ? pathToFileURL(specifier).href : specifier)) as { serviceDefinition?: RegisteredService };

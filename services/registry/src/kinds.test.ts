@@ -13,10 +13,14 @@ describe('cluster kinds', () => {
   it('are unique and each runs a registered service', () => {
     expect(new Set(kinds.map((k) => k.kind)).size).toBe(kinds.length);
     expect(new Set(kinds.map((k) => k.plural)).size).toBe(kinds.length);
-    for (const kind of kinds) expect(services.map((s) => s.name), kind.kind).toContain(kind.service);
+    for (const kind of kinds)
+      expect(
+        services.map((s) => s.name),
+        kind.kind,
+      ).toContain(kind.service);
   });
 
-  it('give the pods the service\'s own default port and database schema', () => {
+  it("give the pods the service's own default port and database schema", () => {
     for (const kind of kinds) {
       expect(defaultOf(kind.configSchema, ['server', 'port']), kind.kind).toBe(kind.port);
       expect(defaultOf(kind.configSchema, ['database', 'schema']), kind.kind).toBe(kind.databaseSchema);

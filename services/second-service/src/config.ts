@@ -10,7 +10,10 @@ export const secondServiceConfigSchema = z.strictObject({
     .extend({
       port: serverSchema.shape.port.default(DEFAULT_PORT),
       // The seed's listener is HTTPS: on by default, with a generated self-signed certificate unless one is given.
-      tls: serverSchema.shape.tls.unwrap().extend({ enabled: z.boolean().default(true) }).prefault({}),
+      tls: serverSchema.shape.tls
+        .unwrap()
+        .extend({ enabled: z.boolean().default(true) })
+        .prefault({}),
     })
     .prefault({}),
   metrics: metricsSchema.prefault({}),

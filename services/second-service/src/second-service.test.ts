@@ -10,7 +10,10 @@ const cli = fileURLToPath(new URL('../../boxyard/src/main.ts', import.meta.url))
 const curl = async (...args: string[]) => (await run('curl', ['-sS', '--max-time', '10', ...args])).stdout;
 
 function serve(env: Record<string, string>): ChildProcess {
-  return spawn(process.execPath, [cli, 'serve', 'second-service'], { env: { PATH: process.env.PATH ?? '', BOXYARD_METRICS__PORT: '0', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  return spawn(process.execPath, [cli, 'serve', 'second-service'], {
+    env: { PATH: process.env.PATH ?? '', BOXYARD_METRICS__PORT: '0', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
 }
 
 async function waitUntilListening(child: ChildProcess): Promise<void> {
@@ -88,7 +91,13 @@ describe('second service configuration', () => {
 describe('tracing through the standard OTEL_* variables', () => {
   it('exports a request span with the route template when OTEL_TRACES_EXPORTER is set', async () => {
     const port = await freePort();
-    const child = serve({ BOXYARD_SERVER__PORT: String(port), OTEL_TRACES_EXPORTER: 'console', OTEL_METRICS_EXPORTER: 'none', OTEL_LOGS_EXPORTER: 'none', OTEL_BSP_SCHEDULE_DELAY: '100' });
+    const child = serve({
+      BOXYARD_SERVER__PORT: String(port),
+      OTEL_TRACES_EXPORTER: 'console',
+      OTEL_METRICS_EXPORTER: 'none',
+      OTEL_LOGS_EXPORTER: 'none',
+      OTEL_BSP_SCHEDULE_DELAY: '100',
+    });
     let output = '';
     child.stdout?.on('data', (c: Buffer) => (output += c.toString()));
     await waitUntilListening(child);

@@ -14,13 +14,26 @@ import { operationalRows } from '@boxyard/test/harness/operational-rows.ts';
 import { ADMIN_PASSWORD, createUser, login, startTestGateway, upgradeStatus } from './testing/test-gateway.ts';
 
 type Role = 'anonymous' | 'owner' | 'otherUser' | 'admin' | 'expiredSession' | 'signedOutSession';
-const ROLES: RoleSpec<Role>[] = [{ name: 'anonymous' }, { name: 'owner' }, { name: 'otherUser' }, { name: 'admin' }, { name: 'expiredSession' }, { name: 'signedOutSession' }];
+const ROLES: RoleSpec<Role>[] = [
+  { name: 'anonymous' },
+  { name: 'owner' },
+  { name: 'otherUser' },
+  { name: 'admin' },
+  { name: 'expiredSession' },
+  { name: 'signedOutSession' },
+];
 const UNAUTHENTICATED: Role[] = ['anonymous', 'expiredSession', 'signedOutSession'];
 const SIGNED_IN: Role[] = ['owner', 'otherUser', 'admin'];
 
 const grant = (roles: Role[], status: number) => Object.fromEntries(roles.map((role) => [role, status])) as Partial<Record<Role, number>>;
 const expect_ = (granted: Partial<Record<Role, number>>, otherwise = 403) => outcomes(ROLES, UNAUTHENTICATED, granted, otherwise);
-const all = (status: number) => expect_(grant(ROLES.map((r) => r.name), status));
+const all = (status: number) =>
+  expect_(
+    grant(
+      ROLES.map((r) => r.name),
+      status,
+    ),
+  );
 
 let gateway: Awaited<ReturnType<typeof startTestGateway>>;
 const cookies = {} as Record<Role, string | undefined>;
@@ -37,10 +50,11 @@ async function send(role: Role, method: string, path: string, json?: unknown, co
   return response.status;
 }
 
-
 async function startSession(role: Role, terminalCookie: string): Promise<string> {
   const response = await fetch(`${gateway.url}/api/terminal/start`, {
-    method: 'POST', headers: { cookie: cookies[role]!, 'content-type': 'application/json' }, body: JSON.stringify({ terminal_cookie: terminalCookie }),
+    method: 'POST',
+    headers: { cookie: cookies[role]!, 'content-type': 'application/json' },
+    body: JSON.stringify({ terminal_cookie: terminalCookie }),
   });
   if (response.status !== 200) throw new Error(`start: ${response.status} ${await response.text()}`);
   return ((await response.json()) as { data: { session: { id: string } } }).data.session.id;
@@ -69,7 +83,9 @@ function rows(): MatrixRow<Role>[] {
 
   // Users: administrators only.
   add('GET /api/users', expect_(grant(['admin'], 200)), (role, m) => send(role, m, '/api/users'));
-  add('POST /api/users', expect_(grant(['admin'], 200)), (role) => send(role, 'POST', '/api/users', { username: unique('made'), password: `Pw-${unique('secret')}-long-7a`, role: 'user' }));
+  add('POST /api/users', expect_(grant(['admin'], 200)), (role) =>
+    send(role, 'POST', '/api/users', { username: unique('made'), password: `Pw-${unique('secret')}-long-7a`, role: 'user' }),
+  );
   // Changing and deleting an account: a throwaway user, made again once a call succeeded.
   const target = reusable(async () => (await createUser(gateway.url, cookies.admin!, unique('target'))).id);
   add('PATCH /api/users/:id', expect_(grant(['admin'], 200)), (role) => target((id) => send(role, 'PATCH', `/api/users/${id}`, { disabled: true })));
@@ -80,19 +96,32 @@ function rows(): MatrixRow<Role>[] {
   add('POST /api/terminal/start', expect_(grant(SIGNED_IN, 200)), (role) => send(role, 'POST', '/api/terminal/start', { terminal_cookie: `matrix-${role}` }));
   add('GET /api/terminal/sessions', expect_(grant(SIGNED_IN, 200)), (role, m) => send(role, m, '/api/terminal/sessions'));
   const stoppable = reusable(() => startSession('owner', unique('to-stop-')));
-  add('DELETE /api/terminal/sessions/:id/stop', expect_({ ...grant(['owner', 'admin'], 200), otherUser: 404 }), (role) => stoppable((id) => send(role, 'DELETE', `/api/terminal/sessions/${id}/stop`)));
-  add('GET /ws/terminal/:sessionId', expect_({ owner: 101, otherUser: 404, admin: 404 }), (role, method) =>
-    method === 'HEAD' ? send(role, 'HEAD', `/ws/terminal/${attachable}`) : upgradeStatus(gateway.url, `/ws/terminal/${attachable}`, cookies[role] ? { cookie: cookies[role] } : {}), {
-    // A plain request (no upgrade) is refused the same way before it reaches the socket handler; the owner's
-    // gets 404 as a plain GET of the path would.
-    headExpected: { owner: 404 },
-  });
+  add('DELETE /api/terminal/sessions/:id/stop', expect_({ ...grant(['owner', 'admin'], 200), otherUser: 404 }), (role) =>
+    stoppable((id) => send(role, 'DELETE', `/api/terminal/sessions/${id}/stop`)),
+  );
+  add(
+    'GET /ws/terminal/:sessionId',
+    expect_({ owner: 101, otherUser: 404, admin: 404 }),
+    (role, method) =>
+      method === 'HEAD'
+        ? send(role, 'HEAD', `/ws/terminal/${attachable}`)
+        : upgradeStatus(gateway.url, `/ws/terminal/${attachable}`, cookies[role] ? { cookie: cookies[role] } : {}),
+    {
+      // A plain request (no upgrade) is refused the same way before it reaches the socket handler; the owner's
+      // gets 404 as a plain GET of the path would.
+      headExpected: { owner: 404 },
+    },
+  );
   // Recordings (of the attachable session, recorded from its start): the owner's and admins'; for another user
   // it does not exist. Search and the list answer everyone signed in (with what they may see). The audit log: admins.
   add('GET /api/terminal/recordings', expect_(grant(SIGNED_IN, 200)), (role, m) => send(role, m, '/api/terminal/recordings'));
   add('GET /api/terminal/recordings/search', expect_(grant(SIGNED_IN, 200)), (role, m) => send(role, m, '/api/terminal/recordings/search?q=matrix'));
-  add('GET /api/terminal/recordings/:id', expect_({ ...grant(['owner', 'admin'], 200), otherUser: 404 }), (role, m) => send(role, m, `/api/terminal/recordings/${attachable}`));
-  add('GET /api/terminal/recordings/:id/cast', expect_({ ...grant(['owner', 'admin'], 200), otherUser: 404 }), (role, m) => send(role, m, `/api/terminal/recordings/${attachable}/cast`));
+  add('GET /api/terminal/recordings/:id', expect_({ ...grant(['owner', 'admin'], 200), otherUser: 404 }), (role, m) =>
+    send(role, m, `/api/terminal/recordings/${attachable}`),
+  );
+  add('GET /api/terminal/recordings/:id/cast', expect_({ ...grant(['owner', 'admin'], 200), otherUser: 404 }), (role, m) =>
+    send(role, m, `/api/terminal/recordings/${attachable}/cast`),
+  );
   add('GET /api/terminal/audit', expect_(grant(['admin'], 200)), (role, m) => send(role, m, '/api/terminal/audit'));
   add('GET /api/terminal/audit/export', expect_(grant(['admin'], 200)), (role, m) => send(role, m, '/api/terminal/audit/export'));
   return rows;
@@ -112,10 +141,13 @@ beforeAll(async () => {
   }
   // The owner's session, expired an hour ago (signed with the gateway's own key), and one signed out.
   const tokens = createSessionTokens({
-    secrets: [gateway.config.session.secret], issuer: gateway.config.session.issuer, audience: gateway.config.session.audience,
-    typ: 'boxyard-terminal-session+jwt', ttlSeconds: gateway.config.session.ttl_seconds,
+    secrets: [gateway.config.session.secret],
+    issuer: gateway.config.session.issuer,
+    audience: gateway.config.session.audience,
+    typ: 'boxyard-terminal-session+jwt',
+    ttlSeconds: gateway.config.session.ttl_seconds,
   });
-  const me = await (await fetch(`${gateway.url}/auth/status`, { headers: { cookie: cookies.owner! } })).json() as { data: { user: { id: string } } };
+  const me = (await (await fetch(`${gateway.url}/auth/status`, { headers: { cookie: cookies.owner! } })).json()) as { data: { user: { id: string } } };
   cookies.expiredSession = `auth_token=${(await tokens.sign(me.data.user.id, {}, -3600)).token}`;
   const signedOut = await login(gateway.url, passwords.owner!.username, passwords.owner!.password);
   if ((await fetch(`${gateway.url}/auth/logout`, { method: 'POST', headers: { cookie: signedOut } })).status !== 200) throw new Error('logout');

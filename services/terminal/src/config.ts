@@ -10,7 +10,9 @@ export const DEFAULT_PORT = 3002;
 const quantity = z.string().regex(/^[0-9]+(\.[0-9]+)?([EPTGMK]i?|[munk])?$/, 'must be a Kubernetes quantity (e.g. 500m, 256Mi)');
 const resourceList = z.partialRecord(z.enum(['cpu', 'memory', 'ephemeral-storage']), quantity);
 const labelKey = z.string().regex(/^([a-z0-9]([-a-z0-9.]*[a-z0-9])?\/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$/, 'must be a label key');
-const cidr = z.string().regex(/^(\d{1,3}(\.\d{1,3}){3}\/\d{1,2}|[0-9a-fA-F:][0-9a-fA-F]*:[0-9a-fA-F:]*\/\d{1,3})$/, 'must be a CIDR range (10.96.0.0/12, fd00::/8)');
+const cidr = z
+  .string()
+  .regex(/^(\d{1,3}(\.\d{1,3}){3}\/\d{1,2}|[0-9a-fA-F:][0-9a-fA-F]*:[0-9a-fA-F:]*\/\d{1,3})$/, 'must be a CIDR range (10.96.0.0/12, fd00::/8)');
 const labelValue = z.string().regex(/^([A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)?$/, 'must be a label value');
 
 export const sessionsSchema = z
@@ -27,7 +29,13 @@ export const sessionsSchema = z
     max_sockets_per_user: z.number().int().min(1).max(10_000).default(20),
     max_sockets: z.number().int().min(1).max(1_000_000).default(1000),
     /** Output kept per session and replayed to a socket that attaches. */
-    scrollback_bytes: z.number().int().min(1024).max(64 * 1_048_576).default(1_048_576).describe('Output kept for replay on reattach.'),
+    scrollback_bytes: z
+      .number()
+      .int()
+      .min(1024)
+      .max(64 * 1_048_576)
+      .default(1_048_576)
+      .describe('Output kept for replay on reattach.'),
     /**
      * How often every attached socket's credential is checked again (sign-out, expiry, account changes arrive at
      * once through PostgreSQL notifications; this bounds what a missed one could cost).
@@ -44,7 +52,10 @@ export const sessionsSchema = z
 export const recordingSchema = z
   .strictObject({
     /** `on`: sessions are recorded when the store takes it; `required`: a session whose recording fails is ended (close code 4305). */
-    mode: z.enum(['off', 'on', 'required']).default('off').describe('Record sessions as asciicast v2: off, on, or required (a session whose recording cannot be written is ended).'),
+    mode: z
+      .enum(['off', 'on', 'required'])
+      .default('off')
+      .describe('Record sessions as asciicast v2: off, on, or required (a session whose recording cannot be written is ended).'),
     /** What was typed, too (passwords typed at a prompt included): off unless asked for. */
     input: z.boolean().default(false).describe('Record typed input as well as output.'),
     /** Recordings and audit rows older than this are deleted. */
@@ -59,7 +70,10 @@ export const recordingSchema = z
 
 const kubernetesSchema = z.strictObject({
   /** Namespace of the session pods; default: the gateway's own namespace (in a cluster), else `default`. */
-  namespace: z.string().regex(/^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/, 'must be a namespace name').optional(),
+  namespace: z
+    .string()
+    .regex(/^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/, 'must be a namespace name')
+    .optional(),
   /** Image with the agent (`boxyard terminal-agent`) and the shell. */
   image: z.string().min(1),
   image_pull_policy: z.enum(['Always', 'IfNotPresent', 'Never']).default('IfNotPresent'),
@@ -96,12 +110,18 @@ const kubernetesSchema = z.strictObject({
    */
   home: z
     .strictObject({
-      size: quantity.describe('Requested size of each user\'s volume, e.g. 1Gi.'),
+      size: quantity.describe("Requested size of each user's volume, e.g. 1Gi."),
       /** Default: the cluster's default StorageClass. */
-      storage_class: z.string().regex(/^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$/, 'must be a StorageClass name').optional(),
+      storage_class: z
+        .string()
+        .regex(/^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$/, 'must be a StorageClass name')
+        .optional(),
       /** ReadWriteOnce keeps a user's concurrent sessions on one node (pod affinity); ReadWriteMany lets them spread. */
       access_mode: z.enum(['ReadWriteOnce', 'ReadWriteMany']).default('ReadWriteOnce'),
-      mount_path: z.string().regex(/^\/[A-Za-z0-9._-]+(\/[A-Za-z0-9._-]+)*$/, 'must be an absolute path').default('/home/user'),
+      mount_path: z
+        .string()
+        .regex(/^\/[A-Za-z0-9._-]+(\/[A-Za-z0-9._-]+)*$/, 'must be an absolute path')
+        .default('/home/user'),
     })
     .optional(),
   /** Where shells may connect to (the NetworkPolicy's Egress part; needs `network_policy`). */
@@ -138,7 +158,10 @@ export const backendSchema = z
          */
         sandbox: z
           .strictObject({
-            enabled: z.boolean().default(true).describe('Run non-admin shells in a bubblewrap sandbox when the server cannot switch users (else they are refused).'),
+            enabled: z
+              .boolean()
+              .default(true)
+              .describe('Run non-admin shells in a bubblewrap sandbox when the server cannot switch users (else they are refused).'),
             /** Where each user's home lives, `<home_base>/<user id>`; default: `<state_dir>/homes`. */
             home_base: z.string().regex(/^\//, 'must be an absolute path').optional(),
             /**
@@ -156,7 +179,10 @@ export const backendSchema = z
         accounts: z
           .strictObject({
             /** Prefix of the accounts created per terminal user: `<prefix><12 hex digits of the user id>`. */
-            prefix: z.string().regex(/^[a-z_][a-z0-9_-]{0,19}$/, 'must start a user name: a-z, 0-9, _ or -, at most 20 characters').default('boxyard-'),
+            prefix: z
+              .string()
+              .regex(/^[a-z_][a-z0-9_-]{0,19}$/, 'must start a user name: a-z, 0-9, _ or -, at most 20 characters')
+              .default('boxyard-'),
             /** Where created accounts' homes go. */
             home_base: z.string().regex(/^\//, 'must be an absolute path').default('/home'),
             /** Terminal username (local accounts) or `oidc:<issuer>#<subject>` (provider users) → an existing OS account (takes precedence over creating one). */

@@ -8,18 +8,28 @@ import { DEFAULT_PORT, terminalConfigSchema } from './config.ts';
 const SESSION_POD: JsonSchema = object(
   'The pod each session runs in: a non-root shell (the agent starts as root with only CAP_SETUID and CAP_SETGID and drops to its user before the shell starts, which keeps its environment from the shell), no privilege escalation, default seccomp, no service-account token.',
   {
-    image: string('Image of the session pods (default: the gateway\'s image).', { maxLength: 512 }),
+    image: string("Image of the session pods (default: the gateway's image).", { maxLength: 512 }),
     imagePullPolicy: PULL_POLICY,
     shell: string('Shell started in the session pod.', { default: '/bin/bash', minLength: 1, maxLength: 256 }),
     resources: resources('CPU and memory of each session pod.', { requests: { cpu: '50m', memory: '64Mi' }, limits: { cpu: '1', memory: '512Mi' } }),
     readyTimeoutSeconds: integer('How long the gateway waits for a session pod to become ready.', { default: 60, minimum: 5, maximum: 600 }),
     home: object(
-      'A persistent home per user: a PersistentVolumeClaim boxyard-home-<pool>-<user id>, created at the user\'s first session and mounted as the home of each of their session pods, so files survive sessions. Labelled boxyard.io/pool and boxyard.io/owner=<user id>; owned by nothing, it stays when the user or the pool is deleted (delete it with kubectl delete pvc -l boxyard.io/owner=<user id>). Unset: a home lives and dies with its pod.',
+      "A persistent home per user: a PersistentVolumeClaim boxyard-home-<pool>-<user id>, created at the user's first session and mounted as the home of each of their session pods, so files survive sessions. Labelled boxyard.io/pool and boxyard.io/owner=<user id>; owned by nothing, it stays when the user or the pool is deleted (delete it with kubectl delete pvc -l boxyard.io/owner=<user id>). Unset: a home lives and dies with its pod.",
       {
-        size: { ...QUANTITY, description: 'Requested size of each user\'s volume, e.g. 1Gi (an existing claim keeps its size).' },
-        storageClassName: string('StorageClass of the claims (default: the cluster\'s default class).', { pattern: '^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$', maxLength: 253 }),
-        accessMode: string('ReadWriteOnce keeps a user\'s concurrent session pods on one node; ReadWriteMany (where the storage offers it) lets them spread.', { enum: ['ReadWriteOnce', 'ReadWriteMany'], default: 'ReadWriteOnce' }),
-        mountPath: string('Where the volume is mounted: the shell\'s HOME.', { pattern: '^/[A-Za-z0-9._-]+(/[A-Za-z0-9._-]+)*$', maxLength: 256, default: '/home/user' }),
+        size: { ...QUANTITY, description: "Requested size of each user's volume, e.g. 1Gi (an existing claim keeps its size)." },
+        storageClassName: string("StorageClass of the claims (default: the cluster's default class).", {
+          pattern: '^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$',
+          maxLength: 253,
+        }),
+        accessMode: string("ReadWriteOnce keeps a user's concurrent session pods on one node; ReadWriteMany (where the storage offers it) lets them spread.", {
+          enum: ['ReadWriteOnce', 'ReadWriteMany'],
+          default: 'ReadWriteOnce',
+        }),
+        mountPath: string("Where the volume is mounted: the shell's HOME.", {
+          pattern: '^/[A-Za-z0-9._-]+(/[A-Za-z0-9._-]+)*$',
+          maxLength: 256,
+          default: '/home/user',
+        }),
       },
       { required: ['size'] },
     ),
@@ -28,12 +38,12 @@ const SESSION_POD: JsonSchema = object(
       {
         clusterDNS: boolean('DNS (UDP and TCP 53) to the cluster DNS pods (namespace kube-system, label k8s-app=kube-dns).', true),
         internet: boolean(
-          'Public addresses: 0.0.0.0/0 and ::/0 except the private (10/8, 172.16/12, 192.168/16, fc00::/7), shared (100.64/10), link-local (169.254/16 with the cloud metadata address 169.254.169.254, fe80::/10) and NAT64 ranges, so neither the cluster\'s pods and Services nor the metadata service.',
+          "Public addresses: 0.0.0.0/0 and ::/0 except the private (10/8, 172.16/12, 192.168/16, fc00::/7), shared (100.64/10), link-local (169.254/16 with the cloud metadata address 169.254.169.254, fe80::/10) and NAT64 ranges, so neither the cluster's pods and Services nor the metadata service.",
           true,
         ),
         excludedCIDRs: {
           type: 'array',
-          description: 'More ranges kept out of `internet`, e.g. the cluster\'s pod and service ranges when they are not private.',
+          description: "More ranges kept out of `internet`, e.g. the cluster's pod and service ranges when they are not private.",
           maxItems: 64,
           items: string('A CIDR range.', { pattern: '^(\\d{1,3}(\\.\\d{1,3}){3}/\\d{1,2}|[0-9a-fA-F:]+:[0-9a-fA-F:]*/\\d{1,3})$', maxLength: 64 }),
         },
@@ -52,7 +62,7 @@ const SESSION_POD: JsonSchema = object(
 
 const ALLOWED_ORIGINS: JsonSchema = {
   type: 'array',
-  description: 'Origins allowed to open terminal WebSockets (default: the service\'s own public origin).',
+  description: "Origins allowed to open terminal WebSockets (default: the service's own public origin).",
   maxItems: 32,
   items: string('An origin, scheme://host[:port].', { pattern: '^https?://[^/\\s]+$', maxLength: 2048 }),
 };
@@ -75,7 +85,12 @@ interface ClusterOnlySpec {
 /** Drops undefined members, so the rendered config holds only what was set. */
 function prune<T>(value: T): T {
   if (Array.isArray(value)) return value.map((v) => prune(v)) as T;
-  if (value && typeof value === 'object') return Object.fromEntries(Object.entries(value).filter(([, v]) => v !== undefined).map(([k, v]) => [k, prune(v)])) as T;
+  if (value && typeof value === 'object')
+    return Object.fromEntries(
+      Object.entries(value)
+        .filter(([, v]) => v !== undefined)
+        .map(([k, v]) => [k, prune(v)]),
+    ) as T;
   return value;
 }
 
@@ -94,12 +109,26 @@ function clusterConfig(spec: ClusterOnlySpec, context: ClusterContext): Record<s
         shell: pod.shell,
         resources: prune({ requests: quantities(pod.resources.requests), limits: quantities(pod.resources.limits) }),
         pod_ready_timeout_seconds: pod.readyTimeoutSeconds,
-        ...(pod.home ? { home: prune({ size: String(pod.home.size), storage_class: pod.home.storageClassName, access_mode: pod.home.accessMode, mount_path: pod.home.mountPath }) } : {}),
+        ...(pod.home
+          ? {
+              home: prune({
+                size: String(pod.home.size),
+                storage_class: pod.home.storageClassName,
+                access_mode: pod.home.accessMode,
+                mount_path: pod.home.mountPath,
+              }),
+            }
+          : {}),
         // Session pods admit only these: the labels the operator gives the gateway pods.
         gateway_pod_labels: context.podLabels,
         // The pool's own session NetworkPolicy, so pools sharing a namespace keep their own egress.
         pool: context.podLabels['app.kubernetes.io/instance'],
-        egress: prune({ cluster_dns: pod.egress?.clusterDNS, internet: pod.egress?.internet, excluded_cidrs: pod.egress?.excludedCIDRs, allow: pod.egress?.allow }),
+        egress: prune({
+          cluster_dns: pod.egress?.clusterDNS,
+          internet: pod.egress?.internet,
+          excluded_cidrs: pod.egress?.excludedCIDRs,
+          allow: pod.egress?.allow,
+        }),
       },
     },
   };
@@ -137,8 +166,14 @@ export const clusterKind: ClusterKind = {
   validations: {
     sessions: [
       // has(): the rules also run against the bare `{}` default, before its members are defaulted.
-      { rule: '!has(self.maxLifetimeSeconds) || !has(self.idleTimeoutSeconds) || self.maxLifetimeSeconds >= self.idleTimeoutSeconds', message: 'sessions.maxLifetimeSeconds must not be shorter than sessions.idleTimeoutSeconds' },
-      { rule: '!has(self.perUserLimit) || !has(self.globalLimit) || self.perUserLimit <= self.globalLimit', message: 'sessions.perUserLimit must not exceed sessions.globalLimit' },
+      {
+        rule: '!has(self.maxLifetimeSeconds) || !has(self.idleTimeoutSeconds) || self.maxLifetimeSeconds >= self.idleTimeoutSeconds',
+        message: 'sessions.maxLifetimeSeconds must not be shorter than sessions.idleTimeoutSeconds',
+      },
+      {
+        rule: '!has(self.perUserLimit) || !has(self.globalLimit) || self.perUserLimit <= self.globalLimit',
+        message: 'sessions.perUserLimit must not exceed sessions.globalLimit',
+      },
     ],
   },
 };

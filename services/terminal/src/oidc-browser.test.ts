@@ -9,7 +9,16 @@ import { startOidcProvider, type RunningOidcProvider } from '@boxyard/test/harne
 import { freePort } from '@boxyard/test/harness/ports.ts';
 import { api, startTestGateway } from './testing/test-gateway.ts';
 
-const CHROMIUM_ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'];
+const CHROMIUM_ARGS = [
+  '--headless',
+  '--no-sandbox',
+  '--disable-gpu',
+  '--disable-quic',
+  '--no-first-run',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--disable-sync',
+];
 
 describe('browser terminal with provider sign-in (Chromium)', () => {
   let idp: RunningOidcProvider;
@@ -25,14 +34,28 @@ describe('browser terminal with provider sign-in (Chromium)', () => {
     idp = await startOidcProvider({
       host: 'localhost',
       resources: ['https://terminal.example.test'],
-      clients: [{ client_id: 'terminal-web', client_secret: 'terminal-web-secret-0123456789', redirect_uris: [`${url}/auth/oidc/callback`], post_logout_redirect_uris: [`${url}/`] }],
+      clients: [
+        {
+          client_id: 'terminal-web',
+          client_secret: 'terminal-web-secret-0123456789',
+          redirect_uris: [`${url}/auth/oidc/callback`],
+          post_logout_redirect_uris: [`${url}/`],
+        },
+      ],
       users: [{ login: 'alice', groups: ['ops'] }],
     });
     gateway = await startTestGateway(await createTestDatabase('terminal_oidc_browser'), {
       server: { port },
       auth: {
         resource_server: { admin_groups: ['ops'] },
-        sign_in: { enabled: true, issuer: idp.issuer, client_id: 'terminal-web', client_secret: 'terminal-web-secret-0123456789', scopes: ['openid', 'profile', 'email', 'groups'], display_name: 'Test IdP' },
+        sign_in: {
+          enabled: true,
+          issuer: idp.issuer,
+          client_id: 'terminal-web',
+          client_secret: 'terminal-web-secret-0123456789',
+          scopes: ['openid', 'profile', 'email', 'groups'],
+          display_name: 'Test IdP',
+        },
       },
     });
     browser = await chromium.launch({ executablePath: '/usr/bin/chromium', args: CHROMIUM_ARGS });
@@ -89,7 +112,7 @@ describe('browser terminal with provider sign-in (Chromium)', () => {
     expect((await api(gateway.url, 'GET', '/auth/status', { cookie: oldCookie })).json.data.user).toMatchObject({ username: 'alice', role: 'admin' });
   });
 
-  it("signs out of the terminal and of the provider", async () => {
+  it('signs out of the terminal and of the provider', async () => {
     await page.getByRole('button', { name: 'Sign out' }).click();
     // The provider asks for confirmation of its own sign-out, then sends the browser back.
     await page.waitForURL((url) => url.origin === idp.issuer);

@@ -18,7 +18,12 @@ const signInConfig = (idp: RunningOidcProvider, client: { client_id: string; cli
 });
 
 /** Starts a gateway on a port chosen first, so the provider can know its redirect URIs. */
-async function gatewayFor(idp: (redirect: { redirect_uris: string[]; post_logout_redirect_uris: string[] }) => Promise<{ idp: RunningOidcProvider; client: { client_id: string; client_secret?: string } }>) {
+async function gatewayFor(
+  idp: (redirect: {
+    redirect_uris: string[];
+    post_logout_redirect_uris: string[];
+  }) => Promise<{ idp: RunningOidcProvider; client: { client_id: string; client_secret?: string } }>,
+) {
   const port = await freePort();
   const url = `http://127.0.0.1:${port}`;
   const { idp: provider, client } = await idp({ redirect_uris: [`${url}/auth/oidc/callback`], post_logout_redirect_uris: [`${url}/`] });
@@ -36,7 +41,10 @@ describe('terminal: sign-in with an OpenID provider', () => {
       const provider = await startOidcProvider({
         resources: ['https://terminal.example.test'],
         clients: [{ client_id: 'terminal-web', client_secret: secret, ...uris }],
-        users: [{ login: 'alice', groups: ['ops', 'devs'] }, { login: 'bob', groups: ['devs'] }],
+        users: [
+          { login: 'alice', groups: ['ops', 'devs'] },
+          { login: 'bob', groups: ['devs'] },
+        ],
       });
       return { idp: provider, client: { client_id: 'terminal-web', client_secret: secret } };
     }));
@@ -188,10 +196,14 @@ describe('terminal: sign-in with an OpenID provider', () => {
     expect(callback.searchParams.get('error')).toBe('access_denied');
     const refused = await request(jar, callback, { headers: { accept: 'application/json' } });
     expect(refused.status).toBe(401);
-    expect(JSON.parse(refused.body)).toEqual({ success: false, message: 'Sign-in was not completed: The provider answered access_denied: End-User aborted interaction.', details: 'Authentication required' });
+    expect(JSON.parse(refused.body)).toEqual({
+      success: false,
+      message: 'Sign-in was not completed: The provider answered access_denied: End-User aborted interaction.',
+      details: 'Authentication required',
+    });
   });
 
-  it("signs out of the service and, through RP-initiated logout, of the provider", async () => {
+  it('signs out of the service and, through RP-initiated logout, of the provider', async () => {
     const { jar, cookie } = await signIn('alice');
     expect(await providerAsksToLogIn(jar)).toBe(false);
     const out = await request(jar, `${gateway.url}/auth/oidc/logout`, { method: 'POST', headers: { accept: '*/*' } });
@@ -226,20 +238,34 @@ describe('terminal: sign-in with an OpenID provider', () => {
     const logout = () => fetch(`${gateway.url}/auth/oidc/logout`, { method: 'POST', headers: { cookie, accept: 'application/json' }, redirect: 'manual' });
     const out = await logout();
     expect(out.status).toBe(200);
-    expect(await out.json()).toMatchObject({ success: true, message: 'Signed out', data: { signed_out: true, end_session_url: expect.stringContaining(`${idp.issuer}/session/end?`) } });
+    expect(await out.json()).toMatchObject({
+      success: true,
+      message: 'Signed out',
+      data: { signed_out: true, end_session_url: expect.stringContaining(`${idp.issuer}/session/end?`) },
+    });
     expect(await (await logout()).json()).toMatchObject({ success: true, message: 'Not signed in', data: { signed_out: false, end_session_url: null } });
   });
 
   it('lists the provider sign-in among the methods', async () => {
     const methods = (await api(gateway.url, 'GET', '/auth/methods')).json.data.methods;
-    expect(methods).toContainEqual({ type: 'oidc', method: 'GET', path: '/auth/oidc/login?return_to=/', logout: '/auth/oidc/logout', display_name: 'Test IdP', cookie: 'auth_token' });
+    expect(methods).toContainEqual({
+      type: 'oidc',
+      method: 'GET',
+      path: '/auth/oidc/login?return_to=/',
+      logout: '/auth/oidc/logout',
+      display_name: 'Test IdP',
+      cookie: 'auth_token',
+    });
   });
 });
 
 describe('terminal: provider sign-in variants', () => {
   it('works with a public client (PKCE alone, no secret)', async () => {
     const { gateway, idp } = await gatewayFor(async (uris) => ({
-      idp: await startOidcProvider({ resources: ['https://terminal.example.test'], clients: [{ client_id: 'terminal-public', client_secret: '', token_endpoint_auth_method: 'none', ...uris }] }),
+      idp: await startOidcProvider({
+        resources: ['https://terminal.example.test'],
+        clients: [{ client_id: 'terminal-public', client_secret: '', token_endpoint_auth_method: 'none', ...uris }],
+      }),
       client: { client_id: 'terminal-public' },
     }));
     try {

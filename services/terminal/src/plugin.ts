@@ -55,8 +55,11 @@ export async function terminalPlugin(app: FastifyInstance, { config, publicUrl }
   const auth = createAuth({
     accounts: app.accounts,
     tokens: createSessionTokens({
-      secrets: [config.session.secret, ...config.session.previous_secrets], issuer: config.session.issuer, audience: config.session.audience,
-      typ: 'boxyard-terminal-session+jwt', ttlSeconds: config.session.ttl_seconds,
+      secrets: [config.session.secret, ...config.session.previous_secrets],
+      issuer: config.session.issuer,
+      audience: config.session.audience,
+      typ: 'boxyard-terminal-session+jwt',
+      ttlSeconds: config.session.ttl_seconds,
     }),
     ttlSeconds: config.session.ttl_seconds,
     provider: app.providerAccounts,
@@ -72,12 +75,24 @@ export async function terminalPlugin(app: FastifyInstance, { config, publicUrl }
   userRoutes(app, { auth, accounts: app.accounts, sessions });
   userAdministrationRoutes(app, { auth, accounts: app.accounts, sessions });
   sessionRoutes(app, { auth, sessions, audit });
-  socketRoutes(app, { auth, origins, sessions, heartbeatMs: HEARTBEAT_MS, access, maxSocketsPerUser: config.sessions.max_sockets_per_user, maxSockets: config.sessions.max_sockets, recordings, audit });
+  socketRoutes(app, {
+    auth,
+    origins,
+    sessions,
+    heartbeatMs: HEARTBEAT_MS,
+    access,
+    maxSocketsPerUser: config.sessions.max_sockets_per_user,
+    maxSockets: config.sessions.max_sockets,
+    recordings,
+    audit,
+  });
   recordingRoutes(app, { auth, recordings });
   auditRoutes(app, { auth, audit });
   await webRoutes(app);
   if (!config.server.tls.enabled && !isLoopback(config.server.host) && !config.server.public_url?.startsWith('https:')) {
-    app.log.warn('terminal: serving plain HTTP beyond loopback: browsers only keep the Secure auth_token cookie over HTTPS (enable server.tls or put a TLS proxy in front and set server.public_url)');
+    app.log.warn(
+      'terminal: serving plain HTTP beyond loopback: browsers only keep the Secure auth_token cookie over HTTPS (enable server.tls or put a TLS proxy in front and set server.public_url)',
+    );
   }
 }
 
@@ -87,7 +102,15 @@ function startSessions(app: FastifyInstance, config: TerminalConfig) {
   const backend =
     config.backend.kind === 'kubernetes'
       ? createKubernetesBackend({ config: config.backend.kubernetes!, sessions: config.sessions, log })
-      : createLocalBackend({ shell: config.backend.local.shell, socketDir: config.backend.local.socket_dir, accounts: config.backend.local.accounts, warmAgents: config.backend.local.warm_agents, sandbox: config.backend.local.sandbox, stateDir: config.state_dir, log });
+      : createLocalBackend({
+          shell: config.backend.local.shell,
+          socketDir: config.backend.local.socket_dir,
+          accounts: config.backend.local.accounts,
+          warmAgents: config.backend.local.warm_agents,
+          sandbox: config.backend.local.sandbox,
+          stateDir: config.state_dir,
+          log,
+        });
   app.addHook('onClose', () => backend.close());
   const sessions = createSessionService({
     pool: app.pool,
@@ -116,7 +139,8 @@ function startSessions(app: FastifyInstance, config: TerminalConfig) {
 /** Recordings (when recording.mode is not off) and the audit log; both follow every session's start and end. */
 function startHistory(app: FastifyInstance, config: TerminalConfig, sessions: SessionService) {
   const storage = config.storage ?? { driver: 'local' as const, root: join(config.state_dir ?? join(tmpdir(), 'boxyard-terminal'), 'recordings') };
-  if (!config.storage && config.recording.mode !== 'off') app.log.warn(`terminal: recording to ${join(config.state_dir ?? tmpdir(), 'recordings')} on local disk (no storage configured)`);
+  if (!config.storage && config.recording.mode !== 'off')
+    app.log.warn(`terminal: recording to ${join(config.state_dir ?? tmpdir(), 'recordings')} on local disk (no storage configured)`);
   const audit = createAuditService({ pool: app.pool, metrics: app.metrics, log: app.log, retentionDays: config.recording.retention_days });
   const recordings = createRecordingService({
     pool: app.pool,
@@ -136,8 +160,13 @@ function startHistory(app: FastifyInstance, config: TerminalConfig, sessions: Se
     if (change.reason === 'stopped') return;
     audit.record({
       event: EXPIRY.has(change.reason) ? 'expiry' : 'stop',
-      userId: change.row.owner_id, username: change.row.owner_username, sessionId: change.row.id,
-      address: null, userAgent: null, resource: change.row.agent_resource, detail: { reason: change.reason, exit_code: change.row.exit_code },
+      userId: change.row.owner_id,
+      username: change.row.owner_username,
+      sessionId: change.row.id,
+      address: null,
+      userAgent: null,
+      resource: change.row.agent_resource,
+      detail: { reason: change.reason, exit_code: change.row.exit_code },
     });
   });
   return { recordings, audit };
@@ -148,7 +177,12 @@ function startHistory(app: FastifyInstance, config: TerminalConfig, sessions: Se
  * through PostgreSQL notifications; every socket is re-checked periodically as well.
  */
 async function watchAccess(app: FastifyInstance, config: TerminalConfig, sessions: SessionService) {
-  const access = createAccessWatch({ accounts: app.accounts, refusal: (user, session) => sessions.refusal(user, session), recheckMs: config.sessions.access_recheck_seconds * 1000, log: app.log });
+  const access = createAccessWatch({
+    accounts: app.accounts,
+    refusal: (user, session) => sessions.refusal(user, session),
+    recheckMs: config.sessions.access_recheck_seconds * 1000,
+    log: app.log,
+  });
   const accountWatch = createAccountWatch({ databaseUrl: config.database.url, schema: config.database.schema, log: app.log });
   accountWatch.subscribe((change) => access.onChange(change));
   app.addHook('onClose', async () => {

@@ -8,7 +8,10 @@ describe('WebSocket protocol', () => {
   });
   it('explains what is wrong with anything else', () => {
     expect(parseClientControl('ls -la')).toMatchObject({ ok: false, error: expect.stringMatching(/binary frames/) });
-    expect(parseClientControl('{"type":"resize","cols":0,"rows":5}')).toMatchObject({ ok: false, error: expect.stringMatching(/invalid resize message: cols/) });
+    expect(parseClientControl('{"type":"resize","cols":0,"rows":5}')).toMatchObject({
+      ok: false,
+      error: expect.stringMatching(/invalid resize message: cols/),
+    });
     expect(parseClientControl('{"type":"exec","cmd":"x"}')).toMatchObject({ ok: false, error: 'unknown message type "exec"' });
   });
   it('maps endings to close codes: 4000 + exit status, 43xx when the service ended the session', () => {

@@ -71,7 +71,9 @@ export function parseClientControl(text: string): ParsedClientFrame {
   switch (message.type) {
     case 'ping':
     case 'pong':
-      return keys === 'type' ? { ok: true, message: { type: message.type } } : { ok: false, error: `invalid ${message.type} message: no members besides "type"` };
+      return keys === 'type'
+        ? { ok: true, message: { type: message.type } }
+        : { ok: false, error: `invalid ${message.type} message: no members besides "type"` };
     case 'resize': {
       const problems = [];
       if (!isSize(message.cols, MAX_COLS)) problems.push(`cols must be an integer from 1 to ${MAX_COLS}`);

@@ -23,7 +23,8 @@ export const serviceDefinition = defineService({
   errorShape: 'envelope',
   openapi: {
     title: 'Boxyard terminal',
-    description: 'On-demand shell sessions: start, list and stop over REST; terminal I/O over the WebSocket at /ws/terminal/{sessionId} (frame format in the README).',
+    description:
+      'On-demand shell sessions: start, list and stop over REST; terminal I/O over the WebSocket at /ws/terminal/{sessionId} (frame format in the README).',
   },
   kind: clusterKind,
   backup: terminalBackup,
@@ -33,7 +34,12 @@ export const serviceDefinition = defineService({
     const recordings = resolve(home, 'recordings');
     // Made here, as the kit makes the other services' storage: `boxyard restore` into a new home checks it first.
     await mkdir(recordings, { recursive: true, mode: 0o700 });
-    return { ...(await devDefaults(context, 'terminal')), backend: { kind: 'local', local: { socket_dir: resolve(home, 'agents') } }, storage: { driver: 'local', root: recordings }, state_dir: home };
+    return {
+      ...(await devDefaults(context, 'terminal')),
+      backend: { kind: 'local', local: { socket_dir: resolve(home, 'agents') } },
+      storage: { driver: 'local', root: recordings },
+      state_dir: home,
+    };
   },
   plugin: async () => (await import('./plugin.ts')).terminalPlugin,
 });
@@ -50,4 +56,3 @@ export async function startTerminal(config: TerminalConfig, options: StartOption
   const running = await serviceDefinition.start(config, options);
   return { ...running, ...running.app.terminal };
 }
-

@@ -55,7 +55,11 @@ describe('terminal service (local backend)', () => {
         message: 'Available authentication methods',
         data: { methods: [{ type: 'basic', method: 'POST', path: '/auth/login/basic', fields: ['username', 'password'], cookie: 'auth_token' }] },
       });
-      expect((await api(base, 'GET', '/auth/status')).json).toEqual({ success: true, message: 'Not signed in', data: { authenticated: false, cookie: 'auth_token' } });
+      expect((await api(base, 'GET', '/auth/status')).json).toEqual({
+        success: true,
+        message: 'Not signed in',
+        data: { authenticated: false, cookie: 'auth_token' },
+      });
       expect((await api(base, 'GET', '/auth/status', { cookie: alice.cookie })).json).toMatchObject({
         success: true,
         data: { authenticated: true, cookie: 'auth_token', presented_in: 'cookie', user: { username: 'alice', role: 'user' } },
@@ -63,7 +67,11 @@ describe('terminal service (local backend)', () => {
     });
 
     it('sets the JWT in an HttpOnly, Secure, SameSite=Strict auth_token cookie; wrong passwords get 401', async () => {
-      const response = await fetch(`${base}/auth/login/basic`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ username: 'admin', password: ADMIN_PASSWORD }) });
+      const response = await fetch(`${base}/auth/login/basic`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ username: 'admin', password: ADMIN_PASSWORD }),
+      });
       expect(response.status).toBe(200);
       const cookie = response.headers.getSetCookie().find((c) => c.startsWith('auth_token='))!;
       expect(cookie).toMatch(/^auth_token=[\w-]+\.[\w-]+\.[\w-]+;/);
@@ -72,7 +80,10 @@ describe('terminal service (local backend)', () => {
       expect(cookie).toMatch(/; SameSite=Strict/);
       // The seed's "returns JWT": the same token in the body, which a script presents in the cookie.
       const body = (await response.json()) as { data: { token: string } };
-      expect(body).toMatchObject({ success: true, data: { token: cookie.slice('auth_token='.length, cookie.indexOf(';')), cookie: 'auth_token', user: { username: 'admin' } } });
+      expect(body).toMatchObject({
+        success: true,
+        data: { token: cookie.slice('auth_token='.length, cookie.indexOf(';')), cookie: 'auth_token', user: { username: 'admin' } },
+      });
       const status = await api(base, 'GET', '/auth/status', { cookie: `auth_token=${body.data.token}` });
       expect(status.json.data).toMatchObject({ authenticated: true, presented_in: 'cookie', user: { username: 'admin' } });
       const wrong = await api(base, 'POST', '/auth/login/basic', { body: { username: 'admin', password: 'Wrong-password-1' } });
@@ -214,7 +225,16 @@ describe('terminal service (local backend)', () => {
 
     it('lists the session for its owner and admins only', async () => {
       const mine = await api(base, 'GET', '/api/terminal/sessions', { cookie: alice.cookie });
-      expect(mine.json.data.sessions).toEqual([expect.objectContaining({ id: sessionId, terminal_cookie: 'main', state: 'running', backend: 'local', owner: { id: alice.id, username: 'alice' }, websocket_path: path })]);
+      expect(mine.json.data.sessions).toEqual([
+        expect.objectContaining({
+          id: sessionId,
+          terminal_cookie: 'main',
+          state: 'running',
+          backend: 'local',
+          owner: { id: alice.id, username: 'alice' },
+          websocket_path: path,
+        }),
+      ]);
       const theirs = await api(base, 'GET', '/api/terminal/sessions', { cookie: bob.cookie });
       expect(theirs.json.data.sessions).toEqual([]);
       // An admin's list is every user's sessions, each with its owner.
@@ -226,7 +246,9 @@ describe('terminal service (local backend)', () => {
           expect.objectContaining({ id: bobs.session.id, owner: { id: bob.id, username: 'bob' } }),
         ]),
       );
-      expect((await api(base, 'GET', '/api/terminal/sessions', { cookie: alice.cookie })).json.data.sessions.map((s: { id: string }) => s.id)).toEqual([sessionId]);
+      expect((await api(base, 'GET', '/api/terminal/sessions', { cookie: alice.cookie })).json.data.sessions.map((s: { id: string }) => s.id)).toEqual([
+        sessionId,
+      ]);
       await api(base, 'DELETE', `/api/terminal/sessions/${bobs.session.id}/stop`, { cookie: bob.cookie });
       const anonymous = await api(base, 'GET', '/api/terminal/sessions');
       expect(anonymous.status).toBe(401);
@@ -251,7 +273,11 @@ describe('terminal service (local backend)', () => {
       expect(await upgradeStatus(base, path, { cookie: 'auth_token=not-a-jwt' })).toBe(401);
       expect(await upgradeStatus(base, path, { cookie: alice.cookie, origin: 'https://evil.example' })).toBe(403);
       expect(await upgradeStatus(base, path, { cookie: alice.cookie, origin: base })).toBe(101);
-      const crossSite = await api(base, 'POST', '/api/terminal/start', { cookie: alice.cookie, origin: 'https://evil.example', body: { terminal_cookie: 'x' } });
+      const crossSite = await api(base, 'POST', '/api/terminal/start', {
+        cookie: alice.cookie,
+        origin: 'https://evil.example',
+        body: { terminal_cookie: 'x' },
+      });
       expect(crossSite.status).toBe(403);
       expect(await upgradeStatus(base, '/ws/terminal/00000000-0000-4000-8000-000000000000', { cookie: alice.cookie })).toBe(404);
     });
@@ -262,7 +288,13 @@ describe('terminal service (local backend)', () => {
       expect(await term.closed).toEqual({ code: 4007, reason: 'exited' });
       expect(term.controls.at(-1)).toEqual({ type: 'exit', code: 7, signal: null, reason: 'exited' });
       await expect
-        .poll(async () => (await api(base, 'GET', '/api/terminal/sessions?include_ended=true', { cookie: alice.cookie })).json.data.sessions.find((s: { id: string }) => s.id === sessionId), { timeout: 15_000 })
+        .poll(
+          async () =>
+            (await api(base, 'GET', '/api/terminal/sessions?include_ended=true', { cookie: alice.cookie })).json.data.sessions.find(
+              (s: { id: string }) => s.id === sessionId,
+            ),
+          { timeout: 15_000 },
+        )
         .toMatchObject({ state: 'exited', exit_code: 7, end_reason: 'exited' });
       // An ended session: attaching tells how it ended; the same cookie starts a new shell.
       const late = await attach(path, alice.cookie);
@@ -281,7 +313,11 @@ describe('terminal service (local backend)', () => {
       await term.waitFor(/^ready$/m);
       const stop = await api(base, 'DELETE', `/api/terminal/sessions/${session.id}/stop`, { cookie: bob.cookie });
       expect(stop.status).toBe(200);
-      expect(stop.json).toMatchObject({ success: true, message: 'Session stopped', data: { session: { id: session.id, state: 'stopped', end_reason: 'stopped' } } });
+      expect(stop.json).toMatchObject({
+        success: true,
+        message: 'Session stopped',
+        data: { session: { id: session.id, state: 'stopped', end_reason: 'stopped' } },
+      });
       expect(await term.closed).toEqual({ code: 4300, reason: 'stopped' });
       expect(term.controls.at(-1)).toMatchObject({ type: 'exit', reason: 'stopped' });
       const again = await api(base, 'DELETE', `/api/terminal/sessions/${session.id}/stop`, { cookie: bob.cookie });
@@ -366,7 +402,17 @@ describe('terminal service (local backend)', () => {
   describe('operations', () => {
     it('documents the REST routes at /api-docs and /openapi.json, and serves the page with a CSP', async () => {
       const spec = (await api(base, 'GET', '/openapi.json')).json;
-      expect(Object.keys(spec.paths)).toEqual(expect.arrayContaining(['/api/terminal/start', '/api/terminal/sessions', '/api/terminal/sessions/{id}/stop', '/auth/login/basic', '/auth/logout', '/auth/status', '/auth/methods']));
+      expect(Object.keys(spec.paths)).toEqual(
+        expect.arrayContaining([
+          '/api/terminal/start',
+          '/api/terminal/sessions',
+          '/api/terminal/sessions/{id}/stop',
+          '/auth/login/basic',
+          '/auth/logout',
+          '/auth/status',
+          '/auth/methods',
+        ]),
+      );
       expect((await fetch(`${base}/api-docs/`)).status).toBe(200);
       const page = await fetch(`${base}/`);
       expect(page.headers.get('content-security-policy')).toContain("default-src 'self'");
@@ -411,7 +457,11 @@ describe('time limits', () => {
     term.type('echo hi\r');
     expect(await term.closed).toEqual({ code: 4301, reason: 'idle_timeout' });
     await expect
-      .poll(async () => (await api(base, 'GET', '/api/terminal/sessions?include_ended=true', { cookie })).json.data.sessions.find((s: { id: string }) => s.id === session.id), { timeout: 15_000 })
+      .poll(
+        async () =>
+          (await api(base, 'GET', '/api/terminal/sessions?include_ended=true', { cookie })).json.data.sessions.find((s: { id: string }) => s.id === session.id),
+        { timeout: 15_000 },
+      )
       .toMatchObject({ state: 'stopped', end_reason: 'idle_timeout' });
   });
 
@@ -422,7 +472,11 @@ describe('time limits', () => {
     term.control({ type: 'resize', cols: 90, rows: 30 });
     await term.close();
     await expect
-      .poll(async () => (await api(base, 'GET', '/api/terminal/sessions?include_ended=true', { cookie })).json.data.sessions.find((s: { id: string }) => s.id === session.id), { timeout: 30_000, interval: 500 })
+      .poll(
+        async () =>
+          (await api(base, 'GET', '/api/terminal/sessions?include_ended=true', { cookie })).json.data.sessions.find((s: { id: string }) => s.id === session.id),
+        { timeout: 30_000, interval: 500 },
+      )
       .toMatchObject({ state: 'stopped', end_reason: 'reattach_grace' });
   });
 });

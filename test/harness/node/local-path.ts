@@ -64,7 +64,12 @@ export async function volumeHelperArchive(): Promise<string> {
     const tarFlags = ['--sort=name', '--mtime=@0', '--owner=0', '--group=0', '--numeric-owner'];
     await run('tar', [...tarFlags, '-cf', join(work, 'layer.tar'), '-C', join(work, 'rootfs'), 'volume-helper']);
     const diffId = `sha256:${sha256(readFileSync(join(work, 'layer.tar')))}`;
-    const config = JSON.stringify({ architecture: 'amd64', os: 'linux', config: { Entrypoint: ['/volume-helper'] }, rootfs: { type: 'layers', diff_ids: [diffId] } });
+    const config = JSON.stringify({
+      architecture: 'amd64',
+      os: 'linux',
+      config: { Entrypoint: ['/volume-helper'] },
+      rootfs: { type: 'layers', diff_ids: [diffId] },
+    });
     const configName = `${sha256(config)}.json`;
     await writeFile(join(work, configName), config);
     await writeFile(join(work, 'manifest.json'), JSON.stringify([{ Config: configName, RepoTags: [VOLUME_HELPER_IMAGE], Layers: ['layer.tar'] }]));
@@ -101,7 +106,12 @@ reclaimPolicy: Delete
 `;
 
 /** Starts the provisioner (the node is Ready); returns its line for the cluster's description. */
-export async function startLocalPathProvisioner(ctx: NodeContext, nodeDir: string, adminKubeconfig: string, importImage: (archive: string) => Promise<void>): Promise<[string, string, string, string]> {
+export async function startLocalPathProvisioner(
+  ctx: NodeContext,
+  nodeDir: string,
+  adminKubeconfig: string,
+  importImage: (archive: string) => Promise<void>,
+): Promise<[string, string, string, string]> {
   await importImage(await volumeHelperArchive());
   const volumes = join(nodeDir, 'local-path');
   await mkdir(volumes, { recursive: true });
@@ -113,7 +123,10 @@ export async function startLocalPathProvisioner(ctx: NodeContext, nodeDir: strin
   const configFile = join(nodeDir, 'local-path.json');
   const helperPodFile = join(nodeDir, 'local-path-helper-pod.yaml');
   await writeFile(configFile, config);
-  await writeFile(helperPodFile, `apiVersion: v1\nkind: Pod\nmetadata: { name: helper-pod }\nspec:\n  containers:\n    - { name: helper-pod, image: "${VOLUME_HELPER_IMAGE}", imagePullPolicy: Never }\n`);
+  await writeFile(
+    helperPodFile,
+    `apiVersion: v1\nkind: Pod\nmetadata: { name: helper-pod }\nspec:\n  containers:\n    - { name: helper-pod, image: "${VOLUME_HELPER_IMAGE}", imagePullPolicy: Never }\n`,
+  );
   await ctx.kubectl(['apply', '-f', '-'], objects(config));
   const binary = tool('LOCAL_PATH_PROVISIONER');
   ctx.start('local-path-provisioner', binary, [

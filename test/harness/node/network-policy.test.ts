@@ -6,7 +6,7 @@ import { terminalConfigSchema } from '@boxyard/terminal/config.ts';
 import { renderRules } from './network-policy.ts';
 
 describe('the iptables NetworkPolicy enforcer', () => {
-  it('renders the session pods\' egress: DNS pods, public IPv4 minus the excepted ranges, and a drop', () => {
+  it("renders the session pods' egress: DNS pods, public IPv4 minus the excepted ranges, and a drop", () => {
     const config = terminalConfigSchema.parse({
       database: { url: 'postgres://u:p@db/x' },
       session: { secret: 'x'.repeat(64) },
@@ -16,7 +16,14 @@ describe('the iptables NetworkPolicy enforcer', () => {
     const session = { namespace: 'apps', labels: { ...policy.spec!.podSelector!.matchLabels }, ip: '10.245.0.9', ports: new Map() };
     const dns = { namespace: 'kube-system', labels: { 'k8s-app': 'kube-dns' }, ip: '10.245.0.2', ports: new Map() };
     const other = { namespace: 'apps', labels: { app: 'box-repository' }, ip: '10.245.0.3', ports: new Map() };
-    const { rules, sets } = renderRules([policy], [session, dns, other], new Map<string, Record<string, string>>([['apps', {}], ['kube-system', { 'kubernetes.io/metadata.name': 'kube-system' }]]));
+    const { rules, sets } = renderRules(
+      [policy],
+      [session, dns, other],
+      new Map<string, Record<string, string>>([
+        ['apps', {}],
+        ['kube-system', { 'kubernetes.io/metadata.name': 'kube-system' }],
+      ]),
+    );
     const egress = rules.split('\n').filter((l) => l.startsWith('-A BOXYARD-NP-OUT-'));
     expect(egress.filter((l) => l.includes('-d 10.245.0.2/32'))).toHaveLength(2); // UDP and TCP 53
     expect(egress.some((l) => l.includes('10.245.0.3'))).toBe(false); // no other pod

@@ -48,12 +48,19 @@ function podInfo(pod: Pod): PodInfo | undefined {
   const ip = pod.status?.podIP;
   if (!ip || ip.includes(':') || pod.spec?.hostNetwork || ['Succeeded', 'Failed'].includes(pod.status?.phase ?? '')) return undefined;
   const ports = new Map<string, { port: number; protocol: string }>();
-  for (const c of pod.spec?.containers ?? []) for (const p of c.ports ?? []) if (p.name) ports.set(p.name, { port: p.containerPort, protocol: p.protocol ?? 'TCP' });
+  for (const c of pod.spec?.containers ?? [])
+    for (const p of c.ports ?? []) if (p.name) ports.set(p.name, { port: p.containerPort, protocol: p.protocol ?? 'TCP' });
   return { namespace: pod.metadata?.namespace ?? 'default', labels: pod.metadata?.labels ?? {}, ip, ports };
 }
 
 /** iptables match fragments for the peers of one rule: source (ingress) or destination (egress) addresses. */
-function peerMatches(peers: NetworkPolicyPeer[] | undefined, policyNamespace: string, pods: PodInfo[], namespaces: Map<string, Labels>, flag: '-s' | '-d'): string[][] {
+function peerMatches(
+  peers: NetworkPolicyPeer[] | undefined,
+  policyNamespace: string,
+  pods: PodInfo[],
+  namespaces: Map<string, Labels>,
+  flag: '-s' | '-d',
+): string[][] {
   if (!peers || peers.length === 0) return [[]]; // every peer
   const out: string[][] = [];
   for (const peer of peers) {
@@ -115,7 +122,8 @@ export function renderRules(policies: NetworkPolicy[], pods: PodInfo[], namespac
           const peerSets = peerMatches(peers, pod.namespace, pods, namespaces, direction === 'Ingress' ? '-s' : '-d');
           // A named port of an egress rule belongs to the destination pod: resolve it per destination.
           const portSets = direction === 'Ingress' ? portMatches(rule.ports, pod) : portMatches(rule.ports, undefined);
-          for (const peerMatch of peerSets) for (const portMatch of portSets) lines.push(`-A ${chain} ${[...peerMatch, ...portMatch].join(' ')} -j RETURN`.replace(/ {2,}/g, ' '));
+          for (const peerMatch of peerSets)
+            for (const portMatch of portSets) lines.push(`-A ${chain} ${[...peerMatch, ...portMatch].join(' ')} -j RETURN`.replace(/ {2,}/g, ' '));
         }
       }
       lines.push(`-A ${chain} -j DROP`);

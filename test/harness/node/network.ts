@@ -54,7 +54,11 @@ export async function releaseNode(): Promise<void> {
   await rm(claimFile, { force: true });
 }
 
-const quiet = (file: string, args: string[]) => run(file, args).then(() => true, () => false);
+const quiet = (file: string, args: string[]) =>
+  run(file, args).then(
+    () => true,
+    () => false,
+  );
 
 /** The bridge with the node address, before anything binds to that address (the apiserver does). */
 export async function createBridge(): Promise<void> {
@@ -63,7 +67,9 @@ export async function createBridge(): Promise<void> {
   if (!stdout.includes(`${NODE.address}/`)) await run('ip', ['addr', 'add', `${NODE.address}/16`, 'dev', NODE.bridge]);
   await run('ip', ['link', 'set', NODE.bridge, 'up']);
   // Pod → Service → pod on the same bridge must pass iptables (kube-proxy's DNAT, kube-router's policies).
-  await writeFile('/proc/sys/net/bridge/bridge-nf-call-iptables', '1').catch(ignoreError('the bridge module may not be loaded; plain routing works without it'));
+  await writeFile('/proc/sys/net/bridge/bridge-nf-call-iptables', '1').catch(
+    ignoreError('the bridge module may not be loaded; plain routing works without it'),
+  );
   await writeFile('/proc/sys/net/ipv4/ip_forward', '1');
 }
 

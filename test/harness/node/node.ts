@@ -218,12 +218,18 @@ export async function startNode(ctx: NodeContext): Promise<RunningNode> {
 
   const started = Date.now();
   ctx.start('containerd', 'containerd', ['--config', join(nodeDir, 'containerd.toml'), '--log-level', 'warn']);
-  await ctx.waitFor('containerd', () => run('ctr', ['--address', SOCKET, 'version']).then(() => true, () => false), 30_000);
+  await ctx.waitFor(
+    'containerd',
+    () =>
+      run('ctr', ['--address', SOCKET, 'version']).then(
+        () => true,
+        () => false,
+      ),
+    30_000,
+  );
   await importImage(await pauseImageArchive());
 
-  const [kubeletHealthz, proxyHealthz, proxyMetrics, dnsHealth, traefikPing] = await Promise.all(
-    Array.from({ length: 5 }, () => freePort()),
-  );
+  const [kubeletHealthz, proxyHealthz, proxyMetrics, dnsHealth, traefikPing] = await Promise.all(Array.from({ length: 5 }, () => freePort()));
   // The standard ports: services build absolute URLs from their public URL (https://host), which has no port.
   const [ingressHttp, ingressHttps] = [80, 443];
   await writeFile(join(nodeDir, 'kubelet.yaml'), kubeletConfig(pki, { healthz: kubeletHealthz! }));
@@ -248,36 +254,63 @@ export async function startNode(ctx: NodeContext): Promise<RunningNode> {
   const enforcer = startNetworkPolicyEnforcer(adminKubeconfig, ctx.log);
   ctx.onStop(() => enforcer.stop());
 
-  await ctx.waitFor(`node ${NODE.name} Ready`, async () => {
-    const out = await ctx.kubectl(['get', 'node', NODE.name, '-o', 'jsonpath={.status.conditions[?(@.type=="Ready")].status}']).catch(() => '');
-    return out.trim() === 'True';
-  }, 120_000);
+  await ctx.waitFor(
+    `node ${NODE.name} Ready`,
+    async () => {
+      const out = await ctx.kubectl(['get', 'node', NODE.name, '-o', 'jsonpath={.status.conditions[?(@.type=="Ready")].status}']).catch(() => '');
+      return out.trim() === 'True';
+    },
+    120_000,
+  );
 
   const localPath = await startLocalPathProvisioner(ctx, nodeDir, adminKubeconfig, (archive) => importImage(archive));
 
   await ctx.kubectl(['apply', '-f', '-'], TRAEFIK_RBAC);
   const token = (await ctx.kubectl(['-n', 'kube-system', 'create', 'token', 'traefik', '--duration=8760h'])).trim();
   const traefikKubeconfig = join(nodeDir, 'traefik.kubeconfig');
-  await writeFile(traefikKubeconfig, JSON.stringify({
-    apiVersion: 'v1', kind: 'Config', 'current-context': 'traefik',
-    clusters: [{ name: 'local', cluster: { server: ctx.server, 'certificate-authority': join(pki, 'ca.crt') } }],
-    users: [{ name: 'traefik', user: { token } }],
-    contexts: [{ name: 'traefik', context: { cluster: 'local', user: 'traefik' } }],
-  }), { mode: 0o600 });
-  ctx.start('traefik', tool('TRAEFIK'), [
-    `--entryPoints.web.address=127.0.0.1:${ingressHttp}`,
-    `--entryPoints.websecure.address=127.0.0.1:${ingressHttps}`,
-    // TLS on 443 for every Ingress, with the certificates of the Secrets their spec.tls names (chosen by SNI).
-    '--entryPoints.websecure.http.tls=true',
-    `--entryPoints.ping.address=127.0.0.1:${traefikPing}`,
-    '--ping=true', '--ping.entryPoint=ping',
-    '--providers.kubernetesIngress=true',
-    '--log.level=WARN', '--global.checkNewVersion=false', '--global.sendAnonymousUsage=false',
-  ], { KUBECONFIG: traefikKubeconfig });
-  await ctx.waitFor('traefik /ping', () => fetch(`http://127.0.0.1:${traefikPing}/ping`).then((r) => r.ok, () => false), 30_000);
+  await writeFile(
+    traefikKubeconfig,
+    JSON.stringify({
+      apiVersion: 'v1',
+      kind: 'Config',
+      'current-context': 'traefik',
+      clusters: [{ name: 'local', cluster: { server: ctx.server, 'certificate-authority': join(pki, 'ca.crt') } }],
+      users: [{ name: 'traefik', user: { token } }],
+      contexts: [{ name: 'traefik', context: { cluster: 'local', user: 'traefik' } }],
+    }),
+    { mode: 0o600 },
+  );
+  ctx.start(
+    'traefik',
+    tool('TRAEFIK'),
+    [
+      `--entryPoints.web.address=127.0.0.1:${ingressHttp}`,
+      `--entryPoints.websecure.address=127.0.0.1:${ingressHttps}`,
+      // TLS on 443 for every Ingress, with the certificates of the Secrets their spec.tls names (chosen by SNI).
+      '--entryPoints.websecure.http.tls=true',
+      `--entryPoints.ping.address=127.0.0.1:${traefikPing}`,
+      '--ping=true',
+      '--ping.entryPoint=ping',
+      '--providers.kubernetesIngress=true',
+      '--log.level=WARN',
+      '--global.checkNewVersion=false',
+      '--global.sendAnonymousUsage=false',
+    ],
+    { KUBECONFIG: traefikKubeconfig },
+  );
+  await ctx.waitFor(
+    'traefik /ping',
+    () =>
+      fetch(`http://127.0.0.1:${traefikPing}/ping`).then(
+        (r) => r.ok,
+        () => false,
+      ),
+    30_000,
+  );
   ctx.log(`node ${NODE.name} Ready with DNS, NetworkPolicy and ingress in ${Date.now() - started} ms`);
 
-  const versionOf = async (binary: string, args: string[], pattern: RegExp) => pattern.exec((await run(binary, args).catch(() => ({ stdout: '' }))).stdout)?.[1] ?? '?';
+  const versionOf = async (binary: string, args: string[], pattern: RegExp) =>
+    pattern.exec((await run(binary, args).catch(() => ({ stdout: '' }))).stdout)?.[1] ?? '?';
   const [containerdVersion, runcVersion, kubeVersion, corednsVersion, traefikVersion] = await Promise.all([
     versionOf('containerd', ['--version'], /containerd \S+ (\S+)/),
     versionOf('runc', ['--version'], /runc version (\S+)/),

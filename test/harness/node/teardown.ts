@@ -75,10 +75,20 @@ const OUR_CHAINS = /KUBE-|CNI-|BOXYARD-N/;
 
 /** Drops every chain and rule of kube-proxy, the kubelet, the policy enforcer and the CNI plugins, in one restore per family. */
 async function removeIptablesRules(): Promise<void> {
-  for (const [save, restore] of [['iptables-save', 'iptables-restore'], ['ip6tables-save', 'ip6tables-restore']] as const) {
+  for (const [save, restore] of [
+    ['iptables-save', 'iptables-restore'],
+    ['ip6tables-save', 'ip6tables-restore'],
+  ] as const) {
     const rules = await quiet(save, []);
     if (!OUR_CHAINS.test(rules)) continue;
-    await quiet(restore, [], rules.split('\n').filter((line) => !OUR_CHAINS.test(line)).join('\n') + '\n');
+    await quiet(
+      restore,
+      [],
+      rules
+        .split('\n')
+        .filter((line) => !OUR_CHAINS.test(line))
+        .join('\n') + '\n',
+    );
   }
   const sets = (await quiet('ipset', ['list', '-n'])).split('\n').filter((name) => name.startsWith('boxyard-np-'));
   for (const set of sets) await quiet('ipset', ['destroy', set]);
@@ -94,7 +104,14 @@ async function deletePodNetworkNamespaces(): Promise<void> {
 export const STATE_DIRS_FILE = `${NODE.runDir}/state-dirs`;
 
 /** The kubelet writes here whatever its --root-dir; nothing else on a test machine does. */
-const KUBELET_HOST_PATHS = ['/var/lib/kubelet/device-plugins', '/var/lib/kubelet/plugins_registry', '/var/lib/kubelet/plugins', '/var/lib/kubelet/pod-resources', '/var/log/pods', '/var/log/containers'];
+const KUBELET_HOST_PATHS = [
+  '/var/lib/kubelet/device-plugins',
+  '/var/lib/kubelet/plugins_registry',
+  '/var/lib/kubelet/plugins',
+  '/var/lib/kubelet/pod-resources',
+  '/var/log/pods',
+  '/var/log/containers',
+];
 
 /** `stateDirs`: what the node keeps only while it runs (the kubelet's root dir); containerd's images stay. */
 export async function teardownNode(given: string[]): Promise<void> {

@@ -16,7 +16,10 @@ describe('allowed images (no client needed)', () => {
     const { sessionPod } = shells().spec as TerminalPoolSpec;
     const pool = shells({ image: 'evil.example/x:1', sessionPod: { ...sessionPod, image: 'ubuntu' } });
     expect(() => requireAllowedImages(policy, terminalPool, pool)).toThrow(
-      expect.objectContaining({ reason: 'ImageNotAllowed', message: expect.stringMatching(/^spec\.image "evil\.example\/x:1" and spec\.sessionPod\.image "ubuntu" are not on the operator's image allow-list/) }),
+      expect.objectContaining({
+        reason: 'ImageNotAllowed',
+        message: expect.stringMatching(/^spec\.image "evil\.example\/x:1" and spec\.sessionPod\.image "ubuntu" are not on the operator's image allow-list/),
+      }),
     );
   });
 });

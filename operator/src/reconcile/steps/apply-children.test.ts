@@ -56,10 +56,20 @@ describe('apply children (fake client)', () => {
   it('refuses a child of the same name another resource controls, and applies nothing', async () => {
     const { world, resource, desired } = setUp();
     const other = { apiVersion: 'boxyard.io/v1alpha1', kind: 'FileShare', name: 'other', uid: 'uid-other', controller: true };
-    world.client.seed({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'boxes-box-repository-config', namespace: 'team', labels: { 'app.kubernetes.io/managed-by': 'boxyard-operator' }, ownerReferences: [other] } });
+    world.client.seed({
+      apiVersion: 'v1',
+      kind: 'ConfigMap',
+      metadata: {
+        name: 'boxes-box-repository-config',
+        namespace: 'team',
+        labels: { 'app.kubernetes.io/managed-by': 'boxyard-operator' },
+        ownerReferences: [other],
+      },
+    });
     await expect(applyChildren(world, resource, desired)).rejects.toMatchObject({
       reason: 'ChildConflict',
-      message: 'ConfigMap "boxes-box-repository-config" belongs to FileShare "other" (uid uid-other); it is deleted with its owner, then this resource takes the name',
+      message:
+        'ConfigMap "boxes-box-repository-config" belongs to FileShare "other" (uid uid-other); it is deleted with its owner, then this resource takes the name',
     });
     expect(world.client.writes()).toEqual([]);
   });
@@ -67,9 +77,20 @@ describe('apply children (fake client)', () => {
   it('takes over the children of a deleted predecessor of the same name', async () => {
     const { world, resource, desired } = setUp();
     const old = { apiVersion: 'boxyard.io/v1alpha1', kind: 'BoxRepository', name: 'boxes', uid: 'uid-old', controller: true };
-    world.client.seed({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'boxes-box-repository-config', namespace: 'team', labels: { 'app.kubernetes.io/managed-by': 'boxyard-operator' }, ownerReferences: [old] } });
+    world.client.seed({
+      apiVersion: 'v1',
+      kind: 'ConfigMap',
+      metadata: {
+        name: 'boxes-box-repository-config',
+        namespace: 'team',
+        labels: { 'app.kubernetes.io/managed-by': 'boxyard-operator' },
+        ownerReferences: [old],
+      },
+    });
     await applyChildren(world, resource, desired);
-    expect(world.client.peek(resources.configMap, 'team', 'boxes-box-repository-config')!.metadata.ownerReferences?.map((r) => r.uid)).toEqual([resource.metadata.uid]);
+    expect(world.client.peek(resources.configMap, 'team', 'boxes-box-repository-config')!.metadata.ownerReferences?.map((r) => r.uid)).toEqual([
+      resource.metadata.uid,
+    ]);
   });
 
   it('turns an apiserver refusal into InvalidSpec (400/422) or Forbidden (403) with its message', async () => {

@@ -63,10 +63,16 @@ async function applyOne(client: ReconcileClient, type: ResourceType, wanted: Kub
     return await client.apply(wanted);
   } catch (error) {
     if (error instanceof KubeApiError && (error.status === 400 || error.status === 422)) {
-      throw new CheckFailure('InvalidSpec', `the apiserver refused ${type.kind} "${wanted.metadata.name}": ${error.body?.message ?? error.message}. Fix the spec`);
+      throw new CheckFailure(
+        'InvalidSpec',
+        `the apiserver refused ${type.kind} "${wanted.metadata.name}": ${error.body?.message ?? error.message}. Fix the spec`,
+      );
     }
     if (error instanceof KubeApiError && error.status === 403) {
-      throw new CheckFailure('Forbidden', `the operator may not write ${type.kind} "${wanted.metadata.name}": ${error.body?.message ?? error.message}. Check the operator's RBAC (charts/boxyard)`);
+      throw new CheckFailure(
+        'Forbidden',
+        `the operator may not write ${type.kind} "${wanted.metadata.name}": ${error.body?.message ?? error.message}. Check the operator's RBAC (charts/boxyard)`,
+      );
     }
     throw error;
   }

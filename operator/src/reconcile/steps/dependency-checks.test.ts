@@ -25,10 +25,15 @@ describe('dependency checks (fake client)', () => {
   });
 
   it('asks for a referenced session Secret, never for the ones the operator generates', async () => {
-    const { world, resource, sources } = setUp(boxes({ auth: { sessionTTLSeconds: 3600, adminUsername: 'admin', sessionSecretRef: { name: 'jwt', key: 'key' } } }));
+    const { world, resource, sources } = setUp(
+      boxes({ auth: { sessionTTLSeconds: 3600, adminUsername: 'admin', sessionSecretRef: { name: 'jwt', key: 'key' } } }),
+    );
     world.client.seed(secret('db', { url: DATABASE_URL }));
     world.client.seed(s3());
-    await expect(requireReferencedSecrets(world, resource, sources)).rejects.toMatchObject({ reason: 'SecretNotFound', message: expect.stringContaining('"jwt" (spec.auth.sessionSecretRef)') });
+    await expect(requireReferencedSecrets(world, resource, sources)).rejects.toMatchObject({
+      reason: 'SecretNotFound',
+      message: expect.stringContaining('"jwt" (spec.auth.sessionSecretRef)'),
+    });
     world.client.seed(secret('jwt', { key: 'k' }));
     await expect(requireReferencedSecrets(world, resource, sources)).resolves.toBeUndefined();
   });
@@ -39,7 +44,8 @@ describe('dependency checks (fake client)', () => {
     world.client.seed(s3());
     await expect(checkDataStores(world, 'team/boxes', resource, sources, new Map())).rejects.toMatchObject({
       reason: 'SecretKeyMissing',
-      message: 'Secret "db" (spec.database.secretRef) has no key "url" (it has: uri, password): add the key, or name another one in spec.database.secretRef.key',
+      message:
+        'Secret "db" (spec.database.secretRef) has no key "url" (it has: uri, password): add the key, or name another one in spec.database.secretRef.key',
     });
     expect(world.dataStores.calls).toEqual([]);
   });
@@ -52,7 +58,9 @@ describe('dependency checks (fake client)', () => {
     expect(world.dataStores.calls).toEqual(['checkDatabase box_repository', 'checkBucket boxes']);
     const status = world.client.peek<ServiceResource>(resources.boxRepository, 'team', 'boxes')?.status;
     expect(status?.database?.createdSchemas).toEqual([{ database: 'postgres.team:5432/boxyard', schema: 'box_repository' }]);
-    expect(status?.storage?.createdBuckets).toEqual([{ endpoint: 'minio.storage:9000', bucket: 'boxes', accessKeyDigest: expect.stringMatching(/^[0-9a-f]{16}$/) }]);
+    expect(status?.storage?.createdBuckets).toEqual([
+      { endpoint: 'minio.storage:9000', bucket: 'boxes', accessKeyDigest: expect.stringMatching(/^[0-9a-f]{16}$/) },
+    ]);
     expect(world.events.recorded.map((e) => `${e.reason}: ${e.message}`)).toEqual([
       'SchemaCreated: Created the schema "box_repository" in postgres.team:5432/boxyard',
       'BucketCreated: Created bucket "boxes" at http://minio.storage.svc:9000',

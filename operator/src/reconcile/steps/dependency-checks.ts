@@ -25,7 +25,8 @@ export type PassedChecks = Map<string, string>;
 export async function requireReferencedSecrets(reader: SecretReader, resource: ServiceResource, sources: SecretSources): Promise<void> {
   const ns = resource.metadata.namespace!;
   const refs: [string, string, string][] = [[sources.database.name, 'spec.database.secretRef', sources.database.key]];
-  if (sources.storage) refs.push([sources.storage.name, 'spec.storage.credentialsSecretRef', `${sources.storage.accessKey}" and "${sources.storage.secretKey}`]);
+  if (sources.storage)
+    refs.push([sources.storage.name, 'spec.storage.credentialsSecretRef', `${sources.storage.accessKey}" and "${sources.storage.secretKey}`]);
   if (!sources.session.generated) refs.push([sources.session.name, 'spec.auth.sessionSecretRef', sources.session.key]);
   if (!sources.admin.generated) refs.push([sources.admin.name, 'spec.auth.adminPasswordSecretRef', sources.admin.key]);
   for (const [name, field, keys] of refs) {
@@ -36,11 +37,19 @@ export async function requireReferencedSecrets(reader: SecretReader, resource: S
 }
 
 /** Database and bucket checks, skipped while nothing they depend on has changed since they last passed. */
-export async function checkDataStores(input: DependencyCheckInput, key: string, resource: ServiceResource, sources: SecretSources, passed: PassedChecks): Promise<void> {
+export async function checkDataStores(
+  input: DependencyCheckInput,
+  key: string,
+  resource: ServiceResource,
+  sources: SecretSources,
+  passed: PassedChecks,
+): Promise<void> {
   const { client, events } = input;
   const stores = input.dataStores ?? externalDataStores;
   const ns = resource.metadata.namespace!;
-  const versions = await Promise.all([sources.database.name, sources.storage?.name].map(async (n) => (n ? (await secretMeta(input, ns, n))?.metadata.resourceVersion : undefined)));
+  const versions = await Promise.all(
+    [sources.database.name, sources.storage?.name].map(async (n) => (n ? (await secretMeta(input, ns, n))?.metadata.resourceVersion : undefined)),
+  );
   const fingerprint = hashOf([resource.metadata.uid, resource.spec.database, hasStorage(resource.spec) ? resource.spec.storage : null, versions]);
   if (passed.get(key) === fingerprint) return;
   const url = await secretValue(client, ns, sources.database.name, sources.database.key, 'spec.database.secretRef');
@@ -56,7 +65,11 @@ export async function checkDataStores(input: DependencyCheckInput, key: string, 
     const { created } = await stores.checkBucket(storage.target, resource.spec.storage.createBucket, storage.where);
     if (created) {
       const endpoint = endpointIdentity(storage.target.endpoint, ns);
-      await recordCreated(input, resource, recordBucket(resource.status, { endpoint, bucket: storage.target.bucket, accessKeyDigest: accessKeyDigest(storage.target.accessKey) }));
+      await recordCreated(
+        input,
+        resource,
+        recordBucket(resource.status, { endpoint, bucket: storage.target.bucket, accessKeyDigest: accessKeyDigest(storage.target.accessKey) }),
+      );
       await events.record(resource, 'Normal', 'BucketCreated', `Created bucket "${storage.target.bucket}" at ${storage.target.endpoint}`);
     }
   }

@@ -88,7 +88,9 @@ export class FakeKubeClient implements ReconcileClient {
       get: (namespace, name) => visible(this.objects.get(keyOf(type, namespace, name))),
       byIndex: (index, value) => {
         if (index !== OWNER_INDEX) throw new Error(`the fake cache has no index "${index}"`);
-        return this.all(type).filter((o) => controllerUid(o)[0] === value).flatMap((o) => visible(o) ?? []);
+        return this.all(type)
+          .filter((o) => controllerUid(o)[0] === value)
+          .flatMap((o) => visible(o) ?? []);
       },
     };
   }
@@ -108,7 +110,12 @@ export class FakeKubeClient implements ReconcileClient {
     return `${verb} ${objectPath(type, namespace, name, subresource)}`;
   }
 
-  async get<T extends KubeObject>(type: ResourceType, namespace: string | undefined, name: string, options: { metadataOnly?: boolean } = {}): Promise<T | undefined> {
+  async get<T extends KubeObject>(
+    type: ResourceType,
+    namespace: string | undefined,
+    name: string,
+    options: { metadataOnly?: boolean } = {},
+  ): Promise<T | undefined> {
     this.call('get', type, namespace, name);
     const found = this.objects.get(keyOf(type, namespace, name));
     if (!found) return undefined;
@@ -149,9 +156,11 @@ export class FakeKubeClient implements ReconcileClient {
       throw apiError(409, 'Conflict', 'the object has been modified; please apply your changes to the latest version and try again', what);
     }
     // The status subresource takes only the status; the main resource ignores it (as for the CRDs).
-    const next = (subresource === 'status'
-      ? { ...live, status: mergePatchOf(live.status, statusPatch) }
-      : { ...(mergePatchOf(live, rest) as KubeObject), metadata: mergePatchOf(live.metadata, metaRest) }) as KubeObject;
+    const next = (
+      subresource === 'status'
+        ? { ...live, status: mergePatchOf(live.status, statusPatch) }
+        : { ...(mergePatchOf(live, rest) as KubeObject), metadata: mergePatchOf(live.metadata, metaRest) }
+    ) as KubeObject;
     next.metadata.resourceVersion = String(++this.version);
     if (next.metadata.deletionTimestamp && !next.metadata.finalizers?.length) this.objects.delete(key);
     else this.objects.set(key, next);
@@ -163,7 +172,8 @@ export class FakeKubeClient implements ReconcileClient {
     const key = keyOf(type, namespace, name);
     const live = this.objects.get(key);
     if (!live) return false;
-    if (options.uid && options.uid !== live.metadata.uid) throw apiError(409, 'Conflict', `Precondition failed: UID in precondition: ${options.uid}, UID in object meta: ${live.metadata.uid}`, what);
+    if (options.uid && options.uid !== live.metadata.uid)
+      throw apiError(409, 'Conflict', `Precondition failed: UID in precondition: ${options.uid}, UID in object meta: ${live.metadata.uid}`, what);
     if (live.metadata.finalizers?.length) {
       live.metadata.deletionTimestamp ??= '2026-01-01T00:00:00Z';
       live.metadata.resourceVersion = String(++this.version);

@@ -39,7 +39,15 @@ export function boxes(over: Partial<BoxRepositorySpec> = {}, meta: Partial<Servi
     uploads: { maxBytes: 10 * 1024 ** 3, stallTimeoutSeconds: 60 },
     downloadLinks: { ttlSeconds: 300 },
     signUp: 'invited',
-    rateLimiting: { enabled: true, maxRequests: 1000, windowSeconds: 900, fileOperationsMaxRequests: 100, downloadMaxRequests: 1000, downloadLinkMaxRequests: 300, architectureOperationsMaxRequests: 300 },
+    rateLimiting: {
+      enabled: true,
+      maxRequests: 1000,
+      windowSeconds: 900,
+      fileOperationsMaxRequests: 100,
+      downloadMaxRequests: 1000,
+      downloadLinkMaxRequests: 300,
+      architectureOperationsMaxRequests: 300,
+    },
     ...over,
   };
   return { apiVersion: 'boxyard.io/v1alpha1', kind: 'BoxRepository', metadata: { name: 'boxes', namespace: 'team', generation: 1, ...meta }, spec };
@@ -74,8 +82,14 @@ export const DATABASE_URL = 'postgres://boxyard:pw@postgres.team.svc:5432/boxyar
 
 /** The child types the operator caches (operator.ts), each behind a managed-by label selector. */
 const CACHED_CHILDREN = [
-  resources.deployment, resources.service, resources.configMap, resources.serviceAccount,
-  resources.roleBinding, resources.ingress, resources.networkPolicy, resources.podDisruptionBudget,
+  resources.deployment,
+  resources.service,
+  resources.configMap,
+  resources.serviceAccount,
+  resources.roleBinding,
+  resources.ingress,
+  resources.networkPolicy,
+  resources.podDisruptionBudget,
 ];
 
 /** Stand-ins for PostgreSQL and S3 that record what was asked; `created` says what the next check reports created. */

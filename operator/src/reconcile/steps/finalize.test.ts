@@ -38,7 +38,10 @@ describe('finalize (fake client)', () => {
     const kept = world.client.peek<SecretObject>(resources.secret, 'team', `${NAME}-admin`)!;
     expect(kept.data).toEqual(before.data);
     expect(kept.metadata.ownerReferences).toEqual([]); // not collected with the resource
-    expect(world.events.recorded.at(-1)).toMatchObject({ reason: 'DataRetained', message: 'Kept the database schema, the stored objects and the generated Secrets (deletionPolicy Retain)' });
+    expect(world.events.recorded.at(-1)).toMatchObject({
+      reason: 'DataRetained',
+      message: 'Kept the database schema, the stored objects and the generated Secrets (deletionPolicy Retain)',
+    });
     expect(gone()).toBe(true);
   });
 
@@ -73,7 +76,9 @@ describe('finalize (fake client)', () => {
     world.peerList.push({ ...boxes(), metadata: { name: 'other', namespace: 'team', uid: 'uid-other' } });
     await expect(finalize(world, resource)).rejects.toMatchObject({
       reason: 'DeletionRefused',
-      message: expect.stringMatching(/^deletionPolicy Delete refused: BoxRepository team\/other uses the same schema "box_repository" in the same database\. Nothing was deleted/),
+      message: expect.stringMatching(
+        /^deletionPolicy Delete refused: BoxRepository team\/other uses the same schema "box_repository" in the same database\. Nothing was deleted/,
+      ),
     });
     expect(world.client.writes()).toHaveLength(writesBefore);
     expect(world.dataStores.calls).toEqual([]);
@@ -85,7 +90,8 @@ describe('finalize (fake client)', () => {
     await world.client.delete(resources.secret, 'team', 'db');
     await expect(finalize(world, resource)).rejects.toMatchObject({
       reason: 'SecretNotFound',
-      message: 'Secret "db" (spec.database.secretRef) does not exist in namespace "team": create it with the key "url"; or set spec.deletionPolicy: Retain to finish the deletion and keep the data',
+      message:
+        'Secret "db" (spec.database.secretRef) does not exist in namespace "team": create it with the key "url"; or set spec.deletionPolicy: Retain to finish the deletion and keep the data',
     });
   });
 });

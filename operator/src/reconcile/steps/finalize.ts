@@ -76,21 +76,27 @@ async function deleteData(input: FinalizeInput, resource: ServiceResource, sourc
 /** Fails with DeletionRefused when the schema or the stored objects are not this resource's alone. */
 async function refuseSharedData(input: FinalizeInput, resource: ServiceResource, url: string, bucketCreated: boolean): Promise<void> {
   const peers = await Promise.all(
-    input.peers()
+    input
+      .peers()
       .filter((peer) => peer.metadata.uid !== resource.metadata.uid)
       .map(async (peer) => {
         // Only a peer with a schema of the same name needs its database URL read.
         const sameSchema = peer.spec.database.schema === resource.spec.database.schema;
         const ref = peer.spec.database.secretRef;
         const peerUrl = sameSchema
-          ? await secretValue(input.client, peer.metadata.namespace!, ref.name, ref.key ?? 'url', 'spec.database.secretRef').catch(ignoreError('a peer whose secret cannot be read is compared by its schema alone'))
+          ? await secretValue(input.client, peer.metadata.namespace!, ref.name, ref.key ?? 'url', 'spec.database.secretRef').catch(
+              ignoreError('a peer whose secret cannot be read is compared by its schema alone'),
+            )
           : undefined;
         return { resource: peer, location: locationOf(peer, peerUrl) };
       }),
   );
   const refusal = deletionRefusal({ resource, location: locationOf(resource, url), bucketCreated }, peers);
   if (refusal) {
-    throw new CheckFailure('DeletionRefused', `deletionPolicy Delete refused: ${refusal}. Nothing was deleted; set spec.deletionPolicy: Retain to finish the deletion and keep the data`);
+    throw new CheckFailure(
+      'DeletionRefused',
+      `deletionPolicy Delete refused: ${refusal}. Nothing was deleted; set spec.deletionPolicy: Retain to finish the deletion and keep the data`,
+    );
   }
 }
 
@@ -105,5 +111,10 @@ async function retainData(input: FinalizeInput, resource: ServiceResource, sourc
       metadata: { ownerReferences: refs.filter((ref) => ref.uid !== resource.metadata.uid), resourceVersion: live.metadata.resourceVersion },
     });
   }
-  await input.events.record(resource, 'Normal', 'DataRetained', 'Kept the database schema, the stored objects and the generated Secrets (deletionPolicy Retain)');
+  await input.events.record(
+    resource,
+    'Normal',
+    'DataRetained',
+    'Kept the database schema, the stored objects and the generated Secrets (deletionPolicy Retain)',
+  );
 }

@@ -40,7 +40,12 @@ describe('generated secrets (fake client)', () => {
   });
 
   it('generates nothing for Secrets the spec references', async () => {
-    const auth = { sessionTTLSeconds: 3600, adminUsername: 'admin', sessionSecretRef: { name: 'jwt', key: 'k' }, adminPasswordSecretRef: { name: 'pw', key: 'p' } };
+    const auth = {
+      sessionTTLSeconds: 3600,
+      adminUsername: 'admin',
+      sessionSecretRef: { name: 'jwt', key: 'k' },
+      adminPasswordSecretRef: { name: 'pw', key: 'p' },
+    };
     const { world, resource, sources } = setUp(boxes({ auth }));
     await ensureGeneratedSecrets(world, resource, sources);
     expect(world.client.writes()).toEqual([]);
@@ -49,7 +54,10 @@ describe('generated secrets (fake client)', () => {
 
   it('adopts a Secret kept by deletionPolicy Retain, values unchanged', async () => {
     const { world, resource, sources } = setUp();
-    const kept = world.client.seed({ ...secret(SESSION, { secret: 'kept-key' }), metadata: { name: SESSION, namespace: 'team', labels: { 'app.kubernetes.io/managed-by': 'boxyard-operator' } } });
+    const kept = world.client.seed({
+      ...secret(SESSION, { secret: 'kept-key' }),
+      metadata: { name: SESSION, namespace: 'team', labels: { 'app.kubernetes.io/managed-by': 'boxyard-operator' } },
+    });
     await ensureGeneratedSecrets(world, resource, sources);
     const adopted = world.client.peek<Secret>(resources.secret, 'team', SESSION)!;
     expect(adopted.data).toEqual(kept.data);

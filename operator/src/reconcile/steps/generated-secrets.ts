@@ -50,7 +50,13 @@ export async function ensureGeneratedSecrets(input: GeneratedSecretsInput, resou
     live = await claimSecret(input, resource, name, live);
     versions[name] = live.metadata.resourceVersion;
   }
-  if (generated.length) await input.events.record(resource, 'Normal', 'Generated', `Generated the Secret${generated.length > 1 ? 's' : ''} ${generated.join(', ')} (never overwritten)`);
+  if (generated.length)
+    await input.events.record(
+      resource,
+      'Normal',
+      'Generated',
+      `Generated the Secret${generated.length > 1 ? 's' : ''} ${generated.join(', ')} (never overwritten)`,
+    );
   return versions;
 }
 

@@ -39,11 +39,15 @@ describe('prune children (fake client)', () => {
     expect(world.client.writes()).toHaveLength(writes);
   });
 
-  it('leaves alone what it does not control: another resource\'s child, an object without an owner', async () => {
+  it("leaves alone what it does not control: another resource's child, an object without an owner", async () => {
     const { world, after } = await setUp();
     const labels = { 'app.kubernetes.io/managed-by': 'boxyard-operator' };
     const other = { apiVersion: 'boxyard.io/v1alpha1', kind: 'FileShare', name: 'files', uid: 'uid-files', controller: true };
-    world.client.seed({ apiVersion: 'networking.k8s.io/v1', kind: 'Ingress', metadata: { name: 'files-file-share', namespace: 'team', labels, ownerReferences: [other] } });
+    world.client.seed({
+      apiVersion: 'networking.k8s.io/v1',
+      kind: 'Ingress',
+      metadata: { name: 'files-file-share', namespace: 'team', labels, ownerReferences: [other] },
+    });
     world.client.seed({ apiVersion: 'policy/v1', kind: 'PodDisruptionBudget', metadata: { name: NAME, namespace: 'team', labels } });
     await pruneChildren(world, after, desiredFor(world, after));
     expect(ingressOf(world, 'files-file-share')).toBeDefined();
@@ -59,7 +63,11 @@ describe('prune children (fake client)', () => {
     await pruneChildren(world, before, desiredFor(world, before, true));
     expect(world.client.peek(resources.serviceMonitor, 'team', NAME)).toBeUndefined();
 
-    const foreign: KubeObject = { apiVersion: 'monitoring.coreos.com/v1', kind: 'ServiceMonitor', metadata: { name: NAME, namespace: 'team', ownerReferences: [{ apiVersion: 'v1', kind: 'X', name: 'x', uid: 'uid-x', controller: true }] } };
+    const foreign: KubeObject = {
+      apiVersion: 'monitoring.coreos.com/v1',
+      kind: 'ServiceMonitor',
+      metadata: { name: NAME, namespace: 'team', ownerReferences: [{ apiVersion: 'v1', kind: 'X', name: 'x', uid: 'uid-x', controller: true }] },
+    };
     world.client.seed(foreign);
     await pruneChildren(world, before, desiredFor(world, before, true));
     expect(world.client.peek(resources.serviceMonitor, 'team', NAME)).toBeDefined();

@@ -21,11 +21,17 @@ export async function secretMeta(reader: SecretReader, namespace: string, name: 
 /** A value of a referenced Secret; fails with an actionable reason when the Secret or its key is missing. */
 export async function secretValue(client: ReconcileClient, namespace: string, name: string, key: string, field: string): Promise<string> {
   const secret = await client.get<SecretObject>(resources.secret, namespace, name);
-  if (!secret) throw new CheckFailure('SecretNotFound', `Secret "${name}" (${field}) does not exist in namespace "${namespace}": create it with the key "${key}"`);
+  if (!secret)
+    throw new CheckFailure('SecretNotFound', `Secret "${name}" (${field}) does not exist in namespace "${namespace}": create it with the key "${key}"`);
   const value = secret.data?.[key];
   if (value === undefined) {
     const present = Object.keys(secret.data ?? {});
-    throw new CheckFailure('SecretKeyMissing', `Secret "${name}" (${field}) has no key "${key}"${present.length ? ` (it has: ${present.join(', ')})` : ' (it is empty)'}: add the key, or name another one in ${field}.key`);
+    throw new CheckFailure(
+      'SecretKeyMissing',
+      `Secret "${name}" (${field}) has no key "${key}"${present.length ? ` (it has: ${present.join(', ')})` : ' (it is empty)'}: add the key, or name another one in ${field}.key`,
+    );
   }
-  return Buffer.from(value, 'base64').toString('utf8').replace(/\r?\n$/, '');
+  return Buffer.from(value, 'base64')
+    .toString('utf8')
+    .replace(/\r?\n$/, '');
 }

@@ -11,7 +11,14 @@ const rolledOut = (ready: number): DeploymentObject => ({
   kind: 'Deployment',
   metadata: { name: 'boxes-box-repository', namespace: 'team', generation: 2 },
   spec: { replicas: 2 },
-  status: { observedGeneration: 2, replicas: 2, updatedReplicas: 2, readyReplicas: ready, availableReplicas: ready, conditions: [{ type: 'Available', status: ready === 2 ? 'True' : 'False' }] },
+  status: {
+    observedGeneration: 2,
+    replicas: 2,
+    updatedReplicas: 2,
+    readyReplicas: ready,
+    availableReplicas: ready,
+    conditions: [{ type: 'Available', status: ready === 2 ? 'True' : 'False' }],
+  },
 });
 
 function setUp() {
@@ -29,7 +36,14 @@ describe('status (fake client)', () => {
     const desired = desiredFor(world, resource);
     await writeStatus(world, resource, deploymentPhase(rolledOut(2)), statusFields(desired, rolledOut(2)));
     const status = stored().status!;
-    expect(status).toMatchObject({ observedGeneration: 4, replicas: 2, readyReplicas: 2, updatedReplicas: 2, url: 'http://boxes-box-repository.team.svc', image: 'ghcr.io/boxyard/boxyard:0.1.0' });
+    expect(status).toMatchObject({
+      observedGeneration: 4,
+      replicas: 2,
+      readyReplicas: 2,
+      updatedReplicas: 2,
+      url: 'http://boxes-box-repository.team.svc',
+      image: 'ghcr.io/boxyard/boxyard:0.1.0',
+    });
     expect(status).toMatchObject({ sessionSecretName: 'boxes-box-repository-session', adminSecretName: 'boxes-box-repository-admin' });
     expect(condition(stored(), 'Ready')).toMatchObject({ status: 'True', reason: 'Available', observedGeneration: 4 });
     expect(world.events.recorded.map((e) => `${e.reason}: ${e.message}`)).toEqual(['Ready: BoxRepository is ready at http://boxes-box-repository.team.svc']);
@@ -49,12 +63,16 @@ describe('status (fake client)', () => {
     const { world, resource, stored } = setUp();
     await writeStatus(world, resource, deploymentPhase(rolledOut(1)), statusFields(desiredFor(world, resource), rolledOut(1)));
     expect(stored().status?.readyReplicas).toBe(1);
-    expect(condition(stored(), 'Ready')).toMatchObject({ status: 'False', reason: 'Progressing', message: 'Deployment boxes-box-repository: 1 of 2 pods available' });
+    expect(condition(stored(), 'Ready')).toMatchObject({
+      status: 'False',
+      reason: 'Progressing',
+      message: 'Deployment boxes-box-repository: 1 of 2 pods available',
+    });
     expect(condition(stored(), 'Reconciling')?.status).toBe('True');
     expect(world.events.recorded).toEqual([]);
   });
 
-  it('reports Stalled with the failure\'s reason and a Warning event, once per message', async () => {
+  it("reports Stalled with the failure's reason and a Warning event, once per message", async () => {
     const { world, resource, stored } = setUp();
     const phase = stalledPhase(resource, new CheckFailure('SecretNotFound', 'Secret "db" is missing'));
     await writeStatus(world, resource, phase, {});

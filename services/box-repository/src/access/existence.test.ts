@@ -76,7 +76,10 @@ const ROWS: Row[] = [
   { route: `POST ${A}/file`, url: (p) => `${arch(p)}/file`, form: true },
   { route: 'GET /api/v2/vagrant/:org/:box', url: (p) => `/api/v2/vagrant/${p.org}/${p.box}` },
   { route: 'GET /:org/:box', url: (p) => `/${p.org}/${p.box}` },
-  { route: 'GET /:org/boxes/:box/versions/:version/providers/:provider/:arch/:file_name', url: (p) => `/${p.org}/boxes/${p.box}/versions/${p.version}/providers/${p.provider}/${p.arch}/vagrant.box` },
+  {
+    route: 'GET /:org/boxes/:box/versions/:version/providers/:provider/:arch/:file_name',
+    url: (p) => `/${p.org}/boxes/${p.box}/versions/${p.version}/providers/${p.provider}/${p.arch}/vagrant.box`,
+  },
   { route: 'GET /:org', url: (p) => `/${p.org}`, page: true },
   { route: 'GET /:org/boxes/:box', url: (p) => `/${p.org}/boxes/${p.box}`, page: true },
   // The publishing API (cloud-api/), v1 and v2.
@@ -181,16 +184,21 @@ describe('existence hidden: private things answer as missing ones to non-members
     ['a private organization', hiddenOrg, missingOrg],
     ['a private box of a public organization', privateBox, missingBox],
   ];
-  for (const [who, expected] of [['anonymous', 401], ['a signed-in non-member', 404]] as const) {
+  for (const [who, expected] of [
+    ['anonymous', 401],
+    ['a signed-in non-member', 404],
+  ] as const) {
     for (const [what, existing, missing] of cases) {
       it(`${who}: ${what} — the same status and body as a missing one, on every route`, async () => {
         const token = who === 'anonymous' ? undefined : outsider;
         const differences: string[] = [];
         for (const row of ROWS) {
           const [hidden, absent] = [await probe(row, existing, token), await probe(row, missing, token)];
-          if (JSON.stringify(hidden) !== JSON.stringify(absent)) differences.push(`${row.route}: ${JSON.stringify(hidden)} vs missing ${JSON.stringify(absent)}`);
+          if (JSON.stringify(hidden) !== JSON.stringify(absent))
+            differences.push(`${row.route}: ${JSON.stringify(hidden)} vs missing ${JSON.stringify(absent)}`);
           // Members-only things: anonymous callers are asked to authenticate, the others hear "not found".
-          if (names(row, existing, missing) && !row.page && hidden.status !== expected) differences.push(`${row.route}: ${hidden.status}, expected ${expected}`);
+          if (names(row, existing, missing) && !row.page && hidden.status !== expected)
+            differences.push(`${row.route}: ${hidden.status}, expected ${expected}`);
         }
         expect(differences).toEqual([]);
       });

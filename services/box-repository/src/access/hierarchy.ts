@@ -14,8 +14,18 @@ import { z } from 'zod';
 import { authenticationRequired, principalOf, type MemberRole, type Principal } from '../auth/principal.ts';
 import type { ServiceContext } from '../context.ts';
 import {
-  architectureRow, boxRow, fileRow, organizationRow, providerRow, versionRow,
-  type Architecture, type Box, type BoxFile, type Organization, type Provider, type Version,
+  architectureRow,
+  boxRow,
+  fileRow,
+  organizationRow,
+  providerRow,
+  versionRow,
+  type Architecture,
+  type Box,
+  type BoxFile,
+  type Organization,
+  type Provider,
+  type Version,
 } from '../records.ts';
 
 export interface PathParams {
@@ -106,7 +116,8 @@ export async function findPath(ctx: ServiceContext, request: FastifyRequest, par
   if (!row.box) throw notFound(`${boxName} not found`);
   found.box = row.box;
   if (params.version === undefined) return found;
-  if (!row.version || (checkRead && !canSeeVersion(row.version, access))) throw notFound(`Version '${params.version}' of box '${row.org.name}/${row.box.name}' not found`);
+  if (!row.version || (checkRead && !canSeeVersion(row.version, access)))
+    throw notFound(`Version '${params.version}' of box '${row.org.name}/${row.box.name}' not found`);
   found.version = row.version;
   if (params.provider === undefined) return found;
   if (!row.provider) throw notFound(`Provider '${params.provider}' of version ${row.version.version_number} not found`);

@@ -4,7 +4,16 @@
 // organization A; and the multipart upload's part names and order.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { makeBox, sha256 } from '../testing/boxes.ts';
-import { addMember, archPath, createBoxPath, createOrganization, startTestService, uploadRaw, type BoxPath, type TestService } from '../testing/test-service.ts';
+import {
+  addMember,
+  archPath,
+  createBoxPath,
+  createOrganization,
+  startTestService,
+  uploadRaw,
+  type BoxPath,
+  type TestService,
+} from '../testing/test-service.ts';
 
 let service: TestService;
 const tokens: Record<string, string> = {};
@@ -14,11 +23,21 @@ const boxUrl = (p: BoxPath) => `/api/organization/${p.org}/box/${p.box}`;
 const versionUrl = (p: BoxPath) => `${boxUrl(p)}/version/${p.version}`;
 const providerUrl = (p: BoxPath) => `${versionUrl(p)}/provider/${p.provider}`;
 const stableDownload = (p: BoxPath) => `/${p.org}/boxes/${p.box}/versions/${p.version}/providers/${p.provider}/${p.arch}/vagrant.box`;
-const at = (name: string, extra: Partial<BoxPath> = {}): BoxPath => ({ org: 'acme', box: name, version: '1.0.0', provider: 'virtualbox', arch: 'amd64', ...extra });
+const at = (name: string, extra: Partial<BoxPath> = {}): BoxPath => ({
+  org: 'acme',
+  box: name,
+  version: '1.0.0',
+  provider: 'virtualbox',
+  arch: 'amd64',
+  ...extra,
+});
 
 /** Status of a request as `who` (anonymous when no token is known under that name). */
 async function as(who: string, method: string, url: string, init: { json?: unknown } = {}): Promise<number> {
-  const response = await service.request(method, url, { ...(tokens[who] ? { token: tokens[who] } : {}), ...(init.json !== undefined ? { json: init.json } : {}) });
+  const response = await service.request(method, url, {
+    ...(tokens[who] ? { token: tokens[who] } : {}),
+    ...(init.json !== undefined ? { json: init.json } : {}),
+  });
   return response.status;
 }
 
@@ -28,7 +47,10 @@ async function boxWithFile(path: BoxPath, settings: Record<string, unknown>): Pr
   if (uploaded.status !== 201) throw new Error(`upload: ${uploaded.status} ${uploaded.text}`);
 }
 
-const listed = async (who: string) => ((await service.request('GET', '/api/organization/acme/box?per_page=100', tokens[who] ? { token: tokens[who] } : {})).body as { name: string }[]).map((b) => b.name);
+const listed = async (who: string) =>
+  ((await service.request('GET', '/api/organization/acme/box?per_page=100', tokens[who] ? { token: tokens[who] } : {})).body as { name: string }[]).map(
+    (b) => b.name,
+  );
 
 beforeAll(async () => {
   service = await startTestService();
@@ -81,7 +103,8 @@ describe('guest_access — a private box readable by URL, never listed', () => {
 
   it('anyone with the URL reads and downloads it (metadata included); lists show it to members only', async () => {
     for (const who of ['anonymous', 'outsider']) {
-      for (const url of [boxUrl(guest), `${boxUrl(guest)}/metadata`, '/acme/guest', stableDownload(guest)]) expect(await as(who, 'GET', url), `${who} ${url}`).toBe(200);
+      for (const url of [boxUrl(guest), `${boxUrl(guest)}/metadata`, '/acme/guest', stableDownload(guest)])
+        expect(await as(who, 'GET', url), `${who} ${url}`).toBe(200);
       expect(await listed(who)).not.toContain('guest');
     }
     expect(await listed('member')).toContain('guest');
@@ -113,7 +136,10 @@ describe('unreleased and revoked versions: 404 for non-members on every direct r
   const revoked = { ...base, version: '3.0.0' };
   beforeAll(async () => {
     await boxWithFile(base, { isPublic: true });
-    for (const [path, status] of [[unreleased, 'unreleased'], [revoked, 'revoked']] as const) {
+    for (const [path, status] of [
+      [unreleased, 'unreleased'],
+      [revoked, 'revoked'],
+    ] as const) {
       await boxWithFile(path, {});
       expect((await service.request('PATCH', versionUrl(path), { token: tokens.creator!, json: { status } })).status).toBe(200);
     }
@@ -133,7 +159,10 @@ describe('unreleased and revoked versions: 404 for non-members on every direct r
     ['HEAD', stableDownload(p)],
   ];
 
-  it.each([['unreleased', unreleased], ['revoked', revoked]] as const)('%s: anonymous and outsiders get 404 everywhere; members and global admins 200', async (_status, path) => {
+  it.each([
+    ['unreleased', unreleased],
+    ['revoked', revoked],
+  ] as const)('%s: anonymous and outsiders get 404 everywhere; members and global admins 200', async (_status, path) => {
     for (const [method, url] of directRoutes(path)) {
       expect(await as('anonymous', method, url), `anonymous ${method} ${url}`).toBe(404);
       expect(await as('outsider', method, url), `outsider ${method} ${url}`).toBe(404);
@@ -144,9 +173,12 @@ describe('unreleased and revoked versions: 404 for non-members on every direct r
     expect(admin.status).toBe(200);
   });
 
-  it('the same box\'s active version answers everyone; lists and metadata hold only active versions for non-members', async () => {
+  it("the same box's active version answers everyone; lists and metadata hold only active versions for non-members", async () => {
     for (const [method, url] of directRoutes(base)) expect(await as('anonymous', method, url), `${method} ${url}`).toBe(200);
-    const versions = async (who: string) => ((await service.request('GET', `${boxUrl(base)}/version`, tokens[who] ? { token: tokens[who] } : {})).body as { version_number: string }[]).map((v) => v.version_number).sort();
+    const versions = async (who: string) =>
+      ((await service.request('GET', `${boxUrl(base)}/version`, tokens[who] ? { token: tokens[who] } : {})).body as { version_number: string }[])
+        .map((v) => v.version_number)
+        .sort();
     expect(await versions('anonymous')).toEqual(['1.0.0']);
     expect(await versions('outsider')).toEqual(['1.0.0']);
     expect(await versions('member')).toEqual(['1.0.0', '2.0.0', '3.0.0']);
@@ -183,7 +215,9 @@ describe('moderators and admins of organization B acting on organization A', () 
     const after = await service.request('GET', boxUrl(target));
     expect(after.body.description).toBe('');
     expect((await service.request('GET', `${archPath(target)}/file`)).body.checksum).toBe(sha256(box));
-    const members = ((await service.request('GET', '/api/organization/acme/members', { token: tokens.member! })).body as { username: string }[]).map((m) => m.username);
+    const members = ((await service.request('GET', '/api/organization/acme/members', { token: tokens.member! })).body as { username: string }[]).map(
+      (m) => m.username,
+    );
     expect(members).toContain('member');
     expect(members).not.toContain('outsider');
   });
@@ -213,7 +247,8 @@ describe('multipart upload: part names and order', () => {
     await createBoxPath(service, tokens.creator!, path);
     return path;
   };
-  const upload = async (path: BoxPath, parts: [string, string | Buffer, string?][]) => service.request('POST', `${archPath(path)}/file`, { token: tokens.creator!, body: form(parts) });
+  const upload = async (path: BoxPath, parts: [string, string | Buffer, string?][]) =>
+    service.request('POST', `${archPath(path)}/file`, { token: tokens.creator!, body: form(parts) });
   const nothingStored = async (path: BoxPath) => {
     expect((await service.request('GET', `${archPath(path)}/file`, { token: tokens.creator! })).status).toBe(404);
     expect(await service.sql('select * from storage_cleanup')).toEqual([]);
@@ -221,7 +256,12 @@ describe('multipart upload: part names and order', () => {
 
   it('fields around the file part: before (file_name, checksum_type) and after (checksum) all apply', async () => {
     const path = await fresh();
-    const response = await upload(path, [['file_name', 'named-first.box'], ['checksum_type', 'sha256'], ['file', box], ['checksum', sha256(box)]]);
+    const response = await upload(path, [
+      ['file_name', 'named-first.box'],
+      ['checksum_type', 'sha256'],
+      ['file', box],
+      ['checksum', sha256(box)],
+    ]);
     expect(response.status, response.text).toBe(201);
     expect(response.body).toMatchObject({ file_name: 'named-first.box', checksum: sha256(box), checksum_type: 'sha256' });
   });
@@ -233,21 +273,43 @@ describe('multipart upload: part names and order', () => {
     expect(response.body.errors[0]).toMatchObject({ pointer: '/box', rule: 'additionalProperties' });
     await nothingStored(alone);
     const beside = await fresh();
-    const second = await upload(beside, [['file', box], ['extra', box]]);
+    const second = await upload(beside, [
+      ['file', box],
+      ['extra', box],
+    ]);
     expect(second.status).toBe(422); // was 413, as if something were too large
     expect(second.body.errors[0]).toMatchObject({ pointer: '/extra', rule: 'additionalProperties' });
     await nothingStored(beside);
     const before = await fresh();
-    expect((await upload(before, [['extra', box], ['file', box]])).status).toBe(422);
+    expect(
+      (
+        await upload(before, [
+          ['extra', box],
+          ['file', box],
+        ])
+      ).status,
+    ).toBe(422);
     await nothingStored(before);
     const three = await fresh();
-    expect((await upload(three, [['file', box], ['file', box], ['file', box]])).status).toBe(422);
+    expect(
+      (
+        await upload(three, [
+          ['file', box],
+          ['file', box],
+          ['file', box],
+        ])
+      ).status,
+    ).toBe(422);
     await nothingStored(three);
   });
 
   it('a multipart Content-Type without a boundary: 400 (was 500), nothing stored', async () => {
     const path = await fresh();
-    const response = await service.request('POST', `${archPath(path)}/file`, { token: tokens.creator!, headers: { 'content-type': 'multipart/form-data' }, body: 'x' });
+    const response = await service.request('POST', `${archPath(path)}/file`, {
+      token: tokens.creator!,
+      headers: { 'content-type': 'multipart/form-data' },
+      body: 'x',
+    });
     expect(response.status).toBe(400);
     expect(response.body).toMatchObject({ type: 'https://boxyard.io/problems/validation', errors: [] });
     await nothingStored(path);

@@ -15,7 +15,14 @@ beforeAll(async () => {
   await createBoxPath(service, service.adminToken, path);
   memberToken = (await service.createUser('member')).token;
   await addMember(service, path.org, 'member', 'user');
-  expect((await service.request('POST', '/api/admin/webhooks', { token: service.adminToken, json: { url: 'https://hooks.example.com/x', events: ['box.uploaded'], secret: 'a-secret-of-some-length' } })).status).toBe(201);
+  expect(
+    (
+      await service.request('POST', '/api/admin/webhooks', {
+        token: service.adminToken,
+        json: { url: 'https://hooks.example.com/x', events: ['box.uploaded'], secret: 'a-secret-of-some-length' },
+      })
+    ).status,
+  ).toBe(201);
 });
 afterAll(() => service?.close());
 

@@ -35,39 +35,61 @@ const invitationSchema = {
 } as const;
 
 export async function invitationRoutes(app: FastifyInstance, { ctx }: { ctx: ServiceContext }): Promise<void> {
-  app.post<{ Body: { email: string; organization_name: string } }>('/api/auth/invite', {
-    schema: {
-      tags: ['auth'], summary: 'Invite an e-mail address to an organization (its moderators and admins, global admins); the link is mailed when mail.smtp is configured',
-      body: body({ email, organization_name: { type: 'string', minLength: 1, maxLength: 100 } }, ['email', 'organization_name']),
-      response: { 201: invitationSchema, ...errors(401, 403, 404, 409, 422) },
+  app.post<{ Body: { email: string; organization_name: string } }>(
+    '/api/auth/invite',
+    {
+      schema: {
+        tags: ['auth'],
+        summary: 'Invite an e-mail address to an organization (its moderators and admins, global admins); the link is mailed when mail.smtp is configured',
+        body: body({ email, organization_name: { type: 'string', minLength: 1, maxLength: 100 } }, ['email', 'organization_name']),
+        response: { 201: invitationSchema, ...errors(401, 403, 404, 409, 422) },
+      },
     },
-  }, async (request, reply) => {
-    const principal = await requirePrincipal(ctx, request);
-    const found = await findPath(ctx, request, { org: request.body.organization_name });
-    if (principal.kind !== 'user') throw forbidden('Service accounts cannot invite people');
-    if (found.role !== 'moderator') requireOrganizationAdmin(found, found.org.name);
-    const base = ownBaseUrl(ctx);
-    if (!base) {
-      throw conflict(`Invitations need server.public_url: this service listens on every address (${ctx.config.server.host || 'all'}), so it has no address of its own to put in the link, and the request's Host header is the client's choice`);
-    }
-    const token = `${TOKEN_PREFIX}${randomBytes(32).toString('base64url')}`;
-    const expiresAt = await ctx.pool.oneFirst(sql.type(z.object({ expires_at: z.number() }))`
+    async (request, reply) => {
+      const principal = await requirePrincipal(ctx, request);
+      const found = await findPath(ctx, request, { org: request.body.organization_name });
+      if (principal.kind !== 'user') throw forbidden('Service accounts cannot invite people');
+      if (found.role !== 'moderator') requireOrganizationAdmin(found, found.org.name);
+      const base = ownBaseUrl(ctx);
+      if (!base) {
+        throw conflict(
+          `Invitations need server.public_url: this service listens on every address (${ctx.config.server.host || 'all'}), so it has no address of its own to put in the link, and the request's Host header is the client's choice`,
+        );
+      }
+      const token = `${TOKEN_PREFIX}${randomBytes(32).toString('base64url')}`;
+      const expiresAt = await ctx.pool.oneFirst(sql.type(z.object({ expires_at: z.number() }))`
       insert into invitations (token_sha256, email, organization_id, invited_by, expires_at)
       values (${tokenHash(token)}, ${request.body.email}, ${found.org.id}, ${principal.id}::uuid, now() + make_interval(secs => ${ctx.config.invitations.expires_in}))
       returning (extract(epoch from expires_at) * 1000)::float8 as expires_at`);
-    const link = new URL('/console/sign-up', `${base}/`);
-    link.searchParams.set('invitationToken', token);
-    link.searchParams.set('organization', found.org.name);
-    const mailSent = await mailInvitation(ctx, request, { to: request.body.email, organization: found.org.name, inviter: principal.username, link: link.href, expiresAt: new Date(expiresAt) });
-    return reply.status(201).send({
-      message: mailSent ? `Invitation mailed to ${request.body.email}` : `Invitation created; send the link to ${request.body.email}`,
-      email: request.body.email, organization: found.org.name, organization_id: found.org.id,
-      invitation_token: token, invitation_token_expires: Math.round(expiresAt), invitation_link: link.href, mail_sent: mailSent,
-    });
-  });
+      const link = new URL('/console/sign-up', `${base}/`);
+      link.searchParams.set('invitationToken', token);
+      link.searchParams.set('organization', found.org.name);
+      const mailSent = await mailInvitation(ctx, request, {
+        to: request.body.email,
+        organization: found.org.name,
+        inviter: principal.username,
+        link: link.href,
+        expiresAt: new Date(expiresAt),
+      });
+      return reply.status(201).send({
+        message: mailSent ? `Invitation mailed to ${request.body.email}` : `Invitation created; send the link to ${request.body.email}`,
+        email: request.body.email,
+        organization: found.org.name,
+        organization_id: found.org.id,
+        invitation_token: token,
+        invitation_token_expires: Math.round(expiresAt),
+        invitation_link: link.href,
+        mail_sent: mailSent,
+      });
+    },
+  );
 }
 
-async function mailInvitation(ctx: ServiceContext, request: FastifyRequest, invite: { to: string; organization: string; inviter: string; link: string; expiresAt: Date }): Promise<boolean> {
+async function mailInvitation(
+  ctx: ServiceContext,
+  request: FastifyRequest,
+  invite: { to: string; organization: string; inviter: string; link: string; expiresAt: Date },
+): Promise<boolean> {
   if (!ctx.mailer) return false;
   try {
     await ctx.mailer.send({
@@ -104,7 +126,9 @@ export async function claimInvitation(tx: CommonQueryMethods, token: string, add
   return {
     organization: row.organization,
     async accept(userId: string) {
-      await tx.query(sql.unsafe`insert into memberships (organization_id, user_id, role) values (${row.organization_id}, ${userId}::uuid, 'user') on conflict do nothing`);
+      await tx.query(
+        sql.unsafe`insert into memberships (organization_id, user_id, role) values (${row.organization_id}, ${userId}::uuid, 'user') on conflict do nothing`,
+      );
       await tx.query(sql.unsafe`update invitations set used_at = now(), used_by = ${userId}::uuid where id = ${row.id}`);
     },
   };

@@ -34,20 +34,34 @@ afterAll(async () => {
 const invite = (token: string | undefined, email: string, organizationName = 'acme') =>
   service.request('POST', '/api/auth/invite', { ...(token ? { token } : {}), json: { email, organizationName } });
 const signUp = (username: string, email: string, invitationToken?: string) =>
-  service.request('POST', '/api/auth/signup', { json: { username, email, password: USER_PASSWORD, ...(invitationToken !== undefined ? { invitationToken } : {}) } });
+  service.request('POST', '/api/auth/signup', {
+    json: { username, email, password: USER_PASSWORD, ...(invitationToken !== undefined ? { invitationToken } : {}) },
+  });
 
 describe('invitations', () => {
   it('a moderator invites; the link is mailed; signing up with its token joins the organization, once', async () => {
     const created = await invite(moderator, 'new.person@example.test');
     expect(created.status).toBe(201);
-    expect(created.body).toMatchObject({ email: 'new.person@example.test', organization: 'acme', mail_sent: true, invitation_token: expect.stringMatching(/^bxy_inv_/) });
+    expect(created.body).toMatchObject({
+      email: 'new.person@example.test',
+      organization: 'acme',
+      mail_sent: true,
+      invitation_token: expect.stringMatching(/^bxy_inv_/),
+    });
     const link = new URL(created.body.invitation_link);
     expect(link.searchParams.get('invitationToken')).toBe(created.body.invitation_token);
     expect(link.searchParams.get('organization')).toBe('acme');
     // The default lifetime: 7 days from now (checked against the server's own clock through the database).
-    const [row] = await service.sql<{ seconds: number }>(`select extract(epoch from expires_at - created_at)::int as seconds from invitations order by id desc limit 1`);
+    const [row] = await service.sql<{ seconds: number }>(
+      `select extract(epoch from expires_at - created_at)::int as seconds from invitations order by id desc limit 1`,
+    );
     expect(row!.seconds).toBe(7 * 86_400);
-    expect(Math.abs(created.body.invitation_token_expires - Date.parse((await service.sql<{ e: Date }>('select expires_at as e from invitations order by id desc limit 1'))[0]!.e.toISOString()))).toBeLessThanOrEqual(1);
+    expect(
+      Math.abs(
+        created.body.invitation_token_expires -
+          Date.parse((await service.sql<{ e: Date }>('select expires_at as e from invitations order by id desc limit 1'))[0]!.e.toISOString()),
+      ),
+    ).toBeLessThanOrEqual(1);
 
     const mail = await smtp.waitFor((m) => m.to.includes('new.person@example.test'));
     expect(mail.from).toBe('boxes@example.test');
@@ -65,10 +79,12 @@ describe('invitations', () => {
     const reused = await signUp('someone-else', 'new.person@example.test', created.body.invitation_token);
     expect(reused.status).toBe(422);
     expect(reused.body.errors[0]).toMatchObject({ pointer: '/invitation_token', rule: 'used' });
-    expect((await service.request('GET', '/api/organization/acme/members', { token: moderator })).body.map((m: { username: string }) => m.username)).not.toContain('someone-else');
+    expect(
+      (await service.request('GET', '/api/organization/acme/members', { token: moderator })).body.map((m: { username: string }) => m.username),
+    ).not.toContain('someone-else');
   });
 
-  it('refuses an expired, unknown or someone else\'s invitation, and creates no account', async () => {
+  it("refuses an expired, unknown or someone else's invitation, and creates no account", async () => {
     const created = (await invite(moderator, 'late@example.test')).body;
     await service.sql(`update invitations set expires_at = now() - interval '1 second' where email = 'late@example.test'`);
     const expired = await signUp('late', 'late@example.test', created.invitation_token);
@@ -113,13 +129,20 @@ describe('invitations', () => {
       expect(webhook.status, webhook.text).toBe(201);
       expect((await signUp('plain-signup', 'plain-signup@example.test')).status).toBe(201);
       expect(await service.sql(`select data from events where type = 'user.created' and data->>'username' = 'plain-signup'`)).toHaveLength(1);
-      const delivered = await vi.waitFor(() => {
-        const found = bodies.find((b) => b.body.includes('"plain-signup"'));
-        if (!found) throw new Error('not delivered yet');
-        return found;
-      }, { timeout: 20_000, interval: 50 });
+      const delivered = await vi.waitFor(
+        () => {
+          const found = bodies.find((b) => b.body.includes('"plain-signup"'));
+          if (!found) throw new Error('not delivered yet');
+          return found;
+        },
+        { timeout: 20_000, interval: 50 },
+      );
       expect(JSON.parse(delivered.body)).toEqual({ event: 'user.created', data: { username: 'plain-signup' } });
-      expect(delivered.signature).toBe(`sha256=${createHmac('sha256', webhook.body.secret as string).update(delivered.body).digest('hex')}`);
+      expect(delivered.signature).toBe(
+        `sha256=${createHmac('sha256', webhook.body.secret as string)
+          .update(delivered.body)
+          .digest('hex')}`,
+      );
     } finally {
       receiver.closeAllConnections();
       await new Promise<void>((resolve) => receiver.close(() => resolve()));
@@ -142,7 +165,7 @@ function postWithHost(path: string, token: string, json: unknown, host: string):
 }
 
 describe('invitation links', () => {
-  it('are built from the service\'s own address, never from the Host header the client sent (was: from Host)', async () => {
+  it("are built from the service's own address, never from the Host header the client sent (was: from Host)", async () => {
     const created = await postWithHost('/api/auth/invite', moderator, { email: 'host.header@example.test', organizationName: 'acme' }, 'evil.example');
     expect(created.status).toBe(201);
     const link = new URL(created.body.invitation_link as string);
@@ -156,7 +179,10 @@ describe('invitation links', () => {
     const everywhere = await startTestService({ config: { server: { host: '0.0.0.0', port: 0 } } });
     try {
       await createOrganization(everywhere, 'wide');
-      const refused = await everywhere.request('POST', '/api/auth/invite', { token: everywhere.adminToken, json: { email: 'x@example.test', organizationName: 'wide' } });
+      const refused = await everywhere.request('POST', '/api/auth/invite', {
+        token: everywhere.adminToken,
+        json: { email: 'x@example.test', organizationName: 'wide' },
+      });
       expect(refused.status).toBe(409);
       expect(refused.headers.get('content-type')).toContain('application/problem+json');
       expect(refused.body).toMatchObject({ status: 409, detail: expect.stringContaining('server.public_url') });
@@ -169,7 +195,10 @@ describe('invitation links', () => {
     const configured = await startTestService({ port, config: { server: { host: '0.0.0.0', public_url: `http://localhost:${port}/` } } });
     try {
       await createOrganization(configured, 'wide');
-      const created = await configured.request('POST', '/api/auth/invite', { token: configured.adminToken, json: { email: 'x@example.test', organizationName: 'wide' } });
+      const created = await configured.request('POST', '/api/auth/invite', {
+        token: configured.adminToken,
+        json: { email: 'x@example.test', organizationName: 'wide' },
+      });
       expect(created.status).toBe(201);
       expect(created.body.invitation_link).toMatch(new RegExp(`^http://localhost:${port}/console/sign-up\\?invitationToken=`));
     } finally {
@@ -179,10 +208,18 @@ describe('invitation links', () => {
 });
 
 describe('POST /api/mail/test-smtp', () => {
-  const testSmtp = (token: string | undefined, json: Record<string, unknown>) => service.request('POST', '/api/mail/test-smtp', { ...(token ? { token } : {}), json });
+  const testSmtp = (token: string | undefined, json: Record<string, unknown>) =>
+    service.request('POST', '/api/mail/test-smtp', { ...(token ? { token } : {}), json });
 
   it('sends a real test mail with the given settings', async () => {
-    const sent = await testSmtp(service.adminToken, { host: smtp.host, port: smtp.port, secure: false, auth: { user: 'boxyard', pass: 'Smtp-Secret-1' }, to: 'ops@example.test', from: 'setup@example.test' });
+    const sent = await testSmtp(service.adminToken, {
+      host: smtp.host,
+      port: smtp.port,
+      secure: false,
+      auth: { user: 'boxyard', pass: 'Smtp-Secret-1' },
+      to: 'ops@example.test',
+      from: 'setup@example.test',
+    });
     expect(sent.status).toBe(200);
     const mail = await smtp.waitFor((m) => m.to.includes('ops@example.test'));
     expect(mail.raw).toMatch(/^Subject: Boxyard: SMTP test$/m);
@@ -203,12 +240,16 @@ describe('POST /api/mail/test-smtp', () => {
       // All at once: each failure is answered no sooner than the route's 15 s time-out, so timing tells nothing
       // either (not asserted: no wall-clock bounds in tests).
       const closedPort = await freePort();
-      const failures = Object.fromEntries(await Promise.all(Object.entries({
-        wrongPassword: { host: smtp.host, port: smtp.port, auth: { user: 'boxyard', pass: 'wrong' } },
-        closedPort: { host: '127.0.0.1', port: closedPort },
-        notSmtp: { host: '127.0.0.1', port: portOf(speaker) },
-        silent: { host: '127.0.0.1', port: portOf(silent) },
-      }).map(async ([name, target]) => [name, await testSmtp(service.adminToken, { ...target, ...settings })] as const)));
+      const failures = Object.fromEntries(
+        await Promise.all(
+          Object.entries({
+            wrongPassword: { host: smtp.host, port: smtp.port, auth: { user: 'boxyard', pass: 'wrong' } },
+            closedPort: { host: '127.0.0.1', port: closedPort },
+            notSmtp: { host: '127.0.0.1', port: portOf(speaker) },
+            silent: { host: '127.0.0.1', port: portOf(silent) },
+          }).map(async ([name, target]) => [name, await testSmtp(service.adminToken, { ...target, ...settings })] as const),
+        ),
+      );
       const seen = Object.entries(failures).map(([name, response]) => {
         expect(response.headers.get('content-type'), name).toContain('application/problem+json');
         const { type, title, status, detail, errors } = response.body;

@@ -50,8 +50,9 @@ export type Principal = UserPrincipal | ServiceAccountPrincipal;
 export const SESSION_TYP = 'boxyard-box-session+jwt';
 const REALM = 'Bearer realm="boxyard-box-repository"';
 
-export const authenticationRequired = (message = 'Authentication required: send a session token (x-access-token) or a service-account key (Authorization: Bearer)') =>
-  unauthorized(message, { 'www-authenticate': REALM });
+export const authenticationRequired = (
+  message = 'Authentication required: send a session token (x-access-token) or a service-account key (Authorization: Bearer)',
+) => unauthorized(message, { 'www-authenticate': REALM });
 export const invalidCredentials = (message: string) => unauthorized(message, { 'www-authenticate': `${REALM}, error="invalid_token"` });
 
 const serviceAccountRow = z.object({
@@ -178,13 +179,18 @@ async function fromBasic(ctx: ServiceContext, encoded: string): Promise<Principa
 
 export async function fromServiceAccountKey(ctx: ServiceContext, key: string): Promise<ServiceAccountPrincipal> {
   const keyId = keyIdOf(key);
-  const found = keyId ? await ctx.pool.maybeOne(sql.type(serviceAccountRow)`select ${serviceAccountColumns} from service_accounts s where s.key_id = ${keyId}`) : null;
+  const found = keyId
+    ? await ctx.pool.maybeOne(sql.type(serviceAccountRow)`select ${serviceAccountColumns} from service_accounts s where s.key_id = ${keyId}`)
+    : null;
   if (!found || !keyMatches(key, found.key_sha256)) throw invalidCredentials('Invalid service-account key');
   // Client credentials (variant B) are exchanged for a short-lived token, never sent with every request.
   if (found.kind === 'client') throw invalidCredentials('This is a client secret: exchange it for an access token at POST /api/auth/service-account');
   const row = usableServiceAccount(found, 'Service-account key');
   // At most one write a minute per account: "last used" without a write per request.
-  if (row.stale) void ctx.pool.query(sql.unsafe`update service_accounts set last_used_at = now() where id = ${row.id}`).catch(ignoreError('last-used is a hint, written at most once a minute'));
+  if (row.stale)
+    void ctx.pool
+      .query(sql.unsafe`update service_accounts set last_used_at = now() where id = ${row.id}`)
+      .catch(ignoreError('last-used is a hint, written at most once a minute'));
   return { kind: 'service_account', id: row.id, username: row.username, ownerId: row.user_id, organizationId: row.organization_id, role: row.role };
 }
 
@@ -197,18 +203,41 @@ async function fromSessionToken(ctx: ServiceContext, token: string): Promise<Pri
     throw error;
   }
   if (await ctx.accounts.isSessionRevoked(claims.jti)) throw invalidCredentials('Session token revoked (signed out)');
-  const session: Session = { jti: claims.jti, expiresAt: new Date(claims.exp * 1000), stayLoggedIn: claims.stay === true, family: typeof claims.sid === 'string' ? claims.sid : undefined };
+  const session: Session = {
+    jti: claims.jti,
+    expiresAt: new Date(claims.exp * 1000),
+    stayLoggedIn: claims.stay === true,
+    family: typeof claims.sid === 'string' ? claims.sid : undefined,
+  };
   return principalOfSubject(ctx, claims.sub, session);
 }
 
 /** Who a session's subject is now (`<user id>` or `sa:<service account id>`); 401 when it may no longer act. */
 export async function principalOfSubject(ctx: ServiceContext, subject: string, session?: Session): Promise<Principal> {
   if (subject.startsWith('sa:')) {
-    const found = await ctx.pool.maybeOne(sql.type(serviceAccountRow)`select ${serviceAccountColumns} from service_accounts s where s.id = ${Number(subject.slice(3)) || 0}`);
+    const found = await ctx.pool.maybeOne(
+      sql.type(serviceAccountRow)`select ${serviceAccountColumns} from service_accounts s where s.id = ${Number(subject.slice(3)) || 0}`,
+    );
     const row = usableServiceAccount(found, 'The service account of this session');
-    return { kind: 'service_account', id: row.id, username: row.username, ownerId: row.user_id, organizationId: row.organization_id, role: row.role, ...(session ? { session } : {}) };
+    return {
+      kind: 'service_account',
+      id: row.id,
+      username: row.username,
+      ownerId: row.user_id,
+      organizationId: row.organization_id,
+      role: row.role,
+      ...(session ? { session } : {}),
+    };
   }
   const user = await ctx.accounts.findById(subject);
   if (!user) throw invalidCredentials('The user of this session no longer exists or is disabled');
-  return { kind: 'user', id: user.id, username: user.username, email: user.email, isAdmin: user.role === 'admin', createdAt: user.created_at, ...(session ? { session } : {}) };
+  return {
+    kind: 'user',
+    id: user.id,
+    username: user.username,
+    email: user.email,
+    isAdmin: user.role === 'admin',
+    createdAt: user.created_at,
+    ...(session ? { session } : {}),
+  };
 }

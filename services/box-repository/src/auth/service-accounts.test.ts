@@ -15,13 +15,20 @@ beforeAll(async () => {
 afterAll(async () => service?.close());
 
 const bearer = (key: string) => ({ authorization: `Bearer ${key}` });
-const createBox = (headers: Record<string, string>, org: string, name: string) => service.request('POST', `/api/organization/${org}/box`, { headers, json: { name } });
+const createBox = (headers: Record<string, string>, org: string, name: string) =>
+  service.request('POST', `/api/organization/${org}/box`, { headers, json: { name } });
 
 describe('service accounts, variant A (POST /api/service-accounts)', () => {
-  it('takes exactly the seed\'s body, acts in the creator\'s organization, and its token works as Bearer and as a password', async () => {
+  it("takes exactly the seed's body, acts in the creator's organization, and its token works as Bearer and as a password", async () => {
     const created = await service.request('POST', '/api/service-accounts', { token: orgAdmin, json: { description: 'CI', expirationDays: 30 } });
     expect(created.status).toBe(201);
-    expect(created.body).toMatchObject({ description: 'CI', organization: 'acme', role: 'user', username: expect.stringMatching(/^sa-/), token: expect.stringMatching(/^bxy_sa_/) });
+    expect(created.body).toMatchObject({
+      description: 'CI',
+      organization: 'acme',
+      role: 'user',
+      username: expect.stringMatching(/^sa-/),
+      token: expect.stringMatching(/^bxy_sa_/),
+    });
     expect(Date.parse(created.body.expires_at) - Date.parse(created.body.created_at)).toBe(30 * 86_400_000);
     const key = created.body.token as string;
     expect((await createBox(bearer(key), 'acme', 'from-key')).status).toBe(201);
@@ -58,11 +65,14 @@ describe('service accounts, variant A (POST /api/service-accounts)', () => {
     expect(refused.body).toMatchObject({ status: 403, title: expect.any(String) });
     expect(refused.body.errors ?? []).toEqual([]);
     // The global admin became admin of the organizations it made: it leaves them, and belongs to none.
-    for (const org of ['acme', 'other']) expect((await service.request('DELETE', `/api/organization/${org}/members/admin`, { token: service.adminToken })).status).toBe(200);
+    for (const org of ['acme', 'other'])
+      expect((await service.request('DELETE', `/api/organization/${org}/members/admin`, { token: service.adminToken })).status).toBe(200);
     const response = await service.request('POST', '/api/service-accounts', { token: service.adminToken, json: { description: 'nowhere' } });
     expect(response.status).toBe(422);
     expect(response.headers.get('content-type')).toMatch(/^application\/problem\+json/);
-    expect(response.body.errors).toEqual([{ pointer: '/organization', rule: 'required', params: { missingProperty: 'organization' }, detail: expect.stringContaining('organization') }]);
+    expect(response.body.errors).toEqual([
+      { pointer: '/organization', rule: 'required', params: { missingProperty: 'organization' }, detail: expect.stringContaining('organization') },
+    ]);
     // Naming it, as the README shows, works.
     const named = await service.request('POST', '/api/service-accounts', { token: service.adminToken, json: { description: 'named', organization: 'acme' } });
     expect(named.status).toBe(201);
@@ -72,7 +82,8 @@ describe('service accounts, variant A (POST /api/service-accounts)', () => {
   it('stops as soon as its creator is demoted, removed from the organization or deleted, on session tokens made from it too', async () => {
     const { token } = await service.createUser('keymaker');
     await addMember(service, 'acme', 'keymaker', 'admin');
-    const make = async () => (await service.request('POST', '/api/service-accounts', { token, json: { description: 'k' } })).body as { token: string; username: string };
+    const make = async () =>
+      (await service.request('POST', '/api/service-accounts', { token, json: { description: 'k' } })).body as { token: string; username: string };
     const key = await make();
     const session = (await service.request('POST', '/api/auth/signin', { json: { username: key.username, password: key.token } })).body.access_token as string;
     expect((await service.request('GET', '/api/user', { headers: bearer(key.token) })).status).toBe(200);
@@ -105,9 +116,18 @@ describe('service accounts, variant B (POST /api/admin/service-accounts, POST /a
   const exchange = (clientId: string, clientSecret: string) => service.request('POST', '/api/auth/service-account', { json: { clientId, clientSecret } });
 
   it('exchanges clientId and clientSecret for a token that acts in its organization only', async () => {
-    const created = await service.request('POST', '/api/admin/service-accounts', { token: service.adminToken, json: { name: 'deployer', description: 'deploys', organizationId: acmeId } });
+    const created = await service.request('POST', '/api/admin/service-accounts', {
+      token: service.adminToken,
+      json: { name: 'deployer', description: 'deploys', organizationId: acmeId },
+    });
     expect(created.status).toBe(201);
-    expect(created.body).toMatchObject({ name: 'deployer', organization_id: acmeId, organization: 'acme', client_id: expect.stringMatching(/^sa-/), client_secret: expect.stringMatching(/^bxy_sa_/) });
+    expect(created.body).toMatchObject({
+      name: 'deployer',
+      organization_id: acmeId,
+      organization: 'acme',
+      client_id: expect.stringMatching(/^sa-/),
+      client_secret: expect.stringMatching(/^bxy_sa_/),
+    });
     const token = await exchange(created.body.client_id, created.body.client_secret);
     expect(token.status).toBe(200);
     expect(token.body).toMatchObject({ token_type: 'Bearer', expires_in: service.config.session.ttl_seconds });
@@ -118,7 +138,9 @@ describe('service accounts, variant B (POST /api/admin/service-accounts, POST /a
     expect(elsewhere.headers.get('content-type')).toContain('application/problem+json');
     // The secret is for the exchange only: not a Bearer key, not a password.
     expect((await service.request('GET', '/api/user', { headers: bearer(created.body.client_secret) })).status).toBe(401);
-    expect((await service.request('POST', '/api/auth/signin', { json: { username: created.body.client_id, password: created.body.client_secret } })).status).toBe(401);
+    expect(
+      (await service.request('POST', '/api/auth/signin', { json: { username: created.body.client_id, password: created.body.client_secret } })).status,
+    ).toBe(401);
     // Wrong pairs.
     expect((await exchange(created.body.client_id, `${created.body.client_secret.slice(0, -2)}xx`)).status).toBe(401);
     expect((await exchange('sa-000000000000', created.body.client_secret)).status).toBe(401);

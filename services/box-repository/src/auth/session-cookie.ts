@@ -11,7 +11,10 @@ const isHttps = (ctx: ServiceContext, request: FastifyRequest) => request.protoc
 
 export function setSessionCookie(ctx: ServiceContext, request: FastifyRequest, reply: FastifyReply, token: string, expiresAt: Date): void {
   reply.setCookie(SESSION_COOKIE, token, {
-    httpOnly: true, sameSite: 'strict', secure: isHttps(ctx, request), path: '/',
+    httpOnly: true,
+    sameSite: 'strict',
+    secure: isHttps(ctx, request),
+    path: '/',
     maxAge: Math.max(0, Math.floor((expiresAt.getTime() - Date.now()) / 1000)),
   });
 }

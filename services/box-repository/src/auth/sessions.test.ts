@@ -12,7 +12,11 @@ let two: TestService;
 beforeAll(async () => {
   const secret = randomBytes(32).toString('base64url');
   one = await startTestService({ config: { session: { secret }, auth: { jwt: { expiresIn: '90m', refreshExpiresIn: '2h' } } } });
-  two = await startTestService({ databaseUrl: one.databaseUrl, localRoot: one.localRoot!, config: { session: { secret }, auth: { jwt: { expiresIn: '90m', refreshExpiresIn: '2h' } } } });
+  two = await startTestService({
+    databaseUrl: one.databaseUrl,
+    localRoot: one.localRoot!,
+    config: { session: { secret }, auth: { jwt: { expiresIn: '90m', refreshExpiresIn: '2h' } } },
+  });
   await one.createUser('alice');
 });
 afterAll(async () => {
@@ -71,7 +75,7 @@ describe('sessions on two replicas', () => {
     expect((await whoAmI(two, (await signIn(two)).access_token)).status).toBe(200);
   });
 
-  it('variant B: a garbled, expired-family or disabled user\'s refresh token is refused with 401', async () => {
+  it("variant B: a garbled, expired-family or disabled user's refresh token is refused with 401", async () => {
     expect((await refreshB(one, 'not-a-token')).status).toBe(401);
     const session = await signIn(one);
     // A session token is not a refresh token.
@@ -107,7 +111,9 @@ describe('sessions on two replicas', () => {
     await one.sql(`update refresh_tokens set family_expires_at = now() + interval '1 hour' where family = $1::uuid`, [family]);
     const renewed = await two.request('GET', '/api/auth/refresh-token', { token: long.access_token });
     expect(renewed.status).toBe(200);
-    const end = (await one.sql<{ end: number }>(`select extract(epoch from min(family_expires_at))::float8 as end from refresh_tokens where family = $1::uuid`, [family]))[0]!.end;
+    const end = (
+      await one.sql<{ end: number }>(`select extract(epoch from min(family_expires_at))::float8 as end from refresh_tokens where family = $1::uuid`, [family])
+    )[0]!.end;
     expect(decodeJwt(renewed.body.access_token).exp!).toBeLessThanOrEqual(Math.ceil(end));
     expect(Date.parse(renewed.body.expires_at) / 1000).toBeLessThanOrEqual(Math.ceil(end));
     // Once that end has passed, the token still in hand no longer renews.
@@ -119,8 +125,9 @@ describe('sessions on two replicas', () => {
 
   it('variant A: a token renews once, even when twelve renewals of it race on two replicas', async () => {
     const long = await signIn(one, true);
-    const answers = await Promise.all(Array.from({ length: 12 }, (_, i) =>
-      (i % 2 ? two : one).request('GET', '/api/auth/refresh-token', { token: long.access_token })));
+    const answers = await Promise.all(
+      Array.from({ length: 12 }, (_, i) => (i % 2 ? two : one).request('GET', '/api/auth/refresh-token', { token: long.access_token })),
+    );
     expect(answers.map((a) => a.status).sort()).toEqual([200, ...Array<number>(11).fill(401)]);
     for (const refused of answers.filter((a) => a.status === 401)) expect(refused.body).toMatchObject({ status: 401, detail: expect.any(String) });
     const winner = answers.find((a) => a.status === 200)!;
@@ -148,9 +155,16 @@ describe('sessions on two replicas', () => {
 });
 
 describe('auth.jwt configuration', () => {
-  const base = { BOXYARD_DATABASE__URL: 'postgres://x/y', BOXYARD_STORAGE__DRIVER: 'local', BOXYARD_STORAGE__ROOT: '/tmp/x', BOXYARD_SESSION__SECRET: 'k'.repeat(40) };
-  it('takes the seed\'s key from the environment (camelCase in a lower-cased variable) with units', () => {
-    const config = loadConfig(boxRepositoryConfigSchema, { env: { ...base, BOXYARD_AUTH__JWT__EXPIRESIN: '24h', BOXYARD_AUTH__JWT__STAYLOGGEDINEXPIRESIN: '7d' } });
+  const base = {
+    BOXYARD_DATABASE__URL: 'postgres://x/y',
+    BOXYARD_STORAGE__DRIVER: 'local',
+    BOXYARD_STORAGE__ROOT: '/tmp/x',
+    BOXYARD_SESSION__SECRET: 'k'.repeat(40),
+  };
+  it("takes the seed's key from the environment (camelCase in a lower-cased variable) with units", () => {
+    const config = loadConfig(boxRepositoryConfigSchema, {
+      env: { ...base, BOXYARD_AUTH__JWT__EXPIRESIN: '24h', BOXYARD_AUTH__JWT__STAYLOGGEDINEXPIRESIN: '7d' },
+    });
     expect(config.auth.jwt.expiresIn).toBe(86_400);
     expect(config.auth.jwt.stayLoggedInExpiresIn).toBe(7 * 86_400);
   });
@@ -158,7 +172,9 @@ describe('auth.jwt configuration', () => {
     expect(() => loadConfig(boxRepositoryConfigSchema, { env: { ...base, BOXYARD_AUTH__JWT__EXPIRESIN: 'soon' } })).toThrow(/auth\.jwt\.expiresIn/);
   });
   it('stops start-up when the configured admin password breaks the password rules', () => {
-    expect(() => loadConfig(boxRepositoryConfigSchema, { env: { ...base, BOXYARD_ADMIN__PASSWORD: 'password' } })).toThrow(/admin\.password: does not meet the password rules: .*upper-case.*digit/);
+    expect(() => loadConfig(boxRepositoryConfigSchema, { env: { ...base, BOXYARD_ADMIN__PASSWORD: 'password' } })).toThrow(
+      /admin\.password: does not meet the password rules: .*upper-case.*digit/,
+    );
     expect(() => loadConfig(boxRepositoryConfigSchema, { env: { ...base, BOXYARD_ADMIN__PASSWORD: 'Password1' } })).toThrow(/admin\.password: .*commonly used/);
   });
 });

@@ -25,19 +25,34 @@ export const accessTtl = (ctx: ServiceContext, stay: boolean): number =>
 
 const familyTtl = (ctx: ServiceContext, stay: boolean): number => (stay ? ctx.config.auth.jwt.stayLoggedInExpiresIn : ctx.config.auth.jwt.refreshExpiresIn);
 
-async function issue(ctx: ServiceContext, connection: CommonQueryMethods, subject: string, stay: boolean, family: string, familyExpiresAt: Date): Promise<IssuedSession> {
+async function issue(
+  ctx: ServiceContext,
+  connection: CommonQueryMethods,
+  subject: string,
+  stay: boolean,
+  family: string,
+  familyExpiresAt: Date,
+): Promise<IssuedSession> {
   const secondsLeft = Math.max(1, Math.floor((familyExpiresAt.getTime() - Date.now()) / 1000));
   const access = await ctx.tokens.sign(subject, { stay, sid: family }, Math.min(accessTtl(ctx, stay), secondsLeft));
   const refresh = await ctx.refreshTokens.sign(subject, { stay, sid: family }, secondsLeft);
   await connection.query(sql.unsafe`
     insert into refresh_tokens (jti, family, subject, stay_logged_in, access_jti, access_expires_at, family_expires_at)
     values (${refresh.jti}, ${family}::uuid, ${subject}, ${stay}, ${access.jti}, ${access.expiresAt.toISOString()}::timestamptz, ${familyExpiresAt.toISOString()}::timestamptz)`);
-  return { access_token: access.token, expires_at: access.expiresAt.toISOString(), refresh_token: refresh.token, refresh_token_expires_at: refresh.expiresAt.toISOString() };
+  return {
+    access_token: access.token,
+    expires_at: access.expiresAt.toISOString(),
+    refresh_token: refresh.token,
+    refresh_token_expires_at: refresh.expiresAt.toISOString(),
+  };
 }
 
 /** A new session family for a subject that just proved who it is. */
 export function startSession(ctx: ServiceContext, subject: string, stay: boolean): Promise<IssuedSession> {
-  if (Math.random() < 0.05) void ctx.pool.query(sql.unsafe`delete from refresh_tokens where family_expires_at < now()`).catch(ignoreError('opportunistic purge of expired refresh tokens; the next one retries'));
+  if (Math.random() < 0.05)
+    void ctx.pool
+      .query(sql.unsafe`delete from refresh_tokens where family_expires_at < now()`)
+      .catch(ignoreError('opportunistic purge of expired refresh tokens; the next one retries'));
   return issue(ctx, ctx.pool, subject, stay, randomUUID(), new Date(Date.now() + familyTtl(ctx, stay) * 1000));
 }
 
@@ -51,8 +66,13 @@ export async function endFamily(connection: CommonQueryMethods, family: string):
 }
 
 const refreshRow = z.object({
-  family: z.string(), subject: z.string(), stay_logged_in: z.boolean(), family_expires_at: z.string(),
-  used: z.boolean(), revoked: z.boolean(), expired: z.boolean(),
+  family: z.string(),
+  subject: z.string(),
+  stay_logged_in: z.boolean(),
+  family_expires_at: z.string(),
+  used: z.boolean(),
+  revoked: z.boolean(),
+  expired: z.boolean(),
 });
 
 /** Variant B: a refresh token for the next access and refresh token. 401 for anything but an unused live token. */
@@ -88,7 +108,12 @@ export async function refreshSession(ctx: ServiceContext, token: string, stillAl
  * old token's revocation is the claim, so of two renewals racing (any replicas) one inserts it and the other finds
  * it taken. The new token ends no later than the session its sign-in started (the family's end).
  */
-export async function renewAccessToken(pool: DatabasePool, ctx: ServiceContext, session: { jti: string; expiresAt: Date; family: string | undefined }, subject: string) {
+export async function renewAccessToken(
+  pool: DatabasePool,
+  ctx: ServiceContext,
+  session: { jti: string; expiresAt: Date; family: string | undefined },
+  subject: string,
+) {
   const outcome = await pool.transaction(async (tx): Promise<{ refused: string } | { renewed: { access_token: string; expires_at: string } }> => {
     const claimed = await tx.maybeOne(sql.unsafe`
       insert into revoked_sessions (jti, expires_at) values (${session.jti}, ${session.expiresAt.toISOString()}::timestamptz)
@@ -99,7 +124,7 @@ export async function renewAccessToken(pool: DatabasePool, ctx: ServiceContext, 
       ? await tx.maybeOneFirst(sql.type(z.object({ end: z.string().nullable() }))`
           select to_jsonb(min(family_expires_at)) #>> '{}' as end from refresh_tokens where family = ${session.family}::uuid and family_expires_at > now()`)
       : null;
-    if (!end || !session.family) return { refused: 'This session has ended: its sign-in\'s lifetime (auth.jwt.stayLoggedInExpiresIn) is over; sign in again' };
+    if (!end || !session.family) return { refused: "This session has ended: its sign-in's lifetime (auth.jwt.stayLoggedInExpiresIn) is over; sign in again" };
     const familyExpiresAt = new Date(end);
     const secondsLeft = Math.max(1, Math.floor((familyExpiresAt.getTime() - Date.now()) / 1000));
     const access = await ctx.tokens.sign(subject, { stay: true, sid: session.family }, Math.min(accessTtl(ctx, true), secondsLeft));

@@ -21,15 +21,22 @@ afterAll(async () => Promise.all(Object.values(services).map((s) => s.close())))
 let counter = 0;
 const fresh = () => `newcomer-${++counter}`;
 const signUp = (service: TestService, username: string, invitationToken?: string) =>
-  service.request('POST', '/api/auth/signup', { json: { username, email: `${username}@example.test`, password: USER_PASSWORD, ...(invitationToken ? { invitationToken } : {}) } });
+  service.request('POST', '/api/auth/signup', {
+    json: { username, email: `${username}@example.test`, password: USER_PASSWORD, ...(invitationToken ? { invitationToken } : {}) },
+  });
 const invitationFor = async (service: TestService, username: string): Promise<string> => {
-  const invited = await service.request('POST', '/api/auth/invite', { token: service.adminToken, json: { email: `${username}@example.test`, organizationName: 'acme' } });
+  const invited = await service.request('POST', '/api/auth/invite', {
+    token: service.adminToken,
+    json: { email: `${username}@example.test`, organizationName: 'acme' },
+  });
   expect(invited.status).toBe(201);
   return invited.body.invitation_token as string;
 };
 const consoleSignUp = (service: TestService, username: string) =>
   fetch(`${service.url}/console/sign-up`, {
-    method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded', origin: service.url }, redirect: 'manual',
+    method: 'POST',
+    headers: { 'content-type': 'application/x-www-form-urlencoded', origin: service.url },
+    redirect: 'manual',
     body: new URLSearchParams({ username, email: `${username}@example.test`, password: USER_PASSWORD }).toString(),
   });
 
@@ -48,7 +55,10 @@ describe('auth.sign_up', () => {
     expect(page.status).toBe(403);
     expect(await page.text()).toContain('invitation');
     // A signed-in caller is no exception.
-    const signedIn = await service.request('POST', '/api/auth/signup', { token: service.adminToken, json: { username: fresh(), email: 'x@example.test', password: USER_PASSWORD } });
+    const signedIn = await service.request('POST', '/api/auth/signup', {
+      token: service.adminToken,
+      json: { username: fresh(), email: 'x@example.test', password: USER_PASSWORD },
+    });
     expect(signedIn.status).toBe(403);
 
     const invited = fresh();
@@ -66,7 +76,12 @@ describe('auth.sign_up', () => {
   });
 
   it('defaults to invited; a bad value stops start-up naming the key', () => {
-    const env = { BOXYARD_DATABASE__URL: 'postgres://x/y', BOXYARD_STORAGE__DRIVER: 'local', BOXYARD_STORAGE__ROOT: '/tmp/x', BOXYARD_SESSION__SECRET: 'k'.repeat(40) };
+    const env = {
+      BOXYARD_DATABASE__URL: 'postgres://x/y',
+      BOXYARD_STORAGE__DRIVER: 'local',
+      BOXYARD_STORAGE__ROOT: '/tmp/x',
+      BOXYARD_SESSION__SECRET: 'k'.repeat(40),
+    };
     expect(loadConfig(boxRepositoryConfigSchema, { env }).auth.sign_up).toBe('invited');
     expect(loadConfig(boxRepositoryConfigSchema, { env: { ...env, BOXYARD_AUTH__SIGN_UP: 'off' } }).auth.sign_up).toBe('off');
     expect(() => loadConfig(boxRepositoryConfigSchema, { env: { ...env, BOXYARD_AUTH__SIGN_UP: 'everyone' } })).toThrow(/auth\.sign_up/);

@@ -25,58 +25,83 @@ export async function boxRoutes(app: FastifyInstance, { ctx }: { ctx: ServiceCon
   const { pool } = ctx;
   const taken = (org: string, name: string) => alreadyExists(`A box named '${name}' already exists in '${org}'`, '/name', name);
 
-  app.post<{ Params: { org: string }; Body: BoxInput & { name: string } }>(`${ORG_PREFIX}/box`, {
-    schema: {
-      tags: ['boxes'], summary: 'Create a box (any member of the organization)',
-      params: params('org'), body: body(boxFields, ['name']),
-      response: { 201: boxSchema, ...errors(401, 403, 404, 409, 422) },
+  app.post<{ Params: { org: string }; Body: BoxInput & { name: string } }>(
+    `${ORG_PREFIX}/box`,
+    {
+      schema: {
+        tags: ['boxes'],
+        summary: 'Create a box (any member of the organization)',
+        params: params('org'),
+        body: body(boxFields, ['name']),
+        response: { 201: boxSchema, ...errors(401, 403, 404, 409, 422) },
+      },
     },
-  }, async (request, reply) => {
-    const found = await findPath(ctx, request, request.params);
-    requireMember(found, found.org.name);
-    const principal = found.principal!;
-    const input = request.body;
-    const userId = principal.kind === 'user' ? principal.id : principal.ownerId;
-    const serviceAccountId = principal.kind === 'service_account' ? principal.id : null;
-    const created = await uniquely(() => pool.one(sql.type(z.object({ b: boxRow }))`
+    async (request, reply) => {
+      const found = await findPath(ctx, request, request.params);
+      requireMember(found, found.org.name);
+      const principal = found.principal!;
+      const input = request.body;
+      const userId = principal.kind === 'user' ? principal.id : principal.ownerId;
+      const serviceAccountId = principal.kind === 'service_account' ? principal.id : null;
+      const created = await uniquely(
+        () =>
+          pool.one(sql.type(z.object({ b: boxRow }))`
       insert into boxes as b (organization_id, name, description, is_public, published, guest_access, user_id, service_account_id)
       values (${found.org.id}, ${input.name}, ${input.description ?? ''}, ${input.is_public ?? false}, ${input.published ?? true},
               ${input.guest_access ?? false}, ${userId}::uuid, ${serviceAccountId}::bigint)
-      returning to_jsonb(b) as b`), () => taken(found.org.name, input.name));
-    return reply.status(201).send(toBoxRecord(created.b, found.org));
-  });
-
-  app.get<{ Params: { org: string }; Querystring: { page?: number; per_page?: number; after?: string } }>(`${ORG_PREFIX}/box`, {
-    schema: {
-      tags: ['boxes'], summary: "List an organization's boxes: all of them for members, the published public ones for others",
-      description: 'By name. The next link carries `after` (the last box of the page): following it costs what the first page costs, however deep.',
-      params: params('org'),
-      querystring: { type: 'object', properties: { ...paginationQuery, after: { ...slug, description: 'Keyset cursor: the boxes after this box name (as the next link writes it); takes precedence over page.' } } },
-      response: { 200: { type: 'array', items: boxSchema }, ...errors(401, 403, 404, 422) },
+      returning to_jsonb(b) as b`),
+        () => taken(found.org.name, input.name),
+      );
+      return reply.status(201).send(toBoxRecord(created.b, found.org));
     },
-  }, async (request, reply) => {
-    const found = await findPath(ctx, request, request.params);
-    const all = isMember(found);
-    const page = pageOf(request.query);
-    const after = request.query.after ?? null;
-    const where = sql.fragment`b.organization_id = ${found.org.id} and (${all} or (b.published and b.is_public))`;
-    // Keyset on the (organization_id, lower(name)) index when `after` is given; otherwise `page` skips rows.
-    const rows = await pool.any(sql.type(z.object({ b: boxRow }))`
+  );
+
+  app.get<{ Params: { org: string }; Querystring: { page?: number; per_page?: number; after?: string } }>(
+    `${ORG_PREFIX}/box`,
+    {
+      schema: {
+        tags: ['boxes'],
+        summary: "List an organization's boxes: all of them for members, the published public ones for others",
+        description: 'By name. The next link carries `after` (the last box of the page): following it costs what the first page costs, however deep.',
+        params: params('org'),
+        querystring: {
+          type: 'object',
+          properties: {
+            ...paginationQuery,
+            after: { ...slug, description: 'Keyset cursor: the boxes after this box name (as the next link writes it); takes precedence over page.' },
+          },
+        },
+        response: { 200: { type: 'array', items: boxSchema }, ...errors(401, 403, 404, 422) },
+      },
+    },
+    async (request, reply) => {
+      const found = await findPath(ctx, request, request.params);
+      const all = isMember(found);
+      const page = pageOf(request.query);
+      const after = request.query.after ?? null;
+      const where = sql.fragment`b.organization_id = ${found.org.id} and (${all} or (b.published and b.is_public))`;
+      // Keyset on the (organization_id, lower(name)) index when `after` is given; otherwise `page` skips rows.
+      const rows = await pool.any(sql.type(z.object({ b: boxRow }))`
       select to_jsonb(b) as b from boxes b
       where ${where} and (${after}::text is null or lower(b.name) > lower(${after}::text))
       order by lower(b.name) limit ${page.limit + 1} offset ${after === null ? page.offset : 0}`);
-    const total = await pool.oneFirst(sql.type(z.object({ n: z.number() }))`select count(*)::int as n from boxes b where ${where}`);
-    const shown = rows.slice(0, page.limit);
-    describePage(request, reply, page, total, { next: rows.length > page.limit ? shown.at(-1)?.b.name : undefined });
-    return shown.map((r) => toBoxRecord(r.b, found.org));
-  });
+      const total = await pool.oneFirst(sql.type(z.object({ n: z.number() }))`select count(*)::int as n from boxes b where ${where}`);
+      const shown = rows.slice(0, page.limit);
+      describePage(request, reply, page, total, { next: rows.length > page.limit ? shown.at(-1)?.b.name : undefined });
+      return shown.map((r) => toBoxRecord(r.b, found.org));
+    },
+  );
 
-  app.get<{ Params: { org: string; box: string } }>(BOX_PREFIX, {
-    schema: { tags: ['boxes'], summary: 'One box', params: params('org', 'box'), response: { 200: boxSchema, ...errors(401, 403, 404) } },
-  }, async (request) => {
-    const found = await findPath(ctx, request, request.params);
-    return toBoxRecord(found.box!, found.org);
-  });
+  app.get<{ Params: { org: string; box: string } }>(
+    BOX_PREFIX,
+    {
+      schema: { tags: ['boxes'], summary: 'One box', params: params('org', 'box'), response: { 200: boxSchema, ...errors(401, 403, 404) } },
+    },
+    async (request) => {
+      const found = await findPath(ctx, request, request.params);
+      return toBoxRecord(found.box!, found.org);
+    },
+  );
 
   type UpdateRequest = FastifyRequest<{ Params: { org: string; box: string }; Body: BoxInput }>;
   const update = async (request: UpdateRequest) => {
@@ -84,7 +109,9 @@ export async function boxRoutes(app: FastifyInstance, { ctx }: { ctx: ServiceCon
     const box = found.box!;
     requireBoxManager(found, box, found.org.name);
     const input = request.body;
-    const updated = await uniquely(() => pool.one(sql.type(z.object({ b: boxRow }))`
+    const updated = await uniquely(
+      () =>
+        pool.one(sql.type(z.object({ b: boxRow }))`
       update boxes b set
         name = coalesce(${input.name ?? null}, name),
         description = coalesce(${input.description ?? null}, description),
@@ -92,31 +119,45 @@ export async function boxRoutes(app: FastifyInstance, { ctx }: { ctx: ServiceCon
         published = coalesce(${input.published ?? null}, published),
         guest_access = coalesce(${input.guest_access ?? null}, guest_access),
         updated_at = now()
-      where id = ${box.id} returning to_jsonb(b) as b`), () => taken(found.org.name, input.name ?? ''));
+      where id = ${box.id} returning to_jsonb(b) as b`),
+      () => taken(found.org.name, input.name ?? ''),
+    );
     return toBoxRecord(updated.b, found.org);
   };
   for (const method of ['PUT', 'PATCH'] as const) {
     app.route<{ Params: { org: string; box: string }; Body: BoxInput }>({
-      method, url: BOX_PREFIX,
+      method,
+      url: BOX_PREFIX,
       schema: {
-        tags: ['boxes'], summary: 'Update a box (its creator, moderators and admins); members not given are kept',
-        params: params('org', 'box'), body: updateBody(boxFields),
+        tags: ['boxes'],
+        summary: 'Update a box (its creator, moderators and admins); members not given are kept',
+        params: params('org', 'box'),
+        body: updateBody(boxFields),
         response: { 200: boxSchema, ...errors(401, 403, 404, 409, 422) },
       },
       handler: update,
     });
   }
 
-  app.delete<{ Params: { org: string; box: string } }>(BOX_PREFIX, {
-    schema: { tags: ['boxes'], summary: 'Delete a box with all its versions and files', params: params('org', 'box'), response: { 200: messageSchema, ...errors(401, 403, 404) } },
-  }, async (request) => {
-    const found = await findPath(ctx, request, request.params);
-    const box = found.box!;
-    requireBoxManager(found, box, found.org.name);
-    await ctx.cleanup.deleteWithFiles({ boxId: box.id }, async (tx) => {
-      await tx.query(sql.unsafe`delete from boxes where id = ${box.id}`);
-      await recordEvent(tx, { type: 'box.deleted', data: { organization: found.org.name, box: box.name } });
-    });
-    return { message: `Box '${found.org.name}/${box.name}' deleted` };
-  });
+  app.delete<{ Params: { org: string; box: string } }>(
+    BOX_PREFIX,
+    {
+      schema: {
+        tags: ['boxes'],
+        summary: 'Delete a box with all its versions and files',
+        params: params('org', 'box'),
+        response: { 200: messageSchema, ...errors(401, 403, 404) },
+      },
+    },
+    async (request) => {
+      const found = await findPath(ctx, request, request.params);
+      const box = found.box!;
+      requireBoxManager(found, box, found.org.name);
+      await ctx.cleanup.deleteWithFiles({ boxId: box.id }, async (tx) => {
+        await tx.query(sql.unsafe`delete from boxes where id = ${box.id}`);
+        await recordEvent(tx, { type: 'box.deleted', data: { organization: found.org.name, box: box.name } });
+      });
+      return { message: `Box '${found.org.name}/${box.name}' deleted` };
+    },
+  );
 }

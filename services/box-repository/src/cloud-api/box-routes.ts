@@ -41,9 +41,17 @@ export function readBoxBody(body: unknown): BoxInput {
   const parsed = boxFields.safeParse(nested ?? record);
   const fields = parsed.success ? parsed.data : undefined;
   if (!fields || (!nested && record && 'box' in record) || Object.keys(fields).length === 0) {
-    throw unprocessable('The box must be sent as {"box": {"username", "name", "short_description", "description", "is_private"}} or with those members at the top level', [
-      { pointer: '/box', rule: 'shape', params: {}, detail: 'must be an object with username and name (strings), short_description and description (strings), is_private (boolean)' },
-    ]);
+    throw unprocessable(
+      'The box must be sent as {"box": {"username", "name", "short_description", "description", "is_private"}} or with those members at the top level',
+      [
+        {
+          pointer: '/box',
+          rule: 'shape',
+          params: {},
+          detail: 'must be an object with username and name (strings), short_description and description (strings), is_private (boolean)',
+        },
+      ],
+    );
   }
   const description = fields.description ?? fields.short_description ?? undefined;
   return {
@@ -71,10 +79,17 @@ export function boxRoutes(app: FastifyInstance, ctx: ServiceContext, flavour: Ap
     const boxes = await ctx.pool.any(sql.type(z.object({ b: boxRow }))`
       select to_jsonb(b) as b from boxes b where b.organization_id = ${found.org.id} and (${isMember(found)} or (b.published and b.is_public))
       order by lower(b.name) limit 1000`);
-    const trees = await loadTrees(ctx, boxes.map((r) => r.b.id), found);
+    const trees = await loadTrees(
+      ctx,
+      boxes.map((r) => r.b.id),
+      found,
+    );
     const base = baseUrlOf(ctx, request);
     return {
-      username: found.org.name, avatar_url: null, profile_html: '', profile_markdown: found.org.description,
+      username: found.org.name,
+      avatar_url: null,
+      profile_html: '',
+      profile_markdown: found.org.description,
       boxes: boxes.map((r) => boxDocument(base, found.org, r.b, trees.get(r.b.id) ?? [], flavour)),
     };
   });
@@ -82,22 +97,33 @@ export function boxRoutes(app: FastifyInstance, ctx: ServiceContext, flavour: Ap
   app.post('/boxes', async (request) => {
     const input = readBoxBody(request.body);
     if (!input.username || !input.name) {
-      throw unprocessable('A new box needs username (the organization) and name', [{ pointer: '/box/name', rule: 'required', params: {}, detail: 'username and name are required' }]);
+      throw unprocessable('A new box needs username (the organization) and name', [
+        { pointer: '/box/name', rule: 'required', params: {}, detail: 'username and name are required' },
+      ]);
     }
-    if (!slugPattern.test(input.name)) throw unprocessable(`Invalid box name '${input.name}'`, [{ pointer: '/box/name', rule: 'pattern', params: { pattern: SLUG_PATTERN }, detail: 'letters, digits, "-" and "_" only, 1 to 100 characters' }]);
+    if (!slugPattern.test(input.name))
+      throw unprocessable(`Invalid box name '${input.name}'`, [
+        { pointer: '/box/name', rule: 'pattern', params: { pattern: SLUG_PATTERN }, detail: 'letters, digits, "-" and "_" only, 1 to 100 characters' },
+      ]);
     const found = await findPath(ctx, request, { org: input.username });
     requireMember(found, found.org.name);
     const principal = found.principal!;
     const userId = principal.kind === 'user' ? principal.id : principal.ownerId;
     const serviceAccountId = principal.kind === 'service_account' ? principal.id : null;
-    const created = await uniquely(() => ctx.pool.one(sql.type(z.object({ b: boxRow }))`
+    const created = await uniquely(
+      () =>
+        ctx.pool.one(sql.type(z.object({ b: boxRow }))`
       insert into boxes as b (organization_id, name, description, is_public, user_id, service_account_id)
       values (${found.org.id}, ${input.name!}, ${input.description ?? ''}, ${!(input.isPrivate ?? false)}, ${userId}::uuid, ${serviceAccountId}::bigint)
-      returning to_jsonb(b) as b`), () => alreadyExists(`A box named '${input.name}' already exists in '${found.org.name}'`, '/box/name', input.name!));
+      returning to_jsonb(b) as b`),
+      () => alreadyExists(`A box named '${input.name}' already exists in '${found.org.name}'`, '/box/name', input.name!),
+    );
     return boxDocument(baseUrlOf(ctx, request), found.org, created.b, [], flavour);
   });
 
-  app.get<{ Params: { org: string; box: string } }>('/box/:org/:box', async (request) => boxDocumentOf(ctx, request, await findPath(ctx, request, request.params), flavour));
+  app.get<{ Params: { org: string; box: string } }>('/box/:org/:box', async (request) =>
+    boxDocumentOf(ctx, request, await findPath(ctx, request, request.params), flavour),
+  );
 
   app.put<{ Params: { org: string; box: string } }>('/box/:org/:box', async (request) => {
     const found = await findPath(ctx, request, request.params);

@@ -9,8 +9,7 @@ import { BoxInspector, NotABoxError } from '../files/box-inspector.ts';
 import type { ClientChecksum, StoredUpload } from '../files/upload.ts';
 import { spendGrant, type Grant } from './upload-grants.ts';
 
-export const notArrived = () =>
-  new HttpError(409, 'No box file has arrived at the upload URL yet: PUT the file to upload_path first, then call the callback');
+export const notArrived = () => new HttpError(409, 'No box file has arrived at the upload URL yet: PUT the file to upload_path first, then call the callback');
 
 async function readBack(ctx: ServiceContext, key: string, declared: ClientChecksum | undefined): Promise<{ sha256: string; declared: string | undefined }> {
   const sha256 = createHash('sha256');
@@ -41,19 +40,33 @@ export async function verifyDirectUpload(ctx: ServiceContext, grant: Grant, decl
     throw error;
   };
   const maxBytes = ctx.config.uploads.max_bytes;
-  if (info.size > maxBytes) return refuse(new HttpError(413, `The upload (${info.size} bytes) is larger than the limit of ${maxBytes} bytes (uploads.max_bytes); nothing was stored`));
+  if (info.size > maxBytes)
+    return refuse(new HttpError(413, `The upload (${info.size} bytes) is larger than the limit of ${maxBytes} bytes (uploads.max_bytes); nothing was stored`));
   let digests: Awaited<ReturnType<typeof readBack>>;
   try {
     digests = await readBack(ctx, key, declared);
   } catch (error) {
-    if (error instanceof NotABoxError) return refuse(unprocessable(`${error.message}; nothing was stored`, [{ pointer: '/file', rule: error.rule, params: error.params, detail: error.message }]));
+    if (error instanceof NotABoxError)
+      return refuse(
+        unprocessable(`${error.message}; nothing was stored`, [{ pointer: '/file', rule: error.rule, params: error.params, detail: error.message }]),
+      );
     throw error;
   }
   const actual = declared?.type === 'sha256' ? digests.sha256 : digests.declared;
   if (declared && actual !== declared.value) {
-    return refuse(unprocessable(`Checksum mismatch: the uploaded bytes have ${declared.type} ${actual}, not ${declared.value} as declared for the provider; nothing was stored`, [
-      { pointer: '/provider/checksum', rule: 'checksum', params: { checksum_type: declared.type, expected: declared.value, actual }, detail: `does not match the uploaded bytes (${declared.type} ${actual})` },
-    ]));
+    return refuse(
+      unprocessable(
+        `Checksum mismatch: the uploaded bytes have ${declared.type} ${actual}, not ${declared.value} as declared for the provider; nothing was stored`,
+        [
+          {
+            pointer: '/provider/checksum',
+            rule: 'checksum',
+            params: { checksum_type: declared.type, expected: declared.value, actual },
+            detail: `does not match the uploaded bytes (${declared.type} ${actual})`,
+          },
+        ],
+      ),
+    );
   }
   return { key, size: info.size, sha256: digests.sha256, verified: declared };
 }

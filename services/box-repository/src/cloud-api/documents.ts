@@ -100,7 +100,10 @@ export function boxDocument(base: string, org: Organization, box: Box, rows: Tre
 
 /** The versions (newest first, RubyGems order), providers, architectures and files of these boxes that the caller may see. */
 export async function loadTrees(ctx: ServiceContext, boxIds: readonly number[], access: Access, versionId?: number): Promise<Map<number, TreeRow[]>> {
-  const rows = boxIds.length === 0 ? [] : await ctx.pool.any(sql.type(treeRow)`
+  const rows =
+    boxIds.length === 0
+      ? []
+      : await ctx.pool.any(sql.type(treeRow)`
     select v.box_id, to_jsonb(v) as v, to_jsonb(p) as p, to_jsonb(a) as a, to_jsonb(f) as f
     from versions v
     left join providers p on p.version_id = v.id
@@ -112,13 +115,21 @@ export async function loadTrees(ctx: ServiceContext, boxIds: readonly number[], 
   return new Map(groupBy(rows, (r) => r.box_id).map((group) => [group[0]!.box_id, group]));
 }
 
-export async function boxDocumentOf(ctx: ServiceContext, request: FastifyRequest, found: Access & { org: Organization; box: Box | undefined }, flavour: ApiFlavour): Promise<CloudDocument> {
+export async function boxDocumentOf(
+  ctx: ServiceContext,
+  request: FastifyRequest,
+  found: Access & { org: Organization; box: Box | undefined },
+  flavour: ApiFlavour,
+): Promise<CloudDocument> {
   const trees = await loadTrees(ctx, [found.box!.id], found);
   return boxDocument(baseUrlOf(ctx, request), found.org, found.box!, trees.get(found.box!.id) ?? [], flavour);
 }
 
 export async function versionDocumentOf(
-  ctx: ServiceContext, request: FastifyRequest, found: Access & { org: Organization; box: Box | undefined; version: Version | undefined }, flavour: ApiFlavour,
+  ctx: ServiceContext,
+  request: FastifyRequest,
+  found: Access & { org: Organization; box: Box | undefined; version: Version | undefined },
+  flavour: ApiFlavour,
 ): Promise<CloudDocument> {
   const trees = await loadTrees(ctx, [found.box!.id], found, found.version!.id);
   const rows = trees.get(found.box!.id) ?? [];
@@ -128,10 +139,17 @@ export async function versionDocumentOf(
 
 /** One provider entry (v2: of one architecture) of a version document. */
 export async function providerDocumentOf(
-  ctx: ServiceContext, request: FastifyRequest, found: Access & { org: Organization; box: Box | undefined; version: Version | undefined },
-  providerName: string, architecture: string | undefined, flavour: ApiFlavour,
+  ctx: ServiceContext,
+  request: FastifyRequest,
+  found: Access & { org: Organization; box: Box | undefined; version: Version | undefined },
+  providerName: string,
+  architecture: string | undefined,
+  flavour: ApiFlavour,
 ): Promise<CloudDocument | undefined> {
   const version = await versionDocumentOf(ctx, request, found, flavour);
-  return (version.providers as CloudDocument[]).find((p) =>
-    (p.name as string).toLowerCase() === providerName.toLowerCase() && (architecture === undefined || (p.architecture as string).toLowerCase() === architecture.toLowerCase()));
+  return (version.providers as CloudDocument[]).find(
+    (p) =>
+      (p.name as string).toLowerCase() === providerName.toLowerCase() &&
+      (architecture === undefined || (p.architecture as string).toLowerCase() === architecture.toLowerCase()),
+  );
 }

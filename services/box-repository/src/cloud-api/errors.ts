@@ -20,8 +20,15 @@ export function installCloudErrors(app: FastifyInstance): void {
     logFailure(request, error, httpError);
     for (const [name, value] of Object.entries(httpError.headers)) reply.header(name, value);
     const fields = httpError.errors.map((e) => `${e.pointer.replace(/^\//, '').replaceAll('/', '.') || 'body'} ${e.detail}`);
-    return reply.status(httpError.statusCode).type('application/json').send({ errors: [httpError.message, ...fields], success: false });
+    return reply
+      .status(httpError.statusCode)
+      .type('application/json')
+      .send({ errors: [httpError.message, ...fields], success: false });
   });
   app.setNotFoundHandler((request, reply) =>
-    reply.status(404).type('application/json').send({ errors: [`No such API call: ${request.method} ${request.url.split('?')[0]}`], success: false }));
+    reply
+      .status(404)
+      .type('application/json')
+      .send({ errors: [`No such API call: ${request.method} ${request.url.split('?')[0]}`], success: false }),
+  );
 }

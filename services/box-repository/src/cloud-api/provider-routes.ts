@@ -37,15 +37,28 @@ function readProviderBody(body: unknown): ProviderInput {
   const parsed = providerBody.safeParse(body);
   if (!parsed.success) {
     throw unprocessable('The provider must be sent as {"provider": {"name", "checksum", "checksum_type", "architecture", "default_architecture"}}', [
-      { pointer: '/provider', rule: 'shape', params: {}, detail: 'must be an object with name, checksum, checksum_type, architecture (strings) and default_architecture (boolean)' },
+      {
+        pointer: '/provider',
+        rule: 'shape',
+        params: {},
+        detail: 'must be an object with name, checksum, checksum_type, architecture (strings) and default_architecture (boolean)',
+      },
     ]);
   }
   const input = parsed.data.provider;
   if (input.url) {
-    throw unprocessable('Boxes hosted elsewhere (provider url) are not supported: upload the box file to this repository', [{ pointer: '/provider/url', rule: 'unsupported', params: {}, detail: 'must be empty' }]);
+    throw unprocessable('Boxes hosted elsewhere (provider url) are not supported: upload the box file to this repository', [
+      { pointer: '/provider/url', rule: 'unsupported', params: {}, detail: 'must be empty' },
+    ]);
   }
-  for (const [field, value] of [['name', input.name], ['architecture', input.architecture]] as const) {
-    if (value && !slugPattern.test(value)) throw unprocessable(`Invalid ${field} '${value}'`, [{ pointer: `/provider/${field}`, rule: 'pattern', params: { pattern: SLUG_PATTERN }, detail: 'letters, digits, "-" and "_" only, 1 to 100 characters' }]);
+  for (const [field, value] of [
+    ['name', input.name],
+    ['architecture', input.architecture],
+  ] as const) {
+    if (value && !slugPattern.test(value))
+      throw unprocessable(`Invalid ${field} '${value}'`, [
+        { pointer: `/provider/${field}`, rule: 'pattern', params: { pattern: SLUG_PATTERN }, detail: 'letters, digits, "-" and "_" only, 1 to 100 characters' },
+      ]);
   }
   return input;
 }
@@ -65,16 +78,28 @@ async function insertProvider(tx: DatabaseTransactionConnection, found: Found, i
   const architecture = (flavour.v2 && input.architecture) || V1_ARCHITECTURE;
   const existing = await tx.maybeOneFirst(sql.type(z.object({ id: int8 }))`
     select id from providers where version_id = ${found.version!.id} and lower(name) = lower(${name}) for update`);
-  if (existing !== null && !flavour.v2) throw alreadyExists(`Provider '${name}' already exists in version ${found.version!.version_number}`, '/provider/name', name);
-  const providerId = existing ?? await tx.oneFirst(sql.type(z.object({ id: int8 }))`
-    insert into providers (version_id, name) values (${found.version!.id}, ${name}) returning id`);
-  if (input.default_architecture === true) await tx.query(sql.unsafe`update architectures set default_box = false, updated_at = now() where provider_id = ${providerId} and default_box`);
+  if (existing !== null && !flavour.v2)
+    throw alreadyExists(`Provider '${name}' already exists in version ${found.version!.version_number}`, '/provider/name', name);
+  const providerId =
+    existing ??
+    (await tx.oneFirst(sql.type(z.object({ id: int8 }))`
+    insert into providers (version_id, name) values (${found.version!.id}, ${name}) returning id`));
+  if (input.default_architecture === true)
+    await tx.query(sql.unsafe`update architectures set default_box = false, updated_at = now() where provider_id = ${providerId} and default_box`);
   const checksum = parseClientChecksum(input.checksum ?? undefined, input.checksum_type ?? undefined);
-  await uniquely(() => tx.query(sql.unsafe`
+  await uniquely(
+    () =>
+      tx.query(sql.unsafe`
     insert into architectures (provider_id, name, default_box, declared_checksum_type, declared_checksum)
     values (${providerId}, ${architecture}, coalesce(${input.default_architecture ?? null}::boolean, not exists (select 1 from architectures where provider_id = ${providerId} and default_box)),
             ${checksum?.type ?? null}, ${checksum?.value ?? null})`),
-  () => alreadyExists(`Provider '${name}' already has architecture '${architecture}' in version ${found.version!.version_number}`, '/provider/architecture', architecture));
+    () =>
+      alreadyExists(
+        `Provider '${name}' already has architecture '${architecture}' in version ${found.version!.version_number}`,
+        '/provider/architecture',
+        architecture,
+      ),
+  );
 }
 
 export function providerRoutes(app: FastifyInstance, ctx: ServiceContext, flavour: ApiFlavour): void {
@@ -104,10 +129,15 @@ export function providerRoutes(app: FastifyInstance, ctx: ServiceContext, flavou
     const input = readProviderBody(request.body);
     const checksum = parseClientChecksum(input.checksum ?? undefined, input.checksum_type ?? undefined);
     await ctx.pool.transaction(async (tx) => {
-      if (checksum) await tx.query(sql.unsafe`update architectures set declared_checksum_type = ${checksum.type}, declared_checksum = ${checksum.value}, updated_at = now() where id = ${found.architecture!.id}`);
+      if (checksum)
+        await tx.query(
+          sql.unsafe`update architectures set declared_checksum_type = ${checksum.type}, declared_checksum = ${checksum.value}, updated_at = now() where id = ${found.architecture!.id}`,
+        );
       if (input.name && input.name !== found.provider!.name) {
-        await uniquely(() => tx.query(sql.unsafe`update providers set name = ${input.name!}, updated_at = now() where id = ${found.provider!.id}`),
-          () => alreadyExists(`Provider '${input.name}' already exists in version ${found.version!.version_number}`, '/provider/name', input.name!));
+        await uniquely(
+          () => tx.query(sql.unsafe`update providers set name = ${input.name!}, updated_at = now() where id = ${found.provider!.id}`),
+          () => alreadyExists(`Provider '${input.name}' already exists in version ${found.version!.version_number}`, '/provider/name', input.name!),
+        );
       }
     });
     return document(request, { ...request.params, provider: input.name || found.provider!.name });
@@ -121,7 +151,9 @@ export function providerRoutes(app: FastifyInstance, ctx: ServiceContext, flavou
     await ctx.cleanup.deleteWithFiles(scope, async (tx) => {
       if (flavour.v2) {
         await tx.query(sql.unsafe`delete from architectures where id = ${found.architecture!.id}`);
-        await tx.query(sql.unsafe`delete from providers p where p.id = ${found.provider!.id} and not exists (select 1 from architectures a where a.provider_id = p.id)`);
+        await tx.query(
+          sql.unsafe`delete from providers p where p.id = ${found.provider!.id} and not exists (select 1 from architectures a where a.provider_id = p.id)`,
+        );
       } else {
         await tx.query(sql.unsafe`delete from providers where id = ${found.provider!.id}`);
       }

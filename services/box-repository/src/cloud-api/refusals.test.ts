@@ -11,9 +11,11 @@ describe.each(['local', 's3'] as const)('publishing API refusals (%s storage)', 
   let service: TestService;
   let publisher: string;
   let box: Buffer;
-  const cloud = (method: string, path: string, token: string | undefined, json?: unknown) => service.request<any>(method, path, {
-    headers: { accept: 'application/json', ...(token ? { authorization: `Bearer ${token}` } : {}) }, ...(json !== undefined ? { json } : {}),
-  });
+  const cloud = (method: string, path: string, token: string | undefined, json?: unknown) =>
+    service.request<any>(method, path, {
+      headers: { accept: 'application/json', ...(token ? { authorization: `Bearer ${token}` } : {}) },
+      ...(json !== undefined ? { json } : {}),
+    });
   const put = (url: string, body: Buffer | ReadableStream, headers: Record<string, string> = {}) =>
     fetch(url, { method: 'PUT', body, headers, ...(body instanceof ReadableStream ? { duplex: 'half' } : {}) } as RequestInit);
   const refused = (response: { status: number; body: { errors: string[]; success: boolean } }, status: number, message: RegExp) => {
@@ -23,7 +25,9 @@ describe.each(['local', 's3'] as const)('publishing API refusals (%s storage)', 
   };
   const newVersion = async (version: string, checksum?: string) => {
     expect((await cloud('POST', `${B}/versions`, publisher, { version: { version } })).status).toBe(200);
-    const provider = await cloud('POST', `${B}/version/${version}/providers`, publisher, { provider: { name: 'virtualbox', ...(checksum ? { checksum, checksum_type: 'sha256' } : {}) } });
+    const provider = await cloud('POST', `${B}/version/${version}/providers`, publisher, {
+      provider: { name: 'virtualbox', ...(checksum ? { checksum, checksum_type: 'sha256' } : {}) },
+    });
     expect(provider.status).toBe(200);
   };
   const nothingPublished = async (version: string) => {
@@ -53,7 +57,11 @@ describe.each(['local', 's3'] as const)('publishing API refusals (%s storage)', 
   it("refuses another organization's token and a read-only member", async () => {
     await newVersion('0.1.0');
     const stranger = (await service.request('POST', '/api/service-accounts', { token: service.adminToken, json: { organization: 'other' } })).body.token;
-    refused(await cloud('POST', `${B}/versions`, stranger, { version: { version: '0.2.0' } }), 403, /Only the creator of box 'acme\/t', or a moderator or admin of 'acme', may change it/);
+    refused(
+      await cloud('POST', `${B}/versions`, stranger, { version: { version: '0.2.0' } }),
+      403,
+      /Only the creator of box 'acme\/t', or a moderator or admin of 'acme', may change it/,
+    );
     refused(await cloud('GET', `${B}/version/0.1.0/provider/virtualbox/upload`, stranger), 404, /Version '0.1.0' of box 'acme\/t' not found/);
     const reader = await service.createUser('reader');
     await addMember(service, 'acme', 'reader', 'user');
@@ -91,7 +99,10 @@ describe.each(['local', 's3'] as const)('publishing API refusals (%s storage)', 
     refused(await cloud('PUT', new URL(mine.callback).pathname, publisher), 409, /No box file has arrived/);
     expect((await cloud('PUT', new URL(theirs.callback).pathname, publisher)).status).toBe(200);
     const providers = (await cloud('GET', `${B}/version/2.0.0`, publisher)).body.providers;
-    expect(providers.map((p: { name: string; download_url: string | null }) => [p.name, p.download_url !== null])).toEqual([['libvirt', true], ['virtualbox', false]]);
+    expect(providers.map((p: { name: string; download_url: string | null }) => [p.name, p.download_url !== null])).toEqual([
+      ['libvirt', true],
+      ['virtualbox', false],
+    ]);
     // Bytes that arrive and are never called back for go with the sweep once the callback window has passed.
     if (storage === 's3') expect((await put(mine.upload_path, box)).status).toBe(200);
     await noStrayObjects();
@@ -100,13 +111,17 @@ describe.each(['local', 's3'] as const)('publishing API refusals (%s storage)', 
 
   it('refuses bytes that do not match the checksum declared for the provider, direct and through the service', async () => {
     const declared = sha256(Buffer.from('another box'));
-    for (const [version, direct] of [['3.0.0', false], ['3.0.1', true]] as const) {
+    for (const [version, direct] of [
+      ['3.0.0', false],
+      ['3.0.1', true],
+    ] as const) {
       await newVersion(version, declared);
       const grant = (await cloud('GET', `${B}/version/${version}/provider/virtualbox/upload${direct ? '/direct' : ''}`, publisher)).body;
       const uploaded = await put(grant.upload_path, box);
       const mismatch = new RegExp(`Checksum mismatch: the uploaded bytes have sha256 ${sha256(box)}, not ${declared}`);
       // Through the service (local direct too) the PUT is refused; on s3 a direct upload is verified by its callback.
-      if (!direct || storage === 'local') refused({ status: uploaded.status, body: (await uploaded.json()) as { errors: string[]; success: boolean } }, 422, mismatch);
+      if (!direct || storage === 'local')
+        refused({ status: uploaded.status, body: (await uploaded.json()) as { errors: string[]; success: boolean } }, 422, mismatch);
       else refused(await cloud('PUT', new URL(grant.callback).pathname, publisher), 422, mismatch);
       if (direct) refused(await cloud('PUT', new URL(grant.callback).pathname, publisher), 410, /used up: Checksum mismatch/);
       await nothingPublished(version);
@@ -115,7 +130,11 @@ describe.each(['local', 's3'] as const)('publishing API refusals (%s storage)', 
   });
 
   it('refuses a version string RubyGems would refuse and a box body in neither shape', async () => {
-    refused(await cloud('POST', `${B}/versions`, publisher, { version: { version: '1.0.0-' } }), 422, /Invalid version '1.0.0-': not a version RubyGems accepts/);
+    refused(
+      await cloud('POST', `${B}/versions`, publisher, { version: { version: '1.0.0-' } }),
+      422,
+      /Invalid version '1.0.0-': not a version RubyGems accepts/,
+    );
     refused(await cloud('POST', `${B}/versions`, publisher, { version: '1.0.0' }), 422, /The version must be sent as/);
     refused(await cloud('POST', '/api/v1/boxes', publisher, { box: 'acme/u' }), 422, /The box must be sent as/);
     refused(await cloud('POST', '/api/v1/boxes', publisher, { name: 42, username: 'acme' }), 422, /The box must be sent as/);
@@ -142,6 +161,10 @@ describe.each(['local', 's3'] as const)('publishing API refusals (%s storage)', 
     expect((await cloud('PUT', new URL(grant.callback).pathname, publisher)).status).toBe(200);
     expect((await cloud('PUT', `${B}/version/4.0.0/release`, publisher)).body.status).toBe('active');
     // A released version's file is not replaced through the publishing API.
-    refused(await cloud('GET', `${B}/version/4.0.0/provider/virtualbox/upload`, publisher), 409, /Version 4\.0\.0 is active and provider 'virtualbox' already has its box file/);
+    refused(
+      await cloud('GET', `${B}/version/4.0.0/provider/virtualbox/upload`, publisher),
+      409,
+      /Version 4\.0\.0 is active and provider 'virtualbox' already has its box file/,
+    );
   });
 });

@@ -11,19 +11,25 @@ import { uploadTargetRoutes, uploadUrlRoutes } from './upload-routes.ts';
 import { versionRoutes } from './version-routes.ts';
 
 export async function cloudApiRoutes(app: FastifyInstance, { ctx }: { ctx: ServiceContext }): Promise<void> {
-  for (const [prefix, v2] of [['/api/v1', false], ['/api/v2', true]] as const) {
-    await app.register(async (scope) => {
-      // Described by the Vagrant Cloud API's own documentation, in its own error shape: not in /openapi.json.
-      scope.addHook('onRoute', (route) => {
-        route.schema = { ...route.schema, hide: true };
-      });
-      installCloudErrors(scope);
-      const flavour = { v2, prefix };
-      boxRoutes(scope, ctx, flavour);
-      versionRoutes(scope, ctx, flavour);
-      providerRoutes(scope, ctx, flavour);
-      uploadUrlRoutes(scope, ctx, flavour);
-      await scope.register((uploads) => uploadTargetRoutes(uploads, ctx));
-    }, { prefix });
+  for (const [prefix, v2] of [
+    ['/api/v1', false],
+    ['/api/v2', true],
+  ] as const) {
+    await app.register(
+      async (scope) => {
+        // Described by the Vagrant Cloud API's own documentation, in its own error shape: not in /openapi.json.
+        scope.addHook('onRoute', (route) => {
+          route.schema = { ...route.schema, hide: true };
+        });
+        installCloudErrors(scope);
+        const flavour = { v2, prefix };
+        boxRoutes(scope, ctx, flavour);
+        versionRoutes(scope, ctx, flavour);
+        providerRoutes(scope, ctx, flavour);
+        uploadUrlRoutes(scope, ctx, flavour);
+        await scope.register((uploads) => uploadTargetRoutes(uploads, ctx));
+      },
+      { prefix },
+    );
   }
 }

@@ -44,20 +44,23 @@ function parts(sort: SearchSort, order: SearchOrder, after: SearchCursor | undef
   const afterNames = after ? sql.fragment`and lower(o.name) >= ${after.org} and ${names} > (${after.org}::text, ${after.box}::text)` : sql.fragment``;
   // After a key: a smaller one (desc), or the same one and a later name. The first comparison is implied by the
   // second, but only it is an index condition: it starts the walk at the cursor.
-  const afterKey = (column: FragmentSqlToken, value: FragmentSqlToken) => after
-    ? sql.fragment`and ${column} ${desc ? sql.fragment`<=` : sql.fragment`>=`} ${value}
+  const afterKey = (column: FragmentSqlToken, value: FragmentSqlToken) =>
+    after
+      ? sql.fragment`and ${column} ${desc ? sql.fragment`<=` : sql.fragment`>=`} ${value}
         and (${column} ${beyond} ${value} or (${column} = ${value} and ${names} > (${after.org}::text, ${after.box}::text)))`
-    : sql.fragment``;
+      : sql.fragment``;
   if (sort === 'downloads') {
     const downloaded: Part = {
       from: sql.fragment`join box_downloads d on d.box_id = b.id ${from}`,
       where: sql.fragment`d.count > 0 ${after && after.key !== '0' ? afterKey(sql.fragment`d.count`, sql.fragment`${after.key}::bigint`) : sql.fragment``}`,
-      key: sql.fragment`d.count`, order: sql.fragment`d.count`,
+      key: sql.fragment`d.count`,
+      order: sql.fragment`d.count`,
     };
     const never: Part = {
       from,
       where: sql.fragment`not exists (select 1 from box_downloads d where d.box_id = b.id and d.count > 0) ${after?.key === '0' ? afterNames : sql.fragment``}`,
-      key: sql.fragment`0::bigint`, order: null,
+      key: sql.fragment`0::bigint`,
+      order: null,
     };
     const inOrder = desc ? [downloaded, never] : [never, downloaded];
     if (!after) return inOrder;
@@ -66,11 +69,14 @@ function parts(sort: SearchSort, order: SearchOrder, after: SearchCursor | undef
     return inOrder.slice(inOrder.indexOf(cursorPart));
   }
   const column = sort === 'created' ? sql.fragment`b.created_at` : sql.fragment`b.updated_at`;
-  return [{
-    from,
-    where: sql.fragment`true ${after ? afterKey(column, timestampOf(after.key)) : sql.fragment``}`,
-    key: sql.fragment`(extract(epoch from ${column}) * 1000000)::bigint`, order: column,
-  }];
+  return [
+    {
+      from,
+      where: sql.fragment`true ${after ? afterKey(column, timestampOf(after.key)) : sql.fragment``}`,
+      key: sql.fragment`(extract(epoch from ${column}) * 1000000)::bigint`,
+      order: column,
+    },
+  ];
 }
 
 const pageKey = z.object({ id: int8, organization_id: int8, key: z.string(), org_key: z.string(), box_key: z.string() });
@@ -81,7 +87,13 @@ export type SearchPageKey = z.output<typeof pageKey>;
  * organization id, the key and the names a cursor is made of. The parts are read one after the other, each only
  * when the ones before did not fill the page.
  */
-export async function searchPage(pool: ServiceContext['pool'], filter: SearchFilter, sort: SearchSort, order: SearchOrder, page: { limit: number; offset: number; after: SearchCursor | undefined }): Promise<SearchPageKey[]> {
+export async function searchPage(
+  pool: ServiceContext['pool'],
+  filter: SearchFilter,
+  sort: SearchSort,
+  order: SearchOrder,
+  page: { limit: number; offset: number; after: SearchCursor | undefined },
+): Promise<SearchPageKey[]> {
   const direction = order === 'asc' ? sql.fragment`asc` : sql.fragment`desc`;
   const { userId, saOrg, admin, pattern, provider } = filter;
   const visible = sql.fragment`b.released
@@ -107,8 +119,12 @@ export async function searchPage(pool: ServiceContext['pool'], filter: SearchFil
     if (want === 0) break;
     // The next part starts where this one ends: skip what of the offset this part did not hold.
     if (skip > 0) {
-      skip = found.length > 0 ? 0 : skip - await pool.oneFirst(sql.type(z.object({ n: z.number() }))`
-        select count(*)::int as n from (select 1 ${rowsOf(part)} limit ${skip}) counted`);
+      skip =
+        found.length > 0
+          ? 0
+          : skip -
+            (await pool.oneFirst(sql.type(z.object({ n: z.number() }))`
+        select count(*)::int as n from (select 1 ${rowsOf(part)} limit ${skip}) counted`));
     }
   }
   return rows;

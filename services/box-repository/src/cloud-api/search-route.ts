@@ -53,15 +53,25 @@ export function searchRoute(app: FastifyInstance, ctx: ServiceContext, flavour: 
       const cursor: SearchCursor = { sort, order, key: last.key, org: last.org_key, box: last.box_key };
       reply.header('link', nextLink(request, { after: encodeSearchCursor(cursor) }, ['page']));
     }
-    const records = shown.length === 0 ? [] : await ctx.pool.any(sql.type(z.object({ b: boxRow, o: organizationRow }))`
+    const records =
+      shown.length === 0
+        ? []
+        : await ctx.pool.any(sql.type(z.object({ b: boxRow, o: organizationRow }))`
       select to_jsonb(b) as b, to_jsonb(o) as o from boxes b join organizations o on o.id = b.organization_id
-      where b.id = any(${sql.array(shown.map((k) => k.id), 'int8')})`);
+      where b.id = any(${sql.array(
+        shown.map((k) => k.id),
+        'int8',
+      )})`);
     const byId = new Map(records.map((r) => [r.b.id, r]));
     // A box deleted since its key was read is left out.
     const rows = shown.flatMap((k) => byId.get(k.id) ?? []);
     const base = baseUrlOf(ctx, request);
     // Search shows what anyone may see of a box: its released versions.
-    const trees = await loadTrees(ctx, rows.map((r) => r.b.id), { principal: null, role: null, isGlobalAdmin: false });
+    const trees = await loadTrees(
+      ctx,
+      rows.map((r) => r.b.id),
+      { principal: null, role: null, isGlobalAdmin: false },
+    );
     return { boxes: rows.map((r) => boxDocument(base, r.o, r.b, trees.get(r.b.id) ?? [], flavour)) };
   });
 }

@@ -6,17 +6,23 @@ import { makeBox } from '../testing/boxes.ts';
 import { createOrganization, startTestService, type TestService } from '../testing/test-service.ts';
 
 /** The URL of a `Link` header's rel="next" entry. */
-const nextOf = (link: string | null) => link?.split(', ').find((entry) => entry.endsWith('>; rel="next"'))?.slice(1, -'>; rel="next"'.length);
+const nextOf = (link: string | null) =>
+  link
+    ?.split(', ')
+    .find((entry) => entry.endsWith('>; rel="next"'))
+    ?.slice(1, -'>; rel="next"'.length);
 
 describe('publishing API search', () => {
   let service: TestService;
   let key: string;
   let box: Buffer;
-  const cloud = (method: string, path: string, json?: unknown) => service.request<any>(method, path, { headers: { authorization: `Bearer ${key}` }, ...(json !== undefined ? { json } : {}) });
+  const cloud = (method: string, path: string, json?: unknown) =>
+    service.request<any>(method, path, { headers: { authorization: `Bearer ${key}` }, ...(json !== undefined ? { json } : {}) });
   const found = async (query = 'q=find&sort=downloads') => ((await cloud('GET', `/api/v1/search?${query}`)).body.boxes as { tag: string }[]).map((b) => b.tag);
 
   async function publish(name: string, version: string, release = true): Promise<void> {
-    if ((await cloud('GET', `/api/v1/box/acme/${name}`)).status === 404) await cloud('POST', '/api/v1/boxes', { box: { username: 'acme', name, is_private: false } });
+    if ((await cloud('GET', `/api/v1/box/acme/${name}`)).status === 404)
+      await cloud('POST', '/api/v1/boxes', { box: { username: 'acme', name, is_private: false } });
     await cloud('POST', `/api/v1/box/acme/${name}/versions`, { version: { version } });
     await cloud('POST', `/api/v1/box/acme/${name}/version/${version}/providers`, { provider: { name: 'virtualbox' } });
     const upload = (await cloud('GET', `/api/v1/box/acme/${name}/version/${version}/provider/virtualbox/upload`)).body;
@@ -24,7 +30,11 @@ describe('publishing API search', () => {
     if (release) expect((await cloud('PUT', `/api/v1/box/acme/${name}/version/${version}/release`)).body.status).toBe('active');
   }
   const download = async (name: string, version: string) => {
-    const metadata = (await service.request<{ versions: { version: string; providers: { url: string }[] }[] }>('GET', `/acme/${name}`, { headers: { accept: 'application/json' } })).body;
+    const metadata = (
+      await service.request<{ versions: { version: string; providers: { url: string }[] }[] }>('GET', `/acme/${name}`, {
+        headers: { accept: 'application/json' },
+      })
+    ).body;
     const response = await fetch(metadata.versions.find((v) => v.version === version)!.providers[0]!.url);
     await response.arrayBuffer();
     expect(response.status, `download ${name} ${version}`).toBe(200);
@@ -63,7 +73,13 @@ describe('publishing API search', () => {
     await download('find-few', '1.0.0');
     for (let i = 0; i < 3; i++) await download('find-many', '1.0.0');
     // The count is written after the response: wait until it is there.
-    for (let i = 0; i < 100 && (await service.sql<{ count: string }>("select count from box_downloads d join boxes b on b.id = d.box_id where b.name = 'find-many'"))[0]?.count !== '3'; i++) await new Promise((r) => setTimeout(r, 50));
+    for (
+      let i = 0;
+      i < 100 &&
+      (await service.sql<{ count: string }>("select count from box_downloads d join boxes b on b.id = d.box_id where b.name = 'find-many'"))[0]?.count !== '3';
+      i++
+    )
+      await new Promise((r) => setTimeout(r, 50));
     const order = (await found('q=find-&sort=downloads&order=desc')).filter((tag) => tag === 'acme/find-few' || tag === 'acme/find-many');
     expect(order).toEqual(['acme/find-many', 'acme/find-few']);
     expect((await cloud('DELETE', '/api/v1/box/acme/find-many/version/1.0.0')).status).toBe(200);
@@ -80,7 +96,17 @@ describe('publishing API search', () => {
     await download('pager-04', '1.0.0');
     await download('pager-09', '1.0.0');
     await download('pager-02', '1.0.0');
-    for (let i = 0; i < 100 && (await service.sql<{ n: number }>("select count(*)::int as n from box_downloads d join boxes b on b.id = d.box_id where b.name like 'pager-%' and d.count > 0"))[0]?.n !== 3; i++) await new Promise((r) => setTimeout(r, 50));
+    for (
+      let i = 0;
+      i < 100 &&
+      (
+        await service.sql<{ n: number }>(
+          "select count(*)::int as n from box_downloads d join boxes b on b.id = d.box_id where b.name like 'pager-%' and d.count > 0",
+        )
+      )[0]?.n !== 3;
+      i++
+    )
+      await new Promise((r) => setTimeout(r, 50));
     const byName = [...names].sort();
     const tagged = (list: string[]) => list.map((name) => `acme/${name}`);
     // Downloaded boxes by count (a tie by name), then the never-downloaded ones by name; asc the other way round.
@@ -96,7 +122,7 @@ describe('publishing API search', () => {
       for (const limit of [4, 2]) {
         const pages = Math.ceil(names.length / limit);
         const byPage: string[] = [];
-        for (let page = 1; page <= pages; page++) byPage.push(...await found(`q=pager-&${query}&limit=${limit}&page=${page}`));
+        for (let page = 1; page <= pages; page++) byPage.push(...(await found(`q=pager-&${query}&limit=${limit}&page=${page}`)));
         expect(byPage, `${query} by page=`).toEqual(order);
         const followed: string[] = [];
         let next: string | undefined = `/api/v1/search?q=pager-&${query}&limit=${limit}`;
@@ -118,7 +144,7 @@ describe('publishing API search', () => {
     expect(((await cloud('GET', link!)).body.boxes as { tag: string }[]).map((b) => b.tag)).toEqual(tagged(names.slice(4, 8)));
   });
 
-  it('refuses a cursor that is not one, or belongs to another sort, in the API\'s error shape', async () => {
+  it("refuses a cursor that is not one, or belongs to another sort, in the API's error shape", async () => {
     const bad = await cloud('GET', '/api/v1/search?q=pager-&after=not-a-cursor');
     expect(bad.status).toBe(400);
     expect(bad.body).toMatchObject({ success: false });

@@ -32,7 +32,12 @@ const digest = (token: string) => createHash('sha256').update(token).digest('hex
  * Hands out an upload URL (and for a direct upload its callback) under `prefix` (/api/v1 or /api/v2): the gem
  * sends the callback to the path under its own API base.
  */
-export async function issueGrant(ctx: ServiceContext, request: FastifyRequest, found: Found, options: { direct: boolean; prefix: string }): Promise<{ upload_path: string; callback?: string }> {
+export async function issueGrant(
+  ctx: ServiceContext,
+  request: FastifyRequest,
+  found: Found,
+  options: { direct: boolean; prefix: string },
+): Promise<{ upload_path: string; callback?: string }> {
   const token = randomBytes(32).toString('base64url');
   const ttl = ctx.config.uploads.upload_url_ttl_seconds;
   const callbackWindow = ttl + ctx.config.uploads.abandoned_after_seconds;
@@ -46,7 +51,10 @@ export async function issueGrant(ctx: ServiceContext, request: FastifyRequest, f
       insert into upload_grants (token_sha256, architecture_id, direct, storage_key, expires_at, callback_until)
       values (${digest(token)}, ${found.architecture!.id}, ${direct}, ${storageKey}, now() + make_interval(secs => ${ttl}), now() + make_interval(secs => ${callbackWindow}))`);
     // What a presigned PUT leaves without a callback goes with the next sweep after the callback window.
-    if (storageKey) await tx.query(sql.unsafe`insert into storage_cleanup (storage_key, delete_after) values (${storageKey}, now() + make_interval(secs => ${callbackWindow}))`);
+    if (storageKey)
+      await tx.query(
+        sql.unsafe`insert into storage_cleanup (storage_key, delete_after) values (${storageKey}, now() + make_interval(secs => ${callbackWindow}))`,
+      );
   });
   const own = `${base}${options.prefix}/uploads/${token}`;
   const uploadPath = storageKey ? (await ctx.store.presignedPutUrl(storageKey, ttl))! : own;
@@ -63,21 +71,28 @@ export async function findGrant(ctx: ServiceContext, token: string): Promise<Gra
 }
 
 export const alreadyUsed = (grant: Grant) =>
-  new HttpError(410, grant.outcome && grant.outcome !== 'committed'
-    ? `This upload URL has been used up: ${grant.outcome}. Ask for a new one (run the publish or upload command again)`
-    : 'This upload URL has already been used: ask for a new one (run the publish or upload command again)');
+  new HttpError(
+    410,
+    grant.outcome && grant.outcome !== 'committed'
+      ? `This upload URL has been used up: ${grant.outcome}. Ask for a new one (run the publish or upload command again)`
+      : 'This upload URL has already been used: ask for a new one (run the publish or upload command again)',
+  );
 
 /** In the transaction that commits the file: the grant is used from now on (a concurrent use finds it so). */
 export function useGrant(grant: Grant) {
   return async (tx: DatabaseTransactionConnection): Promise<void> => {
-    const updated = await tx.query(sql.unsafe`update upload_grants set used_at = now(), outcome = 'committed' where token_sha256 = ${grant.tokenSha256} and used_at is null`);
+    const updated = await tx.query(
+      sql.unsafe`update upload_grants set used_at = now(), outcome = 'committed' where token_sha256 = ${grant.tokenSha256} and used_at is null`,
+    );
     if (updated.rowCount === 0) throw alreadyUsed(grant);
   };
 }
 
 /** A callback that found the bytes wrong: the URL is spent, and says why to whoever tries it again. */
 export async function spendGrant(ctx: ServiceContext, grant: Grant, reason: string): Promise<void> {
-  await ctx.pool.query(sql.unsafe`update upload_grants set used_at = now(), outcome = ${reason.slice(0, 500)} where token_sha256 = ${grant.tokenSha256} and used_at is null`);
+  await ctx.pool.query(
+    sql.unsafe`update upload_grants set used_at = now(), outcome = ${reason.slice(0, 500)} where token_sha256 = ${grant.tokenSha256} and used_at is null`,
+  );
 }
 
 /** The path of a grant's architecture, looked up as `findPath` does (read rules applied when `checkRead`). */

@@ -32,7 +32,9 @@ export function uploadUrlRoutes(app: FastifyInstance, ctx: ServiceContext, flavo
       const found = await findArchitecture(ctx, request, request.params);
       requireBoxManager(found, found.box!, found.org.name);
       if (found.file && found.version!.status !== 'unreleased') {
-        throw conflict(`Version ${found.version!.version_number} is ${found.version!.status} and provider '${found.provider!.name}' already has its box file: publish a new version, or delete the provider first`);
+        throw conflict(
+          `Version ${found.version!.version_number} is ${found.version!.status} and provider '${found.provider!.name}' already has its box file: publish a new version, or delete the provider first`,
+        );
       }
       return issueGrant(ctx, request, found, { direct, prefix: flavour.prefix });
     });
@@ -54,16 +56,24 @@ export async function uploadTargetRoutes(scope: FastifyInstance, ctx: ServiceCon
   scope.put<{ Params: { token: string } }>('/uploads/:token', { schema: { params: tokenParams } }, async (request, reply) => {
     const grant = await findGrant(ctx, request.params.token);
     if (grant.used_at !== null) throw alreadyUsed(grant);
-    if (grant.expired) throw new HttpError(410, 'This upload URL has expired (uploads.upload_url_ttl_seconds): ask for a new one (run the publish or upload command again)');
+    if (grant.expired)
+      throw new HttpError(410, 'This upload URL has expired (uploads.upload_url_ttl_seconds): ask for a new one (run the publish or upload command again)');
     if (grant.storage_key) throw new HttpError(409, 'This URL takes no bytes: PUT the box to the object-store URL handed out with it');
     const found = await foundOfGrant(ctx, request, grant, false);
     assertReplaceAllowed(found.version!.status, found.file !== undefined, false, found.architecture!.name);
     const declared = declaredLength(request.headers);
-    if (declared !== undefined && declared > maxBytes) throw new HttpError(413, `The upload (${declared} bytes) is larger than the limit of ${maxBytes} bytes (uploads.max_bytes); nothing was stored`);
+    if (declared !== undefined && declared > maxBytes)
+      throw new HttpError(413, `The upload (${declared} bytes) is larger than the limit of ${maxBytes} bytes (uploads.max_bytes); nothing was stored`);
     const checksum = await declaredChecksum(ctx, found.architecture!.id);
     try {
       const stored = await storeUpload(ctx, { source: request.raw, checksum, ...(declared !== undefined ? { size: declared } : {}) });
-      await commitUpload(ctx, found, stored, { fileName: fileNameOf(found), checksum: verifyFinalChecksum(stored, checksum), replace: false, within: useGrant(grant) }, request.log);
+      await commitUpload(
+        ctx,
+        found,
+        stored,
+        { fileName: fileNameOf(found), checksum: verifyFinalChecksum(stored, checksum), replace: false, within: useGrant(grant) },
+        request.log,
+      );
     } catch (error) {
       // Bytes that are wrong stay wrong: the URL is spent and its callback says why. A cut upload keeps it.
       if (error instanceof HttpError && (error.statusCode === 422 || error.statusCode === 413)) await spendGrant(ctx, grant, error.message);
@@ -79,7 +89,8 @@ export async function uploadTargetRoutes(scope: FastifyInstance, ctx: ServiceCon
     if (grant.outcome === 'committed') return { success: true }; // a retried callback: the file is there
     if (grant.used_at !== null) throw alreadyUsed(grant);
     if (!grant.storage_key) throw notArrived(); // the service's own URL commits as the bytes arrive
-    if (grant.callback_expired) throw new HttpError(410, 'This upload\'s callback window has ended and its bytes were dropped: run the publish or upload command again');
+    if (grant.callback_expired)
+      throw new HttpError(410, "This upload's callback window has ended and its bytes were dropped: run the publish or upload command again");
     const checksum = await declaredChecksum(ctx, found.architecture!.id);
     let stored;
     try {
@@ -89,7 +100,13 @@ export async function uploadTargetRoutes(scope: FastifyInstance, ctx: ServiceCon
       if (error instanceof HttpError && error.statusCode === 422 && error.message.startsWith('Checksum mismatch')) metrics.failed('checksum_mismatch');
       throw error;
     }
-    await commitUpload(ctx, found, stored, { fileName: fileNameOf(found), checksum: verifyFinalChecksum(stored, checksum), replace: false, within: useGrant(grant) }, request.log);
+    await commitUpload(
+      ctx,
+      found,
+      stored,
+      { fileName: fileNameOf(found), checksum: verifyFinalChecksum(stored, checksum), replace: false, within: useGrant(grant) },
+      request.log,
+    );
     metrics.stored(stored.size);
     return { success: true };
   });

@@ -10,7 +10,8 @@ const V = '/api/v2/box/acme/multi/version/2.0.0';
 describe('publishing API v2 with architectures', () => {
   let service: TestService;
   let key: string;
-  const cloud = (method: string, path: string, json?: unknown) => service.request<any>(method, path, { headers: { authorization: `Bearer ${key}` }, ...(json !== undefined ? { json } : {}) });
+  const cloud = (method: string, path: string, json?: unknown) =>
+    service.request<any>(method, path, { headers: { authorization: `Bearer ${key}` }, ...(json !== undefined ? { json } : {}) });
   const boxes: Record<'amd64' | 'arm64', Buffer> = { amd64: Buffer.alloc(0), arm64: Buffer.alloc(0) };
 
   beforeAll(async () => {
@@ -26,10 +27,14 @@ describe('publishing API v2 with architectures', () => {
     expect((await cloud('GET', '/api/v2/authenticate')).body.user.username).toMatch(/./);
     expect((await cloud('POST', '/api/v2/boxes', { box: { username: 'acme', name: 'multi', is_private: false } })).status).toBe(200);
     expect((await cloud('POST', '/api/v2/box/acme/multi/versions', { version: { version: '2.0.0' } })).body.status).toBe('unreleased');
-    const amd = await cloud('POST', `${V}/providers`, { provider: { name: 'virtualbox', architecture: 'amd64', default_architecture: true, checksum: sha256(boxes.amd64), checksum_type: 'sha256' } });
+    const amd = await cloud('POST', `${V}/providers`, {
+      provider: { name: 'virtualbox', architecture: 'amd64', default_architecture: true, checksum: sha256(boxes.amd64), checksum_type: 'sha256' },
+    });
     expect(amd.status).toBe(200);
     expect(amd.body).toMatchObject({ name: 'virtualbox', architecture: 'amd64', default_architecture: true, checksum: sha256(boxes.amd64) });
-    expect((await cloud('POST', `${V}/providers`, { provider: { name: 'virtualbox', architecture: 'arm64', default_architecture: false } })).body).toMatchObject({ architecture: 'arm64', default_architecture: false });
+    expect(
+      (await cloud('POST', `${V}/providers`, { provider: { name: 'virtualbox', architecture: 'arm64', default_architecture: false } })).body,
+    ).toMatchObject({ architecture: 'arm64', default_architecture: false });
     const again = await cloud('POST', `${V}/providers`, { provider: { name: 'virtualbox', architecture: 'arm64' } });
     expect(again.status).toBe(409);
     expect(again.body.errors[0]).toMatch(/already has architecture 'arm64'/);
@@ -44,19 +49,38 @@ describe('publishing API v2 with architectures', () => {
     expect(await uploadedBytes()).toBe(before + boxes.arm64.length);
     const plain = (await cloud('GET', `${V}/provider/virtualbox/amd64/upload`)).body;
     expect(plain.callback).toBeUndefined();
-    expect((await fetch(plain.upload_path, { method: 'PUT', body: boxes.amd64, headers: { 'content-type': 'application/json', authorization: `Bearer ${key}` } })).status).toBe(200);
+    expect(
+      (await fetch(plain.upload_path, { method: 'PUT', body: boxes.amd64, headers: { 'content-type': 'application/json', authorization: `Bearer ${key}` } }))
+        .status,
+    ).toBe(200);
 
     // The same webhook event as any other upload, one per architecture.
     const events = await service.sql<{ data: { architecture: string; sha256: string } }>("select data from events where type = 'box.uploaded' order by id");
-    expect(events.map((e) => [e.data.architecture, e.data.sha256])).toEqual([['arm64', sha256(boxes.arm64)], ['amd64', sha256(boxes.amd64)]]);
+    expect(events.map((e) => [e.data.architecture, e.data.sha256])).toEqual([
+      ['arm64', sha256(boxes.arm64)],
+      ['amd64', sha256(boxes.amd64)],
+    ]);
     expect((await cloud('PUT', `${V}/release`)).body.status).toBe('active');
     const shown = (await cloud('GET', '/api/v2/box/acme/multi')).body;
-    expect(shown.current_version.providers.map((p: { architecture: string; default_architecture: boolean; checksum: string }) => [p.architecture, p.default_architecture, p.checksum]))
-      .toEqual([['amd64', true, sha256(boxes.amd64)], ['arm64', false, sha256(boxes.arm64)]]);
-    expect((await cloud('GET', `${V}/provider/virtualbox/arm64`)).body).toMatchObject({ architecture: 'arm64', download_url: expect.stringContaining('/arm64/') });
+    expect(
+      shown.current_version.providers.map((p: { architecture: string; default_architecture: boolean; checksum: string }) => [
+        p.architecture,
+        p.default_architecture,
+        p.checksum,
+      ]),
+    ).toEqual([
+      ['amd64', true, sha256(boxes.amd64)],
+      ['arm64', false, sha256(boxes.arm64)],
+    ]);
+    expect((await cloud('GET', `${V}/provider/virtualbox/arm64`)).body).toMatchObject({
+      architecture: 'arm64',
+      download_url: expect.stringContaining('/arm64/'),
+    });
     const metadata = await service.request('GET', '/acme/multi', { headers: { accept: 'application/json' } });
-    expect(metadata.body.versions[0].providers.map((p: { architecture: string; checksum: string }) => [p.architecture, p.checksum]).sort())
-      .toEqual([['amd64', sha256(boxes.amd64)], ['arm64', sha256(boxes.arm64)]]);
+    expect(metadata.body.versions[0].providers.map((p: { architecture: string; checksum: string }) => [p.architecture, p.checksum]).sort()).toEqual([
+      ['amd64', sha256(boxes.amd64)],
+      ['arm64', sha256(boxes.arm64)],
+    ]);
   });
 
   it('v1 shows the default architecture as the provider; v2 deletes one architecture', async () => {

@@ -15,7 +15,15 @@ import { isVersionString, VERSION_DETAIL, VERSION_MAX_LENGTH } from '../versions
 import { versionDocumentOf, type ApiFlavour } from './documents.ts';
 
 type VersionParams = { org: string; box: string; version: string };
-const versionBody = z.object({ version: z.object({ version: z.string().max(VERSION_MAX_LENGTH + 1).nullish(), description: z.string().max(10_000).nullish() }) });
+const versionBody = z.object({
+  version: z.object({
+    version: z
+      .string()
+      .max(VERSION_MAX_LENGTH + 1)
+      .nullish(),
+    description: z.string().max(10_000).nullish(),
+  }),
+});
 
 function readVersionBody(body: unknown): { version?: string; description?: string } {
   const parsed = versionBody.safeParse(body);
@@ -26,7 +34,9 @@ function readVersionBody(body: unknown): { version?: string; description?: strin
   }
   const { version, description } = parsed.data.version;
   if (version !== undefined && version !== null && !isVersionString(version)) {
-    throw unprocessable(`Invalid version '${version}': not a version RubyGems accepts`, [{ pointer: '/version/version', rule: 'pattern', params: {}, detail: `must be ${VERSION_DETAIL}` }]);
+    throw unprocessable(`Invalid version '${version}': not a version RubyGems accepts`, [
+      { pointer: '/version/version', rule: 'pattern', params: {}, detail: `must be ${VERSION_DETAIL}` },
+    ]);
   }
   return { ...(version ? { version } : {}), ...(description !== undefined && description !== null ? { description } : {}) };
 }
@@ -37,13 +47,15 @@ async function setStatus(ctx: ServiceContext, found: Found, to: 'active' | 'revo
   const version = found.version!;
   requireBoxManager(found, found.box!, found.org.name);
   if (to === 'active' && version.status === 'active') throw conflict(`Version ${version.version_number} has already been released`);
-  if (to === 'revoked' && version.status !== 'active') throw conflict(`Version ${version.version_number} is ${version.status}: only a released version can be revoked`);
+  if (to === 'revoked' && version.status !== 'active')
+    throw conflict(`Version ${version.version_number} is ${version.status}: only a released version can be revoked`);
   await ctx.pool.transaction(async (tx) => {
     // The version's files are checked and the status changed under one lock: an upload cannot slip in between.
     await tx.query(sql.unsafe`select 1 from versions where id = ${version.id} for update`);
     const hasFile = await tx.exists(sql.unsafe`
       select 1 from providers p join architectures a on a.provider_id = p.id join files f on f.architecture_id = a.id where p.version_id = ${version.id}`);
-    if (to === 'active' && !hasFile) throw conflict(`Version ${version.version_number} has no box file yet: upload one (vagrant cloud provider upload, or publish again) before releasing it`);
+    if (to === 'active' && !hasFile)
+      throw conflict(`Version ${version.version_number} has no box file yet: upload one (vagrant cloud provider upload, or publish again) before releasing it`);
     await tx.query(sql.unsafe`update versions set status = ${to}, updated_at = now() where id = ${version.id}`);
   });
 }
@@ -53,10 +65,15 @@ export function versionRoutes(app: FastifyInstance, ctx: ServiceContext, flavour
     const found = await findPath(ctx, request, request.params);
     requireBoxManager(found, found.box!, found.org.name);
     const input = readVersionBody(request.body);
-    if (!input.version) throw unprocessable('A new version needs its version string', [{ pointer: '/version/version', rule: 'required', params: {}, detail: 'is required' }]);
-    const created = await uniquely(() => ctx.pool.one(sql.type(z.object({ v: versionRow }))`
+    if (!input.version)
+      throw unprocessable('A new version needs its version string', [{ pointer: '/version/version', rule: 'required', params: {}, detail: 'is required' }]);
+    const created = await uniquely(
+      () =>
+        ctx.pool.one(sql.type(z.object({ v: versionRow }))`
       insert into versions as v (box_id, version_number, description, status) values (${found.box!.id}, ${input.version!}, ${input.description ?? ''}, 'unreleased')
-      returning to_jsonb(v) as v`), () => taken(input.version!));
+      returning to_jsonb(v) as v`),
+      () => taken(input.version!),
+    );
     return versionDocumentOf(ctx, request, { ...found, version: created.v }, flavour);
   });
 
@@ -67,9 +84,13 @@ export function versionRoutes(app: FastifyInstance, ctx: ServiceContext, flavour
     const found = await findPath(ctx, request, request.params);
     requireBoxManager(found, found.box!, found.org.name);
     const input = readVersionBody(request.body);
-    const updated = await uniquely(() => ctx.pool.one(sql.type(z.object({ v: versionRow }))`
+    const updated = await uniquely(
+      () =>
+        ctx.pool.one(sql.type(z.object({ v: versionRow }))`
       update versions v set version_number = coalesce(${input.version ?? null}, version_number), description = coalesce(${input.description ?? null}, description), updated_at = now()
-      where id = ${found.version!.id} returning to_jsonb(v) as v`), () => taken(input.version ?? ''));
+      where id = ${found.version!.id} returning to_jsonb(v) as v`),
+      () => taken(input.version ?? ''),
+    );
     return versionDocumentOf(ctx, request, { ...found, version: updated.v }, flavour);
   });
 
@@ -83,7 +104,10 @@ export function versionRoutes(app: FastifyInstance, ctx: ServiceContext, flavour
     return document;
   });
 
-  for (const [action, to] of [['release', 'active'], ['revoke', 'revoked']] as const) {
+  for (const [action, to] of [
+    ['release', 'active'],
+    ['revoke', 'revoked'],
+  ] as const) {
     app.put<{ Params: VersionParams }>(`${V}/${action}`, async (request) => {
       const found = await findPath(ctx, request, request.params);
       await setStatus(ctx, found, to);

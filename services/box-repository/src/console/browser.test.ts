@@ -17,23 +17,39 @@ import { makeBox } from '../testing/boxes.ts';
 import { ADMIN_PASSWORD, createBoxPath, createOrganization, startTestService, uploadRaw, USER_PASSWORD, type TestService } from '../testing/test-service.ts';
 import { ignoreError } from '@boxyard/kit';
 
-const CHROMIUM_ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'];
+const CHROMIUM_ARGS = [
+  '--headless',
+  '--no-sandbox',
+  '--disable-gpu',
+  '--disable-quic',
+  '--no-first-run',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--disable-sync',
+];
 const SCREENSHOTS = join(process.cwd(), 'test-results', 'screenshots', 'box-console');
 const VAGRANT = process.env.VAGRANT_BIN ?? '/usr/bin/vagrant';
 const MiB = 1024 * 1024;
 /** Waits for what the page shows: generous, since the machine may be busy with other suites (no timing asserted). */
 const eventually = <T>(read: () => Promise<T> | T) => expect.poll(read, { timeout: 30_000, interval: 100 });
 
-const fileSha256 = (path: string) => new Promise<string>((resolve, reject) => {
-  const hash = createHash('sha256');
-  createReadStream(path).on('data', (chunk) => hash.update(chunk)).on('end', () => resolve(hash.digest('hex'))).on('error', reject);
-});
+const fileSha256 = (path: string) =>
+  new Promise<string>((resolve, reject) => {
+    const hash = createHash('sha256');
+    createReadStream(path)
+      .on('data', (chunk) => hash.update(chunk))
+      .on('end', () => resolve(hash.digest('hex')))
+      .on('error', reject);
+  });
 
 /** Runs a shell line as a user would paste it, with Vagrant's state in a temporary home. */
-const runLine = (line: string, home: string) => finished(spawn('/bin/sh', ['-c', line], {
-  env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: home, VAGRANT_HOME: join(home, 'vagrant.d'), VAGRANT_CHECKPOINT_DISABLE: '1' },
-  stdio: ['ignore', 'pipe', 'pipe'],
-}));
+const runLine = (line: string, home: string) =>
+  finished(
+    spawn('/bin/sh', ['-c', line], {
+      env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: home, VAGRANT_HOME: join(home, 'vagrant.d'), VAGRANT_CHECKPOINT_DISABLE: '1' },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    }),
+  );
 
 describe('box console in Chromium', { timeout: 240_000 }, () => {
   let service: TestService;
@@ -51,7 +67,8 @@ describe('box console in Chromium', { timeout: 240_000 }, () => {
     page.on('pageerror', (error) => problems.push(`page error: ${error.message}`));
     // Chromium reports CSP violations (and failed loads) as console errors.
     page.on('console', (message) => {
-      if (message.type() === 'error' || /content security policy/i.test(message.text())) problems.push(`console: ${message.text()} (${message.location().url})`);
+      if (message.type() === 'error' || /content security policy/i.test(message.text()))
+        problems.push(`console: ${message.text()} (${message.location().url})`);
     });
     page.on('dialog', (dialog) => void dialog.accept());
     return { context, page };
@@ -59,7 +76,9 @@ describe('box console in Chromium', { timeout: 240_000 }, () => {
 
   /** Chromium logs a refused request (a 403 page, a refused upload) as a failed load: expected where a test causes one. */
   const allowLoadError = (status: number, url: string) => {
-    const index = problems.findIndex((p) => p.startsWith(`console: Failed to load resource: the server responded with a status of ${status} `) && p.includes(`(${url}`));
+    const index = problems.findIndex(
+      (p) => p.startsWith(`console: Failed to load resource: the server responded with a status of ${status} `) && p.includes(`(${url}`),
+    );
     if (index >= 0) problems.splice(index, 1);
   };
 
@@ -94,7 +113,7 @@ describe('box console in Chromium', { timeout: 240_000 }, () => {
     if (work) await rm(work, { recursive: true, force: true });
   });
 
-  it('lets an anonymous visitor find a box and copy the line that Vagrant then runs, and the Vagrantfile\'s box_url works too', async () => {
+  it("lets an anonymous visitor find a box and copy the line that Vagrant then runs, and the Vagrantfile's box_url works too", async () => {
     const { context, page } = await newPage();
     await page.goto(`${service.url}/`);
     await eventually(() => page.locator('h1').textContent()).toBe('Public boxes');
@@ -108,7 +127,7 @@ describe('box console in Chromium', { timeout: 240_000 }, () => {
     const line = `VAGRANT_SERVER_URL=${service.url} vagrant box add acme/debian12`;
     await page.locator('button[data-copy="add-line"]').click();
     await eventually(() => page.locator('button[data-copy="add-line"]').textContent()).toBe('Copied');
-    const copied = await page.evaluate('navigator.clipboard.readText()') as string;
+    const copied = (await page.evaluate('navigator.clipboard.readText()')) as string;
     expect(copied).toBe(line);
     // Run exactly as pasted (VAGRANT_BIN only when the test is pointed at another vagrant).
     const added = await runLine(process.env.VAGRANT_BIN ? copied.replace(' vagrant ', ` ${VAGRANT} `) : copied, work);
@@ -169,14 +188,19 @@ describe('box console in Chromium', { timeout: 240_000 }, () => {
 
     // A file that is no box is refused, and the page says why (the server's problem details).
     await openManage();
-    await manage().getByLabel('Box file').setInputFiles({ name: 'notes.txt', mimeType: 'text/plain', buffer: Buffer.from('not a box\n') });
+    await manage()
+      .getByLabel('Box file')
+      .setInputFiles({ name: 'notes.txt', mimeType: 'text/plain', buffer: Buffer.from('not a box\n') });
     await manage().getByRole('button', { name: 'Upload' }).click();
     await eventually(() => manage().locator('form.upload .error').textContent()).toMatch(/^Upload failed: Not a Vagrant box/);
     // Said once, and no progress left behind.
     expect((await manage().locator('form.upload .error').textContent())!.match(/Not a Vagrant box/g)).toHaveLength(1);
     expect(await manage().locator('form.upload .status').textContent()).toBe('');
     expect(await manage().locator('form.upload progress').isVisible()).toBe(false);
-    allowLoadError(422, `${service.url}/api/organization/acme/box/big-box/version/1.0.0/provider/virtualbox/architecture/amd64/file/upload?file_name=notes.txt`);
+    allowLoadError(
+      422,
+      `${service.url}/api/organization/acme/box/big-box/version/1.0.0/provider/virtualbox/architecture/amd64/file/upload?file_name=notes.txt`,
+    );
     await shot(page, 'box-upload-refused');
 
     const boxPath = join(work, 'big.box');
@@ -185,17 +209,29 @@ describe('box console in Chromium', { timeout: 240_000 }, () => {
     await openManage();
     await manage().getByLabel('Box file').setInputFiles(boxPath);
     const progress: number[] = [];
-    const sampler = setInterval(() => void page.locator('form.upload progress').getAttribute('value').then((v) => progress.push(Number(v))).catch(ignoreError('the page may navigate between samples')), 50);
+    const sampler = setInterval(
+      () =>
+        void page
+          .locator('form.upload progress')
+          .getAttribute('value')
+          .then((v) => progress.push(Number(v)))
+          .catch(ignoreError('the page may navigate between samples')),
+      50,
+    );
     const started = performance.now();
     await manage().getByRole('button', { name: 'Upload' }).click();
-    await expect.poll(() => page.locator('form.upload code.sha256').textContent().catch(ignoreError('not there yet: polled again')), { timeout: 180_000, interval: 250 }).toBe(expected);
+    await expect
+      .poll(() => page.locator('form.upload code.sha256').textContent().catch(ignoreError('not there yet: polled again')), { timeout: 180_000, interval: 250 })
+      .toBe(expected);
     clearInterval(sampler);
     // A figure for the report, not an assertion: Chromium -> service -> local storage, with the sha256 computed.
     console.log(`[box console] 200 MiB upload through the page: ${(200 / ((performance.now() - started) / 1000)).toFixed(0)} MiB/s`);
     // The bar moved through values between empty and full while the bytes went out.
     expect(progress.some((value) => value > 0 && value < 100)).toBe(true);
     await shot(page, 'box-upload-done');
-    const stored = await service.request('GET', '/api/organization/acme/box/big-box/version/1.0.0/provider/virtualbox/architecture/amd64/file', { token: service.adminToken });
+    const stored = await service.request('GET', '/api/organization/acme/box/big-box/version/1.0.0/provider/virtualbox/architecture/amd64/file', {
+      token: service.adminToken,
+    });
     expect(stored.body.sha256).toBe(expected);
     expect(stored.body.size).toBeGreaterThan(200 * MiB);
 
@@ -215,7 +251,10 @@ describe('box console in Chromium', { timeout: 240_000 }, () => {
     await manage.getByRole('button', { name: 'Revoke' }).click();
     await eventually(() => page.locator('article.version .badge').first().textContent()).toBe('revoked');
     expect((await service.request('GET', '/acme/debian12')).body.versions).toEqual([]);
-    await page.locator('details', { has: page.locator('summary', { hasText: 'Manage v12.5.0' }) }).locator('summary').click();
+    await page
+      .locator('details', { has: page.locator('summary', { hasText: 'Manage v12.5.0' }) })
+      .locator('summary')
+      .click();
     await page.getByRole('button', { name: 'Release' }).click();
     await eventually(() => page.locator('article.version .badge').first().textContent()).toBe('active');
     expect((await service.request('GET', '/acme/debian12')).body.versions[0].version).toBe('12.5.0');
@@ -228,7 +267,7 @@ describe('box console in Chromium', { timeout: 240_000 }, () => {
     const key = page.locator('#new-token');
     await eventually(() => key.textContent()).toMatch(/^bxy_sa_/);
     await page.locator('button[data-copy="new-token"]').click();
-    const copied = await page.evaluate('navigator.clipboard.readText()') as string;
+    const copied = (await page.evaluate('navigator.clipboard.readText()')) as string;
     expect(copied).toBe(await key.textContent());
     expect((await service.request('GET', '/api/user', { headers: { authorization: `Bearer ${copied}` } })).body.roles).toEqual(['service_account']);
     await shot(page, 'organization-admin');
@@ -298,10 +337,10 @@ describe('box console in Chromium', { timeout: 240_000 }, () => {
     await page.keyboard.press('Enter');
     await eventually(() => page.locator('button[data-copy="add-line"]').textContent()).toBe('Copied');
     // Nothing wider than the screen but the code blocks, which scroll by themselves.
-    expect(await page.evaluate('document.documentElement.scrollWidth') as number).toBeLessThanOrEqual(390);
+    expect((await page.evaluate('document.documentElement.scrollWidth')) as number).toBeLessThanOrEqual(390);
     await shot(page, 'box-phone');
     await page.goto(`${service.url}/`);
-    expect(await page.evaluate('document.documentElement.scrollWidth') as number).toBeLessThanOrEqual(390);
+    expect((await page.evaluate('document.documentElement.scrollWidth')) as number).toBeLessThanOrEqual(390);
     await shot(page, 'home-phone');
     await context.close();
   });

@@ -17,7 +17,8 @@ describe('box console pages (no JavaScript)', () => {
   /** Signs in through the console's form, as a browser does; returns the Cookie header value. */
   async function formSignIn(username: string, password: string, returnTo = '/') {
     const response = await fetch(`${service.url}/console/sign-in`, {
-      method: 'POST', redirect: 'manual',
+      method: 'POST',
+      redirect: 'manual',
       headers: { 'content-type': 'application/x-www-form-urlencoded', origin: service.url },
       body: new URLSearchParams({ username, password, return_to: returnTo }),
     });
@@ -46,7 +47,10 @@ describe('box console pages (no JavaScript)', () => {
   });
 
   it('opens an invitation link as a sign-up page that makes the account, signs it in and joins the organization', async () => {
-    const invited = await service.request('POST', '/api/auth/invite', { token: service.adminToken, json: { email: 'guest.person@example.test', organizationName: 'acme' } });
+    const invited = await service.request('POST', '/api/auth/invite', {
+      token: service.adminToken,
+      json: { email: 'guest.person@example.test', organizationName: 'acme' },
+    });
     expect(invited.status).toBe(201);
     const link = new URL(invited.body.invitation_link as string);
     expect(link.pathname).toBe('/console/sign-up');
@@ -57,12 +61,20 @@ describe('box console pages (no JavaScript)', () => {
     const token = link.searchParams.get('invitationToken')!;
     expect(form.text).toContain(`name="invitation_token" value="${token}"`);
     const submit = (fields: Record<string, string>, origin = service.url) =>
-      fetch(`${service.url}/console/sign-up`, { method: 'POST', redirect: 'manual', headers: { 'content-type': 'application/x-www-form-urlencoded', origin }, body: new URLSearchParams(fields) });
+      fetch(`${service.url}/console/sign-up`, {
+        method: 'POST',
+        redirect: 'manual',
+        headers: { 'content-type': 'application/x-www-form-urlencoded', origin },
+        body: new URLSearchParams(fields),
+      });
     // A weak password: the form again with the rule broken, nothing made; another site's form: refused.
     const weak = await submit({ username: 'guest1', email: 'guest.person@example.test', password: 'short', invitation_token: token });
     expect(weak.status).toBe(422);
     expect(await weak.text()).toContain('password rules');
-    expect((await submit({ username: 'guest1', email: 'guest.person@example.test', password: USER_PASSWORD, invitation_token: token }, 'https://evil.example')).status).toBe(403);
+    expect(
+      (await submit({ username: 'guest1', email: 'guest.person@example.test', password: USER_PASSWORD, invitation_token: token }, 'https://evil.example'))
+        .status,
+    ).toBe(403);
     const made = await submit({ username: 'guest1', email: 'guest.person@example.test', password: USER_PASSWORD, invitation_token: token });
     expect(made.status).toBe(303);
     expect(made.headers.get('location')).toBe('/acme');
@@ -107,7 +119,10 @@ describe('box console pages (no JavaScript)', () => {
     await createBoxPath(service, service.adminToken, path, { isPublic: true });
     // 30 versions in an order unlike their version order: 1.0.0 … 1.0.29, with 1.0.10 sorting after 1.0.9.
     for (let i = 1; i < 30; i++) {
-      const created = await service.request('POST', '/api/organization/acme/box/many/version', { token: service.adminToken, json: { versionNumber: `1.0.${(i * 7) % 30}`, status: 'active' } });
+      const created = await service.request('POST', '/api/organization/acme/box/many/version', {
+        token: service.adminToken,
+        json: { versionNumber: `1.0.${(i * 7) % 30}`, status: 'active' },
+      });
       expect([201, 409]).toContain(created.status);
     }
     const shown = (text: string) => [...text.matchAll(/<h3 id="v-\d+">v([^<]+)<\/h3>/g)].map((m) => m[1]);
@@ -153,7 +168,9 @@ describe('box console pages (no JavaScript)', () => {
 
   it('shows those who may change a box how CI publishes into it: vagrant cloud publish and a Packer post-processor', async () => {
     const page = await service.request('GET', '/acme/boxes/ubuntu', { token: service.adminToken });
-    expect(page.text).toContain(`VAGRANT_SERVER_URL=${service.url} VAGRANT_CLOUD_TOKEN=&lt;key&gt; vagrant cloud publish acme/ubuntu 1.0.0 virtualbox package.box --release -f`);
+    expect(page.text).toContain(
+      `VAGRANT_SERVER_URL=${service.url} VAGRANT_CLOUD_TOKEN=&lt;key&gt; vagrant cloud publish acme/ubuntu 1.0.0 virtualbox package.box --release -f`,
+    );
     expect(page.text).toContain('box_tag           = &quot;acme/ubuntu&quot;');
     expect(page.text).toContain(`vagrant_cloud_url = &quot;${service.url}/api/v1&quot;`);
     expect((await get('/acme/boxes/ubuntu')).text).not.toContain('vagrant cloud publish');
@@ -167,7 +184,10 @@ describe('box console pages (no JavaScript)', () => {
     expect((await service.request('GET', '/api/organization/acme/box')).headers.get('content-type')).toContain('application/json');
     // Tools that accept anything get the metadata too; a browser asking for HTML is sent to the box's page.
     expect((await service.request('GET', '/acme/ubuntu', { headers: { accept: '*/*' } })).body.name).toBe('acme/ubuntu');
-    const browser = await fetch(`${service.url}/acme/ubuntu`, { redirect: 'manual', headers: { accept: 'text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8' } });
+    const browser = await fetch(`${service.url}/acme/ubuntu`, {
+      redirect: 'manual',
+      headers: { accept: 'text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8' },
+    });
     expect(browser.status).toBe(303);
     expect(browser.headers.get('location')).toBe('/acme/boxes/ubuntu');
   });
@@ -216,7 +236,9 @@ describe('box console pages (no JavaScript)', () => {
     expect(wrong.headers.get('set-cookie')).toBeNull();
     // Another site's page can't sign a visitor in (login CSRF).
     const foreign = await fetch(`${service.url}/console/sign-in`, {
-      method: 'POST', redirect: 'manual', headers: { 'content-type': 'application/x-www-form-urlencoded', origin: 'https://evil.example' },
+      method: 'POST',
+      redirect: 'manual',
+      headers: { 'content-type': 'application/x-www-form-urlencoded', origin: 'https://evil.example' },
       body: new URLSearchParams({ username: 'member1', password: USER_PASSWORD }),
     });
     expect(foreign.status).toBe(403);
@@ -266,7 +288,8 @@ describe('box console pages (no JavaScript)', () => {
     try {
       const origin = proxied.url.replace(/^http:/, 'https:');
       const response = await fetch(`${proxied.url}/console/sign-in`, {
-        method: 'POST', redirect: 'manual',
+        method: 'POST',
+        redirect: 'manual',
         headers: { 'content-type': 'application/x-www-form-urlencoded', 'x-forwarded-proto': 'https', origin },
         body: new URLSearchParams({ username: 'admin', password: (await import('../testing/test-service.ts')).ADMIN_PASSWORD }),
       });
@@ -280,10 +303,18 @@ describe('box console pages (no JavaScript)', () => {
 
   it('shows admins the webhooks with their latest deliveries', async () => {
     const admin = cookieOf(await formSignIn('admin', (await import('../testing/test-service.ts')).ADMIN_PASSWORD));
-    const created = await service.request('POST', '/api/admin/webhooks', { token: service.adminToken, json: { url: 'https://hooks.example.invalid/boxes', events: ['box.deleted'], description: 'CI <hook>' } });
+    const created = await service.request('POST', '/api/admin/webhooks', {
+      token: service.adminToken,
+      json: { url: 'https://hooks.example.invalid/boxes', events: ['box.deleted'], description: 'CI <hook>' },
+    });
     expect(created.status).toBe(201);
-    const [event] = await service.sql<{ id: string }>(`insert into events (type, data, delivered_at) values ('box.deleted', '{"organization": "acme", "box": "gone"}', now()) returning id`);
-    await service.sql(`insert into webhook_deliveries (webhook_id, event_id, status, attempts, last_status_code, finished_at) values ($1, $2, 'failed', 8, 502, now())`, [created.body.id, event!.id]);
+    const [event] = await service.sql<{ id: string }>(
+      `insert into events (type, data, delivered_at) values ('box.deleted', '{"organization": "acme", "box": "gone"}', now()) returning id`,
+    );
+    await service.sql(
+      `insert into webhook_deliveries (webhook_id, event_id, status, attempts, last_status_code, finished_at) values ($1, $2, 'failed', 8, 502, now())`,
+      [created.body.id, event!.id],
+    );
     const page = await get('/console/webhooks', admin);
     expect(page.status).toBe(200);
     expect(page.text).toContain('https://hooks.example.invalid/boxes');

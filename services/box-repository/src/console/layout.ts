@@ -35,11 +35,13 @@ export function layout(page: PageContext, title: string, content: HtmlValue): Ht
     <button type="submit">Search</button>
   </form>
   <nav aria-label="Account">
-    ${who
-      ? html`${isAdmin ? html`<a href="/console/users">Users</a> <a href="/console/webhooks">Webhooks</a>` : null}
+    ${
+      who
+        ? html`${isAdmin ? html`<a href="/console/users">Users</a> <a href="/console/webhooks">Webhooks</a>` : null}
         <span class="who">${who.username}</span>
         <form method="post" action="/console/sign-out" class="inline"><button type="submit">Sign out</button></form>`
-      : html`<a class="button" href="/console/sign-in?return_to=${encodeURIComponent(page.path)}">Sign in</a>`}
+        : html`<a class="button" href="/console/sign-in?return_to=${encodeURIComponent(page.path)}">Sign in</a>`
+    }
   </nav>
 </header>
 <main id="main">
@@ -74,7 +76,10 @@ export const formatBytes = (bytes: number): string => {
 export const formatDate = (iso: string | null): string => (iso ? iso.slice(0, 10) : '—');
 
 /** A form the script sends to the JSON API (method, URL) with the session cookie; needs scripts. */
-export function apiForm(options: { method: string; action: string; label: string; next?: string; confirm?: string; className?: string; show?: string }, fields: HtmlValue = null): Html {
+export function apiForm(
+  options: { method: string; action: string; label: string; next?: string; confirm?: string; className?: string; show?: string },
+  fields: HtmlValue = null,
+): Html {
   return html`<form class="api ${options.className ?? ''}" data-method="${options.method}" data-action="${options.action}"
   ${options.next ? html`data-next="${options.next}"` : null} ${options.confirm ? html`data-confirm="${options.confirm}"` : null} ${options.show ? html`data-show="${options.show}"` : null}>
   ${fields}

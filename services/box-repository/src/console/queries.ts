@@ -5,7 +5,20 @@ import { sql } from 'slonik';
 import { z } from 'zod';
 import type { Principal } from '../auth/principal.ts';
 import type { ServiceContext } from '../context.ts';
-import { architectureRow, boxRow, fileRow, int8, organizationRow, providerRow, versionRow, type Architecture, type Box, type BoxFile, type Provider, type Version } from '../records.ts';
+import {
+  architectureRow,
+  boxRow,
+  fileRow,
+  int8,
+  organizationRow,
+  providerRow,
+  versionRow,
+  type Architecture,
+  type Box,
+  type BoxFile,
+  type Provider,
+  type Version,
+} from '../records.ts';
 
 export const PAGE_SIZE = 50;
 
@@ -95,7 +108,12 @@ export const VERSIONS_PER_PAGE = 25;
  * `olderThan` (a version number; keyset, so a deep page costs what the first does), and the version to continue
  * from when there are more.
  */
-export async function versionTree(ctx: ServiceContext, box: Box, member: boolean, olderThan?: string): Promise<{ versions: VersionEntry[]; next: string | undefined }> {
+export async function versionTree(
+  ctx: ServiceContext,
+  box: Box,
+  member: boolean,
+  olderThan?: string,
+): Promise<{ versions: VersionEntry[]; next: string | undefined }> {
   const rows = await ctx.pool.any(sql.type(treeRow)`
     with page as (
       select v.id, v.version_key from versions v
@@ -129,8 +147,13 @@ export const membersOf = (ctx: ServiceContext, organizationId: number) =>
     where m.organization_id = ${organizationId} order by lower(u.username)`);
 
 const serviceAccountRow = z.object({
-  id: int8, username: z.string(), description: z.string(), role: z.string(), owner: z.string().nullable(),
-  expires_at: z.string().nullable(), last_used_at: z.string().nullable(),
+  id: int8,
+  username: z.string(),
+  description: z.string(),
+  role: z.string(),
+  owner: z.string().nullable(),
+  expires_at: z.string().nullable(),
+  last_used_at: z.string().nullable(),
 });
 export const serviceAccountsOf = (ctx: ServiceContext, organizationId: number) =>
   ctx.pool.any(sql.type(serviceAccountRow)`
@@ -155,8 +178,15 @@ export const allWebhooks = (ctx: ServiceContext) =>
   ctx.pool.any(sql.type(webhookRow)`select id, url, events, description, to_jsonb(created_at) #>> '{}' as created_at from webhooks order by id limit 200`);
 
 const deliveryRow = z.object({
-  id: z.string(), webhook_id: int8, event: z.string(), status: z.string(), attempts: z.number(),
-  last_status_code: z.number().nullable(), last_error: z.string().nullable(), created_at: z.string(), finished_at: z.string().nullable(),
+  id: z.string(),
+  webhook_id: int8,
+  event: z.string(),
+  status: z.string(),
+  attempts: z.number(),
+  last_status_code: z.number().nullable(),
+  last_error: z.string().nullable(),
+  created_at: z.string(),
+  finished_at: z.string().nullable(),
 });
 /** The latest deliveries of each webhook (the delivery log; the API pages through all of them). */
 export const latestDeliveries = (ctx: ServiceContext, perWebhook: number) =>

@@ -18,7 +18,18 @@ import { RESERVED_ORGANIZATION_NAMES } from '../http/schemas.ts';
 import { isVersionString, VERSION_DETAIL } from '../versions/rubygems-version.ts';
 import { WEBHOOK_EVENTS } from '../webhooks/event-types.ts';
 import { boxDetailPage, errorPage, homePage, organizationPage, signInPage, signUpPage, usersPage, webhooksPage } from './pages.ts';
-import { allUsers, allWebhooks, latestDeliveries, listBoxes, membersOf, myOrganizations, parseBoxCursor, serviceAccountsOf, versionTree, type BoxCursor } from './queries.ts';
+import {
+  allUsers,
+  allWebhooks,
+  latestDeliveries,
+  listBoxes,
+  membersOf,
+  myOrganizations,
+  parseBoxCursor,
+  serviceAccountsOf,
+  versionTree,
+  type BoxCursor,
+} from './queries.ts';
 
 const asset = (name: string) => readFileSync(new URL(`./public/${name}`, import.meta.url));
 const ASSETS: Record<string, { body: Buffer; type: string }> = {
@@ -39,7 +50,8 @@ const sendPage = (reply: FastifyReply, page: Html, status = 200) =>
   pageHeaders(reply).status(status).header('cache-control', 'no-store').type('text/html; charset=utf-8').send(page.value);
 
 /** Renders a page; a refusal or a missing item becomes an HTML error page with the same status. */
-const page = (ctx: ServiceContext, render: (request: FastifyRequest, principal: Principal | null) => Promise<Html>) =>
+const page =
+  (ctx: ServiceContext, render: (request: FastifyRequest, principal: Principal | null) => Promise<Html>) =>
   async (request: FastifyRequest, reply: FastifyReply) => {
     let principal: Principal | null = null;
     try {
@@ -80,45 +92,79 @@ function assetRoute(app: FastifyInstance): void {
   });
 }
 
-/** The public boxes and search, an organization, a box with its versions. */function boxPages(app: FastifyInstance, ctx: ServiceContext): void {
-  app.get('/', hide, page(ctx, async (request, principal) => {
-    const query = request.query as Record<string, unknown>;
-    const search = typeof query.q === 'string' ? query.q.trim().slice(0, 200) : '';
-    const after = afterOf(query);
-    const listed = await listBoxes(ctx, principal, { search, after });
-    return homePage({ principal, path: pathOf(request), search }, {
-      boxes: listed.boxes, next: listed.next, after: after ? (query.after as string) : undefined, organizations: await myOrganizations(ctx, principal),
-    });
-  }));
+/** The public boxes and search, an organization, a box with its versions. */ function boxPages(app: FastifyInstance, ctx: ServiceContext): void {
+  app.get(
+    '/',
+    hide,
+    page(ctx, async (request, principal) => {
+      const query = request.query as Record<string, unknown>;
+      const search = typeof query.q === 'string' ? query.q.trim().slice(0, 200) : '';
+      const after = afterOf(query);
+      const listed = await listBoxes(ctx, principal, { search, after });
+      return homePage(
+        { principal, path: pathOf(request), search },
+        {
+          boxes: listed.boxes,
+          next: listed.next,
+          after: after ? (query.after as string) : undefined,
+          organizations: await myOrganizations(ctx, principal),
+        },
+      );
+    }),
+  );
 
-  app.get('/:org', hide, page(ctx, async (request, principal) => {
-    const { org: name } = request.params as { org: string };
-    if (RESERVED_ORGANIZATION_NAMES.includes(name.toLowerCase())) throw notFound(`No page ${request.url.split('?')[0]}`);
-    const found = await findPath(ctx, request, { org: name });
-    const org = found.org;
-    const query = request.query as Record<string, unknown>;
-    const after = afterOf(query);
-    const listed = await listBoxes(ctx, principal, { organizationId: org.id, after });
-    const isMember = found.role !== null || found.isGlobalAdmin;
-    const isOrgAdmin = found.role === 'admin' || found.isGlobalAdmin;
-    return organizationPage({ principal, path: pathOf(request) }, {
-      org, role: found.role, isGlobalAdmin: found.isGlobalAdmin, boxes: listed.boxes, next: listed.next, after: after ? (query.after as string) : undefined,
-      members: isMember && principal?.kind === 'user' ? await membersOf(ctx, org.id) : null,
-      serviceAccounts: isOrgAdmin && principal?.kind === 'user' ? await serviceAccountsOf(ctx, org.id) : null,
-    });
-  }));
+  app.get(
+    '/:org',
+    hide,
+    page(ctx, async (request, principal) => {
+      const { org: name } = request.params as { org: string };
+      if (RESERVED_ORGANIZATION_NAMES.includes(name.toLowerCase())) throw notFound(`No page ${request.url.split('?')[0]}`);
+      const found = await findPath(ctx, request, { org: name });
+      const org = found.org;
+      const query = request.query as Record<string, unknown>;
+      const after = afterOf(query);
+      const listed = await listBoxes(ctx, principal, { organizationId: org.id, after });
+      const isMember = found.role !== null || found.isGlobalAdmin;
+      const isOrgAdmin = found.role === 'admin' || found.isGlobalAdmin;
+      return organizationPage(
+        { principal, path: pathOf(request) },
+        {
+          org,
+          role: found.role,
+          isGlobalAdmin: found.isGlobalAdmin,
+          boxes: listed.boxes,
+          next: listed.next,
+          after: after ? (query.after as string) : undefined,
+          members: isMember && principal?.kind === 'user' ? await membersOf(ctx, org.id) : null,
+          serviceAccounts: isOrgAdmin && principal?.kind === 'user' ? await serviceAccountsOf(ctx, org.id) : null,
+        },
+      );
+    }),
+  );
 
-  app.get('/:org/boxes/:box', hide, page(ctx, async (request, principal) => {
-    const params = request.params as { org: string; box: string };
-    const found = await findPath(ctx, request, params);
-    const box = found.box!;
-    const member = found.role !== null || found.isGlobalAdmin;
-    const olderThan = olderThanOf(request.query as Record<string, unknown>);
-    const tree = await versionTree(ctx, box, member, olderThan);
-    return boxDetailPage({ principal, path: pathOf(request) }, {
-      org: found.org, box, ...tree, olderThan, canManage: canManageBox(found, box), baseUrl: baseUrlOf(ctx, request),
-    });
-  }));
+  app.get(
+    '/:org/boxes/:box',
+    hide,
+    page(ctx, async (request, principal) => {
+      const params = request.params as { org: string; box: string };
+      const found = await findPath(ctx, request, params);
+      const box = found.box!;
+      const member = found.role !== null || found.isGlobalAdmin;
+      const olderThan = olderThanOf(request.query as Record<string, unknown>);
+      const tree = await versionTree(ctx, box, member, olderThan);
+      return boxDetailPage(
+        { principal, path: pathOf(request) },
+        {
+          org: found.org,
+          box,
+          ...tree,
+          olderThan,
+          canManage: canManageBox(found, box),
+          baseUrl: baseUrlOf(ctx, request),
+        },
+      );
+    }),
+  );
 }
 
 /** `?after=<org>/<box>` of a box list: where the previous page ended; anything else is the caller's mistake. */
@@ -139,24 +185,39 @@ function olderThanOf(query: Record<string, unknown>): string | undefined {
 }
 
 function adminPages(app: FastifyInstance, ctx: ServiceContext): void {
-  app.get('/console/users', hide, page(ctx, async (request, principal) => {
-    if (!principal) throw unauthorized('Sign in to see the users');
-    if (principal.kind !== 'user' || !principal.isAdmin) throw new HttpError(403, 'Only administrators see the users');
-    return usersPage({ principal, path: pathOf(request) }, await allUsers(ctx));
-  }));
+  app.get(
+    '/console/users',
+    hide,
+    page(ctx, async (request, principal) => {
+      if (!principal) throw unauthorized('Sign in to see the users');
+      if (principal.kind !== 'user' || !principal.isAdmin) throw new HttpError(403, 'Only administrators see the users');
+      return usersPage({ principal, path: pathOf(request) }, await allUsers(ctx));
+    }),
+  );
 
-  app.get('/console/webhooks', hide, page(ctx, async (request, principal) => {
-    if (!principal) throw unauthorized('Sign in to see the webhooks');
-    if (principal.kind !== 'user' || !principal.isAdmin) throw new HttpError(403, 'Only administrators manage webhooks');
-    return webhooksPage({ principal, path: pathOf(request) }, { events: WEBHOOK_EVENTS, webhooks: await allWebhooks(ctx), deliveries: await latestDeliveries(ctx, 20) });
-  }));
+  app.get(
+    '/console/webhooks',
+    hide,
+    page(ctx, async (request, principal) => {
+      if (!principal) throw unauthorized('Sign in to see the webhooks');
+      if (principal.kind !== 'user' || !principal.isAdmin) throw new HttpError(403, 'Only administrators manage webhooks');
+      return webhooksPage(
+        { principal, path: pathOf(request) },
+        { events: WEBHOOK_EVENTS, webhooks: await allWebhooks(ctx), deliveries: await latestDeliveries(ctx, 20) },
+      );
+    }),
+  );
 }
 
 function signInRoutes(app: FastifyInstance, ctx: ServiceContext, origins: OriginPolicy): void {
-  app.get('/console/sign-in', hide, page(ctx, async (request, principal) => {
-    const returnTo = safeReturn((request.query as Record<string, unknown>).return_to);
-    return signInPage({ principal, path: pathOf(request) }, { returnTo });
-  }));
+  app.get(
+    '/console/sign-in',
+    hide,
+    page(ctx, async (request, principal) => {
+      const returnTo = safeReturn((request.query as Record<string, unknown>).return_to);
+      return signInPage({ principal, path: pathOf(request) }, { returnTo });
+    }),
+  );
 
   app.post('/console/sign-in', { ...hide, preHandler: origins.check }, async (request, reply) => {
     const form = (request.body ?? {}) as Record<string, unknown>;
@@ -176,18 +237,29 @@ function signInRoutes(app: FastifyInstance, ctx: ServiceContext, origins: Origin
 // Sign-up, e.g. from an invitation's link (POST /api/auth/invite): the account is made by the API's own rules,
 // then signed in with the cookie and sent to the organization it joined.
 function signUpRoutes(app: FastifyInstance, ctx: ServiceContext, origins: OriginPolicy): void {
-  app.get('/console/sign-up', hide, page(ctx, async (request, principal) => {
-    const query = request.query as Record<string, unknown>;
-    const invitationToken = (field(query, 'invitationToken', 128) || field(query, 'invitation_token', 128)) || undefined; // the API's hook may have snake-cased the key
-    const organization = field(query, 'organization', 254) || undefined;
-    return signUpPage({ principal, path: pathOf(request) }, { ...(invitationToken ? { invitationToken } : {}), ...(organization ? { organization } : {}) });
-  }));
+  app.get(
+    '/console/sign-up',
+    hide,
+    page(ctx, async (request, principal) => {
+      const query = request.query as Record<string, unknown>;
+      const invitationToken = field(query, 'invitationToken', 128) || field(query, 'invitation_token', 128) || undefined; // the API's hook may have snake-cased the key
+      const organization = field(query, 'organization', 254) || undefined;
+      return signUpPage({ principal, path: pathOf(request) }, { ...(invitationToken ? { invitationToken } : {}), ...(organization ? { organization } : {}) });
+    }),
+  );
   app.post('/console/sign-up', { ...hide, preHandler: origins.check }, async (request, reply) => {
     const form = (request.body ?? {}) as Record<string, unknown>;
     const input = { username: field(form, 'username', 64), email: field(form, 'email', 254), password: field(form, 'password', 1024) };
     const invitationToken = field(form, 'invitation_token', 128) || undefined;
     const again = (status: number, error: string) =>
-      sendPage(reply, signUpPage({ principal: null, path: '/console/sign-up' }, { ...(invitationToken ? { invitationToken } : {}), username: input.username, email: input.email, error }), status);
+      sendPage(
+        reply,
+        signUpPage(
+          { principal: null, path: '/console/sign-up' },
+          { ...(invitationToken ? { invitationToken } : {}), username: input.username, email: input.email, error },
+        ),
+        status,
+      );
     if (!USERNAME_REGEX.test(input.username)) return again(422, 'A username is 1 to 64 letters, digits, dots, dashes or underscores.');
     if (!/^[^\s@]+@[^\s@]+$/.test(input.email)) return again(422, 'Give an e-mail address.');
     let joined: string | undefined;

@@ -12,7 +12,10 @@ function currentTraceparent(): string | null {
 }
 
 export type BoxEvent =
-  | { type: 'box.uploaded'; data: { organization: string; box: string; version: string; provider: string; architecture: string; file_name: string; sha256: string; size: number } }
+  | {
+      type: 'box.uploaded';
+      data: { organization: string; box: string; version: string; provider: string; architecture: string; file_name: string; sha256: string; size: number };
+    }
   | { type: 'box.deleted'; data: { organization: string; box: string } }
   | { type: 'user.created'; data: { username: string } };
 

@@ -29,7 +29,7 @@ async function inspect(bytes: Buffer, limits: InspectionLimits = DEFAULT_INSPECT
 }
 
 describe('box inspector limits', () => {
-  it('refuses a gzip bomb (1 GiB of zero padding before metadata.json) after unpacking no more than the ratio\'s grace (was: inflated all of it, then accepted)', async () => {
+  it("refuses a gzip bomb (1 GiB of zero padding before metadata.json) after unpacking no more than the ratio's grace (was: inflated all of it, then accepted)", async () => {
     const bomb = await makeGzipBomb(1024);
     expect(bomb.length).toBeLessThan(2 * MiB);
     const { inspector, fed, error } = await inspect(bomb);
@@ -70,7 +70,12 @@ describe('box inspector limits', () => {
   });
 
   it('accepts a real-shaped box: metadata.json after an incompressible disk image, within the limits', async () => {
-    const box = await makeBox({ leading: [{ name: 'Vagrantfile.extra', content: Buffer.from('# x\n') }, { name: 'box-disk001.vmdk', content: randomBytes(8 * MiB) }] });
+    const box = await makeBox({
+      leading: [
+        { name: 'Vagrantfile.extra', content: Buffer.from('# x\n') },
+        { name: 'box-disk001.vmdk', content: randomBytes(8 * MiB) },
+      ],
+    });
     const { inspector, error } = await inspect(box);
     expect(error).toBeUndefined();
     expect(inspector.metadata).toEqual({ provider: 'virtualbox' });

@@ -126,10 +126,16 @@ export class BoxInspector {
   private overLimit(): NotABoxError | undefined {
     const { max_unpacked_bytes: maxBytes, max_expansion_ratio: maxRatio } = this.limits;
     if (this.unpackedBytes > maxBytes) {
-      return this.limitError(`more than ${maxBytes} bytes of archive come before metadata.json`, { limit: 'uploads.inspection.max_unpacked_bytes', max: maxBytes });
+      return this.limitError(`more than ${maxBytes} bytes of archive come before metadata.json`, {
+        limit: 'uploads.inspection.max_unpacked_bytes',
+        max: maxBytes,
+      });
     }
     if (this.unpackedBytes > RATIO_GRACE_BYTES && this.unpackedBytes > maxRatio * this.packedBytes) {
-      return this.limitError(`the gzip stream expands more than ${maxRatio} times before metadata.json (a gzip bomb?)`, { limit: 'uploads.inspection.max_expansion_ratio', max: maxRatio });
+      return this.limitError(`the gzip stream expands more than ${maxRatio} times before metadata.json (a gzip bomb?)`, {
+        limit: 'uploads.inspection.max_expansion_ratio',
+        max: maxRatio,
+      });
     }
     return undefined;
   }
@@ -145,12 +151,22 @@ export class BoxInspector {
     this.parser = parser;
     parser.on('entry', (header, stream, next) => {
       if (++this.entries > this.limits.max_entries) {
-        this.failWith(this.limitError(`more than ${this.limits.max_entries} archive entries come before metadata.json`, { limit: 'uploads.inspection.max_entries', max: this.limits.max_entries }));
+        this.failWith(
+          this.limitError(`more than ${this.limits.max_entries} archive entries come before metadata.json`, {
+            limit: 'uploads.inspection.max_entries',
+            max: this.limits.max_entries,
+          }),
+        );
         return;
       }
       // An entry larger than what will be read is refused from its header, before any of it is unpacked.
       if ((header.size ?? 0) > this.limits.max_unpacked_bytes) {
-        this.failWith(this.limitError(`an entry of ${header.size} bytes comes before metadata.json (more than ${this.limits.max_unpacked_bytes})`, { limit: 'uploads.inspection.max_unpacked_bytes', max: this.limits.max_unpacked_bytes }));
+        this.failWith(
+          this.limitError(`an entry of ${header.size} bytes comes before metadata.json (more than ${this.limits.max_unpacked_bytes})`, {
+            limit: 'uploads.inspection.max_unpacked_bytes',
+            max: this.limits.max_unpacked_bytes,
+          }),
+        );
         return;
       }
       const name = header.name.replace(/^(\.\/)+/, '');
@@ -174,7 +190,8 @@ export class BoxInspector {
         } catch {
           return this.fail('Not a Vagrant box: metadata.json is not valid JSON');
         }
-        if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) return this.fail('Not a Vagrant box: metadata.json must hold a JSON object');
+        if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed))
+          return this.fail('Not a Vagrant box: metadata.json must hold a JSON object');
         this.metadata = parsed as Record<string, unknown>;
         this.done = true;
         // Nothing more to learn: stop parsing, let the rest of the upload pass untouched.
@@ -183,7 +200,9 @@ export class BoxInspector {
     });
     parser.on('error', (error: Error) => {
       if (this.done) return;
-      this.fail(`Not a Vagrant box: ${this.gunzip ? "the gzip'd data is not a tar archive" : 'not a tar archive'} (${error.message.replace(/\.$/, '')}); ${EXPECTED}`);
+      this.fail(
+        `Not a Vagrant box: ${this.gunzip ? "the gzip'd data is not a tar archive" : 'not a tar archive'} (${error.message.replace(/\.$/, '')}); ${EXPECTED}`,
+      );
     });
     if (head[0] === 0x1f && head[1] === 0x8b) {
       const gunzip = createGunzip();

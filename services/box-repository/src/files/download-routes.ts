@@ -38,7 +38,10 @@ async function download(ctx: ServiceContext, request: DownloadRequest, reply: Fa
       throw error;
     });
     const file = unchecked?.file;
-    linkVerdict = file && (request.params.file_name === undefined || request.params.file_name === file.file_name) ? ctx.downloadLinks.check(file.id, expires, signature) : 'invalid';
+    linkVerdict =
+      file && (request.params.file_name === undefined || request.params.file_name === file.file_name)
+        ? ctx.downloadLinks.check(file.id, expires, signature)
+        : 'invalid';
     if (linkVerdict === 'valid') return serve(ctx, request, reply, unchecked!, file!);
   }
   let found: Found;
@@ -53,11 +56,16 @@ async function download(ctx: ServiceContext, request: DownloadRequest, reply: Fa
 }
 
 const downloadSchema = (summary: string, names: readonly string[]) => ({
-  tags: ['files'], summary, params: params(...names),
+  tags: ['files'],
+  summary,
+  params: params(...names),
   querystring: { type: 'object', properties: { expires: { type: 'string' }, signature: { type: 'string' }, access_token: { type: 'string' } } },
   response: {
     200: { description: 'The box file', content: { 'application/octet-stream': { schema: { type: 'string', format: 'binary' } } } },
-    206: { description: 'The requested range of the box file (Range)', content: { 'application/octet-stream': { schema: { type: 'string', format: 'binary' } } } },
+    206: {
+      description: 'The requested range of the box file (Range)',
+      content: { 'application/octet-stream': { schema: { type: 'string', format: 'binary' } } },
+    },
     304: { description: 'Not modified (If-None-Match matched the ETag)' },
     ...errors(401, 403, 404, 416),
   },
@@ -67,9 +75,18 @@ export function downloadRoutes(app: FastifyInstance, ctx: ServiceContext): void 
   const handler = (request: DownloadRequest, reply: FastifyReply) => download(ctx, request, reply);
   // GET and HEAD in one route: HEAD answers the same headers (Content-Length included) without touching storage.
   app.route({
-    method: ['GET', 'HEAD'], url: '/:org/boxes/:box/versions/:version/providers/:provider/:arch/:file_name',
-    schema: downloadSchema('Download a box file (stable URL; Range, HEAD, ETag); private boxes need credentials or a signed link', [...ARCH_PARAMS, 'file_name']),
+    method: ['GET', 'HEAD'],
+    url: '/:org/boxes/:box/versions/:version/providers/:provider/:arch/:file_name',
+    schema: downloadSchema('Download a box file (stable URL; Range, HEAD, ETag); private boxes need credentials or a signed link', [
+      ...ARCH_PARAMS,
+      'file_name',
+    ]),
     handler,
   });
-  app.route({ method: ['GET', 'HEAD'], url: `${ARCH_PREFIX}/file/download`, schema: downloadSchema('Download the box file of an architecture', ARCH_PARAMS), handler });
+  app.route({
+    method: ['GET', 'HEAD'],
+    url: `${ARCH_PREFIX}/file/download`,
+    schema: downloadSchema('Download the box file of an architecture', ARCH_PARAMS),
+    handler,
+  });
 }

@@ -28,7 +28,10 @@ describe.each(s3Servers)('downloads and metadata (s3 driver on $server)', ({ ser
     service = await startTestService({ storage: 's3', bucket: await createTestBucket('boxrepo', s3Server(server)) });
     await createOrganization(service, 'acme');
     box = await makeBox({ gzip: false, fillerBytes: 100_000 });
-    for (const [path, isPublic] of [[publicPath, true], [privatePath, false]] as const) {
+    for (const [path, isPublic] of [
+      [publicPath, true],
+      [privatePath, false],
+    ] as const) {
       await createBoxPath(service, service.adminToken, path, { isPublic });
       expect((await uploadRaw(service, path, box, { token: service.adminToken })).status).toBe(201);
     }
@@ -67,7 +70,7 @@ describe.each(s3Servers)('downloads and metadata (s3 driver on $server)', ({ ser
       const response = await get(fileUrl(publicPath), { range: `bytes=${box.length}-` });
       expect(response.status).toBe(416);
       expect(response.headers.get('content-range')).toBe(`bytes */${box.length}`);
-      expect(await response.json() as object).toMatchObject({ status: 416, type: 'https://boxyard.io/problems/range-not-satisfiable' });
+      expect((await response.json()) as object).toMatchObject({ status: 416, type: 'https://boxyard.io/problems/range-not-satisfiable' });
     });
 
     it('several ranges, or an If-Range that no longer matches: the whole file', async () => {
@@ -116,7 +119,12 @@ describe.each(s3Servers)('downloads and metadata (s3 driver on $server)', ({ ser
 
   describe('redirected to storage (download_links.redirect_to_storage)', () => {
     it('answers 302 to a presigned URL of the S3 server, which curl follows with its Range and reads byte for byte', async () => {
-      const redirecting = await startTestService({ storage: 's3', bucket: service.bucket!, databaseUrl: service.databaseUrl, config: { download_links: { redirect_to_storage: true, storage_url_ttl_seconds: 60 } } });
+      const redirecting = await startTestService({
+        storage: 's3',
+        bucket: service.bucket!,
+        databaseUrl: service.databaseUrl,
+        config: { download_links: { redirect_to_storage: true, storage_url_ttl_seconds: 60 } },
+      });
       const dir = await mkdtemp(join(tmpdir(), 'boxrepo-redirect-'));
       try {
         const answer = await fetch(`${redirecting.url}${fileUrl(publicPath)}`, { redirect: 'manual' });
@@ -125,7 +133,17 @@ describe.each(s3Servers)('downloads and metadata (s3 driver on $server)', ({ ser
         expect(location.origin).toBe(new URL(service.bucket!.endpoint).origin);
         expect(location.searchParams.get('X-Amz-Expires')).toBe('60');
         const out = join(dir, 'part');
-        const ranged = await run('curl', ['-sS', '-L', '-r', '1000-1999', '-o', out, '-w', '%{http_code} %{num_redirects}', `${redirecting.url}${fileUrl(publicPath)}`]);
+        const ranged = await run('curl', [
+          '-sS',
+          '-L',
+          '-r',
+          '1000-1999',
+          '-o',
+          out,
+          '-w',
+          '%{http_code} %{num_redirects}',
+          `${redirecting.url}${fileUrl(publicPath)}`,
+        ]);
         expect(ranged.stdout).toBe('206 1');
         expect((await readFile(out)).equals(box.subarray(1000, 2000))).toBe(true);
         await run('curl', ['-sSfL', '-o', out, `${redirecting.url}${fileUrl(publicPath)}`]);
@@ -144,13 +162,15 @@ describe.each(s3Servers)('downloads and metadata (s3 driver on $server)', ({ ser
       const anonymous = await get(fileUrl(privatePath));
       expect(anonymous.status).toBe(401);
       expect(anonymous.headers.get('www-authenticate')).toMatch(/^Bearer realm=/);
-      expect(await anonymous.json() as object).toMatchObject({ type: 'https://boxyard.io/problems/authentication', errors: [] });
+      expect((await anonymous.json()) as object).toMatchObject({ type: 'https://boxyard.io/problems/authentication', errors: [] });
       expect((await get(fileUrl(privatePath), { authorization: `Bearer ${key}x` })).status).toBe(401);
-      expect((await get(fileUrl(privatePath), { authorization: 'Bearer bxy_sa_0000000000000000_AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA' })).status).toBe(401);
+      expect((await get(fileUrl(privatePath), { authorization: 'Bearer bxy_sa_0000000000000000_AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA' })).status).toBe(
+        401,
+      );
       expect((await get(fileUrl(privatePath), { 'x-access-token': 'not-a-jwt' })).status).toBe(401);
     });
 
-    it('is served with a session token, a key as Bearer, as ?access_token=, as the Basic password, or a user\'s Basic password', async () => {
+    it("is served with a session token, a key as Bearer, as ?access_token=, as the Basic password, or a user's Basic password", async () => {
       const basic = (user: string, password: string) => `Basic ${Buffer.from(`${user}:${password}`).toString('base64')}`;
       for (const [how, response] of [
         ['session', await get(fileUrl(privatePath), { 'x-access-token': service.adminToken })],
@@ -198,7 +218,10 @@ describe.each(s3Servers)('downloads and metadata (s3 driver on $server)', ({ ser
       const answers = new Set<string>();
       for (const [what, path] of Object.entries(paths)) {
         const [withLink, without] = [await get(`${path}${forged}`), await get(path)];
-        const [a, b] = [{ status: withLink.status, body: await withLink.text() }, { status: without.status, body: await without.text() }];
+        const [a, b] = [
+          { status: withLink.status, body: await withLink.text() },
+          { status: without.status, body: await without.text() },
+        ];
         expect(a.status, what).toBe(b.status);
         expect(JSON.parse(a.body).detail, what).toBe(JSON.parse(b.body).detail);
         answers.add(`${a.status} ${JSON.parse(a.body).detail}`);
@@ -221,7 +244,12 @@ describe.each(s3Servers)('downloads and metadata (s3 driver on $server)', ({ ser
       await createBoxPath(service, t, { ...multi, provider: 'libvirt' });
       await uploadRaw(service, { ...multi, provider: 'libvirt' }, await makeBox({ provider: 'libvirt' }), { token: t });
       // 1.1.0 has no file; 2.0.0 is unreleased; 0.9.0 is revoked; 1.10.0 is active (sorts above 1.1.0 numerically).
-      for (const [version, status] of [['1.1.0', undefined], ['2.0.0', 'unreleased'], ['0.9.0', 'revoked'], ['1.10.0', undefined]] as const) {
+      for (const [version, status] of [
+        ['1.1.0', undefined],
+        ['2.0.0', 'unreleased'],
+        ['0.9.0', 'revoked'],
+        ['1.10.0', undefined],
+      ] as const) {
         await createBoxPath(service, t, { ...multi, version });
         if (version !== '1.1.0') await uploadRaw(service, { ...multi, version }, box, { token: t });
         if (status) await service.request('PATCH', `/api/organization/acme/box/multi/version/${version}`, { token: t, json: { status } });
@@ -237,13 +265,20 @@ describe.each(s3Servers)('downloads and metadata (s3 driver on $server)', ({ ser
       expect(metadata.description).toBe('Many versions');
       expect(metadata.versions.map((v: { version: string }) => v.version)).toEqual(['1.10.0', '1.0.0']);
       const providers = metadata.versions[1].providers;
-      expect(providers.map((p: { name: string; architecture: string; default_architecture: boolean }) => [p.name, p.architecture, p.default_architecture])).toEqual([
+      expect(
+        providers.map((p: { name: string; architecture: string; default_architecture: boolean }) => [p.name, p.architecture, p.default_architecture]),
+      ).toEqual([
         ['libvirt', 'amd64', true],
         ['virtualbox', 'arm64', false],
         ['virtualbox', 'amd64', true],
       ]);
       expect(providers[2]).toEqual({
-        name: 'virtualbox', architecture: 'amd64', default_architecture: true, checksum_type: 'sha256', checksum: sha256(box), file_size: box.length,
+        name: 'virtualbox',
+        architecture: 'amd64',
+        default_architecture: true,
+        checksum_type: 'sha256',
+        checksum: sha256(box),
+        file_size: box.length,
         url: `${service.url}${fileUrl(multi)}`,
       });
     });
@@ -252,7 +287,10 @@ describe.each(s3Servers)('downloads and metadata (s3 driver on $server)', ({ ser
       const t = service.adminToken;
       expect((await service.request('PATCH', archPath({ ...multi, arch: 'arm64' }), { token: t, json: { default_box: true } })).body.default_box).toBe(true);
       const providers = (await service.request('GET', '/api/v2/vagrant/acme/multi')).body.versions[1].providers;
-      expect(providers.slice(1).map((p: { architecture: string; default_architecture: boolean }) => [p.architecture, p.default_architecture])).toEqual([['amd64', false], ['arm64', true]]);
+      expect(providers.slice(1).map((p: { architecture: string; default_architecture: boolean }) => [p.architecture, p.default_architecture])).toEqual([
+        ['amd64', false],
+        ['arm64', true],
+      ]);
       await service.request('PATCH', archPath(multi), { token: t, json: { defaultBox: true } });
     });
 
@@ -261,11 +299,14 @@ describe.each(s3Servers)('downloads and metadata (s3 driver on $server)', ({ ser
       const bodies = await Promise.all(paths.map(async (p) => (await service.request('GET', p)).text));
       expect(new Set(bodies).size).toBe(1);
       const viaLocalhost = await fetch(`${service.url.replace('127.0.0.1', 'localhost')}/acme/multi`);
-      expect(((await viaLocalhost.json()) as { versions: { providers: { url: string }[] }[] }).versions[0]!.providers[0]!.url).toMatch(/^http:\/\/localhost:\d+\/acme\/boxes\/multi\//);
+      expect(((await viaLocalhost.json()) as { versions: { providers: { url: string }[] }[] }).versions[0]!.providers[0]!.url).toMatch(
+        /^http:\/\/localhost:\d+\/acme\/boxes\/multi\//,
+      );
     });
 
     it('HEAD answers like Vagrant needs: 200 application/json for a box, 401 anonymous for an unknown or a private one, 404 unknown with credentials', async () => {
-      const head = (path: string, headers: Record<string, string> = {}) => get(path, { accept: 'application/json', 'user-agent': 'Vagrant/2.3.4', ...headers }, 'HEAD');
+      const head = (path: string, headers: Record<string, string> = {}) =>
+        get(path, { accept: 'application/json', 'user-agent': 'Vagrant/2.3.4', ...headers }, 'HEAD');
       const known = await head('/acme/multi');
       expect(known.status).toBe(200);
       expect(known.headers.get('content-type')).toMatch(/^application\/json/);
@@ -279,7 +320,7 @@ describe.each(s3Servers)('downloads and metadata (s3 driver on $server)', ({ ser
       expect((await head('/api/v2/vagrant/acme/no-such-box', { authorization: `Bearer ${key}` })).status).toBe(404);
     });
 
-    it('does not shadow the service\'s own paths', async () => {
+    it("does not shadow the service's own paths", async () => {
       expect((await get('/health')).status).toBe(200);
       expect((await get('/health/ready')).status).toBe(200);
       const unknownApi = await get('/api/nothing-here');

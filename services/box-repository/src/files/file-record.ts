@@ -10,7 +10,15 @@ export type ArchParams = { org: string; box: string; version: string; provider: 
 export const ARCH_PARAMS = ['org', 'box', 'version', 'provider', 'arch'] as const;
 
 export function fileRecord(ctx: ServiceContext, request: FastifyRequest, found: Found, file: BoxFile) {
-  return toFileRecord(file, downloadUrl(baseUrlOf(ctx, request), {
-    org: found.org.name, box: found.box!.name, version: found.version!.version_number, provider: found.provider!.name, arch: found.architecture!.name, fileName: file.file_name,
-  }));
+  return toFileRecord(
+    file,
+    downloadUrl(baseUrlOf(ctx, request), {
+      org: found.org.name,
+      box: found.box!.name,
+      version: found.version!.version_number,
+      provider: found.provider!.name,
+      arch: found.architecture!.name,
+      fileName: file.file_name,
+    }),
+  );
 }

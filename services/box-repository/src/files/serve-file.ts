@@ -25,7 +25,13 @@ const countDownloadSql = (fileId: number) => sql.unsafe`
   join providers p on p.id = a.provider_id join versions v on v.id = p.version_id
   on conflict (box_id) do update set count = box_downloads.count + 1`;
 
-export async function serveFile(ctx: ServiceContext, request: FastifyRequest, reply: FastifyReply, file: BoxFile, options: { isPublic: boolean }): Promise<FastifyReply> {
+export async function serveFile(
+  ctx: ServiceContext,
+  request: FastifyRequest,
+  reply: FastifyReply,
+  file: BoxFile,
+  options: { isPublic: boolean },
+): Promise<FastifyReply> {
   const etag = etagOf(file);
   const rangeHeader = typeof request.headers.range === 'string' ? request.headers.range : undefined;
   ctx.hooks.onDownloadRequest?.(rangeHeader);

@@ -12,7 +12,16 @@ import { ARCH_PREFIX, errors, params } from '../http/schemas.ts';
 import { fileSchema, type BoxFile } from '../records.ts';
 import { ARCH_PARAMS, fileRecord, type ArchParams } from './file-record.ts';
 import {
-  assertReplaceAllowed, checkFileName, CHECKSUM_TYPES, commitUpload, discardStoredUpload, parseClientChecksum, receiveUpload, storeUpload, verifyFinalChecksum, type StoredUpload,
+  assertReplaceAllowed,
+  checkFileName,
+  CHECKSUM_TYPES,
+  commitUpload,
+  discardStoredUpload,
+  parseClientChecksum,
+  receiveUpload,
+  storeUpload,
+  verifyFinalChecksum,
+  type StoredUpload,
 } from './upload.ts';
 
 type UploadQuery = { checksum?: string; checksum_type?: string; replace?: boolean; file_name?: string };
@@ -25,7 +34,7 @@ const uploadQuery = {
     checksum: { type: 'string', description: 'Hex digest the upload must have; refused with 422 and nothing stored otherwise.' },
     checksum_type: { type: 'string', description: `One of ${CHECKSUM_TYPES.join(', ')} (default sha256).` },
     replace: { type: 'boolean', default: false, description: 'Replace the file of a released (active or revoked) version.' },
-    file_name: { type: 'string', description: 'Name of the file (default: the part\'s file name, X-File-Name, or vagrant.box).' },
+    file_name: { type: 'string', description: "Name of the file (default: the part's file name, X-File-Name, or vagrant.box)." },
     access_token: { type: 'string', description: 'A service-account key or session token, for clients that cannot send headers.' },
   },
   additionalProperties: false,
@@ -45,7 +54,9 @@ const respond = (ctx: ServiceContext, request: FastifyRequest, reply: FastifyRep
 const baseName = (name: string) => name.split(/[\\/]/).pop() ?? '';
 
 const unexpectedFilePart = (name: string) =>
-  unprocessable('Unexpected file part', [{ pointer: `/${name}`, rule: 'additionalProperties', params: {}, detail: 'only one file part, named `file`, is accepted' }]);
+  unprocessable('Unexpected file part', [
+    { pointer: `/${name}`, rule: 'additionalProperties', params: {}, detail: 'only one file part, named `file`, is accepted' },
+  ]);
 
 /**
  * The parser's limit of one file part answers a second one with 413 (as if something were too large); the
@@ -87,9 +98,15 @@ async function receiveMultipart(ctx: ServiceContext, request: UploadRequest, fou
       const checksum = parseClientChecksum(request.query.checksum ?? fields.checksum, request.query.checksum_type ?? fields.checksum_type);
       stored = await storeUpload(ctx, { source: part.file as Readable, checksum });
     }
-    if (!stored) throw unprocessable('No file uploaded', [{ pointer: '/file', rule: 'required', params: { missingProperty: 'file' }, detail: 'the multipart part `file` is missing' }]);
+    if (!stored)
+      throw unprocessable('No file uploaded', [
+        { pointer: '/file', rule: 'required', params: { missingProperty: 'file' }, detail: 'the multipart part `file` is missing' },
+      ]);
     const fileName = checkFileName(request.query.file_name ?? fields.file_name ?? (partFileName || DEFAULT_FILE_NAME), '/file_name');
-    const checksum = verifyFinalChecksum(stored, parseClientChecksum(request.query.checksum ?? fields.checksum, request.query.checksum_type ?? fields.checksum_type));
+    const checksum = verifyFinalChecksum(
+      stored,
+      parseClientChecksum(request.query.checksum ?? fields.checksum, request.query.checksum_type ?? fields.checksum_type),
+    );
     const toCommit = stored;
     stored = undefined; // from here commitUpload owns the bytes: the row takes them, or it drops them
     return await commitUpload(ctx, found, toCommit, { fileName, checksum, replace: request.query.replace ?? false }, request.log);
@@ -102,17 +119,26 @@ async function multipartUploadRoute(scope: FastifyInstance, ctx: ServiceContext)
   closeConnectionOnRefusal(scope);
   await scope.register(multipart, { limits: { fileSize: ctx.config.uploads.max_bytes + 1, files: 2, fields: 20, fieldSize: 4096, parts: 25 } });
 
-  scope.post<{ Params: ArchParams; Querystring: UploadQuery }>(`${ARCH_PREFIX}/file`, {
-    schema: {
-      tags: ['files'], summary: 'Upload the box file (multipart/form-data, part `file`; fields file_name, checksum and checksum_type — a checksum of a type other than sha256 must come before the file part, or in the query)',
-      consumes: ['multipart/form-data'], params: params(...ARCH_PARAMS), querystring: uploadQuery,
-      response: { 200: fileSchema, 201: fileSchema, ...errors(400, 401, 403, 404, 408, 409, 413, 415, 422, 507) },
+  scope.post<{ Params: ArchParams; Querystring: UploadQuery }>(
+    `${ARCH_PREFIX}/file`,
+    {
+      schema: {
+        tags: ['files'],
+        summary:
+          'Upload the box file (multipart/form-data, part `file`; fields file_name, checksum and checksum_type — a checksum of a type other than sha256 must come before the file part, or in the query)',
+        consumes: ['multipart/form-data'],
+        params: params(...ARCH_PARAMS),
+        querystring: uploadQuery,
+        response: { 200: fileSchema, 201: fileSchema, ...errors(400, 401, 403, 404, 408, 409, 413, 415, 422, 507) },
+      },
     },
-  }, async (request, reply) => {
-    if (!request.isMultipart()) throw new HttpError(415, 'Send multipart/form-data with the box in the part `file` (or POST the raw body to .../file/upload)');
-    const found = await prepareUpload(ctx, request);
-    return respond(ctx, request, reply, found, await receiveMultipart(ctx, request, found));
-  });
+    async (request, reply) => {
+      if (!request.isMultipart())
+        throw new HttpError(415, 'Send multipart/form-data with the box in the part `file` (or POST the raw body to .../file/upload)');
+      const found = await prepareUpload(ctx, request);
+      return respond(ctx, request, reply, found, await receiveMultipart(ctx, request, found));
+    },
+  );
 }
 
 async function rawUploadRoute(scope: FastifyInstance, ctx: ServiceContext): Promise<void> {
@@ -122,28 +148,42 @@ async function rawUploadRoute(scope: FastifyInstance, ctx: ServiceContext): Prom
   scope.removeAllContentTypeParsers();
   scope.addContentTypeParser('*', (_request, _payload, done) => done(null));
 
-  scope.post<{ Params: ArchParams; Querystring: UploadQuery }>(`${ARCH_PREFIX}/file/upload`, {
-    schema: {
-      tags: ['files'], summary: 'Upload the box file as the raw request body (Content-Type application/octet-stream, X-File-Name)',
-      params: params(...ARCH_PARAMS), querystring: uploadQuery,
-      headers: { type: 'object', properties: { 'x-file-name': { type: 'string' }, 'x-checksum': { type: 'string' }, 'x-checksum-type': { type: 'string' } } },
-      response: { 200: fileSchema, 201: fileSchema, ...errors(400, 401, 403, 404, 408, 409, 413, 422, 507) },
+  scope.post<{ Params: ArchParams; Querystring: UploadQuery }>(
+    `${ARCH_PREFIX}/file/upload`,
+    {
+      schema: {
+        tags: ['files'],
+        summary: 'Upload the box file as the raw request body (Content-Type application/octet-stream, X-File-Name)',
+        params: params(...ARCH_PARAMS),
+        querystring: uploadQuery,
+        headers: { type: 'object', properties: { 'x-file-name': { type: 'string' }, 'x-checksum': { type: 'string' }, 'x-checksum-type': { type: 'string' } } },
+        response: { 200: fileSchema, 201: fileSchema, ...errors(400, 401, 403, 404, 408, 409, 413, 422, 507) },
+      },
     },
-  }, async (request, reply) => {
-    const found = await prepareUpload(ctx, request);
-    const header = (name: string) => {
-      const value = request.headers[name];
-      return typeof value === 'string' && value !== '' ? value : undefined;
-    };
-    const declared = declaredLength(request.headers);
-    if (declared !== undefined && declared > maxBytes) {
-      throw new HttpError(413, `The upload (${declared} bytes) is larger than the limit of ${maxBytes} bytes (uploads.max_bytes); nothing was stored`);
-    }
-    const fileName = checkFileName(request.query.file_name ?? (baseName(header('x-file-name') ?? '') || DEFAULT_FILE_NAME), header('x-file-name') ? '/headers/x-file-name' : '/query/file_name');
-    const checksum = parseClientChecksum(request.query.checksum ?? header('x-checksum'), request.query.checksum_type ?? header('x-checksum-type'));
-    const result = await receiveUpload(ctx, found, { source: request.raw, fileName, checksum, replace: request.query.replace ?? false, ...(declared !== undefined ? { size: declared } : {}) }, request.log);
-    return respond(ctx, request, reply, found, result);
-  });
+    async (request, reply) => {
+      const found = await prepareUpload(ctx, request);
+      const header = (name: string) => {
+        const value = request.headers[name];
+        return typeof value === 'string' && value !== '' ? value : undefined;
+      };
+      const declared = declaredLength(request.headers);
+      if (declared !== undefined && declared > maxBytes) {
+        throw new HttpError(413, `The upload (${declared} bytes) is larger than the limit of ${maxBytes} bytes (uploads.max_bytes); nothing was stored`);
+      }
+      const fileName = checkFileName(
+        request.query.file_name ?? (baseName(header('x-file-name') ?? '') || DEFAULT_FILE_NAME),
+        header('x-file-name') ? '/headers/x-file-name' : '/query/file_name',
+      );
+      const checksum = parseClientChecksum(request.query.checksum ?? header('x-checksum'), request.query.checksum_type ?? header('x-checksum-type'));
+      const result = await receiveUpload(
+        ctx,
+        found,
+        { source: request.raw, fileName, checksum, replace: request.query.replace ?? false, ...(declared !== undefined ? { size: declared } : {}) },
+        request.log,
+      );
+      return respond(ctx, request, reply, found, result);
+    },
+  );
 }
 
 export async function uploadRoutes(app: FastifyInstance, ctx: ServiceContext): Promise<void> {

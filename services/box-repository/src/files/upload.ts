@@ -39,7 +39,14 @@ const fileNamePattern = new RegExp(FILE_NAME_PATTERN);
 
 export function checkFileName(name: string, pointer: string): string {
   if (!fileNamePattern.test(name)) {
-    throw unprocessable('Invalid file name', [{ pointer, rule: 'pattern', params: { pattern: FILE_NAME_PATTERN }, detail: 'must be 1 to 255 letters, digits, ".", "_", "+" or "-", starting with a letter or digit' }]);
+    throw unprocessable('Invalid file name', [
+      {
+        pointer,
+        rule: 'pattern',
+        params: { pattern: FILE_NAME_PATTERN },
+        detail: 'must be 1 to 255 letters, digits, ".", "_", "+" or "-", starting with a letter or digit',
+      },
+    ]);
   }
   return name;
 }
@@ -55,17 +62,36 @@ export function parseClientChecksum(checksum: string | undefined, type: string |
   const value = checksum.toLowerCase();
   const length = hexLength[checksumType as ChecksumType];
   if (!new RegExp(`^[0-9a-f]{${length}}$`).test(value)) {
-    throw unprocessable('Invalid checksum', [{ pointer: '/checksum', rule: 'pattern', params: { checksum_type: checksumType, length }, detail: `must be ${length} hexadecimal digits for ${checksumType}` }]);
+    throw unprocessable('Invalid checksum', [
+      {
+        pointer: '/checksum',
+        rule: 'pattern',
+        params: { checksum_type: checksumType, length },
+        detail: `must be ${length} hexadecimal digits for ${checksumType}`,
+      },
+    ]);
   }
   return { type: checksumType as ChecksumType, value };
 }
 
 const unsupportedType = (type: string) =>
-  unprocessable('Unsupported checksum type', [{ pointer: '/checksum_type', rule: 'enum', params: { allowedValues: CHECKSUM_TYPES }, detail: `must be one of ${CHECKSUM_TYPES.join(', ')} (got '${type}')` }]);
+  unprocessable('Unsupported checksum type', [
+    {
+      pointer: '/checksum_type',
+      rule: 'enum',
+      params: { allowedValues: CHECKSUM_TYPES },
+      detail: `must be one of ${CHECKSUM_TYPES.join(', ')} (got '${type}')`,
+    },
+  ]);
 
 const checksumMismatch = (type: string, expected: string, actual: string) =>
   unprocessable(`Checksum mismatch: the uploaded bytes have ${type} ${actual}, not ${expected}; nothing was stored`, [
-    { pointer: '/checksum', rule: 'checksum', params: { checksum_type: type, expected, actual }, detail: `does not match the uploaded bytes (${type} ${actual})` },
+    {
+      pointer: '/checksum',
+      rule: 'checksum',
+      params: { checksum_type: type, expected, actual },
+      detail: `does not match the uploaded bytes (${type} ${actual})`,
+    },
   ]);
 
 /** Files of released (active or revoked) versions are only replaced on explicit request. */
@@ -80,7 +106,8 @@ function mapUploadError(error: unknown, maxBytes: number): unknown {
     return unprocessable(error.message, [{ pointer: '/file', rule: error.rule, params: error.params, detail: error.message }]);
   }
   if (error instanceof ChecksumMismatchError) return checksumMismatch('sha256', error.expected, error.actual);
-  if (error instanceof ObjectTooLargeError) return new HttpError(413, `The upload is larger than the limit of ${maxBytes} bytes (uploads.max_bytes); nothing was stored`);
+  if (error instanceof ObjectTooLargeError)
+    return new HttpError(413, `The upload is larger than the limit of ${maxBytes} bytes (uploads.max_bytes); nothing was stored`);
   return error;
 }
 
@@ -147,15 +174,26 @@ export function verifyFinalChecksum(stored: StoredUpload, final: ClientChecksum 
     if (final.value !== stored.sha256) throw checksumMismatch('sha256', final.value, stored.sha256);
     return final;
   }
-  throw unprocessable(`A ${final.type} checksum can only be verified when it comes before the file: send the fields checksum and checksum_type before the part \`file\`, or in the query; nothing was stored`, [
-    { pointer: '/checksum_type', rule: 'field_order', params: { checksum_type: final.type }, detail: 'must come before the part `file` (or in the query) for types other than sha256' },
-  ]);
+  throw unprocessable(
+    `A ${final.type} checksum can only be verified when it comes before the file: send the fields checksum and checksum_type before the part \`file\`, or in the query; nothing was stored`,
+    [
+      {
+        pointer: '/checksum_type',
+        rule: 'field_order',
+        params: { checksum_type: final.type },
+        detail: 'must come before the part `file` (or in the query) for types other than sha256',
+      },
+    ],
+  );
 }
 
 /** In one transaction: the file row created or swapped to the stored bytes, and `box.uploaded` recorded. */
 export async function commitUpload(
-  ctx: ServiceContext, found: Found, stored: StoredUpload,
-  input: { fileName: string; checksum: ClientChecksum; replace: boolean; within?: (tx: DatabaseTransactionConnection) => Promise<void> }, log: FastifyBaseLogger,
+  ctx: ServiceContext,
+  found: Found,
+  stored: StoredUpload,
+  input: { fileName: string; checksum: ClientChecksum; replace: boolean; within?: (tx: DatabaseTransactionConnection) => Promise<void> },
+  log: FastifyBaseLogger,
 ): Promise<{ file: BoxFile; replaced: boolean }> {
   const architecture = found.architecture!;
   const { key } = stored;
@@ -185,8 +223,14 @@ export async function commitUpload(
       await recordEvent(tx, {
         type: 'box.uploaded',
         data: {
-          organization: found.org.name, box: found.box!.name, version: found.version!.version_number, provider: found.provider!.name,
-          architecture: architecture.name, file_name: input.fileName, sha256: stored.sha256, size: stored.size,
+          organization: found.org.name,
+          box: found.box!.name,
+          version: found.version!.version_number,
+          provider: found.provider!.name,
+          architecture: architecture.name,
+          file_name: input.fileName,
+          sha256: stored.sha256,
+          size: stored.size,
         },
       });
       return { file: file.f, previousKey: previous?.storage_key };
@@ -201,7 +245,12 @@ export async function commitUpload(
 }
 
 /** A body whose name and checksum are known before it is read (the raw upload route): store, then commit. */
-export async function receiveUpload(ctx: ServiceContext, found: Found, input: UploadInput, log: FastifyBaseLogger): Promise<{ file: BoxFile; replaced: boolean }> {
+export async function receiveUpload(
+  ctx: ServiceContext,
+  found: Found,
+  input: UploadInput,
+  log: FastifyBaseLogger,
+): Promise<{ file: BoxFile; replaced: boolean }> {
   const stored = await storeUpload(ctx, input);
   return commitUpload(ctx, found, stored, { fileName: input.fileName, checksum: verifyFinalChecksum(stored, input.checksum), replace: input.replace }, log);
 }

@@ -27,7 +27,8 @@ describe('uploads', () => {
   async function freshPath(versionStatus?: string): Promise<BoxPath> {
     const path = { org: 'acme', box: `box-${++counter}`, version: '1.0.0', provider: 'virtualbox', arch: 'amd64' };
     await createBoxPath(service, token(), path);
-    if (versionStatus) await service.request('PATCH', `/api/organization/acme/box/${path.box}/version/1.0.0`, { token: token(), json: { status: versionStatus } });
+    if (versionStatus)
+      await service.request('PATCH', `/api/organization/acme/box/${path.box}/version/1.0.0`, { token: token(), json: { status: versionStatus } });
     return path;
   }
 
@@ -57,7 +58,14 @@ describe('uploads', () => {
       form.append('file', new Blob([box]), 'ubuntu-24.04.box');
       const response = await service.request('POST', `${archPath(path)}/file`, { token: token(), body: form });
       expect(response.status, response.text).toBe(201);
-      expect(response.body).toMatchObject({ file_name: 'ubuntu-24.04.box', size: box.length, sha256: sha256(box), checksum: sha256(box), checksum_type: 'sha256', download_count: 0 });
+      expect(response.body).toMatchObject({
+        file_name: 'ubuntu-24.04.box',
+        size: box.length,
+        sha256: sha256(box),
+        checksum: sha256(box),
+        checksum_type: 'sha256',
+        download_count: 0,
+      });
       const info = await service.request('GET', `${archPath(path)}/file`, { token: token() });
       expect(info.body).toEqual(response.body);
       const downloaded = Buffer.from(await (await fetch(response.body.download_url, { headers: { 'x-access-token': token() } })).arrayBuffer());
@@ -66,8 +74,17 @@ describe('uploads', () => {
 
     it('raw body: X-File-Name, X-Checksum; a plain tar; metadata.json after other entries', async () => {
       const path = await freshPath();
-      const box = await makeBox({ gzip: false, leading: [{ name: 'box.ovf', content: Buffer.from('<ovf/>') }, { name: 'disk.vmdk', content: Buffer.alloc(20 * KiB, 7) }] });
-      const response = await uploadRaw(service, path, box, { token: token(), headers: { 'x-file-name': 'plain.box', 'x-checksum': sha256(box), 'x-checksum-type': 'SHA256' } });
+      const box = await makeBox({
+        gzip: false,
+        leading: [
+          { name: 'box.ovf', content: Buffer.from('<ovf/>') },
+          { name: 'disk.vmdk', content: Buffer.alloc(20 * KiB, 7) },
+        ],
+      });
+      const response = await uploadRaw(service, path, box, {
+        token: token(),
+        headers: { 'x-file-name': 'plain.box', 'x-checksum': sha256(box), 'x-checksum-type': 'SHA256' },
+      });
       expect(response.status, response.text).toBe(201);
       expect(response.body).toMatchObject({ file_name: 'plain.box', size: box.length, sha256: sha256(box) });
     });
@@ -87,8 +104,24 @@ describe('uploads', () => {
       const path = await freshPath();
       const box = await makeBox();
       expect((await uploadRaw(service, path, box, { token: token() })).status).toBe(201);
-      const events = await service.sql<{ type: string; data: Record<string, unknown> }>("select type, data from events where type = 'box.uploaded' and data->>'box' = $1", [path.box]);
-      expect(events).toEqual([{ type: 'box.uploaded', data: expect.objectContaining({ organization: 'acme', box: path.box, version: '1.0.0', provider: 'virtualbox', architecture: 'amd64', sha256: sha256(box), size: box.length }) }]);
+      const events = await service.sql<{ type: string; data: Record<string, unknown> }>(
+        "select type, data from events where type = 'box.uploaded' and data->>'box' = $1",
+        [path.box],
+      );
+      expect(events).toEqual([
+        {
+          type: 'box.uploaded',
+          data: expect.objectContaining({
+            organization: 'acme',
+            box: path.box,
+            version: '1.0.0',
+            provider: 'virtualbox',
+            architecture: 'amd64',
+            sha256: sha256(box),
+            size: box.length,
+          }),
+        },
+      ]);
     });
   });
 
@@ -105,7 +138,14 @@ describe('uploads', () => {
     it('a sha256 checksum and a file name sent after the file are applied and verified', async () => {
       const path = await freshPath();
       const box = await makeBox();
-      const response = await service.request('POST', `${archPath(path)}/file`, { token: token(), body: formWith([['file', [box, 'x.box']], ['checksum', sha256(box)], ['file_name', 'late-name.box']]) });
+      const response = await service.request('POST', `${archPath(path)}/file`, {
+        token: token(),
+        body: formWith([
+          ['file', [box, 'x.box']],
+          ['checksum', sha256(box)],
+          ['file_name', 'late-name.box'],
+        ]),
+      });
       expect(response.status, response.text).toBe(201);
       expect(response.body).toMatchObject({ file_name: 'late-name.box', checksum: sha256(box), checksum_type: 'sha256' });
     });
@@ -113,7 +153,13 @@ describe('uploads', () => {
     it('a wrong sha256 after the file: 422, nothing stored (was: accepted unverified)', async () => {
       const path = await freshPath();
       const before = await snapshot();
-      const response = await service.request('POST', `${archPath(path)}/file`, { token: token(), body: formWith([['file', [await makeBox(), 'x.box']], ['checksum', sha256('other')]]) });
+      const response = await service.request('POST', `${archPath(path)}/file`, {
+        token: token(),
+        body: formWith([
+          ['file', [await makeBox(), 'x.box']],
+          ['checksum', sha256('other')],
+        ]),
+      });
       expect(response.status).toBe(422);
       expect(response.body.errors[0]).toMatchObject({ pointer: '/checksum', rule: 'checksum', params: { checksum_type: 'sha256' } });
       await expectNothingLeft(before);
@@ -123,7 +169,14 @@ describe('uploads', () => {
       const path = await freshPath();
       const before = await snapshot();
       const box = await makeBox();
-      const response = await service.request('POST', `${archPath(path)}/file`, { token: token(), body: formWith([['file', [box, 'x.box']], ['checksum_type', 'md5'], ['checksum', md5(box)]]) });
+      const response = await service.request('POST', `${archPath(path)}/file`, {
+        token: token(),
+        body: formWith([
+          ['file', [box, 'x.box']],
+          ['checksum_type', 'md5'],
+          ['checksum', md5(box)],
+        ]),
+      });
       expect(response.status).toBe(422);
       expect(response.body.errors[0]).toMatchObject({ pointer: '/checksum_type', rule: 'field_order' });
       expect(response.body.detail).toMatch(/before the part `file`/);
@@ -133,7 +186,13 @@ describe('uploads', () => {
     it('a second file part after a stored file: refused and the first file is not kept (was: stored, then an error)', async () => {
       const path = await freshPath();
       const before = await snapshot();
-      const response = await service.request('POST', `${archPath(path)}/file`, { token: token(), body: formWith([['file', [await makeBox(), 'a.box']], ['file', [await makeBox(), 'b.box']]]) });
+      const response = await service.request('POST', `${archPath(path)}/file`, {
+        token: token(),
+        body: formWith([
+          ['file', [await makeBox(), 'a.box']],
+          ['file', [await makeBox(), 'b.box']],
+        ]),
+      });
       expect(response.status).toBeGreaterThanOrEqual(400);
       expect(response.status).toBeLessThan(500);
       await expectNothingLeft(before);
@@ -147,7 +206,10 @@ describe('uploads', () => {
       expect(first.status, first.text).toBe(201);
       const before = await snapshot();
       const fields: [string, string][] = Array.from({ length: 25 }, (_, i) => [`extra${i}`, 'x']);
-      const response = await service.request('POST', `${archPath(path)}/file?replace=true`, { token: token(), body: formWith([['file', [await makeBox(), 'new.box']], ...fields]) });
+      const response = await service.request('POST', `${archPath(path)}/file?replace=true`, {
+        token: token(),
+        body: formWith([['file', [await makeBox(), 'new.box']], ...fields]),
+      });
       expect(response.status).toBeGreaterThanOrEqual(400);
       expect(response.status).toBeLessThan(500);
       await expectNothingLeft(before);
@@ -193,7 +255,11 @@ describe('uploads', () => {
       const response = await uploadRaw(service, path, box, { token: token(), headers: { 'x-checksum': sha256('something else') } });
       expect(response.status).toBe(422);
       expect(response.headers.get('content-type')).toContain('application/problem+json');
-      expect(response.body).toMatchObject({ type: 'https://boxyard.io/problems/validation', status: 422, errors: [{ pointer: '/checksum', rule: 'checksum', params: { checksum_type: 'sha256', actual: sha256(box) } }] });
+      expect(response.body).toMatchObject({
+        type: 'https://boxyard.io/problems/validation',
+        status: 422,
+        errors: [{ pointer: '/checksum', rule: 'checksum', params: { checksum_type: 'sha256', actual: sha256(box) } }],
+      });
       await expectNothingLeft(before);
       expect((await service.request('GET', `${archPath(path)}/file`, { token: token() })).status).toBe(404);
     });
@@ -253,7 +319,8 @@ describe('uploads', () => {
       expect(response.status, response.text).toBe(422);
       expect(response.headers.get('content-type')).toContain('application/problem+json');
       expect(response.body).toMatchObject({
-        type: 'https://boxyard.io/problems/validation', status: 422,
+        type: 'https://boxyard.io/problems/validation',
+        status: 422,
         errors: [{ pointer: '/file', rule: 'box_limit', params: { limit: 'uploads.inspection.max_expansion_ratio', max: 100 } }],
       });
       expect(response.body.detail).toMatch(/expands more than 100 times/);
@@ -269,8 +336,14 @@ describe('uploads', () => {
       expect(declared.body).toMatchObject({ type: 'https://boxyard.io/problems/payload-too-large', status: 413, errors: [] });
       // Without Content-Length the limit is enforced while streaming.
       const streamed = await service.request('POST', `${archPath(path)}/file/upload`, {
-        token: token(), headers: { 'content-type': 'application/octet-stream' },
-        body: new ReadableStream({ start(controller) { controller.enqueue(big); controller.close(); } }),
+        token: token(),
+        headers: { 'content-type': 'application/octet-stream' },
+        body: new ReadableStream({
+          start(controller) {
+            controller.enqueue(big);
+            controller.close();
+          },
+        }),
       });
       expect(streamed.status).toBe(413);
       const form = new FormData();
@@ -306,7 +379,9 @@ describe('uploads', () => {
       const url = new URL(`${service.url}${archPath(path)}/file/upload`);
       const socket = connect(Number(url.port), url.hostname);
       await once(socket, 'connect');
-      socket.write(`POST ${url.pathname} HTTP/1.1\r\nHost: ${url.host}\r\nx-access-token: ${token()}\r\ncontent-type: application/octet-stream\r\ncontent-length: ${box.length}\r\n\r\n`);
+      socket.write(
+        `POST ${url.pathname} HTTP/1.1\r\nHost: ${url.host}\r\nx-access-token: ${token()}\r\ncontent-type: application/octet-stream\r\ncontent-length: ${box.length}\r\n\r\n`,
+      );
       socket.write(box.subarray(0, 100 * KiB));
       // Wait until the service is storing it (a temporary file exists), then go away.
       await expect.poll(async () => (await service.storedObjects()).some((key) => key.startsWith('.tmp/')), { timeout: 20_000 }).toBe(true);
@@ -329,7 +404,14 @@ describe('uploads', () => {
       try {
         const response = await uploadRaw(service, path, await makeBox(), { token: token() });
         expect(response.status).toBe(500);
-        expect(response.body).toEqual({ type: 'https://boxyard.io/problems/internal', title: 'Internal server error', status: 500, detail: 'Internal server error', instance: `${archPath(path)}/file/upload`, errors: [] });
+        expect(response.body).toEqual({
+          type: 'https://boxyard.io/problems/internal',
+          title: 'Internal server error',
+          status: 500,
+          detail: 'Internal server error',
+          instance: `${archPath(path)}/file/upload`,
+          errors: [],
+        });
       } finally {
         await service.sql('alter table events_unavailable rename to events');
       }

@@ -37,7 +37,14 @@ describe('a resource deleted while a request on it runs', () => {
       await locker.query('begin');
       await locker.query(`select id from organizations where name = 'racing' for update`);
       const update = service.request('PATCH', '/api/organization/racing', { token: service.adminToken, json: { description: 'x' } });
-      await waitFor(async () => (await watcher.query(`select 1 from pg_stat_activity where wait_event_type = 'Lock' and query like '%update organizations%' and pid <> pg_backend_pid()`)).rowCount === 1);
+      await waitFor(
+        async () =>
+          (
+            await watcher.query(
+              `select 1 from pg_stat_activity where wait_event_type = 'Lock' and query like '%update organizations%' and pid <> pg_backend_pid()`,
+            )
+          ).rowCount === 1,
+      );
       await locker.query(`delete from organizations where name = 'racing'`);
       await locker.query('commit');
       const res = await update;

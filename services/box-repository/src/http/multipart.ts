@@ -3,7 +3,9 @@
 import { badRequest } from '@boxyard/kit';
 import type { FastifyRequest } from 'fastify';
 
-export async function* multipartParts(request: FastifyRequest): AsyncGenerator<Awaited<ReturnType<FastifyRequest['parts']> extends AsyncIterable<infer P> ? P : never>> {
+export async function* multipartParts(
+  request: FastifyRequest,
+): AsyncGenerator<Awaited<ReturnType<FastifyRequest['parts']> extends AsyncIterable<infer P> ? P : never>> {
   try {
     yield* request.parts();
   } catch (error) {

@@ -10,7 +10,15 @@ import { archPath, createBoxPath, createOrganization, startTestService, uploadRa
 
 const PROBLEM = 'https://boxyard.io/problems';
 const path = { org: 'acme', box: 'base', version: '1.0.0', provider: 'virtualbox', arch: 'amd64' };
-const limits = { enabled: true, window_minutes: 15, max_requests: 6, download_max_requests: 4, download_link_max_requests: 2, file_operations_max_requests: 50, architecture_operations_max_requests: 50 };
+const limits = {
+  enabled: true,
+  window_minutes: 15,
+  max_requests: 6,
+  download_max_requests: 4,
+  download_link_max_requests: 2,
+  file_operations_max_requests: 50,
+  architecture_operations_max_requests: 50,
+};
 
 describe('rate limits shared by two replicas', () => {
   let root: string;

@@ -24,36 +24,48 @@ const NOT_DELIVERED =
   'or refused the sign-in or the message. Which of these is not said here (the service log has the reason).';
 
 export async function mailRoutes(app: FastifyInstance, { ctx }: { ctx: ServiceContext }): Promise<void> {
-  app.post<{ Body: { host: string; port?: number; secure?: boolean; require_tls?: boolean; auth?: { user: string; pass: string }; to: string; from: string } }>('/api/mail/test-smtp', {
-    schema: {
-      tags: ['setup'], summary: 'Send a test mail with these SMTP settings (global admins); 502 when it was not delivered (the reason is in the service log only)',
-      body: body({
-        host: { type: 'string', minLength: 1, maxLength: 253 },
-        port: { type: 'integer', minimum: 1, maximum: 65535, default: 587 },
-        secure: { type: 'boolean', default: false, description: 'TLS from the first byte (port 465); otherwise STARTTLS when offered.' },
-        require_tls: { type: 'boolean', default: false },
-        auth: body({ user: { type: 'string', minLength: 1, maxLength: 320 }, pass: { type: 'string', minLength: 1, maxLength: 1024 } }, ['user', 'pass']),
-        to: email,
-        from: { type: 'string', minLength: 3, maxLength: 320 },
-      }, ['host', 'to', 'from']),
-      response: { 200: resultSchema, ...errors(401, 403, 422, 502) },
+  app.post<{ Body: { host: string; port?: number; secure?: boolean; require_tls?: boolean; auth?: { user: string; pass: string }; to: string; from: string } }>(
+    '/api/mail/test-smtp',
+    {
+      schema: {
+        tags: ['setup'],
+        summary: 'Send a test mail with these SMTP settings (global admins); 502 when it was not delivered (the reason is in the service log only)',
+        body: body(
+          {
+            host: { type: 'string', minLength: 1, maxLength: 253 },
+            port: { type: 'integer', minimum: 1, maximum: 65535, default: 587 },
+            secure: { type: 'boolean', default: false, description: 'TLS from the first byte (port 465); otherwise STARTTLS when offered.' },
+            require_tls: { type: 'boolean', default: false },
+            auth: body({ user: { type: 'string', minLength: 1, maxLength: 320 }, pass: { type: 'string', minLength: 1, maxLength: 1024 } }, ['user', 'pass']),
+            to: email,
+            from: { type: 'string', minLength: 3, maxLength: 320 },
+          },
+          ['host', 'to', 'from'],
+        ),
+        response: { 200: resultSchema, ...errors(401, 403, 422, 502) },
+      },
     },
-  }, async (request) => {
-    const principal = await requirePrincipal(ctx, request);
-    requireGlobalAdmin({ principal, isGlobalAdmin: principal.kind === 'user' && principal.isAdmin });
-    const { to, ...settings } = request.body;
-    const mailer = createMailer(smtpSchema.parse({ ...settings, timeout_seconds: TIMEOUT_SECONDS }));
-    const started = performance.now();
-    try {
-      const sent = await mailer.send({ to, subject: 'Boxyard: SMTP test', text: 'This is a test message from the Boxyard box repository: the SMTP settings work.\n' });
-      return { message: `Test mail accepted by ${settings.host}:${settings.port ?? 587} for ${to}`, message_id: sent.messageId };
-    } catch (error) {
-      if (error instanceof MailDeliveryError) {
-        request.log.warn({ reason: error.message }, 'SMTP test mail not delivered');
-        await sleep(Math.max(0, started + TIMEOUT_SECONDS * 1000 - performance.now()));
-        throw new HttpError(502, NOT_DELIVERED);
+    async (request) => {
+      const principal = await requirePrincipal(ctx, request);
+      requireGlobalAdmin({ principal, isGlobalAdmin: principal.kind === 'user' && principal.isAdmin });
+      const { to, ...settings } = request.body;
+      const mailer = createMailer(smtpSchema.parse({ ...settings, timeout_seconds: TIMEOUT_SECONDS }));
+      const started = performance.now();
+      try {
+        const sent = await mailer.send({
+          to,
+          subject: 'Boxyard: SMTP test',
+          text: 'This is a test message from the Boxyard box repository: the SMTP settings work.\n',
+        });
+        return { message: `Test mail accepted by ${settings.host}:${settings.port ?? 587} for ${to}`, message_id: sent.messageId };
+      } catch (error) {
+        if (error instanceof MailDeliveryError) {
+          request.log.warn({ reason: error.message }, 'SMTP test mail not delivered');
+          await sleep(Math.max(0, started + TIMEOUT_SECONDS * 1000 - performance.now()));
+          throw new HttpError(502, NOT_DELIVERED);
+        }
+        throw error;
       }
-      throw error;
-    }
-  });
+    },
+  );
 }

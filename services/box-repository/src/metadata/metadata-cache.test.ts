@@ -33,7 +33,12 @@ describe('metadata caching across replicas', () => {
     const etag = response.headers.get('etag')!;
     expect(etag).toMatch(/^"[A-Za-z0-9_-]+"$/); // strong: no W/
     expect(response.headers.get('cache-control')).toBe('public, no-cache');
-    for (const headers of [{ 'if-none-match': etag }, { 'if-none-match': `W/${etag}` }, { 'if-none-match': `"other", ${etag}` }, { 'if-none-match': etag, 'x-access-token': b.adminToken }] as Record<string, string>[]) {
+    for (const headers of [
+      { 'if-none-match': etag },
+      { 'if-none-match': `W/${etag}` },
+      { 'if-none-match': `"other", ${etag}` },
+      { 'if-none-match': etag, 'x-access-token': b.adminToken },
+    ] as Record<string, string>[]) {
       const revalidated = await metadata(b, headers);
       expect(revalidated.status).toBe(304);
       expect(revalidated.headers.get('etag')).toBe(etag);
@@ -78,7 +83,7 @@ describe('metadata caching across replicas', () => {
     const download = await fetch(`${b.url}/cached/boxes/base/versions/1.0.0/providers/virtualbox/amd64/vagrant.box`);
     expect(download.status).toBe(200);
     await download.arrayBuffer();
-    await expect.poll(async () => (await a.sql<{ n: string }>("select sum(download_count)::text as n from files"))[0]!.n, poll).not.toBe('0');
+    await expect.poll(async () => (await a.sql<{ n: string }>('select sum(download_count)::text as n from files'))[0]!.n, poll).not.toBe('0');
     expect((await metadata(b)).headers.get('etag')).toBe(etag);
     expect((await metadata(a)).headers.get('etag')).toBe(etagOnA);
   });
@@ -88,7 +93,9 @@ describe('metadata caching across replicas', () => {
     expect((await metadata(b)).status).toBe(200);
     expect(cache.listening).toBe(true);
     // Cut B's listener (as a database failover would); changes made meanwhile send notifications nobody hears.
-    await a.sql("select pg_terminate_backend(pid) from pg_stat_activity where application_name = 'boxyard-metadata-box_repository' and datname = current_database()");
+    await a.sql(
+      "select pg_terminate_backend(pid) from pg_stat_activity where application_name = 'boxyard-metadata-box_repository' and datname = current_database()",
+    );
     await expect.poll(() => cache.listening, poll).toBe(false);
     await a.sql("update versions set description = 'changed unheard' where version_number = '1.0.0'");
     const versions = await versionsOf(await metadata(b));

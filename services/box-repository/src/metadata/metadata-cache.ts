@@ -85,7 +85,8 @@ export function createMetadataCache(maxEntries = 2000): MetadataCache {
       const [kind, id] = payload.split(':');
       const target = Number(id);
       for (const [key, entry] of trusted.entries) {
-        if ((kind === 'org' && entry.org.id === target) || (kind === 'box' && entry.box.id === target) || !Number.isSafeInteger(target)) trusted.entries.delete(key);
+        if ((kind === 'org' && entry.org.id === target) || (kind === 'box' && entry.box.id === target) || !Number.isSafeInteger(target))
+          trusted.entries.delete(key);
       }
     },
     clearTrusted() {

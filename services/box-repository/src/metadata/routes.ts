@@ -31,8 +31,13 @@ const entryRow = z.object({
 const providerEntrySchema = {
   type: 'object',
   properties: {
-    name: { type: 'string' }, url: { type: 'string', format: 'uri' }, checksum: { type: 'string' }, checksum_type: { type: 'string' },
-    architecture: { type: 'string' }, default_architecture: { type: 'boolean' }, file_size: { type: 'integer' },
+    name: { type: 'string' },
+    url: { type: 'string', format: 'uri' },
+    checksum: { type: 'string' },
+    checksum_type: { type: 'string' },
+    architecture: { type: 'string' },
+    default_architecture: { type: 'boolean' },
+    file_size: { type: 'integer' },
   },
 } as const;
 
@@ -43,7 +48,15 @@ export const metadataSchema = {
     description: { type: 'string' },
     versions: {
       type: 'array',
-      items: { type: 'object', properties: { version: { type: 'string' }, status: { type: 'string' }, description: { type: 'string' }, providers: { type: 'array', items: providerEntrySchema } } },
+      items: {
+        type: 'object',
+        properties: {
+          version: { type: 'string' },
+          status: { type: 'string' },
+          description: { type: 'string' },
+          providers: { type: 'array', items: providerEntrySchema },
+        },
+      },
     },
   },
 } as const;
@@ -60,7 +73,7 @@ const consoleAnswers = {
     description: 'The box metadata (JSON); or an HTML page: the console page a browser is sent to, or a console page at `/console/…`',
     content: { 'application/json': { schema: metadataSchema }, ...htmlPage },
   },
-  303: { description: 'Accept names text/html (a browser): see Location, the box\'s console page' },
+  303: { description: "Accept names text/html (a browser): see Location, the box's console page" },
   401: problemOrPage('Credentials refused (a console page: sign in first)'),
   403: problemOrPage('Not allowed for this caller (a console page: an HTML refusal)'),
   404: problemOrPage('Not found'),
@@ -79,7 +92,12 @@ const entriesRow = z.object({ metadata_version: int8, entries: z.array(entryRow)
  * The caller's read check, on every request (one small query: the organization, the caller's membership, the
  * box and its metadata_version), then the document from the cache, or built and cached when the version moved.
  */
-export async function metadataDocument(ctx: ServiceContext, request: FastifyRequest, orgName: string, boxName: string): Promise<{ document: CachedDocument; isPublic: boolean }> {
+export async function metadataDocument(
+  ctx: ServiceContext,
+  request: FastifyRequest,
+  orgName: string,
+  boxName: string,
+): Promise<{ document: CachedDocument; isPublic: boolean }> {
   const principal = await principalOf(ctx, request);
   const base = baseUrlOf(ctx, request);
   const anonymous: Access = { principal: null, role: null, isGlobalAdmin: false };
@@ -143,7 +161,14 @@ async function buildDocument(ctx: ServiceContext, orgName: string, box: Box, bas
     }
     version.providers.push({
       name: entry.provider,
-      url: downloadUrl(base, { org: orgName, box: box.name, version: entry.version, provider: entry.provider, arch: entry.architecture, fileName: entry.file_name }),
+      url: downloadUrl(base, {
+        org: orgName,
+        box: box.name,
+        version: entry.version,
+        provider: entry.provider,
+        arch: entry.architecture,
+        fileName: entry.file_name,
+      }),
       checksum: entry.sha256,
       checksum_type: 'sha256',
       architecture: entry.architecture,
@@ -169,14 +194,19 @@ export async function metadataRoutes(app: FastifyInstance, { ctx }: { ctx: Servi
     return reply.send(document.body); // JSON already: fastify sends a Buffer as it is
   };
   const schema = (summary: string, hide = false) => ({
-    tags: ['metadata'], summary, hide, params: params('org', 'box'),
+    tags: ['metadata'],
+    summary,
+    hide,
+    params: params('org', 'box'),
     response: { 200: metadataSchema, ...errors(401, 403, 404) },
   });
   app.get('/api/organization/:org/box/:box/metadata', { schema: schema('Box metadata in the Vagrant format') }, handler);
   app.get('/api/v2/vagrant/:org/:box', { schema: schema('Box metadata for Vagrant 2.4 (`vagrant box add org/box` with VAGRANT_SERVER_URL)') }, handler);
   // A person who opens `{server}/{org}/{box}` in a browser gets the box's console page; Vagrant asks for JSON
   // (Accept: application/json), curl and other tools accept anything: both get the metadata.
-  const vagrant23 = schema('Box metadata for Vagrant 2.3 (`vagrant box add org/box` with VAGRANT_SERVER_URL); browsers asking for HTML are sent to the box\'s page');
+  const vagrant23 = schema(
+    "Box metadata for Vagrant 2.3 (`vagrant box add org/box` with VAGRANT_SERVER_URL); browsers asking for HTML are sent to the box's page",
+  );
   app.get('/:org/:box', { schema: { ...vagrant23, response: { ...vagrant23.response, ...consoleAnswers } } }, async (request, reply) => {
     const { org, box } = request.params as { org: string; box: string };
     if (/\btext\/html\b/i.test(request.headers.accept ?? '') && !RESERVED_ORGANIZATION_NAMES.includes(org.toLowerCase())) {

@@ -52,7 +52,9 @@ export function createGroupMembershipSync(pool: DatabasePool, mapping: Mapping) 
     /** Brings the user's provider-granted memberships in line with `groups` (skipped when nothing changed). */
     async apply(userId: string, groups: readonly string[]): Promise<void> {
       if (mapping.length === 0) return;
-      const digest = createHash('sha256').update(JSON.stringify([...groups].sort())).digest('base64url');
+      const digest = createHash('sha256')
+        .update(JSON.stringify([...groups].sort()))
+        .digest('base64url');
       const last = synced.get(userId);
       if (last && last.digest === digest && Date.now() - last.at < RESYNC_MS) return;
       await sync(userId, groups);

@@ -13,7 +13,11 @@ export async function loadUploadedCertificate(pool: DatabasePool, secrets: reado
   return stored && { ...stored, key_pem: openKey(stored.key_pem, secrets) ?? '' };
 }
 
-export async function saveUploadedCertificate(pool: DatabasePool, pair: { cert: string; key: string; fingerprint: string; uploadedBy: string }, secret: string): Promise<void> {
+export async function saveUploadedCertificate(
+  pool: DatabasePool,
+  pair: { cert: string; key: string; fingerprint: string; uploadedBy: string },
+  secret: string,
+): Promise<void> {
   await pool.query(sql.unsafe`
     insert into tls_certificate (id, cert_pem, key_pem, fingerprint_sha256, uploaded_by) values (true, ${pair.cert}, ${sealKey(pair.key, secret)}, ${pair.fingerprint}, ${pair.uploadedBy})
     on conflict (id) do update set cert_pem = excluded.cert_pem, key_pem = excluded.key_pem, fingerprint_sha256 = excluded.fingerprint_sha256,

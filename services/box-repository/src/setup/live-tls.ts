@@ -28,7 +28,10 @@ export interface LiveTls {
 }
 
 export async function createLiveTls(options: {
-  server: ServerConfig; stateDir: string | undefined; pool: DatabasePool; log: { warn(obj: object, msg: string): void };
+  server: ServerConfig;
+  stateDir: string | undefined;
+  pool: DatabasePool;
+  log: { warn(obj: object, msg: string): void };
   /** session.secret and previous_secrets: what opens the stored key. */
   secrets: readonly string[];
 }): Promise<LiveTls> {
@@ -43,9 +46,14 @@ export async function createLiveTls(options: {
     source = 'uploaded';
     uploadedFingerprint = uploaded.fingerprint_sha256;
   } else {
-    if (uploaded) options.log.warn({ fingerprint: uploaded.fingerprint_sha256 }, 'the uploaded certificate can no longer be served (expired, or its key sealed with a session secret no longer configured); using the self-signed one until a new one is uploaded');
+    if (uploaded)
+      options.log.warn(
+        { fingerprint: uploaded.fingerprint_sha256 },
+        'the uploaded certificate can no longer be served (expired, or its key sealed with a session secret no longer configured); using the self-signed one until a new one is uploaded',
+      );
     const material = (await serverTls({ ...options.server, tls: { ...options.server.tls, enabled: true } }, options.stateDir))!;
-    if (material.selfSigned && !material.persisted) options.log.warn({}, 'no state_dir: the self-signed certificate is new on every start; set state_dir to keep it');
+    if (material.selfSigned && !material.persisted)
+      options.log.warn({}, 'no state_dir: the self-signed certificate is new on every start; set state_dir to keep it');
     current = { cert: material.cert, key: material.key };
     source = material.selfSigned ? 'self-signed' : 'configured';
   }
@@ -87,7 +95,10 @@ export async function createLiveTls(options: {
     },
     start() {
       if (configuredFiles) return;
-      timer = setInterval(() => void live.refresh().catch((error: unknown) => options.log.warn({ err: error }, 'could not check for an uploaded certificate')), POLL_MS);
+      timer = setInterval(
+        () => void live.refresh().catch((error: unknown) => options.log.warn({ err: error }, 'could not check for an uploaded certificate')),
+        POLL_MS,
+      );
       timer.unref();
     },
     stop() {

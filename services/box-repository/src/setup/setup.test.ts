@@ -32,18 +32,34 @@ function servedCertificate(url: string): Promise<X509Certificate> {
 function httpsGet(url: string, ca: string): Promise<{ status: number; body: string }> {
   const { port, pathname } = new URL(url);
   return new Promise((resolve, reject) => {
-    const request = httpsRequest({ host: '127.0.0.1', port: Number(port), path: pathname, servername: 'localhost', ca, headers: { host: `localhost:${port}` } }, (response) => {
-      let body = '';
-      response.setEncoding('utf8').on('data', (chunk: string) => (body += chunk)).on('end', () => resolve({ status: response.statusCode ?? 0, body }));
-    });
+    const request = httpsRequest(
+      { host: '127.0.0.1', port: Number(port), path: pathname, servername: 'localhost', ca, headers: { host: `localhost:${port}` } },
+      (response) => {
+        let body = '';
+        response
+          .setEncoding('utf8')
+          .on('data', (chunk: string) => (body += chunk))
+          .on('end', () => resolve({ status: response.statusCode ?? 0, body }));
+      },
+    );
     request.once('error', reject).end();
   });
 }
 
 async function makePair(commonName: string, days = 30) {
   const pems = await generate([{ name: 'commonName', value: commonName }], {
-    keySize: 2048, algorithm: 'sha256', notAfterDate: new Date(Date.now() + days * 24 * 3600 * 1000),
-    extensions: [{ name: 'subjectAltName', altNames: [{ type: 2, value: 'localhost' }, { type: 7, ip: '127.0.0.1' }] }],
+    keySize: 2048,
+    algorithm: 'sha256',
+    notAfterDate: new Date(Date.now() + days * 24 * 3600 * 1000),
+    extensions: [
+      {
+        name: 'subjectAltName',
+        altNames: [
+          { type: 2, value: 'localhost' },
+          { type: 7, ip: '127.0.0.1' },
+        ],
+      },
+    ],
   });
   return { cert: pems.cert, key: pems.private };
 }
@@ -77,13 +93,23 @@ describe('public status routes', () => {
     expect(rules.body.password).toMatchObject({ min_length: 8, required: ['uppercase', 'lowercase', 'digit'], common_passwords_refused: true });
     expect(rules.body.naming.box.pattern).toBe('^[A-Za-z0-9_-]{1,100}$');
     // The configured limits, window given in minutes as the spec names it.
-    expect(rules.body.limits.rate_limiting).toMatchObject({ enabled: true, window_seconds: 600, max_requests: 1000, ceilings: { download_max_requests: 50, file_operations_max_requests: 100 } });
+    expect(rules.body.limits.rate_limiting).toMatchObject({
+      enabled: true,
+      window_seconds: 600,
+      max_requests: 1000,
+      ceilings: { download_max_requests: 50, file_operations_max_requests: 100 },
+    });
     // The rules published are the rules applied: a password /api/rules describes as too short is refused.
     const weak = await service.request('POST', '/api/auth/signup', { json: { username: 'weak', email: 'weak@example.test', password: 'Ab1' } });
     expect(weak.status).toBe(422);
 
     const discover = await service.request('GET', '/api/discover');
-    expect(discover.body).toMatchObject({ service: 'box-repository', base_url: service.url, openapi: '/openapi.json', auth: { session_header: 'x-access-token', provider: null } });
+    expect(discover.body).toMatchObject({
+      service: 'box-repository',
+      base_url: service.url,
+      openapi: '/openapi.json',
+      auth: { session_header: 'x-access-token', provider: null },
+    });
     expect(discover.body.auth.methods).toEqual(['password', 'session_token', 'service_account_key']);
   });
 
@@ -99,7 +125,13 @@ describe('public status routes', () => {
   it('setup status without HTTPS', async () => {
     const setup = await service.request('GET', '/api/setup/status');
     expect(setup.status).toBe(200);
-    expect(setup.body).toEqual({ admin_exists: true, https: false, certificate: null, redirects_to_https: false, listeners: { encrypted_port: null, unencrypted_port: Number(new URL(service.url).port) } });
+    expect(setup.body).toEqual({
+      admin_exists: true,
+      https: false,
+      certificate: null,
+      redirects_to_https: false,
+      listeners: { encrypted_port: null, unencrypted_port: Number(new URL(service.url).port) },
+    });
   });
 });
 
@@ -115,7 +147,10 @@ describe('two listeners, a kept self-signed certificate, and an uploaded one', (
     service = await startTestService({ config: { ...listenerConfig(), state_dir: stateDir } as never });
     databaseUrl = service.databaseUrl;
     // Replicas share the session secret (it opens the stored key), as the operator gives them one.
-    replica = await startTestService({ databaseUrl, config: { ...listenerConfig(), state_dir: stateDir, session: { secret: service.config.session.secret } } as never });
+    replica = await startTestService({
+      databaseUrl,
+      config: { ...listenerConfig(), state_dir: stateDir, session: { secret: service.config.session.secret } } as never,
+    });
   });
   afterAll(async () => {
     await replica?.close();
@@ -151,7 +186,9 @@ describe('two listeners, a kept self-signed certificate, and an uploaded one', (
     expect((await upload(form(pair), user.token)).status).toBe(403);
     const mismatch = await upload(form({ cert: pair.cert, key: other.key }), service.adminToken);
     expect(mismatch.status).toBe(422);
-    expect(mismatch.body.errors).toEqual([expect.objectContaining({ pointer: '/key', rule: 'key_pair', detail: 'the private key does not belong to the certificate' })]);
+    expect(mismatch.body.errors).toEqual([
+      expect.objectContaining({ pointer: '/key', rule: 'key_pair', detail: 'the private key does not belong to the certificate' }),
+    ]);
     const damaged = await upload(form({ cert: 'not a certificate', key: pair.key }), service.adminToken);
     expect(damaged.body.errors).toEqual([expect.objectContaining({ pointer: '/cert', rule: 'certificate' })]);
     const onlyCert = await upload(form({ cert: pair.cert }), service.adminToken);
@@ -164,7 +201,10 @@ describe('two listeners, a kept self-signed certificate, and an uploaded one', (
     expect((await upload(extra, service.adminToken)).status).toBe(422);
     expect((await service.request('POST', '/api/setup/upload-ssl', { token: service.adminToken, json: { cert: pair.cert, key: pair.key } })).status).toBe(415);
     // multipart/form-data without a boundary: the body cannot be read, 400 (was 500).
-    expect((await service.request('POST', '/api/setup/upload-ssl', { token: service.adminToken, headers: { 'content-type': 'multipart/form-data' }, body: 'x' })).status).toBe(400);
+    expect(
+      (await service.request('POST', '/api/setup/upload-ssl', { token: service.adminToken, headers: { 'content-type': 'multipart/form-data' }, body: 'x' }))
+        .status,
+    ).toBe(400);
     // Over 64 KiB, as a file or as a field: 413, never cut short and then judged.
     expect((await upload(form({ cert: pair.cert + ' '.repeat(70_000), key: pair.key }), service.adminToken)).status).toBe(413);
     expect((await upload(form({ cert: pair.cert + ' '.repeat(70_000), key: pair.key }, false), service.adminToken)).status).toBe(413);
@@ -181,7 +221,10 @@ describe('two listeners, a kept self-signed certificate, and an uploaded one', (
     const uploaded = await service.request('POST', '/api/setup/upload-ssl', { token: adminToken, body: form(pair, false) });
     expect(uploaded.status, uploaded.text).toBe(200);
     const expected = new X509Certificate(pair.cert);
-    expect(uploaded.body).toMatchObject({ applied: true, certificate: { source: 'uploaded', subject: 'CN=boxes.example.test', fingerprint_sha256: expected.fingerprint256 } });
+    expect(uploaded.body).toMatchObject({
+      applied: true,
+      certificate: { source: 'uploaded', subject: 'CN=boxes.example.test', fingerprint_sha256: expected.fingerprint256 },
+    });
 
     // Same process, same listening socket: the next handshake shows the new certificate, and a client that trusts
     // exactly it gets through.
@@ -197,7 +240,11 @@ describe('two listeners, a kept self-signed certificate, and an uploaded one', (
     expect(redirected.headers.get('location')).toBe(`https://127.0.0.1:${new URL(service.running.url).port}/api/status?x=1`);
     expect((await fetch(`${plain}/health`)).status).toBe(200);
     const setup = await httpsGet(`${service.running.url}/api/setup/status`, pair.cert);
-    expect(JSON.parse(setup.body)).toMatchObject({ https: true, redirects_to_https: true, certificate: { source: 'uploaded', fingerprint_sha256: expected.fingerprint256 } });
+    expect(JSON.parse(setup.body)).toMatchObject({
+      https: true,
+      redirects_to_https: true,
+      certificate: { source: 'uploaded', fingerprint_sha256: expected.fingerprint256 },
+    });
 
     // The key is not readable from the database alone.
     const [row] = await service.sql<{ key_pem: string }>('select key_pem from tls_certificate');

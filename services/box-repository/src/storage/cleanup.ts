@@ -122,7 +122,11 @@ export function createStorageCleanup(pool: DatabasePool, store: ObjectStore, log
       }
       await deleteNow(stored);
       const abandoned = await store.sweepAbandonedUploads(new Date(Date.now() - options.abandonedAfterSeconds * 1000));
-      if (stored.length > 0 || abandoned > 0) log.info({ deleted: stored.length, abandonedUploads: abandoned }, 'storage clean-up removed objects no row refers to and what interrupted uploads left');
+      if (stored.length > 0 || abandoned > 0)
+        log.info(
+          { deleted: stored.length, abandonedUploads: abandoned },
+          'storage clean-up removed objects no row refers to and what interrupted uploads left',
+        );
       return stored.length + abandoned;
     },
     start() {

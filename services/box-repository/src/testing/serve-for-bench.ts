@@ -9,6 +9,10 @@ const telemetry = startTelemetry('boxyard-box-repository');
 const config = boxRepositoryConfigSchema.parse(JSON.parse(process.env.BOXREPO_BENCH_CONFIG ?? '{}'));
 const running = await startBoxRepository(config, { print: () => {} });
 console.log(`listening ${running.url}`);
-const stop = () => void running.close().then(() => telemetry.shutdown()).then(() => process.exit(0));
+const stop = () =>
+  void running
+    .close()
+    .then(() => telemetry.shutdown())
+    .then(() => process.exit(0));
 process.once('SIGTERM', stop);
 process.once('SIGINT', stop);

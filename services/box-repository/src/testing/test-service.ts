@@ -67,9 +67,10 @@ const deepMerge = (base: Record<string, unknown>, over: Record<string, unknown> 
   const out: Record<string, unknown> = { ...base };
   for (const [key, value] of Object.entries(over)) {
     const current = out[key];
-    out[key] = typeof value === 'object' && value !== null && !Array.isArray(value) && typeof current === 'object' && current !== null
-      ? { ...(current as Record<string, unknown>), ...(value as Record<string, unknown>) }
-      : value;
+    out[key] =
+      typeof value === 'object' && value !== null && !Array.isArray(value) && typeof current === 'object' && current !== null
+        ? { ...(current as Record<string, unknown>), ...(value as Record<string, unknown>) }
+        : value;
   }
   return out;
 };
@@ -82,9 +83,17 @@ export async function startTestService(options: TestServiceOptions = {}): Promis
   let storage: Record<string, unknown>;
   if (options.storage === 's3') {
     bucket = options.bucket ?? (await createTestBucket('boxrepo'));
-    storage = { driver: 's3', endpoint: bucket.endpoint, access_key: bucket.accessKey, secret_key: bucket.secretKey, bucket: bucket.bucket, region: bucket.region, prefix: 'box-repository' };
+    storage = {
+      driver: 's3',
+      endpoint: bucket.endpoint,
+      access_key: bucket.accessKey,
+      secret_key: bucket.secretKey,
+      bucket: bucket.bucket,
+      region: bucket.region,
+      prefix: 'box-repository',
+    };
   } else {
-    localRoot = options.localRoot ?? (ownRoot = true, await mkdtemp(join(tmpdir(), 'boxrepo-')));
+    localRoot = options.localRoot ?? ((ownRoot = true), await mkdtemp(join(tmpdir(), 'boxrepo-')));
     storage = { driver: 'local', root: localRoot };
   }
   const base = {
@@ -113,7 +122,12 @@ export async function startTestService(options: TestServiceOptions = {}): Promis
       headers['content-type'] = 'application/json';
       body = JSON.stringify(opts.json);
     }
-    const response = await fetch(`${url}${path}`, { method, headers, ...(body !== undefined ? { body } : {}), ...(body instanceof ReadableStream ? { duplex: 'half' } : {}) } as RequestInit);
+    const response = await fetch(`${url}${path}`, {
+      method,
+      headers,
+      ...(body !== undefined ? { body } : {}),
+      ...(body instanceof ReadableStream ? { duplex: 'half' } : {}),
+    } as RequestInit);
     const text = await response.text();
     let parsed: unknown = text;
     try {
@@ -133,7 +147,15 @@ export async function startTestService(options: TestServiceOptions = {}): Promis
   const adminToken = await signIn('admin', ADMIN_PASSWORD);
 
   return {
-    url, running, config, databaseUrl, bucket, localRoot, adminToken, request, signIn,
+    url,
+    running,
+    config,
+    databaseUrl,
+    bucket,
+    localRoot,
+    adminToken,
+    request,
+    signIn,
     async createUser(username) {
       const created = await request('POST', '/api/auth/signup', { json: { username, email: `${username}@example.test`, password: USER_PASSWORD } });
       if (created.status !== 201) throw new Error(`sign-up of ${username} failed: ${created.status} ${created.text}`);
@@ -166,7 +188,7 @@ export async function startTestService(options: TestServiceOptions = {}): Promis
         const names: string[] = [];
         for await (const item of bucket.client.listObjectsV2(bucket.bucket, '', true)) names.push((item as { name: string }).name);
         if (names.length > 0) await bucket.client.removeObjects(bucket.bucket, names);
-        await bucket.client.removeBucket(bucket.bucket).catch(ignoreError('teardown: a bucket still holding objects is left to the test run\'s cleanup'));
+        await bucket.client.removeBucket(bucket.bucket).catch(ignoreError("teardown: a bucket still holding objects is left to the test run's cleanup"));
       }
       if (ownRoot && localRoot) await rm(localRoot, { recursive: true, force: true });
     },
@@ -192,7 +214,10 @@ export async function createBoxPath(service: TestService, token: string, path: B
   expectCreated(await service.request('POST', boxUrl, { token, json: { name: path.box, ...box } }), 'box');
   expectCreated(await service.request('POST', `${boxUrl}/${path.box}/version`, { token, json: { versionNumber: path.version } }), 'version');
   expectCreated(await service.request('POST', `${boxUrl}/${path.box}/version/${path.version}/provider`, { token, json: { name: path.provider } }), 'provider');
-  expectCreated(await service.request('POST', `${boxUrl}/${path.box}/version/${path.version}/provider/${path.provider}/architecture`, { token, json: { name: path.arch } }), 'architecture');
+  expectCreated(
+    await service.request('POST', `${boxUrl}/${path.box}/version/${path.version}/provider/${path.provider}/architecture`, { token, json: { name: path.arch } }),
+    'architecture',
+  );
 }
 
 export async function createOrganization(service: TestService, name: string, extra: Record<string, unknown> = {}): Promise<void> {
@@ -206,7 +231,12 @@ export async function addMember(service: TestService, org: string, username: str
 }
 
 /** Raw-body upload. */
-export function uploadRaw(service: TestService, path: BoxPath, data: Buffer, options: { token?: string; query?: string; headers?: Record<string, string> } = {}) {
+export function uploadRaw(
+  service: TestService,
+  path: BoxPath,
+  data: Buffer,
+  options: { token?: string; query?: string; headers?: Record<string, string> } = {},
+) {
   return service.request<any>('POST', `${archPath(path)}/file/upload${options.query ? `?${options.query}` : ''}`, {
     ...(options.token ? { token: options.token } : {}),
     headers: { 'content-type': 'application/octet-stream', 'x-file-name': 'vagrant.box', ...options.headers },

@@ -17,14 +17,17 @@ beforeAll(async () => {
 });
 afterAll(async () => service?.close());
 
-const admin = (method: string, path: string, json?: unknown, token = service.adminToken) => service.request(method, path, { token, ...(json !== undefined ? { json } : {}) });
+const admin = (method: string, path: string, json?: unknown, token = service.adminToken) =>
+  service.request(method, path, { token, ...(json !== undefined ? { json } : {}) });
 const basic = (user: string, password: string) => ({ authorization: `Basic ${Buffer.from(`${user}:${password}`).toString('base64')}` });
 
 describe('user administration (global admins)', () => {
   it('lists accounts with roles, state and organizations, filtered and paged', async () => {
     const list = await admin('GET', '/api/admin/users?per_page=100');
     expect(list.status).toBe(200);
-    expect(list.body).toContainEqual(expect.objectContaining({ username: 'alice', roles: ['user'], disabled: false, organizations: [{ name: 'acme', role: 'admin' }] }));
+    expect(list.body).toContainEqual(
+      expect.objectContaining({ username: 'alice', roles: ['user'], disabled: false, organizations: [{ name: 'acme', role: 'admin' }] }),
+    );
     expect(list.body).toContainEqual(expect.objectContaining({ username: 'admin', roles: ['user', 'admin'] }));
     const filtered = await admin('GET', '/api/admin/users?q=other-');
     expect(filtered.body.map((u: { username: string }) => u.username)).toEqual(['other-admin', 'other-mod']);
@@ -34,7 +37,7 @@ describe('user administration (global admins)', () => {
     expect((await admin('GET', '/api/admin/users/nobody')).status).toBe(404);
   });
 
-  it('a disabled user\'s sessions, refresh tokens, password and keys stop at once; re-enabling restores sign-in', async () => {
+  it("a disabled user's sessions, refresh tokens, password and keys stop at once; re-enabling restores sign-in", async () => {
     const signIn = await service.request('POST', '/api/auth/signin', { json: { username: 'alice', password: USER_PASSWORD } });
     const key = (await service.request('POST', '/api/service-accounts', { token: tokens.alice, json: { description: 'alice ci' } })).body.token as string;
     expect((await service.request('GET', '/api/user', { headers: basic('alice', USER_PASSWORD) })).status).toBe(200);
@@ -64,7 +67,11 @@ describe('user administration (global admins)', () => {
     expect((await admin('PATCH', '/api/admin/users/bob', { admin: false })).body.roles).toEqual(['user']);
     expect((await admin('GET', '/api/admin/users', undefined, tokens.bob)).status).toBe(403);
 
-    for (const [method, json] of [['PATCH', { admin: false }], ['PATCH', { disabled: true }], ['DELETE', undefined]] as const) {
+    for (const [method, json] of [
+      ['PATCH', { admin: false }],
+      ['PATCH', { disabled: true }],
+      ['DELETE', undefined],
+    ] as const) {
       const refused = await admin(method, '/api/admin/users/admin', json);
       expect(refused.status).toBe(409);
       expect(refused.body.detail).toContain('last enabled administrator');
@@ -100,9 +107,14 @@ describe('moderators and admins manage their own organizations only', () => {
     for (const who of ['other-mod', 'other-admin']) {
       expect((await service.request('PUT', '/api/organization/acme/members/bob', { token: tokens[who], json: { role: 'user' } })).status, who).toBe(403);
       expect((await service.request('DELETE', '/api/organization/acme/members/acme-user', { token: tokens[who] })).status, who).toBe(403);
-      expect((await service.request('POST', '/api/auth/invite', { token: tokens[who], json: { email: 'x@example.test', organizationName: 'acme' } })).status, who).toBe(403);
+      expect(
+        (await service.request('POST', '/api/auth/invite', { token: tokens[who], json: { email: 'x@example.test', organizationName: 'acme' } })).status,
+        who,
+      ).toBe(403);
     }
-    const members = (await service.request('GET', '/api/organization/acme/members', { token: service.adminToken })).body.map((m: { username: string }) => m.username);
+    const members = (await service.request('GET', '/api/organization/acme/members', { token: service.adminToken })).body.map(
+      (m: { username: string }) => m.username,
+    );
     expect(members).toContain('acme-user');
     expect(members).not.toContain('bob');
     // In their own organization they may.

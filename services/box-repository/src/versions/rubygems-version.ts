@@ -9,11 +9,17 @@
 /** Gem::Version's pattern without surrounding blanks, at most 64 characters (checked by maxLength beside it). */
 export const VERSION_PATTERN = '^[0-9]+(\\.[0-9A-Za-z]+)*(-[0-9A-Za-z-]+(\\.[0-9A-Za-z-]+)*)?$';
 export const VERSION_MAX_LENGTH = 64;
-export const VERSION_DETAIL = 'a RubyGems-style version: digits first, then "."-separated digits or letters (1.2.3, 20241101.275802, 2.0.0.rc1), at most 64 characters';
+export const VERSION_DETAIL =
+  'a RubyGems-style version: digits first, then "."-separated digits or letters (1.2.3, 20241101.275802, 2.0.0.rc1), at most 64 characters';
 const versionPattern = new RegExp(VERSION_PATTERN);
 
 /** The JSON-schema of a version string on every route that creates or renames a version. */
-export const versionString = { type: 'string', pattern: VERSION_PATTERN, maxLength: VERSION_MAX_LENGTH, description: 'RubyGems-style version (1.2.3, 20241101.275802, 2.0.0.rc1)' } as const;
+export const versionString = {
+  type: 'string',
+  pattern: VERSION_PATTERN,
+  maxLength: VERSION_MAX_LENGTH,
+  description: 'RubyGems-style version (1.2.3, 20241101.275802, 2.0.0.rc1)',
+} as const;
 
 export const isVersionString = (value: string): boolean => value.length <= VERSION_MAX_LENGTH && versionPattern.test(value);
 

@@ -8,10 +8,26 @@ import { compareVersions, isVersionString } from './rubygems-version.ts';
 
 // `ruby -e 'puts l.sort_by { |v| Gem::Version.new(v) }'` gives this order (Ruby 3.1, RubyGems 3.3).
 const ASCENDING = [
-  '0.9', '1.a.0.b', '1.0.0.a', '1.0-beta', '1.0.0.rc1', '1.0.0.rc2', '1.0.0.rc10', '1.0.0', '1.0.1', '1.2.3', '1.2.3.4', '1.10.0',
-  '2.0.0.beta', '2.0.0.rc1', '2.0.0', '2.0.0.1', '20241101.275802', '20241101.275803',
+  '0.9',
+  '1.a.0.b',
+  '1.0.0.a',
+  '1.0-beta',
+  '1.0.0.rc1',
+  '1.0.0.rc2',
+  '1.0.0.rc10',
+  '1.0.0',
+  '1.0.1',
+  '1.2.3',
+  '1.2.3.4',
+  '1.10.0',
+  '2.0.0.beta',
+  '2.0.0.rc1',
+  '2.0.0',
+  '2.0.0.1',
+  '20241101.275802',
+  '20241101.275803',
 ];
-const shuffled = [...ASCENDING].sort((a, b) => (a.length * 7 + a.charCodeAt(a.length - 1)) % 11 - (b.length * 7 + b.charCodeAt(b.length - 1)) % 11);
+const shuffled = [...ASCENDING].sort((a, b) => ((a.length * 7 + a.charCodeAt(a.length - 1)) % 11) - ((b.length * 7 + b.charCodeAt(b.length - 1)) % 11));
 
 describe('RubyGems version strings', () => {
   it('compares as Gem::Version does', () => {
@@ -39,7 +55,9 @@ describe('versions ordered as RubyGems orders them', () => {
   it('the SQL sort key orders every case as compareVersions does', async () => {
     const rows = await service.sql<{ v: string }>('select v from unnest($1::text[]) as v order by rubygems_version_key(v) collate "C"', [shuffled]);
     expect(rows.map((r) => r.v)).toEqual(ASCENDING);
-    const [equal] = await service.sql<{ same: boolean }>("select rubygems_version_key('1.0') = rubygems_version_key('1.0.0') and rubygems_version_key('1.a') = rubygems_version_key('1.0.0.a') as same");
+    const [equal] = await service.sql<{ same: boolean }>(
+      "select rubygems_version_key('1.0') = rubygems_version_key('1.0.0') and rubygems_version_key('1.a') = rubygems_version_key('1.0.0.a') as same",
+    );
     expect(equal!.same).toBe(true);
   });
 

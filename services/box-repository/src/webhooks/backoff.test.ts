@@ -27,7 +27,12 @@ describe('retry backoff', () => {
 
   it('is configured with an initial delay no longer than the maximum', () => {
     const base = { database: { url: 'postgres://x@127.0.0.1/x' }, storage: { driver: 'local', root: '/tmp/x' }, session: { secret: 'x'.repeat(43) } };
-    expect(boxRepositoryConfigSchema.parse(base).webhooks).toMatchObject({ backoff_initial_seconds: 10, backoff_max_seconds: 3600, max_attempts: 8, allow_private_targets: false });
+    expect(boxRepositoryConfigSchema.parse(base).webhooks).toMatchObject({
+      backoff_initial_seconds: 10,
+      backoff_max_seconds: 3600,
+      max_attempts: 8,
+      allow_private_targets: false,
+    });
     const wrong = boxRepositoryConfigSchema.safeParse({ ...base, webhooks: { backoff_initial_seconds: 60, backoff_max_seconds: 30 } });
     expect(wrong.success).toBe(false);
     expect(wrong.error?.issues[0]).toMatchObject({ path: ['webhooks', 'backoff_initial_seconds'], message: 'must not be more than backoff_max_seconds' });

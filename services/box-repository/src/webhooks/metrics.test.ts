@@ -20,7 +20,8 @@ describe('boxyard_webhook_backlog', () => {
   it('runs its SQL once for a burst of scrapes within database_cache_seconds', async () => {
     let queries = 0;
     const counting = new Proxy(pool, {
-      get: (target, key) => (key === 'oneFirst' ? (...args: Parameters<DatabasePool['oneFirst']>) => (queries++, target.oneFirst(...args)) : Reflect.get(target, key)),
+      get: (target, key) =>
+        key === 'oneFirst' ? (...args: Parameters<DatabasePool['oneFirst']>) => (queries++, target.oneFirst(...args)) : Reflect.get(target, key),
     });
     const registry = createMetricsRegistry({ service: 'box-repository' });
     createWebhookMetrics(registry, counting, 60);

@@ -18,8 +18,11 @@ const REASONS: FailureReason[] = ['status', 'redirect', 'refused_address', 'time
 export function createWebhookMetrics(registry: Registry, pool: DatabasePool, cacheSeconds: number): WebhookMetrics {
   const registers = [registry];
   const readBacklog = cachedReading(
-    () => pool.oneFirst(sql.type(z.object({ n: z.number() }))`
-        select ((select count(*) from webhook_deliveries where status = 'pending') + (select count(*) from events where delivered_at is null))::int as n`).catch(ignoreError('the gauge keeps its last value while the database is away')),
+    () =>
+      pool
+        .oneFirst(sql.type(z.object({ n: z.number() }))`
+        select ((select count(*) from webhook_deliveries where status = 'pending') + (select count(*) from events where delivered_at is null))::int as n`)
+        .catch(ignoreError('the gauge keeps its last value while the database is away')),
     cacheSeconds,
   );
   new Gauge({
@@ -32,8 +35,18 @@ export function createWebhookMetrics(registry: Registry, pool: DatabasePool, cac
     },
   });
   const metrics: WebhookMetrics = {
-    deliveries: new Counter({ name: 'boxyard_webhook_deliveries_total', help: 'Webhook deliveries that ended, by outcome: delivered, or failed after the last attempt.', labelNames: ['outcome'], registers }),
-    failures: new Counter({ name: 'boxyard_webhook_delivery_failures_total', help: 'Webhook delivery attempts that failed, by reason (status, redirect, refused_address, timeout, connection).', labelNames: ['reason'], registers }),
+    deliveries: new Counter({
+      name: 'boxyard_webhook_deliveries_total',
+      help: 'Webhook deliveries that ended, by outcome: delivered, or failed after the last attempt.',
+      labelNames: ['outcome'],
+      registers,
+    }),
+    failures: new Counter({
+      name: 'boxyard_webhook_delivery_failures_total',
+      help: 'Webhook delivery attempts that failed, by reason (status, redirect, refused_address, timeout, connection).',
+      labelNames: ['reason'],
+      registers,
+    }),
   };
   // At zero from the start, so rates and alerts see the first one.
   for (const outcome of ['delivered', 'failed']) metrics.deliveries.inc({ outcome }, 0);

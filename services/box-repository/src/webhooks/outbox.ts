@@ -13,7 +13,15 @@ export const FAN_OUT_BATCH = 500;
 const ERROR_TEXT_MAX = 500;
 
 const claimedRow = z.object({
-  id: z.string(), attempts: z.number(), webhook_id: int8, url: z.string(), secret: z.string(), event_id: int8, type: z.string(), data: z.string(), traceparent: z.string().nullable(),
+  id: z.string(),
+  attempts: z.number(),
+  webhook_id: int8,
+  url: z.string(),
+  secret: z.string(),
+  event_id: int8,
+  type: z.string(),
+  data: z.string(),
+  traceparent: z.string().nullable(),
 });
 export type Claimed = z.infer<typeof claimedRow>;
 
@@ -56,13 +64,20 @@ export interface RecordDeps {
 }
 
 /** Records an attempt and the delivery's outcome, only if the lease is still ours (the attempt count unchanged). */
-export async function record({ pool, config, metrics, log }: RecordDeps, delivery: Claimed, startedAt: Date, durationMs: number, result: AttemptResult): Promise<void> {
+export async function record(
+  { pool, config, metrics, log }: RecordDeps,
+  delivery: Claimed,
+  startedAt: Date,
+  durationMs: number,
+  result: AttemptResult,
+): Promise<void> {
   const error = result.error?.slice(0, ERROR_TEXT_MAX) ?? null;
   const gaveUp = !result.ok && delivery.attempts >= config.max_attempts;
   const retryIn = result.ok || gaveUp ? 0 : retryDelaySeconds(config, delivery.attempts);
   const status = result.ok ? 'delivered' : gaveUp ? 'failed' : 'pending';
   // One statement (one round trip): the outcome, and the attempt's log row only if the update applied.
-  const updated = await pool.query(sql.unsafe`
+  const updated = await pool
+    .query(sql.unsafe`
     with updated as (
       update webhook_deliveries
          set status = ${status}::text, last_status_code = ${result.statusCode ?? null}, last_error = ${error},
@@ -72,15 +87,23 @@ export async function record({ pool, config, metrics, log }: RecordDeps, deliver
       returning id
     )
     insert into webhook_delivery_attempts (delivery_id, attempt, started_at, duration_ms, status_code, error)
-    select id, ${delivery.attempts}::int, ${startedAt.toISOString()}::timestamptz, ${durationMs}::int, ${result.statusCode ?? null}::int, ${error}::text from updated`).then((r) => r.rowCount > 0);
+    select id, ${delivery.attempts}::int, ${startedAt.toISOString()}::timestamptz, ${durationMs}::int, ${result.statusCode ?? null}::int, ${error}::text from updated`)
+    .then((r) => r.rowCount > 0);
   if (!updated) {
-    log.warn({ delivery: delivery.id, attempt: delivery.attempts }, 'webhook delivery result not recorded: the webhook was deleted, or the attempt outlived its lease and another owns it');
+    log.warn(
+      { delivery: delivery.id, attempt: delivery.attempts },
+      'webhook delivery result not recorded: the webhook was deleted, or the attempt outlived its lease and another owns it',
+    );
     return;
   }
   if (!result.ok) metrics.failures.inc({ reason: result.reason ?? 'connection' });
   if (result.ok) metrics.deliveries.inc({ outcome: 'delivered' });
   else if (gaveUp) metrics.deliveries.inc({ outcome: 'failed' });
-  if (!result.ok) log.info({ webhook: delivery.webhook_id, delivery: delivery.id, attempt: delivery.attempts, reason: result.reason, gaveUp }, `webhook delivery failed: ${error ?? ''}`);
+  if (!result.ok)
+    log.info(
+      { webhook: delivery.webhook_id, delivery: delivery.id, attempt: delivery.attempts, reason: result.reason, gaveUp },
+      `webhook delivery failed: ${error ?? ''}`,
+    );
 }
 
 /** Handled events older than the retention go (with their finished deliveries), unless a delivery is pending. */

@@ -18,7 +18,13 @@ export interface AttemptResult {
 
 export interface Sender {
   /** `signal` interrupts the attempt (the service is stopping). */
-  send(target: { url: string; body: string; headers: Record<string, string>; attributes: Record<string, string | number>; signal?: AbortSignal }): Promise<AttemptResult>;
+  send(target: {
+    url: string;
+    body: string;
+    headers: Record<string, string>;
+    attributes: Record<string, string | number>;
+    signal?: AbortSignal;
+  }): Promise<AttemptResult>;
   close(): Promise<void>;
 }
 
@@ -64,9 +70,19 @@ export function createSender(options: { allowPrivate: boolean; timeoutSeconds: n
     }
     response.body.destroy();
     if (statusCode >= 300 && statusCode < 400) {
-      return { ok: false, statusCode, reason: 'redirect', error: `answered ${statusCode} (redirects are not followed)${response.headers.location ? ` to ${String(response.headers.location)}` : ''}` };
+      return {
+        ok: false,
+        statusCode,
+        reason: 'redirect',
+        error: `answered ${statusCode} (redirects are not followed)${response.headers.location ? ` to ${String(response.headers.location)}` : ''}`,
+      };
     }
-    return { ok: false, statusCode, reason: 'status', error: `answered ${statusCode}${excerpt ? `: ${excerpt.slice(0, EXCERPT_BYTES).replace(/\s+/g, ' ')}` : ''}` };
+    return {
+      ok: false,
+      statusCode,
+      reason: 'status',
+      error: `answered ${statusCode}${excerpt ? `: ${excerpt.slice(0, EXCERPT_BYTES).replace(/\s+/g, ' ')}` : ''}`,
+    };
   }
 
   return {
@@ -86,11 +102,13 @@ export function createSender(options: { allowPrivate: boolean; timeoutSeconds: n
         try {
           result = await attempt(target, body, sent, signal);
         } catch (error) {
-          result = signal?.aborted ? { ok: false, reason: 'connection', error: 'interrupted: the service stopped during the attempt' } : describeFailure(error, options.timeoutSeconds);
+          result = signal?.aborted
+            ? { ok: false, reason: 'connection', error: 'interrupted: the service stopped during the attempt' }
+            : describeFailure(error, options.timeoutSeconds);
         }
         if (result.statusCode !== undefined) span.setAttribute('http.response.status_code', result.statusCode);
         if (!result.ok) {
-          span.setAttribute('error.type', result.statusCode !== undefined ? String(result.statusCode) : result.reason ?? 'error');
+          span.setAttribute('error.type', result.statusCode !== undefined ? String(result.statusCode) : (result.reason ?? 'error'));
           span.setStatus({ code: SpanStatusCode.ERROR, message: result.error ?? '' });
         }
         span.end();

@@ -2,17 +2,30 @@ import { describe, expect, it } from 'vitest';
 import { addressRange, guardedLookup, isPublicAddress, literalAddress, TargetAddressRefused } from './target-address.ts';
 
 const lookup = (allowPrivate: boolean, host: string, all: boolean) =>
-  new Promise<{ error: Error | null; address: unknown }>((resolve) => guardedLookup(allowPrivate)(host, { all }, (error, address) => resolve({ error, address })));
+  new Promise<{ error: Error | null; address: unknown }>((resolve) =>
+    guardedLookup(allowPrivate)(host, { all }, (error, address) => resolve({ error, address })),
+  );
 
 describe('webhook target addresses', () => {
   it('allows public unicast addresses only', () => {
     for (const address of ['93.184.215.14', '2606:4700:4700::1111', '8.8.8.8']) expect(isPublicAddress(address), address).toBe(true);
     const refused = {
-      '127.0.0.1': 'loopback', '::1': 'loopback', '10.1.2.3': 'private', '172.16.0.1': 'private', '192.168.1.1': 'private',
-      '169.254.169.254': 'linkLocal', 'fe80::1': 'linkLocal', 'fd00::1': 'uniqueLocal', '100.64.0.1': 'carrierGradeNat',
-      '0.0.0.0': 'unspecified', '::': 'unspecified', '224.0.0.1': 'multicast', '255.255.255.255': 'broadcast',
+      '127.0.0.1': 'loopback',
+      '::1': 'loopback',
+      '10.1.2.3': 'private',
+      '172.16.0.1': 'private',
+      '192.168.1.1': 'private',
+      '169.254.169.254': 'linkLocal',
+      'fe80::1': 'linkLocal',
+      'fd00::1': 'uniqueLocal',
+      '100.64.0.1': 'carrierGradeNat',
+      '0.0.0.0': 'unspecified',
+      '::': 'unspecified',
+      '224.0.0.1': 'multicast',
+      '255.255.255.255': 'broadcast',
       // An IPv4-mapped IPv6 address is the IPv4 address it carries.
-      '::ffff:127.0.0.1': 'loopback', '::ffff:169.254.169.254': 'linkLocal',
+      '::ffff:127.0.0.1': 'loopback',
+      '::ffff:169.254.169.254': 'linkLocal',
     };
     for (const [address, range] of Object.entries(refused)) {
       expect(addressRange(address), address).toBe(range);

@@ -40,10 +40,11 @@ async function startReceiver(options: { port?: number; answer?: (request: Incomi
     url: `http://127.0.0.1:${port}/hook`,
     port,
     received,
-    close: () => new Promise<void>((resolve) => {
-      server.closeAllConnections();
-      server.close(() => resolve());
-    }),
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
   };
 }
 
@@ -65,7 +66,9 @@ const createWebhook = async (service: TestService, json: Record<string, unknown>
 /** A sample of the service's /metrics: the series `name` carrying every label given. */
 const metric = async (service: TestService, name: string, labels: Record<string, string> = {}) => {
   const text = await (await fetch(service.running.metricsUrl)).text();
-  const line = text.split('\n').find((l) => (l.startsWith(`${name}{`) || l.startsWith(`${name} `)) && Object.entries(labels).every(([k, v]) => l.includes(`${k}="${v}"`)));
+  const line = text
+    .split('\n')
+    .find((l) => (l.startsWith(`${name}{`) || l.startsWith(`${name} `)) && Object.entries(labels).every(([k, v]) => l.includes(`${k}="${v}"`)));
   return line === undefined ? undefined : Number(line.split(' ').at(-1));
 };
 
@@ -94,7 +97,12 @@ describe('webhooks', () => {
     expect(webhook.secret).toMatch(/^whsec_/); // generated, shown once
     const listed = await service.request('GET', '/api/admin/webhooks', { token: service.adminToken });
     expect(listed.text).not.toContain(webhook.secret);
-    expect((await service.request('GET', `/api/admin/webhooks/${webhook.id}`, { token: service.adminToken })).body).toEqual({ ...webhook, secret: undefined, description: '', created_at: expect.any(String) });
+    expect((await service.request('GET', `/api/admin/webhooks/${webhook.id}`, { token: service.adminToken })).body).toEqual({
+      ...webhook,
+      secret: undefined,
+      description: '',
+      created_at: expect.any(String),
+    });
 
     // Three changes, each recording its event in its own transaction.
     const path = { org: 'acme', box: 'comeback', version: '1.2.3', provider: 'virtualbox', arch: 'amd64' };
@@ -106,11 +114,14 @@ describe('webhooks', () => {
     await service.sql(`insert into events (type, data) values ('user.created', '{"username": "carol"}')`);
 
     // The receiver is down: attempts fail and are logged, and retried.
-    await vi.waitFor(async () => {
-      const log = await deliveries(service, webhook.id);
-      expect(log).toHaveLength(3);
-      for (const delivery of log) expect(delivery.attempts).toBeGreaterThanOrEqual(2);
-    }, { timeout: 20_000, interval: 50 });
+    await vi.waitFor(
+      async () => {
+        const log = await deliveries(service, webhook.id);
+        expect(log).toHaveLength(3);
+        for (const delivery of log) expect(delivery.attempts).toBeGreaterThanOrEqual(2);
+      },
+      { timeout: 20_000, interval: 50 },
+    );
 
     // A pending delivery may be in flight: it cannot be sent again by hand.
     const pending = (await deliveries(service, webhook.id))[0];
@@ -119,9 +130,12 @@ describe('webhooks', () => {
 
     const receiver = await startReceiver({ port });
     receivers.push(receiver);
-    await vi.waitFor(async () => {
-      for (const delivery of await deliveries(service, webhook.id)) expect(delivery.status).toBe('delivered');
-    }, { timeout: 20_000, interval: 50 });
+    await vi.waitFor(
+      async () => {
+        for (const delivery of await deliveries(service, webhook.id)) expect(delivery.status).toBe('delivered');
+      },
+      { timeout: 20_000, interval: 50 },
+    );
 
     const log = await deliveries(service, webhook.id);
     const ids = receiver.received.map((r) => r.headers['webhook-id']);
@@ -135,18 +149,21 @@ describe('webhooks', () => {
       expect(verifier.verify(r.body, r.headers)).toEqual(JSON.parse(r.body));
       return JSON.parse(r.body) as { event: string; data: Record<string, unknown> };
     });
-    expect(bodies).toEqual(expect.arrayContaining([
-      { event: 'box.uploaded', data: expect.objectContaining({ organization: 'acme', box: 'comeback', version: '1.2.3' }) },
-      { event: 'box.deleted', data: { organization: 'acme', box: 'shortlived' } },
-      { event: 'user.created', data: { username: 'carol' } },
-    ]));
+    expect(bodies).toEqual(
+      expect.arrayContaining([
+        { event: 'box.uploaded', data: expect.objectContaining({ organization: 'acme', box: 'comeback', version: '1.2.3' }) },
+        { event: 'box.deleted', data: { organization: 'acme', box: 'shortlived' } },
+        { event: 'user.created', data: { username: 'carol' } },
+      ]),
+    );
     expect(bodies).toHaveLength(3);
 
     // The log shows every attempt: refused connections first, then the receiver's 200.
     for (const delivery of log) {
       expect(delivery.attempt_log).toHaveLength(delivery.attempts);
       expect(delivery.attempt_log.map((a: Delivery) => a.attempt)).toEqual(Array.from({ length: delivery.attempts }, (_, i) => i + 1));
-      for (const failed of delivery.attempt_log.slice(0, -1)) expect(failed).toMatchObject({ status_code: null, error: expect.stringContaining('ECONNREFUSED') });
+      for (const failed of delivery.attempt_log.slice(0, -1))
+        expect(failed).toMatchObject({ status_code: null, error: expect.stringContaining('ECONNREFUSED') });
       expect(delivery.attempt_log.at(-1)).toMatchObject({ status_code: 200, error: null });
       expect(delivery).toMatchObject({ status: 'delivered', last_status_code: 200, next_attempt_at: null, finished_at: expect.any(String) });
     }
@@ -166,12 +183,17 @@ describe('webhooks', () => {
       const secret = 'a-plain-text-secret-0123456789';
       const webhook = await createWebhook(service, { url: receiver.url, events: ['box.deleted'], secret });
       const count = 60;
-      await service.sql(`insert into events (type, data) select 'box.deleted', jsonb_build_object('organization', 'acme', 'box', 'box-' || n) from generate_series(1, ${count}) n`);
+      await service.sql(
+        `insert into events (type, data) select 'box.deleted', jsonb_build_object('organization', 'acme', 'box', 'box-' || n) from generate_series(1, ${count}) n`,
+      );
       await vi.waitFor(() => expect(receiver.received.length).toBeGreaterThanOrEqual(count), { timeout: 30_000, interval: 50 });
-      await vi.waitFor(async () => {
-        const log = await deliveries(service, webhook.id);
-        expect(log.filter((d: Delivery) => d.status === 'delivered')).toHaveLength(count);
-      }, { timeout: 10_000, interval: 50 });
+      await vi.waitFor(
+        async () => {
+          const log = await deliveries(service, webhook.id);
+          expect(log.filter((d: Delivery) => d.status === 'delivered')).toHaveLength(count);
+        },
+        { timeout: 10_000, interval: 50 },
+      );
 
       const ids = receiver.received.map((r) => r.headers['webhook-id']);
       expect(ids).toHaveLength(count);
@@ -201,13 +223,16 @@ describe('webhooks', () => {
     receivers.push(elsewhere, redirecting);
     const webhook = await createWebhook(service, { url: redirecting.url, events: ['user.created'] });
     await service.sql(`insert into events (type, data) values ('user.created', '{"username": "dave"}')`);
-    await vi.waitFor(async () => {
-      const [delivery] = await deliveries(service, webhook.id);
-      // A claim counts the attempt before its request goes out: wait for the receiver to have seen the retry.
-      expect(redirecting.received.length).toBeGreaterThanOrEqual(2);
-      expect(delivery.attempts).toBeGreaterThanOrEqual(2);
-      expect(delivery.attempt_log[0]).toMatchObject({ status_code: 307, error: expect.stringContaining('redirects are not followed') });
-    }, { timeout: 20_000, interval: 50 });
+    await vi.waitFor(
+      async () => {
+        const [delivery] = await deliveries(service, webhook.id);
+        // A claim counts the attempt before its request goes out: wait for the receiver to have seen the retry.
+        expect(redirecting.received.length).toBeGreaterThanOrEqual(2);
+        expect(delivery.attempts).toBeGreaterThanOrEqual(2);
+        expect(delivery.attempt_log[0]).toMatchObject({ status_code: 307, error: expect.stringContaining('redirects are not followed') });
+      },
+      { timeout: 20_000, interval: 50 },
+    );
     expect(elsewhere.received).toHaveLength(0);
     // Deleting the webhook stops its retries and removes its log.
     expect((await service.request('DELETE', `/api/admin/webhooks/${webhook.id}`, { token: service.adminToken })).status).toBe(200);
@@ -219,27 +244,42 @@ describe('webhooks', () => {
     receivers.push(silent);
     const webhook = await createWebhook(service, { url: silent.url, events: ['user.created'] });
     await service.sql(`insert into events (type, data) values ('user.created', '{"username": "erin"}')`);
-    await vi.waitFor(async () => {
-      const [delivery] = await deliveries(service, webhook.id);
-      expect(delivery.attempt_log[0]).toMatchObject({ status_code: null, error: 'no answer within 1 s' });
-    }, { timeout: 20_000, interval: 50 });
+    await vi.waitFor(
+      async () => {
+        const [delivery] = await deliveries(service, webhook.id);
+        expect(delivery.attempt_log[0]).toMatchObject({ status_code: null, error: 'no answer within 1 s' });
+      },
+      { timeout: 20_000, interval: 50 },
+    );
     expect(await metric(service, 'boxyard_webhook_delivery_failures_total', { reason: 'timeout' })).toBeGreaterThanOrEqual(1);
     expect((await service.request('DELETE', `/api/admin/webhooks/${webhook.id}`, { token: service.adminToken })).status).toBe(200);
 
     // The status decides: a 200 whose body never ends is delivered, not a timeout.
-    const endless = await startReceiver({ answer: (_request, response) => response.writeHead(200, { 'content-type': 'text/plain' }).write('accepted, still talking') });
+    const endless = await startReceiver({
+      answer: (_request, response) => response.writeHead(200, { 'content-type': 'text/plain' }).write('accepted, still talking'),
+    });
     receivers.push(endless);
     const second = await createWebhook(service, { url: endless.url, events: ['user.created'] });
     await service.sql(`insert into events (type, data) values ('user.created', '{"username": "frank"}')`);
-    await vi.waitFor(async () => {
-      const [delivery] = await deliveries(service, second.id);
-      expect(delivery).toMatchObject({ status: 'delivered', attempts: 1, last_status_code: 200 });
-    }, { timeout: 20_000, interval: 50 });
+    await vi.waitFor(
+      async () => {
+        const [delivery] = await deliveries(service, second.id);
+        expect(delivery).toMatchObject({ status: 'delivered', attempts: 1, last_status_code: 200 });
+      },
+      { timeout: 20_000, interval: 50 },
+    );
     expect((await service.request('DELETE', `/api/admin/webhooks/${second.id}`, { token: service.adminToken })).status).toBe(200);
   });
 
   it('refuses private targets by default: address literals when saved, names resolving to them when connecting', async () => {
-    for (const url of ['http://127.0.0.1:9/hook', 'http://[::1]/hook', 'http://169.254.169.254/latest/meta-data', 'http://10.0.0.1/hook', 'http://[::ffff:127.0.0.1]/', 'http://2130706433/']) {
+    for (const url of [
+      'http://127.0.0.1:9/hook',
+      'http://[::1]/hook',
+      'http://169.254.169.254/latest/meta-data',
+      'http://10.0.0.1/hook',
+      'http://[::ffff:127.0.0.1]/',
+      'http://2130706433/',
+    ]) {
       const refused = await strict.request('POST', '/api/admin/webhooks', { token: strict.adminToken, json: { url, events: ['box.deleted'] } });
       expect(refused.status, url).toBe(422);
       expect(refused.body.errors[0]).toMatchObject({ pointer: '/url', rule: 'public_address' });
@@ -249,13 +289,17 @@ describe('webhooks', () => {
     receivers.push(receiver);
     const webhook = await createWebhook(strict, { url: `http://localhost:${receiver.port}/hook`, events: ['box.deleted'] });
     await strict.sql(`insert into events (type, data) values ('box.deleted', '{"organization": "acme", "box": "gone"}')`);
-    await vi.waitFor(async () => {
-      const [delivery] = await deliveries(strict, webhook.id);
-      expect(delivery.status).toBe('failed'); // max_attempts: 2
-    }, { timeout: 20_000, interval: 50 });
+    await vi.waitFor(
+      async () => {
+        const [delivery] = await deliveries(strict, webhook.id);
+        expect(delivery.status).toBe('failed'); // max_attempts: 2
+      },
+      { timeout: 20_000, interval: 50 },
+    );
     const [delivery] = await deliveries(strict, webhook.id);
     expect(delivery.attempt_log).toHaveLength(2);
-    for (const attempt of delivery.attempt_log) expect(attempt.error).toMatch(/localhost resolves to (127\.0\.0\.1|::1) \(loopback\), which webhooks may not reach/);
+    for (const attempt of delivery.attempt_log)
+      expect(attempt.error).toMatch(/localhost resolves to (127\.0\.0\.1|::1) \(loopback\), which webhooks may not reach/);
     expect(receiver.received).toHaveLength(0);
     expect(await metric(strict, 'boxyard_webhook_delivery_failures_total', { reason: 'refused_address' })).toBe(2);
     expect(await metric(strict, 'boxyard_webhook_deliveries_total', { outcome: 'failed' })).toBe(1);
@@ -264,13 +308,18 @@ describe('webhooks', () => {
     const again = await strict.request('POST', `/api/admin/webhooks/${webhook.id}/deliveries/${delivery.id}/redeliver`, { token: strict.adminToken });
     expect(again.status).toBe(202);
     expect(again.body).toMatchObject({ id: delivery.id, status: 'pending', finished_at: null });
-    await vi.waitFor(async () => {
-      const [retried] = await deliveries(strict, webhook.id);
-      expect(retried).toMatchObject({ status: 'failed', attempts: 3 });
-      expect(retried.attempt_log).toHaveLength(3);
-    }, { timeout: 20_000, interval: 50 });
+    await vi.waitFor(
+      async () => {
+        const [retried] = await deliveries(strict, webhook.id);
+        expect(retried).toMatchObject({ status: 'failed', attempts: 3 });
+        expect(retried.attempt_log).toHaveLength(3);
+      },
+      { timeout: 20_000, interval: 50 },
+    );
     expect(receiver.received).toHaveLength(0);
-    const unknown = await strict.request('POST', `/api/admin/webhooks/${webhook.id}/deliveries/00000000-0000-4000-8000-000000000000/redeliver`, { token: strict.adminToken });
+    const unknown = await strict.request('POST', `/api/admin/webhooks/${webhook.id}/deliveries/00000000-0000-4000-8000-000000000000/redeliver`, {
+      token: strict.adminToken,
+    });
     expect(unknown.status).toBe(404);
     expect((await strict.request('POST', `/api/admin/webhooks/${webhook.id}/deliveries/not-a-uuid/redeliver`, { token: strict.adminToken })).status).toBe(404);
   });
@@ -288,7 +337,10 @@ describe('webhooks', () => {
     for (const [json, pointer] of cases) {
       const response = await strict.request('POST', '/api/admin/webhooks', { token: strict.adminToken, json });
       expect(response.status, JSON.stringify(json)).toBe(422);
-      expect(response.body.errors.map((e: { pointer: string }) => e.pointer), JSON.stringify(json)).toContain(pointer);
+      expect(
+        response.body.errors.map((e: { pointer: string }) => e.pointer),
+        JSON.stringify(json),
+      ).toContain(pointer);
     }
     expect((await strict.request('GET', '/api/admin/webhooks/999999', { token: strict.adminToken })).status).toBe(404);
     expect((await strict.request('DELETE', '/api/admin/webhooks/abc', { token: strict.adminToken })).status).toBe(404);

@@ -94,7 +94,12 @@ async function deliver(state: WorkerState, delivery: Claimed): Promise<void> {
       body,
       headers: signedHeaders(delivery.secret, delivery.id, body, startedAt),
       signal: state.stopping.signal,
-      attributes: { 'boxyard.webhook.id': delivery.webhook_id, 'boxyard.webhook.delivery_id': delivery.id, 'boxyard.webhook.event': delivery.type, 'boxyard.webhook.attempt': delivery.attempts },
+      attributes: {
+        'boxyard.webhook.id': delivery.webhook_id,
+        'boxyard.webhook.delivery_id': delivery.id,
+        'boxyard.webhook.event': delivery.type,
+        'boxyard.webhook.attempt': delivery.attempts,
+      },
     }),
   );
   await record(state.deps, delivery, startedAt, Math.round(performance.now() - started), result);
@@ -109,9 +114,15 @@ async function applyRetention(state: WorkerState): Promise<void> {
 
 async function runOnce(state: WorkerState): Promise<number> {
   const { pool, config, log } = state.deps;
-  while ((await fanOut(pool)) === FAN_OUT_BATCH) { /* more events waiting */ }
+  while ((await fanOut(pool)) === FAN_OUT_BATCH) {
+    /* more events waiting */
+  }
   const claimed = await claim(pool, config.concurrency, state.lease);
-  await Promise.all(claimed.map((delivery) => deliver(state, delivery).catch((error: unknown) => log.error({ err: error, delivery: delivery.id }, 'webhook delivery could not be recorded'))));
+  await Promise.all(
+    claimed.map((delivery) =>
+      deliver(state, delivery).catch((error: unknown) => log.error({ err: error, delivery: delivery.id }, 'webhook delivery could not be recorded')),
+    ),
+  );
   await applyRetention(state);
   return claimed.length;
 }

@@ -79,7 +79,12 @@ async function newHome(name: string): Promise<string> {
   return home;
 }
 
-async function api(base: string, method: string, path: string, options: { token?: string; json?: unknown; auth?: string } = {}): Promise<{ status: number; body: any }> {
+async function api(
+  base: string,
+  method: string,
+  path: string,
+  options: { token?: string; json?: unknown; auth?: string } = {},
+): Promise<{ status: number; body: any }> {
   const headers: Record<string, string> = {};
   if (options.token) headers['x-access-token'] = options.token;
   if (options.auth) headers.authorization = options.auth;
@@ -117,7 +122,9 @@ function chunked(data: Buffer, count: number): Buffer[] {
 
 async function uploadShareFile(base: string, path: string, data: Buffer, chunkDelayMs = 0, hold?: Promise<void>): Promise<number> {
   const boundary = `boxyard-${randomBytes(8).toString('hex')}`;
-  const head = Buffer.from(`--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="upload.bin"\r\nContent-Type: application/octet-stream\r\n\r\n`);
+  const head = Buffer.from(
+    `--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="upload.bin"\r\nContent-Type: application/octet-stream\r\n\r\n`,
+  );
   const tail = Buffer.from(`\r\n--${boundary}--\r\n`);
   const response = await fetch(`${base}/data/${encodePath(path)}`, {
     method: 'POST',
@@ -209,7 +216,9 @@ beforeAll(async () => {
     await createBox(boxes, admin, 'base');
     await createBox(boxes, admin, 'inflight');
     expect(await uploadBox(boxes, admin, 'base', box)).toBe(201);
-    expect((await api(boxes, 'POST', '/api/auth/signup', { json: { username: 'alice', email: 'alice@example.test', password: ALICE_PASSWORD } })).status).toBe(201);
+    expect((await api(boxes, 'POST', '/api/auth/signup', { json: { username: 'alice', email: 'alice@example.test', password: ALICE_PASSWORD } })).status).toBe(
+      201,
+    );
     const shareUser = await api(share, 'POST', '/api/users', { auth: adminBasic, json: { username: 'alice', password: ALICE_PASSWORD, role: 'user' } });
     expect(shareUser.status, JSON.stringify(shareUser.body)).toBe(201);
     for (const [path, data] of Object.entries(tree)) expect(await uploadShareFile(share, path, data)).toBe(201);
@@ -308,7 +317,13 @@ describe('boxyard restore into a fresh home', () => {
     expect(metadata.body.versions[0].providers[0].checksum).toBe(sha256(box));
     const vagrantHome = join(work, 'vagrant');
     await mkdir(vagrantHome, { recursive: true });
-    const env = { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: vagrantHome, VAGRANT_HOME: join(vagrantHome, 'vagrant.d'), VAGRANT_CHECKPOINT_DISABLE: '1', VAGRANT_SERVER_URL: boxes };
+    const env = {
+      PATH: process.env.PATH ?? '/usr/bin:/bin',
+      HOME: vagrantHome,
+      VAGRANT_HOME: join(vagrantHome, 'vagrant.d'),
+      VAGRANT_CHECKPOINT_DISABLE: '1',
+      VAGRANT_SERVER_URL: boxes,
+    };
     // Vagrant checks the downloaded bytes against that sha256 itself.
     const added = await run('vagrant', ['box', 'add', 'acme/base'], { env, timeout: 120_000 });
     expect(added.stdout).toContain("Successfully added box 'acme/base' (v1.0.0) for 'virtualbox'");
@@ -325,7 +340,23 @@ describe('boxyard restore into a fresh home', () => {
     url.username = 'admin';
     url.password = ADMIN_PASSWORD;
     const dest = join(work, 'mirror');
-    await run('wget', ['--mirror', '--no-parent', '--no-host-directories', '--cut-dirs=1', '-e', 'robots=off', '--quiet', '--restrict-file-names=nocontrol', '-P', dest, url.toString()], { timeout: 120_000 });
+    await run(
+      'wget',
+      [
+        '--mirror',
+        '--no-parent',
+        '--no-host-directories',
+        '--cut-dirs=1',
+        '-e',
+        'robots=off',
+        '--quiet',
+        '--restrict-file-names=nocontrol',
+        '-P',
+        dest,
+        url.toString(),
+      ],
+      { timeout: 120_000 },
+    );
     const mirrored = await walk(dest);
     for (const path of Object.keys(mirrored)) if (/(^|\/)index\.html/.test(path)) delete mirrored[path];
     const expected = Object.fromEntries(Object.entries(tree).map(([path, data]) => [path, sha256(data)]));
@@ -346,7 +377,10 @@ describe('boxyard restore into a fresh home', () => {
     const share = devB!.urls['file-share']!;
     await signIn(boxes, 'admin', ADMIN_PASSWORD);
     await signIn(boxes, 'alice', ALICE_PASSWORD);
-    for (const [username, password] of [['admin', ADMIN_PASSWORD], ['alice', ALICE_PASSWORD]] as const) {
+    for (const [username, password] of [
+      ['admin', ADMIN_PASSWORD],
+      ['alice', ALICE_PASSWORD],
+    ] as const) {
       expect((await api(share, 'POST', '/auth/login/basic', { json: { username, password } })).status).toBe(200);
     }
     expect((await api(share, 'POST', '/auth/login/basic', { json: { username: 'alice', password: 'wrong-password-1A' } })).status).toBe(401);
@@ -403,7 +437,16 @@ describe('boxyard restore into a fresh home', () => {
           // Between the snapshot and the copy: the file goes, and its bytes right after the commit.
           expect((await api(devB!.urls['file-share']!, 'DELETE', '/data/README.txt', { auth: adminBasic })).status).toBe(200);
           const object = join(homeB, 'file-share', 'objects', ...deletedKey.split('/'));
-          await expect.poll(() => stat(object).then(() => true, () => false), { timeout: 20_000 }).toBe(false);
+          await expect
+            .poll(
+              () =>
+                stat(object).then(
+                  () => true,
+                  () => false,
+                ),
+              { timeout: 20_000 },
+            )
+            .toBe(false);
         },
       });
       expect(result.snapshots).toEqual([2]);
@@ -430,14 +473,27 @@ describe('boxyard restore --config into another database and an S3 bucket', () =
     const names: string[] = [];
     for await (const item of bucket.client.listObjectsV2(bucket.bucket, '', true)) names.push((item as { name: string }).name);
     if (names.length > 0) await bucket.client.removeObjects(bucket.bucket, names);
-    await bucket.client.removeBucket(bucket.bucket).catch(ignoreError('teardown: a bucket still holding objects is left to the test run\'s cleanup'));
+    await bucket.client.removeBucket(bucket.bucket).catch(ignoreError("teardown: a bucket still holding objects is left to the test run's cleanup"));
   });
 
   it('writes the rows into the database and the objects into the bucket under the same keys', async () => {
     const home = await newHome('home-s3');
-    const s3 = (prefix: string) => ({ storage: { driver: 's3', endpoint: bucket.endpoint, access_key: bucket.accessKey, secret_key: bucket.secretKey, bucket: bucket.bucket, region: bucket.region, prefix } });
+    const s3 = (prefix: string) => ({
+      storage: {
+        driver: 's3',
+        endpoint: bucket.endpoint,
+        access_key: bucket.accessKey,
+        secret_key: bucket.secretKey,
+        bucket: bucket.bucket,
+        region: bucket.region,
+        prefix,
+      },
+    });
     const config = join(work, 'host-s3.yaml');
-    await writeFile(config, JSON.stringify({ home, database: { url: databaseUrl }, services: { 'box-repository': s3('box-repository'), 'file-share': s3('file-share') } }));
+    await writeFile(
+      config,
+      JSON.stringify({ home, database: { url: databaseUrl }, services: { 'box-repository': s3('box-repository'), 'file-share': s3('file-share') } }),
+    );
     const result = await boxyard(['restore', backupDir, '--config', config], {});
     expect(result.code, result.stderr + result.stdout).toBe(0);
 
@@ -461,7 +517,9 @@ describe('boxyard restore --config into another database and an S3 bucket', () =
         }
       }
       // Identity sequences continue after the restored ids.
-      const next = await client.query<{ id: string; max: string }>("select nextval(pg_get_serial_sequence('file_share.entries', 'id'))::text as id, (select max(id) from file_share.entries)::text as max");
+      const next = await client.query<{ id: string; max: string }>(
+        "select nextval(pg_get_serial_sequence('file_share.entries', 'id'))::text as id, (select max(id) from file_share.entries)::text as max",
+      );
       expect(BigInt(next.rows[0]!.id)).toBeGreaterThan(BigInt(next.rows[0]!.max));
     } finally {
       await client.end();

@@ -79,9 +79,10 @@ export async function backup(dir: string, options: BackupOptions = {}): Promise<
       snapshots.push(result.snapshots);
       postgresVersion ??= result.postgresVersion;
     }
-    const secretsRecord = source.secretsText === undefined
-      ? null
-      : { file: SECRETS_FILE, ...(await writeStreamToFile(join(staging, SECRETS_FILE), Readable.from([Buffer.from(source.secretsText)]), 0o600)) };
+    const secretsRecord =
+      source.secretsText === undefined
+        ? null
+        : { file: SECRETS_FILE, ...(await writeStreamToFile(join(staging, SECRETS_FILE), Readable.from([Buffer.from(source.secretsText)]), 0o600)) };
     const manifest: Manifest = {
       format: FORMAT,
       format_version: FORMAT_VERSION,
@@ -120,7 +121,9 @@ async function openSource(options: BackupOptions, log: (line: string) => void): 
   const installation = resolveInstallation(options.configFile);
   const secrets = await readHomeSecrets(installation.home);
   if ('embedded' in installation.database && !secrets.values.postgres_password) {
-    throw new BackupError(`${installation.home} has no secrets.json with the embedded PostgreSQL's password: it is not a Boxyard home (set BOXYARD_HOME or --config)`);
+    throw new BackupError(
+      `${installation.home} has no secrets.json with the embedded PostgreSQL's password: it is not a Boxyard home (set BOXYARD_HOME or --config)`,
+    );
   }
   const database = await openInstallationDatabase(installation, { password: secrets.values.postgres_password ?? '', create: false, log });
   try {
@@ -165,7 +168,9 @@ async function backupDatabase(url: string, group: ServiceTarget[], staging: stri
       return { services, snapshots: attempt, postgresVersion: snapshot.postgresVersion };
     }
     if (attempt >= maxSnapshots) {
-      throw new BackupError(`objects named by ${describeDatabase(url)} kept disappearing during the backup (${maxSnapshots} snapshots): is something deleting files in bulk? Try again later`);
+      throw new BackupError(
+        `objects named by ${describeDatabase(url)} kept disappearing during the backup (${maxSnapshots} snapshots): is something deleting files in bulk? Try again later`,
+      );
     }
     log(`${missing} object(s) were deleted after the snapshot of ${describeDatabase(url)} (files replaced or removed meanwhile): taking a new snapshot`);
   }

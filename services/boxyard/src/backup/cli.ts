@@ -75,9 +75,16 @@ export async function backupCli(command: 'backup' | 'restore', location: string,
       const result = s3 ? await restoreFromS3(s3, options) : await restore(location, options);
       console.log(`${label}: restored into ${cli.service ? `${cli.service}'s schema and storage` : result.home} (database ${result.database})`);
       for (const line of serviceLines(result.manifest).filter((l) => result.restored.some((name) => l.startsWith(`  ${name} `)))) console.log(line);
-      for (const name of result.skipped) console.log(`  ${name.padEnd(15)} not restored: ${cli.service ? 'not the service asked for' : 'the target installation leaves it out'}`);
+      for (const name of result.skipped)
+        console.log(`  ${name.padEnd(15)} not restored: ${cli.service ? 'not the service asked for' : 'the target installation leaves it out'}`);
       console.log(`  Start it as usual; each service applies migrations newer than the backup's at its start.`);
-      await writeResult(cli.resultFile, { ok: true, location, objects: objectCount(result.manifest), boxyard_version: result.manifest.boxyard_version, created_at: result.manifest.created_at });
+      await writeResult(cli.resultFile, {
+        ok: true,
+        location,
+        objects: objectCount(result.manifest),
+        boxyard_version: result.manifest.boxyard_version,
+        created_at: result.manifest.created_at,
+      });
     }
     console.log(`${label}: done in ${((Date.now() - started) / 1000).toFixed(1)} s`);
   } catch (error) {

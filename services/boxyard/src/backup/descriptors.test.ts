@@ -49,6 +49,23 @@ it('every service that keeps data in PostgreSQL has a descriptor (the second ser
 });
 
 it('orders tables after the tables they reference, and refuses a cycle', () => {
-  expect(loadOrder(['c', 'b', 'a'], [{ table: 'c', references: 'b' }, { table: 'b', references: 'a' }, { table: 'a', references: 'a' }])).toEqual(['a', 'b', 'c']);
-  expect(() => loadOrder(['a', 'b'], [{ table: 'a', references: 'b' }, { table: 'b', references: 'a' }])).toThrow('cycle between a, b');
+  expect(
+    loadOrder(
+      ['c', 'b', 'a'],
+      [
+        { table: 'c', references: 'b' },
+        { table: 'b', references: 'a' },
+        { table: 'a', references: 'a' },
+      ],
+    ),
+  ).toEqual(['a', 'b', 'c']);
+  expect(() =>
+    loadOrder(
+      ['a', 'b'],
+      [
+        { table: 'a', references: 'b' },
+        { table: 'b', references: 'a' },
+      ],
+    ),
+  ).toThrow('cycle between a, b');
 });

@@ -33,7 +33,12 @@ const errorCode = (error: unknown) => (error as { code?: string }).code;
 
 export async function openInstallationDatabase(installation: Installation, options: OpenOptions): Promise<InstallationDatabase> {
   if ('url' in installation.database) {
-    return { url: installation.database.url, description: `${new URL(installation.database.url).host} (external)`, createdDataDir: undefined, close: async () => {} };
+    return {
+      url: installation.database.url,
+      description: `${new URL(installation.database.url).host} (external)`,
+      createdDataDir: undefined,
+      close: async () => {},
+    };
   }
   const { port } = installation.database.embedded;
   const { dir } = await embeddedPostgresDir(installation.home);
@@ -74,7 +79,9 @@ async function checkRunningServerIsOurs(adminUrl: string, dir: string, port: num
   } catch (error) {
     await client.end().catch(ignoreError('the connection may already be gone'));
     if (errorCode(error) === '28P01') {
-      throw new BackupError(`the PostgreSQL on port ${port} refused the home's postgres password: it belongs to another installation (set BOXYARD_DEV_POSTGRES_PORT or the config's database.embedded.port)`);
+      throw new BackupError(
+        `the PostgreSQL on port ${port} refused the home's postgres password: it belongs to another installation (set BOXYARD_DEV_POSTGRES_PORT or the config's database.embedded.port)`,
+      );
     }
     if (errorCode(error) === 'ECONNREFUSED') throw error; // nothing listens: the caller starts the server
     throw new BackupError(`cannot connect to PostgreSQL on port ${port}: ${(error as Error).message}`);
@@ -83,7 +90,9 @@ async function checkRunningServerIsOurs(adminUrl: string, dir: string, port: num
     const served = (await client.query<{ data_directory: string }>('show data_directory')).rows[0]!.data_directory;
     const ours = await realpath(dir).catch(() => dir);
     if ((await realpath(served).catch(() => served)) !== ours) {
-      throw new BackupError(`the PostgreSQL on port ${port} serves ${served}, not this home's ${dir}: stop it or choose another port (BOXYARD_DEV_POSTGRES_PORT)`);
+      throw new BackupError(
+        `the PostgreSQL on port ${port} serves ${served}, not this home's ${dir}: stop it or choose another port (BOXYARD_DEV_POSTGRES_PORT)`,
+      );
     }
   } finally {
     await client.end();

@@ -27,7 +27,7 @@ export async function loadDatabase(url: string, items: readonly LoadItem[], back
     for (const { target, record } of items) await loadService(client, target, record, backupDir);
     await client.query('commit');
   } catch (error) {
-    await client.query('rollback').catch(ignoreError('the load\'s own error is the one reported; the connection ends next'));
+    await client.query('rollback').catch(ignoreError("the load's own error is the one reported; the connection ends next"));
     throw error;
   } finally {
     await client.end();
@@ -47,6 +47,11 @@ async function loadService(client: pg.Client, target: ServiceTarget, record: Ser
   }
   // Identity values continue where the backup's left off (COPY writes ids as given, like OVERRIDING SYSTEM VALUE).
   for (const sequence of record.sequences) {
-    await client.query('select setval(pg_get_serial_sequence($1, $2), $3::bigint, $4)', [qualified(schema, sequence.table), sequence.column, sequence.last_value, sequence.is_called]);
+    await client.query('select setval(pg_get_serial_sequence($1, $2), $3::bigint, $4)', [
+      qualified(schema, sequence.table),
+      sequence.column,
+      sequence.last_value,
+      sequence.is_called,
+    ]);
   }
 }

@@ -79,10 +79,14 @@ export async function readManifest(dir: string): Promise<Manifest> {
 /** A backup made by a newer Boxyard (or in a newer format) is refused before anything is read or written. */
 export function checkManifestVersions(manifest: Manifest, ours = BOXYARD_VERSION): void {
   if (manifest.format_version > FORMAT_VERSION) {
-    throw new BackupError(`the backup has format version ${manifest.format_version}; this Boxyard reads up to ${FORMAT_VERSION}: restore it with a newer Boxyard`);
+    throw new BackupError(
+      `the backup has format version ${manifest.format_version}; this Boxyard reads up to ${FORMAT_VERSION}: restore it with a newer Boxyard`,
+    );
   }
   if (compareVersions(manifest.boxyard_version, ours) > 0) {
-    throw new BackupError(`the backup was made by Boxyard ${manifest.boxyard_version}, newer than this Boxyard ${ours}: restore it with Boxyard ${manifest.boxyard_version} or newer`);
+    throw new BackupError(
+      `the backup was made by Boxyard ${manifest.boxyard_version}, newer than this Boxyard ${ours}: restore it with Boxyard ${manifest.boxyard_version} or newer`,
+    );
   }
 }
 

@@ -10,7 +10,9 @@ export async function checkMigrations(manifest: Manifest, service: string, descr
   for (const { id, checksum } of record.migrations) {
     const ours = known.get(id);
     if (ours === undefined) {
-      throw new BackupError(`${service}: the backup's schema has migration ${id}, which this Boxyard does not have: restore it with Boxyard ${manifest.boxyard_version} or newer`);
+      throw new BackupError(
+        `${service}: the backup's schema has migration ${id}, which this Boxyard does not have: restore it with Boxyard ${manifest.boxyard_version} or newer`,
+      );
     }
     if (ours !== checksum) throw new BackupError(`${service}: migration ${id} differs between the backup and this Boxyard (checksum ${checksum} vs ${ours})`);
   }

@@ -60,7 +60,9 @@ export async function restore(dir: string, options: RestoreOptions = {}): Promis
   const existing = await readHomeSecrets(installation.home);
   // The same secrets as the backup's: an earlier run of this restore that failed later on (it is undone).
   if (existing.text !== undefined && existing.text !== backupSecrets) {
-    throw new BackupError(`${secretsFile(installation.home)} exists: ${installation.home} belongs to an installation; restore into an empty BOXYARD_HOME (or a config whose home is new)`);
+    throw new BackupError(
+      `${secretsFile(installation.home)} exists: ${installation.home} belongs to an installation; restore into an empty BOXYARD_HOME (or a config whose home is new)`,
+    );
   }
   const secretCount = Object.keys(values).length;
   const secret = secretsFrom(values);
@@ -93,7 +95,13 @@ export async function restore(dir: string, options: RestoreOptions = {}): Promis
 }
 
 /** One service (`--service`): no home and no secrets.json; the database must exist (a cluster's is made by its owner). */
-async function restoreService(source: string, manifest: Manifest, service: string, configFile: string | undefined, log: (line: string) => void): Promise<RestoreSummary> {
+async function restoreService(
+  source: string,
+  manifest: Manifest,
+  service: string,
+  configFile: string | undefined,
+  log: (line: string) => void,
+): Promise<RestoreSummary> {
   const target = serviceTarget(service, configFile);
   const record = manifest.services[service];
   if (!record) throw new BackupError(`the backup holds no ${service} (it has ${Object.keys(manifest.services).join(', ') || 'no service'})`);
@@ -120,7 +128,11 @@ async function restoreItems(items: LoadItem[], source: string, log: (line: strin
       await writeObjects(store, record, source, written);
     }
     for (const [url, group] of byDatabase(items.map((i) => i.target))) {
-      await loadDatabase(url, items.filter((i) => group.includes(i.target)), source);
+      await loadDatabase(
+        url,
+        items.filter((i) => group.includes(i.target)),
+        source,
+      );
     }
   } catch (error) {
     log('restore failed; undoing what it wrote');

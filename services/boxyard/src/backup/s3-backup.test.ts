@@ -40,7 +40,15 @@ function shareConfig(databaseUrl: string, prefix: string): Record<string, unknow
     metrics: { port: 0 },
     logging: { level: 'warn' },
     database: { url: databaseUrl, schema: 'file_share', pool_size: 3 },
-    storage: { driver: 's3', endpoint: storage.endpoint, access_key: storage.accessKey, secret_key: storage.secretKey, bucket: storage.bucket, region: storage.region, prefix },
+    storage: {
+      driver: 's3',
+      endpoint: storage.endpoint,
+      access_key: storage.accessKey,
+      secret_key: storage.secretKey,
+      bucket: storage.bucket,
+      region: storage.region,
+      prefix,
+    },
     rate_limiting: { enabled: false },
     session: { secret: 's'.repeat(48) },
     admin: { username: 'admin', password: ADMIN_PASSWORD },
@@ -54,7 +62,11 @@ async function writeConfig(name: string, prefix: string): Promise<string> {
   return file;
 }
 
-const s3Env = (secretKey = backups.secretKey) => ({ AWS_ENDPOINT_URL: backups.endpoint, AWS_ACCESS_KEY_ID: backups.accessKey, AWS_SECRET_ACCESS_KEY: secretKey });
+const s3Env = (secretKey = backups.secretKey) => ({
+  AWS_ENDPOINT_URL: backups.endpoint,
+  AWS_ACCESS_KEY_ID: backups.accessKey,
+  AWS_SECRET_ACCESS_KEY: secretKey,
+});
 
 async function boxyard(args: string[], env: Record<string, string>): Promise<{ code: number | null; out: string }> {
   const child = spawn(process.execPath, [MAIN, ...args], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
@@ -120,7 +132,10 @@ describe.each(s3Servers)('boxyard backup/restore s3://bucket/prefix --service ($
     expect(result).toMatchObject({ ok: true, location: `s3://${backups.bucket}/nightly/first`, objects: Object.keys(files).length }); // one object per file; the replaced version's old bytes are not named by any row
     const stored = await keys(backups, 'nightly/first/');
     expect(stored).toContain('nightly/first/manifest.json');
-    const manifest = JSON.parse(await streamText(await backups.client.getObject(backups.bucket, 'nightly/first/manifest.json'))) as { boxyard_version: string; services: Record<string, { objects: unknown[] }> };
+    const manifest = JSON.parse(await streamText(await backups.client.getObject(backups.bucket, 'nightly/first/manifest.json'))) as {
+      boxyard_version: string;
+      services: Record<string, { objects: unknown[] }>;
+    };
     expect(Object.keys(manifest.services)).toEqual(['file-share']);
     expect(manifest.boxyard_version).toMatch(/^\d+\.\d+\.\d+/);
     expect(result.bytes).toBeGreaterThan(files['bin/data.bin']!.length);
@@ -163,7 +178,9 @@ describe.each(s3Servers)('boxyard backup/restore s3://bucket/prefix --service ($
   it('refuses a backup made by a newer Boxyard before writing anything', async () => {
     for (const key of await keys(backups, 'nightly/first/')) {
       const body = Buffer.from(await streamText(await backups.client.getObject(backups.bucket, key), 'binary'), 'binary');
-      const copy = key.endsWith('manifest.json') ? Buffer.from(body.toString('utf8').replace(/"boxyard_version": "[^"]*"/, '"boxyard_version": "99.0.0"')) : body;
+      const copy = key.endsWith('manifest.json')
+        ? Buffer.from(body.toString('utf8').replace(/"boxyard_version": "[^"]*"/, '"boxyard_version": "99.0.0"'))
+        : body;
       await backups.client.putObject(backups.bucket, key.replace('nightly/first/', 'future/'), copy);
     }
     const configC = await writeConfig('c', 'share-c');

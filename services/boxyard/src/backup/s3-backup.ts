@@ -31,7 +31,8 @@ export async function backupToS3(location: S3Location, options: BackupOptions = 
   const where = describeS3(location);
   const store = s3BackupStore(location);
   const existing = await firstKey(store, location);
-  if (existing !== undefined) throw new BackupError(`${where} is not empty (it holds ${existing}): give a new or empty prefix, a backup never overwrites another`);
+  if (existing !== undefined)
+    throw new BackupError(`${where} is not empty (it holds ${existing}): give a new or empty prefix, a backup never overwrites another`);
   try {
     await store.put(WRITE_CHECK, Readable.from([Buffer.alloc(0)]));
     await store.delete(WRITE_CHECK);

@@ -25,15 +25,24 @@ export function parseS3Location(location: string, env: NodeJS.ProcessEnv = proce
   const bucket = slash < 0 ? rest : rest.slice(0, slash);
   const prefix = slash < 0 ? '' : trimTrailing(trimLeading(rest.slice(slash + 1), '/'), '/');
   if (!BUCKET.test(bucket)) throw new BackupError(`${location}: "${bucket}" is not a valid S3 bucket name (s3://<bucket>/<prefix>)`);
-  if (prefix.split('/').some((s) => s === '.' || s === '..') || prefix.includes('//')) throw new BackupError(`${location}: the prefix must not have empty, "." or ".." segments`);
+  if (prefix.split('/').some((s) => s === '.' || s === '..') || prefix.includes('//'))
+    throw new BackupError(`${location}: the prefix must not have empty, "." or ".." segments`);
   const need = (name: string) => {
     const value = env[name];
-    if (!value) throw new BackupError(`${location}: set ${name} (the S3 endpoint and credentials come from AWS_ENDPOINT_URL, AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY)`);
+    if (!value)
+      throw new BackupError(`${location}: set ${name} (the S3 endpoint and credentials come from AWS_ENDPOINT_URL, AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY)`);
     return value;
   };
   const endpoint = need('AWS_ENDPOINT_URL');
   if (!/^https?:\/\//.test(endpoint)) throw new BackupError(`AWS_ENDPOINT_URL: must be an http:// or https:// URL`);
-  return { bucket, prefix, endpoint, region: env.AWS_REGION || env.AWS_DEFAULT_REGION || 'us-east-1', accessKey: need('AWS_ACCESS_KEY_ID'), secretKey: need('AWS_SECRET_ACCESS_KEY') };
+  return {
+    bucket,
+    prefix,
+    endpoint,
+    region: env.AWS_REGION || env.AWS_DEFAULT_REGION || 'us-east-1',
+    accessKey: need('AWS_ACCESS_KEY_ID'),
+    secretKey: need('AWS_SECRET_ACCESS_KEY'),
+  };
 }
 
 export const describeS3 = (location: S3Location) => `s3://${location.bucket}/${location.prefix}`;

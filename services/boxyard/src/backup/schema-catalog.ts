@@ -42,7 +42,8 @@ export async function foreignKeys(client: pg.ClientBase, schema: string): Promis
   );
   for (const row of result.rows) {
     // Each service's schema is self-contained; a reference out of it could not be restored into another database.
-    if (row.references_schema !== schema) throw new Error(`table ${schema}.${row.table} references ${row.references_schema}.${row.references}, outside its schema`);
+    if (row.references_schema !== schema)
+      throw new Error(`table ${schema}.${row.table} references ${row.references_schema}.${row.references}, outside its schema`);
   }
   return result.rows.map(({ table, references }) => ({ table, references }));
 }

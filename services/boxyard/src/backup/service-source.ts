@@ -18,6 +18,7 @@ export function serviceTarget(name: string, configFile: string | undefined): Ser
   if (!configFile) throw new BackupError(`--service ${name} needs --config: the file \`boxyard serve ${name}\` starts it with`);
   const config = loadConfig(service.config, { file: configFile }) as ServiceConfigBase;
   if (!config.database) throw new BackupError(`${name}: its config (${configFile}) has no database`);
-  if (!config.database.schema) throw new BackupError(`${name}: its config (${configFile}) has no database.schema: backup and restore need the schema the service uses`);
+  if (!config.database.schema)
+    throw new BackupError(`${name}: its config (${configFile}) has no database.schema: backup and restore need the schema the service uses`);
   return { name, descriptor, databaseUrl: config.database.url, schema: config.database.schema, storage: config.storage };
 }

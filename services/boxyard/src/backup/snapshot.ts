@@ -54,14 +54,19 @@ async function snapshotService(client: pg.Client, target: ServiceTarget, backupD
   const present = (await listTables(client, schema)).filter((t) => t !== 'schema_migrations');
   const unclassified = present.filter((t) => !descriptor.tables[t]);
   if (unclassified.length > 0) {
-    throw new Error(`${target.name}: table(s) ${unclassified.join(', ')} in schema ${schema} are not classified for backup (add them to the service's src/backup.ts)`);
+    throw new Error(
+      `${target.name}: table(s) ${unclassified.join(', ')} in schema ${schema} are not classified for backup (add them to the service's src/backup.ts)`,
+    );
   }
   const data = present.filter((t) => descriptor.tables[t]!.backup);
   const references = await foreignKeys(client, schema);
   for (const { table, references: referenced } of references) {
-    if (data.includes(table) && !data.includes(referenced)) throw new Error(`${target.name}: table ${table} is backed up but references ${referenced}, which is not`);
+    if (data.includes(table) && !data.includes(referenced))
+      throw new Error(`${target.name}: table ${table} is backed up but references ${referenced}, which is not`);
   }
-  const migrations = (await client.query<{ id: string; checksum: string }>(`select id, checksum from ${qualified(schema, 'schema_migrations')} order by applied_at, id`)).rows;
+  const migrations = (
+    await client.query<{ id: string; checksum: string }>(`select id, checksum from ${qualified(schema, 'schema_migrations')} order by applied_at, id`)
+  ).rows;
 
   const tables: TableRecord[] = [];
   const keys = new Set<string>();
@@ -74,7 +79,9 @@ async function snapshotService(client: pg.Client, target: ServiceTarget, backupD
     tables.push({ name: table, columns, rows: stream.rowCount, file, ...digest });
     const rule = descriptor.tables[table]!;
     for (const column of (rule.backup && rule.objectKeys) || []) {
-      const result = await client.query<{ key: string }>(`select distinct ${quoteIdent(column)} as key from ${qualified(schema, table)} where ${quoteIdent(column)} is not null`);
+      const result = await client.query<{ key: string }>(
+        `select distinct ${quoteIdent(column)} as key from ${qualified(schema, table)} where ${quoteIdent(column)} is not null`,
+      );
       for (const row of result.rows) keys.add(row.key);
     }
   }

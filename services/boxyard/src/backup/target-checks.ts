@@ -45,7 +45,10 @@ export async function checkTargetIsEmpty(target: ServiceTarget): Promise<Checked
       throw new BackupError(`${target.name}: its storage is not usable: ${(error as Error).message}`);
     });
     for await (const object of store.list('')) {
-      const place = target.storage.driver === 'local' ? target.storage.root : `bucket ${target.storage.bucket}${target.storage.prefix ? ` (prefix ${target.storage.prefix})` : ''}`;
+      const place =
+        target.storage.driver === 'local'
+          ? target.storage.root
+          : `bucket ${target.storage.bucket}${target.storage.prefix ? ` (prefix ${target.storage.prefix})` : ''}`;
       throw new BackupError(`${target.name}: its storage (${place}) already holds objects (e.g. ${object.key}): restore only writes into empty storage`);
     }
   }

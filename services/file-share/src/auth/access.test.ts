@@ -52,7 +52,10 @@ describe('authentication methods', () => {
       ['GET', '/api/users'],
     ];
     for (const [method, path, body] of attempts) {
-      const response = await fetch(`${url}${path}`, { method, ...(body ? { headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) } : {}) });
+      const response = await fetch(`${url}${path}`, {
+        method,
+        ...(body ? { headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) } : {}),
+      });
       expect({ method, path, status: response.status }).toEqual({ method, path, status: 401 });
       expect(response.headers.get('www-authenticate')).toMatch(/^Basic realm="boxyard file-share".*Bearer/);
       if (method !== 'HEAD') expect(await response.json()).toMatchObject({ success: false, message: 'Authentication required' });
@@ -116,7 +119,15 @@ describe('authentication methods', () => {
     expect((await get('/docs/readme.txt', bearer(body.data.token))).status).toBe(401);
     // A stale cookie counts as no credentials (so signing in again works), never as the old session.
     expect((await get('/docs/readme.txt', undefined, { cookie })).status).toBe(401);
-    expect((await fetch(`${url}/auth/login/basic`, { method: 'POST', headers: { cookie, 'content-type': 'application/json' }, body: JSON.stringify({ username: 'alice', password: alice.password }) })).status).toBe(200);
+    expect(
+      (
+        await fetch(`${url}/auth/login/basic`, {
+          method: 'POST',
+          headers: { cookie, 'content-type': 'application/json' },
+          body: JSON.stringify({ username: 'alice', password: alice.password }),
+        })
+      ).status,
+    ).toBe(200);
   });
 });
 
@@ -209,7 +220,10 @@ describe('file routes by role', () => {
 describe('anonymous reads (public_read)', () => {
   let open: TestShare;
   beforeAll(async () => {
-    open = await startTestShare({ storage: 'local', overrides: { public_read: true, rate_limiting: { enabled: true, max_requests: 12, window_seconds: 600 } } });
+    open = await startTestShare({
+      storage: 'local',
+      overrides: { public_read: true, rate_limiting: { enabled: true, max_requests: 12, window_seconds: 600 } },
+    });
     expect((await upload(open.url, '/pub/file.txt', 'public', adminAuth)).status).toBe(201);
   });
   afterAll(() => open?.close());
@@ -277,7 +291,9 @@ describe('API keys: no escalation', () => {
     }
     expect((await postJson(url, '/api/api-keys', { name: 'x', permissions: ['admin'] }, alice.authorization)).status).toBe(400);
     expect((await postJson(url, '/api/api-keys', { name: 'x', permissions: [] }, alice.authorization)).status).toBe(400);
-    expect((await postJson(url, '/api/api-keys', { name: 'x', permissions: ['downloads'], expires_at: '2001-01-01T00:00:00Z' }, alice.authorization)).status).toBe(400);
+    expect(
+      (await postJson(url, '/api/api-keys', { name: 'x', permissions: ['downloads'], expires_at: '2001-01-01T00:00:00Z' }, alice.authorization)).status,
+    ).toBe(400);
     expect((await postJson(url, '/api/api-keys', { name: 'x', permissions: ['downloads'], expires_at: 'tomorrow' }, alice.authorization)).status).toBe(400);
     expect((await postJson(url, '/api/api-keys', { name: 'x', permissions: ['downloads'], scope: '/../etc' }, alice.authorization)).status).toBe(400);
     expect((await postJson(url, '/api/api-keys', { name: 'x', permissions: ['downloads'] })).status).toBe(401);
@@ -285,12 +301,26 @@ describe('API keys: no escalation', () => {
 
   it('never lets a key mint a key with more than it has (permissions, expiry, scope)', async () => {
     const expiry = new Date(Date.now() + 3_600_000);
-    const downloadOnly = await createKey(url, adminAuth, { name: 'download only', permissions: ['downloads'], expires_at: expiry.toISOString(), scope: '/docs' });
+    const downloadOnly = await createKey(url, adminAuth, {
+      name: 'download only',
+      permissions: ['downloads'],
+      expires_at: expiry.toISOString(),
+      scope: '/docs',
+    });
     // The original's bug: a download-only key minting an upload+delete key.
     const escalation = await postJson(url, '/api/api-keys', { name: 'evil', permissions: ['downloads', 'uploads', 'delete'] }, bearer(downloadOnly.token));
     expect(escalation.status).toBe(403);
     expect((await postJson(url, '/api/api-keys', { name: 'evil', permissions: ['uploads'] }, bearer(downloadOnly.token))).status).toBe(403);
-    expect((await postJson(url, '/api/api-keys', { name: 'later', permissions: ['downloads'], expires_at: new Date(Date.now() + 7_200_000).toISOString() }, bearer(downloadOnly.token))).status).toBe(403);
+    expect(
+      (
+        await postJson(
+          url,
+          '/api/api-keys',
+          { name: 'later', permissions: ['downloads'], expires_at: new Date(Date.now() + 7_200_000).toISOString() },
+          bearer(downloadOnly.token),
+        )
+      ).status,
+    ).toBe(403);
     expect((await postJson(url, '/api/api-keys', { name: 'wider', permissions: ['downloads'], scope: '/' }, bearer(downloadOnly.token))).status).toBe(403);
     const child = await postJson(url, '/api/api-keys', { name: 'child', permissions: ['downloads'], scope: '/docs' }, bearer(downloadOnly.token));
     expect(child.status).toBe(201);
@@ -298,7 +328,9 @@ describe('API keys: no escalation', () => {
     expect(childKey.key).toMatchObject({ expires_at: expiry.toISOString(), created_by_key: downloadOnly.id, scope: '/docs' });
 
     // A key can't edit keys, sees only its own lineage, and revoking it revokes what it minted.
-    expect((await postJson(url, `/api/api-keys/${childKey.key.id}`, { permissions: ['downloads', 'uploads'] }, bearer(downloadOnly.token), 'PUT')).status).toBe(403);
+    expect((await postJson(url, `/api/api-keys/${childKey.key.id}`, { permissions: ['downloads', 'uploads'] }, bearer(downloadOnly.token), 'PUT')).status).toBe(
+      403,
+    );
     const seen = (await (await get('/api/api-keys', bearer(downloadOnly.token))).json()) as { data: { keys: { id: string }[] } };
     expect(seen.data.keys.map((k) => k.id).sort()).toEqual([downloadOnly.id, childKey.key.id].sort());
     expect((await del(`/api/api-keys/${downloadOnly.id}`, bearer(childKey.token))).status).toBe(404);
@@ -314,7 +346,13 @@ describe('API keys: no escalation', () => {
     expect((await postJson(url, `/api/api-keys/${mine.id}`, { permissions: ['downloads', 'uploads'] }, adminAuth, 'PUT')).status).toBe(403);
     expect((await postJson(url, `/api/api-keys/${mine.id}`, { name: 'renamed' }, bob.authorization, 'PUT')).status).toBe(404);
     expect((await postJson(url, `/api/api-keys/${mine.id}`, { name: 'renamed' }, undefined, 'PUT')).status).toBe(401);
-    const renamed = await postJson(url, `/api/api-keys/${mine.id}`, { name: 'renamed', expires_at: new Date(Date.now() + 86_400_000).toISOString() }, alice.authorization, 'PUT');
+    const renamed = await postJson(
+      url,
+      `/api/api-keys/${mine.id}`,
+      { name: 'renamed', expires_at: new Date(Date.now() + 86_400_000).toISOString() },
+      alice.authorization,
+      'PUT',
+    );
     expect(renamed.status).toBe(200);
     expect(await renamed.json()).toMatchObject({ data: { key: { name: 'renamed', permissions: ['downloads'] } } });
     expect((await postJson(url, `/api/api-keys/${mine.id}`, {}, alice.authorization, 'PUT')).status).toBe(400);

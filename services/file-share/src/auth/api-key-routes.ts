@@ -163,7 +163,14 @@ function createKeyRoute(app: FastifyInstance, { keys }: ApiKeyRoutesOptions): vo
       const scope = body.scope === undefined ? (parent?.scope ?? '/') : validateSharePath(body.scope, '/scope');
       const expiresAt = parseExpiry(body.expires_at, '/expires_at') ?? parent?.expiresAt ?? null;
       checkGrant(principal, { ownerRole: user.role, parent }, { permissions: body.permissions, expiresAt, scope });
-      const { record, token } = await keys.create({ userId: user.id, name: body.name, permissions: body.permissions, scope, expiresAt, createdByKey: principal.key?.id ?? null });
+      const { record, token } = await keys.create({
+        userId: user.id,
+        name: body.name,
+        permissions: body.permissions,
+        scope,
+        expiresAt,
+        createdByKey: principal.key?.id ?? null,
+      });
       return reply.status(201).send(ok('API key created; the token is shown only this once', { key: keyView(record), token }));
     },
   );
@@ -176,7 +183,7 @@ function updateKeyRoute(app: FastifyInstance, options: ApiKeyRoutesOptions): voi
     {
       schema: {
         summary: 'Update an API key: name, permissions and/or expires_at (null removes the expiry)',
-        description: 'Same limits as creation; narrowing a key narrows the keys minted from it. Needs the user\'s own sign-in, not a key.',
+        description: "Same limits as creation; narrowing a key narrows the keys minted from it. Needs the user's own sign-in, not a key.",
         tags: ['api-keys'],
         params: idParams,
         body: {
@@ -198,9 +205,14 @@ function updateKeyRoute(app: FastifyInstance, options: ApiKeyRoutesOptions): voi
       if (!key) throw notFound(`No API key ${id}`);
       const parentRecord = key.created_by_key ? await keys.get(key.created_by_key) : null;
       const parent = parentRecord
-        ? { permissions: parentRecord.permissions, expiresAt: parentRecord.expires_at === null ? null : new Date(parentRecord.expires_at), scope: parentRecord.scope }
+        ? {
+            permissions: parentRecord.permissions,
+            expiresAt: parentRecord.expires_at === null ? null : new Date(parentRecord.expires_at),
+            scope: parentRecord.scope,
+          }
         : null;
-      const expiresAt = body.expires_at === undefined ? (key.expires_at === null ? null : new Date(key.expires_at)) : parseExpiry(body.expires_at, '/expires_at') ?? null;
+      const expiresAt =
+        body.expires_at === undefined ? (key.expires_at === null ? null : new Date(key.expires_at)) : (parseExpiry(body.expires_at, '/expires_at') ?? null);
       checkGrant(principal, { ownerRole: key.role, parent }, { permissions: body.permissions ?? key.permissions, expiresAt, scope: key.scope });
       const updated = await keys.update(id, {
         ...(body.name !== undefined ? { name: body.name } : {}),

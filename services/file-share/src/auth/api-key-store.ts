@@ -49,7 +49,9 @@ export function createApiKeyStore(pool: DatabasePool) {
       if (row.expires_at !== null && row.expires_at <= Date.now()) return { refused: 'API key expired' };
       // Usage time, at most once a minute per key: not a write on every request.
       if (row.last_used_at === null || row.last_used_at < Date.now() - 60_000) {
-        void pool.query(sql.unsafe`update api_keys set last_used_at = now() where id = ${id}`).catch(ignoreError('last-used is a hint, written at most once a minute'));
+        void pool
+          .query(sql.unsafe`update api_keys set last_used_at = now() where id = ${id}`)
+          .catch(ignoreError('last-used is a hint, written at most once a minute'));
       }
       const { secret_sha256: _s, username, role, ...key } = row;
       return { key, owner: { id: row.user_id, username, role: asRole(role) } };

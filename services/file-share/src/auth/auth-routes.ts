@@ -18,7 +18,12 @@ export interface AuthRoutesOptions {
 }
 
 /** Signs a user in: the session JWT and its HttpOnly cookie. Password and provider sign-in both end here. */
-export async function startSession(sessions: SessionTokens, cookie: SessionCookiePolicy, reply: FastifyReply, user: { id: string; username: string; role: string }) {
+export async function startSession(
+  sessions: SessionTokens,
+  cookie: SessionCookiePolicy,
+  reply: FastifyReply,
+  user: { id: string; username: string; role: string },
+) {
   const role = asRole(user.role);
   const issued = await sessions.sign(user.id, { username: user.username, role });
   reply.setCookie(SESSION_COOKIE, issued.token, { ...cookie.options(reply.request), expires: issued.expiresAt });
@@ -35,7 +40,13 @@ export async function endSession(accounts: Accounts, cookie: SessionCookiePolicy
 
 const userSchema = {
   type: 'object',
-  properties: { id: { type: 'string' }, username: { type: 'string' }, email: { type: ['string', 'null'] }, role: { type: 'string' }, createdAt: { type: 'string', format: 'date-time' } },
+  properties: {
+    id: { type: 'string' },
+    username: { type: 'string' },
+    email: { type: ['string', 'null'] },
+    role: { type: 'string' },
+    createdAt: { type: 'string', format: 'date-time' },
+  },
   required: ['id', 'username', 'email', 'role', 'createdAt'],
 };
 
@@ -56,27 +67,27 @@ export async function authRoutes(app: FastifyInstance, options: AuthRoutesOption
 }
 
 function methodsRoute(app: FastifyInstance, options: AuthRoutesOptions): void {
-  app.get(
-    '/auth/methods',
-    { schema: { summary: 'Available authentication methods', tags: ['auth'] } },
-    async () =>
-      ok('Authentication methods', {
-        methods: [
-          { type: 'api_key', description: 'Authorization: Bearer <API key> (recommended for automation)', header: 'Authorization', scheme: 'Bearer' },
-          {
-            type: 'session',
-            description: 'POST /auth/login/basic with {username, password}; the JWT comes back in the body (send it as Authorization: Bearer) and as the HttpOnly auth_token cookie',
-            login: '/auth/login/basic',
-            logout: '/auth/logout',
-            cookie: SESSION_COOKIE,
-            scheme: 'Bearer',
-          },
-          { type: 'basic', description: 'HTTP Basic with username and password (header or URL userinfo)', header: 'Authorization', scheme: 'Basic' },
-          ...(options.signIn ? [{ ...options.signIn, description: 'Browser sign-in with the OpenID provider; ends in the auth_token cookie', cookie: SESSION_COOKIE }] : []),
-        ],
-        anonymousRead: options.publicRead,
-        roles: Object.fromEntries(ROLES.map((role) => [role, { permissions: rolePermissions[role], apiKeyPermissions: keyPermissionsForRole[role] }])),
-      }),
+  app.get('/auth/methods', { schema: { summary: 'Available authentication methods', tags: ['auth'] } }, async () =>
+    ok('Authentication methods', {
+      methods: [
+        { type: 'api_key', description: 'Authorization: Bearer <API key> (recommended for automation)', header: 'Authorization', scheme: 'Bearer' },
+        {
+          type: 'session',
+          description:
+            'POST /auth/login/basic with {username, password}; the JWT comes back in the body (send it as Authorization: Bearer) and as the HttpOnly auth_token cookie',
+          login: '/auth/login/basic',
+          logout: '/auth/logout',
+          cookie: SESSION_COOKIE,
+          scheme: 'Bearer',
+        },
+        { type: 'basic', description: 'HTTP Basic with username and password (header or URL userinfo)', header: 'Authorization', scheme: 'Basic' },
+        ...(options.signIn
+          ? [{ ...options.signIn, description: 'Browser sign-in with the OpenID provider; ends in the auth_token cookie', cookie: SESSION_COOKIE }]
+          : []),
+      ],
+      anonymousRead: options.publicRead,
+      roles: Object.fromEntries(ROLES.map((role) => [role, { permissions: rolePermissions[role], apiKeyPermissions: keyPermissionsForRole[role] }])),
+    }),
   );
 }
 
@@ -124,14 +135,10 @@ function signInRoute(app: FastifyInstance, { accounts, sessions, cookie }: AuthR
 }
 
 function signOutRoute(app: FastifyInstance, { accounts, cookie }: AuthRoutesOptions): void {
-  app.post(
-    '/auth/logout',
-    { schema: { summary: 'Sign out: revokes the session token and clears the cookie', tags: ['auth'] } },
-    async (request, reply) => {
-      const ended = await endSession(accounts, cookie, request, reply);
-      return ok(ended ? 'Signed out' : 'No session to end', { revoked: Boolean(ended) });
-    },
-  );
+  app.post('/auth/logout', { schema: { summary: 'Sign out: revokes the session token and clears the cookie', tags: ['auth'] } }, async (request, reply) => {
+    const ended = await endSession(accounts, cookie, request, reply);
+    return ok(ended ? 'Signed out' : 'No session to end', { revoked: Boolean(ended) });
+  });
 }
 
 function listUsersRoute(app: FastifyInstance, { accounts }: AuthRoutesOptions): void {
@@ -169,7 +176,10 @@ function createUserRoute(app: FastifyInstance, { accounts }: AuthRoutesOptions):
       const body = request.body as { username: string; password: string; role: string; email?: string };
       const failures = checkPassword(body.password);
       if (failures.length > 0) {
-        throw badRequest('Password does not meet the policy', failures.map((f) => ({ pointer: '/password', rule: f.rule, params: {}, detail: f.detail })));
+        throw badRequest(
+          'Password does not meet the policy',
+          failures.map((f) => ({ pointer: '/password', rule: f.rule, params: {}, detail: f.detail })),
+        );
       }
       try {
         const user = await accounts.create({ username: body.username, password: body.password, role: body.role, email: body.email ?? null });

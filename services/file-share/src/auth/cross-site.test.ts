@@ -10,7 +10,11 @@ const evil = 'https://evil.example';
 
 beforeAll(async () => {
   test = await startTestShare({ storage: 'local' });
-  const login = await fetch(`${test.url}/auth/login/basic`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ username: 'admin', password: ADMIN_PASSWORD }) });
+  const login = await fetch(`${test.url}/auth/login/basic`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ username: 'admin', password: ADMIN_PASSWORD }),
+  });
   expect(login.status).toBe(200);
   cookie = `auth_token=${((await login.json()) as { data: { token: string } }).data.token}`;
   expect((await upload(test.url, '/keep.txt', 'keep me', adminAuth)).status).toBe(201);
@@ -40,7 +44,7 @@ describe('cross-site writes', () => {
     expect(await exists('/keep.txt')).toBe(true);
   });
 
-  it('accepts the share\'s own pages and clients that are not browsers', async () => {
+  it("accepts the share's own pages and clients that are not browsers", async () => {
     expect((await formUpload('/own-page.txt', { cookie, origin: new URL(test.url).origin, 'sec-fetch-site': 'same-origin' })).status).toBe(201);
     expect((await formUpload('/curl.txt', { authorization: adminAuth })).status).toBe(201);
     // Reading stays open to any origin's links (a GET changes nothing).

@@ -9,7 +9,16 @@ import { startOidcProvider, type RunningOidcProvider } from '@boxyard/test/harne
 import { freePort } from '@boxyard/test/harness/ports.ts';
 import { startTestShare, type TestShare } from '../testing/test-share.ts';
 
-const CHROMIUM_ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'];
+const CHROMIUM_ARGS = [
+  '--headless',
+  '--no-sandbox',
+  '--disable-gpu',
+  '--disable-quic',
+  '--no-first-run',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--disable-sync',
+];
 const SECRET = 'file-share-web-secret-0123456789';
 
 /** A share on a port chosen first, and a provider that knows its redirect URIs. */
@@ -20,7 +29,10 @@ async function shareWithProvider(options: { host?: 'localhost' | '127.0.0.1'; pu
     host: options.host ?? '127.0.0.1',
     resources: ['https://files.example.test'],
     clients: [{ client_id: 'files-web', client_secret: SECRET, redirect_uris: [`${url}/auth/oidc/callback`], post_logout_redirect_uris: [`${url}/`] }],
-    users: [{ login: 'alice', groups: ['storage-admins'] }, { login: 'bob', groups: ['staff'] }],
+    users: [
+      { login: 'alice', groups: ['storage-admins'] },
+      { login: 'bob', groups: ['staff'] },
+    ],
   });
   const share = await startTestShare({
     storage: 'local',
@@ -29,7 +41,14 @@ async function shareWithProvider(options: { host?: 'localhost' | '127.0.0.1'; pu
       public_read: options.publicRead ?? false,
       auth: {
         resource_server: { admin_groups: ['storage-admins'] },
-        sign_in: { enabled: true, issuer: idp.issuer, client_id: 'files-web', client_secret: SECRET, scopes: ['openid', 'profile', 'email', 'groups'], display_name: 'Test IdP' },
+        sign_in: {
+          enabled: true,
+          issuer: idp.issuer,
+          client_id: 'files-web',
+          client_secret: SECRET,
+          scopes: ['openid', 'profile', 'email', 'groups'],
+          display_name: 'Test IdP',
+        },
       },
     },
   });
@@ -54,7 +73,8 @@ describe('file share: provider sign-in in Chromium', () => {
     page.on('console', (message) => {
       // On the share's pages (the provider's load a font we block): the "sign in required" page is a 401 by
       // design; anything else (a CSP violation, say) is a problem.
-      if (message.type() === 'error' && page.url().startsWith(share.url) && !message.text().includes('status of 401')) problems.push(`console: ${message.text()}`);
+      if (message.type() === 'error' && page.url().startsWith(share.url) && !message.text().includes('status of 401'))
+        problems.push(`console: ${message.text()}`);
     });
   });
 
@@ -83,7 +103,7 @@ describe('file share: provider sign-in in Chromium', () => {
     expect(cookie).toMatchObject({ httpOnly: true, secure: true, sameSite: 'Strict' });
   });
 
-  it('signs out of the share and of the provider, from the page\'s plain form (strict CSP kept)', async () => {
+  it("signs out of the share and of the provider, from the page's plain form (strict CSP kept)", async () => {
     const session = (await page.context().cookies(share.url)).find((c) => c.name === 'auth_token')!;
     await page.getByRole('button', { name: 'Sign out' }).click();
     await page.waitForURL((url) => url.origin === idp.issuer);
@@ -133,7 +153,7 @@ describe('file share: provider sign-in over HTTP', () => {
     expect(jar.get(new URL(share.url), 'auth_token')).toBeTruthy();
   });
 
-  it('gives a session that lists and uploads per the user\'s role', async () => {
+  it("gives a session that lists and uploads per the user's role", async () => {
     const bob = await signIn('bob');
     expect((await upload(bob, '/docs/bob.txt', 'bob')).status).toBe(201);
     const listing = await fetch(`${share.url}/docs/?format=json`, { headers: { cookie: bob } });
@@ -143,7 +163,9 @@ describe('file share: provider sign-in over HTTP', () => {
     const alice = await signIn('alice');
     expect((await fetch(`${share.url}/docs/bob.txt`, { method: 'DELETE', headers: { cookie: alice } })).status).toBe(200);
     const users = (await (await fetch(`${share.url}/api/users`, { headers: { cookie: alice } })).json()) as { data: { users: unknown[] } };
-    expect(users.data.users).toEqual(expect.arrayContaining([expect.objectContaining({ username: 'alice', role: 'admin' }), expect.objectContaining({ username: 'bob', role: 'user' })]));
+    expect(users.data.users).toEqual(
+      expect.arrayContaining([expect.objectContaining({ username: 'alice', role: 'admin' }), expect.objectContaining({ username: 'bob', role: 'user' })]),
+    );
     expect((await fetch(`${share.url}/api/users`, { headers: { cookie: bob } })).status).toBe(403);
   });
 
@@ -154,7 +176,15 @@ describe('file share: provider sign-in over HTTP', () => {
     expect(signedIn).toContain('Signed in as bob');
     expect(signedIn).toContain('<form class="inline" method="post" action="/auth/oidc/logout">');
     const methods = (await (await fetch(`${share.url}/auth/methods`)).json()) as { data: { methods: unknown[] } };
-    expect(methods.data.methods).toContainEqual(expect.objectContaining({ type: 'oidc', path: '/auth/oidc/login?return_to=/', logout: '/auth/oidc/logout', display_name: 'Test IdP', cookie: 'auth_token' }));
+    expect(methods.data.methods).toContainEqual(
+      expect.objectContaining({
+        type: 'oidc',
+        path: '/auth/oidc/login?return_to=/',
+        logout: '/auth/oidc/logout',
+        display_name: 'Test IdP',
+        cookie: 'auth_token',
+      }),
+    );
   });
 
   it('keeps the Basic challenge for tools where reading needs a sign-in', async () => {

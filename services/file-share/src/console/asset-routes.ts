@@ -25,16 +25,12 @@ export async function assetRoutes(app: FastifyInstance): Promise<void> {
     assets.set(name, { body, type: TYPES[name.slice(name.lastIndexOf('.'))]!, etag });
   }
 
-  app.get<{ Params: { file: string } }>(
-    `${ASSETS_PATH}/:file`,
-    { schema: { hide: true }, config: { rateLimit: false } },
-    async (request, reply) => {
-      const asset = assets.get(request.params.file);
-      if (!asset) throw notFound(`No asset ${request.params.file}`);
-      // Revalidated on each use (cheap, 304): a new release's scripts are never mixed with an old page.
-      reply.headers({ ...PAGE_HEADERS, etag: asset.etag, 'cache-control': 'no-cache' }).type(asset.type);
-      if (request.headers['if-none-match'] === asset.etag) return reply.status(304).send();
-      return reply.send(asset.body);
-    },
-  );
+  app.get<{ Params: { file: string } }>(`${ASSETS_PATH}/:file`, { schema: { hide: true }, config: { rateLimit: false } }, async (request, reply) => {
+    const asset = assets.get(request.params.file);
+    if (!asset) throw notFound(`No asset ${request.params.file}`);
+    // Revalidated on each use (cheap, 304): a new release's scripts are never mixed with an old page.
+    reply.headers({ ...PAGE_HEADERS, etag: asset.etag, 'cache-control': 'no-cache' }).type(asset.type);
+    if (request.headers['if-none-match'] === asset.etag) return reply.status(304).send();
+    return reply.send(asset.body);
+  });
 }

@@ -39,7 +39,14 @@ export async function signInRoutes(app: FastifyInstance, options: ConsoleRoutesO
 
   app.get(
     SIGN_IN_PATH,
-    { schema: { hide: true, summary: 'The sign-in page (HTML form)', tags: ['console'], querystring: { type: 'object', properties: { return_to: { type: 'string' } } } } },
+    {
+      schema: {
+        hide: true,
+        summary: 'The sign-in page (HTML form)',
+        tags: ['console'],
+        querystring: { type: 'object', properties: { return_to: { type: 'string' } } },
+      },
+    },
     async (request, reply) => {
       const returnTo = safeReturnTo((request.query as { return_to?: string }).return_to);
       return sendPage(reply, renderSignInPage({ username: null, via: 'anonymous', signIn: options.signIn, returnTo }));
@@ -60,7 +67,10 @@ export async function signInRoutes(app: FastifyInstance, options: ConsoleRoutesO
       const form = (request.body ?? {}) as Record<string, unknown>;
       const returnTo = safeReturnTo(form.return_to);
       const page = (status: number, error: string) =>
-        sendPage(reply, renderSignInPage({ username: null, via: 'anonymous', signIn: options.signIn, returnTo }, error), status).header('cache-control', 'no-store');
+        sendPage(reply, renderSignInPage({ username: null, via: 'anonymous', signIn: options.signIn, returnTo }, error), status).header(
+          'cache-control',
+          'no-store',
+        );
       const { username, password } = form;
       if (typeof username !== 'string' || typeof password !== 'string' || !username || !password || username.length > 256 || password.length > 1024) {
         return page(400, 'Enter a username and a password.');
@@ -77,10 +87,14 @@ export async function signInRoutes(app: FastifyInstance, options: ConsoleRoutesO
 export async function consoleRoutes(app: FastifyInstance, options: ConsoleRoutesOptions): Promise<void> {
   app.addContentTypeParser('application/x-www-form-urlencoded', { parseAs: 'string', bodyLimit: FORM_LIMIT }, (_request, _body, done) => done(null, {}));
 
-  app.post(SIGN_OUT_PATH, { schema: { hide: true, summary: 'Sign out from the HTML form; 303 to the share root', tags: ['console'] } }, async (request, reply) => {
-    await endSession(options.accounts, options.cookie, request, reply);
-    return reply.header('cache-control', 'no-store').redirect('/', 303);
-  });
+  app.post(
+    SIGN_OUT_PATH,
+    { schema: { hide: true, summary: 'Sign out from the HTML form; 303 to the share root', tags: ['console'] } },
+    async (request, reply) => {
+      await endSession(options.accounts, options.cookie, request, reply);
+      return reply.header('cache-control', 'no-store').redirect('/', 303);
+    },
+  );
 
   app.get(KEYS_PATH, { schema: { hide: true, summary: 'The API keys page (HTML)', tags: ['console'] } }, async (request, reply) => {
     const principal = request.principal;

@@ -17,7 +17,16 @@ import { ADMIN_PASSWORD, adminAuth, createUser, upload, type TestShare, startTes
 import { CONSOLE_CSP } from './page-security.ts';
 
 const run = promisify(execFile);
-const CHROMIUM_ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'];
+const CHROMIUM_ARGS = [
+  '--headless',
+  '--no-sandbox',
+  '--disable-gpu',
+  '--disable-quic',
+  '--no-first-run',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--disable-sync',
+];
 const SCREENSHOTS = join(process.cwd(), 'test-results', 'screenshots', 'file-console');
 const sha256 = (text: string) => createHash('sha256').update(text).digest('hex');
 
@@ -31,7 +40,9 @@ async function newContext(label: string, options: Parameters<Browser['newContext
   const context = await browser.newContext({ viewport: { width: 1100, height: 760 }, ...options });
   if (options.javaScriptEnabled !== false) {
     // (Strings, not functions: this file is compiled without the DOM's types.)
-    await context.addInitScript("document.addEventListener('securitypolicyviolation', (event) => console.error(`CSP violation: ${event.violatedDirective} ${event.blockedURI}`))");
+    await context.addInitScript(
+      "document.addEventListener('securitypolicyviolation', (event) => console.error(`CSP violation: ${event.violatedDirective} ${event.blockedURI}`))",
+    );
   }
   const page = await context.newPage();
   page.on('pageerror', (error) => problems.push(`${label}: page error: ${error.message}`));
@@ -92,7 +103,7 @@ describe('file share console (Chromium)', () => {
     expect(await rowLinks(admin)).toEqual(['../', 'readme.txt']);
   });
 
-  it('uploads several files dropped on the page, with progress and the server\'s SHA-256 shown', async () => {
+  it("uploads several files dropped on the page, with progress and the server's SHA-256 shown", async () => {
     ({ page: alice } = await newContext('alice'));
     await alice.goto(`${test.url}/docs/`);
     await signIn(alice, 'alice', alicePassword);
@@ -123,7 +134,9 @@ describe('file share console (Chromium)', () => {
     for (const file of files) {
       const item = admin.locator('#uploads li', { hasText: file.name });
       expect(await item.locator('.result').innerText()).toBe(`Done · SHA-256 ${sha256(file.content)}`);
-      expect(await item.locator('progress').evaluate((bar) => (bar as unknown as { value: number; max: number }).value === (bar as unknown as { max: number }).max)).toBe(true);
+      expect(
+        await item.locator('progress').evaluate((bar) => (bar as unknown as { value: number; max: number }).value === (bar as unknown as { max: number }).max),
+      ).toBe(true);
     }
     admin.off('request', watch);
     expect(sent.sort()).toEqual(files.map((file) => `application/octet-stream /docs/${file.name}`));
@@ -161,13 +174,20 @@ describe('file share console (Chromium)', () => {
     const dialog = admin.getByRole('dialog');
     await expect.poll(() => dialog.isVisible()).toBe(true);
     // The name is offered without its extension selected, ready to type over.
-    expect(await admin.getByLabel('New name').evaluate((input) => { const field = input as unknown as { value: string; selectionStart: number; selectionEnd: number }; return field.value.slice(field.selectionStart, field.selectionEnd); })).toBe('alpha');
+    expect(
+      await admin.getByLabel('New name').evaluate((input) => {
+        const field = input as unknown as { value: string; selectionStart: number; selectionEnd: number };
+        return field.value.slice(field.selectionStart, field.selectionEnd);
+      }),
+    ).toBe('alpha');
     await shot(admin, 'rename-dialog');
     await admin.getByLabel('New name').fill('omega.txt');
     await admin.getByRole('button', { name: 'Rename', exact: true }).click();
     await expect.poll(() => rowLinks(admin)).toEqual(['../', 'photos/', 'reports/', 'beta notes.md', 'gamma.json', 'omega.txt', 'readme.txt']);
     expect(await names('/docs/')).toEqual(['photos', 'reports', 'beta notes.md', 'gamma.json', 'omega.txt', 'readme.txt']);
-    await expect.poll(() => rowLinks(alice), { timeout: 20_000 }).toEqual(['../', 'photos/', 'reports/', 'beta notes.md', 'gamma.json', 'omega.txt', 'readme.txt']);
+    await expect
+      .poll(() => rowLinks(alice), { timeout: 20_000 })
+      .toEqual(['../', 'photos/', 'reports/', 'beta notes.md', 'gamma.json', 'omega.txt', 'readme.txt']);
     // Only what alice may do: neither delete nor rename (renaming needs delete too), though she may upload.
     expect(await alice.getByRole('button', { name: 'Rename omega.txt' }).count()).toBe(0);
     expect(await alice.getByRole('button', { name: 'Delete omega.txt' }).count()).toBe(0);
@@ -197,7 +217,7 @@ describe('file share console (Chromium)', () => {
     await expect.poll(() => admin.locator('#status').innerText()).toBe('Deleted gamma.json');
   });
 
-  it('copies a file\'s link, which downloads the file', async () => {
+  it("copies a file's link, which downloads the file", async () => {
     await adminContext.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: test.url });
     await admin.getByRole('button', { name: 'Copy link to beta notes.md' }).click();
     await expect.poll(() => admin.locator('#status').innerText()).toBe('Link copied to the clipboard');
@@ -231,7 +251,22 @@ describe('file share console (Chromium)', () => {
     const { stdout } = await run('curl', ['-sS', '--fail', '-H', `Authorization: Bearer ${token}`, `${test.url}/docs/readme.txt`]);
     expect(stdout).toBe('read me\n');
     // A download-only key cannot upload.
-    const refused = await run('curl', ['-sS', '-o', '/dev/null', '-w', '%{http_code}', '-H', `Authorization: Bearer ${token}`, '-F', `file=@${import.meta.filename};filename=x.txt`, `${test.url}/docs/`], {});
+    const refused = await run(
+      'curl',
+      [
+        '-sS',
+        '-o',
+        '/dev/null',
+        '-w',
+        '%{http_code}',
+        '-H',
+        `Authorization: Bearer ${token}`,
+        '-F',
+        `file=@${import.meta.filename};filename=x.txt`,
+        `${test.url}/docs/`,
+      ],
+      {},
+    );
     expect(refused.stdout).toBe('403');
 
     await page.getByRole('button', { name: 'Revoke ci pipeline' }).click();
@@ -243,12 +278,21 @@ describe('file share console (Chromium)', () => {
   });
 
   it('is readable on a phone: rows become cards, nothing wider than the screen', async () => {
-    const { page, context } = await newContext('phone', { viewport: { width: 390, height: 844 }, isMobile: true, hasTouch: true, storageState: await adminContext.storageState() });
+    const { page, context } = await newContext('phone', {
+      viewport: { width: 390, height: 844 },
+      isMobile: true,
+      hasTouch: true,
+      storageState: await adminContext.storageState(),
+    });
     await page.goto(`${test.url}/docs/`);
     await expect.poll(() => page.locator('#entries tr').count()).toBeGreaterThan(3);
     expect(await page.evaluate<number>('document.documentElement.scrollWidth')).toBeLessThanOrEqual(390);
     // The upload controls and every row's buttons are on the screen without zooming or scrolling sideways.
-    for (const control of [page.getByText('Choose files'), page.getByRole('button', { name: 'Delete readme.txt' }), page.getByRole('button', { name: 'Copy link to readme.txt' })]) {
+    for (const control of [
+      page.getByText('Choose files'),
+      page.getByRole('button', { name: 'Delete readme.txt' }),
+      page.getByRole('button', { name: 'Copy link to readme.txt' }),
+    ]) {
       const box = (await control.boundingBox())!;
       expect(box.x).toBeGreaterThanOrEqual(0);
       expect(box.x + box.width).toBeLessThanOrEqual(390);

@@ -6,7 +6,13 @@ import type { Permission } from '../auth/principal.ts';
 import { escapeHtml } from '@boxyard/kit/web/html.ts';
 import { renderPage, type Viewer } from './layout.ts';
 
-const day = (value: number | null) => (value === null ? '' : new Date(value).toISOString().replace('T', ' ').replace(/\.\d+Z$/, 'Z'));
+const day = (value: number | null) =>
+  value === null
+    ? ''
+    : new Date(value)
+        .toISOString()
+        .replace('T', ' ')
+        .replace(/\.\d+Z$/, 'Z');
 
 export function renderKeyRows(keys: readonly ApiKeyRecord[]): string {
   if (keys.length === 0) return '<tr class="empty"><td colspan="7">No API keys yet.</td></tr>';
@@ -20,7 +26,10 @@ export function renderKeyRows(keys: readonly ApiKeyRecord[]): string {
 
 export function renderKeysPage(viewer: Viewer, keys: readonly ApiKeyRecord[], allowed: readonly Permission[]): string {
   const boxes = allowed
-    .map((permission, index) => `<label class="check"><input type="checkbox" name="permissions" value="${permission}"${index === 0 ? ' checked' : ''}> ${permission}</label>`)
+    .map(
+      (permission, index) =>
+        `<label class="check"><input type="checkbox" name="permissions" value="${permission}"${index === 0 ? ' checked' : ''}> ${permission}</label>`,
+    )
     .join(' ');
   return renderPage({
     title: 'API keys',

@@ -4,8 +4,14 @@
 import type { FastifyReply } from 'fastify';
 
 export const CONSOLE_CSP = [
-  "default-src 'none'", "script-src 'self'", "style-src 'self'", "img-src 'self' data:", "connect-src 'self'",
-  "base-uri 'none'", "form-action 'self'", "frame-ancestors 'none'",
+  "default-src 'none'",
+  "script-src 'self'",
+  "style-src 'self'",
+  "img-src 'self' data:",
+  "connect-src 'self'",
+  "base-uri 'none'",
+  "form-action 'self'",
+  "frame-ancestors 'none'",
 ].join('; ');
 
 export const PAGE_HEADERS: Readonly<Record<string, string>> = {

@@ -15,7 +15,16 @@ import { ADMIN_PASSWORD, adminAuth, startTestShare, upload, type TestShare } fro
 import { ignoreError } from '@boxyard/kit';
 import { randomFile } from '../testing/tus-clients.ts';
 
-const CHROMIUM_ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'];
+const CHROMIUM_ARGS = [
+  '--headless',
+  '--no-sandbox',
+  '--disable-gpu',
+  '--disable-quic',
+  '--no-first-run',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--disable-sync',
+];
 const MiB = 1024 * 1024;
 const CHUNK = 8 * MiB;
 
@@ -32,7 +41,8 @@ async function signedInPage(): Promise<Page> {
   page.on('pageerror', (error) => problems.push(`page error: ${error.message}`));
   page.on('console', (message) => {
     // Aborted requests are logged by Chromium as failed loads: that is the cut under test.
-    if (message.type() === 'error' && !/status of 401|ERR_INTERNET_DISCONNECTED|net::ERR_FAILED/.test(message.text())) problems.push(`console: ${message.text()}`);
+    if (message.type() === 'error' && !/status of 401|ERR_INTERNET_DISCONNECTED|net::ERR_FAILED/.test(message.text()))
+      problems.push(`console: ${message.text()}`);
   });
   await page.goto(`${test.url}/big/`);
   await page.getByLabel('Username').fill('admin');
@@ -104,7 +114,8 @@ describe('console resumable uploads (Chromium)', () => {
     expect(creations).toBe(1); // the same upload, created once
     expect(await storedSha256('/big/large.bin')).toBe(expected);
     const hash = createHash('sha256');
-    for await (const piece of (await fetch(`${test.url}/big/large.bin`, { headers: { authorization: adminAuth } })).body as unknown as AsyncIterable<Buffer>) hash.update(piece);
+    for await (const piece of (await fetch(`${test.url}/big/large.bin`, { headers: { authorization: adminAuth } })).body as unknown as AsyncIterable<Buffer>)
+      hash.update(piece);
     expect(hash.digest('hex')).toBe(expected);
     expect(await page.evaluate('localStorage.length')).toBe(0); // forgotten once done
     await context.close();

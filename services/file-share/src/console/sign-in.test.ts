@@ -109,7 +109,12 @@ describe('sign-in form', () => {
 
   it('signs out a session from the form: the cookie is cleared and the token revoked', async () => {
     const cookie = (await signIn({ username: 'admin', password: ADMIN_PASSWORD })).headers.get('set-cookie')!.split(';')[0]!;
-    const out = await fetch(`${test.url}/-/sign-out`, { method: 'POST', headers: { cookie, 'content-type': 'application/x-www-form-urlencoded' }, body: '', redirect: 'manual' });
+    const out = await fetch(`${test.url}/-/sign-out`, {
+      method: 'POST',
+      headers: { cookie, 'content-type': 'application/x-www-form-urlencoded' },
+      body: '',
+      redirect: 'manual',
+    });
     expect(out.status).toBe(303);
     expect(out.headers.get('location')).toBe('/');
     expect(out.headers.get('set-cookie')).toMatch(/^auth_token=;/);
@@ -132,7 +137,7 @@ describe('assets and the reserved /-', () => {
     expect((await fetch(`${test.url}/-/nothing-here`, { headers: { authorization: adminAuth } })).status).toBe(404);
   });
 
-  it('refuses `-` as a top-level name (it is the console\'s)', async () => {
+  it("refuses `-` as a top-level name (it is the console's)", async () => {
     const made = await postJson(test.url, '/folders', { folderName: '-' }, adminAuth);
     expect(made.status).toBe(400);
     expect(await made.json()).toMatchObject({ success: false, message: 'Invalid path' });

@@ -8,7 +8,16 @@
 //   share-revoked    {shareId, kind, path}               a link was revoked
 //   request-upload   {shareId, filePath, size, checksum} a file arrived through a file request
 //   resync           {reason}                            sent instead of a replay that is no longer complete
-export const EVENT_NAMES = ['checksum-update', 'file-deleted', 'folder-created', 'file-renamed', 'share-created', 'share-used', 'share-revoked', 'request-upload'] as const;
+export const EVENT_NAMES = [
+  'checksum-update',
+  'file-deleted',
+  'folder-created',
+  'file-renamed',
+  'share-created',
+  'share-used',
+  'share-revoked',
+  'request-upload',
+] as const;
 export type EventName = (typeof EVENT_NAMES)[number];
 
 export interface ShareEvent {

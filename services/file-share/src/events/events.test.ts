@@ -23,7 +23,13 @@ let b: TestShare;
 beforeAll(async () => {
   const secret = sharedSecret();
   a = await startTestShare({ storage: 's3', sessionSecret: secret, overrides: { events: { heartbeat_seconds: 0.3 } } });
-  b = await startTestShare({ storage: 's3', databaseUrl: a.databaseUrl, bucket: a.bucket!, sessionSecret: secret, overrides: { events: { heartbeat_seconds: 0.3 } } });
+  b = await startTestShare({
+    storage: 's3',
+    databaseUrl: a.databaseUrl,
+    bucket: a.bucket!,
+    sessionSecret: secret,
+    overrides: { events: { heartbeat_seconds: 0.3 } },
+  });
 });
 afterAll(async () => {
   await a?.close().catch(ignoreError('teardown: already closed'));
@@ -43,7 +49,9 @@ function follow(target: () => string, authorization: string, gate?: () => Promis
     },
   });
   for (const type of EVENT_TYPES) {
-    source.addEventListener(type, (event: MessageEvent) => received.push({ id: event.lastEventId, type, data: JSON.parse(event.data as string) as Record<string, unknown> }));
+    source.addEventListener(type, (event: MessageEvent) =>
+      received.push({ id: event.lastEventId, type, data: JSON.parse(event.data as string) as Record<string, unknown> }),
+    );
   }
   const opened = new Promise<void>((resolve) => source.addEventListener('open', () => resolve(), { once: true }));
   return { source, received, connections, opened };
@@ -65,7 +73,11 @@ describe('two replicas', () => {
     let target = a.url;
     let release!: () => void;
     const gate = new Promise<void>((resolve) => (release = resolve));
-    const client = follow(() => target, `Bearer ${token}`, () => gate);
+    const client = follow(
+      () => target,
+      `Bearer ${token}`,
+      () => gate,
+    );
     await client.opened;
 
     expect((await upload(a.url, '/live/first.txt', 'first', adminAuth)).status).toBe(201);

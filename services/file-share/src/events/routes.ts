@@ -89,7 +89,8 @@ async function streamEvents(request: FastifyRequest, reply: FastifyReply, { opti
   requirePermission(principal, 'downloads', principal.scope);
   // HEAD answers what a GET would, then ends: node sends a HEAD response's headers only when it ends, so a
   // stream would keep the client waiting with no answer and a subscription open here.
-  if (request.method === 'HEAD') return reply.status(200).headers({ 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache, no-transform' }).send();
+  if (request.method === 'HEAD')
+    return reply.status(200).headers({ 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache, no-transform' }).send();
   const lastId = resumePoint(request);
 
   // Before anything is written: over a cap the answer is still a plain 429/503 in the envelope.

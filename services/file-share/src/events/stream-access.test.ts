@@ -32,7 +32,11 @@ async function stream(url: string, authorization: string) {
 }
 
 async function signIn(url: string, username: string, password: string): Promise<string> {
-  const response = await fetch(`${url}/auth/login/basic`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ username, password }) });
+  const response = await fetch(`${url}/auth/login/basic`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ username, password }),
+  });
   expect(response.status).toBe(200);
   return ((await response.json()) as { data: { token: string } }).data.token;
 }

@@ -34,7 +34,11 @@ describe('event stream caps', () => {
     const third = await openStream(alice.authorization);
     expect(third.status).toBe(429);
     expect(third.headers.get('retry-after')).toMatch(/^\d+$/);
-    expect(third.body).toEqual({ success: false, message: expect.stringContaining('too many open event streams for this caller'), details: 'Too many requests' });
+    expect(third.body).toEqual({
+      success: false,
+      message: expect.stringContaining('too many open event streams for this caller'),
+      details: 'Too many requests',
+    });
 
     // Another user still gets one: the cap is per user ...
     const bobs = await openStream(bob.authorization);
@@ -46,7 +50,10 @@ describe('event stream caps', () => {
 
     // A stream that ends gives its slot back.
     first.close();
-    const again = await eventually(() => openStream(alice.authorization), (s) => s.status === 200);
+    const again = await eventually(
+      () => openStream(alice.authorization),
+      (s) => s.status === 200,
+    );
     expect(again.status).toBe(200);
     for (const stream of [second, bobs, again]) stream.close();
   });

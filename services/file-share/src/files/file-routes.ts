@@ -53,7 +53,8 @@ function renameRoute(app: FastifyInstance, { tree }: FileRoutesOptions): void {
     {
       schema: {
         summary: 'Rename a file or folder within its folder',
-        description: '`?action=rename` with `{newName}`; 409 when the new name exists. A folder keeps its contents. ' +
+        description:
+          '`?action=rename` with `{newName}`; 409 when the new name exists. A folder keeps its contents. ' +
           'Needs the `uploads` and the `delete` permission (the old path is freed as by a deletion).',
         tags: ['files'],
         params: pathParams,

@@ -23,7 +23,14 @@ beforeAll(async () => {
 });
 afterAll(() => test?.close());
 
-type Listing = { success: boolean; path: string; total: number; page: number; limit: number; files: { name: string; path: string; size: number; checksum: string | null; isDirectory: boolean; mtime: string }[] };
+type Listing = {
+  success: boolean;
+  path: string;
+  total: number;
+  page: number;
+  limit: number;
+  files: { name: string; path: string; size: number; checksum: string | null; isDirectory: boolean; mtime: string }[];
+};
 const listJson = async (path: string, query = '', url = test.url) => {
   const response = await fetch(`${url}${path}${query}`, { headers: { authorization: adminAuth, accept: 'application/json' } });
   expect(response.status).toBe(200);
@@ -168,7 +175,12 @@ describe.each(s3Servers)('upload and download with curl ($server)', ({ server })
     // A browser's form post (the HTML listing's upload form) is sent back to the listing.
     const form = new FormData();
     form.append('file', new Blob(['from a browser']), 'form.txt');
-    const browser = await fetch(`${test.url}/inbox/`, { method: 'POST', headers: { authorization: adminAuth, accept: 'text/html,*/*;q=0.8' }, body: form, redirect: 'manual' });
+    const browser = await fetch(`${test.url}/inbox/`, {
+      method: 'POST',
+      headers: { authorization: adminAuth, accept: 'text/html,*/*;q=0.8' },
+      body: form,
+      redirect: 'manual',
+    });
     expect(browser.status).toBe(303);
     expect(browser.headers.get('location')).toBe('/inbox/');
   });
@@ -189,9 +201,20 @@ describe.each(s3Servers)('uploads with the bytes as the body (application/octet-
     const data = randomBytes(300_000);
     const file = join(work, 'raw.bin');
     await writeFile(file, data);
-    const { stdout } = await run('curl', ['-sS', '-u', `admin:${ADMIN_PASSWORD}`, '-H', 'content-type: application/octet-stream', '--data-binary', `@${file}`, `${test.url}/raw/deep/r%C3%A9sum%C3%A9.bin`]);
+    const { stdout } = await run('curl', [
+      '-sS',
+      '-u',
+      `admin:${ADMIN_PASSWORD}`,
+      '-H',
+      'content-type: application/octet-stream',
+      '--data-binary',
+      `@${file}`,
+      `${test.url}/raw/deep/r%C3%A9sum%C3%A9.bin`,
+    ]);
     expect(JSON.parse(stdout)).toMatchObject({ success: true, data: { file: { path: '/raw/deep/résumé.bin', size: data.length, checksum: sha256(data) } } });
-    expect(Buffer.from(await (await fetch(`${test.url}/raw/deep/r%C3%A9sum%C3%A9.bin`, { headers: { authorization: adminAuth } })).arrayBuffer()).equals(data)).toBe(true);
+    expect(
+      Buffer.from(await (await fetch(`${test.url}/raw/deep/r%C3%A9sum%C3%A9.bin`, { headers: { authorization: adminAuth } })).arrayBuffer()).equals(data),
+    ).toBe(true);
     const empty = await raw('/raw/empty.txt', '');
     expect(empty.status).toBe(201);
     expect(await empty.json()).toMatchObject({ data: { file: { size: 0, checksum: sha256('') } } });
@@ -214,7 +237,11 @@ describe.each(s3Servers)('uploads with the bytes as the body (application/octet-
   });
 
   it('streams a body with a Content-Length into storage as it arrives (not a 16 MiB part at a time)', async () => {
-    const big = await startTestShare({ storage: 's3', bucket: await createTestBucket('fs', s3Server(server)), overrides: { uploads: { max_bytes: 64 * 1024 * 1024 } } });
+    const big = await startTestShare({
+      storage: 's3',
+      bucket: await createTestBucket('fs', s3Server(server)),
+      overrides: { uploads: { max_bytes: 64 * 1024 * 1024 } },
+    });
     try {
       const data = randomBytes(20 * 1024 * 1024); // two parts of 16 MiB, the last one short
       const headers = { authorization: adminAuth, 'content-type': 'application/octet-stream', accept: 'application/json' };
@@ -344,14 +371,20 @@ describe('folders, rename, delete, search', () => {
     await upload(test.url, '/search/Reports/notes.txt', 'notes', adminAuth);
     await upload(test.url, '/search/ÉTÉ-photo.jpg', 'summer', adminAuth);
     await upload(test.url, '/elsewhere/report-outside.txt', 'x', adminAuth);
-    const byName = await (await postJson(test.url, '/search/search', { query: 'report' }, adminAuth)).json() as { data: { total: number; files: { path: string }[] } };
+    const byName = (await (await postJson(test.url, '/search/search', { query: 'report' }, adminAuth)).json()) as {
+      data: { total: number; files: { path: string }[] };
+    };
     // "Reports" (the folder) and Q1-Report.pdf match by name; notes.txt inside Reports does not.
     expect(byName.data.files.map((f) => f.path)).toEqual(['/search/Reports', '/search/Reports/Q1-Report.pdf']);
-    const unicode = await (await postJson(test.url, '/search/search', { query: 'été' }, adminAuth)).json() as { data: { files: { path: string }[] } };
+    const unicode = (await (await postJson(test.url, '/search/search', { query: 'été' }, adminAuth)).json()) as { data: { files: { path: string }[] } };
     expect(unicode.data.files.map((f) => f.path)).toEqual(['/search/ÉTÉ-photo.jpg']);
-    const byChecksum = await (await postJson(test.url, '/search', { query: sha256('notes').slice(0, 12) }, adminAuth)).json() as { data: { files: { path: string; checksum: string }[] } };
+    const byChecksum = (await (await postJson(test.url, '/search', { query: sha256('notes').slice(0, 12) }, adminAuth)).json()) as {
+      data: { files: { path: string; checksum: string }[] };
+    };
     expect(byChecksum.data.files).toEqual([expect.objectContaining({ path: '/search/Reports/notes.txt', checksum: sha256('notes') })]);
-    const paged = await (await postJson(test.url, '/search/search', { query: 'r', limit: 1, page: 2 }, adminAuth)).json() as { data: { total: number; files: unknown[] } };
+    const paged = (await (await postJson(test.url, '/search/search', { query: 'r', limit: 1, page: 2 }, adminAuth)).json()) as {
+      data: { total: number; files: unknown[] };
+    };
     expect(paged.data.files).toHaveLength(1);
     expect((await postJson(test.url, '/search/search', {}, adminAuth)).status).toBe(400);
     expect((await postJson(test.url, '/nowhere/search', { query: 'x' }, adminAuth)).status).toBe(404);
@@ -382,7 +415,9 @@ describe('folders, rename, delete, search', () => {
 
   it('serves the API description and health', async () => {
     const spec = (await (await fetch(`${test.url}/openapi.json`)).json()) as { paths: Record<string, unknown> };
-    expect(Object.keys(spec.paths)).toEqual(expect.arrayContaining(['/api/api-keys', '/api/api-keys/{id}', '/auth/methods', '/auth/login/basic', '/auth/logout', '/events', '/{*}']));
+    expect(Object.keys(spec.paths)).toEqual(
+      expect.arrayContaining(['/api/api-keys', '/api/api-keys/{id}', '/auth/methods', '/auth/login/basic', '/auth/logout', '/events', '/{*}']),
+    );
     expect((await fetch(`${test.url}/api-docs/`)).status).toBe(200);
     expect(await (await fetch(`${test.url}/health/ready`)).json()).toMatchObject({ status: 'ok' });
   });

@@ -87,7 +87,13 @@ describe('a folder larger than one page (JSON)', () => {
   });
 
   it('refuses a cursor that is not one (400) and a page with a cursor', async () => {
-    for (const query of ['?after=bm9wZQ', '?after=%2F%2F%2F', `?after=${Buffer.from('d:a/b').toString('base64url')}`, `?after=${Buffer.from('f:a\0b').toString('base64url')}`, `?after=${Buffer.from('d:x').toString('base64url')}&page=2`]) {
+    for (const query of [
+      '?after=bm9wZQ',
+      '?after=%2F%2F%2F',
+      `?after=${Buffer.from('d:a/b').toString('base64url')}`,
+      `?after=${Buffer.from('f:a\0b').toString('base64url')}`,
+      `?after=${Buffer.from('d:x').toString('base64url')}&page=2`,
+    ]) {
       const response = await get(`/big/${query}`);
       expect(response.status, query).toBe(400);
       expect(await response.json()).toMatchObject({ success: false });
@@ -113,10 +119,16 @@ describe('numbered pages (`?page=`)', () => {
     for (let page = 1; page <= pages + 1; page++) {
       const expected = all.slice((page - 1) * limit, page * limit);
       const json = (await (await get(`/big/?limit=${limit}&page=${page}`)).json()) as Listing;
-      expect(json.files.map((f) => f.name), `JSON page ${page}`).toEqual(expected);
+      expect(
+        json.files.map((f) => f.name),
+        `JSON page ${page}`,
+      ).toEqual(expected);
       expect(json.total).toBe(all.length);
       const html = await (await get(`/big/?limit=${limit}&page=${page}`, 'text/html')).text();
-      expect([...html.matchAll(/<tr data-name="([^"]*)"/g)].map((m) => m[1]), `HTML page ${page}`).toEqual(expected);
+      expect(
+        [...html.matchAll(/<tr data-name="([^"]*)"/g)].map((m) => m[1]),
+        `HTML page ${page}`,
+      ).toEqual(expected);
     }
     // A page whose first entry is a file while the one before it ends with folders.
     const boundary = all.indexOf('f-0000');

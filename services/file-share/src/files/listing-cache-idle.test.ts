@@ -11,14 +11,27 @@ import { createHtmlListing } from './listing-html-stream.ts';
 const IDLE_MS = 1000;
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 const folder: Entry = { id: 1, parent_id: null, name: '', path: '/', kind: 'dir', size: 0, sha256: null, storage_key: null, mtime: 0, listing_version: '7' };
-const file: Entry = { id: 2, parent_id: 1, name: 'a.txt', path: '/a.txt', kind: 'file', size: 1, sha256: 'ab'.repeat(32), storage_key: 'files/x', mtime: 0, listing_version: '0' };
+const file: Entry = {
+  id: 2,
+  parent_id: 1,
+  name: 'a.txt',
+  path: '/a.txt',
+  kind: 'file',
+  size: 1,
+  sha256: 'ab'.repeat(32),
+  storage_key: 'files/x',
+  mtime: 0,
+  listing_version: '0',
+};
 
 const closers: (() => void)[] = [];
 afterEach(() => closers.splice(0).forEach((close) => close()));
 
 it('a JSON listing unread for its idle time is read again; one read within it stays cached', async () => {
   let reads = 0;
-  const tree = { listJson: () => (reads++, Promise.resolve({ version: '7', path: '/', total: 1, files: '{}', last_kind: null, last_name: null })) } as unknown as Tree;
+  const tree = {
+    listJson: () => (reads++, Promise.resolve({ version: '7', path: '/', total: 1, files: '{}', last_kind: null, last_name: null })),
+  } as unknown as Tree;
   const cache = createListingCache(tree, 1024 * 1024, IDLE_MS);
   closers.push(() => cache.close());
   const page = { offset: 0, limit: 10 };
@@ -35,7 +48,10 @@ it('a JSON listing unread for its idle time is read again; one read within it st
 
 it('HTML rows unread for their idle time are read again', async () => {
   let reads = 0;
-  const tree = { list: () => (reads++, Promise.resolve({ total: 1, entries: [file] })), listEntries: () => Promise.resolve([]) } as unknown as Pick<Tree, 'list' | 'listEntries'>;
+  const tree = { list: () => (reads++, Promise.resolve({ total: 1, entries: [file] })), listEntries: () => Promise.resolve([]) } as unknown as Pick<
+    Tree,
+    'list' | 'listEntries'
+  >;
   const listings = createHtmlListing(tree, 1024 * 1024, IDLE_MS);
   closers.push(() => listings.close());
   const frame = () => ({ head: '<table>', tail: '</table>' });

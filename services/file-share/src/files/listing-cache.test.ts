@@ -78,7 +78,7 @@ describe('the JSON listing', () => {
     expect(await names(first, '/live/')).toEqual(['c.txt']);
   });
 
-  it('shows a renamed folder\'s new paths in its own listing and in its subfolders\'', async () => {
+  it("shows a renamed folder's new paths in its own listing and in its subfolders'", async () => {
     await upload(first.url, '/old/inner/deep.txt', 'deep', adminAuth);
     await upload(first.url, '/old/top.txt', 'top', adminAuth);
     await postJson(first.url, '/old/folders', { folderName: 'empty' }, adminAuth);
@@ -92,7 +92,7 @@ describe('the JSON listing', () => {
     expect((await fetch(`${first.url}/old/`, { headers: { authorization: adminAuth, accept: 'application/json' } })).status).toBe(404);
   });
 
-  it('shows rows changed by plain SQL, and a deleted and recreated folder\'s new contents', async () => {
+  it("shows rows changed by plain SQL, and a deleted and recreated folder's new contents", async () => {
     await upload(first.url, '/sql/one.txt', '1', adminAuth);
     expect(await names(first, '/sql/')).toEqual(['one.txt']);
     // By hand, from a session whose search_path does not name the share's schema.

@@ -26,7 +26,12 @@ interface Cached {
 export const LISTING_IDLE_MS = 5_000;
 
 export function createListingCache(tree: Tree, maxBytes = LISTING_CACHE_BYTES, idleMs = LISTING_IDLE_MS) {
-  const cache = new LRUCache<string, Cached>({ maxSize: maxBytes, sizeCalculation: (value) => Math.max(1, value.body.length), ttl: idleMs, updateAgeOnGet: true });
+  const cache = new LRUCache<string, Cached>({
+    maxSize: maxBytes,
+    sizeCalculation: (value) => Math.max(1, value.body.length),
+    ttl: idleMs,
+    updateAgeOnGet: true,
+  });
   const purge = setInterval(() => cache.purgeStale(), idleMs).unref();
   return {
     /** Stops the idle purge and drops every listing (the app is closing). */

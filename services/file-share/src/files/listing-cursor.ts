@@ -8,13 +8,15 @@ import type { ListingPosition } from '../tree/tree-store.ts';
 /** A name is at most 255 bytes; base64 of 2 + 255 bytes stays well under this. */
 export const MAX_CURSOR_LENGTH = 512;
 
-export const encodeCursor = (position: ListingPosition): string => Buffer.from(`${position.kind === 'dir' ? 'd' : 'f'}:${position.name}`, 'utf8').toString('base64url');
+export const encodeCursor = (position: ListingPosition): string =>
+  Buffer.from(`${position.kind === 'dir' ? 'd' : 'f'}:${position.name}`, 'utf8').toString('base64url');
 
 export function decodeCursor(cursor: string): ListingPosition {
   const text = Buffer.from(cursor, 'base64url').toString('utf8');
   const kind = text.startsWith('d:') ? 'dir' : text.startsWith('f:') ? 'file' : undefined;
   const name = text.slice(2);
   // Round-trips exactly, or it is not one of ours (hand-made, truncated, not UTF-8); no NUL, which PostgreSQL refuses.
-  if (!kind || !name || name.includes('/') || name.includes('\0') || encodeCursor({ kind, name }) !== cursor) throw badRequest('Invalid cursor: `after` takes the `next` value of a listing');
+  if (!kind || !name || name.includes('/') || name.includes('\0') || encodeCursor({ kind, name }) !== cursor)
+    throw badRequest('Invalid cursor: `after` takes the `next` value of a listing');
   return { kind, name };
 }

@@ -13,7 +13,10 @@ const FILES = CHUNK_ENTRIES + 800;
 const pad = (n: number) => String(n).padStart(4, '0');
 const HOSTILE = `f-0000 <b>&"'x`;
 /** Folders first, then files, each by name in byte order: the listing order. */
-const everyName = [...Array.from({ length: FOLDERS }, (_, i) => `d-${pad(i)}`), ...[HOSTILE, ...Array.from({ length: FILES - 1 }, (_, i) => `f-${pad(i + 1)}`)].sort()];
+const everyName = [
+  ...Array.from({ length: FOLDERS }, (_, i) => `d-${pad(i)}`),
+  ...[HOSTILE, ...Array.from({ length: FILES - 1 }, (_, i) => `f-${pad(i + 1)}`)].sort(),
+];
 
 let share: TestShare;
 beforeAll(async () => {
@@ -38,7 +41,8 @@ const page = async (path: string, authorization = adminAuth) => {
   expect(response.headers.get('content-security-policy')).toContain("default-src 'none'");
   return { response, text: await response.text() };
 };
-const unescape = (text: string) => text.replaceAll('&lt;', '<').replaceAll('&gt;', '>').replaceAll('&quot;', '"').replaceAll('&#39;', "'").replaceAll('&amp;', '&');
+const unescape = (text: string) =>
+  text.replaceAll('&lt;', '<').replaceAll('&gt;', '>').replaceAll('&quot;', '"').replaceAll('&#39;', "'").replaceAll('&amp;', '&');
 const rowNames = (text: string) => [...text.matchAll(/<tr data-name="([^"]*)" data-kind="(?:dir|file)">/g)].map((m) => unescape(m[1]!));
 
 describe('the HTML listing of a folder longer than one chunk', () => {
@@ -68,7 +72,6 @@ describe('the HTML listing of a folder longer than one chunk', () => {
     expect(head.status).toBe(200);
     expect(head.headers.get('content-length')).toBe(String(Buffer.byteLength(first.text)));
     expect(await head.text()).toBe('');
-
 
     const last = await page('/wide/?limit=1200&page=3');
     expect(rowNames(last.text)).toEqual(everyName.slice(2400));

@@ -62,7 +62,12 @@ class PageBytes extends Readable {
 
 export function createHtmlListing(tree: Pick<Tree, 'list' | 'listEntries'>, maxBytes = HTML_ROWS_CACHE_BYTES, idleMs = LISTING_IDLE_MS) {
   // Dropped when unread for idleMs, as the JSON listings are (listing-cache.ts says why).
-  const cache = new LRUCache<string, CachedRows>({ maxSize: maxBytes, sizeCalculation: (value) => Math.max(1, value.bytes), ttl: idleMs, updateAgeOnGet: true });
+  const cache = new LRUCache<string, CachedRows>({
+    maxSize: maxBytes,
+    sizeCalculation: (value) => Math.max(1, value.bytes),
+    ttl: idleMs,
+    updateAgeOnGet: true,
+  });
   const purge = setInterval(() => cache.purgeStale(), idleMs).unref();
 
   /** Renders the page's rows chunk by chunk after `first`, keeping them for the cache while they stay small. */

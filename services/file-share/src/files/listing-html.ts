@@ -62,14 +62,19 @@ export function renderRow(entry: Entry): string {
   const isDirectory = entry.kind === 'dir';
   const href = escapeHtml(relativeHref(entry.name, isDirectory));
   const label = escapeHtml(isDirectory ? `${entry.name}/` : entry.name);
-  const modified = new Date(entry.mtime).toISOString().replace('T', ' ').replace(/\.\d+Z$/, 'Z');
+  const modified = new Date(entry.mtime)
+    .toISOString()
+    .replace('T', ' ')
+    .replace(/\.\d+Z$/, 'Z');
   const kind = isDirectory ? 'dir' : 'file';
   return `<tr data-name="${escapeHtml(entry.name)}" data-kind="${kind}"><td class="name"><a href="${href}">${label}</a></td><td class="size">${isDirectory ? '-' : humanSize(entry.size)}</td><td class="mtime">${modified}</td><td class="sum">${entry.sha256 ?? ''}</td><td class="actions"></td></tr>`;
 }
 
 /** The `../` row that opens every listing but the root's (with its newline). */
 export const parentRow = (path: string) =>
-  path === '/' ? '' : '<tr class="parent"><td class="name"><a href="../">../</a></td><td class="size">-</td><td class="mtime"></td><td class="sum"></td><td class="actions"></td></tr>\n';
+  path === '/'
+    ? ''
+    : '<tr class="parent"><td class="name"><a href="../">../</a></td><td class="size">-</td><td class="mtime"></td><td class="sum"></td><td class="actions"></td></tr>\n';
 
 export function renderRows(listing: Pick<ListingPage, 'path' | 'entries'>): string {
   return `${parentRow(listing.path)}${listing.entries.map(renderRow).join('\n')}`;
@@ -127,7 +132,12 @@ export function listingFrame(listing: Omit<ListingPage, 'entries'>): { head: str
     title,
     viewer: listing.viewer,
     scripts: ['files.js'],
-    data: { path: listing.path, 'can-upload': String(listing.canUpload), 'can-delete': String(listing.canDelete), 'can-share': String(listing.canShare ?? false) },
+    data: {
+      path: listing.path,
+      'can-upload': String(listing.canUpload),
+      'can-delete': String(listing.canDelete),
+      'can-share': String(listing.canShare ?? false),
+    },
     main: `<h1>Index of ${breadcrumbs(listing.path)}</h1>
 ${nav}
 ${upload}

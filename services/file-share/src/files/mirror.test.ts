@@ -25,7 +25,7 @@ const files: Record<string, Buffer> = {
   'docs/guide with spaces.md': Buffer.from('# Guide\n'),
   'docs/100% done+more.txt': Buffer.from('percent and plus\n'),
   'docs/#hash & amp.txt': Buffer.from('hash and ampersand\n'),
-  "docs/quote's \"double\".txt": Buffer.from('quotes\n'),
+  'docs/quote\'s "double".txt': Buffer.from('quotes\n'),
   'docs/naïve café/résumé.txt': Buffer.from('unicode folder and file\n'),
   'docs/日本語/ファイル.txt': Buffer.from('CJK\n'),
   'deep/a/b/c/d/e/leaf.txt': Buffer.from('deep leaf\n'),
@@ -37,7 +37,12 @@ async function walk(dir: string): Promise<Map<string, string>> {
   for (const entry of await readdir(dir, { withFileTypes: true, recursive: true })) {
     if (!entry.isFile()) continue;
     const path = relative(dir, join(entry.parentPath, entry.name));
-    out.set(path, createHash('sha256').update(await readFile(join(dir, path))).digest('hex'));
+    out.set(
+      path,
+      createHash('sha256')
+        .update(await readFile(join(dir, path)))
+        .digest('hex'),
+    );
   }
   return out;
 }
@@ -66,7 +71,23 @@ describe.each(s3Servers)('mirroring the HTML listing ($server)', ({ server }) =>
     const url = new URL(`${test.url}/tree/`);
     url.username = 'admin';
     url.password = ADMIN_PASSWORD;
-    await run('wget', ['--mirror', '--no-parent', '--no-host-directories', '--cut-dirs=1', '-e', 'robots=off', '--quiet', '--restrict-file-names=nocontrol', '-P', dest, url.toString()], { timeout: 120_000 });
+    await run(
+      'wget',
+      [
+        '--mirror',
+        '--no-parent',
+        '--no-host-directories',
+        '--cut-dirs=1',
+        '-e',
+        'robots=off',
+        '--quiet',
+        '--restrict-file-names=nocontrol',
+        '-P',
+        dest,
+        url.toString(),
+      ],
+      { timeout: 120_000 },
+    );
     const mirrored = await walk(dest);
     // wget keeps each listing page as index.html; everything else must be exactly the source.
     for (const path of [...mirrored.keys()]) if (/(^|\/)index\.html/.test(path)) mirrored.delete(path);
@@ -85,8 +106,12 @@ describe.each(s3Servers)('mirroring the HTML listing ($server)', ({ server }) =>
     });
     expect(Object.fromEntries([...(await walk(dest))].sort())).toEqual(Object.fromEntries([...(await walk(source))].sort()));
     // rclone's own check: sizes and contents match the remote.
-    await run('rclone', ['check', '--config', config, '--download', '--http-url', `${test.url}/tree/`, '--http-headers', `Authorization,Bearer ${token}`, ':http:', dest], {
-      timeout: 120_000,
-    });
+    await run(
+      'rclone',
+      ['check', '--config', config, '--download', '--http-url', `${test.url}/tree/`, '--http-headers', `Authorization,Bearer ${token}`, ':http:', dest],
+      {
+        timeout: 120_000,
+      },
+    );
   });
 });

@@ -23,9 +23,9 @@ const postSchema = {
   summary: 'Upload a file (multipart part `file`, or the bytes as application/octet-stream), or POST /{path}/folders and /{path}/search with JSON',
   description:
     'multipart/form-data: the part `file` is stored at {path}; when {path} is a folder (existing, or ending in `/`) ' +
-    'the part\'s filename is used inside it. Missing parent folders are created. Replacing an existing file needs ' +
+    "the part's filename is used inside it. Missing parent folders are created. Replacing an existing file needs " +
     'the `delete` permission too. 201 for a new file, 200 for a replaced one, 413 over `uploads.max_bytes`.\n\n' +
-    'application/octet-stream: the body is the file\'s bytes and {path} names the file (`curl --data-binary @f`; ' +
+    "application/octet-stream: the body is the file's bytes and {path} names the file (`curl --data-binary @f`; " +
     'the web console uploads this way); same rules.\n\n' +
     'application/json to `/{path}/folders` with `{folderName}` creates a folder (201, 409 if it exists); to ' +
     '`/{path}/search` with `{query, page?, limit?}` finds entries below {path} whose name contains the query ' +

@@ -47,17 +47,30 @@ const listingSchema = {
 
 const pageQuery = {
   page: { type: 'integer', minimum: 1, maximum: MAX_PAGE, default: 1 },
-  limit: { type: 'integer', minimum: 1, maximum: MAX_LIMIT, description: `Entries per page (default ${DEFAULT_JSON_LIMIT} for JSON, ${DEFAULT_HTML_LIMIT} for HTML)` },
+  limit: {
+    type: 'integer',
+    minimum: 1,
+    maximum: MAX_LIMIT,
+    description: `Entries per page (default ${DEFAULT_JSON_LIMIT} for JSON, ${DEFAULT_HTML_LIMIT} for HTML)`,
+  },
 };
 const cursorQuery = {
-  after: { type: 'string', minLength: 1, maxLength: MAX_CURSOR_LENGTH, description: 'JSON listings: the page after this cursor (a listing\'s `next`); not with `page`' },
+  after: {
+    type: 'string',
+    minLength: 1,
+    maxLength: MAX_CURSOR_LENGTH,
+    description: "JSON listings: the page after this cursor (a listing's `next`); not with `page`",
+  },
 };
 
 const binary = { type: 'string', format: 'binary' };
 const fileBytes = { 'application/octet-stream': { schema: binary }, '*/*': { schema: binary } };
 const fileEntrySchema = envelopeSchema({ type: 'object', properties: { file: entrySchema }, required: ['file'] });
 /** A browser asking for a page gets these as HTML; everyone else in the envelope. */
-const pageOrEnvelope = (description: string) => ({ description, content: { 'application/json': { schema: errorSchema }, 'text/html': { schema: { type: 'string' } } } });
+const pageOrEnvelope = (description: string) => ({
+  description,
+  content: { 'application/json': { schema: errorSchema }, 'text/html': { schema: { type: 'string' } } },
+});
 
 const readSchema = {
   summary: 'Download a file or list a folder',
@@ -75,7 +88,7 @@ const readSchema = {
   },
   response: {
     200: {
-      description: 'A folder listing or a file entry (JSON), a listing page (HTML), or the file\'s bytes',
+      description: "A folder listing or a file entry (JSON), a listing page (HTML), or the file's bytes",
       content: { 'application/json': { schema: { anyOf: [listingSchema, fileEntrySchema] } }, 'text/html': { schema: { type: 'string' } }, ...fileBytes },
     },
     206: { description: 'The requested range of the file (Range)', content: fileBytes },
@@ -92,7 +105,9 @@ function htmlNotFound(reply: FastifyReply, path: string): FastifyReply {
     .status(404)
     .headers(FILE_SECURITY_HEADERS)
     .type('text/html; charset=utf-8')
-    .send(`<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8"><title>Not found</title></head><body><h1>Not found</h1><p>${escapeHtml(path)} does not exist.</p><p><a href="/">Back to the share</a></p></body></html>\n`);
+    .send(
+      `<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8"><title>Not found</title></head><body><h1>Not found</h1><p>${escapeHtml(path)} does not exist.</p><p><a href="/">Back to the share</a></p></body></html>\n`,
+    );
 }
 
 function htmlSignInRequired(reply: FastifyReply, html: string): FastifyReply {
@@ -121,7 +136,14 @@ function nextPageUrl(request: FastifyRequest, cursor: string): string {
 }
 
 /** A folder's page of entries (`path` as the request named it): JSON, or an HTML listing. */
-async function sendFolder({ options, listings, htmlListings }: ReadDeps, request: FastifyRequest, reply: FastifyReply, path: string, entry: Entry, format: ListingFormat) {
+async function sendFolder(
+  { options, listings, htmlListings }: ReadDeps,
+  request: FastifyRequest,
+  reply: FastifyReply,
+  path: string,
+  entry: Entry,
+  format: ListingFormat,
+) {
   const query = request.query as ReadQuery;
   const limit = query.limit ?? (format === 'json' ? DEFAULT_JSON_LIMIT : DEFAULT_HTML_LIMIT);
   const page = { offset: (query.page - 1) * limit, limit };
@@ -137,16 +159,17 @@ async function sendFolder({ options, listings, htmlListings }: ReadDeps, request
     return reply.type('application/json; charset=utf-8').send(listing.body);
   }
   const principal = request.principal;
-  const frame = (total: number) => listingFrame({
-    path: entry.path,
-    total,
-    page: query.page,
-    limit,
-    canUpload: principal.via !== 'anonymous' && principal.permissions.has('uploads') && isWithin(entry.path, principal.scope),
-    canDelete: principal.via !== 'anonymous' && principal.permissions.has('delete') && isWithin(entry.path, principal.scope),
-    canShare: principal.user !== null && principal.via !== 'anonymous' && mayRead(principal, entry.path),
-    viewer: viewerOf(request, options),
-  });
+  const frame = (total: number) =>
+    listingFrame({
+      path: entry.path,
+      total,
+      page: query.page,
+      limit,
+      canUpload: principal.via !== 'anonymous' && principal.permissions.has('uploads') && isWithin(entry.path, principal.scope),
+      canDelete: principal.via !== 'anonymous' && principal.permissions.has('delete') && isWithin(entry.path, principal.scope),
+      canShare: principal.user !== null && principal.via !== 'anonymous' && mayRead(principal, entry.path),
+      viewer: viewerOf(request, options),
+    });
   // Streamed (listing-html-stream.ts): the page is never one string in memory.
   const { stream, length } = await htmlListings.page(entry, query.page, limit, frame);
   if (length !== undefined) reply.header('content-length', length);
@@ -174,7 +197,11 @@ async function read(deps: ReadDeps, request: FastifyRequest, reply: FastifyReply
   }
   if (entry.kind === 'dir' && !target.trailingSlash) return reply.redirect(`${pathname}/${search}`, 301);
   if (entry.kind === 'file') {
-    if (query.format === 'json') return reply.type('application/json; charset=utf-8').serializer(JSON.stringify).send(ok('File', { file: entryView(entry) }));
+    if (query.format === 'json')
+      return reply
+        .type('application/json; charset=utf-8')
+        .serializer(JSON.stringify)
+        .send(ok('File', { file: entryView(entry) }));
     return sendFile(request, reply, entry, store, () => tree.find(target.path));
   }
   return sendFolder(deps, request, reply, target.path, entry, format);

@@ -14,8 +14,7 @@ const sha256Of = (text: string) => createHash('sha256').update(text).digest('hex
 type Found = { data: { total: number; files: { path: string; checksum: string | null }[] } };
 
 let share: TestShare;
-const search = async (query: string, path = '/search') =>
-  (await (await postJson(share.url, path, { query }, adminAuth)).json()) as Found;
+const search = async (query: string, path = '/search') => (await (await postJson(share.url, path, { query }, adminAuth)).json()) as Found;
 
 beforeAll(async () => {
   share = await startTestShare({ storage: 'local' });
@@ -54,10 +53,11 @@ it('reads a name search from the trigram index and a checksum search from the ch
   const fold = sql.identifier([await pickCaseFoldCollation(pool)]);
   // With scans priced out: on 20,000 rows a scan may still be the cheaper plan, but this asks whether the indexes
   // apply to the query's expressions at all (at 1,100,000 entries the planner takes them: test/bench/scale-share.ts).
-  const explain = (where: FragmentSqlToken) => pool.transaction(async (tx) => {
-    await tx.query(sql.unsafe`set local enable_seqscan = off`);
-    return (await tx.anyFirst(sql.type(z.object({ 'QUERY PLAN': z.string() }))`explain select id from entries where path <> '/' and (${where})`)).join('\n');
-  });
+  const explain = (where: FragmentSqlToken) =>
+    pool.transaction(async (tx) => {
+      await tx.query(sql.unsafe`set local enable_seqscan = off`);
+      return (await tx.anyFirst(sql.type(z.object({ 'QUERY PLAN': z.string() }))`explain select id from entries where path <> '/' and (${where})`)).join('\n');
+    });
   const nameLike = (query: string) => sql.fragment`lower(name collate ${fold}) like ('%' || lower(${query}::text collate ${fold}) || '%')`;
   const byName = await explain(nameLike('m-1234'));
   expect(byName).toContain('entries_name_trgm');

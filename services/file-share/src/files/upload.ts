@@ -40,7 +40,11 @@ async function discard(part: MultipartFile): Promise<void> {
   part.file.resume();
   await new Promise<void>((resolve) => {
     if (part.file.readableEnded) resolve();
-    else part.file.once('end', resolve).once('error', () => resolve()).once('close', resolve);
+    else
+      part.file
+        .once('end', resolve)
+        .once('error', () => resolve())
+        .once('close', resolve);
   });
 }
 
@@ -116,12 +120,20 @@ export async function handleUpload(request: FastifyRequest, target: SharePath, p
 }
 
 /** Streams bytes into a fresh opaque key: size limit and sha256 on the way; nothing is left on failure. */
-async function storeBytes(body: Readable & { truncated?: boolean }, deps: UploadDeps, size?: number): Promise<{ storageKey: string; size: number; sha256: string }> {
+async function storeBytes(
+  body: Readable & { truncated?: boolean },
+  deps: UploadDeps,
+  size?: number,
+): Promise<{ storageKey: string; size: number; sha256: string }> {
   const storageKey = `files/${randomUUID()}`;
   // Registered first: if this process dies mid-way, the sweeper removes whatever was stored.
   await deps.pool.query(sql.unsafe`insert into object_garbage (storage_key, delete_after) values (${storageKey}, now() + interval '1 day')`);
   try {
-    const result = await deps.store.put(storageKey, body, { maxBytes: deps.maxBytes, contentType: 'application/octet-stream', ...(size !== undefined ? { size } : {}) });
+    const result = await deps.store.put(storageKey, body, {
+      maxBytes: deps.maxBytes,
+      contentType: 'application/octet-stream',
+      ...(size !== undefined ? { size } : {}),
+    });
     // busboy ends a part cleanly at its own limit; ours is lower, so this only guards a misconfiguration.
     if (body.truncated) throw new HttpError(413, `File is larger than the limit of ${deps.maxBytes} bytes`);
     return { storageKey, size: result.size, sha256: result.sha256 };
@@ -145,14 +157,16 @@ export async function handleRawUpload(request: FastifyRequest, target: SharePath
   };
   try {
     requirePermission(principal, 'uploads', target.path);
-    if (target.path === '/' || target.trailingSlash) throw badRequest('An application/octet-stream upload names the file in the URL (POST /folder/name.ext); to upload into a folder use multipart/form-data');
+    if (target.path === '/' || target.trailingSlash)
+      throw badRequest('An application/octet-stream upload names the file in the URL (POST /folder/name.ext); to upload into a folder use multipart/form-data');
     checkNewPath(target.path);
   } catch (error) {
     refuse(error);
   }
   const declared = declaredLength(request.headers);
   // Too big by its own account: answered at once, and the connection closed rather than the body read.
-  if (declared !== undefined && declared > deps.maxBytes) throw new HttpError(413, `File is larger than the limit of ${deps.maxBytes} bytes`, { headers: { connection: 'close' } });
+  if (declared !== undefined && declared > deps.maxBytes)
+    throw new HttpError(413, `File is larger than the limit of ${deps.maxBytes} bytes`, { headers: { connection: 'close' } });
   const existing = await deps.tree.find(target.path);
   if (existing?.kind === 'dir') refuse(conflict(`${target.path} is a folder`));
   const mayReplace = principal.permissions.has('delete');

@@ -7,7 +7,7 @@ let test: TestShare;
 beforeAll(async () => (test = await startTestShare({ storage: 'local' })));
 afterAll(() => test?.close());
 
-describe('the service\'s own paths', () => {
+describe("the service's own paths", () => {
   it('answer 405 with Allow to a method they lack, instead of the share reading the body as a rename', async () => {
     const res = await postJson(test.url, '/api/users', { newName: 'x' }, adminAuth, 'PUT');
     expect(res.status).toBe(405);

@@ -1,16 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { HttpError } from '@boxyard/kit';
-import {
-  checkNewPath,
-  encodePath,
-  isWithin,
-  joinPath,
-  parentOf,
-  parseRequestPath,
-  relativeHref,
-  validateName,
-  validateSharePath,
-} from './share-path.ts';
+import { checkNewPath, encodePath, isWithin, joinPath, parentOf, parseRequestPath, relativeHref, validateName, validateSharePath } from './share-path.ts';
 
 const refused = (fn: () => unknown): string => {
   try {
@@ -109,7 +99,15 @@ describe('names from bodies', () => {
   });
 
   it('accepts names in one script per word, joiners where scripts need them, and NFC accents', () => {
-    for (const name of ['Отчёт report 2024.pdf', 'Ελληνικά-notes.txt', 'café.txt', 'می\u200Cخواهم.txt', '👨\u200D👩\u200D👧 photos', 'नमस्ते', '日本語 ファイル']) {
+    for (const name of [
+      'Отчёт report 2024.pdf',
+      'Ελληνικά-notes.txt',
+      'café.txt',
+      'می\u200Cخواهم.txt',
+      '👨\u200D👩\u200D👧 photos',
+      'नमस्ते',
+      '日本語 ファイル',
+    ]) {
       expect(validateName(name, '/folderName')).toBe(name);
       expect(() => checkNewPath(`/docs/${name}`)).not.toThrow();
     }

@@ -36,11 +36,9 @@ export interface SharePath {
   trailingSlash: boolean;
 }
 
-export const invalidPath = (detail: string) =>
-  new HttpError(400, 'Invalid path', { errors: [{ pointer: '/path', rule: 'share-path', params: {}, detail }] });
+export const invalidPath = (detail: string) => new HttpError(400, 'Invalid path', { errors: [{ pointer: '/path', rule: 'share-path', params: {}, detail }] });
 
-const invalidName = (pointer: string, detail: string) =>
-  new HttpError(400, 'Invalid name', { errors: [{ pointer, rule: 'share-name', params: {}, detail }] });
+const invalidName = (pointer: string, detail: string) => new HttpError(400, 'Invalid name', { errors: [{ pointer, rule: 'share-name', params: {}, detail }] });
 
 // eslint-disable-next-line no-control-regex
 const controlCharacters = /[\u0000-\u001f\u007f-\u009f]/;
@@ -68,7 +66,8 @@ const CONFUSABLE_SCRIPTS = [/\p{Script=Latin}/u, /\p{Script=Greek}/u, /\p{Script
 
 /** Why `name` may not be given to a new entry, beyond nameProblem: it would display as something else. */
 export function newNameProblem(name: string): string | undefined {
-  if (BIDI_CONTROL.test(name)) return 'bidirectional control characters (such as U+202E, right-to-left override) are not allowed: they make a name display as another';
+  if (BIDI_CONTROL.test(name))
+    return 'bidirectional control characters (such as U+202E, right-to-left override) are not allowed: they make a name display as another';
   if (INVISIBLE.test(name)) return 'invisible format characters (such as U+200B, zero-width space) are not allowed';
   if (name.normalize('NFC') !== name) return 'a name must be in Unicode NFC (composed) form, e.g. "é" as one character; send the NFC spelling';
   for (const word of name.split(NOT_LETTER)) {

@@ -160,7 +160,9 @@ describe('local driver', () => {
     const after = await snapshotDir(base);
     // The only changes allowed are the share's own opaque objects (and the store's temp directory).
     const changed = Object.keys({ ...outside, ...after }).filter((path) => outside[path] !== after[path]);
-    expect(changed.filter((path) => !path.startsWith(join(test.localRoot!, 'objects', 'files')) && !path.startsWith(join(test.localRoot!, '.tmp')))).toEqual([]);
+    expect(changed.filter((path) => !path.startsWith(join(test.localRoot!, 'objects', 'files')) && !path.startsWith(join(test.localRoot!, '.tmp')))).toEqual(
+      [],
+    );
     expect(await readFile(join(base, 'canary.txt'), 'utf8')).toBe(CANARY);
   });
 });

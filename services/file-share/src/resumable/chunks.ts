@@ -37,7 +37,12 @@ function hashing(algorithm: string) {
  * Stores one chunk of at most `maxBytes` bytes (exactly `size` when the request declared it). Returns its key and
  * length; throws 460 on a checksum mismatch, 413 past `maxBytes`; nothing is left behind on any failure.
  */
-export async function storeChunk(deps: ChunkDeps, uploadId: string, body: Readable, options: { size?: number | undefined; maxBytes: number; checksum?: ChecksumHeader | undefined }): Promise<{ storageKey: string; length: number }> {
+export async function storeChunk(
+  deps: ChunkDeps,
+  uploadId: string,
+  body: Readable,
+  options: { size?: number | undefined; maxBytes: number; checksum?: ChecksumHeader | undefined },
+): Promise<{ storageKey: string; length: number }> {
   const storageKey = `uploads/${uploadId}/${randomUUID()}`;
   // Registered first: if this process dies mid-way, the sweep removes whatever was stored.
   await deps.pool.query(sql.unsafe`insert into object_garbage (storage_key, delete_after) values (${storageKey}, now() + interval '1 day')`);
@@ -56,7 +61,8 @@ export async function storeChunk(deps: ChunkDeps, uploadId: string, body: Readab
   } catch (error) {
     await deps.discard(storageKey);
     if (error instanceof StorageError && error.code === 'CHECKSUM_MISMATCH') throw checksumMismatch();
-    if (error instanceof StorageError && error.statusCode === 413) throw new HttpError(413, `The chunk goes past the upload's length (${options.maxBytes} bytes were left)`);
+    if (error instanceof StorageError && error.statusCode === 413)
+      throw new HttpError(413, `The chunk goes past the upload's length (${options.maxBytes} bytes were left)`);
     throw error;
   }
 }

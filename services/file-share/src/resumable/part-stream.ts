@@ -94,7 +94,10 @@ async function storedAll(sends: readonly Promise<string>[]): Promise<string[]> {
 async function drained(body: PassThrough, sending: Promise<unknown>): Promise<void> {
   const done = new AbortController();
   try {
-    await Promise.race([once(body, 'drain', { signal: done.signal }), sending.then(() => undefined, ignoreError('a failed send is read where it is awaited; here it only ends the wait'))]);
+    await Promise.race([
+      once(body, 'drain', { signal: done.signal }),
+      sending.then(() => undefined, ignoreError('a failed send is read where it is awaited; here it only ends the wait')),
+    ]);
   } finally {
     done.abort();
   }

@@ -41,7 +41,15 @@ export interface Chunk {
  * exist) and completes the upload when it is full. Returns the upload as it is afterwards. A chunk that does not
  * complete the upload costs two statements besides its bytes: the lease, and the append that also releases it.
  */
-export async function receive(deps: ReceiveDeps, id: string, owner: string, offset: number, chunk: Chunk, access: WriteAccess, recheck?: () => Promise<void>): Promise<{ row: UploadRow; sha256?: string }> {
+export async function receive(
+  deps: ReceiveDeps,
+  id: string,
+  owner: string,
+  offset: number,
+  chunk: Chunk,
+  access: WriteAccess,
+  recheck?: () => Promise<void>,
+): Promise<{ row: UploadRow; sha256?: string }> {
   const token = randomUUID();
   let leased: LeasedRow;
   try {
@@ -61,7 +69,8 @@ export async function receive(deps: ReceiveDeps, id: string, owner: string, offs
     if (chunk.body && chunk.size !== 0) {
       // The grant is checked at every chunk too, so a lost permission (or a revoked link) stops an upload at once.
       try {
-        if (chunk.size !== undefined && offset + chunk.size > leased.length) throw new HttpError(413, `The chunk would end at byte ${offset + chunk.size}, past the upload's length of ${leased.length}`);
+        if (chunk.size !== undefined && offset + chunk.size > leased.length)
+          throw new HttpError(413, `The chunk would end at byte ${offset + chunk.size}, past the upload's length of ${leased.length}`);
         const grant = access(leased.path);
         if (leased.length > grant.maxBytes) throw new HttpError(413, `The upload's length is larger than the limit of ${grant.maxBytes} bytes`);
       } catch (error) {
@@ -104,7 +113,9 @@ async function settle(deps: ReceiveDeps, id: string, token: string, committing: 
     await committing;
   } catch (error) {
     deps.log?.warn({ err: error, upload: id }, 'a resumable chunk answered before its commit was not stored; the upload stays at its previous offset');
-    await deps.rows.release(id, token).catch((releaseError: unknown) => deps.log?.warn({ err: releaseError, upload: id }, 'releasing the lease failed; it runs out by itself'));
+    await deps.rows
+      .release(id, token)
+      .catch((releaseError: unknown) => deps.log?.warn({ err: releaseError, upload: id }, 'releasing the lease failed; it runs out by itself'));
   } finally {
     endRenewal();
   }
@@ -139,16 +150,19 @@ function stoppable(body: Readable, stop: Stop) {
  * a `recheck` that throws (a file request's link revoked or expired while its bytes stream): the chunk is dropped.
  */
 function keepLease(deps: ReceiveDeps, id: string, token: string, body: ReturnType<typeof stoppable> | undefined, recheck?: () => Promise<void>): () => void {
-  const renewal = setInterval(() => {
-    void deps.rows.renew(id, token).then(
-      (held) => {
+  const renewal = setInterval(
+    () => {
+      void deps.rows.renew(id, token).then((held) => {
         if (!held) body?.halt(conflict('The upload was taken over or ended while this request ran'));
-      },
-      ignoreError('a missed renewal is retried a third of the lease later'),
-    );
-  }, (LEASE_SECONDS * 1000) / 3);
+      }, ignoreError('a missed renewal is retried a third of the lease later'));
+    },
+    (LEASE_SECONDS * 1000) / 3,
+  );
   renewal.unref();
-  const check = recheck && body ? setInterval(() => void recheck().catch((error: unknown) => error instanceof HttpError && body.halt(error)), deps.recheckIntervalMs ?? 5000) : undefined;
+  const check =
+    recheck && body
+      ? setInterval(() => void recheck().catch((error: unknown) => error instanceof HttpError && body.halt(error)), deps.recheckIntervalMs ?? 5000)
+      : undefined;
   check?.unref();
   return () => {
     clearInterval(renewal);
@@ -164,7 +178,13 @@ function asChunkError(error: unknown): never {
 
 function partDeps(deps: ReceiveDeps): PartDeps {
   const chunks = { pool: deps.pool, store: deps.store, discard: deps.sweeper.discardUpload };
-  return { store: deps.store, multipart: deps.store.multipart!, rows: deps.rows, hashes: deps.hashes, storeChunk: (id, body, options) => storeChunk(chunks, id, body, options) };
+  return {
+    store: deps.store,
+    multipart: deps.store.multipart!,
+    rows: deps.rows,
+    hashes: deps.hashes,
+    storeChunk: (id, body, options) => storeChunk(chunks, id, body, options),
+  };
 }
 
 async function appendChunk(deps: ReceiveDeps, row: UploadRow, token: string, offset: number, chunk: Chunk): Promise<UploadRow> {
@@ -197,7 +217,11 @@ async function complete(deps: ReceiveDeps, row: UploadRow, token: string, access
   await deps.pool.query(sql.unsafe`insert into object_garbage (storage_key, delete_after) values (${storageKey}, now() + interval '1 day')`);
   try {
     const segments = await deps.rows.segments(row.id);
-    const stored = await deps.store.put(storageKey, joinSegments(deps.store, segments), { size: row.length, maxBytes: row.length, contentType: 'application/octet-stream' });
+    const stored = await deps.store.put(storageKey, joinSegments(deps.store, segments), {
+      size: row.length,
+      maxBytes: row.length,
+      contentType: 'application/octet-stream',
+    });
     return await commit(deps, row, grant, storageKey, stored.sha256);
   } catch (error) {
     await deps.sweeper.discardUpload(storageKey);

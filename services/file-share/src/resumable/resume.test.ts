@@ -39,8 +39,12 @@ async function twoReplicas(storage: 's3' | 'local', maxBytes: number, server?: S
   const sessionSecret = sharedSecret();
   const first = await startTestShare({ storage, overrides, sessionSecret, ...(server ? { bucket: await createTestBucket('fs', s3Server(server)) } : {}) });
   const second = await startTestShare({
-    storage, overrides, sessionSecret, databaseUrl: first.databaseUrl,
-    ...(first.bucket ? { bucket: first.bucket } : {}), ...(first.localRoot ? { localRoot: first.localRoot } : {}),
+    storage,
+    overrides,
+    sessionSecret,
+    databaseUrl: first.databaseUrl,
+    ...(first.bucket ? { bucket: first.bucket } : {}),
+    ...(first.localRoot ? { localRoot: first.localRoot } : {}),
   });
   return [first, second];
 }
@@ -50,32 +54,36 @@ async function storedSha256(share: TestShare, path: string): Promise<string | nu
 }
 
 describe('a killed tus upload resumes on another replica', () => {
-  it.each(s3Servers)('tus-js-client, s3 driver on $server, 256 MiB: killed at ~40 %, resumed by a new process against the other replica', { timeout: 120_000 }, async ({ server }) => {
-    const size = 256 * MiB;
-    const file = join(work, `js-${server}.bin`);
-    const expected = await randomFile(file, size);
-    const [a, b] = await twoReplicas('s3', size, server);
-    try {
-      const args = { file, authorization: adminAuth, path: '/resumed/js.bin', chunkBytes: 8 * MiB };
-      const first = startTusClient('js', { ...args, endpoint: `${a.url}/api/uploads` }, 0.4 * size);
-      expect(await first.exit).toBeNull(); // killed, not finished
-      const uploadPath = new URL(await first.url).pathname;
-      const offset = await offsetOn(b, uploadPath);
-      expect(offset).toBeGreaterThan(0);
-      expect(offset).toBeLessThan(size);
-      expect(await storedSha256(a, '/resumed/js.bin')).toBeNull(); // nothing visible yet
+  it.each(s3Servers)(
+    'tus-js-client, s3 driver on $server, 256 MiB: killed at ~40 %, resumed by a new process against the other replica',
+    { timeout: 120_000 },
+    async ({ server }) => {
+      const size = 256 * MiB;
+      const file = join(work, `js-${server}.bin`);
+      const expected = await randomFile(file, size);
+      const [a, b] = await twoReplicas('s3', size, server);
+      try {
+        const args = { file, authorization: adminAuth, path: '/resumed/js.bin', chunkBytes: 8 * MiB };
+        const first = startTusClient('js', { ...args, endpoint: `${a.url}/api/uploads` }, 0.4 * size);
+        expect(await first.exit).toBeNull(); // killed, not finished
+        const uploadPath = new URL(await first.url).pathname;
+        const offset = await offsetOn(b, uploadPath);
+        expect(offset).toBeGreaterThan(0);
+        expect(offset).toBeLessThan(size);
+        expect(await storedSha256(a, '/resumed/js.bin')).toBeNull(); // nothing visible yet
 
-      const second = startTusClient('js', { ...args, endpoint: `${b.url}/api/uploads`, uploadUrl: `${b.url}${uploadPath}` });
-      expect(await second.exit).toBe(0);
-      expect(second.lines).toContain('done');
-      expect(await storedSha256(a, '/resumed/js.bin')).toBe(expected);
-      const download = await fetch(`${a.url}/resumed/js.bin`, { headers: { authorization: adminAuth } });
-      expect(await sha256Of(download.body as unknown as AsyncIterable<Buffer>)).toBe(expected);
-      await eventually(async () => (await bucketKeys(a)).every((key) => !key.includes('/uploads/')));
-    } finally {
-      await Promise.all([a.close(), b.close()]);
-    }
-  });
+        const second = startTusClient('js', { ...args, endpoint: `${b.url}/api/uploads`, uploadUrl: `${b.url}${uploadPath}` });
+        expect(await second.exit).toBe(0);
+        expect(second.lines).toContain('done');
+        expect(await storedSha256(a, '/resumed/js.bin')).toBe(expected);
+        const download = await fetch(`${a.url}/resumed/js.bin`, { headers: { authorization: adminAuth } });
+        expect(await sha256Of(download.body as unknown as AsyncIterable<Buffer>)).toBe(expected);
+        await eventually(async () => (await bucketKeys(a)).every((key) => !key.includes('/uploads/')));
+      } finally {
+        await Promise.all([a.close(), b.close()]);
+      }
+    },
+  );
 
   it('python3-tuspy, local driver, 64 MiB with sha1 checksums: killed at ~40 %, resumed against the other replica', { timeout: 120_000 }, async () => {
     const size = 64 * MiB;

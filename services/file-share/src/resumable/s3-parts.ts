@@ -124,7 +124,11 @@ export async function completeParts(deps: PartDeps, row: UploadRow): Promise<{ s
   if (!(await deps.store.stat(storageKey))) {
     const segments = await deps.rows.segments(row.id);
     if (segments.some((segment) => segment.part === null)) throw new Error('resumable upload: staged chunks left at completion'); // foldStaged runs first
-    await deps.multipart.complete(storageKey, row.multipart_id!, segments.map((segment) => ({ part: segment.part!, etag: segment.etag! })));
+    await deps.multipart.complete(
+      storageKey,
+      row.multipart_id!,
+      segments.map((segment) => ({ part: segment.part!, etag: segment.etag! })),
+    );
   }
   const running = deps.hashes.digest(row);
   if (running) return { storageKey, sha256: running };

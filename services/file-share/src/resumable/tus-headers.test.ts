@@ -18,12 +18,30 @@ const statusOf = (run: () => unknown): number | undefined => {
 describe('tus headers', () => {
   it('parses Upload-Metadata pairs, keys alone as empty values, UTF-8 text', () => {
     expect(parseMetadata(undefined)).toEqual({});
-    expect(parseMetadata(`filename ${b64('Отчёт 2026.pdf')},folder ${b64('/docs')}, is_confidential`)).toEqual({ filename: 'Отчёт 2026.pdf', folder: '/docs', is_confidential: '' });
+    expect(parseMetadata(`filename ${b64('Отчёт 2026.pdf')},folder ${b64('/docs')}, is_confidential`)).toEqual({
+      filename: 'Отчёт 2026.pdf',
+      folder: '/docs',
+      is_confidential: '',
+    });
   });
 
   it('refuses malformed Upload-Metadata with 400', () => {
-    for (const header of ['a b c', 'a !!!!', `a ${b64('x')},a ${b64('y')}`, ',', `k\u00e9y ${b64('x')}`, `a ${b64('x\u0000y')}`, `a ${Buffer.from([0xc3, 0x28]).toString('base64')}`, 'a YQ', `${'k,'.repeat(40)}`, `a ${'A'.repeat(5000)}`]) {
-      expect(statusOf(() => parseMetadata(header)), header.slice(0, 40)).toBe(400);
+    for (const header of [
+      'a b c',
+      'a !!!!',
+      `a ${b64('x')},a ${b64('y')}`,
+      ',',
+      `k\u00e9y ${b64('x')}`,
+      `a ${b64('x\u0000y')}`,
+      `a ${Buffer.from([0xc3, 0x28]).toString('base64')}`,
+      'a YQ',
+      `${'k,'.repeat(40)}`,
+      `a ${'A'.repeat(5000)}`,
+    ]) {
+      expect(
+        statusOf(() => parseMetadata(header)),
+        header.slice(0, 40),
+      ).toBe(400);
     }
   });
 
@@ -33,7 +51,11 @@ describe('tus headers', () => {
     expect(parseChecksum({ 'upload-checksum': `sha1 ${sha1}` })).toEqual({ algorithm: 'sha1', hex: '01'.repeat(20) });
     expect(parseChecksum({ 'upload-checksum': `sha256 ${sha256}` })).toEqual({ algorithm: 'sha256', hex: '02'.repeat(32) });
     expect(parseChecksum({})).toBeUndefined();
-    for (const value of [`md5 ${sha1}`, `sha1 ${sha256}`, 'sha256', `sha256 ${sha256} extra`, 'sha1 !!!!']) expect(statusOf(() => parseChecksum({ 'upload-checksum': value })), value).toBe(400);
+    for (const value of [`md5 ${sha1}`, `sha1 ${sha256}`, 'sha256', `sha256 ${sha256} extra`, 'sha1 !!!!'])
+      expect(
+        statusOf(() => parseChecksum({ 'upload-checksum': value })),
+        value,
+      ).toBe(400);
   });
 
   it('versions, content types and integers', () => {
@@ -44,6 +66,10 @@ describe('tus headers', () => {
     expect(statusOf(() => requireOffsetStream({ 'content-type': 'application/octet-stream' }))).toBe(415);
     expect(integerHeader({ 'upload-offset': '42' }, 'upload-offset')).toBe(42);
     expect(integerHeader({}, 'upload-offset')).toBeUndefined();
-    for (const value of ['-1', '1.5', '0x10', '', '99999999999999999']) expect(statusOf(() => integerHeader({ 'upload-offset': value }, 'upload-offset')), value).toBe(400);
+    for (const value of ['-1', '1.5', '0x10', '', '99999999999999999'])
+      expect(
+        statusOf(() => integerHeader({ 'upload-offset': value }, 'upload-offset')),
+        value,
+      ).toBe(400);
   });
 });

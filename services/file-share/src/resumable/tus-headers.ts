@@ -24,9 +24,13 @@ const one = (headers: IncomingHttpHeaders, name: string): string | undefined => 
 export function requireTusVersion(headers: IncomingHttpHeaders): void {
   const version = one(headers, 'tus-resumable');
   if (version === TUS_VERSION) return;
-  throw new HttpError(412, version === undefined ? 'Tus-Resumable: 1.0.0 is required' : `Unsupported tus version ${JSON.stringify(version.slice(0, 32))}; this server speaks 1.0.0`, {
-    headers: { 'tus-version': TUS_VERSION },
-  });
+  throw new HttpError(
+    412,
+    version === undefined ? 'Tus-Resumable: 1.0.0 is required' : `Unsupported tus version ${JSON.stringify(version.slice(0, 32))}; this server speaks 1.0.0`,
+    {
+      headers: { 'tus-version': TUS_VERSION },
+    },
+  );
 }
 
 /** A non-negative integer header (Upload-Length, Upload-Offset); undefined when absent. */
@@ -59,7 +63,8 @@ export function parseMetadata(header: string | undefined): Record<string, string
   for (const pair of pairs) {
     const parts = pair.trim().split(' ');
     const [key, value = ''] = parts;
-    if (parts.length > 2 || !key || !KEY.test(key)) throw badRequest('Upload-Metadata is malformed: each pair is "key base64value", keys are letters, digits, "_", "." or "-"');
+    if (parts.length > 2 || !key || !KEY.test(key))
+      throw badRequest('Upload-Metadata is malformed: each pair is "key base64value", keys are letters, digits, "_", "." or "-"');
     if (Object.hasOwn(metadata, key)) throw badRequest(`Upload-Metadata names ${key} twice`);
     if (!BASE64.test(value) || value.length % 4 !== 0) throw badRequest(`Upload-Metadata value of ${key} is not base64`);
     const bytes = Buffer.from(value, 'base64');

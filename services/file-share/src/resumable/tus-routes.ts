@@ -18,7 +18,17 @@ import { sql } from 'slonik';
 import { refuse } from '../auth/principal.ts';
 import { joinPath, validateName, validateSharePath } from '../paths/share-path.ts';
 import { receive, type Chunk, type ReceiveDeps } from './receive.ts';
-import { CHECKSUM_ALGORITHMS, integerHeader, isOffsetStream, parseChecksum, parseMetadata, requireOffsetStream, requireTusVersion, TUS_EXTENSIONS, TUS_VERSION } from './tus-headers.ts';
+import {
+  CHECKSUM_ALGORITHMS,
+  integerHeader,
+  isOffsetStream,
+  parseChecksum,
+  parseMetadata,
+  requireOffsetStream,
+  requireTusVersion,
+  TUS_EXTENSIONS,
+  TUS_VERSION,
+} from './tus-headers.ts';
 import { createRunningHashes } from './running-hash.ts';
 import { createUploadRows, type UploadRow } from './upload-rows.ts';
 import { ownerOf, type WriteAccess } from './write-access.ts';
@@ -67,8 +77,8 @@ export interface UploadMount {
 
 /** What each tus route may answer, for the OpenAPI description (401/403 and the common ones are added centrally). */
 const TUS_ERRORS: Record<number, string> = {
-  404: 'No such upload (unknown, or another caller\'s)',
-  409: 'Upload-Offset differs from the upload\'s offset, or the destination is a folder',
+  404: "No such upload (unknown, or another caller's)",
+  409: "Upload-Offset differs from the upload's offset, or the destination is a folder",
   410: 'The upload was terminated or has expired',
   412: 'Tus-Resumable is missing or names another version (Tus-Version lists ours)',
   423: 'Another request is writing to this upload; retry',
@@ -76,7 +86,8 @@ const TUS_ERRORS: Record<number, string> = {
 };
 const documented = (summary: string, success: number, description: string, errors: number[]) => ({
   schema: {
-    summary, tags: ['uploads'],
+    summary,
+    tags: ['uploads'],
     response: { [success]: { description }, ...Object.fromEntries(errors.map((status) => [status, { description: TUS_ERRORS[status] }])) },
   },
 });
@@ -137,7 +148,13 @@ export async function resumableRoutes(app: FastifyInstance, options: ResumableOp
     return after;
   };
   type Handler = (request: FastifyRequest, reply: FastifyReply) => Promise<FastifyReply>;
-  const refined = (handler: Handler): Handler => (mount ? async (request, reply) => handler(request, reply).catch((error: unknown) => { throw mount.refine(request, error); }) : handler);
+  const refined = (handler: Handler): Handler =>
+    mount
+      ? async (request, reply) =>
+          handler(request, reply).catch((error: unknown) => {
+            throw mount.refine(request, error);
+          })
+      : handler;
   // Every body reaches the handlers as a stream; a type other than offset+octet-stream is answered 415 there.
   app.addContentTypeParser('*', (_request, payload, done) => done(null, payload));
   app.addHook('onSend', async (_request, reply) => {
@@ -147,40 +164,62 @@ export async function resumableRoutes(app: FastifyInstance, options: ResumableOp
   if (!mount) startExpiry(app, rows, options);
 
   const tusOptions = async (_request: FastifyRequest, reply: FastifyReply) =>
-    reply.status(204).headers({
-      'tus-version': TUS_VERSION,
-      'tus-extension': TUS_EXTENSIONS,
-      'tus-max-size': String(options.maxBytes),
-      'tus-checksum-algorithm': CHECKSUM_ALGORITHMS.join(','),
-    }).send();
+    reply
+      .status(204)
+      .headers({
+        'tus-version': TUS_VERSION,
+        'tus-extension': TUS_EXTENSIONS,
+        'tus-max-size': String(options.maxBytes),
+        'tus-checksum-algorithm': CHECKSUM_ALGORITHMS.join(','),
+      })
+      .send();
   const hidden = { schema: { hide: true } };
   app.options(endpoint, hidden, tusOptions);
   app.options(`${endpoint}/:id`, hidden, tusOptions);
 
-  const creation = documented(mount ? 'Create a resumable upload through a file request (tus 1.0)' : 'Create a resumable upload (tus 1.0 creation, creation-with-upload)', 201, 'Created: Location, Upload-Offset, Upload-Expires', [409, 412, 423, 460]);
-  app.post(endpoint, creation, refined(async (request, reply) => {
-    requireTusVersion(request.headers);
-    const body = bodyOf(request);
-    if (body && !isOffsetStream(request.headers)) {
-      body.resume();
-      throw new HttpError(415, 'The bytes sent with a creation request are Content-Type: application/offset+octet-stream');
-    }
-    const row = await create(request, options, rows, body);
-    const after = body || row.length === 0 ? await receiveFor(request, row.id, row.owner, 0, chunkOf(request, body)) : { row };
-    return reply.status(201).headers({ location: `${at.base(request)}/${row.id}`, ...uploadHeaders(after.row, after.sha256) }).send();
-  }));
+  const creation = documented(
+    mount ? 'Create a resumable upload through a file request (tus 1.0)' : 'Create a resumable upload (tus 1.0 creation, creation-with-upload)',
+    201,
+    'Created: Location, Upload-Offset, Upload-Expires',
+    [409, 412, 423, 460],
+  );
+  app.post(
+    endpoint,
+    creation,
+    refined(async (request, reply) => {
+      requireTusVersion(request.headers);
+      const body = bodyOf(request);
+      if (body && !isOffsetStream(request.headers)) {
+        body.resume();
+        throw new HttpError(415, 'The bytes sent with a creation request are Content-Type: application/offset+octet-stream');
+      }
+      const row = await create(request, options, rows, body);
+      const after = body || row.length === 0 ? await receiveFor(request, row.id, row.owner, 0, chunkOf(request, body)) : { row };
+      return reply
+        .status(201)
+        .headers({ location: `${at.base(request)}/${row.id}`, ...uploadHeaders(after.row, after.sha256) })
+        .send();
+    }),
+  );
 
-  app.head(`${endpoint}/:id`, hidden, refined(async (request, reply) => {
-    requireTusVersion(request.headers);
-    const owner = ownerOrNotFound(request);
-    let row = await rows.visible(idOf(request), owner);
-    // Every byte arrived but the completion did not happen (refused, or its replica died): a client that sees the
-    // full offset sends nothing more, so the completion is tried again here, with the grant checked as then.
-    if (row.state === 'active' && row.received === row.length && !row.leased) {
-      row = (await receiveFor(request, row.id, owner, row.length, { body: undefined, size: 0 })).row;
-    }
-    return reply.status(200).headers({ ...uploadHeaders(row), 'upload-length': String(row.length), 'cache-control': 'no-store' }).send();
-  }));
+  app.head(
+    `${endpoint}/:id`,
+    hidden,
+    refined(async (request, reply) => {
+      requireTusVersion(request.headers);
+      const owner = ownerOrNotFound(request);
+      let row = await rows.visible(idOf(request), owner);
+      // Every byte arrived but the completion did not happen (refused, or its replica died): a client that sees the
+      // full offset sends nothing more, so the completion is tried again here, with the grant checked as then.
+      if (row.state === 'active' && row.received === row.length && !row.leased) {
+        row = (await receiveFor(request, row.id, owner, row.length, { body: undefined, size: 0 })).row;
+      }
+      return reply
+        .status(200)
+        .headers({ ...uploadHeaders(row), 'upload-length': String(row.length), 'cache-control': 'no-store' })
+        .send();
+    }),
+  );
 
   const patch = async (request: FastifyRequest, reply: FastifyReply) => {
     const body = bodyOf(request);
@@ -209,16 +248,27 @@ export async function resumableRoutes(app: FastifyInstance, options: ResumableOp
   // The chunks of an upload its creation admitted are not counted by the rate limit (the creation is): a 5 GiB
   // file in 8 MiB chunks is 640 PATCHes, far beyond the default 100 requests per 10 minutes.
   const unmetered = { rateLimit: false as const };
-  app.patch(`${endpoint}/:id`, { ...documented('Send bytes of a resumable upload at Upload-Offset', 204, 'Stored: the new Upload-Offset', [404, 409, 410, 412, 423, 460]), config: unmetered }, refined(patch));
+  app.patch(
+    `${endpoint}/:id`,
+    {
+      ...documented('Send bytes of a resumable upload at Upload-Offset', 204, 'Stored: the new Upload-Offset', [404, 409, 410, 412, 423, 460]),
+      config: unmetered,
+    },
+    refined(patch),
+  );
   app.delete(`${endpoint}/:id`, documented('Terminate a resumable upload', 204, 'Terminated; its bytes go', [404, 410, 412]), refined(terminate));
   // X-HTTP-Method-Override, for clients whose environment only sends GET and POST.
-  app.post(`${endpoint}/:id`, { ...hidden, config: unmetered }, refined(async (request, reply) => {
-    const method = String(request.headers['x-http-method-override'] ?? '').toUpperCase();
-    if (method === 'PATCH') return patch(request, reply);
-    if (method === 'DELETE') return terminate(request, reply);
-    bodyOf(request)?.resume();
-    throw new HttpError(405, 'POST to an upload needs X-HTTP-Method-Override: PATCH or DELETE', { headers: { allow: 'HEAD, PATCH, DELETE, OPTIONS' } });
-  }));
+  app.post(
+    `${endpoint}/:id`,
+    { ...hidden, config: unmetered },
+    refined(async (request, reply) => {
+      const method = String(request.headers['x-http-method-override'] ?? '').toUpperCase();
+      if (method === 'PATCH') return patch(request, reply);
+      if (method === 'DELETE') return terminate(request, reply);
+      bodyOf(request)?.resume();
+      throw new HttpError(405, 'POST to an upload needs X-HTTP-Method-Override: PATCH or DELETE', { headers: { allow: 'HEAD, PATCH, DELETE, OPTIONS' } });
+    }),
+  );
 }
 
 function chunkOf(request: FastifyRequest, body: Readable | undefined) {
@@ -226,7 +276,12 @@ function chunkOf(request: FastifyRequest, body: Readable | undefined) {
 }
 
 /** Creation: checks the destination and the grant before anything is stored. */
-async function create(request: FastifyRequest, options: ResumableOptions, rows: ReturnType<typeof createUploadRows>, body: Readable | undefined): Promise<UploadRow> {
+async function create(
+  request: FastifyRequest,
+  options: ResumableOptions,
+  rows: ReturnType<typeof createUploadRows>,
+  body: Readable | undefined,
+): Promise<UploadRow> {
   try {
     if (request.headers['upload-defer-length'] !== undefined) throw badRequest('Upload-Defer-Length is not supported: send Upload-Length');
     const length = integerHeader(request.headers, 'upload-length');
@@ -255,7 +310,11 @@ async function create(request: FastifyRequest, options: ResumableOptions, rows: 
 }
 
 /** s3: the upload's multipart upload starts now, its final key registered for removal first (a crash leaves nothing). */
-async function createRow(options: ResumableOptions, rows: ReturnType<typeof createUploadRows>, input: Parameters<ReturnType<typeof createUploadRows>['create']>[0]): Promise<UploadRow> {
+async function createRow(
+  options: ResumableOptions,
+  rows: ReturnType<typeof createUploadRows>,
+  input: Parameters<ReturnType<typeof createUploadRows>['create']>[0],
+): Promise<UploadRow> {
   const multipart = options.store.multipart;
   if (!multipart || input.length === 0) return rows.create(input);
   const storageKey = `files/${randomUUID()}`;

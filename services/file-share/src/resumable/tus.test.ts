@@ -19,7 +19,8 @@ const curl = (method: string, path: string, headers: Record<string, string>, opt
   curlRequest(method, `${test.url}${path}`, headers, { user: `admin:${ADMIN_PASSWORD}`, ...options });
 
 /** A tus creation at /api/uploads (as admin unless `options` say otherwise). */
-const creation = (length: number, metadata: string, options: CurlOptions = {}) => tusCreate(`${test.url}/api/uploads`, length, metadata, { user: `admin:${ADMIN_PASSWORD}`, ...options });
+const creation = (length: number, metadata: string, options: CurlOptions = {}) =>
+  tusCreate(`${test.url}/api/uploads`, length, metadata, { user: `admin:${ADMIN_PASSWORD}`, ...options });
 
 async function create(path: string, length: number, user?: string): Promise<string> {
   const answer = await creation(length, `path ${b64(path)}`, user ? { user } : {});
@@ -27,11 +28,15 @@ async function create(path: string, length: number, user?: string): Promise<stri
   return answer.headers.location!;
 }
 
-const entry = async (path: string) => (await test.share.pool.maybeOne(sql.unsafe`select size, sha256 from entries where path = ${path}`)) as { size: string; sha256: string } | null;
+const entry = async (path: string) =>
+  (await test.share.pool.maybeOne(sql.unsafe`select size, sha256 from entries where path = ${path}`)) as { size: string; sha256: string } | null;
 
 /** How many parts S3 holds for the upload's multipart upload (recorded or not). */
 async function incompleteParts(id: string): Promise<number> {
-  const row = (await test.share.pool.one(sql.unsafe`select storage_key, multipart_id from resumable_uploads where id = ${id}`)) as { storage_key: string; multipart_id: string };
+  const row = (await test.share.pool.one(sql.unsafe`select storage_key, multipart_id from resumable_uploads where id = ${id}`)) as {
+    storage_key: string;
+    multipart_id: string;
+  };
   // listParts is protected in minio's typings; S3 answers it like any request.
   const client = test.bucket!.client as unknown as { listParts(bucket: string, name: string, uploadId: string): Promise<unknown[]> };
   return (await client.listParts(test.bucket!.bucket, `${test.prefix}/${row.storage_key}`, row.multipart_id)).length;
@@ -62,17 +67,32 @@ describe.each(s3Servers)('tus 1.0 with curl ($server)', ({ server }) => {
 
     expect((await curl('PATCH', url, { ...TUS, 'Content-Type': 'application/octet-stream', 'Upload-Offset': '0' }, { data: first })).status).toBe(415);
     expect((await curl('PATCH', url, { ...PATCH, 'Upload-Offset': '5' }, { data: first })).status).toBe(409);
-    const wrongSha1 = await curl('PATCH', url, { ...PATCH, 'Upload-Offset': '0', 'Upload-Checksum': `sha1 ${digest('sha1', Buffer.from('x')).toString('base64')}` }, { data: first });
+    const wrongSha1 = await curl(
+      'PATCH',
+      url,
+      { ...PATCH, 'Upload-Offset': '0', 'Upload-Checksum': `sha1 ${digest('sha1', Buffer.from('x')).toString('base64')}` },
+      { data: first },
+    );
     expect(wrongSha1.status).toBe(460);
     expect(JSON.parse(wrongSha1.body)).toMatchObject({ success: false });
-    const wrongSha256 = await curl('PATCH', url, { ...PATCH, 'Upload-Offset': '0', 'Upload-Checksum': `sha256 ${digest('sha256', Buffer.from('x')).toString('base64')}` }, { data: first });
+    const wrongSha256 = await curl(
+      'PATCH',
+      url,
+      { ...PATCH, 'Upload-Offset': '0', 'Upload-Checksum': `sha256 ${digest('sha256', Buffer.from('x')).toString('base64')}` },
+      { data: first },
+    );
     expect(wrongSha256.status).toBe(460);
     expect((await curl('PATCH', url, { ...PATCH, 'Upload-Offset': '0', 'Upload-Checksum': 'md5 AAAA' }, { data: first })).status).toBe(400);
     let head = await curl('HEAD', url, TUS);
     expect(head.status).toBe(200);
     expect(head.headers).toMatchObject({ 'upload-offset': '0', 'upload-length': '300000', 'cache-control': 'no-store', 'tus-resumable': '1.0.0' });
 
-    const ok = await curl('PATCH', url, { ...PATCH, 'Upload-Offset': '0', 'Upload-Checksum': `sha1 ${digest('sha1', first).toString('base64')}` }, { data: first });
+    const ok = await curl(
+      'PATCH',
+      url,
+      { ...PATCH, 'Upload-Offset': '0', 'Upload-Checksum': `sha1 ${digest('sha1', first).toString('base64')}` },
+      { data: first },
+    );
     expect(ok.status).toBe(204);
     expect(ok.headers['upload-offset']).toBe('100000');
     expect(new Date(ok.headers['upload-expires']!).getTime()).toBeGreaterThan(Date.now());
@@ -80,12 +100,19 @@ describe.each(s3Servers)('tus 1.0 with curl ($server)', ({ server }) => {
     expect((await fetch(`${test.url}/tus/one.bin`, { headers: { authorization: adminAuth } })).status).toBe(404);
 
     const rest = data.subarray(100_000);
-    const last = await curl('PATCH', url, { ...PATCH, 'Upload-Offset': '100000', 'Upload-Checksum': `sha256 ${digest('sha256', rest).toString('base64')}` }, { data: rest });
+    const last = await curl(
+      'PATCH',
+      url,
+      { ...PATCH, 'Upload-Offset': '100000', 'Upload-Checksum': `sha256 ${digest('sha256', rest).toString('base64')}` },
+      { data: rest },
+    );
     expect(last.status).toBe(204);
     expect(last.headers['upload-offset']).toBe('300000');
     expect(last.headers['upload-file-sha256']).toBe(digest('sha256', data).toString('hex'));
     expect(await entry('/tus/one.bin')).toMatchObject({ sha256: digest('sha256', data).toString('hex') });
-    const event = await test.share.pool.maybeOne(sql.unsafe`select data from events where name = 'checksum-update' and paths = array['/tus/one.bin'] order by id desc limit 1`);
+    const event = await test.share.pool.maybeOne(
+      sql.unsafe`select data from events where name = 'checksum-update' and paths = array['/tus/one.bin'] order by id desc limit 1`,
+    );
     expect(event).toMatchObject({ data: { filePath: '/tus/one.bin', checksum: digest('sha256', data).toString('hex'), size: 300_000 } });
     const got = Buffer.from(await (await fetch(`${test.url}/tus/one.bin`, { headers: { authorization: adminAuth } })).arrayBuffer());
     expect(got.equals(data)).toBe(true);
@@ -99,14 +126,21 @@ describe.each(s3Servers)('tus 1.0 with curl ($server)', ({ server }) => {
     const data = randomBytes(14 * MiB);
     const url = await create('/tus/parts.bin', data.length);
     const send = (from: number, to: number, checksum?: Buffer) =>
-      curl('PATCH', url, { ...PATCH, 'Upload-Offset': String(from), ...(checksum ? { 'Upload-Checksum': `sha256 ${checksum.toString('base64')}` } : {}) }, { data: data.subarray(from, to) });
+      curl(
+        'PATCH',
+        url,
+        { ...PATCH, 'Upload-Offset': String(from), ...(checksum ? { 'Upload-Checksum': `sha256 ${checksum.toString('base64')}` } : {}) },
+        { data: data.subarray(from, to) },
+      );
     // A 6 MiB part whose checksum is wrong is dropped; sent again, it takes the same part number.
     expect((await send(0, 6 * MiB, digest('sha256', Buffer.from('wrong')))).status).toBe(460);
     expect((await send(0, 6 * MiB, digest('sha256', data.subarray(0, 6 * MiB)))).status).toBe(204);
     expect((await send(6 * MiB, 7 * MiB)).status).toBe(204); // 1 MiB: staged
     expect((await send(7 * MiB, 13 * MiB)).status).toBe(204); // staged behind it, then both fold into one part
     const id = url.split('/').pop()!;
-    const segments = await test.share.pool.any(sql.unsafe`select "offset"::int as offset, length::int as length, part, storage_key from resumable_segments where upload_id = ${id} order by "offset"`);
+    const segments = await test.share.pool.any(
+      sql.unsafe`select "offset"::int as offset, length::int as length, part, storage_key from resumable_segments where upload_id = ${id} order by "offset"`,
+    );
     expect(segments).toEqual([
       { offset: 0, length: 6 * MiB, part: 1, storage_key: null },
       { offset: 6 * MiB, length: 7 * MiB, part: 2, storage_key: null },
@@ -126,7 +160,10 @@ describe.each(s3Servers)('tus 1.0 with curl ($server)', ({ server }) => {
     const url = await create('/tus/two-parts.bin', data.length);
     const id = url.split('/').pop()!;
     // 12 MiB of the 16 announced, then the connection is cut: the first 8 MiB part was sent to S3 by then.
-    const cut = request(`${test.url}${url}`, { method: 'PATCH', headers: { authorization: adminAuth, ...PATCH, 'upload-offset': '0', 'content-length': String(data.length) } });
+    const cut = request(`${test.url}${url}`, {
+      method: 'PATCH',
+      headers: { authorization: adminAuth, ...PATCH, 'upload-offset': '0', 'content-length': String(data.length) },
+    });
     cut.on('error', () => {}); // the cut below is the point
     cut.write(data.subarray(0, 12 * MiB));
     await eventually(async () => (await incompleteParts(id)) >= 1);
@@ -145,7 +182,8 @@ describe.each(s3Servers)('tus 1.0 with curl ($server)', ({ server }) => {
   it('s3: a PATCH is answered before its part is stored; the next one, sent at once, waits for that commit and goes on', async () => {
     const data = randomBytes(15 * MiB);
     const url = `${test.url}${await create('/tus/pipelined.bin', data.length)}`;
-    const patch = (from: number, to: number) => fetch(url, { method: 'PATCH', headers: { authorization: adminAuth, ...PATCH, 'upload-offset': String(from) }, body: data.subarray(from, to) });
+    const patch = (from: number, to: number) =>
+      fetch(url, { method: 'PATCH', headers: { authorization: adminAuth, ...PATCH, 'upload-offset': String(from) }, body: data.subarray(from, to) });
     const first = await patch(0, 5 * MiB);
     expect(first.status).toBe(204);
     expect(first.headers.get('upload-offset')).toBe(String(5 * MiB));
@@ -158,16 +196,28 @@ describe.each(s3Servers)('tus 1.0 with curl ($server)', ({ server }) => {
     expect(last.status).toBe(204);
     expect(last.headers.get('upload-file-sha256')).toBe(digest('sha256', data).toString('hex'));
     const id = url.split('/').pop()!;
-    expect(await test.share.pool.any(sql.unsafe`select "offset"::int as offset, part from resumable_segments where upload_id = ${id} order by "offset"`)).toEqual([]); // ended: segments gone
+    expect(
+      await test.share.pool.any(sql.unsafe`select "offset"::int as offset, part from resumable_segments where upload_id = ${id} order by "offset"`),
+    ).toEqual([]); // ended: segments gone
     expect(await entry('/tus/pipelined.bin')).toMatchObject({ sha256: digest('sha256', data).toString('hex') });
   });
 
   it('creation-with-upload, and X-HTTP-Method-Override', async () => {
     const data = randomBytes(50_000);
-    const created = await curl('POST', '/api/uploads', { ...PATCH, 'Upload-Length': String(data.length), 'Upload-Metadata': `filename ${b64('two.bin')},folder ${b64('/tus')}` }, { data: data.subarray(0, 20_000) });
+    const created = await curl(
+      'POST',
+      '/api/uploads',
+      { ...PATCH, 'Upload-Length': String(data.length), 'Upload-Metadata': `filename ${b64('two.bin')},folder ${b64('/tus')}` },
+      { data: data.subarray(0, 20_000) },
+    );
     expect(created.status).toBe(201);
     expect(created.headers['upload-offset']).toBe('20000');
-    const rest = await curl('POST', created.headers.location!, { ...PATCH, 'X-HTTP-Method-Override': 'PATCH', 'Upload-Offset': '20000' }, { data: data.subarray(20_000) });
+    const rest = await curl(
+      'POST',
+      created.headers.location!,
+      { ...PATCH, 'X-HTTP-Method-Override': 'PATCH', 'Upload-Offset': '20000' },
+      { data: data.subarray(20_000) },
+    );
     expect(rest.status).toBe(204);
     expect(await entry('/tus/two.bin')).toMatchObject({ sha256: digest('sha256', data).toString('hex') });
   });
@@ -178,7 +228,16 @@ describe.each(s3Servers)('tus 1.0 with curl ($server)', ({ server }) => {
     expect(missing.headers['tus-version']).toBe('1.0.0');
     expect((await curl('POST', '/api/uploads', { 'Tus-Resumable': '0.2.2', 'Upload-Length': '10' })).status).toBe(412);
     expect((await creation(MAX + 1, `path ${b64('/big.bin')}`)).status).toBe(413);
-    for (const metadata of ['path !!!', `path ${b64('/a')},path ${b64('/b')}`, 'path a b c', `p=th ${b64('/a')}`, 'path', `path ${Buffer.from([0xff, 0xfe]).toString('base64')}`, `path ${b64('/../etc')}`, `filename ${b64('a/b')}`]) {
+    for (const metadata of [
+      'path !!!',
+      `path ${b64('/a')},path ${b64('/b')}`,
+      'path a b c',
+      `p=th ${b64('/a')}`,
+      'path',
+      `path ${Buffer.from([0xff, 0xfe]).toString('base64')}`,
+      `path ${b64('/../etc')}`,
+      `filename ${b64('a/b')}`,
+    ]) {
       const answer = await creation(10, metadata);
       expect(answer.status, metadata).toBe(400);
       expect(JSON.parse(answer.body)).toMatchObject({ success: false });
@@ -193,7 +252,7 @@ describe.each(s3Servers)('tus 1.0 with curl ($server)', ({ server }) => {
     expect(rows).toBe(0);
   });
 
-  it('terminated: 204, then 410; expired: 410 and its bytes are swept; unknown or someone else\'s: 404', async () => {
+  it("terminated: 204, then 410; expired: 410 and its bytes are swept; unknown or someone else's: 404", async () => {
     const url = await create('/tus/gone.bin', 1000);
     expect((await curl('PATCH', url, { ...PATCH, 'Upload-Offset': '0' }, { data: Buffer.alloc(400, 1) })).status).toBe(204);
     const key = await test.share.pool.oneFirst(sql.unsafe`select storage_key from resumable_uploads where id = ${url.split('/').pop()!}`);
@@ -222,9 +281,10 @@ describe.each(s3Servers)('tus 1.0 with curl ($server)', ({ server }) => {
     expect((await curl('PATCH', mine, { ...PATCH, 'Upload-Offset': '0' }, { data: Buffer.alloc(10), user: `tus-other:${password}` })).status).toBe(404);
   });
 
-  it('the plain upload rules: uploads permission, an API key\'s folder, replacing needs delete — at creation and at completion', async () => {
+  it("the plain upload rules: uploads permission, an API key's folder, replacing needs delete — at creation and at completion", async () => {
     const { token } = await createKey(test.url, adminAuth, { name: 'tus-scoped', permissions: ['uploads'], scope: '/inbox' });
-    const keyed = async (path: string, bearer?: string) => (await tusCreate(`${test.url}/api/uploads`, 5, `path ${b64(path)}`, bearer ? { headers: { authorization: `Bearer ${bearer}` } } : {})).status;
+    const keyed = async (path: string, bearer?: string) =>
+      (await tusCreate(`${test.url}/api/uploads`, 5, `path ${b64(path)}`, bearer ? { headers: { authorization: `Bearer ${bearer}` } } : {})).status;
     expect(await keyed('/elsewhere/a.bin', token)).toBe(403);
     expect(await keyed('/inbox/a.bin', token)).toBe(201);
     const reader = await createKey(test.url, adminAuth, { name: 'tus-reader', permissions: ['downloads'] });
@@ -258,14 +318,27 @@ describe.each(s3Servers)('tus 1.0 with curl ($server)', ({ server }) => {
   it('the rate limit counts the creation, not the chunks of an upload it admitted', async () => {
     const limited = await startTestShare({ storage: 'local', overrides: { rate_limiting: { enabled: true, max_requests: 3 } } });
     try {
-      const created = await fetch(`${limited.url}/api/uploads`, { method: 'POST', headers: { authorization: adminAuth, ...TUS, 'upload-length': '8', 'upload-metadata': `path ${b64('/limited.bin')}` } });
+      const created = await fetch(`${limited.url}/api/uploads`, {
+        method: 'POST',
+        headers: { authorization: adminAuth, ...TUS, 'upload-length': '8', 'upload-metadata': `path ${b64('/limited.bin')}` },
+      });
       expect(created.status).toBe(201);
       const url = `${limited.url}${created.headers.get('location')}`;
       for (let offset = 0; offset < 8; offset++) {
-        const patched = await fetch(url, { method: 'PATCH', headers: { authorization: adminAuth, ...PATCH, 'upload-offset': String(offset) }, body: Buffer.from([offset]) });
+        const patched = await fetch(url, {
+          method: 'PATCH',
+          headers: { authorization: adminAuth, ...PATCH, 'upload-offset': String(offset) },
+          body: Buffer.from([offset]),
+        });
         expect(patched.status).toBe(204);
       }
-      const again = async () => (await fetch(`${limited.url}/api/uploads`, { method: 'POST', headers: { authorization: adminAuth, ...TUS, 'upload-length': '1', 'upload-metadata': `path ${b64('/x.bin')}` } })).status;
+      const again = async () =>
+        (
+          await fetch(`${limited.url}/api/uploads`, {
+            method: 'POST',
+            headers: { authorization: adminAuth, ...TUS, 'upload-length': '1', 'upload-metadata': `path ${b64('/x.bin')}` },
+          })
+        ).status;
       expect([await again(), await again(), await again()]).toContain(429);
     } finally {
       await limited.close();

@@ -77,7 +77,16 @@ export function createUploadRows(pool: DatabasePool, expiresAfterSeconds: number
     visible,
 
     /** `reservation`: the file request whose use this upload took (given back if it ends without a file). */
-    async create(input: { id: string; owner: string; path: string; length: number; metadata: Record<string, string>; storageKey?: string; multipartId?: string; reservation?: string | null }): Promise<UploadRow> {
+    async create(input: {
+      id: string;
+      owner: string;
+      path: string;
+      length: number;
+      metadata: Record<string, string>;
+      storageKey?: string;
+      multipartId?: string;
+      reservation?: string | null;
+    }): Promise<UploadRow> {
       return pool.transaction(async (tx) => {
         const row = await tx.one(sql.type(uploadRow)`
           insert into resumable_uploads (id, owner, path, length, metadata, storage_key, multipart_id, share_link_id, expires_at)
@@ -106,7 +115,8 @@ export function createUploadRows(pool: DatabasePool, expiresAfterSeconds: number
             (select count(*) from resumable_segments where upload_id = ${id} and part is null)::int as staged`);
         if (row) return row;
         const current = await visible(id, owner);
-        if (current.state === 'done') throw new HttpError(409, `Upload-Offset is ${current.length}: the upload is complete`, { headers: { 'upload-offset': String(current.length) } });
+        if (current.state === 'done')
+          throw new HttpError(409, `Upload-Offset is ${current.length}: the upload is complete`, { headers: { 'upload-offset': String(current.length) } });
         // The chunk before this one was answered and its commit is on its way (s3-parts.ts), on whichever
         // replica took it: wait for it rather than answer an offset that is about to move.
         if (Date.now() < waitUntil) {
@@ -117,7 +127,10 @@ export function createUploadRows(pool: DatabasePool, expiresAfterSeconds: number
             continue;
           }
         }
-        if (current.received !== offset) throw new HttpError(409, `Upload-Offset ${offset} does not match the upload's offset ${current.received}`, { headers: { 'upload-offset': String(current.received) } });
+        if (current.received !== offset)
+          throw new HttpError(409, `Upload-Offset ${offset} does not match the upload's offset ${current.received}`, {
+            headers: { 'upload-offset': String(current.received) },
+          });
         throw new HttpError(423, 'Another request is writing to this upload; retry when it has ended');
       }
     },
@@ -170,13 +183,21 @@ export function createUploadRows(pool: DatabasePool, expiresAfterSeconds: number
       await pool.transaction(async (tx) => {
         const held = await tx.exists(sql.unsafe`select 1 from resumable_uploads where id = ${id} and lease_token = ${token} and state = 'active' for update`);
         if (!held) throw conflict('The upload changed while its staged chunks were sent (lease lost, terminated or expired)');
-        await dropSegments(tx, sql.fragment`upload_id = ${id} and "offset" = any(${sql.array(staged.map((s) => s.offset), 'int8')})`);
+        await dropSegments(
+          tx,
+          sql.fragment`upload_id = ${id} and "offset" = any(${sql.array(
+            staged.map((s) => s.offset),
+            'int8',
+          )})`,
+        );
         await insertSegment(tx, id, part);
       });
     },
 
     async segments(id: string): Promise<Segment[]> {
-      const rows = await pool.any(sql.type(z.object({ offset: int8, length: int8, storage_key: z.string().nullable(), part: z.number().nullable(), etag: z.string().nullable() }))`
+      const rows = await pool.any(sql.type(
+        z.object({ offset: int8, length: int8, storage_key: z.string().nullable(), part: z.number().nullable(), etag: z.string().nullable() }),
+      )`
         select "offset", length, storage_key, part, etag from resumable_segments where upload_id = ${id} order by "offset"`);
       return rows.map((row) => ({ offset: row.offset, length: row.length, storageKey: row.storage_key, part: row.part, etag: row.etag }));
     },

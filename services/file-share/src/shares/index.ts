@@ -45,7 +45,17 @@ export function createShares(app: FastifyInstance, deps: SharesDeps) {
     store: shares,
     /** /-/s/ and /-/zip/: register outside the credential check. */
     publicRoutes: (instance: FastifyInstance) =>
-      linkRoutes(instance, { pool: deps.pool, store: deps.store, tree: deps.tree, sweeper: deps.sweeper, shares, activity, gate, maxUploadBytes, secureCookies: deps.secureCookies }),
+      linkRoutes(instance, {
+        pool: deps.pool,
+        store: deps.store,
+        tree: deps.tree,
+        sweeper: deps.sweeper,
+        shares,
+        activity,
+        gate,
+        maxUploadBytes,
+        secureCookies: deps.secureCookies,
+      }),
     /** /-/tus/<token>: resumable uploads through file requests (outside the credential check); /api/uploads' options. */
     resumableRoutes: (instance: FastifyInstance, tus: Omit<ResumableOptions, 'writeAccess' | 'mount'>) =>
       requestTusRoutes(instance, { ...tus, shares, activity, gate, maxUploadBytes }),

@@ -36,7 +36,12 @@ export function renderLinkListing(listing: LinkListing): string {
   return page(
     `Shared: ${title}`,
     `<h1>Shared folder ${escapeHtml(title)}</h1>
-<p class="share-note">Shared with you until ${escapeHtml(new Date(listing.expiresAt).toISOString().replace('T', ' ').replace(/\.\d+Z$/, 'Z'))}. <a id="zip" href="${escapeHtml(listing.zipHref)}" download>Download this folder as .zip</a></p>
+<p class="share-note">Shared with you until ${escapeHtml(
+      new Date(listing.expiresAt)
+        .toISOString()
+        .replace('T', ' ')
+        .replace(/\.\d+Z$/, 'Z'),
+    )}. <a id="zip" href="${escapeHtml(listing.zipHref)}" download>Download this folder as .zip</a></p>
 ${nav}
 <div class="table-wrap">
 <table class="listing">
@@ -77,7 +82,12 @@ export function renderRequestPage(options: RequestPageOptions): string {
   return page(
     `Send files to ${options.folderName}`,
     `<h1>Send files to ${escapeHtml(options.folderName)}</h1>
-${received}<p>Files you send here go into the folder <strong>${escapeHtml(options.folderName)}</strong>; you cannot see what it holds, and a file whose name is already taken is refused. Largest file: ${humanSize(options.maxFileBytes)}.${remaining} Open until ${escapeHtml(new Date(options.expiresAt).toISOString().replace('T', ' ').replace(/\.\d+Z$/, 'Z'))}.</p>
+${received}<p>Files you send here go into the folder <strong>${escapeHtml(options.folderName)}</strong>; you cannot see what it holds, and a file whose name is already taken is refused. Largest file: ${humanSize(options.maxFileBytes)}.${remaining} Open until ${escapeHtml(
+      new Date(options.expiresAt)
+        .toISOString()
+        .replace('T', ' ')
+        .replace(/\.\d+Z$/, 'Z'),
+    )}.</p>
 <form id="request-upload" class="box" method="post" enctype="multipart/form-data"><label>File <input type="file" name="file" required></label> <button type="submit">Send</button></form>`,
     { name: 'request.js', data: { 'tus-endpoint': options.tusEndpoint } },
   );

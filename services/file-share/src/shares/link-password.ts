@@ -39,9 +39,14 @@ export const cookieName = (link: LinkWithCreator) => `share-${link.id}`;
 /** The URL prefixes a link's cookie is sent to: its pages, its zips and its resumable uploads (`/-/tus/<token>` and below). */
 export const cookiePaths = (link: LinkWithCreator) => [`/-/s/${link.token}/`, `/-/zip/${link.token}/`, `/-/tus/${link.token}`];
 
-const fingerprint = (link: LinkWithCreator) => createHash('sha256').update(link.password_hash ?? '').digest('base64url');
+const fingerprint = (link: LinkWithCreator) =>
+  createHash('sha256')
+    .update(link.password_hash ?? '')
+    .digest('base64url');
 const mac = (gate: PasswordGate, link: LinkWithCreator, expires: number) =>
-  createHmac('sha256', gate.secret).update(`boxyard-share-link\n${link.id}\n${expires}\n${fingerprint(link)}`).digest();
+  createHmac('sha256', gate.secret)
+    .update(`boxyard-share-link\n${link.id}\n${expires}\n${fingerprint(link)}`)
+    .digest();
 
 /** The cookie's value: its expiry and an HMAC binding it to this link and this password hash. */
 export function signCookie(gate: PasswordGate, link: LinkWithCreator, now = Date.now()): { value: string; expires: Date } {
@@ -88,7 +93,13 @@ async function refuseWhileThrottled(gate: PasswordGate, keys: { link: string; ad
  * Checks a password against the link's, throttled: true when it matches. A wrong one counts against the link and
  * the address. Used for Basic credentials and the browser form alike.
  */
-export async function tryPassword(gate: PasswordGate, link: LinkWithCreator, request: FastifyRequest, password: string, onFailure: () => void): Promise<boolean> {
+export async function tryPassword(
+  gate: PasswordGate,
+  link: LinkWithCreator,
+  request: FastifyRequest,
+  password: string,
+  onFailure: () => void,
+): Promise<boolean> {
   const keys = counterKeys(gate, link, request);
   await refuseWhileThrottled(gate, keys);
   const stored = { id: link.id, passwordHash: link.password_hash! };

@@ -96,7 +96,10 @@ function pageOf(request: FastifyRequest, format: 'json' | 'html'): { page: numbe
     if (!Number.isSafeInteger(parsed) || parsed < 1 || parsed > max) throw new HttpError(400, `${name} must be an integer from 1 to ${max}`);
     return parsed;
   };
-  return { page: number(query.page, 1, MAX_PAGE, 'page'), limit: number(query.limit, format === 'json' ? DEFAULT_JSON_LIMIT : DEFAULT_HTML_LIMIT, MAX_LIMIT, 'limit') };
+  return {
+    page: number(query.page, 1, MAX_PAGE, 'page'),
+    limit: number(query.limit, format === 'json' ? DEFAULT_JSON_LIMIT : DEFAULT_HTML_LIMIT, MAX_LIMIT, 'limit'),
+  };
 }
 
 async function sendListing(options: LinkRoutesOptions, request: FastifyRequest, reply: FastifyReply, opened: Opened, folder: Entry) {
@@ -130,7 +133,8 @@ async function readShare(options: LinkRoutesOptions, request: FastifyRequest, re
   const root = await options.tree.find(link.path);
   if (!root) throw notFound('No such link');
   if (root.kind === 'file') {
-    if (relative === undefined || (relative.segments.length === 1 && relative.segments[0] === root.name && !relative.trailingSlash)) return download(options, request, reply, link, root);
+    if (relative === undefined || (relative.segments.length === 1 && relative.segments[0] === root.name && !relative.trailingSlash))
+      return download(options, request, reply, link, root);
     if (relative.segments.length === 0) return reply.redirect(`${pathname}${encodeURIComponent(root.name)}${search}`, 301);
     throw notFound('Not found');
   }
@@ -174,7 +178,8 @@ async function passwordForm(options: LinkRoutesOptions, request: FastifyRequest,
   const { link, pathname, search } = opened;
   if (link.password_hash === null) throw new HttpError(400, 'This link has no password');
   const password = (request.body as Record<string, unknown> | undefined)?.password;
-  if (typeof password !== 'string' || password === '') return sendPage(reply.header('cache-control', 'no-store'), renderPasswordPage('Enter the password.'), 400);
+  if (typeof password !== 'string' || password === '')
+    return sendPage(reply.header('cache-control', 'no-store'), renderPasswordPage('Enter the password.'), 400);
   try {
     if (!(await tryPassword(options.gate, link, request, password, () => options.activity.refused('wrong-password')))) {
       return sendPage(reply.header('cache-control', 'no-store'), renderPasswordPage('Wrong password.'), 401);
@@ -208,7 +213,11 @@ async function zip(options: LinkRoutesOptions, request: FastifyRequest, reply: F
   const folder = await options.tree.find(below(link.path, relative ?? { segments: [], path: '/', trailingSlash: true }));
   if (!folder || folder.kind !== 'dir') throw notFound(`${relative?.path ?? '/'} is not a folder of this link`);
   const name = nameOf(folder.path);
-  if (request.method === 'HEAD') return reply.type('application/zip').header('content-disposition', attachment(`${name}.zip`)).send();
+  if (request.method === 'HEAD')
+    return reply
+      .type('application/zip')
+      .header('content-disposition', attachment(`${name}.zip`))
+      .send();
   if (!(await options.shares.takeUse(link.id))) throw gone('exhausted');
   void options.activity.used(link, 'zip');
   return sendZip(reply, options, folder, name);
@@ -227,7 +236,12 @@ const withPages = (handler: Handler) => async (options: LinkRoutesOptions, reque
   }
 };
 
-const routeSchema = (summary: string, description: string) => ({ summary, description, tags: ['share links'], params: { type: 'object', properties: { token: { type: 'string' }, '*': { type: 'string' } } } });
+const routeSchema = (summary: string, description: string) => ({
+  summary,
+  description,
+  tags: ['share links'],
+  params: { type: 'object', properties: { token: { type: 'string' }, '*': { type: 'string' } } },
+});
 
 export async function linkRoutes(app: FastifyInstance, options: LinkRoutesOptions): Promise<void> {
   app.addContentTypeParser('application/x-www-form-urlencoded', { parseAs: 'string', bodyLimit: 16 * 1024 }, (_request, body, done) => {
@@ -237,14 +251,18 @@ export async function linkRoutes(app: FastifyInstance, options: LinkRoutesOption
   app.addContentTypeParser('application/octet-stream', (_request, payload, done) => done(null, payload));
   const readSchema = routeSchema(
     'Read through a share link',
-    'A shared file (Range, ETag) or a shared folder\'s listing (HTML, or JSON with `Accept: application/json` / `?format=json`) and the files in it. ' +
-      'With a password: HTTP Basic with any user name, or the form\'s cookie. A file request answers its upload page (browsers) and 403 otherwise.',
+    "A shared file (Range, ETag) or a shared folder's listing (HTML, or JSON with `Accept: application/json` / `?format=json`) and the files in it. " +
+      "With a password: HTTP Basic with any user name, or the form's cookie. A file request answers its upload page (browsers) and 403 otherwise.",
   );
-  const postSchema = routeSchema('Upload through a file request', 'multipart/form-data (part `file`) into the folder or at `/<name>`, or application/octet-stream at `/<name>`; a urlencoded `password` is the password form.');
+  const postSchema = routeSchema(
+    'Upload through a file request',
+    'multipart/form-data (part `file`) into the folder or at `/<name>`, or application/octet-stream at `/<name>`; a urlencoded `password` is the password form.',
+  );
   for (const url of [`${LINK_PREFIX}:token`, `${LINK_PREFIX}:token/*`]) {
     app.get(url, { schema: readSchema }, (request, reply) => withPages(read)(options, request, reply));
     app.post(url, { schema: postSchema }, (request, reply) => withPages(post)(options, request, reply));
   }
   const zipSchema = routeSchema('A shared folder as .zip', 'Streamed (stored, ZIP64 where needed); one use of the link.');
-  for (const url of [`${ZIP_PREFIX}:token`, `${ZIP_PREFIX}:token/*`]) app.get(url, { schema: zipSchema }, (request, reply) => withPages(zip)(options, request, reply));
+  for (const url of [`${ZIP_PREFIX}:token`, `${ZIP_PREFIX}:token/*`])
+    app.get(url, { schema: zipSchema }, (request, reply) => withPages(zip)(options, request, reply));
 }

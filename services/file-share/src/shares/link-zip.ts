@@ -32,8 +32,11 @@ export function attachment(name: string): string {
 }
 
 export async function sendZip(reply: FastifyReply, deps: { pool: DatabasePool; store: ObjectStore }, folder: Entry, rootName: string): Promise<FastifyReply> {
-  const count = await deps.pool.oneFirst(sql.type(z.object({ count: z.number() }))`select count(*)::int as count from entries where ${descendantsOf(folder.path)}`);
-  if (count > MAX_ZIP_ENTRIES) throw new HttpError(413, `This folder holds ${count} entries; a zip holds at most ${MAX_ZIP_ENTRIES} (mirror it with wget instead)`);
+  const count = await deps.pool.oneFirst(
+    sql.type(z.object({ count: z.number() }))`select count(*)::int as count from entries where ${descendantsOf(folder.path)}`,
+  );
+  if (count > MAX_ZIP_ENTRIES)
+    throw new HttpError(413, `This folder holds ${count} entries; a zip holds at most ${MAX_ZIP_ENTRIES} (mirror it with wget instead)`);
   const zip = new yazl.ZipFile();
   const output = zip.outputStream as Readable;
   // A file that cannot be read (storage away) ends the response early: the client sees an incomplete archive.

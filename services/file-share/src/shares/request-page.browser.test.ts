@@ -13,7 +13,16 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { adminAuth, postJson, startTestShare, type TestShare } from '../testing/test-share.ts';
 import { randomFile } from '../testing/tus-clients.ts';
 
-const CHROMIUM_ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'];
+const CHROMIUM_ARGS = [
+  '--headless',
+  '--no-sandbox',
+  '--disable-gpu',
+  '--disable-quic',
+  '--no-first-run',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--disable-sync',
+];
 const MiB = 1024 * 1024;
 const CHUNK = 8 * MiB; // resumable.js's chunk
 const PASSWORD = 'drop files here 7';
@@ -34,8 +43,8 @@ afterAll(async () => {
   if (work) await rm(work, { recursive: true, force: true });
 });
 
-describe('a file request\'s page (Chromium)', () => {
-  it('sends a file resumably: a cut connection is retried from the server\'s offset, the file lands with its sha256', { timeout: 120_000 }, async () => {
+describe("a file request's page (Chromium)", () => {
+  it("sends a file resumably: a cut connection is retried from the server's offset, the file lands with its sha256", { timeout: 120_000 }, async () => {
     const size = 40 * MiB;
     const file = join(work, 'photos.bin');
     const expected = await randomFile(file, size);
@@ -45,13 +54,16 @@ describe('a file request\'s page (Chromium)', () => {
     const token = new URL(url).pathname.split('/')[3]!;
 
     const context = await browser.newContext({ viewport: { width: 1000, height: 700 } });
-    await context.addInitScript("document.addEventListener('securitypolicyviolation', (event) => console.error(`CSP violation: ${event.violatedDirective} ${event.blockedURI}`))");
+    await context.addInitScript(
+      "document.addEventListener('securitypolicyviolation', (event) => console.error(`CSP violation: ${event.violatedDirective} ${event.blockedURI}`))",
+    );
     const page = await context.newPage();
     const problems: string[] = [];
     page.on('pageerror', (error) => problems.push(`page error: ${error.message}`));
     page.on('console', (message) => {
       // The password form answers 401 by design; aborted requests are the cut under test.
-      if (message.type() === 'error' && !/status of 401|ERR_INTERNET_DISCONNECTED|net::ERR_FAILED/.test(message.text())) problems.push(`console: ${message.text()}`);
+      if (message.type() === 'error' && !/status of 401|ERR_INTERNET_DISCONNECTED|net::ERR_FAILED/.test(message.text()))
+        problems.push(`console: ${message.text()}`);
     });
     await page.goto(url);
     await page.getByLabel('Password').fill(PASSWORD);

@@ -57,7 +57,7 @@ const stored = async (path: string) => (await a.share.pool.maybeOneFirst(sql.uns
 const message = (answer: CurlAnswer) => (JSON.parse(answer.body) as { success: boolean; message: string }).message;
 
 describe('resumable uploads through a file request', () => {
-  it('tus-js-client, killed at ~40 %, resumes on the other replica; the link\'s one use is held meanwhile', { timeout: 120_000 }, async () => {
+  it("tus-js-client, killed at ~40 %, resumes on the other replica; the link's one use is held meanwhile", { timeout: 120_000 }, async () => {
     const size = 64 * MiB;
     const file = join(work, 'big.bin');
     const expected = await randomFile(file, size);
@@ -90,7 +90,9 @@ describe('resumable uploads through a file request', () => {
     expect(await stored('/inbox/big.bin')).toBe(expected);
     expect(await linkUses(link)).toBe(1);
     // The owner sees what arrived: the link's arrivals and the request-upload event.
-    const details = (await (await fetch(`${a.url}/api/shares/${link.id}`, { headers: { authorization: adminAuth } })).json()) as { data: { arrivals: { path: string; sha256: string }[] } };
+    const details = (await (await fetch(`${a.url}/api/shares/${link.id}`, { headers: { authorization: adminAuth } })).json()) as {
+      data: { arrivals: { path: string; sha256: string }[] };
+    };
     expect(details.data.arrivals).toEqual([expect.objectContaining({ path: '/inbox/big.bin', checksum: expected })]);
     const event = await a.share.pool.maybeOne(sql.unsafe`select data from events where name = 'request-upload' and paths = array['/inbox/big.bin']`);
     expect(event).toMatchObject({ data: { shareId: link.id, size, checksum: expected } });
@@ -105,12 +107,18 @@ describe('resumable uploads through a file request', () => {
     const link = await makeLink({ path: '/inbox', kind: 'request', password: 'request-pass-1' });
     expect((await createOn(a, link, size, `filename ${b64('py.bin')}`)).status).toBe(401);
     expect((await createOn(a, link, size, `filename ${b64('py.bin')}`, 'x:wrong-password')).status).toBe(401);
-    const run = startTusClient('py', { endpoint: `${a.url}/-/tus/${link.token}`, file, authorization: `Basic ${b64('x:request-pass-1')}`, path: 'py.bin', chunkBytes: 4 * MiB });
+    const run = startTusClient('py', {
+      endpoint: `${a.url}/-/tus/${link.token}`,
+      file,
+      authorization: `Basic ${b64('x:request-pass-1')}`,
+      path: 'py.bin',
+      chunkBytes: 4 * MiB,
+    });
     expect(await run.exit).toBe(0);
     expect(await stored('/inbox/py.bin')).toBe(expected);
   });
 
-  it('refuses names outside the folder, taken names and sizes past the link\'s limit, naming no path', async () => {
+  it("refuses names outside the folder, taken names and sizes past the link's limit, naming no path", async () => {
     const link = await makeLink({ path: '/inbox', kind: 'request', max_file_bytes: 1000 });
     const refusals: [string, number, number][] = [
       [`path ${b64('/other/x.bin')}`, 10, 403],
@@ -129,7 +137,9 @@ describe('resumable uploads through a file request', () => {
       expect(answer.body).not.toContain('/other');
     }
     expect(await linkUses(link)).toBe(0); // nothing was created, no use taken
-    expect((await curl('POST', `${a.url}/-/tus/AAAAAAAAAAAAAAAAAAAAAA`, { ...TUS, 'Upload-Length': '1', 'Upload-Metadata': `filename ${b64('x')}` })).status).toBe(404);
+    expect(
+      (await curl('POST', `${a.url}/-/tus/AAAAAAAAAAAAAAAAAAAAAA`, { ...TUS, 'Upload-Length': '1', 'Upload-Metadata': `filename ${b64('x')}` })).status,
+    ).toBe(404);
     const share = await makeLink({ path: '/inbox' });
     expect((await createOn(a, share, 1, `filename ${b64('x.bin')}`)).status).toBe(403);
     // The upload-only visitor cannot list or download the folder through the link.
@@ -180,7 +190,12 @@ describe('resumable uploads through a file request', () => {
     expect((await curl('DELETE', `${a.url}${created.headers.location}`, TUS)).status).toBe(204);
     expect(await linkUses(link)).toBe(0);
     // creation-with-upload: the whole file in the POST lands at once and keeps its use.
-    const whole = await curl('POST', `${a.url}/-/tus/${link.token}`, { ...PATCH, 'Upload-Length': '5', 'Upload-Metadata': `filename ${b64('whole.txt')}` }, { data: Buffer.from('hello') });
+    const whole = await curl(
+      'POST',
+      `${a.url}/-/tus/${link.token}`,
+      { ...PATCH, 'Upload-Length': '5', 'Upload-Metadata': `filename ${b64('whole.txt')}` },
+      { data: Buffer.from('hello') },
+    );
     expect(whole.status).toBe(201);
     expect(whole.headers['upload-file-sha256']).toBe(createHash('sha256').update('hello').digest('hex'));
     expect(await linkUses(link)).toBe(1);

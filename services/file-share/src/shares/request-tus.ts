@@ -85,7 +85,8 @@ export async function requestTusRoutes(app: FastifyInstance, options: Omit<Resum
     const holdsUse = id !== undefined;
     const link = await usableLink(options, token ?? '', holdsUse);
     const outcome = await passwordGate(options.gate, link, request, () => options.activity.refused('wrong-password'));
-    if (outcome === 'missing') throw new HttpError(401, 'This link needs its password (HTTP Basic, any user name)', { headers: { 'www-authenticate': LINK_REALM } });
+    if (outcome === 'missing')
+      throw new HttpError(401, 'This link needs its password (HTTP Basic, any user name)', { headers: { 'www-authenticate': LINK_REALM } });
     request.principal = linkPrincipal(link);
     visits.set(request, { link, holdsUse });
   });
@@ -95,7 +96,8 @@ export async function requestTusRoutes(app: FastifyInstance, options: Omit<Resum
     base: (request) => `${TUS_LINK_PREFIX}${visitOf(request).link.token}`,
     owner: (request) => ownerOf(visitOf(request).link),
     destination(request, metadata) {
-      if (metadata.path !== undefined || metadata.folder !== undefined) throw new HttpError(403, 'A file request accepts files into its own folder only: name the file with Upload-Metadata `filename`');
+      if (metadata.path !== undefined || metadata.folder !== undefined)
+        throw new HttpError(403, 'A file request accepts files into its own folder only: name the file with Upload-Metadata `filename`');
       const name = metadata.filename ?? metadata.name;
       if (name === undefined) throw new HttpError(400, 'Upload-Metadata names the file: `filename`');
       return joinPath(visitOf(request).link.path, validateName(name, '/Upload-Metadata/filename'));

@@ -58,10 +58,14 @@ export function requestName(relative: SharePath): string | undefined {
 /** An upload's refusal as a visitor of the link may see it: a taken name is a 409, paths relative to the folder. */
 export function asLinkError(error: unknown, link: LinkWithCreator): unknown {
   // The share's own message speaks of the delete permission; through a link a taken name is simply refused.
-  if (error instanceof HttpError && error.statusCode === 403 && error.message.includes('exists')) return new HttpError(409, 'A file of that name is already there; choose another name');
+  if (error instanceof HttpError && error.statusCode === 403 && error.message.includes('exists'))
+    return new HttpError(409, 'A file of that name is already there; choose another name');
   // Messages name paths: through a link, only the part below the request's folder.
   if (error instanceof HttpError && link.path !== '/' && error.message.includes(link.path)) {
-    return new HttpError(error.statusCode, error.message.split(`${link.path}/`).join('').split(link.path).join('the folder'), { errors: error.errors, headers: error.headers });
+    return new HttpError(error.statusCode, error.message.split(`${link.path}/`).join('').split(link.path).join('the folder'), {
+      errors: error.errors,
+      headers: error.headers,
+    });
   }
   return error;
 }
@@ -77,15 +81,23 @@ export interface RequestUploadDeps {
 }
 
 /** POST through a request link: multipart (part `file`, into the folder or at the URL's name) or the raw bytes at a name. */
-export async function handleRequestUpload(request: FastifyRequest, reply: FastifyReply, deps: RequestUploadDeps, link: LinkWithCreator, relative: SharePath): Promise<FastifyReply> {
+export async function handleRequestUpload(
+  request: FastifyRequest,
+  reply: FastifyReply,
+  deps: RequestUploadDeps,
+  link: LinkWithCreator,
+  relative: SharePath,
+): Promise<FastifyReply> {
   const write = requestWrite(link, requestName(relative), deps.maxUploadBytes);
   const raw = request.headers['content-type']?.split(';')[0]?.trim().toLowerCase() === 'application/octet-stream';
-  if (!raw && !request.isMultipart()) throw new HttpError(415, 'Send the file as multipart/form-data (part "file") or as application/octet-stream to /-/s/<link>/<name>');
+  if (!raw && !request.isMultipart())
+    throw new HttpError(415, 'Send the file as multipart/form-data (part "file") or as application/octet-stream to /-/s/<link>/<name>');
   if (!(await deps.shares.takeUse(link.id))) {
     (request.raw as { resume?: () => void }).resume?.();
     throw gone('exhausted');
   }
-  const target: SharePath = write.path === undefined ? { segments: [], path: write.folder, trailingSlash: true } : { segments: [], path: write.path, trailingSlash: false };
+  const target: SharePath =
+    write.path === undefined ? { segments: [], path: write.folder, trailingSlash: true } : { segments: [], path: write.path, trailingSlash: false };
   let result;
   try {
     result = await (raw ? handleRawUpload : handleUpload)(request, target, write.principal, {

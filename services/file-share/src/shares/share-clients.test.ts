@@ -27,14 +27,23 @@ const files: Record<string, Buffer> = {
   'deep/a/b/c/leaf.txt': Buffer.from('deep leaf\n'),
 };
 /** Beside and above the shared folder: must never be fetched through the link. */
-const outside: Record<string, string> = { '/outside.txt': 'above', '/projects/other/private.txt': 'beside', '/projects/shared2/lookalike.txt': 'prefix sibling' };
+const outside: Record<string, string> = {
+  '/outside.txt': 'above',
+  '/projects/other/private.txt': 'beside',
+  '/projects/shared2/lookalike.txt': 'prefix sibling',
+};
 
 async function walk(dir: string): Promise<Map<string, string>> {
   const out = new Map<string, string>();
   for (const entry of await readdir(dir, { withFileTypes: true, recursive: true })) {
     if (!entry.isFile()) continue;
     const path = relative(dir, join(entry.parentPath, entry.name));
-    out.set(path, createHash('sha256').update(await readFile(join(dir, path))).digest('hex'));
+    out.set(
+      path,
+      createHash('sha256')
+        .update(await readFile(join(dir, path)))
+        .digest('hex'),
+    );
   }
   return out;
 }
@@ -65,7 +74,27 @@ it('wget --mirror through a password-protected link mirrors exactly the shared f
   const shared = await link({ path: '/projects/shared', password: 'mirror-pass-1' });
   const dest = join(work, 'wget');
   const cutDirs = String(new URL(shared.url).pathname.split('/').filter(Boolean).length);
-  await run('wget', ['--mirror', '--no-parent', '--no-host-directories', `--cut-dirs=${cutDirs}`, '-e', 'robots=off', '--quiet', '--restrict-file-names=nocontrol', '--user', 'x', '--password', 'mirror-pass-1', '-P', dest, shared.url], { timeout: 120_000 });
+  await run(
+    'wget',
+    [
+      '--mirror',
+      '--no-parent',
+      '--no-host-directories',
+      `--cut-dirs=${cutDirs}`,
+      '-e',
+      'robots=off',
+      '--quiet',
+      '--restrict-file-names=nocontrol',
+      '--user',
+      'x',
+      '--password',
+      'mirror-pass-1',
+      '-P',
+      dest,
+      shared.url,
+    ],
+    { timeout: 120_000 },
+  );
   const mirrored = await walk(dest);
   for (const path of [...mirrored.keys()]) if (/(^|\/)index\.html/.test(path)) mirrored.delete(path);
   expect(sorted(mirrored)).toEqual(sorted(await walk(source)));
@@ -100,7 +129,13 @@ it('streams a folder as .zip that unzip unpacks to the same files', async () => 
   const sub = join(work, 'docs.zip');
   await run('curl', ['-sS', '-f', '-u', 'x:zip-pass-333', '-o', sub, `${test.url}/-/zip/${token}/docs/`]);
   const { stdout: list } = await run('unzip', ['-Z1', sub], { encoding: 'utf8' });
-  expect(list.split('\n').filter(Boolean).sort()).toEqual(['docs/', 'docs/100% done+more.txt', 'docs/guide with spaces.md', 'docs/naïve café/', 'docs/naïve café/résumé.txt']);
+  expect(list.split('\n').filter(Boolean).sort()).toEqual([
+    'docs/',
+    'docs/100% done+more.txt',
+    'docs/guide with spaces.md',
+    'docs/naïve café/',
+    'docs/naïve café/résumé.txt',
+  ]);
   const { stdout: refused } = await run('curl', ['-sS', '-o', '/dev/null', '-w', '%{http_code}', `${test.url}/-/zip/${token}/`], { encoding: 'utf8' });
   expect(refused).toBe('401');
 });

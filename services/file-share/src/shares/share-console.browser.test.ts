@@ -10,7 +10,16 @@ import { afterAll, beforeAll, expect, it } from 'vitest';
 import { adminAuth, ADMIN_PASSWORD, startTestShare, upload, type TestShare } from '../testing/test-share.ts';
 
 const run = promisify(execFile);
-const CHROMIUM_ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'];
+const CHROMIUM_ARGS = [
+  '--headless',
+  '--no-sandbox',
+  '--disable-gpu',
+  '--disable-quic',
+  '--no-first-run',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--disable-sync',
+];
 
 let test: TestShare;
 let browser: Browser;
@@ -18,7 +27,9 @@ const problems: string[] = [];
 
 async function newPage(label: string): Promise<Page> {
   const context = await browser.newContext({ viewport: { width: 1100, height: 760 } });
-  await context.addInitScript("document.addEventListener('securitypolicyviolation', (event) => console.error(`CSP violation: ${event.violatedDirective} ${event.blockedURI}`))");
+  await context.addInitScript(
+    "document.addEventListener('securitypolicyviolation', (event) => console.error(`CSP violation: ${event.violatedDirective} ${event.blockedURI}`))",
+  );
   const page = await context.newPage();
   page.on('pageerror', (error) => problems.push(`${label}: page error: ${error.message}`));
   page.on('console', (message) => {
@@ -30,10 +41,18 @@ async function newPage(label: string): Promise<Page> {
 
 beforeAll(async () => {
   test = await startTestShare({ storage: 's3' });
-  for (const [path, content] of Object.entries({ '/projects/plans/roadmap.txt': 'the roadmap\n', '/projects/plans/q3/budget.csv': 'a,b\n1,2\n', '/projects/secret.txt': 'not shared\n' })) {
+  for (const [path, content] of Object.entries({
+    '/projects/plans/roadmap.txt': 'the roadmap\n',
+    '/projects/plans/q3/budget.csv': 'a,b\n1,2\n',
+    '/projects/secret.txt': 'not shared\n',
+  })) {
     expect((await upload(test.url, path, content, adminAuth)).status).toBe(201);
   }
-  await fetch(`${test.url}/projects/folders`, { method: 'POST', headers: { authorization: adminAuth, 'content-type': 'application/json' }, body: JSON.stringify({ folderName: 'inbox' }) });
+  await fetch(`${test.url}/projects/folders`, {
+    method: 'POST',
+    headers: { authorization: adminAuth, 'content-type': 'application/json' },
+    body: JSON.stringify({ folderName: 'inbox' }),
+  });
   browser = await chromium.launch({ executablePath: '/usr/bin/chromium', args: CHROMIUM_ARGS });
 });
 afterAll(async () => {
@@ -95,7 +114,7 @@ it('makes a password-protected folder link that works for curl and, through the 
   expect((await download).suggestedFilename()).toBe('q3.zip');
 });
 
-it('makes a file request the outsider fills from its page, shown on the owner\'s share links page, then revoked', async () => {
+it("makes a file request the outsider fills from its page, shown on the owner's share links page, then revoked", async () => {
   const owner = await signedInOwner();
   const url = await createLink(owner, 'inbox', async (page) => {
     await page.getByLabel('File request: others can upload, not look inside').check();

@@ -47,9 +47,17 @@ const envelopeError = (body: string) => {
 };
 
 beforeAll(async () => {
-  test = await startTestShare({ storage: 's3', overrides: { shares: { password_failures_per_link: 3, password_failures_per_address: 50, password_window_seconds: 120 } } });
+  test = await startTestShare({
+    storage: 's3',
+    overrides: { shares: { password_failures_per_link: 3, password_failures_per_address: 50, password_window_seconds: 120 } },
+  });
   alice = await createUser(test.url, 'alice', 'user');
-  for (const [path, content] of Object.entries({ '/team/report.txt': 'quarterly report\n', '/team/sub/notes.md': '# notes\n', '/team2/secret.txt': 'not shared\n', '/top.txt': 'top\n' })) {
+  for (const [path, content] of Object.entries({
+    '/team/report.txt': 'quarterly report\n',
+    '/team/sub/notes.md': '# notes\n',
+    '/team2/secret.txt': 'not shared\n',
+    '/top.txt': 'top\n',
+  })) {
     expect((await upload(test.url, path, content, adminAuth)).status).toBe(201);
   }
   await postJson(test.url, '/team/folders', { folderName: 'inbox' }, adminAuth);
@@ -109,7 +117,13 @@ describe('using a link', () => {
   it('throttles wrong passwords per link on every replica: past the limit even the right one waits (429, Retry-After)', async () => {
     const link = await makeLink({ path: '/team/report.txt', password: 'right password' });
     // A second replica on the same database: the guesses made on either count for both.
-    const replica = await startTestShare({ storage: 's3', databaseUrl: test.databaseUrl, bucket: test.bucket!, sessionSecret: test.config.session.secret, overrides: { shares: { password_failures_per_link: 3 } } });
+    const replica = await startTestShare({
+      storage: 's3',
+      databaseUrl: test.databaseUrl,
+      bucket: test.bucket!,
+      sessionSecret: test.config.session.secret,
+      overrides: { shares: { password_failures_per_link: 3 } },
+    });
     try {
       const onOther = link.url.replace(test.url, replica.url);
       const basic = (password: string) => ({ authorization: `Basic ${Buffer.from(`x:${password}`).toString('base64')}` });
@@ -141,7 +155,9 @@ describe('using a link', () => {
     const exhausted = await curl([`${limited.url}report.txt`]);
     expect(exhausted.status).toBe(410);
     expect(envelopeError(exhausted.body).message).toMatch(/used/);
-    const view = (await (await fetch(`${test.url}/api/shares/${limited.id}`, { headers: { authorization: adminAuth } })).json()) as { data: { share: ShareView } };
+    const view = (await (await fetch(`${test.url}/api/shares/${limited.id}`, { headers: { authorization: adminAuth } })).json()) as {
+      data: { share: ShareView };
+    };
     expect(view.data.share).toMatchObject({ uses: 2, state: 'exhausted' });
     expect(view.data.share.last_used_at).not.toBeNull();
 
@@ -164,7 +180,16 @@ describe('using a link', () => {
   it('never reaches outside the shared folder: .., encoded and double-encoded variants, empty segments (400, envelope)', async () => {
     const link = await makeLink({ path: '/team' });
     const base = link.url.slice(0, -1);
-    for (const attack of ['/../team2/secret.txt', '/%2e%2e/team2/secret.txt', '/..%2fteam2%2fsecret.txt', '/%252e%252e/team2/secret.txt', '/sub/..%5c..%5cteam2', '//team2/secret.txt', '/%00', '/.%2e/top.txt']) {
+    for (const attack of [
+      '/../team2/secret.txt',
+      '/%2e%2e/team2/secret.txt',
+      '/..%2fteam2%2fsecret.txt',
+      '/%252e%252e/team2/secret.txt',
+      '/sub/..%5c..%5cteam2',
+      '//team2/secret.txt',
+      '/%00',
+      '/.%2e/top.txt',
+    ]) {
       const answer = await curl(['--path-as-is', `${base}${attack}`]);
       expect(answer.status, attack).toBe(400);
       expect(answer.body).not.toContain('not shared');
@@ -183,14 +208,20 @@ describe('using a link', () => {
     const key = await createKey(test.url, adminAuth, { name: 'maker', permissions: ['downloads', 'uploads'] });
     const byKey = await makeLink({ path: '/team' }, `Bearer ${key.token}`);
     expect((await curl([`${byKey.url}report.txt`])).status).toBe(200);
-    const narrowed = await fetch(`${test.url}/api/api-keys/${key.id}`, { method: 'PUT', headers: { authorization: adminAuth, 'content-type': 'application/json' }, body: JSON.stringify({ permissions: ['uploads'] }) });
+    const narrowed = await fetch(`${test.url}/api/api-keys/${key.id}`, {
+      method: 'PUT',
+      headers: { authorization: adminAuth, 'content-type': 'application/json' },
+      body: JSON.stringify({ permissions: ['uploads'] }),
+    });
     expect(narrowed.status).toBe(200);
     expect((await curl([`${byKey.url}report.txt`])).status).toBe(410);
 
     const carol = await createUser(test.url, 'carol', 'user');
     const byCarol = await makeLink({ path: '/team/report.txt' }, carol.authorization);
     expect((await curl([byCarol.url])).status).toBe(200);
-    const users = (await (await fetch(`${test.url}/api/users`, { headers: { authorization: adminAuth } })).json()) as { data: { users: { id: string; username: string }[] } };
+    const users = (await (await fetch(`${test.url}/api/users`, { headers: { authorization: adminAuth } })).json()) as {
+      data: { users: { id: string; username: string }[] };
+    };
     const carolId = users.data.users.find((u) => u.username === 'carol')!.id;
     await test.share.pool.query((await import('slonik')).sql.unsafe`update users set disabled_at = now() where id = ${carolId}::uuid`);
     expect((await curl([byCarol.url])).status).toBe(410);
@@ -200,28 +231,45 @@ describe('using a link', () => {
 describe('file requests', () => {
   it('takes anonymous uploads (curl -F and --data-binary) and refuses listing, download and overwrite', async () => {
     const link = await makeLink({ path: '/team/inbox', kind: 'request', max_uses: 3, max_file_bytes: 1024 });
-    const multipart = await run('sh', ['-c', `printf 'hello from outside\\n' | curl -sS -w '\\n%{http_code}' -F 'file=@-;filename=hello.txt' '${link.url}'`], { encoding: 'utf8' });
+    const multipart = await run('sh', ['-c', `printf 'hello from outside\\n' | curl -sS -w '\\n%{http_code}' -F 'file=@-;filename=hello.txt' '${link.url}'`], {
+      encoding: 'utf8',
+    });
     expect(multipart.stdout.trim().split('\n').at(-1)).toBe('201');
-    const raw = await run('sh', ['-c', `printf 'raw bytes' | curl -sS -w '\\n%{http_code}' -H 'Content-Type: application/octet-stream' --data-binary @- '${link.url}raw.bin'`], { encoding: 'utf8' });
+    const raw = await run(
+      'sh',
+      ['-c', `printf 'raw bytes' | curl -sS -w '\\n%{http_code}' -H 'Content-Type: application/octet-stream' --data-binary @- '${link.url}raw.bin'`],
+      { encoding: 'utf8' },
+    );
     expect(raw.stdout.trim().split('\n').at(-1)).toBe('201');
     // The owner finds them, with their checksums.
-    const inbox = (await (await fetch(`${test.url}/team/inbox/?format=json`, { headers: { authorization: adminAuth } })).json()) as { files: { name: string; checksum: string }[] };
-    expect(Object.fromEntries(inbox.files.map((f) => [f.name, f.checksum]))).toMatchObject({ 'hello.txt': sha256('hello from outside\n'), 'raw.bin': sha256('raw bytes') });
+    const inbox = (await (await fetch(`${test.url}/team/inbox/?format=json`, { headers: { authorization: adminAuth } })).json()) as {
+      files: { name: string; checksum: string }[];
+    };
+    expect(Object.fromEntries(inbox.files.map((f) => [f.name, f.checksum]))).toMatchObject({
+      'hello.txt': sha256('hello from outside\n'),
+      'raw.bin': sha256('raw bytes'),
+    });
     // No listing, no download, no overwrite, no subfolder, nothing over the size limit.
     expect((await curl(['-H', 'Accept: application/json', link.url])).status).toBe(403);
     expect((await curl([`${link.url}hello.txt`])).status).toBe(403);
-    const overwrite = await run('sh', ['-c', `printf 'evil' | curl -sS -w '\\n%{http_code}' -F 'file=@-;filename=hello.txt' '${link.url}'`], { encoding: 'utf8' });
+    const overwrite = await run('sh', ['-c', `printf 'evil' | curl -sS -w '\\n%{http_code}' -F 'file=@-;filename=hello.txt' '${link.url}'`], {
+      encoding: 'utf8',
+    });
     expect(overwrite.stdout.trim().split('\n').at(-1)).toBe('409');
     const deeper = await run('sh', ['-c', `printf 'x' | curl -sS -w '\\n%{http_code}' -F 'file=@-;filename=x.txt' '${link.url}sub/'`], { encoding: 'utf8' });
     expect(deeper.stdout.trim().split('\n').at(-1)).toBe('403');
-    const big = await run('sh', ['-c', `head -c 2048 /dev/zero | curl -sS -w '\\n%{http_code}' -F 'file=@-;filename=big.bin' '${link.url}'`], { encoding: 'utf8' });
+    const big = await run('sh', ['-c', `head -c 2048 /dev/zero | curl -sS -w '\\n%{http_code}' -F 'file=@-;filename=big.bin' '${link.url}'`], {
+      encoding: 'utf8',
+    });
     expect(big.stdout.trim().split('\n').at(-1)).toBe('413');
-    expect((await fetch(`${test.url}/team/inbox/hello.txt`, { headers: { authorization: adminAuth } }).then((r) => r.text()))).toBe('hello from outside\n');
+    expect(await fetch(`${test.url}/team/inbox/hello.txt`, { headers: { authorization: adminAuth } }).then((r) => r.text())).toBe('hello from outside\n');
     // Refused uploads gave their use back: one more lands, then the request is used up.
     expect((await upload(test.url, link.url.slice(test.url.length), 'third', '', 'third.txt')).status).toBe(201);
     const fourth = await upload(test.url, link.url.slice(test.url.length), 'fourth', '', 'fourth.txt');
     expect(fourth.status).toBe(410);
-    const detail = (await (await fetch(`${test.url}/api/shares/${link.id}`, { headers: { authorization: adminAuth } })).json()) as { data: { arrivals: { path: string }[] } };
+    const detail = (await (await fetch(`${test.url}/api/shares/${link.id}`, { headers: { authorization: adminAuth } })).json()) as {
+      data: { arrivals: { path: string }[] };
+    };
     expect(detail.data.arrivals.map((a) => a.path).sort()).toEqual(['/team/inbox/hello.txt', '/team/inbox/raw.bin', '/team/inbox/third.txt']);
   });
 

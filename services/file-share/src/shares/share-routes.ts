@@ -103,7 +103,11 @@ function expiryOf(body: CreateBody, limits: FileShareConfig['shares']): Date {
     if (!Number.isFinite(expires)) throw invalid('/expires_at', 'must be an ISO 8601 timestamp');
     if (expires <= now) throw invalid('/expires_at', 'must be in the future');
   }
-  if (expires > now + limits.max_expiry_seconds * 1000 + 1000) throw invalid(body.expires_at !== undefined ? '/expires_at' : '/expires_in_seconds', `a link lives at most ${limits.max_expiry_seconds} s (shares.max_expiry_seconds)`);
+  if (expires > now + limits.max_expiry_seconds * 1000 + 1000)
+    throw invalid(
+      body.expires_at !== undefined ? '/expires_at' : '/expires_in_seconds',
+      `a link lives at most ${limits.max_expiry_seconds} s (shares.max_expiry_seconds)`,
+    );
   return new Date(expires);
 }
 
@@ -125,7 +129,8 @@ async function create(options: ShareRoutesOptions, principal: Principal, body: C
   if (!entry) throw notFound(`${path} does not exist`);
   if (kind === 'request' && entry.kind !== 'dir') throw invalid('/path', 'a file request is made for a folder');
   if (kind === 'share' && body.max_file_bytes !== undefined) throw invalid('/max_file_bytes', 'only a file request takes max_file_bytes');
-  if (body.max_file_bytes !== undefined && body.max_file_bytes > options.maxUploadBytes) throw invalid('/max_file_bytes', `must be at most uploads.max_bytes (${options.maxUploadBytes})`);
+  if (body.max_file_bytes !== undefined && body.max_file_bytes > options.maxUploadBytes)
+    throw invalid('/max_file_bytes', `must be at most uploads.max_bytes (${options.maxUploadBytes})`);
   const expiresAt = expiryOf(body, options.limits);
   if (body.password !== undefined && (body.password.length < MIN_PASSWORD || body.password.length > MAX_PASSWORD)) {
     throw invalid('/password', `must be ${MIN_PASSWORD} to ${MAX_PASSWORD} characters`);
@@ -230,7 +235,8 @@ function pageRoute(app: FastifyInstance, options: ShareRoutesOptions): void {
   app.get(SHARES_PATH, { schema: { hide: true, summary: 'The share links page (HTML)', tags: ['console'] } }, async (request, reply) => {
     const principal = request.principal;
     const viewer = { username: principal.user?.username ?? null, via: principal.via, returnTo: SHARES_PATH };
-    if (principal.via === 'anonymous' || !principal.user) return sendPage(reply.header('www-authenticate', 'Bearer realm="boxyard file-share"'), renderSignInPage(viewer), 401);
+    if (principal.via === 'anonymous' || !principal.user)
+      return sendPage(reply.header('www-authenticate', 'Bearer realm="boxyard file-share"'), renderSignInPage(viewer), 401);
     if (principal.via === 'api-key') throw new HttpError(403, 'Insufficient permissions: the share links page is for users signed in as themselves');
     const links = await options.shares.list({ userId: principal.user.id });
     const arrivals = new Map<string, readonly Arrival[]>();

@@ -106,9 +106,13 @@ export function createShareStore(pool: DatabasePool) {
     returnUse: (id: string) => pool.query(sql.unsafe`update share_links set uses = greatest(uses - 1, 0) where id = ${id}::uuid`),
     /** Last use time of a look that is not counted (a listing page), at most once a minute per link. */
     touch: (id: string) =>
-      pool.query(sql.unsafe`update share_links set last_used_at = now() where id = ${id}::uuid and (last_used_at is null or last_used_at < now() - interval '1 minute')`),
+      pool.query(
+        sql.unsafe`update share_links set last_used_at = now() where id = ${id}::uuid and (last_used_at is null or last_used_at < now() - interval '1 minute')`,
+      ),
     recordArrival: (id: string, arrival: { path: string; size: number; sha256: string; address: string }) =>
-      pool.query(sql.unsafe`insert into share_arrivals (link_id, path, size, sha256, address) values (${id}::uuid, ${arrival.path}, ${arrival.size}, ${arrival.sha256}, ${arrival.address})`),
+      pool.query(
+        sql.unsafe`insert into share_arrivals (link_id, path, size, sha256, address) values (${id}::uuid, ${arrival.path}, ${arrival.size}, ${arrival.sha256}, ${arrival.address})`,
+      ),
     arrivals: (id: string, limit = 100) =>
       pool.any(sql.type(arrivalRow)`select path, size, sha256, arrived_at from share_arrivals where link_id = ${id}::uuid order by id desc limit ${limit}`),
   };

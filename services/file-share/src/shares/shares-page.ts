@@ -13,7 +13,9 @@ const time = (value: string | null) => (value === null ? 'never' : value.replace
 
 function arrivalsList(arrivals: readonly Arrival[]): string {
   if (arrivals.length === 0) return 'nothing yet';
-  const items = arrivals.map((a) => `<li><span class="file">${escapeHtml(a.path)}</span> ${a.size} B · ${escapeHtml(time(new Date(a.arrived_at).toISOString()))}</li>`);
+  const items = arrivals.map(
+    (a) => `<li><span class="file">${escapeHtml(a.path)}</span> ${a.size} B · ${escapeHtml(time(new Date(a.arrived_at).toISOString()))}</li>`,
+  );
   return `<details><summary>${arrivals.length} ${arrivals.length === 1 ? 'file' : 'files'}</summary><ul class="arrivals">${items.join('')}</ul></details>`;
 }
 

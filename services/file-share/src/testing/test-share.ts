@@ -44,7 +44,15 @@ export async function startTestShare(options: TestShareOptions = {}): Promise<Te
   let localRoot: string | undefined;
   if ((options.storage ?? 's3') === 's3') {
     bucket = options.bucket ?? (await createTestBucket('fs'));
-    storage = { driver: 's3', endpoint: bucket.endpoint, access_key: bucket.accessKey, secret_key: bucket.secretKey, bucket: bucket.bucket, region: bucket.region, prefix };
+    storage = {
+      driver: 's3',
+      endpoint: bucket.endpoint,
+      access_key: bucket.accessKey,
+      secret_key: bucket.secretKey,
+      bucket: bucket.bucket,
+      region: bucket.region,
+      prefix,
+    };
   } else {
     localRoot = options.localRoot ?? join(await mkdtemp(join(tmpdir(), 'fs-local-')), 'store');
     const { mkdir } = await import('node:fs/promises');

@@ -28,7 +28,13 @@ export const lockTree = (tx: DatabaseTransactionConnection) =>
   tx.query(sql.unsafe`select pg_advisory_xact_lock(hashtext('boxyard-file-share-tree:' || current_schema()))`);
 
 /** Records an event and wakes every replica's listener (NOTIFY is delivered on commit). */
-export async function emit(db: TreeDatabase, tx: DatabaseTransactionConnection, name: EventName, paths: string[], data: Record<string, unknown>): Promise<void> {
+export async function emit(
+  db: TreeDatabase,
+  tx: DatabaseTransactionConnection,
+  name: EventName,
+  paths: string[],
+  data: Record<string, unknown>,
+): Promise<void> {
   await tx.query(sql.unsafe`
     with inserted as (
       insert into events (name, paths, data) values (${name}, ${sql.array(paths, 'text')}, ${sql.jsonb(data as never)}) returning id

@@ -44,7 +44,11 @@ describe('account watch', () => {
     await accounts.update(user.id, { role: 'admin' });
     await accounts.remove(user.id);
     await until(() => seen.filter((c) => c.kind === 'user').length === 2);
-    expect(seen).toEqual([{ kind: 'revoked', jti: 'jti-1' }, { kind: 'user', id: user.id }, { kind: 'user', id: user.id }]);
+    expect(seen).toEqual([
+      { kind: 'revoked', jti: 'jti-1' },
+      { kind: 'user', id: user.id },
+      { kind: 'user', id: user.id },
+    ]);
   });
 
   it('reconnects after its connection is killed and says resync; later changes arrive again', async () => {

@@ -6,11 +6,7 @@
 // Listeners must also re-check on their own now and then (notifications are a fast path, not the only one).
 import { createListenConnection } from '../db/listen-connection.ts';
 
-export type AccountChange =
-  | { kind: 'revoked'; jti: string }
-  | { kind: 'user'; id: string }
-  | { kind: 'key'; id: string }
-  | { kind: 'resync' };
+export type AccountChange = { kind: 'revoked'; jti: string } | { kind: 'user'; id: string } | { kind: 'key'; id: string } | { kind: 'resync' };
 
 export type AccountChangeListener = (change: AccountChange) => void;
 

@@ -37,8 +37,7 @@ let dummyHash: Promise<string> | undefined;
 
 export function createAccounts(pool: DatabasePool) {
   const verified = createVerifiedCredentials();
-  const findByUsername = (username: string) =>
-    pool.maybeOne(sql.type(userRow)`select ${userColumns} from users where lower(username) = lower(${username})`);
+  const findByUsername = (username: string) => pool.maybeOne(sql.type(userRow)`select ${userColumns} from users where lower(username) = lower(${username})`);
 
   return {
     findByUsername,
@@ -78,7 +77,8 @@ export function createAccounts(pool: DatabasePool) {
      * Creates the first admin when no admin exists yet. The password comes from the caller (e.g.
      * BOXYARD_ADMIN_PASSWORD) or is generated and returned so it can be printed once.
      */
-    ensureAdmin: (input: { username: string; password?: string | undefined; role?: string }): Promise<{ created: boolean; password?: string }> => ensureAdmin(pool, input),
+    ensureAdmin: (input: { username: string; password?: string | undefined; role?: string }): Promise<{ created: boolean; password?: string }> =>
+      ensureAdmin(pool, input),
 
     revokeSession: (jti: string, expiresAt: Date): Promise<void> => revokeSession(pool, jti, expiresAt),
 
@@ -144,7 +144,10 @@ async function verifyCredentials(
   return user;
 }
 
-async function ensureAdmin(pool: DatabasePool, input: { username: string; password?: string | undefined; role?: string }): Promise<{ created: boolean; password?: string }> {
+async function ensureAdmin(
+  pool: DatabasePool,
+  input: { username: string; password?: string | undefined; role?: string },
+): Promise<{ created: boolean; password?: string }> {
   const role = input.role ?? 'admin';
   const exists = await pool.exists(sql.unsafe`select 1 from users where role = ${role}`);
   if (exists) return { created: false };
@@ -163,7 +166,10 @@ async function revokeSession(pool: DatabasePool, jti: string, expiresAt: Date): 
   await pool.query(sql.unsafe`
     insert into revoked_sessions (jti, expires_at) values (${jti}, ${expiresAt.toISOString()}::timestamptz)
     on conflict (jti) do nothing`);
-  if (Math.random() < 0.05) void pool.query(sql.unsafe`delete from revoked_sessions where expires_at < now()`).catch(ignoreError('opportunistic purge of expired revocations; the next one retries'));
+  if (Math.random() < 0.05)
+    void pool
+      .query(sql.unsafe`delete from revoked_sessions where expires_at < now()`)
+      .catch(ignoreError('opportunistic purge of expired revocations; the next one retries'));
 }
 
 async function revokedAmong(pool: DatabasePool, jtis: readonly string[]): Promise<Set<string>> {

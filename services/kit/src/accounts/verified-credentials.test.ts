@@ -34,19 +34,23 @@ describe('verified Basic credentials', () => {
   it('runs argon2 once for repeated Basic requests, and on every sign-in', async () => {
     const accounts = createAccounts(pool);
     const user = await accounts.create({ username: 'carol', password: 'Carol-Pass-42', role: 'user' });
-    expect(await argon2During(async () => {
-      for (let i = 0; i < 20; i++) expect(await accounts.verifyCredentials('Carol', 'Carol-Pass-42', { cached: true })).toMatchObject({ id: user.id });
-    })).toBe(1);
+    expect(
+      await argon2During(async () => {
+        for (let i = 0; i < 20; i++) expect(await accounts.verifyCredentials('Carol', 'Carol-Pass-42', { cached: true })).toMatchObject({ id: user.id });
+      }),
+    ).toBe(1);
     expect(await argon2During(() => accounts.verifyCredentials('carol', 'Carol-Pass-42'))).toBe(1);
   });
 
   it('never remembers a wrong password, and pays argon2 for each (unknown users too)', async () => {
     const accounts = createAccounts(pool);
     await accounts.create({ username: 'dave', password: 'Dave-Pass-42', role: 'user' });
-    expect(await argon2During(async () => {
-      for (let i = 0; i < 3; i++) expect(await accounts.verifyCredentials('dave', 'wrong-one', { cached: true })).toBeUndefined();
-      expect(await accounts.verifyCredentials('nobody-here', 'Dave-Pass-42', { cached: true })).toBeUndefined();
-    })).toBe(4);
+    expect(
+      await argon2During(async () => {
+        for (let i = 0; i < 3; i++) expect(await accounts.verifyCredentials('dave', 'wrong-one', { cached: true })).toBeUndefined();
+        expect(await accounts.verifyCredentials('nobody-here', 'Dave-Pass-42', { cached: true })).toBeUndefined();
+      }),
+    ).toBe(4);
   });
 
   it('forgets a remembered credential as soon as the password changes or the user is deleted', async () => {
@@ -60,6 +64,8 @@ describe('verified Basic credentials', () => {
     expect(await accounts.verifyCredentials('erin', 'Erin-New-Pass-43', { cached: true })).toBeUndefined();
     // A new account under the same name with the same password is another user: verified afresh.
     const again = await accounts.create({ username: 'erin', password: 'Erin-New-Pass-43', role: 'user' });
-    expect(await argon2During(async () => expect(await accounts.verifyCredentials('erin', 'Erin-New-Pass-43', { cached: true })).toMatchObject({ id: again.id }))).toBe(1);
+    expect(
+      await argon2During(async () => expect(await accounts.verifyCredentials('erin', 'Erin-New-Pass-43', { cached: true })).toMatchObject({ id: again.id })),
+    ).toBe(1);
   });
 });

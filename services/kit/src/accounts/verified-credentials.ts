@@ -16,7 +16,8 @@ export function createVerifiedCredentials(options: VerifiedCredentialsOptions = 
   // A per-process key: the cache's keys are useless outside this process, and nothing is written anywhere.
   const key = randomBytes(32);
   const cache = new LRUCache<string, { userId: string; passwordHash: string }>({ max: options.max ?? 10_000, ttl: options.ttlMs ?? 60_000 });
-  const keyOf = (username: string, password: string) => createHmac('sha256', key).update(username.toLowerCase()).update('\0').update(password).digest('base64url');
+  const keyOf = (username: string, password: string) =>
+    createHmac('sha256', key).update(username.toLowerCase()).update('\0').update(password).digest('base64url');
   return {
     /** Whether these credentials were verified recently against this very stored hash of this user. */
     has(username: string, password: string, user: { id: string; passwordHash: string }): boolean {

@@ -25,7 +25,14 @@ describe('session tokens', () => {
   it('refuses a token of another type, issuer, audience, algorithm or key', async () => {
     const tokens = createSessionTokens({ ...base, secrets: [secret] });
     const other = (typ: string, iss = base.issuer, aud = base.audience) =>
-      new SignJWT({}).setProtectedHeader({ alg: 'HS256', typ }).setSubject('u').setJti('j').setIssuer(iss).setAudience(aud).setExpirationTime('1m').sign(new TextEncoder().encode(secret));
+      new SignJWT({})
+        .setProtectedHeader({ alg: 'HS256', typ })
+        .setSubject('u')
+        .setJti('j')
+        .setIssuer(iss)
+        .setAudience(aud)
+        .setExpirationTime('1m')
+        .sign(new TextEncoder().encode(secret));
     await expect(tokens.verify(await other('at+jwt'))).rejects.toThrow(InvalidTokenError);
     const kid = createSessionTokens({ ...base, secrets: [secret] });
     await expect(kid.verify(await other(base.typ, 'https://evil.test'))).rejects.toThrow(InvalidTokenError);

@@ -43,7 +43,8 @@ export function createSessionTokens(options: SessionTokenOptions) {
   const keys = options.secrets.map((secret, index) => {
     const bytes = new TextEncoder().encode(secret);
     // jose accepts short HMAC keys; we don't: a short secret can be brute-forced offline from any token.
-    if (bytes.length < MIN_SECRET_BYTES) throw new Error(`session tokens: secret #${index + 1} is ${bytes.length} bytes; HS256 needs at least ${MIN_SECRET_BYTES}`);
+    if (bytes.length < MIN_SECRET_BYTES)
+      throw new Error(`session tokens: secret #${index + 1} is ${bytes.length} bytes; HS256 needs at least ${MIN_SECRET_BYTES}`);
     return { kid: keyId(bytes), bytes };
   });
   const current = keys[0]!;
@@ -67,11 +68,15 @@ export function createSessionTokens(options: SessionTokenOptions) {
 
     async verify(token: string): Promise<SessionClaims> {
       try {
-        const { payload } = await jwtVerify(token, async (header) => {
-          const key = header.kid ? byKid.get(header.kid) : undefined;
-          if (!key) throw new InvalidTokenError('unknown signing key');
-          return key;
-        }, { algorithms: ['HS256'], issuer: options.issuer, audience: options.audience, typ: options.typ, requiredClaims: ['sub', 'jti', 'exp'] });
+        const { payload } = await jwtVerify(
+          token,
+          async (header) => {
+            const key = header.kid ? byKid.get(header.kid) : undefined;
+            if (!key) throw new InvalidTokenError('unknown signing key');
+            return key;
+          },
+          { algorithms: ['HS256'], issuer: options.issuer, audience: options.audience, typ: options.typ, requiredClaims: ['sub', 'jti', 'exp'] },
+        );
         return payload as SessionClaims;
       } catch (error) {
         if (error instanceof InvalidTokenError) throw error;

@@ -8,9 +8,11 @@ import { z } from 'zod';
 export const ASYMMETRIC_ALGORITHMS = ['ES256', 'ES384', 'ES512', 'RS256', 'RS384', 'RS512', 'PS256', 'PS384', 'PS512', 'EdDSA', 'Ed25519'] as const;
 
 const audience = z.union([z.string().min(1), z.array(z.string().min(1)).min(1)]);
-const httpsOrLoopback = z.url({ protocol: /^https?$/ }).refine((u) => u.startsWith('https://') || /^http:\/\/(127\.0\.0\.1|localhost|\[::1\])(:|\/|$)/.test(u), {
-  message: 'must be an https:// URL (http:// only on loopback)',
-});
+const httpsOrLoopback = z
+  .url({ protocol: /^https?$/ })
+  .refine((u) => u.startsWith('https://') || /^http:\/\/(127\.0\.0\.1|localhost|\[::1\])(:|\/|$)/.test(u), {
+    message: 'must be an https:// URL (http:// only on loopback)',
+  });
 
 export const claimMappingSchema = z
   .strictObject({
@@ -86,16 +88,22 @@ export const signInSchema = z
 export const authSections = { resource_server: resourceServerSchema, sign_in: signInSchema };
 
 export function authSchemaWith<S extends z.core.$ZodLooseShape>(extra: S) {
-  return z
-    .strictObject({ ...authSections, ...extra })
-    // Every key of `auth` has its own default, so an absent section is valid.
-    .prefault({} as never)
-    .superRefine((value, ctx) => {
-      const { sign_in: signIn, resource_server: resourceServer } = value as unknown as { sign_in: SignInConfig; resource_server: ResourceServerConfig };
-      if (signIn.enabled && !signIn.issuer && !resourceServer.issuer) {
-        ctx.addIssue({ code: 'custom', path: ['sign_in', 'issuer'], message: 'required when auth.sign_in.enabled is true and auth.resource_server.issuer is not set' });
-      }
-    });
+  return (
+    z
+      .strictObject({ ...authSections, ...extra })
+      // Every key of `auth` has its own default, so an absent section is valid.
+      .prefault({} as never)
+      .superRefine((value, ctx) => {
+        const { sign_in: signIn, resource_server: resourceServer } = value as unknown as { sign_in: SignInConfig; resource_server: ResourceServerConfig };
+        if (signIn.enabled && !signIn.issuer && !resourceServer.issuer) {
+          ctx.addIssue({
+            code: 'custom',
+            path: ['sign_in', 'issuer'],
+            message: 'required when auth.sign_in.enabled is true and auth.resource_server.issuer is not set',
+          });
+        }
+      })
+  );
 }
 
 export const authSchema = authSchemaWith({});

@@ -13,7 +13,11 @@ export const trustProxySchema = z
   .union([z.boolean(), z.number().int().min(1).max(16), z.array(z.union([z.ipv4(), z.ipv6(), z.cidrv4(), z.cidrv6()])).min(1)])
   .transform((value, context) => {
     if (value !== true) return value;
-    context.addIssue({ code: 'custom', message: 'true would trust every X-Forwarded-For hop, so any client could pick its address; give the number of proxies in front of the service (e.g. 1 behind an Ingress) or their addresses' });
+    context.addIssue({
+      code: 'custom',
+      message:
+        'true would trust every X-Forwarded-For hop, so any client could pick its address; give the number of proxies in front of the service (e.g. 1 behind an Ingress) or their addresses',
+    });
     return z.NEVER;
   });
 export type TrustProxy = z.output<typeof trustProxySchema>;
@@ -77,14 +81,15 @@ export const metricsSchema = z.strictObject({
   database_cache_seconds: z.number().int().min(1).max(3600).default(15),
 });
 
-export const loggingSchema = z
-  .strictObject({ level: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info') })
-  .prefault({});
+export const loggingSchema = z.strictObject({ level: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info') }).prefault({});
 
 export const databaseSchema = z.strictObject({
   url: z.string().regex(/^postgres(ql)?:\/\//, 'must be a postgres:// URL'),
   /** Each service keeps its tables in its own schema. */
-  schema: z.string().regex(/^[a-z_][a-z0-9_]{0,62}$/, 'must be a lower-case SQL identifier').optional(),
+  schema: z
+    .string()
+    .regex(/^[a-z_][a-z0-9_]{0,62}$/, 'must be a lower-case SQL identifier')
+    .optional(),
   pool_size: z.number().int().min(1).max(100).default(10),
 });
 

@@ -22,7 +22,10 @@ const file = (name: string, text: string) => {
 
 describe('loadConfig', () => {
   it('applies schema defaults when nothing is given', () => {
-    expect(loadConfig(schema, { env: {} })).toEqual({ name: 'svc', rate_limiting: { enabled: true, max_requests: 100, window_seconds: 600, on_store_error: 'allow' } });
+    expect(loadConfig(schema, { env: {} })).toEqual({
+      name: 'svc',
+      rate_limiting: { enabled: true, max_requests: 100, window_seconds: 600, on_store_error: 'allow' },
+    });
   });
 
   it('reads the YAML file and lets BOXYARD_<KEY PATH> variables override it, typed by the schema', () => {

@@ -60,7 +60,12 @@ function childSchema(schema: z.ZodType, key: string): z.ZodType | undefined {
 function keyNamed(schema: z.ZodType, segment: string): string {
   if (childSchema(schema, segment)) return segment;
   const inner = unwrap(schema);
-  const objects = inner instanceof z.ZodObject ? [inner] : inner instanceof z.ZodDiscriminatedUnion || inner instanceof z.ZodUnion ? (inner.options as z.ZodType[]).map(unwrap) : [];
+  const objects =
+    inner instanceof z.ZodObject
+      ? [inner]
+      : inner instanceof z.ZodDiscriminatedUnion || inner instanceof z.ZodUnion
+        ? (inner.options as z.ZodType[]).map(unwrap)
+        : [];
   for (const object of objects) {
     if (!(object instanceof z.ZodObject)) continue;
     const found = Object.keys(object.shape as object).find((key) => key.toLowerCase() === segment);
@@ -122,9 +127,7 @@ function resolveFileKeys(value: Json, schema: z.ZodType, path: string[] = []): J
 }
 
 export function formatIssues(issues: readonly z.core.$ZodIssue[]): string {
-  return issues
-    .map((issue) => `config: ${issue.path.map(String).join('.') || '(root)'}: ${issue.message} (rule: ${issue.code})`)
-    .join('\n');
+  return issues.map((issue) => `config: ${issue.path.map(String).join('.') || '(root)'}: ${issue.message} (rule: ${issue.code})`).join('\n');
 }
 
 export function loadConfig<S extends z.ZodType>(schema: S, options: LoadConfigOptions = {}): z.output<S> {

@@ -29,7 +29,10 @@ afterAll(async () => {
 describe('migrate', () => {
   it('applies each migration once even when two replicas start together', async () => {
     const a = await pool('svc');
-    const results = await Promise.all([migrate(url, 'svc', [{ namespace: 'svc', dir: join(fixtures, 'a') }]), migrate(url, 'svc', [{ namespace: 'svc', dir: join(fixtures, 'a') }])]);
+    const results = await Promise.all([
+      migrate(url, 'svc', [{ namespace: 'svc', dir: join(fixtures, 'a') }]),
+      migrate(url, 'svc', [{ namespace: 'svc', dir: join(fixtures, 'a') }]),
+    ]);
     expect(results.map((r) => r.applied.length).sort()).toEqual([0, 2]);
     // The insert in 0001 ran exactly once, and the tables live in the service's schema.
     const rows = await a.any(sql.type(z.object({ name: z.string(), size: z.number() }))`select name, size from widgets`);
@@ -42,7 +45,9 @@ describe('migrate', () => {
   it('rolls back a failing migration entirely and records nothing', async () => {
     const p = await pool('broken');
     await expect(migrate(url, 'broken', [{ namespace: 'b', dir: join(fixtures, 'b') }])).rejects.toThrow(/this_function_does_not_exist/);
-    const tables = await p.anyFirst(sql.type(z.object({ t: z.string() }))`select table_name as t from information_schema.tables where table_schema = 'broken' order by 1`);
+    const tables = await p.anyFirst(
+      sql.type(z.object({ t: z.string() }))`select table_name as t from information_schema.tables where table_schema = 'broken' order by 1`,
+    );
     expect(tables).toEqual(['schema_migrations']);
   });
 
@@ -54,13 +59,17 @@ describe('migrate', () => {
     await expect(migrate(url, 'edited', [{ namespace: 'e', dir }])).rejects.toThrow('migration e:0002_widget_size was changed after it was applied');
   });
 
-  it('applies only the given ids when asked (a restore recreates the backup\'s schema), and refuses unknown ids', async () => {
+  it("applies only the given ids when asked (a restore recreates the backup's schema), and refuses unknown ids", async () => {
     const source = { namespace: 'o', dir: join(fixtures, 'a') };
     expect((await listMigrations([source])).map((m) => m.id)).toEqual(['o:0001_widgets', 'o:0002_widget_size']);
     const result = await migrate(url, 'only', [source], { only: new Set(['o:0001_widgets']) });
     expect(result.applied).toEqual(['o:0001_widgets']);
     const p = await pool('only');
-    const columns = await p.anyFirst(sql.type(z.object({ c: z.string() }))`select column_name as c from information_schema.columns where table_schema = 'only' and table_name = 'widgets' order by 1`);
+    const columns = await p.anyFirst(
+      sql.type(
+        z.object({ c: z.string() }),
+      )`select column_name as c from information_schema.columns where table_schema = 'only' and table_name = 'widgets' order by 1`,
+    );
     expect(columns).not.toContain('size');
     await expect(migrate(url, 'only', [source], { only: new Set(['o:0009_missing']) })).rejects.toThrow('unknown migrations: o:0009_missing');
     // The next ordinary start applies the rest.

@@ -60,13 +60,18 @@ export async function migrate(url: string, schema: string, sources: MigrationSou
     await client.query('select pg_advisory_lock(hashtext($1))', [lockKey]);
     await client.query(`create schema if not exists ${ident(schema)}`);
     await client.query(`set search_path to ${ident(schema)}, public`);
-    await client.query(`create table if not exists schema_migrations (id text primary key, checksum text not null, applied_at timestamptz not null default now())`);
-    const applied = new Map((await client.query<{ id: string; checksum: string }>('select id, checksum from schema_migrations')).rows.map((r) => [r.id, r.checksum]));
+    await client.query(
+      `create table if not exists schema_migrations (id text primary key, checksum text not null, applied_at timestamptz not null default now())`,
+    );
+    const applied = new Map(
+      (await client.query<{ id: string; checksum: string }>('select id, checksum from schema_migrations')).rows.map((r) => [r.id, r.checksum]),
+    );
     const done: string[] = [];
     for (const migration of migrations) {
       const known = applied.get(migration.id);
       if (known !== undefined) {
-        if (known !== migration.checksum) throw new Error(`migration ${migration.id} was changed after it was applied (migrations are forward-only: add a new one)`);
+        if (known !== migration.checksum)
+          throw new Error(`migration ${migration.id} was changed after it was applied (migrations are forward-only: add a new one)`);
         continue;
       }
       try {

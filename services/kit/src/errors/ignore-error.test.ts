@@ -16,7 +16,12 @@ it('ignoreError resolves to undefined and logs the error at debug with its reaso
   logIgnoredErrorsTo(logger);
   expect(await Promise.reject(new Error('socket already closed')).catch(ignoreError('closing what may be closed'))).toBeUndefined();
   expect(lines).toHaveLength(1);
-  expect(lines[0]).toMatchObject({ level: 20, reason: 'closing what may be closed', msg: 'ignored: closing what may be closed', err: { message: 'socket already closed' } });
+  expect(lines[0]).toMatchObject({
+    level: 20,
+    reason: 'closing what may be closed',
+    msg: 'ignored: closing what may be closed',
+    err: { message: 'socket already closed' },
+  });
   logger.level = 'info';
   await Promise.reject(new Error('quiet')).catch(ignoreError('at info nothing is written'));
   expect(lines).toHaveLength(1);

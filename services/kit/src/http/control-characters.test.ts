@@ -74,7 +74,12 @@ describe('controlCharacterPointers', () => {
     let deep: unknown = 'x\u0000';
     for (let i = 0; i < 100_000; i++) deep = [deep];
     expect(controlCharacterPointers(deep, '')).toHaveLength(1);
-    expect(controlCharacterPointers(Array.from({ length: 50 }, () => '\u0000'), '')).toHaveLength(10);
+    expect(
+      controlCharacterPointers(
+        Array.from({ length: 50 }, () => '\u0000'),
+        '',
+      ),
+    ).toHaveLength(10);
     expect(controlCharacterPointers({ 'a/b~c': '\u0000' }, '')).toEqual(['/a~1b~0c']);
   });
 });

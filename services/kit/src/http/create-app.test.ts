@@ -18,8 +18,19 @@ const bodySchema = {
 } as const;
 
 async function build(errorShape: 'problem' | 'envelope', readiness?: Record<string, () => Promise<void>>): Promise<FastifyInstance> {
-  const app = await createApp({ service: 'test', version: '1.2.3', errorShape, logLevel: 'silent', openapi: { title: 'test' }, ...(readiness ? { readiness } : {}) });
-  app.post('/things/:org', { schema: { body: bodySchema, querystring: { type: 'object', properties: { limit: { type: 'integer', maximum: 100 } } } } }, async () => ({ ok: true }));
+  const app = await createApp({
+    service: 'test',
+    version: '1.2.3',
+    errorShape,
+    logLevel: 'silent',
+    openapi: { title: 'test' },
+    ...(readiness ? { readiness } : {}),
+  });
+  app.post(
+    '/things/:org',
+    { schema: { body: bodySchema, querystring: { type: 'object', properties: { limit: { type: 'integer', maximum: 100 } } } } },
+    async () => ({ ok: true }),
+  );
   app.get('/boom', async () => {
     throw new Error('secret internal detail at /srv/app.ts:12');
   });
@@ -45,7 +56,12 @@ describe('problem-details shape (RFC 9457)', () => {
     expect(body.errors.map((e: { pointer: string; rule: string }) => `${e.pointer} ${e.rule}`).sort()).toEqual(
       ['/extra additionalProperties', '/name pattern', '/size minimum', '/version required'].sort(),
     );
-    expect(body.errors.find((e: { rule: string }) => e.rule === 'minimum')).toEqual({ pointer: '/size', rule: 'minimum', params: { comparison: '>=', limit: 1 }, detail: 'must be >= 1' });
+    expect(body.errors.find((e: { rule: string }) => e.rule === 'minimum')).toEqual({
+      pointer: '/size',
+      rule: 'minimum',
+      params: { comparison: '>=', limit: 1 },
+      detail: 'must be >= 1',
+    });
   });
 
   it('points into the query string for query parameters', async () => {
@@ -75,7 +91,14 @@ describe('problem-details shape (RFC 9457)', () => {
   it('never leaks internals on an unhandled failure', async () => {
     const res = await app.inject({ method: 'GET', url: '/boom' });
     expect(res.statusCode).toBe(500);
-    expect(res.json()).toEqual({ type: 'https://boxyard.io/problems/internal', title: 'Internal server error', status: 500, detail: 'Internal server error', instance: '/boom', errors: [] });
+    expect(res.json()).toEqual({
+      type: 'https://boxyard.io/problems/internal',
+      title: 'Internal server error',
+      status: 500,
+      detail: 'Internal server error',
+      instance: '/boom',
+      errors: [],
+    });
     expect(res.body).not.toContain('secret');
     expect(res.body).not.toContain('.ts');
   });
@@ -90,11 +113,13 @@ describe('problem-details shape (RFC 9457)', () => {
 /** A GET on a connection of its own (closed after it: the app's close waits for keep-alive connections). */
 function get(url: string, requestId: string): Promise<{ status: number; body: Buffer }> {
   return new Promise((resolve, reject) => {
-    http.get(url, { agent: false, headers: { 'x-request-id': requestId } }, (response) => {
-      const chunks: Buffer[] = [];
-      response.on('data', (chunk: Buffer) => chunks.push(chunk));
-      response.on('end', () => resolve({ status: response.statusCode!, body: Buffer.concat(chunks) }));
-    }).on('error', reject);
+    http
+      .get(url, { agent: false, headers: { 'x-request-id': requestId } }, (response) => {
+        const chunks: Buffer[] = [];
+        response.on('data', (chunk: Buffer) => chunks.push(chunk));
+        response.on('end', () => resolve({ status: response.statusCode!, body: Buffer.concat(chunks) }));
+      })
+      .on('error', reject);
   });
 }
 
@@ -121,21 +146,38 @@ describe('request logs', () => {
       return { id: (request.params as { id: string }).id };
     });
     // A streamed body (no Content-Length): its size is what went to the connection.
-    app.get('/stream', async (_request, reply) => reply.type('text/plain').send(Readable.from([Buffer.alloc(40_000, 'a'), Buffer.alloc(20_000, 'b')], { objectMode: false })));
+    app.get('/stream', async (_request, reply) =>
+      reply.type('text/plain').send(Readable.from([Buffer.alloc(40_000, 'a'), Buffer.alloc(20_000, 'b')], { objectMode: false })),
+    );
     await app.listen({ host: '127.0.0.1', port: 0 });
     const base = `http://127.0.0.1:${(app.server.address() as { port: number }).port}`;
     const itemBody = (await get(`${base}/items/42?token=secret-value`, 'req-item')).body;
     expect((await get(`${base}/stream`, 'req-stream')).body.length).toBe(60_000);
     expect((await get(`${base}/nothing`, 'req-missing')).status).toBe(404);
     await app.close();
-    const records = lines.join('').split('\n').filter(Boolean).map((line) => JSON.parse(line) as Record<string, unknown>);
+    const records = lines
+      .join('')
+      .split('\n')
+      .filter(Boolean)
+      .map((line) => JSON.parse(line) as Record<string, unknown>);
     for (const id of ['req-item', 'req-stream', 'req-missing']) {
       const ofRequest = records.filter((r) => r.reqId === id);
-      expect(ofRequest.map((r) => r.msg), id).toEqual(['request']);
+      expect(
+        ofRequest.map((r) => r.msg),
+        id,
+      ).toEqual(['request']);
       expect(ofRequest[0]!.level).toBe(30);
     }
     const line = (id: string) => records.find((r) => r.reqId === id)!;
-    expect(line('req-item')).toMatchObject({ method: 'GET', url: '/items/42?token=[redacted]', route: '/items/:id', status: 200, bytes: Buffer.byteLength(itemBody), principal: 'alice', ip: '127.0.0.1' });
+    expect(line('req-item')).toMatchObject({
+      method: 'GET',
+      url: '/items/42?token=[redacted]',
+      route: '/items/:id',
+      status: 200,
+      bytes: Buffer.byteLength(itemBody),
+      principal: 'alice',
+      ip: '127.0.0.1',
+    });
     expect(line('req-item').duration_ms).toEqual(expect.any(Number));
     // Headers and chunk framing on top of the 60,000 bytes of body.
     expect(line('req-stream')).toMatchObject({ route: '/stream', status: 200, principal: null });
@@ -158,7 +200,11 @@ describe('envelope shape', () => {
   });
 
   it('hides internals on 500 and says 404 in the same shape', async () => {
-    expect((await app.inject({ method: 'GET', url: '/boom' })).json()).toEqual({ success: false, message: 'Internal server error', details: 'Internal server error' });
+    expect((await app.inject({ method: 'GET', url: '/boom' })).json()).toEqual({
+      success: false,
+      message: 'Internal server error',
+      details: 'Internal server error',
+    });
     expect((await app.inject({ method: 'GET', url: '/nope' })).json()).toMatchObject({ success: false, message: 'No route for GET /nope' });
   });
 });
@@ -208,7 +254,15 @@ describe('operational routes', () => {
     } catch (error) {
       lint = `${(error as { stdout?: string }).stdout ?? ''}${(error as { stderr?: string }).stderr ?? ''}`;
     }
-    const problems = lint.split('\n').filter((l) => l.trim() && !/^nodejs_active_\w+_total non-counter metrics should not have "_total" suffix$|^nodejs_eventloop_utilization_(histogram|summary) metric name should not include type '(histogram|summary)'$/.test(l.trim()));
+    const problems = lint
+      .split('\n')
+      .filter(
+        (l) =>
+          l.trim() &&
+          !/^nodejs_active_\w+_total non-counter metrics should not have "_total" suffix$|^nodejs_eventloop_utilization_(histogram|summary) metric name should not include type '(histogram|summary)'$/.test(
+            l.trim(),
+          ),
+      );
     expect(problems).toEqual([]);
     await app.close();
   });

@@ -152,7 +152,10 @@ export async function createApp(options: CreateAppOptions): Promise<FastifyInsta
     const results = await Promise.all(
       checks.map(async ([name, check]) => {
         try {
-          await Promise.race([check(), new Promise((_, reject) => setTimeout(() => reject(new Error(`timed out after ${READINESS_TIMEOUT_MS} ms`)), READINESS_TIMEOUT_MS).unref())]);
+          await Promise.race([
+            check(),
+            new Promise((_, reject) => setTimeout(() => reject(new Error(`timed out after ${READINESS_TIMEOUT_MS} ms`)), READINESS_TIMEOUT_MS).unref()),
+          ]);
           return [name, 'ok'] as const;
         } catch (error) {
           app.log.warn({ check: name, err: error }, 'readiness check failed');

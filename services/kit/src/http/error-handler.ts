@@ -83,7 +83,8 @@ export function renderError(error: HttpError, options: ErrorHandlerOptions, inst
  */
 export function logFailure(request: FastifyRequest, error: unknown, httpError: HttpError): void {
   if (httpError.statusCode >= 500 && !exposedServerStatuses.has(httpError.statusCode)) request.log.error({ err: error }, 'unhandled error');
-  else if (httpError.statusCode >= 500 && httpError.kind !== 'throttled') request.log.warn({ status: httpError.statusCode, err: error }, 'dependency unavailable');
+  else if (httpError.statusCode >= 500 && httpError.kind !== 'throttled')
+    request.log.warn({ status: httpError.statusCode, err: error }, 'dependency unavailable');
   else request.log.info({ status: httpError.statusCode, reason: httpError.message }, 'request refused');
 }
 

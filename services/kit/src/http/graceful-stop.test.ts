@@ -72,7 +72,7 @@ function get(url: string, agent?: Agent, slowly = false): Promise<Answer> {
 
 let stopped: Promise<void> | undefined;
 afterEach(async () => {
-  await stopped?.catch(ignoreError('teardown: the stop\'s outcome was asserted by the test'));
+  await stopped?.catch(ignoreError("teardown: the stop's outcome was asserted by the test"));
   stopped = undefined;
 });
 

@@ -8,17 +8,32 @@ import { notFound } from './http-error.ts';
 
 async function build(errorShape: 'problem' | 'envelope'): Promise<FastifyInstance> {
   const app = await createApp({ service: 'test', version: '1', errorShape, logLevel: 'silent', openapi: { title: 'test' } });
-  app.get('/items/:id', {
-    schema: { params: { type: 'object', properties: { id: { type: 'string' } } }, querystring: { type: 'object', properties: { page: { type: 'integer' } } }, response: { 200: { type: 'object', properties: { id: { type: 'string' }, page: { type: 'integer' } } }, 403: {} } },
-  }, async (request) => {
-    const { id } = request.params as { id: string };
-    if (id === 'gone') throw notFound('Item gone not found');
-    return { id, page: (request.query as { page?: number }).page };
-  });
+  app.get(
+    '/items/:id',
+    {
+      schema: {
+        params: { type: 'object', properties: { id: { type: 'string' } } },
+        querystring: { type: 'object', properties: { page: { type: 'integer' } } },
+        response: { 200: { type: 'object', properties: { id: { type: 'string' }, page: { type: 'integer' } } }, 403: {} },
+      },
+    },
+    async (request) => {
+      const { id } = request.params as { id: string };
+      if (id === 'gone') throw notFound('Item gone not found');
+      return { id, page: (request.query as { page?: number }).page };
+    },
+  );
   app.delete('/items/:id', async () => ({}));
-  app.post('/items', {
-    schema: { body: { type: 'object', required: ['name'], properties: { name: { type: 'string' }, size: { type: 'integer', maximum: 10 } } }, response: { 201: { type: 'object', properties: { name: { type: 'string' } } } } },
-  }, async (request, reply) => reply.status(201).send(request.body));
+  app.post(
+    '/items',
+    {
+      schema: {
+        body: { type: 'object', required: ['name'], properties: { name: { type: 'string' }, size: { type: 'integer', maximum: 10 } } },
+        response: { 201: { type: 'object', properties: { name: { type: 'string' } } } },
+      },
+    },
+    async (request, reply) => reply.status(201).send(request.body),
+  );
   await app.ready();
   return app;
 }

@@ -64,8 +64,7 @@ export class HttpError extends Error {
 }
 
 export const badRequest = (message: string, errors?: FieldError[]) => new HttpError(400, message, { errors: errors ?? [] });
-export const unauthorized = (message = 'Authentication required', headers?: Record<string, string>) =>
-  new HttpError(401, message, { headers: headers ?? {} });
+export const unauthorized = (message = 'Authentication required', headers?: Record<string, string>) => new HttpError(401, message, { headers: headers ?? {} });
 export const forbidden = (message = 'Insufficient permissions') => new HttpError(403, message);
 export const notFound = (message = 'Not found') => new HttpError(404, message);
 export const conflict = (message: string, errors?: FieldError[]) => new HttpError(409, message, { errors: errors ?? [] });

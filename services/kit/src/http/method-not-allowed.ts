@@ -40,12 +40,14 @@ export function trackRoutes(app: FastifyInstance): MethodTable {
   });
   return {
     allowed(path) {
-      return [...methods].filter((method) => {
-        const found = router.find(method as never, path);
-        if (found === null) return false;
-        const shadowed = shadows.get((found.store as { url: string }).url);
-        return !shadowed?.(path);
-      }).sort();
+      return [...methods]
+        .filter((method) => {
+          const found = router.find(method as never, path);
+          if (found === null) return false;
+          const shadowed = shadows.get((found.store as { url: string }).url);
+          return !shadowed?.(path);
+        })
+        .sort();
     },
     shadow(url, shadowed) {
       shadows.set(url, shadowed);

@@ -38,7 +38,8 @@ export function createOriginPolicy(options: OriginPolicyOptions) {
     check: async (request: FastifyRequest) => {
       if (!isAllowed(request)) throw forbidden(`Origin ${request.headers.origin} is not allowed`);
       // A browser that sent no Origin still says where the request comes from.
-      if (request.headers.origin === undefined && request.headers['sec-fetch-site'] === 'cross-site') throw forbidden('Cross-site requests may not change anything here');
+      if (request.headers.origin === undefined && request.headers['sec-fetch-site'] === 'cross-site')
+        throw forbidden('Cross-site requests may not change anything here');
     },
   };
 }

@@ -44,7 +44,11 @@ describe('sending a stored object as the reply body', () => {
       const range = start === undefined ? undefined : { start: Number(start), end: end === undefined ? undefined : Number(end) };
       const info = (await store.stat(`files/${request.params.name}`))!;
       const length = range ? Math.min(range.end ?? info.size - 1, info.size - 1) - range.start + 1 : info.size;
-      reply.status(range ? 206 : 200).header('content-length', length).header('x-stored-name', request.params.name).type('application/octet-stream');
+      reply
+        .status(range ? 206 : 200)
+        .header('content-length', length)
+        .header('x-stored-name', request.params.name)
+        .type('application/octet-stream');
       return sendStoredBody(request, reply, await store.get(`files/${request.params.name}`, range));
     });
     app.get('/generated', async (request, reply) => sendStoredBody(request, reply, Readable.from([Buffer.from('not a file')])));

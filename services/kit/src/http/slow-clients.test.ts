@@ -107,7 +107,9 @@ describe('clients that make progress', () => {
     const client = rawClient(port);
     const chunk = Buffer.alloc(2048, 'b');
     const rounds = 20; // 20 × 150 ms = 3 s: six body windows, three idle periods
-    client.socket.write(`POST /upload HTTP/1.1\r\nHost: x\r\nContent-Type: application/octet-stream\r\nContent-Length: ${chunk.length * rounds}\r\nConnection: close\r\n\r\n`);
+    client.socket.write(
+      `POST /upload HTTP/1.1\r\nHost: x\r\nContent-Type: application/octet-stream\r\nContent-Length: ${chunk.length * rounds}\r\nConnection: close\r\n\r\n`,
+    );
     for (let i = 0; i < rounds; i++) {
       client.socket.write(chunk);
       await sleep(150);

@@ -58,7 +58,9 @@ export function clientErrorAnswer(shape: ErrorHandlerOptions) {
     const { type, body } = renderError(new HttpError(status, message), shape);
     const text = JSON.stringify(body);
     if (socket.writable) {
-      socket.write(`HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Type: ${type}\r\nContent-Length: ${Buffer.byteLength(text)}\r\nConnection: close\r\n\r\n${text}`);
+      socket.write(
+        `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Type: ${type}\r\nContent-Length: ${Buffer.byteLength(text)}\r\nConnection: close\r\n\r\n${text}`,
+      );
     }
     socket.destroy();
   };

@@ -30,10 +30,15 @@ export function createStreamLimits(options: StreamLimitsOptions): StreamLimits {
     claim(holder) {
       const held = byHolder.get(holder) ?? 0;
       if (held >= options.perHolder) {
-        throw new HttpError(429, `too many open ${options.what} for this caller (at most ${options.perHolder}); close one first`, { headers: { 'retry-after': retryAfter } });
+        throw new HttpError(429, `too many open ${options.what} for this caller (at most ${options.perHolder}); close one first`, {
+          headers: { 'retry-after': retryAfter },
+        });
       }
       if (total >= options.total) {
-        throw new HttpError(503, `too many open ${options.what} on this server (at most ${options.total}); try again later`, { kind: 'throttled', headers: { 'retry-after': retryAfter } });
+        throw new HttpError(503, `too many open ${options.what} on this server (at most ${options.total}); try again later`, {
+          kind: 'throttled',
+          headers: { 'retry-after': retryAfter },
+        });
       }
       byHolder.set(holder, held + 1);
       total++;

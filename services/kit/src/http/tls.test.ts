@@ -44,8 +44,18 @@ describe('resolveTls: a kept self-signed certificate', () => {
     expect(await readFile(join(dir, `${name}.key`), 'utf8')).toBe(rekeyed.key);
 
     const ending = await generate([{ name: 'commonName', value: 'localhost' }], {
-      keySize: 2048, notAfterDate: new Date(Date.now() + 10 * 24 * 3600 * 1000),
-      extensions: [{ name: 'subjectAltName', altNames: [{ type: 2, value: 'localhost' }, { type: 7, ip: '127.0.0.1' }, { type: 7, ip: '::1' }] }],
+      keySize: 2048,
+      notAfterDate: new Date(Date.now() + 10 * 24 * 3600 * 1000),
+      extensions: [
+        {
+          name: 'subjectAltName',
+          altNames: [
+            { type: 2, value: 'localhost' },
+            { type: 7, ip: '127.0.0.1' },
+            { type: 7, ip: '::1' },
+          ],
+        },
+      ],
     });
     await writeFile(join(dir, `${name}.crt`), ending.cert);
     await writeFile(join(dir, `${name}.key`), ending.private);
@@ -63,6 +73,8 @@ describe('resolveTls: a kept self-signed certificate', () => {
     const b = await generate([{ name: 'commonName', value: 'b.test' }], { keySize: 2048 });
     await writeFile(join(dir, 'a.crt'), a.cert);
     await writeFile(join(dir, 'b.key'), b.private);
-    await expect(resolveTls({ cert: join(dir, 'a.crt'), key: join(dir, 'b.key'), hosts })).rejects.toThrow(/server\.tls: the private key does not belong to the certificate/);
+    await expect(resolveTls({ cert: join(dir, 'a.crt'), key: join(dir, 'b.key'), hosts })).rejects.toThrow(
+      /server\.tls: the private key does not belong to the certificate/,
+    );
   });
 });

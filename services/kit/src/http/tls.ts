@@ -49,7 +49,9 @@ async function readCached(dir: string, name: string, hosts: string[]): Promise<{
   try {
     const info = checkCertificatePair(cert, key, new Date(Date.now() + RENEW_BEFORE_DAYS * DAY_MS));
     // Node writes IPv6 addresses in full (0:0:0:0:0:0:0:1): compare canonical forms.
-    const names = new Set((info.subjectAltName ?? '').split(', ').map((entry) => (entry.startsWith('IP Address:') ? `IP:${canonicalIp(entry.slice(11))}` : entry)));
+    const names = new Set(
+      (info.subjectAltName ?? '').split(', ').map((entry) => (entry.startsWith('IP Address:') ? `IP:${canonicalIp(entry.slice(11))}` : entry)),
+    );
     if (!hosts.every((h) => names.has(isIP(h) ? `IP:${canonicalIp(h)}` : `DNS:${h}`))) return undefined;
   } catch (error) {
     if (error instanceof CertificatePairError) return undefined;
@@ -73,14 +75,20 @@ async function generateSelfSigned(hosts: string[], commonName: string): Promise<
   return { cert: pems.cert, key: pems.private };
 }
 
-export async function resolveTls(options: { cert?: string | undefined; key?: string | undefined; hosts: string[]; cacheDir?: string | undefined }): Promise<TlsMaterial> {
+export async function resolveTls(options: {
+  cert?: string | undefined;
+  key?: string | undefined;
+  hosts: string[];
+  cacheDir?: string | undefined;
+}): Promise<TlsMaterial> {
   if (options.cert || options.key) {
     if (!options.cert || !options.key) throw new Error('config: server.tls: cert and key must be given together');
     const [cert, key] = await Promise.all([readFile(options.cert, 'utf8'), readFile(options.key, 'utf8')]);
     try {
       checkCertificatePair(cert, key);
     } catch (error) {
-      if (error instanceof CertificatePairError) throw new Error(`config: server.tls: ${error.message} (cert ${options.cert}, key ${options.key})`, { cause: error });
+      if (error instanceof CertificatePairError)
+        throw new Error(`config: server.tls: ${error.message} (cert ${options.cert}, key ${options.key})`, { cause: error });
       throw error;
     }
     return { cert, key, selfSigned: false };

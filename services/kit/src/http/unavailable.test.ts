@@ -11,7 +11,11 @@ import { toHttpError } from './error-handler.ts';
 import { isDatabaseUnavailable, RETRY_AFTER_SECONDS } from './unavailable.ts';
 import { ignoreError } from '../errors/ignore-error.ts';
 
-const failure = (promise: Promise<unknown>) => promise.then(() => expect.unreachable('should have failed'), (error: unknown) => error);
+const failure = (promise: Promise<unknown>) =>
+  promise.then(
+    () => expect.unreachable('should have failed'),
+    (error: unknown) => error,
+  );
 
 describe('dependency failures become 503 with Retry-After', () => {
   let url: string;

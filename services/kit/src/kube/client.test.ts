@@ -41,10 +41,18 @@ describe('the kit Kubernetes client', () => {
       apiVersion: 'networking.k8s.io/v1',
       kind: 'NetworkPolicy',
       metadata: { name: 'fence', namespace },
-      spec: { podSelector: { matchLabels: { app: 'a', stale: 'yes' } }, policyTypes: ['Ingress'], ingress: [{ from: [{ podSelector: { matchLabels: { app: 'gw' } } }] }] },
+      spec: {
+        podSelector: { matchLabels: { app: 'a', stale: 'yes' } },
+        policyTypes: ['Ingress'],
+        ingress: [{ from: [{ podSelector: { matchLabels: { app: 'gw' } } }] }],
+      },
     };
     await client.create(policy);
-    const spec = { podSelector: { matchLabels: { app: 'a' } }, policyTypes: ['Ingress'], ingress: [{ from: [{ podSelector: { matchLabels: { app: 'gw2' } } }] }] };
+    const spec = {
+      podSelector: { matchLabels: { app: 'a' } },
+      policyTypes: ['Ingress'],
+      ingress: [{ from: [{ podSelector: { matchLabels: { app: 'gw2' } } }] }],
+    };
     await client.jsonPatch(resources.networkPolicy, namespace, 'fence', [{ op: 'replace', path: '/spec', value: spec }]);
     expect((await client.get(resources.networkPolicy, namespace, 'fence'))?.spec).toEqual(spec);
     await expect(client.jsonPatch(resources.networkPolicy, namespace, 'absent', [{ op: 'replace', path: '/spec', value: spec }])).rejects.toSatisfy(isNotFound);
@@ -55,10 +63,16 @@ describe('the kit Kubernetes client', () => {
     await client.create(pod('other'));
     const events: WatchEvent[] = [];
     const stop = new AbortController();
-    const watching = client.watch(resources.pod, namespace, { fieldSelector: 'metadata.name=watched', resourceVersion: watched.metadata.resourceVersion, timeoutSeconds: 30 }, (event) => {
-      events.push(event);
-      if (event.type === 'DELETED') stop.abort();
-    }, stop.signal);
+    const watching = client.watch(
+      resources.pod,
+      namespace,
+      { fieldSelector: 'metadata.name=watched', resourceVersion: watched.metadata.resourceVersion, timeoutSeconds: 30 },
+      (event) => {
+        events.push(event);
+        if (event.type === 'DELETED') stop.abort();
+      },
+      stop.signal,
+    );
     await client.mergePatch(resources.pod, namespace, 'other', { metadata: { labels: { touched: 'yes' } } });
     await client.mergePatch(resources.pod, namespace, 'watched', { metadata: { labels: { touched: 'yes' } } });
     // No kubelet here: a pod with a grace period stays (terminating) until it ends; 0 removes it at once.

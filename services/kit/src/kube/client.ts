@@ -140,17 +140,20 @@ export class KubeClient {
     let code = 0;
     try {
       const url = this.url(path, options.query);
-      const call = () => new Promise<{ status: number; text: string }>((resolve, reject) => {
-        const req = https.request(url, { method, headers, agent: this.agent }, (res) => {
-          const chunks: Buffer[] = [];
-          res.on('data', (chunk: Buffer) => chunks.push(chunk));
-          res.on('end', () => resolve({ status: res.statusCode ?? 0, text: Buffer.concat(chunks).toString('utf8') }));
-          res.on('error', reject);
+      const call = () =>
+        new Promise<{ status: number; text: string }>((resolve, reject) => {
+          const req = https.request(url, { method, headers, agent: this.agent }, (res) => {
+            const chunks: Buffer[] = [];
+            res.on('data', (chunk: Buffer) => chunks.push(chunk));
+            res.on('end', () => resolve({ status: res.statusCode ?? 0, text: Buffer.concat(chunks).toString('utf8') }));
+            res.on('error', reject);
+          });
+          req.setTimeout(options.timeoutMs ?? REQUEST_TIMEOUT_MS, () =>
+            req.destroy(new Error(`${method} ${path}: no answer within ${options.timeoutMs ?? REQUEST_TIMEOUT_MS} ms`)),
+          );
+          req.on('error', reject);
+          req.end(payload);
         });
-        req.setTimeout(options.timeoutMs ?? REQUEST_TIMEOUT_MS, () => req.destroy(new Error(`${method} ${path}: no answer within ${options.timeoutMs ?? REQUEST_TIMEOUT_MS} ms`)));
-        req.on('error', reject);
-        req.end(payload);
-      });
       const traced = { method, verb: options.verb, resource: options.resource, url, namespace: namespaceOf(path) };
       const { status, text } = await traceApiCall(this.options.tracerName ?? '@boxyard/operator', traced, headers, async () => {
         const answer = await call();
@@ -158,7 +161,8 @@ export class KubeClient {
       });
       code = status;
       const body = text ? (safeJson(text) as T & KubeStatus) : undefined;
-      if (status >= 400) throw new KubeApiError(status, body && typeof body === 'object' ? body : { kind: 'Status', message: text.slice(0, 500) }, `${method} ${path}`);
+      if (status >= 400)
+        throw new KubeApiError(status, body && typeof body === 'object' ? body : { kind: 'Status', message: text.slice(0, 500) }, `${method} ${path}`);
       return body as T;
     } finally {
       this.options.onRequest?.({ verb: options.verb, resource: options.resource, code, seconds: Number(process.hrtime.bigint() - started) / 1e9 });
@@ -166,9 +170,18 @@ export class KubeClient {
   }
 
   /** The object, or undefined when it does not exist. */
-  async get<T extends KubeObject>(type: ResourceType, namespace: string | undefined, name: string, options: { metadataOnly?: boolean } = {}): Promise<T | undefined> {
+  async get<T extends KubeObject>(
+    type: ResourceType,
+    namespace: string | undefined,
+    name: string,
+    options: { metadataOnly?: boolean } = {},
+  ): Promise<T | undefined> {
     try {
-      return await this.request<T>('GET', objectPath(type, namespace, name), { verb: 'get', resource: type.plural, accept: options.metadataOnly ? METADATA_ONE : undefined });
+      return await this.request<T>('GET', objectPath(type, namespace, name), {
+        verb: 'get',
+        resource: type.plural,
+        accept: options.metadataOnly ? METADATA_ONE : undefined,
+      });
     } catch (error) {
       if (isNotFound(error)) return undefined;
       throw error;
@@ -233,7 +246,12 @@ export class KubeClient {
   }
 
   /** JSON patch (RFC 6902): operations on paths, for what a merge patch cannot say (replace a whole list or map). */
-  async jsonPatch<T extends KubeObject>(type: ResourceType, namespace: string | undefined, name: string, operations: readonly { op: string; path: string; value?: unknown }[]): Promise<T> {
+  async jsonPatch<T extends KubeObject>(
+    type: ResourceType,
+    namespace: string | undefined,
+    name: string,
+    operations: readonly { op: string; path: string; value?: unknown }[],
+  ): Promise<T> {
     return this.request<T>('PATCH', objectPath(type, namespace, name), {
       verb: 'patch',
       resource: type.plural,

@@ -9,7 +9,9 @@ afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 function kubeconfig(name: string, cluster: string, user: string): string {
   const file = join(dir, name);
-  writeFileSync(file, `apiVersion: v1
+  writeFileSync(
+    file,
+    `apiVersion: v1
 kind: Config
 current-context: here
 contexts:
@@ -27,7 +29,8 @@ users:
 - name: u
   user:
 ${user}
-`);
+`,
+  );
   return file;
 }
 
@@ -35,18 +38,29 @@ describe('credentials from a kubeconfig', () => {
   it('reads certificates from files relative to the kubeconfig, and impersonation', async () => {
     writeFileSync(join(dir, 'ca.crt'), 'CA');
     writeFileSync(join(dir, 'client.crt'), 'CERT');
-    const file = kubeconfig('files.yaml', '    server: https://127.0.0.1:6443\n    certificate-authority: ca.crt\n    tls-server-name: kubernetes', `    client-certificate: client.crt\n    client-key-data: ${Buffer.from('KEY').toString('base64')}\n    as: system:serviceaccount:boxyard-system:boxyard`);
+    const file = kubeconfig(
+      'files.yaml',
+      '    server: https://127.0.0.1:6443\n    certificate-authority: ca.crt\n    tls-server-name: kubernetes',
+      `    client-certificate: client.crt\n    client-key-data: ${Buffer.from('KEY').toString('base64')}\n    as: system:serviceaccount:boxyard-system:boxyard`,
+    );
     const credentials = kubeconfigCredentials(file);
     expect(credentials.server).toBe('https://127.0.0.1:6443');
     expect(credentials.namespace).toBe('team');
-    expect({ ca: credentials.tls.ca?.toString(), cert: credentials.tls.cert?.toString(), key: credentials.tls.key?.toString(), servername: credentials.tls.servername }).toEqual({ ca: 'CA', cert: 'CERT', key: 'KEY', servername: 'kubernetes' });
+    expect({
+      ca: credentials.tls.ca?.toString(),
+      cert: credentials.tls.cert?.toString(),
+      key: credentials.tls.key?.toString(),
+      servername: credentials.tls.servername,
+    }).toEqual({ ca: 'CA', cert: 'CERT', key: 'KEY', servername: 'kubernetes' });
     expect(await credentials.headers()).toEqual({ 'Impersonate-User': 'system:serviceaccount:boxyard-system:boxyard' });
   });
 
   it('sends a bearer token, from the kubeconfig or a token file', async () => {
-    expect(await (kubeconfigCredentials(kubeconfig('token.yaml', '    server: https://k', '    token: abc'))).headers()).toEqual({ Authorization: 'Bearer abc' });
+    expect(await kubeconfigCredentials(kubeconfig('token.yaml', '    server: https://k', '    token: abc')).headers()).toEqual({ Authorization: 'Bearer abc' });
     writeFileSync(join(dir, 'token'), 'from-file\n');
-    expect(await (kubeconfigCredentials(kubeconfig('tokenfile.yaml', '    server: https://k\n    insecure-skip-tls-verify: true', '    tokenFile: token'))).headers()).toEqual({ Authorization: 'Bearer from-file' });
+    expect(
+      await kubeconfigCredentials(kubeconfig('tokenfile.yaml', '    server: https://k\n    insecure-skip-tls-verify: true', '    tokenFile: token')).headers(),
+    ).toEqual({ Authorization: 'Bearer from-file' });
     expect(kubeconfigCredentials(join(dir, 'tokenfile.yaml')).tls.rejectUnauthorized).toBe(false);
   });
 
@@ -88,7 +102,9 @@ printf '{"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential",
   it('names a failing exec plugin, and refuses auth-provider plugins', async () => {
     const failing = kubeconfigCredentials(kubeconfig('failing.yaml', '    server: https://k', '    exec:\n      command: /bin/false'));
     await expect(failing.headers()).rejects.toThrow(/exec plugin \/bin\/false failed/);
-    expect(() => kubeconfigCredentials(kubeconfig('provider.yaml', '    server: https://k', '    auth-provider:\n      name: gcp'))).toThrow(/auth-provider plugins are not supported; use an exec plugin/);
+    expect(() => kubeconfigCredentials(kubeconfig('provider.yaml', '    server: https://k', '    auth-provider:\n      name: gcp'))).toThrow(
+      /auth-provider plugins are not supported; use an exec plugin/,
+    );
   });
 });
 

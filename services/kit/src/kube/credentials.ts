@@ -82,7 +82,8 @@ export function kubeconfigCredentials(file: string): Credentials {
   const user = context.user ? pick<Entry>(config.users, 'user', String(context.user), path) : {};
   const fileOrData = (fileKey: string, dataKey: string, from: Entry): Buffer | undefined => {
     if (typeof from[dataKey] === 'string') return Buffer.from(from[dataKey] as string, 'base64');
-    if (typeof from[fileKey] === 'string') return readFileSync(isAbsolute(from[fileKey] as string) ? (from[fileKey] as string) : join(base, from[fileKey] as string));
+    if (typeof from[fileKey] === 'string')
+      return readFileSync(isAbsolute(from[fileKey] as string) ? (from[fileKey] as string) : join(base, from[fileKey] as string));
     return undefined;
   };
   const server = String(cluster.server ?? '');

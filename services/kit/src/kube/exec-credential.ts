@@ -36,14 +36,18 @@ function run(exec: ExecConfig, base: string, file: string): Promise<ExecStatus> 
   };
   return new Promise((resolve, reject) => {
     execFile(resolved, exec.args ?? [], { env, timeout: TIMEOUT_MS, maxBuffer: MAX_OUTPUT }, (error, stdout, stderr) => {
-      if (error) return reject(new Error(`kubeconfig ${file}: exec plugin ${command} failed: ${error.message}${stderr ? `: ${String(stderr).trim().slice(0, 500)}` : ''}`));
+      if (error)
+        return reject(
+          new Error(`kubeconfig ${file}: exec plugin ${command} failed: ${error.message}${stderr ? `: ${String(stderr).trim().slice(0, 500)}` : ''}`),
+        );
       let answer: { kind?: string; status?: ExecStatus };
       try {
         answer = JSON.parse(String(stdout)) as typeof answer;
       } catch {
         return reject(new Error(`kubeconfig ${file}: exec plugin ${command} printed no ExecCredential JSON`));
       }
-      if (answer.kind !== 'ExecCredential' || !answer.status) return reject(new Error(`kubeconfig ${file}: exec plugin ${command} printed no ExecCredential status`));
+      if (answer.kind !== 'ExecCredential' || !answer.status)
+        return reject(new Error(`kubeconfig ${file}: exec plugin ${command} printed no ExecCredential status`));
       resolve(answer.status);
     });
   });
@@ -57,7 +61,9 @@ export function execAuthorization(exec: ExecConfig, base: string, file: string):
   const refresh = async (): Promise<string> => {
     const status = await run(exec, base, file);
     if (!status.token) {
-      throw new Error(`kubeconfig ${file}: exec plugin ${exec.command} gave ${status.clientCertificateData ? 'a client certificate; only tokens are supported' : 'no token'}`);
+      throw new Error(
+        `kubeconfig ${file}: exec plugin ${exec.command} gave ${status.clientCertificateData ? 'a client certificate; only tokens are supported' : 'no token'}`,
+      );
     }
     const expires = status.expirationTimestamp ? Date.parse(status.expirationTimestamp) : NaN;
     cached = { value: `Bearer ${status.token}`, until: Number.isFinite(expires) ? expires - EARLY_MS : Date.now() + NO_EXPIRY_MS };

@@ -12,7 +12,12 @@ export interface ApiCall {
   namespace?: string;
 }
 
-export async function traceApiCall<T>(tracerName: string, request: ApiCall, headers: Record<string, string>, run: () => Promise<{ value: T; status: number }>): Promise<T> {
+export async function traceApiCall<T>(
+  tracerName: string,
+  request: ApiCall,
+  headers: Record<string, string>,
+  run: () => Promise<{ value: T; status: number }>,
+): Promise<T> {
   const url = new URL(request.url);
   const attributes = {
     'http.request.method': request.method,

@@ -11,7 +11,9 @@ export function logFormat(env: NodeJS.ProcessEnv = process.env, stdout: { isTTY?
   const asked = env.BOXYARD_LOG_FORMAT;
   if (asked === 'json' || asked === 'pretty') return asked;
   if (asked !== undefined && asked !== '') {
-    throw new LogFormatError(`BOXYARD_LOG_FORMAT must be "json" or "pretty" (or unset: readable lines on a terminal, JSON otherwise), not ${JSON.stringify(asked.slice(0, 40))}`);
+    throw new LogFormatError(
+      `BOXYARD_LOG_FORMAT must be "json" or "pretty" (or unset: readable lines on a terminal, JSON otherwise), not ${JSON.stringify(asked.slice(0, 40))}`,
+    );
   }
   return stdout.isTTY ? 'pretty' : 'json';
 }

@@ -12,7 +12,9 @@ describe('mailer (real SMTP server on loopback)', () => {
 
   it('delivers a message with AUTH, and a long link survives the encoding', async () => {
     const link = `https://boxes.example.test/signup?token=${'x'.repeat(120)}&organization=acme`;
-    const mailer = createMailer(smtpSchema.parse({ host: server.host, port: server.port, auth: { user: 'boxyard', pass: 'Smtp-Secret-1' }, from: 'Boxyard <noreply@example.test>' }));
+    const mailer = createMailer(
+      smtpSchema.parse({ host: server.host, port: server.port, auth: { user: 'boxyard', pass: 'Smtp-Secret-1' }, from: 'Boxyard <noreply@example.test>' }),
+    );
     const sent = await mailer.send({ to: 'alice@example.test', subject: 'Hello', text: `Join us: ${link}` });
     expect(sent.messageId).toMatch(/@/);
     const mail = await server.waitFor((m) => m.to.includes('alice@example.test'));
@@ -23,7 +25,9 @@ describe('mailer (real SMTP server on loopback)', () => {
   });
 
   it('says why a message was not delivered: wrong password, nothing listening', async () => {
-    const wrong = createMailer(smtpSchema.parse({ host: server.host, port: server.port, auth: { user: 'boxyard', pass: 'nope' }, from: 'noreply@example.test' }));
+    const wrong = createMailer(
+      smtpSchema.parse({ host: server.host, port: server.port, auth: { user: 'boxyard', pass: 'nope' }, from: 'noreply@example.test' }),
+    );
     await expect(wrong.send({ to: 'a@example.test', subject: 's', text: 't' })).rejects.toThrow(MailDeliveryError);
     await expect(wrong.send({ to: 'a@example.test', subject: 's', text: 't' })).rejects.toThrow(/EAUTH|Invalid username or password/);
     const closed = createMailer(smtpSchema.parse({ host: '127.0.0.1', port: await freePort(), from: 'noreply@example.test', timeout_seconds: 5 }));

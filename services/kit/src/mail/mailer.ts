@@ -54,7 +54,9 @@ export function createMailer(settings: SmtpSettings): Mailer {
       } catch (error) {
         const failure = error as { message?: string; code?: string; response?: string; command?: string };
         const detail = failure.response ?? failure.message ?? String(error);
-        throw new MailDeliveryError(`SMTP ${settings.host}:${settings.port}${failure.command ? ` (${failure.command})` : ''}: ${failure.code ? `${failure.code} ` : ''}${detail}`);
+        throw new MailDeliveryError(
+          `SMTP ${settings.host}:${settings.port}${failure.command ? ` (${failure.command})` : ''}: ${failure.code ? `${failure.code} ` : ''}${detail}`,
+        );
       } finally {
         transport.close();
       }

@@ -6,11 +6,15 @@ describe('cachedReading', () => {
     let reads = 0;
     let clock = 0;
     let release: () => void = () => {};
-    const read = cachedReading(async () => {
-      reads++;
-      await new Promise<void>((r) => (release = r));
-      return reads;
-    }, 15, () => clock);
+    const read = cachedReading(
+      async () => {
+        reads++;
+        await new Promise<void>((r) => (release = r));
+        return reads;
+      },
+      15,
+      () => clock,
+    );
     const burst = Array.from({ length: 50 }, () => read());
     release();
     expect(await Promise.all(burst)).toEqual(Array(50).fill(1));
@@ -26,11 +30,15 @@ describe('cachedReading', () => {
 
   it('does not keep a failed read: the next call tries again', async () => {
     let reads = 0;
-    const read = cachedReading(async () => {
-      reads++;
-      if (reads === 1) throw new Error('database down');
-      return 'ok';
-    }, 15, () => 0);
+    const read = cachedReading(
+      async () => {
+        reads++;
+        if (reads === 1) throw new Error('database down');
+        return 'ok';
+      },
+      15,
+      () => 0,
+    );
     await expect(read()).rejects.toThrow('database down');
     expect(await read()).toBe('ok');
   });

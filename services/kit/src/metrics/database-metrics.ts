@@ -17,7 +17,12 @@ export function databaseErrorReason(error: unknown): DatabaseErrorReason {
 
 /** A slonik interceptor counting failed queries into `registry` (boxyard_database_errors_total{reason}). */
 export function databaseErrorInterceptor(registry: Registry): Interceptor {
-  const errors = new Counter({ name: 'boxyard_database_errors_total', help: 'Database queries that failed, by reason (connection, timeout, constraint, query).', labelNames: ['reason'], registers: [registry] });
+  const errors = new Counter({
+    name: 'boxyard_database_errors_total',
+    help: 'Database queries that failed, by reason (connection, timeout, constraint, query).',
+    labelNames: ['reason'],
+    registers: [registry],
+  });
   for (const reason of ['connection', 'timeout', 'constraint', 'query'] as const) errors.inc({ reason }, 0);
   return {
     name: 'boxyard-database-errors',

@@ -5,7 +5,17 @@
 import type { Span } from '@opentelemetry/api';
 import type { Readable } from 'node:stream';
 import { Counter, type Registry } from '@prometheus-io/client';
-import { BodyLengthMismatchError, ChecksumMismatchError, KeyConflictError, ObjectNotFoundError, ObjectTooLargeError, RangeNotSatisfiableError, InvalidKeyError, StorageError, StorageFullError } from '../storage/errors.ts';
+import {
+  BodyLengthMismatchError,
+  ChecksumMismatchError,
+  KeyConflictError,
+  ObjectNotFoundError,
+  ObjectTooLargeError,
+  RangeNotSatisfiableError,
+  InvalidKeyError,
+  StorageError,
+  StorageFullError,
+} from '../storage/errors.ts';
 import type { ObjectStore } from '../storage/types.ts';
 import { inClientSpan } from '../telemetry/client-span.ts';
 
@@ -32,8 +42,13 @@ function isBodyError(error: unknown): boolean {
 
 /** Failures that say nothing about the store's health: they are the caller's (missing key, bad range...). */
 const callerError = (error: unknown) =>
-  error instanceof ObjectNotFoundError || error instanceof RangeNotSatisfiableError || error instanceof InvalidKeyError ||
-  error instanceof ObjectTooLargeError || error instanceof ChecksumMismatchError || error instanceof KeyConflictError || isBodyError(error);
+  error instanceof ObjectNotFoundError ||
+  error instanceof RangeNotSatisfiableError ||
+  error instanceof InvalidKeyError ||
+  error instanceof ObjectTooLargeError ||
+  error instanceof ChecksumMismatchError ||
+  error instanceof KeyConflictError ||
+  isBodyError(error);
 
 export interface StorageMetrics {
   uploadedBytes: Counter;
@@ -42,7 +57,15 @@ export interface StorageMetrics {
   errors: Counter<'operation'>;
 }
 
-const UPLOAD_FAILURE_REASONS: UploadFailureReason[] = ['too_large', 'checksum_mismatch', 'conflict', 'invalid_key', 'storage_full', 'client_aborted', 'storage_error'];
+const UPLOAD_FAILURE_REASONS: UploadFailureReason[] = [
+  'too_large',
+  'checksum_mismatch',
+  'conflict',
+  'invalid_key',
+  'storage_full',
+  'client_aborted',
+  'storage_error',
+];
 const OPERATIONS = ['put', 'get', 'stat', 'delete', 'presign'];
 
 export function createStorageMetrics(registry: Registry): StorageMetrics {
@@ -51,7 +74,12 @@ export function createStorageMetrics(registry: Registry): StorageMetrics {
     uploadedBytes: new Counter({ name: 'boxyard_upload_bytes_total', help: 'Bytes stored by uploads that succeeded.', registers }),
     downloadedBytes: new Counter({ name: 'boxyard_download_bytes_total', help: 'Bytes read from storage and sent to clients.', registers }),
     uploadFailures: new Counter({ name: 'boxyard_upload_failures_total', help: 'Uploads that stored nothing, by reason.', labelNames: ['reason'], registers }),
-    errors: new Counter({ name: 'boxyard_storage_errors_total', help: 'Storage operations that failed through no fault of the caller, by operation.', labelNames: ['operation'], registers }),
+    errors: new Counter({
+      name: 'boxyard_storage_errors_total',
+      help: 'Storage operations that failed through no fault of the caller, by operation.',
+      labelNames: ['operation'],
+      registers,
+    }),
   };
   // Every series exists from the start at zero, so rates and alerts see the first failure.
   for (const reason of UPLOAD_FAILURE_REASONS) metrics.uploadFailures.inc({ reason }, 0);
@@ -65,7 +93,13 @@ const S3_METHODS: Record<string, string> = { put: 'PutObject', get: 'GetObject',
 function inSpan<T>(driver: ObjectStore['driver'], operation: string, key: string, bucket: string | undefined, run: (span?: Span) => Promise<T>): Promise<T> {
   const s3 = driver === 's3';
   const attributes = s3
-    ? { 'rpc.system': 'aws-api', 'rpc.service': 'S3', 'rpc.method': S3_METHODS[operation] ?? operation, 'aws.s3.key': key, ...(bucket ? { 'aws.s3.bucket': bucket } : {}) }
+    ? {
+        'rpc.system': 'aws-api',
+        'rpc.service': 'S3',
+        'rpc.method': S3_METHODS[operation] ?? operation,
+        'aws.s3.key': key,
+        ...(bucket ? { 'aws.s3.bucket': bucket } : {}),
+      }
     : { 'boxyard.storage.driver': driver, 'boxyard.storage.operation': operation, 'boxyard.storage.key': key };
   return inClientSpan('@boxyard/kit/storage', s3 ? `S3.${S3_METHODS[operation] ?? operation}` : `storage ${operation}`, attributes, run);
 }

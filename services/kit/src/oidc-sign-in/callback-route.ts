@@ -13,7 +13,8 @@ type CallbackRequest = FastifyRequest<{ Querystring: Record<string, string | und
 type Tokens = client.TokenEndpointResponse & client.TokenEndpointResponseHelpers;
 
 const stringClaim = (value: unknown) => (typeof value === 'string' && value.length > 0 ? value : undefined);
-const groupsOf = (value: unknown): string[] => (Array.isArray(value) ? value.filter((g): g is string => typeof g === 'string') : typeof value === 'string' ? [value] : []);
+const groupsOf = (value: unknown): string[] =>
+  Array.isArray(value) ? value.filter((g): g is string => typeof g === 'string') : typeof value === 'string' ? [value] : [];
 
 /** ID token claims, completed from userinfo when a mapped claim is missing (some providers keep them there). */
 async function claimsOf({ claimNames, mapping }: SignInContext, config: client.Configuration, tokens: Tokens, request: FastifyRequest) {
@@ -34,11 +35,25 @@ async function claimsOf({ claimNames, mapping }: SignInContext, config: client.C
 }
 
 /** The provider's answer, checked against this browser's sign-in (state, once only, no error). */
-async function checkResponse({ links }: SignInContext, query: CallbackRequest['query'], transaction: SignInTransaction | undefined): Promise<SignInTransaction> {
-  if (!transaction) throw new SignInFailure(400, 'No sign-in in progress', 'This browser has no sign-in waiting for this response: it expired, was already finished, or was started elsewhere. Sign in again.');
-  if (query.state !== transaction.state) throw new SignInFailure(400, 'Sign-in refused', 'The response does not belong to the sign-in started in this browser (state mismatch).');
+async function checkResponse(
+  { links }: SignInContext,
+  query: CallbackRequest['query'],
+  transaction: SignInTransaction | undefined,
+): Promise<SignInTransaction> {
+  if (!transaction)
+    throw new SignInFailure(
+      400,
+      'No sign-in in progress',
+      'This browser has no sign-in waiting for this response: it expired, was already finished, or was started elsewhere. Sign in again.',
+    );
+  if (query.state !== transaction.state)
+    throw new SignInFailure(400, 'Sign-in refused', 'The response does not belong to the sign-in started in this browser (state mismatch).');
   if (query.error) {
-    throw new SignInFailure(401, 'Sign-in was not completed', `The provider answered ${query.error}${query.error_description ? `: ${query.error_description}` : ''}.`);
+    throw new SignInFailure(
+      401,
+      'Sign-in was not completed',
+      `The provider answered ${query.error}${query.error_description ? `: ${query.error_description}` : ''}.`,
+    );
   }
   if (!(await links.redeemState(transaction.state, new Date(Date.now() + TRANSACTION_TTL_SECONDS * 1000)))) {
     throw new SignInFailure(400, 'Sign-in refused', 'This sign-in response was already used.');
@@ -52,7 +67,12 @@ async function exchangeCode(ctx: SignInContext, config: client.Configuration, re
   const currentUrl = new URL(ctx.callbackUrl);
   for (const [name, value] of Object.entries(request.query)) if (typeof value === 'string') currentUrl.searchParams.set(name, value);
   try {
-    return await client.authorizationCodeGrant(config, currentUrl, { pkceCodeVerifier: transaction.codeVerifier, expectedState: transaction.state, expectedNonce: transaction.nonce, idTokenExpected: true });
+    return await client.authorizationCodeGrant(config, currentUrl, {
+      pkceCodeVerifier: transaction.codeVerifier,
+      expectedState: transaction.state,
+      expectedNonce: transaction.nonce,
+      idTokenExpected: true,
+    });
   } catch (error) {
     request.log.info({ err: error }, 'oidc sign-in: code exchange failed');
     throw exchangeFailure(error);
@@ -93,7 +113,16 @@ export function callbackRoute(app: FastifyInstance, ctx: SignInContext, tags: st
       schema: {
         tags,
         summary: 'Where the provider sends the browser back: finishes the sign-in and sets the session cookie',
-        querystring: { type: 'object', properties: { code: { type: 'string' }, state: { type: 'string' }, iss: { type: 'string' }, error: { type: 'string' }, error_description: { type: 'string' } } },
+        querystring: {
+          type: 'object',
+          properties: {
+            code: { type: 'string' },
+            state: { type: 'string' },
+            iss: { type: 'string' },
+            error: { type: 'string' },
+            error_description: { type: 'string' },
+          },
+        },
       },
     },
     async (request, reply) => {

@@ -41,9 +41,7 @@ const MAX_USERNAME = 64;
  */
 export function usernameFrom(value: string): string {
   const ascii = value.normalize('NFKD').replace(/[\u0300-\u036f]/g, '');
-  const cleaned = ascii
-    .replace(/[^A-Za-z0-9._@-]+/g, '-')
-    .replace(/^[^A-Za-z0-9]+/, '');
+  const cleaned = ascii.replace(/[^A-Za-z0-9._@-]+/g, '-').replace(/^[^A-Za-z0-9]+/, '');
   return trimTrailing(cleaned, '._@-').slice(0, 48) || 'user';
 }
 
@@ -106,7 +104,9 @@ export function createIdentityLinks(pool: DatabasePool) {
             on conflict do nothing
             returning ${userColumns}`);
           if (!created) continue;
-          await tx.query(sql.unsafe`insert into oidc_identities (issuer, subject, user_id) values (${identity.issuer}, ${identity.subject}, ${created.id}::uuid)`);
+          await tx.query(
+            sql.unsafe`insert into oidc_identities (issuer, subject, user_id) values (${identity.issuer}, ${identity.subject}, ${created.id}::uuid)`,
+          );
           return created;
         }
         throw new Error('could not find a free username for a new provider identity');
@@ -118,7 +118,10 @@ export function createIdentityLinks(pool: DatabasePool) {
       await pool.query(sql.unsafe`
         insert into oidc_sessions (session_jti, id_token, expires_at) values (${jti}, ${idToken}, ${expiresAt.toISOString()}::timestamptz)
         on conflict (session_jti) do nothing`);
-      if (Math.random() < 0.05) void pool.query(sql.unsafe`delete from oidc_sessions where expires_at < now()`).catch(ignoreError('opportunistic purge of expired sessions; the next one retries'));
+      if (Math.random() < 0.05)
+        void pool
+          .query(sql.unsafe`delete from oidc_sessions where expires_at < now()`)
+          .catch(ignoreError('opportunistic purge of expired sessions; the next one retries'));
     },
 
     /** The ID token behind a session (forgotten as it is read: the session is ending). */
@@ -133,7 +136,10 @@ export function createIdentityLinks(pool: DatabasePool) {
       const row = await pool.maybeOne(sql.unsafe`
         insert into oidc_used_states (state_hash, expires_at) values (${hash}, ${expiresAt.toISOString()}::timestamptz)
         on conflict (state_hash) do nothing returning state_hash`);
-      if (Math.random() < 0.05) void pool.query(sql.unsafe`delete from oidc_used_states where expires_at < now()`).catch(ignoreError('opportunistic purge of used states; the next one retries'));
+      if (Math.random() < 0.05)
+        void pool
+          .query(sql.unsafe`delete from oidc_used_states where expires_at < now()`)
+          .catch(ignoreError('opportunistic purge of used states; the next one retries'));
       return row !== null;
     },
   };

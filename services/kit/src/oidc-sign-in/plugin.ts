@@ -63,7 +63,8 @@ export function oidcSignInMethod(auth: AuthConfig) {
 async function startSignIn(ctx: SignInContext, request: FastifyRequest<{ Querystring: { return_to?: string } }>, reply: FastifyReply) {
   const { auth } = ctx.options;
   const returnTo = safeReturnPath(request.query.return_to);
-  if (request.query.return_to !== undefined && returnTo !== request.query.return_to) request.log.info({ returnTo: request.query.return_to }, 'oidc sign-in: return_to ignored (not a path on this service)');
+  if (request.query.return_to !== undefined && returnTo !== request.query.return_to)
+    request.log.info({ returnTo: request.query.return_to }, 'oidc sign-in: return_to ignored (not a path on this service)');
   const config = await configuration(ctx);
   const state = client.randomState();
   const nonce = client.randomNonce();
@@ -88,7 +89,12 @@ function loginRoute(app: FastifyInstance, ctx: SignInContext, tags: string[]): v
       schema: {
         tags,
         summary: `Sign in with ${ctx.options.auth.sign_in.display_name} (OpenID Connect): 303 to the provider, with a short-lived sign-in cookie`,
-        querystring: { type: 'object', properties: { return_to: { type: 'string', maxLength: 2048, description: 'A path on this service to return to (default /); anything else is ignored' } } },
+        querystring: {
+          type: 'object',
+          properties: {
+            return_to: { type: 'string', maxLength: 2048, description: 'A path on this service to return to (default /); anything else is ignored' },
+          },
+        },
       },
     },
     async (request, reply) => {
@@ -137,10 +143,12 @@ function logoutRoute(app: FastifyInstance, ctx: SignInContext, tags: string[]): 
       const idToken = jti ? await ctx.links.takeSession(jti) : undefined;
       const endSessionUrl = idToken ? await endSessionUrlFor(ctx, request, idToken) : undefined;
       noStore(reply);
-      if (wants(request, 'application/json')) return options.ok(jti ? 'Signed out' : 'Not signed in', { signed_out: Boolean(jti), end_session_url: endSessionUrl ?? null });
+      if (wants(request, 'application/json'))
+        return options.ok(jti ? 'Signed out' : 'Not signed in', { signed_out: Boolean(jti), end_session_url: endSessionUrl ?? null });
       // A browser's form: browsers apply the page's CSP form-action to the redirects that follow a form post, so
       // a strict page ('self') could not reach the provider through a 303. A page that moves on by itself can.
-      if (wants(request, 'text/html')) return sendPage(reply, 200, continuePage(endSessionUrl ?? '/', endSessionUrl ? `Signed out; signing out of ${displayName}` : 'Signed out'));
+      if (wants(request, 'text/html'))
+        return sendPage(reply, 200, continuePage(endSessionUrl ?? '/', endSessionUrl ? `Signed out; signing out of ${displayName}` : 'Signed out'));
       return reply.redirect(endSessionUrl ?? '/', 303);
     },
   );
@@ -156,10 +164,14 @@ export async function oidcSignIn(app: FastifyInstance, options: OidcSignInOption
   const tags = ['auth'];
 
   if (/^https?:\/\/(0\.0\.0\.0|\[::\])(:|\/|$)/.test(ctx.base)) {
-    app.log.warn(`${options.service}: provider sign-in sends ${ctx.callbackUrl} as its redirect URI: set server.public_url to the address users reach the service at`);
+    app.log.warn(
+      `${options.service}: provider sign-in sends ${ctx.callbackUrl} as its redirect URI: set server.public_url to the address users reach the service at`,
+    );
   }
   // Discovery before the first user arrives; a provider that is down now is tried again at sign-in.
-  ctx.provider.configuration().catch((error: unknown) => app.log.warn({ err: error }, `${options.service}: OpenID provider discovery failed; retried at the next sign-in`));
+  ctx.provider
+    .configuration()
+    .catch((error: unknown) => app.log.warn({ err: error }, `${options.service}: OpenID provider discovery failed; retried at the next sign-in`));
 
   // Sign-out is also a plain HTML form (pages without script): its (empty) form body is accepted and ignored.
   // Only within these routes: the plugin's context is its own.

@@ -48,7 +48,8 @@ export async function configuration({ provider }: SignInContext): Promise<client
   try {
     return await provider.configuration();
   } catch (error) {
-    if (error instanceof ProviderUnavailableError) throw new SignInFailure(502, 'Sign-in unavailable', 'The identity provider could not be reached; try again later.');
+    if (error instanceof ProviderUnavailableError)
+      throw new SignInFailure(502, 'Sign-in unavailable', 'The identity provider could not be reached; try again later.');
     throw error;
   }
 }

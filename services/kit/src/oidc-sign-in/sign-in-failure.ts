@@ -22,10 +22,18 @@ export class SignInFailure extends Error {
 /** Why a code exchange failed, in words for the person signing in; the details go to the log. */
 export function exchangeFailure(error: unknown): SignInFailure {
   if (error instanceof client.ResponseBodyError) {
-    return new SignInFailure(400, 'Sign-in failed', `The provider refused the authorization code (${error.error}${error.error_description ? `: ${error.error_description}` : ''}). It may have been used already or expired; sign in again.`);
+    return new SignInFailure(
+      400,
+      'Sign-in failed',
+      `The provider refused the authorization code (${error.error}${error.error_description ? `: ${error.error_description}` : ''}). It may have been used already or expired; sign in again.`,
+    );
   }
   if (error instanceof client.AuthorizationResponseError) {
-    return new SignInFailure(401, 'Sign-in was not completed', `The provider answered ${error.error}${error.error_description ? `: ${error.error_description}` : ''}.`);
+    return new SignInFailure(
+      401,
+      'Sign-in was not completed',
+      `The provider answered ${error.error}${error.error_description ? `: ${error.error_description}` : ''}.`,
+    );
   }
   if (error instanceof client.ClientError || error instanceof client.WWWAuthenticateChallengeError) {
     return new SignInFailure(401, 'Sign-in refused', `The provider's response failed verification (${error.message}).`);

@@ -16,8 +16,7 @@ export const TRANSACTION_TTL_SECONDS = 600;
 /** Sent only to the callback. */
 export const TRANSACTION_COOKIE_PATH = '/auth/oidc/';
 
-export const transactionCookieOptions = (maxAge: number) =>
-  ({ httpOnly: true, secure: true, sameSite: 'lax', path: TRANSACTION_COOKIE_PATH, maxAge }) as const;
+export const transactionCookieOptions = (maxAge: number) => ({ httpOnly: true, secure: true, sameSite: 'lax', path: TRANSACTION_COOKIE_PATH, maxAge }) as const;
 
 export function createTransactionSealer(secret: string, purpose: string) {
   // A key of its own: the session secret signs sessions (HS256); reusing the raw bytes for encryption too would

@@ -72,7 +72,8 @@ export async function verifyJwtAccessToken(token: string, keys: JWTVerifyGetKey,
     throw refuse(describeJoseFailure(error));
   }
   if (typeof payload.iat === 'number' && payload.iat > expect.now + expect.skewSeconds) throw refuse('the access token is issued in the future (iat)');
-  for (const claim of ['sub', 'jti', 'client_id'] as const) if (typeof payload[claim] !== 'string') throw refuse(`the access token's ${claim} claim is invalid`);
+  for (const claim of ['sub', 'jti', 'client_id'] as const)
+    if (typeof payload[claim] !== 'string') throw refuse(`the access token's ${claim} claim is invalid`);
   checkConfirmation(payload, refuse);
   return payload;
 }
@@ -98,7 +99,8 @@ function checkConfirmation(claims: Record<string, unknown>, refuse: (description
   if (typeof cnf !== 'object' || cnf === null || Array.isArray(cnf)) throw refuse("the access token's cnf claim is invalid");
   const members = Object.keys(cnf);
   if (members.length === 0) return;
-  if (members.length !== 1 || members[0] !== 'jkt' || typeof (cnf as { jkt: unknown }).jkt !== 'string') throw refuse("the access token's confirmation method is not supported");
+  if (members.length !== 1 || members[0] !== 'jkt' || typeof (cnf as { jkt: unknown }).jkt !== 'string')
+    throw refuse("the access token's confirmation method is not supported");
 }
 
 /** The DPoP key the token is bound to, if any. */

@@ -90,7 +90,11 @@ export async function verifyDpopProof(proof: string, expect: ProofExpectations):
   // Before the key is imported: the algorithm is one we accept (never HMAC: the "key" would be in the proof).
   if (typeof alg !== 'string' || !expect.algorithms.includes(alg)) throw refuse("the DPoP proof's algorithm is not accepted");
   if (PRIVATE_MEMBERS.some((member) => member in jwk)) throw refuse("the DPoP proof's jwk must be a public key");
-  if ((jwk.use !== undefined && jwk.use !== 'sig') || (jwk.alg !== undefined && jwk.alg !== alg) || (jwk.key_ops !== undefined && !jwk.key_ops.includes('verify'))) {
+  if (
+    (jwk.use !== undefined && jwk.use !== 'sig') ||
+    (jwk.alg !== undefined && jwk.alg !== alg) ||
+    (jwk.key_ops !== undefined && !jwk.key_ops.includes('verify'))
+  ) {
     throw refuse("the DPoP proof's jwk is not meant for this signature (use, alg or key_ops)");
   }
   const jkt = jwkThumbprint(jwk);

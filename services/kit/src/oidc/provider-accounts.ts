@@ -50,7 +50,10 @@ export function createProviderAccounts(auth: AuthConfig, deps: ResourceServerDep
       if (current) return current;
       cache.delete(key);
     }
-    const user = await links.signIn({ issuer: identity.issuer, subject: identity.subject, username: identity.username, email: identity.email, groups: identity.groups }, mapping);
+    const user = await links.signIn(
+      { issuer: identity.issuer, subject: identity.subject, username: identity.username, email: identity.email, groups: identity.groups },
+      mapping,
+    );
     if (cache.size >= MAX_CACHED) cache.clear();
     cache.set(key, { user, at: Date.now() });
     return user;

@@ -64,7 +64,12 @@ export function createProviderSource(config: ResourceServerConfig & { issuer: st
     if (introspection) {
       // A plain JSON copy of the metadata (openid-client adds helper methods to it) with the configured endpoint.
       introspectionConfig = introspection.endpoint
-        ? new client.Configuration({ ...(JSON.parse(JSON.stringify(metadata)) as client.ServerMetadata), introspection_endpoint: introspection.endpoint }, introspection.client_id, undefined, auth)
+        ? new client.Configuration(
+            { ...(JSON.parse(JSON.stringify(metadata)) as client.ServerMetadata), introspection_endpoint: introspection.endpoint },
+            introspection.client_id,
+            undefined,
+            auth,
+          )
         : discovered;
       if (insecure) client.allowInsecureRequests(introspectionConfig);
       introspectionConfig.timeout = HTTP_TIMEOUT_SECONDS;
@@ -91,7 +96,8 @@ export function createProviderSource(config: ResourceServerConfig & { issuer: st
     async get() {
       if (current) {
         // Stale metadata keeps serving while a refresh runs; a failed refresh is logged and retried later.
-        if (Date.now() - current.at > METADATA_TTL_MS && !pending && Date.now() - failedAt > FAILURE_BACKOFF_MS) void refresh().catch(ignoreError('refresh() logs its own failure and starts the backoff'));
+        if (Date.now() - current.at > METADATA_TTL_MS && !pending && Date.now() - failedAt > FAILURE_BACKOFF_MS)
+          void refresh().catch(ignoreError('refresh() logs its own failure and starts the backoff'));
         return current.provider;
       }
       if (Date.now() - failedAt < FAILURE_BACKOFF_MS) throw new ProviderUnavailableError('identity provider discovery failed recently');
@@ -102,12 +108,17 @@ export function createProviderSource(config: ResourceServerConfig & { issuer: st
 
 /** jose's remote JWKS, with its fetch failures told apart from "no such key". */
 function remoteKeys(url: URL, refetchMinSeconds: number): JWTVerifyGetKey {
-  const jwks = createRemoteJWKSet(url, { cooldownDuration: refetchMinSeconds * 1000, cacheMaxAge: JWKS_MAX_AGE_MS, timeoutDuration: HTTP_TIMEOUT_SECONDS * 1000 });
+  const jwks = createRemoteJWKSet(url, {
+    cooldownDuration: refetchMinSeconds * 1000,
+    cacheMaxAge: JWKS_MAX_AGE_MS,
+    timeoutDuration: HTTP_TIMEOUT_SECONDS * 1000,
+  });
   return async (header, token) => {
     try {
       return await jwks(header, token);
     } catch (error) {
-      if (error instanceof joseErrors.JWKSNoMatchingKey || error instanceof joseErrors.JWKSMultipleMatchingKeys || error instanceof joseErrors.JOSENotSupported) throw error;
+      if (error instanceof joseErrors.JWKSNoMatchingKey || error instanceof joseErrors.JWKSMultipleMatchingKeys || error instanceof joseErrors.JOSENotSupported)
+        throw error;
       throw new ProviderUnavailableError(`fetching the provider's keys from ${url.href} failed: ${(error as Error).message}`, { cause: error });
     }
   };

@@ -40,11 +40,20 @@ export function createReplayCache(pool: DatabasePool): ReplayCache {
     const rows = await pool.any(sql.type(storedKey)`
       insert into dpop_proof_jtis as p (key, expires_at)
       select decode(k, 'hex'), to_timestamp(e)
-      from unnest(${sql.array(batch.map((p) => p.key), 'text')}, ${sql.array(batch.map((p) => p.expiresAt), 'float8')}) as t(k, e)
+      from unnest(${sql.array(
+        batch.map((p) => p.key),
+        'text',
+      )}, ${sql.array(
+        batch.map((p) => p.expiresAt),
+        'float8',
+      )}) as t(k, e)
       on conflict (key) do update set expires_at = excluded.expires_at where p.expires_at < now()
       returning encode(key, 'hex') as key`);
     // Dead rows are swept now and then rather than on every request.
-    if (Math.random() < 0.01) void pool.query(sql.unsafe`delete from dpop_proof_jtis where expires_at < now()`).catch(ignoreError('opportunistic purge of expired proof ids; the next one retries'));
+    if (Math.random() < 0.01)
+      void pool
+        .query(sql.unsafe`delete from dpop_proof_jtis where expires_at < now()`)
+        .catch(ignoreError('opportunistic purge of expired proof ids; the next one retries'));
     return new Set(rows.map((r) => r.key));
   };
 

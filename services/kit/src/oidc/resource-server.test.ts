@@ -24,8 +24,16 @@ const OPAQUE_AUD = 'https://terminal.example.test';
 const PUBLIC_URL = 'https://boxes.example.test';
 const PATH = '/api/things/1';
 const HTU = `${PUBLIC_URL}${PATH}`;
-const alice: TestClient = { client_id: 'alice-cli', client_secret: 'alice-secret-0123456789', actsAs: { login: 'alice', email: 'alice@example.test', groups: ['devs', 'ops'] } };
-const introspector: TestClient = { client_id: 'rs-introspect', client_secret: 'rs-introspect-secret-0123456789', token_endpoint_auth_method: 'client_secret_basic' };
+const alice: TestClient = {
+  client_id: 'alice-cli',
+  client_secret: 'alice-secret-0123456789',
+  actsAs: { login: 'alice', email: 'alice@example.test', groups: ['devs', 'ops'] },
+};
+const introspector: TestClient = {
+  client_id: 'rs-introspect',
+  client_secret: 'rs-introspect-secret-0123456789',
+  token_endpoint_auth_method: 'client_secret_basic',
+};
 const NONCE_SECRET = 'a-session-secret-of-at-least-32-bytes-0123456789';
 
 let idp: RunningOidcProvider;
@@ -46,7 +54,15 @@ async function replica(overrides: Record<string, unknown> = {}): Promise<Replica
   const server = createResourceServer(config, { pool, publicUrl: PUBLIC_URL, log: app.log, nonceSecret: NONCE_SECRET });
   const route = async (request: Parameters<ResourceServer['verify']>[0], reply: Parameters<ResourceServer['verify']>[1]) => {
     const identity = await server.verify(request, reply);
-    return { subject: identity.subject, username: identity.username, email: identity.email ?? null, groups: identity.groups, scopes: identity.scopes, clientId: identity.clientId ?? null, boundTo: identity.boundTo ?? null };
+    return {
+      subject: identity.subject,
+      username: identity.username,
+      email: identity.email ?? null,
+      groups: identity.groups,
+      scopes: identity.scopes,
+      clientId: identity.clientId ?? null,
+      boundTo: identity.boundTo ?? null,
+    };
   };
   app.get('/api/things/:id', route);
   app.post('/api/things/:id', route);
@@ -70,7 +86,13 @@ async function send(app: FastifyInstance, attempt: Attempt) {
   if (attempt.dpop) headers.dpop = attempt.dpop;
   if (attempt.host) headers.host = attempt.host;
   const response = await app.inject({ method: (attempt.method ?? 'GET') as 'GET', url: attempt.path ?? PATH, headers });
-  return { status: response.statusCode, challenge: String(response.headers['www-authenticate'] ?? ''), retryAfter: response.headers['retry-after'], nonce: response.headers['dpop-nonce'] as string | undefined, body: response.json() as Record<string, unknown> };
+  return {
+    status: response.statusCode,
+    challenge: String(response.headers['www-authenticate'] ?? ''),
+    retryAfter: response.headers['retry-after'],
+    nonce: response.headers['dpop-nonce'] as string | undefined,
+    body: response.json() as Record<string, unknown>,
+  };
 }
 
 let oracleAs: oauth.AuthorizationServer | undefined;
@@ -120,7 +142,17 @@ const dpopAttempt = async (token: string, key: DpopKey, proof: Partial<Parameter
 
 const now = () => Math.floor(Date.now() / 1000);
 /** RFC 9068 claims of a token the provider could have issued to alice. */
-const claims = (extra: JWTPayload = {}): JWTPayload => ({ iss: idp.issuer, aud: AUD, sub: 'alice', client_id: alice.client_id, jti: randomUUID(), iat: now(), exp: now() + 300, scope: 'read', ...extra });
+const claims = (extra: JWTPayload = {}): JWTPayload => ({
+  iss: idp.issuer,
+  aud: AUD,
+  sub: 'alice',
+  client_id: alice.client_id,
+  jti: randomUUID(),
+  iat: now(),
+  exp: now() + 300,
+  scope: 'read',
+  ...extra,
+});
 
 beforeAll(async () => {
   idp = await startOidcProvider({ resources: [AUD, OTHER_AUD], opaqueResources: [OPAQUE_AUD], clients: [alice, introspector] });
@@ -146,7 +178,15 @@ describe('provider access tokens with DPoP', () => {
 
   it('accepts a DPoP-bound token with a fresh proof, and maps the claims', async () => {
     const { body } = await expectAccepted(a.app, await dpopAttempt(bound, key));
-    expect(body).toEqual({ subject: 'alice-cli', username: 'alice', email: 'alice@example.test', groups: ['devs', 'ops'], scopes: ['read', 'write'], clientId: 'alice-cli', boundTo: key.thumbprint });
+    expect(body).toEqual({
+      subject: 'alice-cli',
+      username: 'alice',
+      email: 'alice@example.test',
+      groups: ['devs', 'ops'],
+      scopes: ['read', 'write'],
+      clientId: 'alice-cli',
+      boundTo: key.thumbprint,
+    });
     // An Ed25519 proof key works as well.
     const edKey = await newDpopKey('EdDSA');
     await expectAccepted(b.app, await dpopAttempt(await idp.token({ resource: AUD, dpop: edKey, client: alice }), edKey));
@@ -178,7 +218,13 @@ describe('provider access tokens with DPoP', () => {
     await expectRefused(a.app, await dpopAttempt(bound, key, { htm: 'POST' }), 'DPoP', 'invalid_dpop_proof', /htm/);
     await expectRefused(a.app, await dpopAttempt(bound, key, { htu: `${PUBLIC_URL}/api/things/2` }), 'DPoP', 'invalid_dpop_proof', /htu/);
     await expectRefused(a.app, await dpopAttempt(bound, key, { htu: `https://evil.example.test${PATH}` }), 'DPoP', 'invalid_dpop_proof', /htu/);
-    await expectRefused(a.app, { ...(await dpopAttempt(bound, key, { htu: `http://evil.example.test${PATH}` })), host: 'evil.example.test' }, 'DPoP', 'invalid_dpop_proof', /htu/);
+    await expectRefused(
+      a.app,
+      { ...(await dpopAttempt(bound, key, { htu: `http://evil.example.test${PATH}` })), host: 'evil.example.test' },
+      'DPoP',
+      'invalid_dpop_proof',
+      /htu/,
+    );
     // The method counts: a GET proof does not pass on a POST.
     await expectRefused(a.app, { ...(await dpopAttempt(bound, key)), method: 'POST' }, 'DPoP', 'invalid_dpop_proof', /htm/);
   });
@@ -214,7 +260,13 @@ describe('provider access tokens with DPoP', () => {
     await expectRefused(a.app, { authorization: `DPoP ${bound}`, dpop: hmac }, 'DPoP', 'invalid_dpop_proof', /algorithm/);
     await expectRefused(a.app, { authorization: `DPoP ${bound}` }, 'DPoP', 'invalid_dpop_proof', /no DPoP proof/);
     const twice = await dpopAttempt(bound, key);
-    await expectRefused(a.app, { ...twice, dpop: [twice.dpop as string, await dpopProof(key, { htm: 'GET', htu: HTU, accessToken: bound })] }, 'DPoP', 'invalid_dpop_proof', /more than one/);
+    await expectRefused(
+      a.app,
+      { ...twice, dpop: [twice.dpop as string, await dpopProof(key, { htm: 'GET', htu: HTU, accessToken: bound })] },
+      'DPoP',
+      'invalid_dpop_proof',
+      /more than one/,
+    );
     const unbound = await idp.token({ resource: AUD, client: alice });
     await expectRefused(a.app, await dpopAttempt(unbound, key), 'DPoP', 'invalid_token', /not DPoP-bound/);
   });
@@ -226,9 +278,21 @@ describe('provider access tokens with DPoP', () => {
   });
 
   it('refuses an expired token, a wrong typ, a foreign issuer (all signed with the provider key)', async () => {
-    await expectRefused(a.app, { authorization: `Bearer ${await idp.sign(claims({ iat: now() - 900, exp: now() - 120 }))}` }, 'Bearer', 'invalid_token', /expired/);
+    await expectRefused(
+      a.app,
+      { authorization: `Bearer ${await idp.sign(claims({ iat: now() - 900, exp: now() - 120 }))}` },
+      'Bearer',
+      'invalid_token',
+      /expired/,
+    );
     await expectRefused(a.app, { authorization: `Bearer ${await idp.sign(claims(), { typ: 'JWT' })}` }, 'Bearer', 'invalid_token', /typ/);
-    await expectRefused(a.app, { authorization: `Bearer ${await idp.sign(claims({ iss: 'https://other-idp.example.test' }))}` }, 'Bearer', 'invalid_token', /issuer/);
+    await expectRefused(
+      a.app,
+      { authorization: `Bearer ${await idp.sign(claims({ iss: 'https://other-idp.example.test' }))}` },
+      'Bearer',
+      'invalid_token',
+      /issuer/,
+    );
     await expectRefused(a.app, { authorization: `Bearer ${await idp.sign(claims({ client_id: undefined }))}` }, 'Bearer', 'invalid_token', /client_id/);
     // The media-type spelling of the typ is the same typ.
     await expectAccepted(a.app, { authorization: `Bearer ${await idp.sign(claims(), { typ: 'application/at+jwt' })}` });
@@ -260,7 +324,13 @@ describe('provider access tokens with DPoP', () => {
     const plain = await idp.token({ resource: AUD, client: alice });
     const { body } = await expectAccepted(a.app, { authorization: `Bearer ${plain}` });
     expect(body).toMatchObject({ username: 'alice', boundTo: null });
-    await expectRefused(a.app, { authorization: `Bearer ${plain}`, dpop: await dpopProof(key, { htm: 'GET', htu: HTU, accessToken: plain }) }, 'Bearer', 'invalid_request', /DPoP proof/);
+    await expectRefused(
+      a.app,
+      { authorization: `Bearer ${plain}`, dpop: await dpopProof(key, { htm: 'GET', htu: HTU, accessToken: plain }) },
+      'Bearer',
+      'invalid_request',
+      /DPoP proof/,
+    );
   });
 
   it('challenges a request without credentials, and recognizes only what is the provider’s', async () => {
@@ -293,7 +363,9 @@ describe('policy options', () => {
     expect(server.challenge()).toBe('DPoP algs="ES256 EdDSA RS256 PS256"');
     const result = await send(app, { authorization: `Bearer ${await idp.token({ resource: AUD, client: alice })}` });
     expect(result.status).toBe(401);
-    expect(result.challenge).toMatch(/^DPoP error="invalid_token", error_description="this service accepts only DPoP-bound access tokens[^"]*", algs="ES256 EdDSA RS256 PS256"$/);
+    expect(result.challenge).toMatch(
+      /^DPoP error="invalid_token", error_description="this service accepts only DPoP-bound access tokens[^"]*", algs="ES256 EdDSA RS256 PS256"$/,
+    );
     // The oracle's requireDPoP option agrees.
     const request = new Request(HTU, { headers: { authorization: `Bearer ${await idp.token({ resource: AUD, client: alice })}` } });
     await expect(oauth.validateJwtAccessToken(await discover(), request, AUD, { [oauth.allowInsecureRequests]: true, requireDPoP: true })).rejects.toThrow();
@@ -320,7 +392,11 @@ describe('policy options', () => {
     const refreshed = await expectAccepted(n2.app, await dpopAttempt(token, key, { nonce: stale }));
     expect(refreshed.nonce).toBe(first.nonce);
     // Older, forged, or under another secret: refused with a new nonce.
-    for (const nonce of [createNonceIssuer(NONCE_SECRET).current(now() - 360), createNonceIssuer('another-secret-of-at-least-32-bytes-0123').current(now()), 'made-up']) {
+    for (const nonce of [
+      createNonceIssuer(NONCE_SECRET).current(now() - 360),
+      createNonceIssuer('another-secret-of-at-least-32-bytes-0123').current(now()),
+      'made-up',
+    ]) {
       const refused = await send(n1.app, await dpopAttempt(token, key, { nonce }));
       expect(refused.status).toBe(401);
       expect(refused.challenge).toMatch(/^DPoP error="use_dpop_nonce"/);
@@ -343,7 +419,9 @@ describe('policy options', () => {
     expect(downgrade.status).toBe(401);
     expect(downgrade.challenge).toMatch(/^Bearer error="invalid_token", error_description="the access token is DPoP-bound/);
     const other = await newDpopKey();
-    expect((await send(app, await dpopAttempt(opaque, other))).challenge).toMatch(/^DPoP error="invalid_token", error_description="the DPoP proof is not signed with the key/);
+    expect((await send(app, await dpopAttempt(opaque, other))).challenge).toMatch(
+      /^DPoP error="invalid_token", error_description="the DPoP proof is not signed with the key/,
+    );
     expect((await send(app, { authorization: `Bearer ${await idp.token({ resource: OPAQUE_AUD, client: alice })}` })).status).toBe(200);
     const inactive = await send(app, { authorization: 'Bearer not-a-token-the-provider-issued' });
     expect(inactive.status).toBe(401);

@@ -146,9 +146,17 @@ async function tokenClaims(verifier: Verifier, token: string, scheme: Scheme, no
   const { config } = verifier;
   const parts = token.split('.').length;
   if (parts === 5) throw new TokenError(scheme, 'invalid_token', 'encrypted access tokens are not supported');
-  if (parts !== 3 && (parts !== 1 || !config.introspection)) throw new TokenError(scheme, 'invalid_token', 'the access token is not a JWT and introspection is not configured');
+  if (parts !== 3 && (parts !== 1 || !config.introspection))
+    throw new TokenError(scheme, 'invalid_token', 'the access token is not a JWT and introspection is not configured');
   const provider = await verifier.source.get();
-  const expect: TokenExpectations = { issuer: verifier.issuer, audiences: verifier.audiences, algorithms: config.algorithms, skewSeconds: verifier.skew, now, scheme };
+  const expect: TokenExpectations = {
+    issuer: verifier.issuer,
+    audiences: verifier.audiences,
+    algorithms: config.algorithms,
+    skewSeconds: verifier.skew,
+    now,
+    scheme,
+  };
   if (parts === 3) return verifier.verifyJwt(token, provider.keys, expect);
   return checkIntrospection(await verifier.introspector.introspect(provider.introspection!, token), expect);
 }
@@ -172,7 +180,8 @@ async function check(verifier: Verifier, request: FastifyRequest, reply: Fastify
 
 async function checkBearer(verifier: Verifier, token: string, proofs: string[], now: number): Promise<ProviderIdentity> {
   const { config } = verifier;
-  if (config.dpop.required) throw new TokenError('DPoP', 'invalid_token', 'this service accepts only DPoP-bound access tokens (Authorization: DPoP with a DPoP proof)');
+  if (config.dpop.required)
+    throw new TokenError('DPoP', 'invalid_token', 'this service accepts only DPoP-bound access tokens (Authorization: DPoP with a DPoP proof)');
   // RFC 9449 §7.2: a proof only goes with the DPoP scheme; silently ignoring it would hide a client bug.
   if (proofs.length > 0) throw new TokenError('Bearer', 'invalid_request', 'a DPoP proof was sent with a Bearer token: use Authorization: DPoP');
   const claims = await tokenClaims(verifier, token, 'Bearer', now);
@@ -181,9 +190,17 @@ async function checkBearer(verifier: Verifier, token: string, proofs: string[], 
   return mapIdentity(claims, config.claims, verifier.issuer, 'Bearer');
 }
 
-async function checkDpop(verifier: Verifier, request: FastifyRequest, reply: FastifyReply | undefined, token: string, proofs: string[], now: number): Promise<ProviderIdentity> {
+async function checkDpop(
+  verifier: Verifier,
+  request: FastifyRequest,
+  reply: FastifyReply | undefined,
+  token: string,
+  proofs: string[],
+  now: number,
+): Promise<ProviderIdentity> {
   const { config, nonces, skew } = verifier;
-  if (proofs.length !== 1) throw new TokenError('DPoP', 'invalid_dpop_proof', proofs.length === 0 ? 'the request has no DPoP proof' : 'the request has more than one DPoP header');
+  if (proofs.length !== 1)
+    throw new TokenError('DPoP', 'invalid_dpop_proof', proofs.length === 0 ? 'the request has no DPoP proof' : 'the request has more than one DPoP header');
   const htu = expectedHtu(verifier.publicUrl, request.url);
   if (!htu) throw new TokenError('DPoP', 'invalid_request', 'the request URL is malformed');
   // The proof first: no I/O, and a request that fails it never reaches the provider or the database.
@@ -199,7 +216,12 @@ async function checkDpop(verifier: Verifier, request: FastifyRequest, reply: Fas
   let nonce: NonceCheck | undefined;
   if (nonces) {
     nonce = proof.nonce === undefined ? 'invalid' : nonces.check(proof.nonce, now);
-    if (nonce === 'invalid') throw new TokenError('DPoP', 'use_dpop_nonce', proof.nonce === undefined ? 'a DPoP nonce is required: use the one in DPoP-Nonce' : 'the DPoP nonce is not valid (any more): use the one in DPoP-Nonce');
+    if (nonce === 'invalid')
+      throw new TokenError(
+        'DPoP',
+        'use_dpop_nonce',
+        proof.nonce === undefined ? 'a DPoP nonce is required: use the one in DPoP-Nonce' : 'the DPoP nonce is not valid (any more): use the one in DPoP-Nonce',
+      );
   }
   const claims = await tokenClaims(verifier, token, 'DPoP', now);
   const jkt = boundKey(claims);
@@ -207,7 +229,8 @@ async function checkDpop(verifier: Verifier, request: FastifyRequest, reply: Fas
   if (jkt !== proof.jkt) throw new TokenError('DPoP', 'invalid_token', 'the DPoP proof is not signed with the key the access token is bound to');
   // Last, so only proofs that passed everything else take a row. A proof is refused as too old after this.
   const expiresAt = new Date((proof.iat + config.dpop.proof_max_age_seconds + skew) * 1000);
-  if (!(await verifier.replay.firstUse(proof.jkt, proof.jti, expiresAt))) throw new TokenError('DPoP', 'invalid_dpop_proof', 'the DPoP proof was already used (jti)');
+  if (!(await verifier.replay.firstUse(proof.jkt, proof.jti, expiresAt)))
+    throw new TokenError('DPoP', 'invalid_dpop_proof', 'the DPoP proof was already used (jti)');
   if (nonces && nonce === 'stale') reply?.header('DPoP-Nonce', nonces.current(now));
   return mapIdentity(claims, config.claims, verifier.issuer, 'DPoP', jkt);
 }

@@ -147,7 +147,12 @@ describe('client address behind a proxy (server.trust_proxy)', () => {
   }
   /** What a client behind one Ingress sends: a forged X-Forwarded-For entry, the proxy appends the real address. */
   const throughIngress = (app: FastifyInstance, forged: string) =>
-    app.inject({ method: 'GET', url: '/ping', remoteAddress: '10.245.0.7', headers: { 'x-forwarded-for': `${forged}, 203.0.113.9`, 'x-forwarded-proto': 'https', 'x-forwarded-host': 'boxes.example.com' } });
+    app.inject({
+      method: 'GET',
+      url: '/ping',
+      remoteAddress: '10.245.0.7',
+      headers: { 'x-forwarded-for': `${forged}, 203.0.113.9`, 'x-forwarded-proto': 'https', 'x-forwarded-host': 'boxes.example.com' },
+    });
 
   it('with one trusted hop, a client cannot escape its limit by forging X-Forwarded-For', async () => {
     const app = await behindProxy(1);
@@ -163,7 +168,12 @@ describe('client address behind a proxy (server.trust_proxy)', () => {
   it('trusting the proxy by address works alike; an untrusted peer’s forwarded headers are ignored', async () => {
     const app = await behindProxy(['10.245.0.0/16']);
     expect((await throughIngress(app, '198.51.100.1')).json()).toEqual({ ip: '203.0.113.9', origin: 'https://boxes.example.com' });
-    const direct = await app.inject({ method: 'GET', url: '/ping', remoteAddress: '192.0.2.50', headers: { host: 'svc.local', 'x-forwarded-for': '198.51.100.1', 'x-forwarded-proto': 'https' } });
+    const direct = await app.inject({
+      method: 'GET',
+      url: '/ping',
+      remoteAddress: '192.0.2.50',
+      headers: { host: 'svc.local', 'x-forwarded-for': '198.51.100.1', 'x-forwarded-proto': 'https' },
+    });
     expect(direct.json()).toEqual({ ip: '192.0.2.50', origin: 'http://svc.local' });
   });
 

@@ -29,7 +29,10 @@ export async function hit(pool: DatabasePool, key: string, windowMs: number): Pr
       resets_at = case when c.resets_at <= now() then excluded.resets_at else c.resets_at end
     returning hits, greatest(0, ceil(extract(epoch from (resets_at - now())) * 1000))::float8 as ttl_ms`);
   // Expired windows are dead rows; sweep them now and then instead of on every request.
-  if (Math.random() < 0.01) void pool.query(sql.unsafe`delete from rate_limit_counters where resets_at < now() - interval '1 hour'`).catch(ignoreError('opportunistic purge of old counters; the next one retries'));
+  if (Math.random() < 0.01)
+    void pool
+      .query(sql.unsafe`delete from rate_limit_counters where resets_at < now() - interval '1 hour'`)
+      .catch(ignoreError('opportunistic purge of old counters; the next one retries'));
   return { current: row.hits, ttl: row.ttl_ms };
 }
 
@@ -101,7 +104,10 @@ function throttledWarning(log: FastifyBaseLogger, onStoreError: OnStoreError) {
       suppressed++;
       return;
     }
-    log.warn({ err: error, suppressed, onStoreError }, `rate limiting cannot count requests; ${onStoreError === 'allow' ? 'letting them through uncounted' : 'refusing them with 503'}`);
+    log.warn(
+      { err: error, suppressed, onStoreError },
+      `rate limiting cannot count requests; ${onStoreError === 'allow' ? 'letting them through uncounted' : 'refusing them with 503'}`,
+    );
     lastLogged = now;
     suppressed = 0;
   };
@@ -126,7 +132,9 @@ export async function installRateLimit(app: FastifyInstance, options: RateLimitO
     storeErrors.inc({ outcome: onStoreError === 'allow' ? 'allowed' : 'refused' });
     warn(error);
     // With skipOnError the plugin drops this error and serves the request; otherwise it is the answer.
-    return onStoreError === 'allow' ? error : new HttpError(503, 'Rate limiting is unavailable; try again shortly', { headers: { 'Retry-After': String(RETRY_AFTER_SECONDS) } });
+    return onStoreError === 'allow'
+      ? error
+      : new HttpError(503, 'Rate limiting is unavailable; try again shortly', { headers: { 'Retry-After': String(RETRY_AFTER_SECONDS) } });
   };
   await app.register(rateLimit, {
     global: true,
@@ -139,7 +147,10 @@ export async function installRateLimit(app: FastifyInstance, options: RateLimitO
     onExceeded: () => refusals.inc(),
     errorResponseBuilder: (request, context) => {
       const budget = classes?.of(request);
-      return new HttpError(429, `Rate limit exceeded: ${context.max} ${budget ? `${budget} ` : ''}requests per ${Math.round(options.windowSeconds)} s; retry in ${context.after}`);
+      return new HttpError(
+        429,
+        `Rate limit exceeded: ${context.max} ${budget ? `${budget} ` : ''}requests per ${Math.round(options.windowSeconds)} s; retry in ${context.after}`,
+      );
     },
   });
 }

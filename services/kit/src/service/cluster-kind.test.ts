@@ -8,7 +8,12 @@ import { structuralSchema } from './cluster-schema.ts';
 const config = z.strictObject({
   uploads: z
     .strictObject({
-      max_bytes: z.number().int().positive().default(8 * 1024 ** 3).describe('Largest file accepted.'),
+      max_bytes: z
+        .number()
+        .int()
+        .positive()
+        .default(8 * 1024 ** 3)
+        .describe('Largest file accepted.'),
       stall_seconds: z.number().positive().max(600).default(60).describe('Stall timeout.'),
       internal: z.boolean().default(false),
     })
@@ -80,7 +85,11 @@ describe('structuralSchema', () => {
   it('drops $schema, closed objects and the safe-integer bounds; makes integer bounds inclusive', () => {
     expect(structuralSchema({ $schema: 'x', type: 'object', additionalProperties: false, properties: {} }, 'x')).toEqual({ type: 'object', properties: {} });
     expect(structuralSchema({ type: 'integer', minimum: -Number.MAX_SAFE_INTEGER, maximum: Number.MAX_SAFE_INTEGER }, 'x')).toEqual({ type: 'integer' });
-    expect(structuralSchema({ type: 'integer', minimum: 0, exclusiveMinimum: true, maximum: 10, exclusiveMaximum: true }, 'x')).toEqual({ type: 'integer', minimum: 1, maximum: 9 });
+    expect(structuralSchema({ type: 'integer', minimum: 0, exclusiveMinimum: true, maximum: 10, exclusiveMaximum: true }, 'x')).toEqual({
+      type: 'integer',
+      minimum: 1,
+      maximum: 9,
+    });
     expect(structuralSchema({ type: 'integer', maximum: 2 ** 32 }, 'x')).toEqual({ type: 'integer', format: 'int64', maximum: 2 ** 32 });
   });
 });
@@ -100,6 +109,10 @@ describe('configFromSpec', () => {
 
   it('gives config the service loads', () => {
     const spec = { uploads: { maxBytes: 10, stallSeconds: 5 }, signUp: 'open', limits: { burst: 2 } };
-    expect(config.parse(configFromSpec(kind(), spec, context))).toMatchObject({ uploads: { max_bytes: 10, stall_seconds: 5 }, auth: { sign_up: 'open' }, limits: { burst: 2 } });
+    expect(config.parse(configFromSpec(kind(), spec, context))).toMatchObject({
+      uploads: { max_bytes: 10, stall_seconds: 5 },
+      auth: { sign_up: 'open' },
+      limits: { burst: 2 },
+    });
   });
 });

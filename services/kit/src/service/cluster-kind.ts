@@ -104,7 +104,8 @@ export function kindSpecProperties(kind: ClusterKind): Record<string, JsonSchema
       if (!parent[name]) {
         const sectionKey = key.slice(0, i + 1);
         const section = described(configNode(config, sectionKey, kind), `${kind.kind}: config section ${sectionKey.join('.')}`);
-        if (spec.slice(0, i + 1).join('.') !== sectionKey.map(camelCase).join('.')) throw new Error(`${kind.kind}: spec object ${spec.slice(0, i + 1).join('.')} does not stand for a config section`);
+        if (spec.slice(0, i + 1).join('.') !== sectionKey.map(camelCase).join('.'))
+          throw new Error(`${kind.kind}: spec object ${spec.slice(0, i + 1).join('.')} does not stand for a config section`);
         parent[name] = { type: 'object', description: section.description, properties: {}, ...(section.default !== undefined ? { default: {} } : {}) };
       }
       parent = parent[name].properties as Record<string, JsonSchema>;
@@ -114,7 +115,12 @@ export function kindSpecProperties(kind: ClusterKind): Record<string, JsonSchema
   }
   Object.assign(properties, kind.clusterOnly?.schema);
   for (const [path, rules] of Object.entries(kind.validations ?? {})) {
-    const target = path.split('.').reduce<JsonSchema | undefined>((node, name, i) => (i === 0 ? properties[name] : (node?.properties as Record<string, JsonSchema> | undefined)?.[name]), undefined);
+    const target = path
+      .split('.')
+      .reduce<JsonSchema | undefined>(
+        (node, name, i) => (i === 0 ? properties[name] : (node?.properties as Record<string, JsonSchema> | undefined)?.[name]),
+        undefined,
+      );
     if (!target) throw new Error(`${kind.kind}: validations name ${path}, which is not a spec field`);
     target['x-kubernetes-validations'] = rules;
   }

@@ -7,7 +7,12 @@ export const isObject = (value: unknown): value is Record<string, unknown> => ty
 export const string = (description: string, extra: JsonSchema = {}): JsonSchema => ({ type: 'string', description, ...extra });
 export const integer = (description: string, extra: JsonSchema = {}): JsonSchema => ({ type: 'integer', description, ...extra });
 export const boolean = (description: string, defaultValue: boolean): JsonSchema => ({ type: 'boolean', description, default: defaultValue });
-export const object = (description: string, properties: Record<string, JsonSchema>, extra: JsonSchema = {}): JsonSchema => ({ type: 'object', description, properties, ...extra });
+export const object = (description: string, properties: Record<string, JsonSchema>, extra: JsonSchema = {}): JsonSchema => ({
+  type: 'object',
+  description,
+  properties,
+  ...extra,
+});
 export const stringMap = (description: string): JsonSchema => ({ type: 'object', description, additionalProperties: { type: 'string' } });
 /** An object Kubernetes defines (a Toleration, a NetworkPolicyPeer, ...): kept as written, not checked here. */
 export const anyObject: JsonSchema = { type: 'object', 'x-kubernetes-preserve-unknown-fields': true };
@@ -35,7 +40,25 @@ export const PULL_POLICY = string('When the kubelet pulls the image.', { enum: [
 const SAFE = Number.MAX_SAFE_INTEGER;
 const INT32_MAX = 2 ** 31 - 1;
 // Key order of the CRD YAML: type and description first, then what the operator's own fragments write in this order.
-const KEY_ORDER = ['type', 'description', 'format', 'properties', 'required', 'enum', 'default', 'minimum', 'exclusiveMinimum', 'maximum', 'exclusiveMaximum', 'minLength', 'maxLength', 'pattern', 'minItems', 'maxItems', 'items'];
+const KEY_ORDER = [
+  'type',
+  'description',
+  'format',
+  'properties',
+  'required',
+  'enum',
+  'default',
+  'minimum',
+  'exclusiveMinimum',
+  'maximum',
+  'exclusiveMaximum',
+  'minLength',
+  'maxLength',
+  'pattern',
+  'minItems',
+  'maxItems',
+  'items',
+];
 const rank = (key: string) => (KEY_ORDER.includes(key) ? KEY_ORDER.indexOf(key) : KEY_ORDER.length);
 const NOT_STRUCTURAL = ['anyOf', 'oneOf', 'allOf', 'not', '$ref'];
 
@@ -50,7 +73,8 @@ export function structuralSchema(json: JsonSchema, where: string): JsonSchema {
   const out: JsonSchema = {};
   for (const [key, value] of Object.entries(json)) {
     if (key === '$schema' || (key === 'additionalProperties' && value === false)) continue;
-    if (key === 'properties' && isObject(value)) out[key] = Object.fromEntries(Object.entries(value).map(([name, child]) => [name, structuralSchema(child as JsonSchema, `${where}.${name}`)]));
+    if (key === 'properties' && isObject(value))
+      out[key] = Object.fromEntries(Object.entries(value).map(([name, child]) => [name, structuralSchema(child as JsonSchema, `${where}.${name}`)]));
     else if ((key === 'items' || key === 'additionalProperties') && isObject(value)) out[key] = structuralSchema(value, `${where}[]`);
     else out[key] = value;
   }
@@ -65,4 +89,3 @@ export function structuralSchema(json: JsonSchema, where: string): JsonSchema {
   }
   return Object.fromEntries(Object.entries(out).sort(([a], [b]) => rank(a) - rank(b)));
 }
-

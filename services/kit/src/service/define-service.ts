@@ -6,7 +6,9 @@ import type { DevContext } from '../service-definition.ts';
 import type { HostedConfig, ServiceModule, ServiceSpec } from './contract.ts';
 import { startService, type HostedService, type StartOptions } from './host.ts';
 
-export function defineService<C extends HostedConfig>(spec: ServiceSpec<C>): ServiceModule<C> & {
+export function defineService<C extends HostedConfig>(
+  spec: ServiceSpec<C>,
+): ServiceModule<C> & {
   /** Starts with a loaded config (tests, and `serve`/`dev` through it). */
   start(config: C, options?: StartOptions): Promise<HostedService>;
   devConfig(context: DevContext): Promise<C>;

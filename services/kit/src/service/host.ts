@@ -91,7 +91,14 @@ export async function startService<C extends HostedConfig>(spec: ServiceSpec<C>,
     const metrics = await listenMetrics(app.metrics, metricsListenOptions(config.metrics, options.port ?? config.server.port, spec.metricsPort));
     teardown.add(() => metrics.close());
     printAdminNotice(spec, config, app, options);
-    return { name: spec.name, app, port, url: publicUrl, metricsUrl: metrics.url, close: () => stopGracefully(app, config.server.shutdown, () => teardown.run()) };
+    return {
+      name: spec.name,
+      app,
+      port,
+      url: publicUrl,
+      metricsUrl: metrics.url,
+      close: () => stopGracefully(app, config.server.shutdown, () => teardown.run()),
+    };
   } catch (error) {
     await teardown.run().catch(ignoreError("the start's own error is the one to report"));
     throw error;
@@ -110,7 +117,9 @@ async function buildApp<C extends HostedConfig>(spec: ServiceSpec<C>, config: C,
   const metrics = createMetricsRegistry({ service: spec.name });
   const pool = await openDatabase(spec, config, metrics);
   if (pool) context.teardown.add(() => pool.end());
-  const store = config.storage ? instrumentStore(createObjectStore(config.storage), metrics, { bucket: config.storage.driver === 's3' ? config.storage.bucket : undefined }) : undefined;
+  const store = config.storage
+    ? instrumentStore(createObjectStore(config.storage), metrics, { bucket: config.storage.driver === 's3' ? config.storage.bucket : undefined })
+    : undefined;
   // The certificate may be chosen before the app (and its logger) exists: its warnings wait for the logger.
   const early = deferredLog();
   const tls = spec.tls ? await spec.tls({ config, pool, log: early }) : wrapTls(await serverTls(config.server, config.state_dir));
@@ -140,19 +149,32 @@ async function buildApp<C extends HostedConfig>(spec: ServiceSpec<C>, config: C,
   if (config.rate_limiting?.enabled && pool) {
     const limits = config.rate_limiting;
     await installRateLimit(app, {
-      pool, max: limits.max_requests, windowSeconds: limits.window_seconds, onStoreError: limits.on_store_error, namespace: spec.name,
+      pool,
+      max: limits.max_requests,
+      windowSeconds: limits.window_seconds,
+      onStoreError: limits.on_store_error,
+      namespace: spec.name,
       ...(spec.rateLimitClasses ? { classes: spec.rateLimitClasses(config) } : {}),
     });
   }
   // The plugin shares the root context (no encapsulation): its hooks and decorators apply to every route, as the
   // kit's own (health, OpenAPI) are there too.
-  await app.register(fastifyPlugin(await spec.plugin(), { name: spec.name }), { config, publicUrl: context.publicUrl, port: context.port, extra: context.options.extra ?? {} });
+  await app.register(fastifyPlugin(await spec.plugin(), { name: spec.name }), {
+    config,
+    publicUrl: context.publicUrl,
+    port: context.port,
+    extra: context.options.extra ?? {},
+  });
   await app.ready();
   return app;
 }
 
 /** Migrations first (on a connection of their own), then the pool the service uses. */
-async function openDatabase<C extends HostedConfig>(spec: ServiceSpec<C>, config: C, metrics: ReturnType<typeof createMetricsRegistry>): Promise<DatabasePool | undefined> {
+async function openDatabase<C extends HostedConfig>(
+  spec: ServiceSpec<C>,
+  config: C,
+  metrics: ReturnType<typeof createMetricsRegistry>,
+): Promise<DatabasePool | undefined> {
   if (!config.database) return undefined;
   const { url, schema, pool_size: poolSize } = config.database;
   if (!schema) throw new Error(`${spec.name}: database.schema is not set (serviceSections gives each service a default)`);
@@ -172,7 +194,10 @@ async function installAccounts(app: FastifyInstance, config: HostedConfig, publi
   const admin = await accounts.ensureAdmin({ username: config.admin?.username ?? 'admin', password: config.admin?.password });
   app.decorate('accounts', accounts);
   generatedPasswords.set(app, admin.created ? admin.password : undefined);
-  const provider = config.auth && config.session ? createProviderAccounts(config.auth, { pool: app.pool, publicUrl, log: app.log, nonceSecret: config.session.secret }) : undefined;
+  const provider =
+    config.auth && config.session
+      ? createProviderAccounts(config.auth, { pool: app.pool, publicUrl, log: app.log, nonceSecret: config.session.secret })
+      : undefined;
   app.decorate('providerAccounts', provider);
   if (provider) app.addHook('onClose', () => provider.close());
 }

@@ -84,7 +84,7 @@ describe('discarding an uncommitted upload', () => {
     expect(warnings).toEqual([]);
   });
 
-  it('waits for the storage while it is not usable, then deletes the object and its upload\'s leftover parts', async () => {
+  it("waits for the storage while it is not usable, then deletes the object and its upload's leftover parts", async () => {
     // Storage that answers but is not usable yet (its bucket missing, as while MinIO initialises: no socket error
     // to recognise); once usable, the upload's parts (its abort failed when the storage went away) go too.
     const bucket = await createTestBucket('discard');

@@ -39,16 +39,22 @@ export class FileBody extends Readable {
       return;
     }
     const buffer = Buffer.allocUnsafe(wanted);
-    this.handle.read(buffer, 0, wanted, this.position).then(({ bytesRead }) => {
-      if (bytesRead === 0) throw new Error('the stored file ended before its recorded size');
-      this.position += bytesRead;
-      this.bytesRead += bytesRead;
-      this.push(bytesRead === wanted ? buffer : buffer.subarray(0, bytesRead));
-    }).catch((error: unknown) => this.destroy(error as Error));
+    this.handle
+      .read(buffer, 0, wanted, this.position)
+      .then(({ bytesRead }) => {
+        if (bytesRead === 0) throw new Error('the stored file ended before its recorded size');
+        this.position += bytesRead;
+        this.bytesRead += bytesRead;
+        this.push(bytesRead === wanted ? buffer : buffer.subarray(0, bytesRead));
+      })
+      .catch((error: unknown) => this.destroy(error as Error));
   }
 
   override _destroy(error: Error | null, callback: (error?: Error | null) => void): void {
-    this.handle.close().then(() => callback(error), (closeError: unknown) => callback(error ?? (closeError as Error)));
+    this.handle.close().then(
+      () => callback(error),
+      (closeError: unknown) => callback(error ?? (closeError as Error)),
+    );
   }
 
   /**

@@ -109,10 +109,12 @@ export async function putObject(layout: LocalLayout, key: string, body: PutBody,
     handle = await disk(open(temp, 'wx'));
     const file = handle;
     const flusher = backgroundFlusher(file);
-    await pipeline(body, counter, (chunks: AsyncIterable<Buffer>) => writeBatched(chunks, async (batch) => {
-      await disk(writeAll(file, batch));
-      flusher.wrote(batch);
-    }));
+    await pipeline(body, counter, (chunks: AsyncIterable<Buffer>) =>
+      writeBatched(chunks, async (batch) => {
+        await disk(writeAll(file, batch));
+        flusher.wrote(batch);
+      }),
+    );
     await disk(flusher.settled());
     await disk(file.sync()); // data on disk before the rename makes it visible
     handle = undefined;

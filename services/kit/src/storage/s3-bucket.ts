@@ -1,14 +1,7 @@
 // What the S3 driver's functions share: the client, the bucket and the store's namespace in it; and S3 / MinIO /
 // socket error codes as storage errors.
 import type { Client } from 'minio';
-import {
-  InvalidKeyError,
-  KeyConflictError,
-  ObjectNotFoundError,
-  StorageError,
-  StorageFullError,
-  StorageUnavailableError,
-} from './errors.ts';
+import { InvalidKeyError, KeyConflictError, ObjectNotFoundError, StorageError, StorageFullError, StorageUnavailableError } from './errors.ts';
 import { validateKey } from './keys.ts';
 
 export interface S3Bucket {
@@ -26,15 +19,43 @@ const conflictCodes = new Set(['XMinioParentIsObject', 'XMinioObjectExistsAsDire
 const invalidKeyCodes = new Set(['KeyTooLongError', 'XMinioInvalidObjectName', 'XMinioInvalidResourceName']);
 // InternalError: S3's "please try again" (SeaweedFS answers it to writes until its volume servers have registered
 // after a restart); a retry later succeeds, so it is a 503 with Retry-After, not the service's own 500.
-const unavailableCodes = new Set(['NoSuchBucket', 'SlowDown', 'ServiceUnavailable', 'InternalError', 'XMinioServerNotInitialized', 'AccessDenied', 'InvalidAccessKeyId', 'SignatureDoesNotMatch']);
+const unavailableCodes = new Set([
+  'NoSuchBucket',
+  'SlowDown',
+  'ServiceUnavailable',
+  'InternalError',
+  'XMinioServerNotInitialized',
+  'AccessDenied',
+  'InvalidAccessKeyId',
+  'SignatureDoesNotMatch',
+]);
 /** The statuses of an S3 answer without a known code (a part PUT's bare answer, a proxy) that a retry may cure. */
 const retryableStatuses = new Set([500, 502, 503, 504]);
-const networkErrnos = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN', 'EPIPE',
+const networkErrnos = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'ETIMEDOUT',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  'EPIPE',
   // undici's (part uploads)
-  'UND_ERR_SOCKET', 'UND_ERR_CONNECT_TIMEOUT', 'UND_ERR_HEADERS_TIMEOUT', 'UND_ERR_BODY_TIMEOUT', 'UND_ERR_CLOSED',
+  'UND_ERR_SOCKET',
+  'UND_ERR_CONNECT_TIMEOUT',
+  'UND_ERR_HEADERS_TIMEOUT',
+  'UND_ERR_BODY_TIMEOUT',
+  'UND_ERR_CLOSED',
   // TLS to an https endpoint that cannot be trusted: the operator's to fix, not the caller's, and not a crash
-  'EPROTO', 'ERR_SSL_WRONG_VERSION_NUMBER', 'ERR_TLS_CERT_ALTNAME_INVALID', 'CERT_HAS_EXPIRED', 'DEPTH_ZERO_SELF_SIGNED_CERT',
-  'SELF_SIGNED_CERT_IN_CHAIN', 'UNABLE_TO_VERIFY_LEAF_SIGNATURE', 'UNABLE_TO_GET_ISSUER_CERT_LOCALLY']);
+  'EPROTO',
+  'ERR_SSL_WRONG_VERSION_NUMBER',
+  'ERR_TLS_CERT_ALTNAME_INVALID',
+  'CERT_HAS_EXPIRED',
+  'DEPTH_ZERO_SELF_SIGNED_CERT',
+  'SELF_SIGNED_CERT_IN_CHAIN',
+  'UNABLE_TO_VERIFY_LEAF_SIGNATURE',
+  'UNABLE_TO_GET_ISSUER_CERT_LOCALLY',
+]);
 
 export const codeOf = (error: unknown): string | undefined => (error as { code?: unknown } | undefined)?.code as string | undefined;
 

@@ -25,8 +25,10 @@ export function s3Multipart(target: S3Bucket): MultipartUploads {
   return {
     minPartBytes: 5 * 1024 * 1024,
     start: (key) => mapped(key, () => client.initiateNewMultipartUpload(bucket, objectName(target, key), { 'Content-Type': 'application/octet-stream' })),
-    putPart: (key, uploadId, part, body, length) => mapped(key, () => putPart(client, { bucket, objectName: objectName(target, key), uploadId, part }, body, length)),
-    complete: (key, uploadId, parts) => mapped(key, async () => void (await client.completeMultipartUpload(bucket, objectName(target, key), uploadId, [...parts]))),
+    putPart: (key, uploadId, part, body, length) =>
+      mapped(key, () => putPart(client, { bucket, objectName: objectName(target, key), uploadId, part }, body, length)),
+    complete: (key, uploadId, parts) =>
+      mapped(key, async () => void (await client.completeMultipartUpload(bucket, objectName(target, key), uploadId, [...parts]))),
     abort: (key, uploadId) =>
       mapped(key, async () => {
         try {

@@ -43,9 +43,17 @@ export async function putObject(target: S3Bucket, parts: PartSettings, key: stri
   // Parts must be big enough that the allowed size fits in 10,000 of them; the limit is capped to match.
   const partSize = Math.max(parts.basePartSize, Math.ceil((putOptions.maxBytes ?? 0) / maxParts));
   const maxBytes = Math.min(putOptions.maxBytes ?? Number.POSITIVE_INFINITY, partSize * maxParts);
-  const counter = new HashingCounter({ maxBytes, ...(putOptions.expectedSha256 ? { expectedSha256: putOptions.expectedSha256 } : {}), ...(putOptions.size !== undefined ? { size: putOptions.size } : {}) });
+  const counter = new HashingCounter({
+    maxBytes,
+    ...(putOptions.expectedSha256 ? { expectedSha256: putOptions.expectedSha256 } : {}),
+    ...(putOptions.size !== undefined ? { size: putOptions.size } : {}),
+  });
   const upload = new S3Upload({
-    client: target.client, bucket: target.bucket, objectName: name, partSize, concurrency: parts.concurrency,
+    client: target.client,
+    bucket: target.bucket,
+    objectName: name,
+    partSize,
+    concurrency: parts.concurrency,
     ...(putOptions.size !== undefined ? { size: putOptions.size } : {}),
     ...(putOptions.contentType ? { contentType: putOptions.contentType } : {}),
   });

@@ -79,7 +79,8 @@ export class S3Upload {
   /** Commits the object: one plain PUT if it never filled a part (atomic, nothing sent before), else completes the multipart upload. */
   async finish(): Promise<void> {
     const { client, bucket, objectName } = this.options;
-    if (this.streaming && this.streamedBytes !== this.options.size) throw new Error(`streamed ${this.streamedBytes} of the ${this.options.size} bytes announced`); // callers check the length first
+    if (this.streaming && this.streamedBytes !== this.options.size)
+      throw new Error(`streamed ${this.streamedBytes} of the ${this.options.size} bytes announced`); // callers check the length first
     if (this.uploadId === undefined) {
       const body = this.takeBuffered();
       await client.putObject(bucket, objectName, body, body.length, this.metaData);
@@ -105,7 +106,9 @@ export class S3Upload {
     this.uploadId = undefined;
     // If this fails too (backend gone), the parts stay invisible; a bucket lifecycle rule
     // (AbortIncompleteMultipartUpload) reclaims them.
-    await client.abortMultipartUpload(bucket, objectName, uploadId).catch(ignoreError('the sweep of unfinished multipart uploads removes what this abort could not'));
+    await client
+      .abortMultipartUpload(bucket, objectName, uploadId)
+      .catch(ignoreError('the sweep of unfinished multipart uploads removes what this abort could not'));
   }
 
   /** Bodies shorter than a part take the one plain PUT of `finish()`, as bodies of unknown length do. */
@@ -203,7 +206,12 @@ export class S3ResponseError extends Error {
 }
 
 /** PUTs one part of `length` bytes to a presigned part URL; returns its ETag. */
-export async function putPart(client: Client, target: { bucket: string; objectName: string; uploadId: string; part: number }, body: Readable, length: number): Promise<string> {
+export async function putPart(
+  client: Client,
+  target: { bucket: string; objectName: string; uploadId: string; part: number },
+  body: Readable,
+  length: number,
+): Promise<string> {
   const url = await client.presignedUrl('PUT', target.bucket, target.objectName, 15 * 60, { partNumber: String(target.part), uploadId: target.uploadId });
   const response = await request(url, { method: 'PUT', body, headers: { 'content-length': String(length) } });
   const text = await response.body.text();

@@ -89,7 +89,13 @@ async function getObject(target: S3Bucket, key: string, range?: ByteRange): Prom
   if (range) checkRangeShape(range);
   try {
     // Not minio's getObject: its node:http stream cost 4x the CPU per byte of this reader (see upstream-body.ts).
-    return await getObjectBody({ client: target.client, bucket: target.bucket, objectName: name, ...(isWholeObject(range) ? {} : { range }), headTimeoutMs: getHeadTimeoutMs });
+    return await getObjectBody({
+      client: target.client,
+      bucket: target.bucket,
+      objectName: name,
+      ...(isWholeObject(range) ? {} : { range }),
+      headTimeoutMs: getHeadTimeoutMs,
+    });
   } catch (error) {
     if (codeOf(error) === 'InvalidRange') {
       // MinIO's error names the size (the caller needs it for Content-Range); other servers may not.
@@ -138,7 +144,8 @@ async function deletePrefix(target: S3Bucket, prefix: string): Promise<number> {
   try {
     for await (const info of list(target, prefix)) {
       batch.push(target.namespace + info.key);
-      if (batch.length === 1000) { // DeleteObjects' limit per request
+      if (batch.length === 1000) {
+        // DeleteObjects' limit per request
         await removeBatch(target, batch);
         count += batch.length;
         batch = [];

@@ -183,7 +183,11 @@ describe.each(drivers)('object store contract: $driver on $on', ({ driver, creat
     await refusedWith(chunks(data, 100_003), { size: data.length + 1 }, short);
     await refusedWith(chunks(data, 100_003), { size: 6 * partSize }, new BodyLengthMismatchError(6 * partSize, `more than ${6 * partSize}`));
     await refusedWith(chunks(small), { size: 4 }, new BodyLengthMismatchError(4, 'more than 4'));
-    await expect(store.put('refused', chunks(data), { size: data.length + 1 })).rejects.toMatchObject({ statusCode: 400, code: 'BODY_LENGTH_MISMATCH', announced: data.length + 1 });
+    await expect(store.put('refused', chunks(data), { size: data.length + 1 })).rejects.toMatchObject({
+      statusCode: 400,
+      code: 'BODY_LENGTH_MISMATCH',
+      announced: data.length + 1,
+    });
     // Announced over the limit: refused at the first chunk, not after reading up to it.
     let pulled = 0;
     async function* counted(): AsyncGenerator<Buffer> {
@@ -439,8 +443,13 @@ describe.each(s3Servers)('s3 driver specifics on $server', ({ server }) => {
   it('keeps each service inside its prefix and remembers the content type', async () => {
     const bucket = await createTestBucket('prefix', s3Server(server));
     const boxes = createObjectStore({
-      driver: 's3', endpoint: bucket.endpoint, access_key: bucket.accessKey, secret_key: bucket.secretKey,
-      bucket: bucket.bucket, region: bucket.region, prefix: 'box-repository/',
+      driver: 's3',
+      endpoint: bucket.endpoint,
+      access_key: bucket.accessKey,
+      secret_key: bucket.secretKey,
+      bucket: bucket.bucket,
+      region: bucket.region,
+      prefix: 'box-repository/',
     });
     const files = createS3Store({ ...bucket, prefix: 'file-share' });
     await boxes.put('x/y', chunks(Buffer.from('box')), { contentType: 'application/x-tar' });

@@ -38,7 +38,14 @@ export interface AgentCredentials {
 /** An agent's answers are small; a peer that sends more is not one. */
 const MAX_ANSWER_BYTES = 65_536;
 
-async function call<T>(address: string, method: string, path: string, headers: Record<string, string>, body?: unknown, timeoutMs = 3000): Promise<{ status: number; body: T }> {
+async function call<T>(
+  address: string,
+  method: string,
+  path: string,
+  headers: Record<string, string>,
+  body?: unknown,
+  timeoutMs = 3000,
+): Promise<{ status: number; body: T }> {
   const payload = body === undefined ? undefined : JSON.stringify(body);
   return new Promise((resolve, reject) => {
     const req = httpRequest(
@@ -79,7 +86,11 @@ async function authorize(address: string, credentials: AgentCredentials, method:
   const gatewayNonce = newNonce();
   const { status, body } = await call<{ nonce?: unknown; proof?: unknown } | undefined>(address, 'POST', CHALLENGE_PATH, { [CHALLENGE_HEADER]: gatewayNonce });
   const agentNonce = body?.nonce;
-  if (status !== 200 || !isNonce(agentNonce) || !proofMatches(agentProof(credentials.keys.agentKey, credentials.sessionId, gatewayNonce, agentNonce), body?.proof)) {
+  if (
+    status !== 200 ||
+    !isNonce(agentNonce) ||
+    !proofMatches(agentProof(credentials.keys.agentKey, credentials.sessionId, gatewayNonce, agentNonce), body?.proof)
+  ) {
     throw new NotTheAgentError(`the peer at ${address} is not the agent of session ${credentials.sessionId} (no valid proof)`);
   }
   return gatewayAuthorization(credentials.keys, credentials.sessionId, agentNonce, gatewayNonce, method, path);
@@ -139,5 +150,10 @@ export const authorizeAttach = (address: string, credentials: AgentCredentials):
 export async function connectAgent(address: string, credentials: AgentCredentials, options?: StreamOptions, authorization?: string): Promise<WebSocket> {
   authorization ??= await authorize(address, credentials, 'GET', '/attach');
   const query = streamQuery(options);
-  return new WebSocket(target(address).ws + query, { headers: withTraceparent({ authorization }), maxPayload: MAX_FRAME, handshakeTimeout: 10_000, perMessageDeflate: false });
+  return new WebSocket(target(address).ws + query, {
+    headers: withTraceparent({ authorization }),
+    maxPayload: MAX_FRAME,
+    handshakeTimeout: 10_000,
+    perMessageDeflate: false,
+  });
 }

@@ -14,7 +14,12 @@ import { parseAgentSettings } from './settings.ts';
 const SESSION = '0b7f3c9e-3f4c-4c1e-9a51-7d2f52a1c0de';
 
 /** One raw HTTP call to the agent's socket. */
-function raw(socketPath: string, method: string, path: string, headers: Record<string, string> = {}): Promise<{ status: number; body: Record<string, unknown> }> {
+function raw(
+  socketPath: string,
+  method: string,
+  path: string,
+  headers: Record<string, string> = {},
+): Promise<{ status: number; body: Record<string, unknown> }> {
   return new Promise((resolve, reject) => {
     const req = request({ socketPath, method, path, headers }, (res) => {
       let text = '';
@@ -89,7 +94,14 @@ describe('gateway ↔ agent handshake', () => {
     expect((await raw(socketPath, 'GET', '/status', { authorization: `Bearer ${secret}` })).status).toBe(401);
     const gatewayNonce = newNonce();
     const challenge = await raw(socketPath, 'POST', '/challenge', { [CHALLENGE_HEADER]: gatewayNonce });
-    const forged = gatewayAuthorization(sessionKeys('forger-secret-xxxxxxxxxxxxxxxxxxxxxxxxxxxxxx'), SESSION, challenge.body.nonce as string, gatewayNonce, 'GET', '/status');
+    const forged = gatewayAuthorization(
+      sessionKeys('forger-secret-xxxxxxxxxxxxxxxxxxxxxxxxxxxxxx'),
+      SESSION,
+      challenge.body.nonce as string,
+      gatewayNonce,
+      'GET',
+      '/status',
+    );
     expect((await raw(socketPath, 'GET', '/status', { authorization: forged })).status).toBe(401);
     // A challenge must carry a well-formed nonce.
     expect((await raw(socketPath, 'POST', '/challenge', { [CHALLENGE_HEADER]: 'short' })).status).toBe(400);

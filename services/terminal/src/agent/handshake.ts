@@ -57,7 +57,9 @@ export function publicKeyFrom(raw: string): KeyObject {
 
 /** The agent's answer to a challenge. */
 export function agentProof(agentKey: string, sessionId: string, gatewayNonce: string, agentNonce: string): string {
-  return createHmac('sha256', Buffer.from(agentKey, 'base64url')).update(`boxyard-agent-proof\n${sessionId}\n${gatewayNonce}\n${agentNonce}`).digest('base64url');
+  return createHmac('sha256', Buffer.from(agentKey, 'base64url'))
+    .update(`boxyard-agent-proof\n${sessionId}\n${gatewayNonce}\n${agentNonce}`)
+    .digest('base64url');
 }
 
 export function proofMatches(expected: string, given: unknown): boolean {
@@ -83,7 +85,15 @@ export function parseAuthorization(header: string | undefined): { nonce: string;
   return match && SIGNATURE.test(match[2]!) ? { nonce: match[1]!, signature: match[2]! } : undefined;
 }
 
-export function signatureValid(publicKey: KeyObject, sessionId: string, agentNonce: string, gatewayNonce: string, method: string, path: string, signature: string): boolean {
+export function signatureValid(
+  publicKey: KeyObject,
+  sessionId: string,
+  agentNonce: string,
+  gatewayNonce: string,
+  method: string,
+  path: string,
+  signature: string,
+): boolean {
   return verify(null, signed(sessionId, agentNonce, gatewayNonce, method, path), publicKey, Buffer.from(signature, 'base64url'));
 }
 

@@ -28,7 +28,19 @@ function startImpostor(path: string) {
     request.on('end', () => {
       seen.push({ method: request.method ?? '', url: request.url ?? '', headers: request.headers, body });
       response.writeHead(200, { 'content-type': 'application/json' });
-      response.end(JSON.stringify({ nonce: 'A'.repeat(43), proof: 'B'.repeat(43), session_id: 'x', pid: 1, exited: false, now: Date.now(), attached: 0, last_activity_at: Date.now(), detached_since: null }));
+      response.end(
+        JSON.stringify({
+          nonce: 'A'.repeat(43),
+          proof: 'B'.repeat(43),
+          session_id: 'x',
+          pid: 1,
+          exited: false,
+          now: Date.now(),
+          attached: 0,
+          last_activity_at: Date.now(),
+          detached_since: null,
+        }),
+      );
     });
   });
   server.on('upgrade', (request, socket, head) => {
@@ -46,12 +58,13 @@ function startImpostor(path: string) {
     received,
     firstMessage,
     listening: new Promise<void>((resolve) => server.listen(path, resolve)),
-    close: () => new Promise<void>((resolve) => {
-      for (const client of wss.clients) client.terminate();
-      wss.close();
-      server.closeAllConnections();
-      server.close(() => resolve());
-    }),
+    close: () =>
+      new Promise<void>((resolve) => {
+        for (const client of wss.clients) client.terminate();
+        wss.close();
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
   };
 }
 
@@ -93,7 +106,10 @@ describe('an impostor at the agent address', () => {
     await impostor.listening;
     try {
       const { rows } = await database.query("select table_schema from information_schema.tables where table_name = 'terminal_sessions'");
-      await database.query(`update "${String(rows[0]?.table_schema)}".terminal_sessions set agent_address = $1 where id = $2`, [`unix:${join(dir, 'agent.sock')}`, id]);
+      await database.query(`update "${String(rows[0]?.table_schema)}".terminal_sessions set agent_address = $1 where id = $2`, [
+        `unix:${join(dir, 'agent.sock')}`,
+        id,
+      ]);
 
       const attempt = await openTerminal(gateway.url, started.json.data.websocket_path, { cookie: admin });
       attempt.type('my-password-typed-in\r');

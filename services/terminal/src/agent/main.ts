@@ -27,7 +27,11 @@ async function claimedEnvironment(): Promise<Record<string, string> | undefined>
     const parsed = JSON.parse(line) as unknown;
     if (!parsed || typeof parsed !== 'object') throw new Error('warm agent: the claim is not a JSON object');
     const allowed = ([name]: [string, unknown]) => name.startsWith('BOXYARD_AGENT_') || name === 'TRACEPARENT' || name === 'TRACESTATE';
-    return Object.fromEntries(Object.entries(parsed).filter(allowed).map(([name, value]) => [name, String(value)]));
+    return Object.fromEntries(
+      Object.entries(parsed)
+        .filter(allowed)
+        .map(([name, value]) => [name, String(value)]),
+    );
   }
   return undefined;
 }
@@ -83,7 +87,8 @@ export async function runAgentFromEnvironment(): Promise<never> {
     ? (await import('@boxyard/kit/telemetry/telemetry.ts')).startTelemetry('boxyard-terminal-agent')
     : undefined;
   const traceEnv = { TRACEPARENT: process.env.TRACEPARENT, TRACESTATE: process.env.TRACESTATE };
-  for (const name of Object.keys(process.env)) if (name.startsWith('BOXYARD_') || name.startsWith('OTEL_') || name === 'TRACEPARENT' || name === 'TRACESTATE') delete process.env[name];
+  for (const name of Object.keys(process.env))
+    if (name.startsWith('BOXYARD_') || name.startsWith('OTEL_') || name === 'TRACEPARENT' || name === 'TRACESTATE') delete process.env[name];
   const log = (message: string) => process.stderr.write(`${new Date().toISOString()} agent ${settings.BOXYARD_AGENT_SESSION_ID}: ${message}\n`);
   let agent;
   try {

@@ -16,7 +16,13 @@ const terms: IPty[] = [];
  * resolved once that mode is set: input typed before it would be echoed and line-edited.
  */
 async function spawn(command: string): Promise<{ term: IPty; output: () => Buffer; exited: Promise<void> }> {
-  const term = pty.spawn('/bin/sh', ['-c', `stty raw -echo; echo READY; ${command}`], { name: 'xterm', cols: 80, rows: 24, env: { PATH: '/usr/bin:/bin' }, encoding: null });
+  const term = pty.spawn('/bin/sh', ['-c', `stty raw -echo; echo READY; ${command}`], {
+    name: 'xterm',
+    cols: 80,
+    rows: 24,
+    env: { PATH: '/usr/bin:/bin' },
+    encoding: null,
+  });
   terms.push(term);
   const chunks: Buffer[] = [];
   term.onData((data) => chunks.push(data as unknown as Buffer));
@@ -61,7 +67,10 @@ describe('pty input', () => {
     expect(input.queued).toBeGreaterThan(0);
     await until(() => input.queued === 0, 'the queue to drain');
     const expected = createHash('sha256').update(paste).digest('hex');
-    await until(() => output().toString().includes(expected), () => `the checksum ${expected}; got ${JSON.stringify(output().toString().slice(-300))} (${output().length} bytes)`);
+    await until(
+      () => output().toString().includes(expected),
+      () => `the checksum ${expected}; got ${JSON.stringify(output().toString().slice(-300))} (${output().length} bytes)`,
+    );
     input.dispose();
   });
 

@@ -99,7 +99,11 @@ export function parseAgentSettings(env: Record<string, string | undefined>): Age
     } catch {
       parsed = undefined;
     }
-    const valid = Array.isArray(parsed) && parsed.length >= 1 && parsed.length <= 512 && parsed.every((a) => typeof a === 'string' && a.length > 0 && a.length <= 4096 && !a.includes('\0'));
+    const valid =
+      Array.isArray(parsed) &&
+      parsed.length >= 1 &&
+      parsed.length <= 512 &&
+      parsed.every((a) => typeof a === 'string' && a.length > 0 && a.length <= 4096 && !a.includes('\0'));
     if (!valid) problems.push('BOXYARD_AGENT_SANDBOX: must be a JSON array of 1 to 512 non-empty strings');
     return valid ? (parsed as string[]) : undefined;
   };
@@ -120,7 +124,9 @@ export function parseAgentSettings(env: Record<string, string | undefined>): Age
     BOXYARD_AGENT_EXPIRES_AT: int('BOXYARD_AGENT_EXPIRES_AT', 0, Number.MAX_SAFE_INTEGER),
     BOXYARD_AGENT_RUN_AS: env.BOXYARD_AGENT_RUN_AS || undefined,
     BOXYARD_AGENT_SANDBOX: sandbox(),
-    BOXYARD_AGENT_SANDBOX_HOME: env.BOXYARD_AGENT_SANDBOX ? text('BOXYARD_AGENT_SANDBOX_HOME', undefined, /^\/home\/[A-Za-z0-9_][A-Za-z0-9_.-]{0,63}$/) : undefined,
+    BOXYARD_AGENT_SANDBOX_HOME: env.BOXYARD_AGENT_SANDBOX
+      ? text('BOXYARD_AGENT_SANDBOX_HOME', undefined, /^\/home\/[A-Za-z0-9_][A-Za-z0-9_.-]{0,63}$/)
+      : undefined,
     BOXYARD_AGENT_SANDBOX_USER: env.BOXYARD_AGENT_SANDBOX ? text('BOXYARD_AGENT_SANDBOX_USER', undefined, /^[A-Za-z0-9_.-]{1,64}$/) : undefined,
     BOXYARD_AGENT_LANG: text('BOXYARD_AGENT_LANG', 'C.UTF-8', /^[A-Za-z0-9_.@-]+$/),
     BOXYARD_AGENT_PATH: env.BOXYARD_AGENT_PATH || undefined,

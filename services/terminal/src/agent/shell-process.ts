@@ -4,7 +4,16 @@ import { accessSync, chownSync, constants, readdirSync, readFileSync, statSync }
 import { createRequire } from 'node:module';
 import type * as NodePty from 'node-pty';
 import type { IPty } from 'node-pty';
-import { currentAccount, dropPrivileges, environmentReadableBySameUser, lookupAccount, prepareHome, shellArguments, shellEnvironment, type Account } from './identity.ts';
+import {
+  currentAccount,
+  dropPrivileges,
+  environmentReadableBySameUser,
+  lookupAccount,
+  prepareHome,
+  shellArguments,
+  shellEnvironment,
+  type Account,
+} from './identity.ts';
 import { createPtyInput, type PtyInput } from './pty-input.ts';
 import { DEFAULT_PATH, type AgentSettings } from './settings.ts';
 
@@ -42,7 +51,8 @@ function shellAccount(settings: AgentSettings): Account {
 function checkShell(settings: AgentSettings, account: Account, switching: boolean): void {
   // A shell of this process's own uid reads /proc/<agent>/environ (and its memory) unless the kernel marks this
   // process not dumpable, which it does once the process has changed its uid (and suid_dumpable is not 1).
-  if (settings.BOXYARD_AGENT_PRIVATE_ENVIRONMENT && account.uid === 0) throw new Error('terminal agent: refusing to run shells as root (set BOXYARD_AGENT_DROP_TO)');
+  if (settings.BOXYARD_AGENT_PRIVATE_ENVIRONMENT && account.uid === 0)
+    throw new Error('terminal agent: refusing to run shells as root (set BOXYARD_AGENT_DROP_TO)');
   if (settings.BOXYARD_AGENT_PRIVATE_ENVIRONMENT && !switching && environmentReadableBySameUser()) {
     throw new Error(
       `the shell would run as this agent's uid ${process.getuid?.()} and could read its environment (the agent key, OTEL_* settings) in /proc: ` +

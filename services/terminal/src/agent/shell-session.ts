@@ -225,16 +225,25 @@ export class ShellSession {
     }
     killSessionProcesses(this.#shellPid);
     // Let the close frames go out, then stop.
-    setTimeout(() => {
-      for (const peer of everyone) peer.socket.terminate();
-      clearInterval(this.#ticker);
-      this.#ended(message.code ?? 1);
-    }, everyone.length > 0 ? 500 : 0).unref();
+    setTimeout(
+      () => {
+        for (const peer of everyone) peer.socket.terminate();
+        clearInterval(this.#ticker);
+        this.#ended(message.code ?? 1);
+      },
+      everyone.length > 0 ? 500 : 0,
+    ).unref();
   }
 
   #tick(): void {
     const reason = expiryReason(
-      { now: Date.now(), expiresAt: this.#settings.BOXYARD_AGENT_EXPIRES_AT, lastActivityAt: this.#lastActivityAt, attached: this.#output.peers.size, detachedSince: this.#detachedSince },
+      {
+        now: Date.now(),
+        expiresAt: this.#settings.BOXYARD_AGENT_EXPIRES_AT,
+        lastActivityAt: this.#lastActivityAt,
+        attached: this.#output.peers.size,
+        detachedSince: this.#detachedSince,
+      },
       { idleTimeoutMs: this.#settings.BOXYARD_AGENT_IDLE_TIMEOUT_SECONDS * 1000, reattachGraceMs: this.#settings.BOXYARD_AGENT_REATTACH_GRACE_SECONDS * 1000 },
     );
     if (reason) this.terminate(reason);

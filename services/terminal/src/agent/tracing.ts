@@ -17,7 +17,11 @@ export function telemetryEnvironment(env: NodeJS.ProcessEnv): Record<string, str
   propagation.inject(context.active(), carrier);
   return {
     // Not the gateway's service name: the agent is `boxyard-terminal-agent`.
-    ...Object.fromEntries(Object.entries(env).filter((entry): entry is [string, string] => entry[0].startsWith('OTEL_') && entry[0] !== 'OTEL_SERVICE_NAME' && entry[1] !== undefined)),
+    ...Object.fromEntries(
+      Object.entries(env).filter(
+        (entry): entry is [string, string] => entry[0].startsWith('OTEL_') && entry[0] !== 'OTEL_SERVICE_NAME' && entry[1] !== undefined,
+      ),
+    ),
     ...Object.fromEntries(Object.entries(carrier).map(([name, value]) => [name.toUpperCase(), value])),
   };
 }
@@ -48,7 +52,11 @@ export function withTraceparent<T extends Record<string, string | number>>(heade
 export function traceAgentRequest(request: IncomingMessage, response: ServerResponse | undefined, route: string, handle: () => void): void {
   const parent = propagation.extract(context.active(), request.headers);
   if (!trace.getSpan(parent)) return handle(); // no caller trace: the agent starts none of its own
-  const span = tracer.startSpan(`${request.method ?? 'GET'} ${route}`, { kind: SpanKind.SERVER, attributes: { 'http.request.method': request.method ?? 'GET', 'http.route': route, 'url.path': route } }, parent);
+  const span = tracer.startSpan(
+    `${request.method ?? 'GET'} ${route}`,
+    { kind: SpanKind.SERVER, attributes: { 'http.request.method': request.method ?? 'GET', 'http.route': route, 'url.path': route } },
+    parent,
+  );
   const finish = (status: number) => {
     span.setAttribute('http.response.status_code', status);
     if (status >= 500) span.setStatus({ code: SpanStatusCode.ERROR });

@@ -54,12 +54,17 @@ describe('terminal audit log', () => {
     expect(page.json.data.events).toHaveLength(2);
     const next = await api(gateway.url, 'GET', `/api/terminal/audit?session_id=${sessionId}&limit=5&before=${page.json.data.next_before}`, { cookie: admin });
     expect(next.json.data.events.map((e: { event: string }) => e.event)).toEqual(['resize', 'attach', 'start']);
-    const future = await api(gateway.url, 'GET', `/api/terminal/audit?since=${encodeURIComponent(new Date(Date.now() + 60_000).toISOString())}`, { cookie: admin });
+    const future = await api(gateway.url, 'GET', `/api/terminal/audit?since=${encodeURIComponent(new Date(Date.now() + 60_000).toISOString())}`, {
+      cookie: admin,
+    });
     expect(future.json.data.events).toEqual([]);
     const exported = await fetch(`${gateway.url}/api/terminal/audit/export?session_id=${sessionId}`, { headers: { cookie: admin } });
     expect(exported.status).toBe(200);
     expect(exported.headers.get('content-type')).toContain('application/x-ndjson');
-    const lines = (await exported.text()).trim().split('\n').map((line) => JSON.parse(line));
+    const lines = (await exported.text())
+      .trim()
+      .split('\n')
+      .map((line) => JSON.parse(line));
     expect(lines.map((e) => e.event).reverse()).toEqual(['start', 'attach', 'resize', 'detach', 'stop']);
   });
 

@@ -29,7 +29,12 @@ const filters = {
   event: { type: 'string', enum: [...AUDIT_EVENTS] },
   since: { type: 'string', format: 'date-time' },
   until: { type: 'string', format: 'date-time' },
-  before: { type: 'integer', minimum: 1, maximum: Number.MAX_SAFE_INTEGER, description: 'Only events older than this id (the `next_before` of the previous page).' },
+  before: {
+    type: 'integer',
+    minimum: 1,
+    maximum: Number.MAX_SAFE_INTEGER,
+    description: 'Only events older than this id (the `next_before` of the previous page).',
+  },
 };
 
 export function presentAudit(row: AuditRow) {
@@ -68,14 +73,27 @@ export function auditRoutes(app: FastifyInstance, deps: { auth: Auth; audit: Aud
       schema: {
         tags,
         summary: 'Audit events of terminal sessions (admins): start, attach, detach, resize, stop, expiry; newest first',
-        querystring: { type: 'object', additionalProperties: false, properties: { ...filters, limit: { type: 'integer', minimum: 1, maximum: PAGE_MAX, default: 100 } } },
-        response: { 200: envelope({ type: 'object', properties: { events: { type: 'array', items: { type: 'object', additionalProperties: true } }, next_before: { type: ['integer', 'null'] } } }), ...errors(400, 401, 403, 429) },
+        querystring: {
+          type: 'object',
+          additionalProperties: false,
+          properties: { ...filters, limit: { type: 'integer', minimum: 1, maximum: PAGE_MAX, default: 100 } },
+        },
+        response: {
+          200: envelope({
+            type: 'object',
+            properties: { events: { type: 'array', items: { type: 'object', additionalProperties: true } }, next_before: { type: ['integer', 'null'] } },
+          }),
+          ...errors(400, 401, 403, 429),
+        },
       },
     },
     async (request) => {
       const limit = request.query.limit ?? 100;
       const rows = await audit.store.page(filterOf(request.query, limit));
-      return ok(`${rows.length} event${rows.length === 1 ? '' : 's'}`, { events: rows.map(presentAudit), next_before: rows.length === limit ? rows.at(-1)!.id : null });
+      return ok(`${rows.length} event${rows.length === 1 ? '' : 's'}`, {
+        events: rows.map(presentAudit),
+        next_before: rows.length === limit ? rows.at(-1)!.id : null,
+      });
     },
   );
 
@@ -86,8 +104,15 @@ export function auditRoutes(app: FastifyInstance, deps: { auth: Auth; audit: Aud
       schema: {
         tags,
         summary: 'The audit events matching the filters as JSON lines (admins), newest first, at most 100000 per request',
-        querystring: { type: 'object', additionalProperties: false, properties: { ...filters, limit: { type: 'integer', minimum: 1, maximum: EXPORT_MAX, default: EXPORT_MAX } } },
-        response: { 200: { description: 'One event (as in GET /api/terminal/audit) per line', content: { 'application/x-ndjson': { schema: { type: 'string' } } } }, ...errors(400, 401, 403, 429) },
+        querystring: {
+          type: 'object',
+          additionalProperties: false,
+          properties: { ...filters, limit: { type: 'integer', minimum: 1, maximum: EXPORT_MAX, default: EXPORT_MAX } },
+        },
+        response: {
+          200: { description: 'One event (as in GET /api/terminal/audit) per line', content: { 'application/x-ndjson': { schema: { type: 'string' } } } },
+          ...errors(400, 401, 403, 429),
+        },
       },
     },
     async (request, reply) => {
@@ -103,7 +128,11 @@ export function auditRoutes(app: FastifyInstance, deps: { auth: Auth; audit: Aud
           before = rows.at(-1)!.id;
         }
       }
-      return reply.type('application/x-ndjson').header('cache-control', 'no-store').header('content-disposition', 'attachment; filename="terminal-audit.jsonl"').send(Readable.from(lines()));
+      return reply
+        .type('application/x-ndjson')
+        .header('cache-control', 'no-store')
+        .header('content-disposition', 'attachment; filename="terminal-audit.jsonl"')
+        .send(Readable.from(lines()));
     },
   );
 }

@@ -18,13 +18,27 @@ export interface Who {
 export function whoOf(request: FastifyRequest): Who {
   const user = request.user as { id: string; username: string } | null | undefined;
   const agent = request.headers['user-agent'];
-  return { userId: user?.id ?? null, username: user?.username ?? null, address: request.ip ?? null, userAgent: typeof agent === 'string' ? agent.slice(0, MAX_USER_AGENT) : null };
+  return {
+    userId: user?.id ?? null,
+    username: user?.username ?? null,
+    address: request.ip ?? null,
+    userAgent: typeof agent === 'string' ? agent.slice(0, MAX_USER_AGENT) : null,
+  };
 }
 
 export function createAuditService(options: { pool: DatabasePool; metrics: Registry; log: FastifyBaseLogger; retentionDays: number }) {
   const store = createAuditStore(options.pool);
-  const events = new Counter({ name: 'boxyard_terminal_audit_events_total', help: 'Terminal audit events recorded by this gateway, by event.', labelNames: ['event'], registers: [options.metrics] });
-  const failures = new Counter({ name: 'boxyard_terminal_audit_failures_total', help: 'Terminal audit events that could not be written.', registers: [options.metrics] });
+  const events = new Counter({
+    name: 'boxyard_terminal_audit_events_total',
+    help: 'Terminal audit events recorded by this gateway, by event.',
+    labelNames: ['event'],
+    registers: [options.metrics],
+  });
+  const failures = new Counter({
+    name: 'boxyard_terminal_audit_failures_total',
+    help: 'Terminal audit events that could not be written.',
+    registers: [options.metrics],
+  });
   const pending = new Set<Promise<unknown>>();
 
   const record = (entry: AuditEntry): void => {

@@ -36,8 +36,7 @@ export interface AuthOptions {
   provider?: ProviderAccounts | undefined;
 }
 
-export const cookieOptions = (maxAgeSeconds: number) =>
-  ({ httpOnly: true, secure: true, sameSite: 'strict', path: '/', maxAge: maxAgeSeconds }) as const;
+export const cookieOptions = (maxAgeSeconds: number) => ({ httpOnly: true, secure: true, sameSite: 'strict', path: '/', maxAge: maxAgeSeconds }) as const;
 
 const SIGN_IN_HINT = 'Authentication required: sign in with POST /auth/login/basic';
 
@@ -47,7 +46,14 @@ export function createAuth(options: AuthOptions) {
     if (user.disabled) return null;
     const exp = typeof identity.claims.exp === 'number' ? identity.claims.exp * 1000 : Date.now() + 3600_000;
     // Signing out with a provider token revokes that token here until it expires.
-    return { id: user.id, username: user.username, role: user.role, jti: `provider:${identity.claims.jti ?? identity.subject}`, expiresAt: new Date(exp), presentedIn: 'authorization' };
+    return {
+      id: user.id,
+      username: user.username,
+      role: user.role,
+      jti: `provider:${identity.claims.jti ?? identity.subject}`,
+      expiresAt: new Date(exp),
+      presentedIn: 'authorization',
+    };
   };
 
   const resolveUser = async (request: FastifyRequest): Promise<AuthenticatedUser | null> => {

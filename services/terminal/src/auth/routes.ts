@@ -86,7 +86,11 @@ function logoutRoute(app: FastifyInstance, { auth, accounts }: AuthRouteDeps): v
     '/auth/logout',
     {
       preHandler: auth.optionalUser,
-      schema: { tags, summary: 'Sign out: revokes the session token and clears the cookie', response: { 200: envelope({ type: 'object', properties: {} }), ...errors(429) } },
+      schema: {
+        tags,
+        summary: 'Sign out: revokes the session token and clears the cookie',
+        response: { 200: envelope({ type: 'object', properties: {} }), ...errors(429) },
+      },
     },
     async (request, reply) => {
       if (request.user) await accounts.revokeSession(request.user.jti, request.user.expiresAt);
@@ -105,7 +109,7 @@ function statusRoute(app: FastifyInstance, { auth }: AuthRouteDeps): void {
         tags,
         summary: 'Whether the caller is signed in, as whom, and how the token is presented',
         description:
-          '`cookie` names the cookie a session token is presented in (`auth_token`); when signed in, `presented_in` says how this request presented its credential: `cookie` (the session JWT) or `authorization` (an identity provider\'s access token, `Authorization: Bearer|DPoP`).',
+          "`cookie` names the cookie a session token is presented in (`auth_token`); when signed in, `presented_in` says how this request presented its credential: `cookie` (the session JWT) or `authorization` (an identity provider's access token, `Authorization: Bearer|DPoP`).",
         response: {
           200: envelope({
             type: 'object',
@@ -171,7 +175,10 @@ function methodsRoute(app: FastifyInstance, deps: AuthRouteDeps): void {
     },
     async () =>
       ok('Available authentication methods', {
-        methods: [{ type: 'basic', method: 'POST', path: '/auth/login/basic', fields: ['username', 'password'], cookie: 'auth_token' }, ...(deps.signIn ? [{ ...deps.signIn, cookie: 'auth_token' }] : [])],
+        methods: [
+          { type: 'basic', method: 'POST', path: '/auth/login/basic', fields: ['username', 'password'], cookie: 'auth_token' },
+          ...(deps.signIn ? [{ ...deps.signIn, cookie: 'auth_token' }] : []),
+        ],
       }),
   );
 }

@@ -22,6 +22,9 @@ describe('exit statuses of ended agents', () => {
     rememberExit(exitCodes, 'b', 2, 2);
     rememberExit(exitCodes, 'a', 0, 2);
     rememberExit(exitCodes, 'c', null, 2);
-    expect([...exitCodes]).toEqual([['a', 0], ['c', null]]);
+    expect([...exitCodes]).toEqual([
+      ['a', 0],
+      ['c', null],
+    ]);
   });
 });

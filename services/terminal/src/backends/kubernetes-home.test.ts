@@ -40,7 +40,12 @@ describe('persistent homes: rendering', () => {
       metadata: {
         name: `boxyard-home-shells-${owner}`,
         namespace: 'ns',
-        labels: { 'app.kubernetes.io/managed-by': 'boxyard', 'app.kubernetes.io/component': 'terminal-home', 'boxyard.io/pool': 'shells', 'boxyard.io/owner': owner },
+        labels: {
+          'app.kubernetes.io/managed-by': 'boxyard',
+          'app.kubernetes.io/component': 'terminal-home',
+          'boxyard.io/pool': 'shells',
+          'boxyard.io/owner': owner,
+        },
         annotations: { 'boxyard.io/owner-username': 'alice' },
       },
       spec: { accessModes: ['ReadWriteOnce'], volumeMode: 'Filesystem', resources: { requests: { storage: '2Gi' } }, storageClassName: 'local-path' },
@@ -59,14 +64,23 @@ describe('persistent homes: rendering', () => {
     expect(pod.spec!.securityContext).toMatchObject({ fsGroup: 1000, fsGroupChangePolicy: 'OnRootMismatch', runAsUser: 0 });
     expect(pod.spec!.affinity?.podAffinity?.requiredDuringSchedulingIgnoredDuringExecution).toEqual([
       {
-        labelSelector: { matchLabels: expect.objectContaining({ 'boxyard.io/owner': owner, 'boxyard.io/pool': 'shells', 'app.kubernetes.io/component': 'terminal-session' }) },
+        labelSelector: {
+          matchLabels: expect.objectContaining({ 'boxyard.io/owner': owner, 'boxyard.io/pool': 'shells', 'app.kubernetes.io/component': 'terminal-session' }),
+        },
         topologyKey: 'kubernetes.io/hostname',
       },
     ]);
     // The pod's own labels match its affinity term (so the user's first pod may go anywhere).
-    expect(pod.metadata!.labels).toMatchObject(pod.spec!.affinity!.podAffinity!.requiredDuringSchedulingIgnoredDuringExecution![0]!.labelSelector!.matchLabels!);
+    expect(pod.metadata!.labels).toMatchObject(
+      pod.spec!.affinity!.podAffinity!.requiredDuringSchedulingIgnoredDuringExecution![0]!.labelSelector!.matchLabels!,
+    );
     // ReadWriteMany: no affinity needed; a custom mount path.
-    const shared = sessionPod({ spec: spec(owner), config: kubernetesConfig({ home: { size: '1Gi', access_mode: 'ReadWriteMany', mount_path: '/workspace' } }), namespace: 'ns', sessions: { max_lifetime_seconds: 3600 } });
+    const shared = sessionPod({
+      spec: spec(owner),
+      config: kubernetesConfig({ home: { size: '1Gi', access_mode: 'ReadWriteMany', mount_path: '/workspace' } }),
+      namespace: 'ns',
+      sessions: { max_lifetime_seconds: 3600 },
+    });
     expect(shared.spec!.affinity).toBeUndefined();
     expect(shared.spec!.containers[0]!.volumeMounts).toEqual([{ name: 'home', mountPath: '/workspace' }]);
   });
@@ -97,13 +111,23 @@ describe('persistent homes: claims on the local control plane', () => {
   });
 
   it("creates the user's claim at their first session, reuses it for the next, and gives another user their own", async () => {
-    const config = kubernetesConfig({ namespace, kubeconfig, pool: 'p1', network_policy: false, pod_ready_timeout_seconds: 1, home: { size: '1Gi', storage_class: 'local-path' } });
+    const config = kubernetesConfig({
+      namespace,
+      kubeconfig,
+      pool: 'p1',
+      network_policy: false,
+      pod_ready_timeout_seconds: 1,
+      home: { size: '1Gi', storage_class: 'local-path' },
+    });
     const backend = createKubernetesBackend({ config, sessions: sessionsSchema.parse({}), log: { info() {}, warn() {} } });
     const alice = crypto.randomUUID();
     const bob = crypto.randomUUID();
     // No kubelet here: each start creates claim and pod, then gives up waiting for the pod (and deletes it).
-    for (const owner of [alice, alice, bob]) await expect(backend.start(spec(owner, owner === alice ? 'alice' : 'bob'))).rejects.toThrow(/not ready within 1 s/);
-    const claims = await client.list<KubeObject & PersistentVolumeClaim>(resources.persistentVolumeClaim, namespace, { labelSelector: 'app.kubernetes.io/component=terminal-home' });
+    for (const owner of [alice, alice, bob])
+      await expect(backend.start(spec(owner, owner === alice ? 'alice' : 'bob'))).rejects.toThrow(/not ready within 1 s/);
+    const claims = await client.list<KubeObject & PersistentVolumeClaim>(resources.persistentVolumeClaim, namespace, {
+      labelSelector: 'app.kubernetes.io/component=terminal-home',
+    });
     expect(claims.items.map((c) => c.metadata.name).sort()).toEqual([`boxyard-home-p1-${alice}`, `boxyard-home-p1-${bob}`].sort());
     const aliceClaim = claims.items.find((c) => c.metadata.labels!['boxyard.io/owner'] === alice)!;
     expect(aliceClaim.spec).toMatchObject({ accessModes: ['ReadWriteOnce'], storageClassName: 'local-path', resources: { requests: { storage: '1Gi' } } });

@@ -13,14 +13,22 @@ import { telemetryEnvironment } from '../agent/tracing.ts';
 import type { AgentSpec } from './types.ts';
 
 export const MANAGED_BY = { 'app.kubernetes.io/managed-by': 'boxyard' } as const;
-export const SESSION_POD_LABELS = { ...MANAGED_BY, 'app.kubernetes.io/name': 'boxyard-terminal-session', 'app.kubernetes.io/component': 'terminal-session' } as const;
+export const SESSION_POD_LABELS = {
+  ...MANAGED_BY,
+  'app.kubernetes.io/name': 'boxyard-terminal-session',
+  'app.kubernetes.io/component': 'terminal-session',
+} as const;
 export const AGENT_PORT_ANNOTATION = 'boxyard.io/agent-port';
 export const NETWORK_POLICY_NAME = 'boxyard-terminal-sessions';
 export const POOL_LABEL = 'boxyard.io/pool';
 
 /** The policy of a pool's sessions: its own name when the pool is named (several pools may share a namespace). */
-export const networkPolicyName = (config: Pick<KubernetesBackendConfig, 'pool'>) => (config.pool ? `${NETWORK_POLICY_NAME}-${config.pool}` : NETWORK_POLICY_NAME);
-export const sessionSelector = (config: Pick<KubernetesBackendConfig, 'pool'>) => ({ ...SESSION_POD_LABELS, ...(config.pool ? { [POOL_LABEL]: config.pool } : {}) });
+export const networkPolicyName = (config: Pick<KubernetesBackendConfig, 'pool'>) =>
+  config.pool ? `${NETWORK_POLICY_NAME}-${config.pool}` : NETWORK_POLICY_NAME;
+export const sessionSelector = (config: Pick<KubernetesBackendConfig, 'pool'>) => ({
+  ...SESSION_POD_LABELS,
+  ...(config.pool ? { [POOL_LABEL]: config.pool } : {}),
+});
 
 /**
  * Not "the internet": private (RFC 1918, IPv6 ULA), shared (RFC 6598), link-local (169.254.0.0/16 holds the cloud
@@ -35,7 +43,10 @@ export function sessionEgressRules(egress: KubernetesBackendConfig['egress']): N
   if (egress.cluster_dns) {
     rules.push({
       to: [{ namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'kube-system' } }, podSelector: { matchLabels: { 'k8s-app': 'kube-dns' } } }],
-      ports: [{ protocol: 'UDP', port: 53 }, { protocol: 'TCP', port: 53 }],
+      ports: [
+        { protocol: 'UDP', port: 53 },
+        { protocol: 'TCP', port: 53 },
+      ],
     });
   }
   if (egress.internet) {
@@ -59,13 +70,18 @@ export const ownerLabel = (ownerId: string) =>
   /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/i.test(ownerId) ? ownerId : createHash('sha256').update(ownerId).digest('hex').slice(0, 40);
 
 /** A user's home volume: one claim per pool and user, never per session. */
-export const homeClaimName = (config: Pick<KubernetesBackendConfig, 'pool'>, ownerId: string) => `boxyard-home-${config.pool ? `${config.pool}-` : ''}${ownerLabel(ownerId)}`;
+export const homeClaimName = (config: Pick<KubernetesBackendConfig, 'pool'>, ownerId: string) =>
+  `boxyard-home-${config.pool ? `${config.pool}-` : ''}${ownerLabel(ownerId)}`;
 
 /**
  * The claim of a user's persistent home (`home` set). Labelled with its pool and user (`kubectl get pvc -l
  * boxyard.io/owner=<user id>`), and owned by nothing: neither the session pods nor the TerminalPool take it along.
  */
-export function homeClaim(input: { spec: Pick<AgentSpec, 'ownerId' | 'ownerName'>; config: KubernetesBackendConfig; namespace: string }): PersistentVolumeClaim {
+export function homeClaim(input: {
+  spec: Pick<AgentSpec, 'ownerId' | 'ownerName'>;
+  config: KubernetesBackendConfig;
+  namespace: string;
+}): PersistentVolumeClaim {
   const { config, spec } = input;
   const home = config.home!;
   return {
@@ -74,7 +90,12 @@ export function homeClaim(input: { spec: Pick<AgentSpec, 'ownerId' | 'ownerName'
     metadata: {
       name: homeClaimName(config, spec.ownerId),
       namespace: input.namespace,
-      labels: { ...MANAGED_BY, 'app.kubernetes.io/component': 'terminal-home', ...(config.pool ? { [POOL_LABEL]: config.pool } : {}), 'boxyard.io/owner': ownerLabel(spec.ownerId) },
+      labels: {
+        ...MANAGED_BY,
+        'app.kubernetes.io/component': 'terminal-home',
+        ...(config.pool ? { [POOL_LABEL]: config.pool } : {}),
+        'boxyard.io/owner': ownerLabel(spec.ownerId),
+      },
       // Who it was made for, for people reading `kubectl describe` (the label holds the id only).
       annotations: { 'boxyard.io/owner-username': spec.ownerName.slice(0, 256) },
     },
@@ -92,7 +113,10 @@ export function homeClaim(input: { spec: Pick<AgentSpec, 'ownerId' | 'ownerName'
  * group (fsGroup, where the volume type supports it), and with ReadWriteOnce, the user's other session pods' node
  * (a pod that matches its own affinity term may go anywhere when no other does: the first session picks the node).
  */
-function homeParts(config: KubernetesBackendConfig, spec: AgentSpec): Pick<PodSpec, 'volumes' | 'affinity'> & { mount: { name: string; mountPath: string }[]; fsGroup?: number } {
+function homeParts(
+  config: KubernetesBackendConfig,
+  spec: AgentSpec,
+): Pick<PodSpec, 'volumes' | 'affinity'> & { mount: { name: string; mountPath: string }[]; fsGroup?: number } {
   const home = config.home;
   if (!home) return { mount: [] };
   return {
@@ -104,7 +128,10 @@ function homeParts(config: KubernetesBackendConfig, spec: AgentSpec): Pick<PodSp
           affinity: {
             podAffinity: {
               requiredDuringSchedulingIgnoredDuringExecution: [
-                { labelSelector: { matchLabels: { ...sessionSelector(config), 'boxyard.io/owner': ownerLabel(spec.ownerId) } }, topologyKey: 'kubernetes.io/hostname' },
+                {
+                  labelSelector: { matchLabels: { ...sessionSelector(config), 'boxyard.io/owner': ownerLabel(spec.ownerId) } },
+                  topologyKey: 'kubernetes.io/hostname',
+                },
               ],
             },
           },
@@ -113,7 +140,12 @@ function homeParts(config: KubernetesBackendConfig, spec: AgentSpec): Pick<PodSp
   };
 }
 
-export function sessionPod(input: { spec: AgentSpec; config: KubernetesBackendConfig; namespace: string; sessions: Pick<SessionsConfig, 'max_lifetime_seconds'> }): Pod {
+export function sessionPod(input: {
+  spec: AgentSpec;
+  config: KubernetesBackendConfig;
+  namespace: string;
+  sessions: Pick<SessionsConfig, 'max_lifetime_seconds'>;
+}): Pod {
   const { spec, config } = input;
   const env: AgentEnvironment = {
     BOXYARD_AGENT_SESSION_ID: spec.sessionId,

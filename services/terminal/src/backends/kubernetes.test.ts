@@ -20,7 +20,8 @@ import { ignoreError } from '@boxyard/kit';
 
 const AGENT_MAIN = fileURLToPath(new URL('../agent/main.ts', import.meta.url));
 type PodObject = KubeObject & Pod;
-const listPods = async (client: KubeClient, namespace: string, labelSelector: string) => (await client.list<PodObject>(resources.pod, namespace, { labelSelector })).items;
+const listPods = async (client: KubeClient, namespace: string, labelSelector: string) =>
+  (await client.list<PodObject>(resources.pod, namespace, { labelSelector })).items;
 
 /** Runs the agents of the namespace's session pods on this machine, like a kubelet would in the pods. */
 function fakeKubelet(client: KubeClient, namespace: string) {
@@ -100,12 +101,14 @@ function fakeKubelet(client: KubeClient, namespace: string) {
       await loop;
       // Like a kubelet: SIGTERM, then SIGKILL after the grace period.
       await Promise.all(
-        [...agents.values()].filter((child) => child.exitCode === null && child.signalCode === null).map(async (child) => {
-          child.kill('SIGTERM');
-          const timer = setTimeout(() => child.kill('SIGKILL'), 5000);
-          await new Promise((r) => child.once('exit', r));
-          clearTimeout(timer);
-        }),
+        [...agents.values()]
+          .filter((child) => child.exitCode === null && child.signalCode === null)
+          .map(async (child) => {
+            child.kill('SIGTERM');
+            const timer = setTimeout(() => child.kill('SIGKILL'), 5000);
+            await new Promise((r) => child.once('exit', r));
+            clearTimeout(timer);
+          }),
       );
     },
   };
@@ -130,7 +133,15 @@ describe('kubernetes backend (local control plane)', () => {
     gateway = await startTestGateway(await createTestDatabase('terminal_kube'), {
       backend: {
         kind: 'kubernetes',
-        kubernetes: { namespace, image: 'registry.example/boxyard/terminal-session:test', kubeconfig, pod_ready_timeout_seconds: 60, gateway_pod_labels: { 'app.kubernetes.io/name': 'boxyard-terminal', 'app.kubernetes.io/instance': 'test' }, pool: 'test', egress: { excluded_cidrs: ['203.0.113.0/24'] } },
+        kubernetes: {
+          namespace,
+          image: 'registry.example/boxyard/terminal-session:test',
+          kubeconfig,
+          pod_ready_timeout_seconds: 60,
+          gateway_pod_labels: { 'app.kubernetes.io/name': 'boxyard-terminal', 'app.kubernetes.io/instance': 'test' },
+          pool: 'test',
+          egress: { excluded_cidrs: ['203.0.113.0/24'] },
+        },
       },
       sessions: { reaper_interval_seconds: 1 },
     });
@@ -159,22 +170,42 @@ describe('kubernetes backend (local control plane)', () => {
     const pods = await listPods(client, namespace, `boxyard.io/session=${sessionId}`);
     expect(pods).toHaveLength(1);
     const pod = pods[0]!;
-    expect(pod.metadata?.labels).toMatchObject({ 'app.kubernetes.io/managed-by': 'boxyard', 'boxyard.io/session': sessionId, 'boxyard.io/owner': alice.id, [POOL_LABEL]: 'test' });
+    expect(pod.metadata?.labels).toMatchObject({
+      'app.kubernetes.io/managed-by': 'boxyard',
+      'boxyard.io/session': sessionId,
+      'boxyard.io/owner': alice.id,
+      [POOL_LABEL]: 'test',
+    });
     // Root only until the agent drops to run_as_user, before the shell exists; CAP_SETUID/CAP_SETGID for that alone.
-    expect(pod.spec).toMatchObject({ restartPolicy: 'Never', automountServiceAccountToken: false, enableServiceLinks: false, securityContext: { runAsUser: 0, seccompProfile: { type: 'RuntimeDefault' } } });
+    expect(pod.spec).toMatchObject({
+      restartPolicy: 'Never',
+      automountServiceAccountToken: false,
+      enableServiceLinks: false,
+      securityContext: { runAsUser: 0, seccompProfile: { type: 'RuntimeDefault' } },
+    });
     const container = pod.spec!.containers[0]!;
     expect(container.image).toBe('registry.example/boxyard/terminal-session:test');
-    expect(container.securityContext).toMatchObject({ allowPrivilegeEscalation: false, privileged: false, capabilities: { drop: ['ALL'], add: ['SETUID', 'SETGID'] }, seccompProfile: { type: 'RuntimeDefault' } });
+    expect(container.securityContext).toMatchObject({
+      allowPrivilegeEscalation: false,
+      privileged: false,
+      capabilities: { drop: ['ALL'], add: ['SETUID', 'SETGID'] },
+      seccompProfile: { type: 'RuntimeDefault' },
+    });
     expect(container.resources?.limits).toMatchObject({ cpu: '1', memory: '512Mi' });
     expect(container.resources?.requests).toMatchObject({ cpu: '100m', memory: '128Mi' });
     // The pod spec holds the gateway's public key and the agent's key, never the session's secret: reading pods lets
     // no one attach. The agent refuses to start where its shell could read them.
     const env = Object.fromEntries((container.env ?? []).map((e) => [e.name, e.value]));
-    expect(env).toMatchObject({ BOXYARD_AGENT_GATEWAY_KEY: expect.stringMatching(/^[\w-]{43}$/), BOXYARD_AGENT_KEY: expect.stringMatching(/^[\w-]{43}$/), BOXYARD_AGENT_PRIVATE_ENVIRONMENT: 'true', BOXYARD_AGENT_DROP_TO: '1000:1000' });
+    expect(env).toMatchObject({
+      BOXYARD_AGENT_GATEWAY_KEY: expect.stringMatching(/^[\w-]{43}$/),
+      BOXYARD_AGENT_KEY: expect.stringMatching(/^[\w-]{43}$/),
+      BOXYARD_AGENT_PRIVATE_ENVIRONMENT: 'true',
+      BOXYARD_AGENT_DROP_TO: '1000:1000',
+    });
     expect(JSON.stringify(pod)).not.toContain(gateway.sessions.secretOf((await gateway.sessions.store.get(sessionId))!));
   });
 
-  it('admits only the gateway to session pods, and lets shells reach only DNS and public addresses, with the pool\'s own NetworkPolicy', async () => {
+  it("admits only the gateway to session pods, and lets shells reach only DNS and public addresses, with the pool's own NetworkPolicy", async () => {
     expect(networkPolicyName({ pool: 'test' })).toBe(`${NETWORK_POLICY_NAME}-test`);
     const policy = (await client.get<KubeObject & NetworkPolicy>(resources.networkPolicy, namespace, `${NETWORK_POLICY_NAME}-test`))!;
     expect(policy.spec?.podSelector?.matchLabels).toMatchObject({ 'app.kubernetes.io/component': 'terminal-session', [POOL_LABEL]: 'test' });
@@ -182,7 +213,10 @@ describe('kubernetes backend (local control plane)', () => {
     expect(policy.spec?.egress).toEqual([
       {
         to: [{ namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'kube-system' } }, podSelector: { matchLabels: { 'k8s-app': 'kube-dns' } } }],
-        ports: [{ protocol: 'UDP', port: 53 }, { protocol: 'TCP', port: 53 }],
+        ports: [
+          { protocol: 'UDP', port: 53 },
+          { protocol: 'TCP', port: 53 },
+        ],
       },
       {
         to: [
@@ -192,7 +226,10 @@ describe('kubernetes backend (local control plane)', () => {
       },
     ]);
     expect(policy.spec?.ingress).toEqual([
-      { from: [{ podSelector: { matchLabels: { 'app.kubernetes.io/name': 'boxyard-terminal', 'app.kubernetes.io/instance': 'test' } } }], ports: [{ protocol: 'TCP', port: 7681 }] },
+      {
+        from: [{ podSelector: { matchLabels: { 'app.kubernetes.io/name': 'boxyard-terminal', 'app.kubernetes.io/instance': 'test' } } }],
+        ports: [{ protocol: 'TCP', port: 7681 }],
+      },
     ]);
   });
 
@@ -207,7 +244,7 @@ describe('kubernetes backend (local control plane)', () => {
     await again.close();
   });
 
-  it('does not attach once the session pod no longer holds the recorded address (its IP may be another pod\'s now)', async () => {
+  it("does not attach once the session pod no longer holds the recorded address (its IP may be another pod's now)", async () => {
     const name = `boxyard-term-${sessionId}`;
     const setIp = (ip: string) => client.mergePatch(resources.pod, namespace, name, { status: { podIP: ip, podIPs: [{ ip }] } }, 'status');
     await setIp('127.0.0.2');
@@ -215,7 +252,13 @@ describe('kubernetes backend (local control plane)', () => {
       const term = await openTerminal(base, websocketPath, { cookie: alice.cookie });
       term.type('echo $((6*7))\r');
       // Closed (4500), or attached after all: whichever comes first.
-      const outcome = await Promise.race([term.closed, term.waitFor(/^42$/m).then(() => 'attached to the agent', () => 'no answer')]);
+      const outcome = await Promise.race([
+        term.closed,
+        term.waitFor(/^42$/m).then(
+          () => 'attached to the agent',
+          () => 'no answer',
+        ),
+      ]);
       expect(outcome).toMatchObject({ code: 4500 });
     } finally {
       await setIp('127.0.0.1');
@@ -246,7 +289,13 @@ describe('kubernetes backend (local control plane)', () => {
     const [pod] = await listPods(client, namespace, `boxyard.io/session=${live.id}`);
     await client.delete(resources.pod, namespace, pod!.metadata.name);
     await expect
-      .poll(async () => (await api(base, 'GET', '/api/terminal/sessions?include_ended=true', { cookie: alice.cookie })).json.data.sessions.find((s: { id: string }) => s.id === live.id), { timeout: 30_000, interval: 500 })
+      .poll(
+        async () =>
+          (await api(base, 'GET', '/api/terminal/sessions?include_ended=true', { cookie: alice.cookie })).json.data.sessions.find(
+            (s: { id: string }) => s.id === live.id,
+          ),
+        { timeout: 30_000, interval: 500 },
+      )
       .toMatchObject({ state: 'exited', end_reason: expect.stringMatching(/^(lost|exited)$/) });
   });
 });

@@ -17,8 +17,21 @@ import type { AgentSpec, BackendProbe, SessionBackend, StartedAgent } from './ty
 import { AGENT_PORT_ANNOTATION, homeClaim, networkPolicyName, podName, sessionNetworkPolicy, sessionPod } from './kubernetes-manifests.ts';
 
 export {
-  AGENT_PORT_ANNOTATION, MANAGED_BY, NETWORK_POLICY_NAME, NON_INTERNET_V4, NON_INTERNET_V6, POOL_LABEL, SESSION_POD_LABELS,
-  homeClaim, homeClaimName, networkPolicyName, ownerLabel, podName, sessionEgressRules, sessionNetworkPolicy, sessionPod,
+  AGENT_PORT_ANNOTATION,
+  MANAGED_BY,
+  NETWORK_POLICY_NAME,
+  NON_INTERNET_V4,
+  NON_INTERNET_V6,
+  POOL_LABEL,
+  SESSION_POD_LABELS,
+  homeClaim,
+  homeClaimName,
+  networkPolicyName,
+  ownerLabel,
+  podName,
+  sessionEgressRules,
+  sessionNetworkPolicy,
+  sessionPod,
 } from './kubernetes-manifests.ts';
 
 const SERVICE_ACCOUNT_NAMESPACE = '/var/run/secrets/kubernetes.io/serviceaccount/namespace';
@@ -158,17 +171,29 @@ function readiness(pod: Pod, config: KubernetesBackendConfig): { address: string
  * The pod's next version after `resourceVersion`, by a watch on it (as the operator watches): `null` once it is
  * deleted, undefined when the watch ended without news (its timeout, a 410, a dropped connection: read it again).
  */
-async function nextPodVersion(client: KubeClient, namespace: string, name: string, resourceVersion: string | undefined, seconds: number): Promise<PodObject | null | undefined> {
+async function nextPodVersion(
+  client: KubeClient,
+  namespace: string,
+  name: string,
+  resourceVersion: string | undefined,
+  seconds: number,
+): Promise<PodObject | null | undefined> {
   const stop = new AbortController();
   let next: PodObject | null | undefined;
   try {
-    await client.watch<PodObject>(resources.pod, namespace, { fieldSelector: `metadata.name=${name}`, resourceVersion, timeoutSeconds: seconds }, (event) => {
-      if (next !== undefined || event.object.kind === 'Status') return;
-      if (event.type === 'ADDED' || event.type === 'MODIFIED') next = event.object as PodObject;
-      else if (event.type === 'DELETED') next = null;
-      else return;
-      stop.abort();
-    }, stop.signal);
+    await client.watch<PodObject>(
+      resources.pod,
+      namespace,
+      { fieldSelector: `metadata.name=${name}`, resourceVersion, timeoutSeconds: seconds },
+      (event) => {
+        if (next !== undefined || event.object.kind === 'Status') return;
+        if (event.type === 'ADDED' || event.type === 'MODIFIED') next = event.object as PodObject;
+        else if (event.type === 'DELETED') next = null;
+        else return;
+        stop.abort();
+      },
+      stop.signal,
+    );
   } catch {
     // A 410 (the version is too old) or a dropped stream: the caller reads the pod afresh, where a real failure shows.
   }
@@ -219,6 +244,7 @@ async function verifyPodAddress({ client, namespace }: Cluster, session: { id: s
 async function probePod({ client, namespace }: Cluster, session: { id: string; resource: string | null }): Promise<BackendProbe> {
   const pod = await readPod(client, namespace, podName(session.id));
   if (!pod) return { state: 'gone', exitCode: null };
-  if (pod.metadata?.deletionTimestamp || pod.status?.phase === 'Succeeded' || pod.status?.phase === 'Failed') return { state: 'gone', exitCode: terminatedExitCode(pod) };
+  if (pod.metadata?.deletionTimestamp || pod.status?.phase === 'Succeeded' || pod.status?.phase === 'Failed')
+    return { state: 'gone', exitCode: terminatedExitCode(pod) };
   return { state: 'present' };
 }

@@ -32,7 +32,11 @@ describe.skipIf(!root)('local accounts: the home of a created account', () => {
     symlinkSync(victim, planted);
     lchownSync(planted, nobody, nobody);
 
-    const resolver = createAccountResolver({ prefix, home_base: homeBase, map: {} }, { canSwitch: true, canCreate: true, self: { name: 'root', uid: 0 } }, '/bin/sh');
+    const resolver = createAccountResolver(
+      { prefix, home_base: homeBase, map: {} },
+      { canSwitch: true, canCreate: true, self: { name: 'root', uid: 0 } },
+      '/bin/sh',
+    );
     const outcome = await resolver.accountFor({ id: userId, username: 'mallory' }).then(
       (account) => `accepted: ${account.name}`,
       (error: unknown) => (error as Error).message,

@@ -24,7 +24,9 @@ describe('the account map', () => {
   it("maps a provider's user by its identity, exactly", async () => {
     const resolver = createAccountResolver(config({ [`oidc:${provider}`]: 'nobody' }), ability, '/bin/sh');
     expect((await resolver.accountFor({ id: '3f2a9c01-d4e5-4000-8000-000000000003', username: 'whoever', providerIdentity: provider })).name).toBe('nobody');
-    await expect(resolver.accountFor({ id: '3f2a9c01-d4e5-4000-8000-000000000004', username: 'other', providerIdentity: provider.toUpperCase() })).rejects.toThrow(/no OS account is mapped/);
+    await expect(
+      resolver.accountFor({ id: '3f2a9c01-d4e5-4000-8000-000000000004', username: 'other', providerIdentity: provider.toUpperCase() }),
+    ).rejects.toThrow(/no OS account is mapped/);
     // A local user cannot name itself into a provider identity's mapping.
     await expect(resolver.accountFor({ id: '3f2a9c01-d4e5-4000-8000-000000000005', username: `oidc:${provider}` })).rejects.toThrow(/no OS account is mapped/);
   });

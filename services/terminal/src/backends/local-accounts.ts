@@ -107,7 +107,8 @@ export function createAccountResolver(config: LocalAccountsConfig, ability: Swit
     try {
       ensurePrivateDirectory(account.home, account);
     } catch (error) {
-      if (error instanceof UnsafeDirectoryError) throw new Error(`the home directory of the OS account ${account.name} is unsafe (${error.message}); refusing to use it`, { cause: error });
+      if (error instanceof UnsafeDirectoryError)
+        throw new Error(`the home directory of the OS account ${account.name} is unsafe (${error.message}); refusing to use it`, { cause: error });
       throw error;
     }
   }
@@ -119,7 +120,8 @@ export function createAccountResolver(config: LocalAccountsConfig, ability: Swit
       await run('useradd', ['--system', '--user-group', '--create-home', '--home-dir', home, '--shell', shell, '--comment', accountComment(userId), name]);
     } catch (error) {
       // 9: the name is taken, e.g. another replica on this host created it a moment ago; checked below.
-      if ((error as { code?: number }).code !== 9) throw new Error(`could not create the OS account ${name}: ${String((error as { stderr?: string }).stderr ?? error).trim()}`, { cause: error });
+      if ((error as { code?: number }).code !== 9)
+        throw new Error(`could not create the OS account ${name}: ${String((error as { stderr?: string }).stderr ?? error).trim()}`, { cause: error });
     }
     const account = lookupAccount(name);
     if (!account) throw new Error(`the OS account ${name} was created but cannot be found`);
@@ -136,11 +138,15 @@ export function createAccountResolver(config: LocalAccountsConfig, ability: Swit
         if (!found) throw new Error(`the OS account ${mapped} (backend.local.accounts.map) does not exist`);
         account = found;
       } else {
-        if (!ability.canCreate) throw new Error(`no OS account is mapped to ${user.providerIdentity !== undefined ? `oidc:${user.providerIdentity}` : user.username} in backend.local.accounts.map, and only a root server creates them`);
+        if (!ability.canCreate)
+          throw new Error(
+            `no OS account is mapped to ${user.providerIdentity !== undefined ? `oidc:${user.providerIdentity}` : user.username} in backend.local.accounts.map, and only a root server creates them`,
+          );
         const name = accountNameFor(config.prefix, user.id);
         const existing = lookupAccount(name);
         if (existing) {
-          if (!(gecosOf(name) ?? '').includes(accountComment(user.id))) throw new Error(`the OS account ${name} exists but was not created for this user; refusing to use it`);
+          if (!(gecosOf(name) ?? '').includes(accountComment(user.id)))
+            throw new Error(`the OS account ${name} exists but was not created for this user; refusing to use it`);
           account = existing;
         } else {
           let pending = creating.get(name);

@@ -21,8 +21,7 @@ const MAIN = new URL('../../../boxyard/src/main.ts', import.meta.url).pathname;
  * Whether `nobody` can read the sources it must run: not in a checkout inside a private directory (a `mktemp -d`
  * clone, /root), where the server as nobody could not even load its first module; that case is skipped, named.
  */
-const sourcesReadableByNobody =
-  root && spawnSync('setpriv', ['--reuid=65534', '--regid=65534', '--clear-groups', '--', 'test', '-r', MAIN]).status === 0;
+const sourcesReadableByNobody = root && spawnSync('setpriv', ['--reuid=65534', '--regid=65534', '--clear-groups', '--', 'test', '-r', MAIN]).status === 0;
 
 async function shellOf(base: string, cookie: string, terminalCookie = 'main'): Promise<TerminalClient> {
   const started = await api(base, 'POST', '/api/terminal/start', { cookie, body: { terminal_cookie: terminalCookie } });
@@ -47,7 +46,11 @@ describe.runIf(root)('local backend, root server: a separate OS account per term
 
   beforeAll(async () => {
     dev = await startDevProcess({
-      env: { BOXYARD_ADMIN_PASSWORD: 'Isolation-Admin-42', BOXYARD_BACKEND__LOCAL__ACCOUNTS__PREFIX: prefix, BOXYARD_BACKEND__LOCAL__ACCOUNTS__HOME_BASE: homeBase },
+      env: {
+        BOXYARD_ADMIN_PASSWORD: 'Isolation-Admin-42',
+        BOXYARD_BACKEND__LOCAL__ACCOUNTS__PREFIX: prefix,
+        BOXYARD_BACKEND__LOCAL__ACCOUNTS__HOME_BASE: homeBase,
+      },
     });
     base = dev.urls.terminal!;
   });
@@ -130,7 +133,21 @@ async function serveAsNobody(databaseUrl: string): Promise<{ base: string; stop(
   let text = '';
   const child: ChildProcess = spawn(
     'setpriv',
-    [`--reuid=${nobody.uid}`, `--regid=${nobody.gid}`, '--clear-groups', '--no-new-privs', '--inh-caps=-all', '--bounding-set=-all', '--', node, MAIN, 'serve', 'terminal', '--config', config],
+    [
+      `--reuid=${nobody.uid}`,
+      `--regid=${nobody.gid}`,
+      '--clear-groups',
+      '--no-new-privs',
+      '--inh-caps=-all',
+      '--bounding-set=-all',
+      '--',
+      node,
+      MAIN,
+      'serve',
+      'terminal',
+      '--config',
+      config,
+    ],
     // A secret in the server's environment, to look for in the shell's.
     { env: { PATH: process.env.PATH, HOME: dir, SERVER_ONLY_SECRET: 'do-not-leak-4f1c' }, stdio: ['ignore', 'pipe', 'pipe'] },
   );
@@ -155,38 +172,45 @@ async function serveAsNobody(databaseUrl: string): Promise<{ base: string; stop(
   };
 }
 
-describe.runIf(sourcesReadableByNobody)('local backend, server that cannot switch users (running as nobody; skipped where nobody cannot read the checkout)', () => {
-  let server: Awaited<ReturnType<typeof serveAsNobody>>;
-  beforeAll(async () => {
-    server = await serveAsNobody(await createTestDatabase('terminal_nobody'));
-  });
-  afterAll(() => server?.stop());
+describe.runIf(sourcesReadableByNobody)(
+  'local backend, server that cannot switch users (running as nobody; skipped where nobody cannot read the checkout)',
+  () => {
+    let server: Awaited<ReturnType<typeof serveAsNobody>>;
+    beforeAll(async () => {
+      server = await serveAsNobody(await createTestDatabase('terminal_nobody'));
+    });
+    afterAll(() => server?.stop());
 
-  it('refuses a non-admin with a message saying why (403, service shape); the admin gets a clean shell as the server', async () => {
-    const admin = await login(server.base, 'admin', 'Nobody-Admin-42');
-    const user = await createUser(server.base, admin, 'carol');
-    const refused = await api(server.base, 'POST', '/api/terminal/start', { cookie: user.cookie, body: { terminal_cookie: 'main' } });
-    expect(refused.status).toBe(403);
-    expect(refused.json).toEqual({ success: false, message: expect.stringContaining('Terminals are for admins only on this server'), details: expect.any(String) });
-    expect(refused.json.message).toContain('runs as the unprivileged OS user "nobody" (uid 65534)');
-    expect(refused.json.message).toContain('could read its secrets');
+    it('refuses a non-admin with a message saying why (403, service shape); the admin gets a clean shell as the server', async () => {
+      const admin = await login(server.base, 'admin', 'Nobody-Admin-42');
+      const user = await createUser(server.base, admin, 'carol');
+      const refused = await api(server.base, 'POST', '/api/terminal/start', { cookie: user.cookie, body: { terminal_cookie: 'main' } });
+      expect(refused.status).toBe(403);
+      expect(refused.json).toEqual({
+        success: false,
+        message: expect.stringContaining('Terminals are for admins only on this server'),
+        details: expect.any(String),
+      });
+      expect(refused.json.message).toContain('runs as the unprivileged OS user "nobody" (uid 65534)');
+      expect(refused.json.message).toContain('could read its secrets');
 
-    const term = await shellOf(server.base, admin);
-    expect(await run(term, 'id -u')).toBe('65534');
-    const env = await run(term, 'env');
-    expect(env).not.toContain('do-not-leak-4f1c');
-    expect(env).not.toMatch(/DATABASE|BOXYARD_|postgres:\/\//);
-    await term.close();
-  });
+      const term = await shellOf(server.base, admin);
+      expect(await run(term, 'id -u')).toBe('65534');
+      const env = await run(term, 'env');
+      expect(env).not.toContain('do-not-leak-4f1c');
+      expect(env).not.toMatch(/DATABASE|BOXYARD_|postgres:\/\//);
+      await term.close();
+    });
 
-  it("closes a demoted admin's socket with 4403 and refuses the upgrade afterwards", async () => {
-    const admin = await login(server.base, 'admin', 'Nobody-Admin-42');
-    const second = await createUser(server.base, admin, 'dave', 'admin');
-    const term = await shellOf(server.base, second.cookie);
-    await run(term, 'true');
-    expect((await api(server.base, 'PATCH', `/api/users/${second.id}`, { cookie: admin, body: { role: 'user' } })).status).toBe(200);
-    expect(await term.closed).toEqual({ code: 4403, reason: 'access withdrawn' });
-    expect(term.controls.at(-1)).toMatchObject({ type: 'error', message: expect.stringContaining('Terminals are for admins only') });
-    expect(await upgradeStatus(server.base, new URL(term.socket.url).pathname, { cookie: second.cookie })).toBe(403);
-  });
-});
+    it("closes a demoted admin's socket with 4403 and refuses the upgrade afterwards", async () => {
+      const admin = await login(server.base, 'admin', 'Nobody-Admin-42');
+      const second = await createUser(server.base, admin, 'dave', 'admin');
+      const term = await shellOf(server.base, second.cookie);
+      await run(term, 'true');
+      expect((await api(server.base, 'PATCH', `/api/users/${second.id}`, { cookie: admin, body: { role: 'user' } })).status).toBe(200);
+      expect(await term.closed).toEqual({ code: 4403, reason: 'access withdrawn' });
+      expect(term.controls.at(-1)).toMatchObject({ type: 'error', message: expect.stringContaining('Terminals are for admins only') });
+      expect(await upgradeStatus(server.base, new URL(term.socket.url).pathname, { cookie: second.cookie })).toBe(403);
+    });
+  },
+);

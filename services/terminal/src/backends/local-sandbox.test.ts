@@ -28,7 +28,13 @@ describe('sandbox arguments (unit)', () => {
   });
 
   it('binds the system read-only, the home read-write, and hides private paths a system bind would show', () => {
-    const args = sandboxArguments({ hostHome: '/srv/homes/u1', home: '/home/alice', network: false, tmpSizeMb: 64, privatePaths: ['/etc', '/opt/state', '/var/lib/boxyard'] });
+    const args = sandboxArguments({
+      hostHome: '/srv/homes/u1',
+      home: '/home/alice',
+      network: false,
+      tmpSizeMb: 64,
+      privatePaths: ['/etc', '/opt/state', '/var/lib/boxyard'],
+    });
     const line = args.join(' ');
     expect(line).toContain('--unshare-all --unshare-user --disable-userns --die-with-parent');
     expect(line).not.toContain('--share-net');
@@ -103,7 +109,19 @@ async function startDev(dir: string, home: string, src: string, node: string): P
     home,
     launcher: (_node, main) => ({
       command: 'unshare',
-      args: ['--mount', '--propagation', 'private', 'sh', '-c', `mount --bind "$1" "$2" && exec 9<"$1" && shift 2 && exec ${drop} -- "$@"`, 'sh', REPO, src, node, main.replace(REPO, src)],
+      args: [
+        '--mount',
+        '--propagation',
+        'private',
+        'sh',
+        '-c',
+        `mount --bind "$1" "$2" && exec 9<"$1" && shift 2 && exec ${drop} -- "$@"`,
+        'sh',
+        REPO,
+        src,
+        node,
+        main.replace(REPO, src),
+      ],
     }),
     baseEnv: { PATH: process.env.PATH, HOME: dir, LANG: 'C.UTF-8', SERVER_ONLY_SECRET: SERVER_SECRET },
     env: { BOXYARD_ADMIN_PASSWORD: 'Sandbox-Admin-42' },
@@ -150,7 +168,9 @@ describe.runIf(root)('local backend, server that cannot switch users (boxyard de
     expect(await run(a.term, `ls ${REPO} >/dev/null && echo LISTED || echo REFUSED`)).toMatch(/REFUSED$/);
     // The root holds the system binds and the sandbox's own mounts, nothing else of the host (no /root, /work, /run).
     const top = (await run(a.term, 'echo $(ls /)')).split(' ');
-    expect(top.filter((name) => !['bin', 'dev', 'etc', 'home', 'lib', 'lib32', 'lib64', 'libx32', 'opt', 'proc', 'sbin', 'tmp', 'usr', 'var'].includes(name))).toEqual([]);
+    expect(
+      top.filter((name) => !['bin', 'dev', 'etc', 'home', 'lib', 'lib32', 'lib64', 'libx32', 'opt', 'proc', 'sbin', 'tmp', 'usr', 'var'].includes(name)),
+    ).toEqual([]);
     expect(await run(a.term, 'echo $(ls /var)')).toBe('tmp');
 
     // Bob's home: neither by its host path nor under /home; Alice's /home holds her own only.

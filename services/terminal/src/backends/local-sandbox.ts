@@ -55,7 +55,9 @@ export const SANDBOX_HOSTNAME = 'terminal';
  * old files to someone else. Anything that is not a UUID is hashed, so no input can name a path.
  */
 export function homeDirectoryName(userId: string): string {
-  return /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(userId) ? userId.toLowerCase() : createHash('sha256').update(userId).digest('hex').slice(0, 32);
+  return /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(userId)
+    ? userId.toLowerCase()
+    : createHash('sha256').update(userId).digest('hex').slice(0, 32);
 }
 
 /** The home's path inside the sandbox: `/home/<username>` when the name is a plain one, else `/home/user`. */
@@ -131,7 +133,11 @@ export function probeSandbox(bwrap: string): { available: true } | { available: 
     const missing = (result.error as NodeJS.ErrnoException).code === 'ENOENT';
     return { available: false, reason: missing ? `${bwrap} is not installed (Debian: apt-get install bubblewrap)` : `${bwrap}: ${result.error.message}` };
   }
-  if (result.status !== 0) return { available: false, reason: `${bwrap} cannot create a sandbox here (${(result.stderr || `exit ${result.status}`).trim()}); unprivileged user namespaces may be disabled` };
+  if (result.status !== 0)
+    return {
+      available: false,
+      reason: `${bwrap} cannot create a sandbox here (${(result.stderr || `exit ${result.status}`).trim()}); unprivileged user namespaces may be disabled`,
+    };
   return { available: true };
 }
 

@@ -4,14 +4,29 @@
 // agents' sockets and logs in it. What is planted is never followed nor changed: the default moves to a fresh
 // private directory; a configured `socket_dir` that is not a plain directory of ours is refused with its key named.
 import { execFileSync } from 'node:child_process';
-import { chmodSync, chownSync, existsSync, lchownSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
+import {
+  chmodSync,
+  chownSync,
+  existsSync,
+  lchownSync,
+  lstatSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  rmSync,
+  statSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { createLocalBackend, defaultSocketDir } from './local.ts';
 import type { SessionBackend } from './types.ts';
 
 const root = process.getuid?.() === 0;
-const nobody = root ? { uid: Number(execFileSync('id', ['-u', 'nobody'], { encoding: 'utf8' })), gid: Number(execFileSync('id', ['-g', 'nobody'], { encoding: 'utf8' })) } : undefined;
+const nobody = root
+  ? { uid: Number(execFileSync('id', ['-u', 'nobody'], { encoding: 'utf8' })), gid: Number(execFileSync('id', ['-g', 'nobody'], { encoding: 'utf8' })) }
+  : undefined;
 /** As another local user planted it (as root); as ourselves otherwise (what is checked then is the symlink itself). */
 const plantedByNobody = (path: string) => nobody && lchownSync(path, nobody.uid, nobody.gid);
 

@@ -53,7 +53,11 @@ function spawnAgent(runtime: AgentRuntime, args: string[], env: Record<string, s
   const logFd = openSync(log, 'a', 0o600);
   try {
     // Only the agent's own settings: nothing of the gateway's environment (database URL, secrets) goes along.
-    return spawn(process.execPath, [...runtime.flags, AGENT_MAIN, ...args], { env: { ...env, ...runtime.env, PATH: DEFAULT_PATH }, detached: true, stdio: [stdin, 'pipe', logFd] });
+    return spawn(process.execPath, [...runtime.flags, AGENT_MAIN, ...args], {
+      env: { ...env, ...runtime.env, PATH: DEFAULT_PATH },
+      detached: true,
+      stdio: [stdin, 'pipe', logFd],
+    });
   } finally {
     closeSync(logFd);
   }
@@ -83,7 +87,11 @@ function sandboxEnvironment(agents: LocalAgents, spec: AgentSpec): AgentEnvironm
   ensurePrivateDirectory(hostHome); // a symlink or someone else's directory there is refused, never followed
   const home = homeInside(spec.ownerName);
   const args = sandboxArguments({ hostHome, home, network: sandbox.config.network, tmpSizeMb: sandbox.config.tmp_size_mb, privatePaths: sandbox.privatePaths });
-  return { BOXYARD_AGENT_SANDBOX: JSON.stringify([sandbox.config.bwrap, ...args]), BOXYARD_AGENT_SANDBOX_HOME: home, BOXYARD_AGENT_SANDBOX_USER: /^[A-Za-z0-9_.-]{1,64}$/.test(spec.ownerName) ? spec.ownerName : 'user' };
+  return {
+    BOXYARD_AGENT_SANDBOX: JSON.stringify([sandbox.config.bwrap, ...args]),
+    BOXYARD_AGENT_SANDBOX_HOME: home,
+    BOXYARD_AGENT_SANDBOX_USER: /^[A-Za-z0-9_.-]{1,64}$/.test(spec.ownerName) ? spec.ownerName : 'user',
+  };
 }
 
 /** Whether this session's shell goes into the sandbox: a non-admin's, on a server that cannot switch users. */
@@ -92,7 +100,9 @@ const sandboxed = (agents: LocalAgents, spec: AgentSpec) => !agents.ability.canS
 /** The agent's settings for this session. */
 async function agentEnvironment(agents: LocalAgents, spec: AgentSpec, socket: string): Promise<AgentEnvironment> {
   // Switching: the user's own account. Not switching: admins as the server's account, everyone else sandboxed.
-  const account = agents.ability.canSwitch ? await agents.resolver.accountFor({ id: spec.ownerId, username: spec.ownerName, providerIdentity: spec.ownerProviderIdentity }) : undefined;
+  const account = agents.ability.canSwitch
+    ? await agents.resolver.accountFor({ id: spec.ownerId, username: spec.ownerName, providerIdentity: spec.ownerProviderIdentity })
+    : undefined;
   return {
     ...(sandboxed(agents, spec) ? sandboxEnvironment(agents, spec) : {}),
     BOXYARD_AGENT_SESSION_ID: spec.sessionId,

@@ -53,7 +53,8 @@ function socketDirectory(options: LocalBackendOptions): string {
     try {
       ensurePrivateDirectory(configured);
     } catch (error) {
-      if (error instanceof UnsafeDirectoryError) throw new ConfigError(`config: backend.local.socket_dir: ${error.message}; it must be a directory of this user's`);
+      if (error instanceof UnsafeDirectoryError)
+        throw new ConfigError(`config: backend.local.socket_dir: ${error.message}; it must be a directory of this user's`);
       throw error;
     }
     return configured;
@@ -136,9 +137,13 @@ export function createLocalBackend(options: LocalBackendOptions): SessionBackend
   const noSandbox = setup && 'reason' in setup ? setup.reason : undefined;
   const refusedMessage = `${adminsOnlyMessage(ability.self)}${noSandbox ? ` (No sandbox for them: ${noSandbox}.)` : ''}`;
   if (sandbox) {
-    options.log.info(`terminal: running as ${ability.self.name} (uid ${ability.self.uid}), which cannot switch users: admins get terminals as this account, everyone else in a bubblewrap sandbox with a home under ${sandbox.homeBase}`);
+    options.log.info(
+      `terminal: running as ${ability.self.name} (uid ${ability.self.uid}), which cannot switch users: admins get terminals as this account, everyone else in a bubblewrap sandbox with a home under ${sandbox.homeBase}`,
+    );
   } else if (!ability.canSwitch) {
-    options.log.warn(`terminal: running as ${ability.self.name} (uid ${ability.self.uid}), which cannot switch users: only admins get terminals (as this account)${noSandbox ? `; no sandbox for the others: ${noSandbox}` : ''}`);
+    options.log.warn(
+      `terminal: running as ${ability.self.name} (uid ${ability.self.uid}), which cannot switch users: only admins get terminals (as this account)${noSandbox ? `; no sandbox for the others: ${noSandbox}` : ''}`,
+    );
   }
   const runtime = agentRuntime(process.execArgv, process.env, join(dir, 'compile-cache'));
   const agents: LocalAgents = {
@@ -153,7 +158,7 @@ export function createLocalBackend(options: LocalBackendOptions): SessionBackend
     exitCodes: new Map(),
   };
 
-  const asServerMessage = 'this shell runs as the server\'s own account, which only admins may use; start a new terminal';
+  const asServerMessage = "this shell runs as the server's own account, which only admins may use; start a new terminal";
   return {
     kind: 'local',
     refusal(user, session) {

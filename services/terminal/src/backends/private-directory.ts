@@ -27,7 +27,8 @@ export function ensurePrivateDirectory(dir: string, owner?: { uid: number; gid: 
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code;
     // Refused already; lstat only words the message (Linux says ENOTDIR for a symlink opened this way).
-    if (code === 'ELOOP' || code === 'ENOTDIR') throw new UnsafeDirectoryError(`${dir} is ${lstatSync(dir, { throwIfNoEntry: false })?.isSymbolicLink() ? 'a symbolic link' : 'not a directory'}`);
+    if (code === 'ELOOP' || code === 'ENOTDIR')
+      throw new UnsafeDirectoryError(`${dir} is ${lstatSync(dir, { throwIfNoEntry: false })?.isSymbolicLink() ? 'a symbolic link' : 'not a directory'}`);
     throw error;
   }
   try {

@@ -31,5 +31,10 @@ export const errors = (...codes: number[]) => Object.fromEntries(codes.map((code
 export const userSchema = {
   type: 'object',
   required: ['id', 'username', 'role'],
-  properties: { id: { type: 'string', format: 'uuid' }, username: { type: 'string' }, role: { type: 'string', enum: ['admin', 'user'] }, email: { type: ['string', 'null'] } },
+  properties: {
+    id: { type: 'string', format: 'uuid' },
+    username: { type: 'string' },
+    role: { type: 'string', enum: ['admin', 'user'] },
+    email: { type: ['string', 'null'] },
+  },
 };

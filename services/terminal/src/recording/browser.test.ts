@@ -9,8 +9,18 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestDatabase } from '@boxyard/test/harness/fixtures.ts';
 import { ADMIN_PASSWORD, api, login, startTestGateway } from '../testing/test-gateway.ts';
 
-const CHROMIUM_ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'];
-const lines = async (page: Page, selector: string) => (await page.locator(`${selector} .xterm-rows`).innerText()).split('\n').map((line) => line.replace(/\u00a0/g, ' ').trim());
+const CHROMIUM_ARGS = [
+  '--headless',
+  '--no-sandbox',
+  '--disable-gpu',
+  '--disable-quic',
+  '--no-first-run',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--disable-sync',
+];
+const lines = async (page: Page, selector: string) =>
+  (await page.locator(`${selector} .xterm-rows`).innerText()).split('\n').map((line) => line.replace(/\u00a0/g, ' ').trim());
 
 describe('recordings in the terminal page (Chromium)', () => {
   let gateway: Awaited<ReturnType<typeof startTestGateway>>;
@@ -21,7 +31,10 @@ describe('recordings in the terminal page (Chromium)', () => {
 
   beforeAll(async () => {
     dir = mkdtempSync(join(tmpdir(), 'recordings-browser-'));
-    gateway = await startTestGateway(await createTestDatabase('terminal_recording_browser'), { recording: { mode: 'on', flush_seconds: 0.2 }, storage: { driver: 'local', root: dir } });
+    gateway = await startTestGateway(await createTestDatabase('terminal_recording_browser'), {
+      recording: { mode: 'on', flush_seconds: 0.2 },
+      storage: { driver: 'local', root: dir },
+    });
     browser = await chromium.launch({ executablePath: '/usr/bin/chromium', args: CHROMIUM_ARGS });
     page = await browser.newPage({ viewport: { width: 1200, height: 700 } });
     page.on('pageerror', (error) => problems.push(`page error: ${error.message}`));
@@ -64,7 +77,7 @@ describe('recordings in the terminal page (Chromium)', () => {
     await expect.poll(async () => Number(await seek.getAttribute('max')), { timeout: 10_000 }).toBeGreaterThan(1);
     // At the start nothing was shown yet; at the end all three answers are.
     expect(await lines(page, '#player-screen')).not.toContain('42');
-    await seek.fill(await seek.getAttribute('max') as string);
+    await seek.fill((await seek.getAttribute('max')) as string);
     await expect.poll(() => lines(page, '#player-screen'), { timeout: 10_000 }).toEqual(expect.arrayContaining(['42', 'wombat3', 'later4']));
     await seek.fill('0');
     await expect.poll(() => lines(page, '#player-screen'), { timeout: 10_000 }).not.toContain('42');
@@ -77,7 +90,10 @@ describe('recordings in the terminal page (Chromium)', () => {
   it('finds the session by a typed word and opens the replay at that moment', async () => {
     await page.getByLabel('Search recordings').fill('wombat3');
     await page.getByRole('button', { name: 'Search' }).click();
-    await page.getByRole('list', { name: 'Search results' }).getByRole('button', { name: /^Open at/ }).click();
+    await page
+      .getByRole('list', { name: 'Search results' })
+      .getByRole('button', { name: /^Open at/ })
+      .click();
     // The screen as it was when wombat3 showed: the earlier answer, not the later one.
     const atThatMoment = async (p: Page) => {
       const screen = await lines(p, '#player-screen');

@@ -25,7 +25,14 @@ async function gatewayProcess(env: Record<string, string>) {
     console.log('gateway ready');`;
   const child = spawn(process.execPath, ['--input-type=module', '-e', launch], {
     cwd: SRC,
-    env: { PATH: process.env.PATH ?? '/usr/bin:/bin', BOXYARD_SERVER__HOST: '127.0.0.1', BOXYARD_SERVER__PORT: String(port), BOXYARD_METRICS__PORT: '0', BOXYARD_LOGGING__LEVEL: 'warn', ...env },
+    env: {
+      PATH: process.env.PATH ?? '/usr/bin:/bin',
+      BOXYARD_SERVER__HOST: '127.0.0.1',
+      BOXYARD_SERVER__PORT: String(port),
+      BOXYARD_METRICS__PORT: '0',
+      BOXYARD_LOGGING__LEVEL: 'warn',
+      ...env,
+    },
     stdio: ['ignore', 'pipe', 'inherit'],
   });
   await new Promise<void>((resolve, reject) => {
@@ -96,9 +103,22 @@ describe('a gateway killed mid-session', () => {
     await client.waitFor('resumed25');
     await client.close();
     await second.sessions.stop(sessionId);
-    await expect.poll(async () => (await api(second!.url, 'GET', `/api/terminal/recordings/${sessionId}`, { cookie: admin })).json.data.recording.state, { timeout: 10_000 }).toBe('complete');
+    await expect
+      .poll(async () => (await api(second!.url, 'GET', `/api/terminal/recordings/${sessionId}`, { cookie: admin })).json.data.recording.state, {
+        timeout: 10_000,
+      })
+      .toBe('complete');
     const whole = await (await fetch(`${second.url}/api/terminal/recordings/${sessionId}/cast`, { headers: { cookie: admin } })).text();
-    const output = plain(whole.trim().split('\n').slice(1).map((line) => JSON.parse(line) as [number, string, string]).filter(([, code]) => code === 'o').map(([, , data]) => data).join(''));
+    const output = plain(
+      whole
+        .trim()
+        .split('\n')
+        .slice(1)
+        .map((line) => JSON.parse(line) as [number, string, string])
+        .filter(([, code]) => code === 'o')
+        .map(([, , data]) => data)
+        .join(''),
+    );
     expect(output).toContain('resumed25');
     expect(output.split(/\r?\n/).filter((line) => line.trim() === '42')).toHaveLength(1);
     expect(whole).toContain('recording resumed by another gateway');

@@ -38,7 +38,12 @@ export class Feed {
   #opening = false;
   #stopped = false;
 
-  constructor(recorder: Recorder, taps: Set<TapState>, openObserver: (from: number) => Promise<WebSocket>, log: { warn(object: object, message: string): void }) {
+  constructor(
+    recorder: Recorder,
+    taps: Set<TapState>,
+    openObserver: (from: number) => Promise<WebSocket>,
+    log: { warn(object: object, message: string): void },
+  ) {
     this.#recorder = recorder;
     this.#taps = taps;
     this.#openObserver = openObserver;
@@ -58,7 +63,9 @@ export class Feed {
     const observer: Observer = { socket, offset: undefined, retired: false };
     this.#observer = observer;
     // Listening from the start: the agent's first frames may come in the same read as the upgrade's answer.
-    socket.on('message', (data: Buffer, isBinary: boolean) => (isBinary ? this.#observed(observer, data) : this.#observerControl(observer, data.toString('utf8'))));
+    socket.on('message', (data: Buffer, isBinary: boolean) =>
+      isBinary ? this.#observed(observer, data) : this.#observerControl(observer, data.toString('utf8')),
+    );
     socket.on('error', () => socket.terminate());
     socket.on('close', () => this.#observerClosed(observer));
     if (this.#stopped) socket.close(1000, 'recording ended');

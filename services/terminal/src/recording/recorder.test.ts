@@ -16,14 +16,38 @@ function recorder(overrides: Partial<RecorderOptions> = {}) {
   } as unknown as RecorderOptions['objects'];
   const store = { commitChunk: async () => true, renew: async () => {}, finish: async () => {} } as unknown as RecorderOptions['store'];
   const r = new Recorder({
-    id: 'r', writer: 'w', objects, store, startedAt: Date.now(), seq: 0, bytes: 0, offset: 0, maxBytes: 1 << 30, flushMs: 60_000, leaseSeconds: 15, input: false,
-    required: false, onFailure: () => {}, onEnd: () => {}, pace: () => {}, log: { warn: () => {} }, ...overrides,
+    id: 'r',
+    writer: 'w',
+    objects,
+    store,
+    startedAt: Date.now(),
+    seq: 0,
+    bytes: 0,
+    offset: 0,
+    maxBytes: 1 << 30,
+    flushMs: 60_000,
+    leaseSeconds: 15,
+    input: false,
+    required: false,
+    onFailure: () => {},
+    onEnd: () => {},
+    pace: () => {},
+    log: { warn: () => {} },
+    ...overrides,
   });
   const events = async () => {
     await r.finish();
-    return chunks.join('').split('\n').filter(Boolean).map((line) => JSON.parse(line) as [number, string, string]);
+    return chunks
+      .join('')
+      .split('\n')
+      .filter(Boolean)
+      .map((line) => JSON.parse(line) as [number, string, string]);
   };
-  const output = async () => (await events()).filter(([, code]) => code === 'o').map(([, , text]) => text).join('');
+  const output = async () =>
+    (await events())
+      .filter(([, code]) => code === 'o')
+      .map(([, , text]) => text)
+      .join('');
   return { r, events, output };
 }
 

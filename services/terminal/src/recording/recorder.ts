@@ -201,7 +201,10 @@ export class Recorder {
 
   async #store(): Promise<void> {
     if (this.#lines.length === 0) {
-      if (!this.#ended) await this.#o.store.renew(this.#o.id, this.#o.writer, this.#o.leaseSeconds).catch(ignoreError('a missed renewal is retried at the next flush; the lease outlives several'));
+      if (!this.#ended)
+        await this.#o.store
+          .renew(this.#o.id, this.#o.writer, this.#o.leaseSeconds)
+          .catch(ignoreError('a missed renewal is retried at the next flush; the lease outlives several'));
       return;
     }
     const body = Buffer.concat(this.#lines, this.#pending);
@@ -218,8 +221,16 @@ export class Recorder {
     try {
       const stored = await this.#o.objects.put(key, once(body), { contentType: 'application/jsonl', size: body.length });
       const kept = await this.#o.store.commitChunk({
-        id: this.#o.id, writer: this.#o.writer, seq: chunk.seq, firstAt: chunk.firstAt, lastAt: chunk.lastAt, bytes: stored.size,
-        key, words: chunk.words, outputOffset: chunk.offset, leaseSeconds: this.#o.leaseSeconds,
+        id: this.#o.id,
+        writer: this.#o.writer,
+        seq: chunk.seq,
+        firstAt: chunk.firstAt,
+        lastAt: chunk.lastAt,
+        bytes: stored.size,
+        key,
+        words: chunk.words,
+        outputOffset: chunk.offset,
+        leaseSeconds: this.#o.leaseSeconds,
       });
       if (!kept) throw new Error('the recording was taken over by another gateway');
       this.#seq++;
@@ -248,7 +259,10 @@ export class Recorder {
     this.#ended = true;
     if (!first) return;
     const state = end === 'released' ? 'recording' : end;
-    void this.#o.store.finish(this.#o.id, this.#o.writer, state).catch(ignoreError('the lease sweep finishes a row this write could not')).then(() => this.#o.onEnd(end));
+    void this.#o.store
+      .finish(this.#o.id, this.#o.writer, state)
+      .catch(ignoreError('the lease sweep finishes a row this write could not'))
+      .then(() => this.#o.onEnd(end));
   }
 
   /** No stream is left: store the rest; complete when the session's exit was seen, else released (see service.ts). */

@@ -39,7 +39,10 @@ describe('session recording (local backend, local store)', () => {
 
   beforeAll(async () => {
     dir = mkdtempSync(join(tmpdir(), 'recordings-'));
-    gateway = await startTestGateway(await createTestDatabase('terminal_recording'), { recording: { mode: 'on', flush_seconds: 0.2 }, storage: { driver: 'local', root: dir } });
+    gateway = await startTestGateway(await createTestDatabase('terminal_recording'), {
+      recording: { mode: 'on', flush_seconds: 0.2 },
+      storage: { driver: 'local', root: dir },
+    });
     admin = await login(gateway.url, 'admin', ADMIN_PASSWORD);
     alice = await createUser(gateway.url, admin, 'alice');
     bob = await createUser(gateway.url, admin, 'bob');
@@ -74,7 +77,7 @@ describe('session recording (local backend, local store)', () => {
     expect(shown).toContain('quokka42');
   });
 
-  it('lists recordings: the owner its own, an admin everyone\'s, another user none of them', async () => {
+  it("lists recordings: the owner its own, an admin everyone's, another user none of them", async () => {
     const own = await api(gateway.url, 'GET', '/api/terminal/recordings', { cookie: alice.cookie });
     expect(own.json.data.recordings.map((r: { id: string }) => r.id)).toEqual([sessionId]);
     expect(own.json.data.recordings[0]).toMatchObject({ owner: { username: 'alice' }, state: 'complete' });
@@ -84,7 +87,7 @@ describe('session recording (local backend, local store)', () => {
     expect(other.json.data.recordings).toEqual([]);
   });
 
-  it('refuses another user\'s recording, anonymous callers and unknown ids in the error shape', async () => {
+  it("refuses another user's recording, anonymous callers and unknown ids in the error shape", async () => {
     for (const path of [`/api/terminal/recordings/${sessionId}`, `/api/terminal/recordings/${sessionId}/cast`]) {
       const foreign = await api(gateway.url, 'GET', path, { cookie: bob.cookie });
       expect(foreign.status).toBe(404);
@@ -96,7 +99,10 @@ describe('session recording (local backend, local store)', () => {
     expect(unknown).toMatchObject({ status: 404, json: { success: false } });
     expect((await api(gateway.url, 'GET', '/api/terminal/recordings/not-a-uuid', { cookie: admin })).status).toBe(400);
     // Page cursors whose id part is no UUID (PostgreSQL refused them: a 500 the fuzzer found).
-    for (const path of ['/api/terminal/recordings?before=0.000000000000000000000000000000000000', '/api/terminal/recordings/search?q=echo&after=0.000000000000000000000000000000000000']) {
+    for (const path of [
+      '/api/terminal/recordings?before=0.000000000000000000000000000000000000',
+      '/api/terminal/recordings/search?q=echo&after=0.000000000000000000000000000000000000',
+    ]) {
       expect(await api(gateway.url, 'GET', path, { cookie: admin }), path).toMatchObject({ status: 400, json: { success: false } });
     }
   });
@@ -105,7 +111,11 @@ describe('session recording (local backend, local store)', () => {
     const recording = (await api(gateway.url, 'GET', `/api/terminal/recordings/${sessionId}`, { cookie: alice.cookie })).json.data.recording;
     const tail = await castOf(gateway.url, sessionId, alice.cookie, `?from=${recording.duration}`);
     expect(tail.status).toBe(200);
-    const times = tail.text.trim().split('\n').slice(1).map((line) => JSON.parse(line)[0] as number);
+    const times = tail.text
+      .trim()
+      .split('\n')
+      .slice(1)
+      .map((line) => JSON.parse(line)[0] as number);
     expect(times.every((t) => t >= recording.duration)).toBe(true);
     const past = await api(gateway.url, 'GET', `/api/terminal/recordings/${sessionId}/cast?from=${recording.duration + 100}`, { cookie: alice.cookie });
     expect(past.status).toBe(416);
@@ -120,7 +130,12 @@ describe('session recording (local backend, local store)', () => {
     expect(hit).toMatchObject({ recording_id: sessionId, owner: { username: 'alice' } });
     // At that second the word is on its way: the events up to it (and one more read) show it.
     const cast = await castOf(gateway.url, sessionId, alice.cookie);
-    const upTo = cast.text.split('\n').slice(1).filter(Boolean).map((line) => JSON.parse(line) as [number, string, string]).filter(([t, code]) => code === 'o' && t <= hit.at);
+    const upTo = cast.text
+      .split('\n')
+      .slice(1)
+      .filter(Boolean)
+      .map((line) => JSON.parse(line) as [number, string, string])
+      .filter(([t, code]) => code === 'o' && t <= hit.at);
     expect(upTo.map(([, , data]) => data).join('')).toContain('quokka42');
     expect((await api(gateway.url, 'GET', '/api/terminal/recordings/search?q=QUOKKA', { cookie: admin })).json.data.hits).toHaveLength(1);
     expect((await api(gateway.url, 'GET', '/api/terminal/recordings/search?q=quokka42', { cookie: bob.cookie })).json.data.hits).toEqual([]);
@@ -161,7 +176,10 @@ describe('recording.max_bytes', () => {
 
   beforeAll(async () => {
     dir = mkdtempSync(join(tmpdir(), 'recordings-cap-'));
-    gateway = await startTestGateway(await createTestDatabase('terminal_recording_cap'), { recording: { mode: 'required', max_bytes: 65_536, flush_seconds: 0.2 }, storage: { driver: 'local', root: dir } });
+    gateway = await startTestGateway(await createTestDatabase('terminal_recording_cap'), {
+      recording: { mode: 'required', max_bytes: 65_536, flush_seconds: 0.2 },
+      storage: { driver: 'local', root: dir },
+    });
   });
 
   afterAll(async () => {
@@ -196,7 +214,10 @@ describe('recording.mode required with a store that cannot be written', () => {
     dir = mkdtempSync(join(tmpdir(), 'recordings-bad-'));
     // A file where the store's directory should be: every write fails (also for root).
     writeFileSync(join(dir, 'not-a-directory'), '');
-    gateway = await startTestGateway(await createTestDatabase('terminal_recording_required'), { recording: { mode: 'required' }, storage: { driver: 'local', root: join(dir, 'not-a-directory') } });
+    gateway = await startTestGateway(await createTestDatabase('terminal_recording_required'), {
+      recording: { mode: 'required' },
+      storage: { driver: 'local', root: join(dir, 'not-a-directory') },
+    });
   });
 
   afterAll(async () => {
@@ -217,7 +238,7 @@ describe('recording.mode required with a store that cannot be written', () => {
   }, 30_000);
 });
 
-describe.each(s3Servers)('recording into S3 (the run\'s $server)', ({ server }) => {
+describe.each(s3Servers)("recording into S3 (the run's $server)", ({ server }) => {
   let gateway: Gateway;
 
   afterAll(async () => {
@@ -228,7 +249,14 @@ describe.each(s3Servers)('recording into S3 (the run\'s $server)', ({ server }) 
     const bucket = await createTestBucket('recordings', s3Server(server));
     gateway = await startTestGateway(await createTestDatabase('terminal_recording_s3'), {
       recording: { mode: 'required', flush_seconds: 0.2 },
-      storage: { driver: 's3', endpoint: bucket.endpoint, access_key: bucket.accessKey, secret_key: bucket.secretKey, bucket: bucket.bucket, region: bucket.region },
+      storage: {
+        driver: 's3',
+        endpoint: bucket.endpoint,
+        access_key: bucket.accessKey,
+        secret_key: bucket.secretKey,
+        bucket: bucket.bucket,
+        region: bucket.region,
+      },
     });
     const cookie = await login(gateway.url, 'admin', ADMIN_PASSWORD);
     const started = await api(gateway.url, 'POST', '/api/terminal/start', { cookie, body: { terminal_cookie: 'rec-s3' } });
@@ -243,7 +271,14 @@ describe.each(s3Servers)('recording into S3 (the run\'s $server)', ({ server }) 
     for await (const object of bucket.client.listObjectsV2(bucket.bucket, `recordings/${id}/`, true)) keys.push((object as { name: string }).name);
     expect(keys.length).toBeGreaterThan(0);
     const cast = await castOf(gateway.url, id, cookie);
-    const output = cast.text.split('\n').slice(1).filter(Boolean).map((line) => JSON.parse(line) as [number, string, string]).filter(([, code]) => code === 'o').map(([, , data]) => data).join('');
+    const output = cast.text
+      .split('\n')
+      .slice(1)
+      .filter(Boolean)
+      .map((line) => JSON.parse(line) as [number, string, string])
+      .filter(([, code]) => code === 'o')
+      .map(([, , data]) => data)
+      .join('');
     expect(plain(output).split(/\r?\n/)).toContain('42');
   }, 40_000);
 });

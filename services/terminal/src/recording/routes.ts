@@ -33,7 +33,11 @@ export function presentRecording(row: RecordingRow) {
   };
 }
 
-const recordingSchema = { type: 'object', additionalProperties: true, properties: { id: { type: 'string' }, state: { type: 'string' }, duration: { type: 'number' } } };
+const recordingSchema = {
+  type: 'object',
+  additionalProperties: true,
+  properties: { id: { type: 'string' }, state: { type: 'string' }, duration: { type: 'number' } },
+};
 const idParams = { type: 'object', required: ['id'], properties: { id: { type: 'string', format: 'uuid' } } };
 /** `<started_at ms>.<id>` of the last row of a page. */
 // A recording id is a UUID: anything else would reach PostgreSQL as a malformed uuid (a 500, found by the fuzzer).
@@ -61,8 +65,15 @@ export function recordingRoutes(app: FastifyInstance, deps: { auth: Auth; record
       schema: {
         tags,
         summary: "Recorded sessions, newest first: the caller's (admins: everyone's)",
-        querystring: { type: 'object', additionalProperties: false, properties: { limit: { type: 'integer', minimum: 1, maximum: LIST_MAX, default: 50 }, before: { type: 'string', pattern: cursorPattern } } },
-        response: { 200: envelope({ type: 'object', properties: { recordings: { type: 'array', items: recordingSchema }, next_before: { type: ['string', 'null'] } } }), ...errors(400, 401, 429) },
+        querystring: {
+          type: 'object',
+          additionalProperties: false,
+          properties: { limit: { type: 'integer', minimum: 1, maximum: LIST_MAX, default: 50 }, before: { type: 'string', pattern: cursorPattern } },
+        },
+        response: {
+          200: envelope({ type: 'object', properties: { recordings: { type: 'array', items: recordingSchema }, next_before: { type: ['string', 'null'] } } }),
+          ...errors(400, 401, 429),
+        },
       },
     },
     async (request) => {
@@ -70,7 +81,10 @@ export function recordingRoutes(app: FastifyInstance, deps: { auth: Auth; record
       const [startedAt, id] = request.query.before?.split('.') ?? [];
       const rows = await store.list({ ownerId: ownerFilter(request.user!), limit, before: startedAt && id ? { startedAt: Number(startedAt), id } : undefined });
       const last = rows.at(-1);
-      return ok(`${rows.length} recording${rows.length === 1 ? '' : 's'}`, { recordings: rows.map(presentRecording), next_before: rows.length === limit && last ? `${last.started_at}.${last.id}` : null });
+      return ok(`${rows.length} recording${rows.length === 1 ? '' : 's'}`, {
+        recordings: rows.map(presentRecording),
+        next_before: rows.length === limit && last ? `${last.started_at}.${last.id}` : null,
+      });
     },
   );
 
@@ -81,14 +95,25 @@ export function recordingRoutes(app: FastifyInstance, deps: { auth: Auth; record
       schema: {
         tags,
         summary: 'Moments in recordings where a word was shown (own; admins: all), newest recording first, paged',
-        description: 'One word (2-64 letters, digits, `_`, `.` or `-`), matched as a whole word or a word prefix, case-insensitive. Each hit names the recording and the second at which the word showed.',
+        description:
+          'One word (2-64 letters, digits, `_`, `.` or `-`), matched as a whole word or a word prefix, case-insensitive. Each hit names the recording and the second at which the word showed.',
         querystring: {
           type: 'object',
           required: ['q'],
           additionalProperties: false,
-          properties: { q: { type: 'string', maxLength: 64 }, limit: { type: 'integer', minimum: 1, maximum: SEARCH_MAX, default: SEARCH_DEFAULT }, after: { type: 'string', pattern: cursorPattern } },
+          properties: {
+            q: { type: 'string', maxLength: 64 },
+            limit: { type: 'integer', minimum: 1, maximum: SEARCH_MAX, default: SEARCH_DEFAULT },
+            after: { type: 'string', pattern: cursorPattern },
+          },
         },
-        response: { 200: envelope({ type: 'object', properties: { hits: { type: 'array', items: { type: 'object', additionalProperties: true } }, next_after: { type: ['string', 'null'] } } }), ...errors(400, 401, 429) },
+        response: {
+          200: envelope({
+            type: 'object',
+            properties: { hits: { type: 'array', items: { type: 'object', additionalProperties: true } }, next_after: { type: ['string', 'null'] } },
+          }),
+          ...errors(400, 401, 429),
+        },
       },
     },
     async (request) => {
@@ -102,13 +127,25 @@ export function recordingRoutes(app: FastifyInstance, deps: { auth: Auth; record
       const hits = await Promise.all(
         rows.map(async (row) => {
           // The chunk's first event is near; its events say exactly when the word showed.
-          const text = await objects.get(row.storage_key).then(readText).catch(() => '');
+          const text = await objects
+            .get(row.storage_key)
+            .then(readText)
+            .catch(() => '');
           const at = firstTimeOf(text, term) ?? row.first_at;
-          return { recording_id: row.recording_id, owner: { id: row.owner_id, username: row.owner_username }, started_at: iso(row.started_at), at, replay_path: `/#replay=${row.recording_id}&t=${at}` };
+          return {
+            recording_id: row.recording_id,
+            owner: { id: row.owner_id, username: row.owner_username },
+            started_at: iso(row.started_at),
+            at,
+            replay_path: `/#replay=${row.recording_id}&t=${at}`,
+          };
         }),
       );
       const last = rows.at(-1);
-      return ok(`${hits.length} hit${hits.length === 1 ? '' : 's'}`, { hits, next_after: rows.length === limit && last ? `${last.started_at}.${last.recording_id}.${last.seq}` : null });
+      return ok(`${hits.length} hit${hits.length === 1 ? '' : 's'}`, {
+        hits,
+        next_after: rows.length === limit && last ? `${last.started_at}.${last.recording_id}.${last.seq}` : null,
+      });
     },
   );
 
@@ -116,7 +153,12 @@ export function recordingRoutes(app: FastifyInstance, deps: { auth: Auth; record
     '/api/terminal/recordings/:id',
     {
       preHandler: auth.requireUser,
-      schema: { tags, summary: 'One recording (owner, or an admin)', params: idParams, response: { 200: envelope({ type: 'object', properties: { recording: recordingSchema } }), ...errors(400, 401, 404, 429) } },
+      schema: {
+        tags,
+        summary: 'One recording (owner, or an admin)',
+        params: idParams,
+        response: { 200: envelope({ type: 'object', properties: { recording: recordingSchema } }), ...errors(400, 401, 404, 429) },
+      },
     },
     async (request) => ok('Recording', { recording: presentRecording(await visible(request)) }),
   );
@@ -138,12 +180,24 @@ export function recordingRoutes(app: FastifyInstance, deps: { auth: Auth; record
       const from = request.query.from;
       if (from !== undefined && from > row.duration) throw new HttpError(416, `from (${from} s) is past the end of the recording (${row.duration} s)`);
       const chunks = (await store.chunks(row.id)).filter((chunk) => from === undefined || chunk.last_at >= from);
-      const header = headerLine({ width: row.cols, height: row.rows, timestamp: Math.floor(row.started_at / 1000), title: `${row.owner_username} ${iso(row.started_at)}`, shell: row.shell });
+      const header = headerLine({
+        width: row.cols,
+        height: row.rows,
+        timestamp: Math.floor(row.started_at / 1000),
+        title: `${row.owner_username} ${iso(row.started_at)}`,
+        shell: row.shell,
+      });
       async function* cast() {
         yield header;
         for (const chunk of chunks) {
           const text = await readText(await objects.get(chunk.storage_key));
-          yield from === undefined || chunk.first_at >= from ? text : text.split('\n').filter((line) => line && timeOf(line) >= from).map((line) => `${line}\n`).join('');
+          yield from === undefined || chunk.first_at >= from
+            ? text
+            : text
+                .split('\n')
+                .filter((line) => line && timeOf(line) >= from)
+                .map((line) => `${line}\n`)
+                .join('');
         }
       }
       return reply

@@ -56,8 +56,17 @@ export function createRecordingService(options: RecordingServiceOptions) {
     if (taps.get(id)?.size === 0 && !feeds.has(id)) taps.delete(id);
   };
   const starting = new Set<string>();
-  const bytes = new Counter({ name: 'boxyard_terminal_recording_bytes_total', help: 'Bytes of asciicast stored by this gateway.', registers: [options.metrics] });
-  const ends = new Counter({ name: 'boxyard_terminal_recordings_ended_total', help: 'Recordings this gateway stopped writing, by how they ended.', labelNames: ['end'], registers: [options.metrics] });
+  const bytes = new Counter({
+    name: 'boxyard_terminal_recording_bytes_total',
+    help: 'Bytes of asciicast stored by this gateway.',
+    registers: [options.metrics],
+  });
+  const ends = new Counter({
+    name: 'boxyard_terminal_recordings_ended_total',
+    help: 'Recordings this gateway stopped writing, by how they ended.',
+    labelNames: ['end'],
+    registers: [options.metrics],
+  });
   let closed = false;
 
   const fail = (row: SessionRow, error: Error) => {
@@ -84,20 +93,47 @@ export function createRecordingService(options: RecordingServiceOptions) {
     starting.add(row.id);
     try {
       const claim = await store.createAndClaim(
-        { id: row.id, ownerId: row.owner_id, ownerUsername: row.owner_username, startedAt: row.created_at, cols: 80, rows: 24, shell: options.shell, input: config.input, retentionDays: config.retention_days },
+        {
+          id: row.id,
+          ownerId: row.owner_id,
+          ownerUsername: row.owner_username,
+          startedAt: row.created_at,
+          cols: 80,
+          rows: 24,
+          shell: options.shell,
+          input: config.input,
+          retentionDays: config.retention_days,
+        },
         writer,
         LEASE_SECONDS,
       );
       if (!claim) return; // another gateway is writing it
       const recorder = new Recorder({
-        id: row.id, writer, objects, store: store, startedAt: claim.started_at, seq: claim.chunks, bytes: claim.bytes, offset: claim.output_offset,
-        maxBytes: config.max_bytes, flushMs: config.flush_seconds * 1000, leaseSeconds: LEASE_SECONDS, input: config.input, required: config.mode === 'required', log,
+        id: row.id,
+        writer,
+        objects,
+        store: store,
+        startedAt: claim.started_at,
+        seq: claim.chunks,
+        bytes: claim.bytes,
+        offset: claim.output_offset,
+        maxBytes: config.max_bytes,
+        flushMs: config.flush_seconds * 1000,
+        leaseSeconds: LEASE_SECONDS,
+        input: config.input,
+        required: config.mode === 'required',
+        log,
         onFailure: (error) => fail(row, error),
         onEnd: (end) => void ended(row, end).catch(ignoreError('ended() marks the row; the lease sweep finishes a row left behind')),
         pace: (paused) => feed.pace(paused),
         countBytes: (n) => bytes.inc(n),
       });
-      const feed = new Feed(recorder, tapsOf(row.id), (from) => sessions.connect({ ...row, agent_address: row.agent_address! }, { observe: { from, input: config.input } }), log);
+      const feed = new Feed(
+        recorder,
+        tapsOf(row.id),
+        (from) => sessions.connect({ ...row, agent_address: row.agent_address! }, { observe: { from, input: config.input } }),
+        log,
+      );
       recorders.set(row.id, recorder);
       feeds.set(row.id, feed);
       // From the observer first (it brings what was made before this recorder ran); a live tap then takes over.
@@ -169,7 +205,10 @@ export function createRecordingService(options: RecordingServiceOptions) {
     objects,
     mode: config.mode,
     /** What a socket attaching to a recorded session is told first; undefined when nothing is recorded. */
-    notice: config.mode === 'off' ? undefined : `${RECORDED_NOTICE}${config.input ? ' and what is typed' : ''}${config.mode === 'required' ? '; it ends if the recording fails' : ''}).`,
+    notice:
+      config.mode === 'off'
+        ? undefined
+        : `${RECORDED_NOTICE}${config.input ? ' and what is typed' : ''}${config.mode === 'required' ? '; it ends if the recording fails' : ''}).`,
     record,
     tap,
     /** How a user's stream is opened so the recorder can read it too; undefined when nothing is recorded. */
@@ -186,7 +225,9 @@ export function createRecordingService(options: RecordingServiceOptions) {
     async close(): Promise<void> {
       closed = true;
       clearInterval(sweeper);
-      await Promise.all([...recorders.values()].map((recorder) => recorder.close().catch(ignoreError('stopping: a recorder that cannot close is finished by the lease sweep'))));
+      await Promise.all(
+        [...recorders.values()].map((recorder) => recorder.close().catch(ignoreError('stopping: a recorder that cannot close is finished by the lease sweep'))),
+      );
     },
   };
 }

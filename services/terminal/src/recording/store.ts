@@ -104,15 +104,21 @@ export function createRecordingStore(pool: DatabasePool) {
     },
 
     renew: (id: string, writer: string, leaseSeconds: number) =>
-      pool.query(sql.unsafe`update terminal_recordings set lease_until = now() + make_interval(secs => ${leaseSeconds}) where id = ${id}::uuid and writer = ${writer} and state = 'recording'`),
+      pool.query(
+        sql.unsafe`update terminal_recordings set lease_until = now() + make_interval(secs => ${leaseSeconds}) where id = ${id}::uuid and writer = ${writer} and state = 'recording'`,
+      ),
 
     /** The writer is done: `recording` again (released for another gateway to resume) or a final state. */
     finish: (id: string, writer: string, state: RecordingRow['state']) =>
-      pool.query(sql.unsafe`update terminal_recordings set state = ${state}, lease_until = null, writer = null, updated_at = now() where id = ${id}::uuid and writer = ${writer} and state = 'recording'`),
+      pool.query(
+        sql.unsafe`update terminal_recordings set state = ${state}, lease_until = null, writer = null, updated_at = now() where id = ${id}::uuid and writer = ${writer} and state = 'recording'`,
+      ),
 
     /** The session ended and no writer holds the recording: it is as complete as it will get. */
     completeOrphan: (id: string) =>
-      pool.query(sql.unsafe`update terminal_recordings set state = 'complete', updated_at = now() where id = ${id}::uuid and state = 'recording' and (lease_until is null or lease_until < now())`),
+      pool.query(
+        sql.unsafe`update terminal_recordings set state = 'complete', updated_at = now() where id = ${id}::uuid and state = 'recording' and (lease_until is null or lease_until < now())`,
+      ),
 
     get: (id: string) => pool.maybeOne(sql.type(recordingRow)`select ${columns} from terminal_recordings where id = ${id}::uuid`),
 
@@ -125,7 +131,10 @@ export function createRecordingStore(pool: DatabasePool) {
         order by started_at desc, id desc
         limit ${filter.limit}`),
 
-    chunks: (id: string) => pool.any(sql.type(chunkRow)`select seq, first_at, last_at, bytes, storage_key from terminal_recording_chunks where recording_id = ${id}::uuid order by seq`),
+    chunks: (id: string) =>
+      pool.any(
+        sql.type(chunkRow)`select seq, first_at, last_at, bytes, storage_key from terminal_recording_chunks where recording_id = ${id}::uuid order by seq`,
+      ),
 
     /**
      * Chunks whose words contain `term` (one word, matched whole or as a prefix), newest recording first; paged
@@ -142,7 +151,8 @@ export function createRecordingStore(pool: DatabasePool) {
         limit ${filter.limit}`),
 
     /** Recordings past their retention (at most `limit`), for the sweeper. */
-    expired: (limit: number) => pool.anyFirst(sql.type(z.object({ id: z.string() }))`select id from terminal_recordings where expires_at < now() order by expires_at limit ${limit}`),
+    expired: (limit: number) =>
+      pool.anyFirst(sql.type(z.object({ id: z.string() }))`select id from terminal_recordings where expires_at < now() order by expires_at limit ${limit}`),
 
     delete: (id: string) => pool.query(sql.unsafe`delete from terminal_recordings where id = ${id}::uuid`),
   };

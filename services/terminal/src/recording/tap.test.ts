@@ -14,7 +14,7 @@ type Event = [number, string, string];
 
 const count = (text: string, word: string) => text.split(word).length - 1;
 
-describe('recording from the user\'s stream, and from the observer while nobody is attached', () => {
+describe("recording from the user's stream, and from the observer while nobody is attached", () => {
   let gateway: Gateway;
   let dir: string;
   let events: Event[];
@@ -22,7 +22,10 @@ describe('recording from the user\'s stream, and from the observer while nobody 
 
   beforeAll(async () => {
     dir = mkdtempSync(join(tmpdir(), 'recordings-tap-'));
-    gateway = await startTestGateway(await createTestDatabase('terminal_recording_tap'), { recording: { mode: 'on', flush_seconds: 0.2, input: true }, storage: { driver: 'local', root: dir } });
+    gateway = await startTestGateway(await createTestDatabase('terminal_recording_tap'), {
+      recording: { mode: 'on', flush_seconds: 0.2, input: true },
+      storage: { driver: 'local', root: dir },
+    });
     const cookie = await login(gateway.url, 'admin', ADMIN_PASSWORD);
     const started = await api(gateway.url, 'POST', '/api/terminal/start', { cookie, body: { terminal_cookie: 'rec-tap' } });
     expect(started.status).toBe(200);
@@ -54,7 +57,11 @@ describe('recording from the user\'s stream, and from the observer while nobody 
     }
     const cast = await fetch(`${gateway.url}/api/terminal/recordings/${id}/cast`, { headers: { cookie } });
     expect(cast.status).toBe(200);
-    events = (await cast.text()).split('\n').slice(1).filter(Boolean).map((line) => JSON.parse(line) as Event);
+    events = (await cast.text())
+      .split('\n')
+      .slice(1)
+      .filter(Boolean)
+      .map((line) => JSON.parse(line) as Event);
   }, 60_000);
 
   afterAll(async () => {
@@ -63,7 +70,12 @@ describe('recording from the user\'s stream, and from the observer while nobody 
   });
 
   it('records each output once, in order, across detach and reattach', () => {
-    const output = plain(events.filter(([, code]) => code === 'o').map(([, , data]) => data).join(''));
+    const output = plain(
+      events
+        .filter(([, code]) => code === 'o')
+        .map(([, , data]) => data)
+        .join(''),
+    );
     expect({ A2B: count(output, 'A2B'), C3D: count(output, 'C3D'), E4F: count(output, 'E4F') }).toEqual({ A2B: 1, C3D: 1, E4F: 1 });
     expect(output.indexOf('A2B')).toBeLessThan(output.indexOf('C3D'));
     expect(output.indexOf('C3D')).toBeLessThan(output.indexOf('E4F'));
@@ -71,13 +83,16 @@ describe('recording from the user\'s stream, and from the observer while nobody 
   });
 
   it('records what was typed and the resize once each', () => {
-    const typed = events.filter(([, code]) => code === 'i').map(([, , data]) => data).join('');
+    const typed = events
+      .filter(([, code]) => code === 'i')
+      .map(([, , data]) => data)
+      .join('');
     expect(count(typed, 'echo A$((1+1))B')).toBe(1);
     expect(count(typed, 'echo E$((3+1))F')).toBe(1);
     expect(events.filter(([, code, data]) => code === 'r' && data === '101x31')).toHaveLength(1);
   });
 
-  it('keeps the recorder\'s messages from the browser', () => {
+  it("keeps the recorder's messages from the browser", () => {
     expect(browserControls.map((message) => message.type).filter((type) => ['recording', 'resize', 'input'].includes(type))).toEqual([]);
   });
 });

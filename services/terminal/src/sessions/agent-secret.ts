@@ -34,7 +34,8 @@ export function createSecretBox(secrets: string[]): SecretBox {
     open(sealed, context) {
       const [version, id, iv, tag, body] = sealed.split('.');
       const key = keys.find((k) => k.id === id);
-      if (version !== VERSION || !key || !iv || !tag || body === undefined) throw new Error('agent secret sealed with an unknown key (was session.secret rotated without keeping the old one in previous_secrets?)');
+      if (version !== VERSION || !key || !iv || !tag || body === undefined)
+        throw new Error('agent secret sealed with an unknown key (was session.secret rotated without keeping the old one in previous_secrets?)');
       const decipher = createDecipheriv('aes-256-gcm', key.key, Buffer.from(iv, 'base64url'));
       decipher.setAAD(Buffer.from(context));
       decipher.setAuthTag(Buffer.from(tag, 'base64url'));

@@ -86,13 +86,18 @@ export async function launch(ctx: SessionContext, row: SessionRow, secret: strin
     // Release first: if the database is what failed, the pod or process still goes (the reaper fails the row later).
     resource ??= (await store.get(row.id).catch(ignoreError('without the row, release goes by session id alone')))?.agent_resource ?? null;
     await backend.release({ id: row.id, resource, address: null }).catch(ignoreError('the reaper releases what this could not'));
-    await store.markFailed(row.id, 'start_failed').catch((failure: unknown) => log.warn({ err: failure, session: row.id }, 'could not mark the failed start; the reaper will'));
+    await store
+      .markFailed(row.id, 'start_failed')
+      .catch((failure: unknown) => log.warn({ err: failure, session: row.id }, 'could not mark the failed start; the reaper will'));
     throw new HttpError(503, `Could not start the terminal: ${(error as Error).message}`);
   }
 }
 
 export async function stopSession(ctx: SessionContext, id: string, reason: ExitReason): Promise<SessionRow | null> {
-  const { store, options: { backend, log } } = ctx;
+  const {
+    store,
+    options: { backend, log },
+  } = ctx;
   const claimed = await store.claimStop(id, reason);
   if (!claimed) return store.get(id);
   if (claimed.agent_address) {
@@ -112,7 +117,10 @@ export async function stopSession(ctx: SessionContext, id: string, reason: ExitR
 }
 
 export async function markExited(ctx: SessionContext, id: string, exitCode: number | null, reason: 'exited' | 'lost' = 'exited'): Promise<void> {
-  const { store, options: { backend, log } } = ctx;
+  const {
+    store,
+    options: { backend, log },
+  } = ctx;
   const row = await store.markExited(id, exitCode, reason);
   if (!row) {
     if (exitCode !== null) await store.recordExitCode(id, exitCode);

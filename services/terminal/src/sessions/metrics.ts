@@ -15,8 +15,11 @@ const liveCount = z.object({ backend: z.string(), state: z.string(), count: z.nu
 /** `cacheSeconds`: the count's SQL runs at most once per this many seconds, however often it is scraped. */
 export function createSessionMetrics(registry: Registry, pool: DatabasePool, backend: 'local' | 'kubernetes', cacheSeconds: number): SessionMetrics {
   const readLive = cachedReading(
-    () => pool.any(sql.type(liveCount)`
-        select backend, state, count(*)::int as count from terminal_sessions where state in ('starting', 'running') group by backend, state`).catch(ignoreError('the gauge keeps its last value while the database is away')),
+    () =>
+      pool
+        .any(sql.type(liveCount)`
+        select backend, state, count(*)::int as count from terminal_sessions where state in ('starting', 'running') group by backend, state`)
+        .catch(ignoreError('the gauge keeps its last value while the database is away')),
     cacheSeconds,
   );
   new Gauge({

@@ -19,7 +19,9 @@ async function finishHalfDone({ options, store }: SessionContext, row: SessionRo
     // The replica starting it is gone, or the start hangs.
     if (now - row.created_at > (options.startTimeoutSeconds + 60) * 1000) {
       await store.markFailed(row.id, 'start_failed');
-      await options.backend.release({ id: row.id, resource: row.agent_resource, address: row.agent_address }).catch(ignoreError('release is retried on the next reap while the row stays'));
+      await options.backend
+        .release({ id: row.id, resource: row.agent_resource, address: row.agent_address })
+        .catch(ignoreError('release is retried on the next reap while the row stays'));
     }
     return true;
   }
@@ -33,7 +35,10 @@ async function finishHalfDone({ options, store }: SessionContext, row: SessionRo
 }
 
 async function checkSession(ctx: SessionContext, row: SessionRow): Promise<void> {
-  const { options: { backend, sessions, log }, store } = ctx;
+  const {
+    options: { backend, sessions, log },
+    store,
+  } = ctx;
   const now = Date.now();
   if (await finishHalfDone(ctx, row, now)) return;
   if (now >= row.expires_at) {
@@ -59,7 +64,13 @@ async function checkSession(ctx: SessionContext, row: SessionRow): Promise<void>
   const skew = now - status.now;
   await store.touch(row.id, status.last_activity_at + skew);
   const reason = expiryReason(
-    { now, expiresAt: row.expires_at, lastActivityAt: status.last_activity_at + skew, attached: status.attached, detachedSince: status.detached_since === null ? null : status.detached_since + skew },
+    {
+      now,
+      expiresAt: row.expires_at,
+      lastActivityAt: status.last_activity_at + skew,
+      attached: status.attached,
+      detachedSince: status.detached_since === null ? null : status.detached_since + skew,
+    },
     { idleTimeoutMs: sessions.idle_timeout_seconds * 1000, reattachGraceMs: sessions.reattach_grace_seconds * 1000 },
   );
   if (reason) {
@@ -69,7 +80,10 @@ async function checkSession(ctx: SessionContext, row: SessionRow): Promise<void>
 }
 
 export async function reapOnce(ctx: SessionContext): Promise<void> {
-  const { options: { sessions, log }, store } = ctx;
+  const {
+    options: { sessions, log },
+    store,
+  } = ctx;
   const due = await store.claimDue(sessions.reaper_interval_seconds, 200);
   // A few at a time: each check may wait on an agent or the Kubernetes API.
   const queue = [...due];

@@ -55,7 +55,11 @@ async function findOrInsert({ options, store }: SessionContext, caller: Caller, 
       if (live) return { kind: 'existing' as const, row: live };
       const mine = await store.countLive(tx, caller.id);
       if (mine.count >= sessions.per_user_limit) {
-        throw limitReached(`Session limit reached: at most ${sessions.per_user_limit} live sessions per user; stop one first`, sessions.per_user_limit, mine.soonest);
+        throw limitReached(
+          `Session limit reached: at most ${sessions.per_user_limit} live sessions per user; stop one first`,
+          sessions.per_user_limit,
+          mine.soonest,
+        );
       }
       const all = await store.countLive(tx);
       if (all.count >= sessions.global_limit) {

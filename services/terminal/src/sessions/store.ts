@@ -56,7 +56,9 @@ export function createSessionStore(pool: DatabasePool) {
   return {
     /** Null for an id that is no session's, a malformed one included (the seed's 404 "session does not exist"). */
     get: async (id: string) =>
-      !isSessionId(id) ? null : pool.maybeOne(sql.type(sessionRow)`select ${columns} from terminal_sessions s join users u on u.id = s.owner_id where s.id = ${id}::uuid`),
+      !isSessionId(id)
+        ? null
+        : pool.maybeOne(sql.type(sessionRow)`select ${columns} from terminal_sessions s join users u on u.id = s.owner_id where s.id = ${id}::uuid`),
 
     list: (filter: { ownerId?: string | undefined; includeEnded: boolean }) =>
       pool.any(sql.type(sessionRow)`
@@ -80,46 +82,60 @@ export function createSessionStore(pool: DatabasePool) {
         where state in ('starting', 'running') and ${ownerId ? sql.fragment`owner_id = ${ownerId}::uuid` : sql.fragment`true`}`),
 
     insert: (tx: CommonQueryMethods, row: { id: string; ownerId: string; cookie: string; backend: string; sealedSecret: string; lifetimeSeconds: number }) =>
-      tx.one(returning(sql.fragment`
+      tx.one(
+        returning(sql.fragment`
         insert into terminal_sessions as s (id, owner_id, terminal_cookie, backend, agent_secret, expires_at)
         values (${row.id}::uuid, ${row.ownerId}::uuid, ${row.cookie}, ${row.backend}, ${row.sealedSecret},
-                now() + make_interval(secs => ${row.lifetimeSeconds}))`)),
+                now() + make_interval(secs => ${row.lifetimeSeconds}))`),
+      ),
 
     markRunning: (id: string, agent: { address: string; resource: string }) =>
-      pool.maybeOne(returning(sql.fragment`
+      pool.maybeOne(
+        returning(sql.fragment`
         update terminal_sessions as s set state = 'running', agent_address = ${agent.address}, agent_resource = ${agent.resource},
           last_activity_at = now(), updated_at = now()
-        where id = ${id}::uuid and state = 'starting'`)),
+        where id = ${id}::uuid and state = 'starting'`),
+      ),
 
     setResource: (id: string, resource: string) =>
       pool.query(sql.unsafe`update terminal_sessions set agent_resource = ${resource}, updated_at = now() where id = ${id}::uuid and agent_resource is null`),
 
     markFailed: (id: string, reason: string) =>
-      pool.maybeOne(returning(sql.fragment`
+      pool.maybeOne(
+        returning(sql.fragment`
         update terminal_sessions as s set state = 'failed', end_reason = ${reason}, ended_at = now(), updated_at = now()
-        where id = ${id}::uuid and state = 'starting'`)),
+        where id = ${id}::uuid and state = 'starting'`),
+      ),
 
     /** Claims a live session for stopping; only one caller (replica, reaper) wins. */
     claimStop: (id: string, reason: string) =>
-      pool.maybeOne(returning(sql.fragment`
+      pool.maybeOne(
+        returning(sql.fragment`
         update terminal_sessions as s set state = 'stopping', end_reason = ${reason}, updated_at = now(),
           next_check_at = now() + interval '1 minute'
-        where id = ${id}::uuid and state in ('starting', 'running')`)),
+        where id = ${id}::uuid and state in ('starting', 'running')`),
+      ),
 
     markStopped: (id: string) =>
-      pool.maybeOne(returning(sql.fragment`
+      pool.maybeOne(
+        returning(sql.fragment`
         update terminal_sessions as s set state = 'stopped', ended_at = now(), updated_at = now()
-        where id = ${id}::uuid and state = 'stopping'`)),
+        where id = ${id}::uuid and state = 'stopping'`),
+      ),
 
     /** The shell ended on its own (or its agent vanished: reason `lost`). */
     markExited: (id: string, exitCode: number | null, reason: string) =>
-      pool.maybeOne(returning(sql.fragment`
+      pool.maybeOne(
+        returning(sql.fragment`
         update terminal_sessions as s set state = 'exited', exit_code = ${exitCode}, end_reason = ${reason},
           ended_at = now(), updated_at = now()
-        where id = ${id}::uuid and state = 'running'`)),
+        where id = ${id}::uuid and state = 'running'`),
+      ),
 
     recordExitCode: (id: string, exitCode: number) =>
-      pool.query(sql.unsafe`update terminal_sessions set exit_code = coalesce(exit_code, ${exitCode}) where id = ${id}::uuid and state in ('stopping', 'stopped')`),
+      pool.query(
+        sql.unsafe`update terminal_sessions set exit_code = coalesce(exit_code, ${exitCode}) where id = ${id}::uuid and state in ('stopping', 'stopped')`,
+      ),
 
     touch: (id: string, lastActivityAt: number) =>
       pool.query(sql.unsafe`
@@ -131,12 +147,14 @@ export function createSessionStore(pool: DatabasePool) {
 
     /** The reaper's share of due sessions: rows other replicas hold are skipped, claimed rows move their next check. */
     claimDue: (intervalSeconds: number, limit: number) =>
-      pool.any(returning(sql.fragment`
+      pool.any(
+        returning(sql.fragment`
         update terminal_sessions as s set next_check_at = now() + make_interval(secs => ${intervalSeconds})
         where id in (
           select id from terminal_sessions
           where state in ('starting', 'running', 'stopping') and next_check_at <= now()
-          order by next_check_at limit ${limit} for update skip locked)`)),
+          order by next_check_at limit ${limit} for update skip locked)`),
+      ),
 
     purgeEnded: (retentionHours: number) =>
       pool.query(sql.unsafe`delete from terminal_sessions where ended_at < now() - make_interval(hours => ${retentionHours})`),

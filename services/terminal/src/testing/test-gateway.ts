@@ -56,7 +56,10 @@ export async function startTestGateway(databaseUrl: string, overrides: Record<st
     const out = { ...a };
     for (const [key, value] of Object.entries(b)) {
       const current = out[key];
-      out[key] = value && typeof value === 'object' && !Array.isArray(value) && current && typeof current === 'object' ? merge(current as Record<string, unknown>, value as Record<string, unknown>) : value;
+      out[key] =
+        value && typeof value === 'object' && !Array.isArray(value) && current && typeof current === 'object'
+          ? merge(current as Record<string, unknown>, value as Record<string, unknown>)
+          : value;
     }
     return out;
   };
@@ -97,14 +100,23 @@ export async function api(base: string, method: string, path: string, options: {
 
 /** Signs in and returns the `auth_token=...` cookie pair to send back. */
 export async function login(base: string, username: string, password: string): Promise<string> {
-  const response = await fetch(`${base}/auth/login/basic`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ username, password }) });
+  const response = await fetch(`${base}/auth/login/basic`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ username, password }),
+  });
   if (response.status !== 200) throw new Error(`login as ${username}: ${response.status} ${await response.text()}`);
   const cookie = response.headers.getSetCookie().find((c) => c.startsWith('auth_token='));
   if (!cookie) throw new Error('no auth_token cookie');
   return cookie.split(';')[0]!;
 }
 
-export async function createUser(base: string, adminCookie: string, username: string, role: 'user' | 'admin' = 'user'): Promise<{ username: string; password: string; cookie: string; id: string }> {
+export async function createUser(
+  base: string,
+  adminCookie: string,
+  username: string,
+  role: 'user' | 'admin' = 'user',
+): Promise<{ username: string; password: string; cookie: string; id: string }> {
   const password = `Pw-${randomBytes(9).toString('base64url')}7a`;
   const created = await api(base, 'POST', '/api/users', { cookie: adminCookie, body: { username, password, role } });
   if (created.status !== 200) throw new Error(`create user ${username}: ${created.status} ${JSON.stringify(created.json)}`);

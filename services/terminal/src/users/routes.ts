@@ -35,7 +35,6 @@ interface CreateUserBody {
 export function userRoutes(app: FastifyInstance, deps: { auth: Auth; accounts: Accounts; sessions: SessionService }): void {
   const tags = ['users'];
 
-
   app.post<{ Body: CreateUserBody }>(
     '/api/users',
     {
@@ -60,10 +59,18 @@ export function userRoutes(app: FastifyInstance, deps: { auth: Auth; accounts: A
     async (request) => {
       const failures = checkPassword(request.body.password);
       if (failures.length > 0) {
-        throw badRequest('Password does not meet the policy', failures.map((f) => ({ pointer: '/password', rule: f.rule, params: {}, detail: f.detail })));
+        throw badRequest(
+          'Password does not meet the policy',
+          failures.map((f) => ({ pointer: '/password', rule: f.rule, params: {}, detail: f.detail })),
+        );
       }
       try {
-        const user = await deps.accounts.create({ username: request.body.username, password: request.body.password, role: request.body.role ?? 'user', email: request.body.email ?? null });
+        const user = await deps.accounts.create({
+          username: request.body.username,
+          password: request.body.password,
+          role: request.body.role ?? 'user',
+          email: request.body.email ?? null,
+        });
         return ok('User created', { user: present(user) });
       } catch (error) {
         if (error instanceof UsernameTakenError) throw conflict('Username or email already taken');
@@ -76,7 +83,11 @@ export function userRoutes(app: FastifyInstance, deps: { auth: Auth; accounts: A
     '/api/users',
     {
       preHandler: deps.auth.requireAdmin,
-      schema: { tags, summary: 'List accounts (admins only)', response: { 200: envelope({ type: 'object', properties: { users: { type: 'array', items: listed } } }), ...errors(401, 403, 429) } },
+      schema: {
+        tags,
+        summary: 'List accounts (admins only)',
+        response: { 200: envelope({ type: 'object', properties: { users: { type: 'array', items: listed } } }), ...errors(401, 403, 429) },
+      },
     },
     async () => {
       const users = await deps.accounts.list();

@@ -24,7 +24,8 @@ const vendor: Record<string, { dir: string; file: string }> = {
 };
 
 // xterm.js writes <style> elements for its theme, hence 'unsafe-inline' for styles only.
-const CSP = "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; connect-src 'self'; font-src 'self'; object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'";
+const CSP =
+  "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; connect-src 'self'; font-src 'self'; object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'";
 
 function secure(reply: FastifyReply): FastifyReply {
   return reply
@@ -38,7 +39,9 @@ export async function webRoutes(app: FastifyInstance): Promise<void> {
   // Only for reply.sendFile: every served file is routed explicitly below.
   await app.register(staticFiles, { root: PUBLIC_DIR, serve: false });
 
-  app.get('/', { schema: { hide: true }, config: { rateLimit: false } }, async (_request, reply) => secure(reply).header('cache-control', 'no-cache').sendFile('index.html', PUBLIC_DIR));
+  app.get('/', { schema: { hide: true }, config: { rateLimit: false } }, async (_request, reply) =>
+    secure(reply).header('cache-control', 'no-cache').sendFile('index.html', PUBLIC_DIR),
+  );
 
   app.get<{ Params: { file: string } }>('/assets/:file', { schema: { hide: true }, config: { rateLimit: false } }, async (request, reply) => {
     const asset = Object.hasOwn(assets, request.params.file) ? assets[request.params.file] : undefined;

@@ -8,7 +8,16 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestDatabase } from '@boxyard/test/harness/fixtures.ts';
 import { ADMIN_PASSWORD, api, login, startTestGateway } from '../testing/test-gateway.ts';
 
-const CHROMIUM_ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'];
+const CHROMIUM_ARGS = [
+  '--headless',
+  '--no-sandbox',
+  '--disable-gpu',
+  '--disable-quic',
+  '--no-first-run',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--disable-sync',
+];
 
 describe('terminal page: failed start and attach (Chromium)', () => {
   let gateway: Awaited<ReturnType<typeof startTestGateway>>;
@@ -28,12 +37,17 @@ describe('terminal page: failed start and attach (Chromium)', () => {
   afterAll(async () => {
     await browser?.close();
     if (gateway) {
-      for (const session of (await api(gateway.url, 'GET', '/api/terminal/sessions', { cookie: admin })).json.data.sessions) await gateway.sessions.stop(session.id);
+      for (const session of (await api(gateway.url, 'GET', '/api/terminal/sessions', { cookie: admin })).json.data.sessions)
+        await gateway.sessions.stop(session.id);
       await gateway.close();
     }
   });
 
-  const sessions = async (includeEnded = true) => (await api(gateway.url, 'GET', `/api/terminal/sessions?include_ended=${includeEnded}`, { cookie: admin })).json.data.sessions as { id: string; state: string }[];
+  const sessions = async (includeEnded = true) =>
+    (await api(gateway.url, 'GET', `/api/terminal/sessions?include_ended=${includeEnded}`, { cookie: admin })).json.data.sessions as {
+      id: string;
+      state: string;
+    }[];
   const status = () => page.locator('#status');
   const lines = async () => (await page.locator('.xterm-rows').innerText()).split('\n').map((line) => line.trim());
 
@@ -61,7 +75,9 @@ describe('terminal page: failed start and attach (Chromium)', () => {
     await page.getByLabel('Password').fill(ADMIN_PASSWORD);
     await page.getByRole('button', { name: 'Sign in' }).click();
 
-    await expect.poll(() => status().textContent(), { timeout: 20_000 }).toMatch(/^Could not start the terminal: could not reach the server \(.+\); retrying in 1 s…$/);
+    await expect
+      .poll(() => status().textContent(), { timeout: 20_000 })
+      .toMatch(/^Could not start the terminal: could not reach the server \(.+\); retrying in 1 s…$/);
     await expect(status().getAttribute('class')).resolves.toContain('error');
     expect(await page.locator('#retry').isVisible()).toBe(true);
     messageSeen();

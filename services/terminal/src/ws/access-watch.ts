@@ -40,7 +40,11 @@ const MAX_TIMER_MS = 2_147_483_647;
 
 export const ENDINGS = {
   signedOut: { code: CLOSE_CODES.sessionEnded, reason: 'session ended: signed out', message: 'Your session ended: you signed out. Sign in again to reattach.' },
-  expired: { code: CLOSE_CODES.sessionEnded, reason: 'session ended: token expired', message: 'Your session ended: its token expired. Sign in again to reattach.' },
+  expired: {
+    code: CLOSE_CODES.sessionEnded,
+    reason: 'session ended: token expired',
+    message: 'Your session ended: its token expired. Sign in again to reattach.',
+  },
   accountGone: {
     code: CLOSE_CODES.accessWithdrawn,
     reason: 'access withdrawn: account disabled or deleted',
@@ -118,7 +122,10 @@ function onChange(watch: Watch, change: AccountChange): void {
   if (change.kind === 'revoked') {
     for (const socket of [...watch.sockets]) if (socket.jti === change.jti) end(watch, socket, ENDINGS.signedOut);
   } else if (change.kind === 'user') {
-    checkSome(watch, [...watch.sockets].filter((socket) => socket.userId === change.id));
+    checkSome(
+      watch,
+      [...watch.sockets].filter((socket) => socket.userId === change.id),
+    );
   } else if (change.kind === 'resync') {
     void checkAll(watch);
   }
@@ -168,5 +175,7 @@ function checkAll(watch: Watch): Promise<void> {
 }
 
 function checkSome(watch: Watch, subset: WatchedSocket[]): void {
-  void check(watch, subset).catch((error: unknown) => watch.options.log.warn({ err: error }, 'terminal: re-checking attached sockets failed; retrying on the next round'));
+  void check(watch, subset).catch((error: unknown) =>
+    watch.options.log.warn({ err: error }, 'terminal: re-checking attached sockets failed; retrying on the next round'),
+  );
 }

@@ -63,13 +63,18 @@ describe('terminal: attached sockets end with their access', () => {
     const closed = await Promise.all([term.closed, other.closed]);
     // The sockets hear either the access ending or the session being stopped (both follow the disable).
     for (const result of closed) expect([4403, 4300]).toContain(result.code);
-    expect(closed.some((result) => result.code === 4403 && result.reason === 'access withdrawn: account disabled or deleted') || closed.every((r) => r.code === 4300)).toBe(true);
+    expect(
+      closed.some((result) => result.code === 4403 && result.reason === 'access withdrawn: account disabled or deleted') ||
+        closed.every((r) => r.code === 4300),
+    ).toBe(true);
     const listed = await api(gateway.url, 'GET', '/api/terminal/sessions?include_ended=true', { cookie: admin });
     expect(listed.json.data.sessions.find((s: { id: string }) => s.id === session.id)).toMatchObject({ state: 'stopped' });
     // Disabled: no sign-in, the old cookie is refused.
     expect((await api(gateway.url, 'POST', '/auth/login/basic', { body: { username: 'dis', password: user.password } })).status).toBe(401);
     expect((await api(gateway.url, 'GET', '/api/terminal/sessions', { cookie: user.cookie })).status).toBe(401);
-    expect((await api(gateway.url, 'GET', '/api/users', { cookie: admin })).json.data.users.find((u: { id: string }) => u.id === user.id)).toMatchObject({ disabled: true });
+    expect((await api(gateway.url, 'GET', '/api/users', { cookie: admin })).json.data.users.find((u: { id: string }) => u.id === user.id)).toMatchObject({
+      disabled: true,
+    });
     expect((await api(gateway.url, 'PATCH', `/api/users/${user.id}`, { cookie: admin, body: { disabled: false } })).status).toBe(200);
     await login(gateway.url, 'dis', user.password);
   });

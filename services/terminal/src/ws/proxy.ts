@@ -30,7 +30,8 @@ export interface ProxyOptions {
 const RECORDER_ONLY = new Set(['recording', 'resize', 'input']);
 
 /** Close codes a server may send (1005, 1006 and 1015 are reserved for "none received"). */
-const sendable = (code: number) => code === 1000 || code === 1001 || (code >= 1002 && code <= 1014 && code !== 1005 && code !== 1006) || (code >= 3000 && code <= 4999);
+const sendable = (code: number) =>
+  code === 1000 || code === 1001 || (code >= 1002 && code <= 1014 && code !== 1005 && code !== 1006) || (code >= 3000 && code <= 4999);
 
 const OPEN = 1;
 
@@ -95,7 +96,8 @@ export function proxyTerminal(client: WebSocket, upstream: WebSocket, options: P
   });
 }
 
-const toBuffer = (data: Buffer | ArrayBuffer | Buffer[]): Buffer => (Buffer.isBuffer(data) ? data : Array.isArray(data) ? Buffer.concat(data) : Buffer.from(data));
+const toBuffer = (data: Buffer | ArrayBuffer | Buffer[]): Buffer =>
+  Buffer.isBuffer(data) ? data : Array.isArray(data) ? Buffer.concat(data) : Buffer.from(data);
 
 function sendToClient(link: Link, data: Buffer): void {
   link.clientQueued += data.length;
@@ -198,7 +200,13 @@ function endClient(link: Link, code: number, reason: Buffer): void {
   // the caller knows whether the session has ended meanwhile (then the client gets its exit) or not.
   void link.options
     .onUpstreamLost({ wasOpen: link.upstreamOpen, error: link.upstreamError })
-    .catch((): Ending => ({ message: { type: 'error', message: 'Lost the connection to the terminal' }, code: CLOSE_CODES.agentUnavailable, reason: 'agent connection lost' }))
+    .catch(
+      (): Ending => ({
+        message: { type: 'error', message: 'Lost the connection to the terminal' },
+        code: CLOSE_CODES.agentUnavailable,
+        reason: 'agent connection lost',
+      }),
+    )
     .then((ending) => {
       if (client.readyState !== OPEN) return;
       client.send(encodeServerMessage(ending.message));

@@ -42,7 +42,11 @@ const RESIZE_AUDIT_MS = 1000;
 const ENDED = new Set(['exited', 'stopped', 'failed']);
 
 function endingOf(row: SessionRow): Ending {
-  const reason: ExitReason = (EXIT_REASONS as readonly string[]).includes(row.end_reason ?? '') ? (row.end_reason as ExitReason) : row.state === 'exited' ? 'exited' : 'stopped';
+  const reason: ExitReason = (EXIT_REASONS as readonly string[]).includes(row.end_reason ?? '')
+    ? (row.end_reason as ExitReason)
+    : row.state === 'exited'
+      ? 'exited'
+      : 'stopped';
   return {
     message: { type: 'exit', code: row.exit_code, signal: null, reason },
     code: closeCodeFor(reason, row.exit_code),
@@ -92,7 +96,8 @@ export function socketRoutes(app: FastifyInstance, options: SocketRouteOptions):
       // A second tab may attach while the first start is still bringing the agent up.
       if (row.state === 'starting') row = (await sessions.settled(row.id)) ?? row;
       if (ENDED.has(row.state) || row.state === 'stopping') return end(endingOf(row));
-      if (!row.agent_address) return end({ message: { type: 'error', message: 'The session is not ready' }, code: CLOSE_CODES.agentUnavailable, reason: 'not ready' });
+      if (!row.agent_address)
+        return end({ message: { type: 'error', message: 'The session is not ready' }, code: CLOSE_CODES.agentUnavailable, reason: 'not ready' });
 
       const user = request.user!;
       const unwatch = options.access.register({
@@ -128,7 +133,11 @@ export function socketRoutes(app: FastifyInstance, options: SocketRouteOptions):
         upstream = await sessions.connect({ ...row, agent_address: row.agent_address }, options.recordings?.stream);
       } catch (error) {
         const ending = await lost({ wasOpen: false, error: error as Error }).catch(
-          (): Ending => ({ message: { type: 'error', message: 'The terminal is not reachable right now' }, code: CLOSE_CODES.agentUnavailable, reason: 'agent unreachable' }),
+          (): Ending => ({
+            message: { type: 'error', message: 'The terminal is not reachable right now' },
+            code: CLOSE_CODES.agentUnavailable,
+            reason: 'agent unreachable',
+          }),
         );
         if (socket.readyState === socket.OPEN) end(ending);
         return;
@@ -154,7 +163,8 @@ export function socketRoutes(app: FastifyInstance, options: SocketRouteOptions):
           audit.fromRequest(request, 'resize', row, { cols, rows });
         },
         onExit: (message) => {
-          if (message.reason === 'exited') void sessions.markExited(id, message.code).catch((error: unknown) => request.log.warn({ err: error }, 'could not record the exit'));
+          if (message.reason === 'exited')
+            void sessions.markExited(id, message.code).catch((error: unknown) => request.log.warn({ err: error }, 'could not record the exit'));
         },
         onUpstreamLost: lost,
         tap: recordings?.stream ? recordings.tap(id) : undefined,

@@ -60,7 +60,13 @@ describe('terminal socket caps', () => {
     await attach(path, carol.cookie);
     const refused = await new Promise<{ status: number; retryAfter: string | undefined; body: string }>((resolve, reject) => {
       const request = httpRequest(`${gateway.url}${path}`, {
-        headers: { cookie: carol.cookie, connection: 'Upgrade', upgrade: 'websocket', 'sec-websocket-version': '13', 'sec-websocket-key': 'dGhlIHNhbXBsZSBub25jZQ==' },
+        headers: {
+          cookie: carol.cookie,
+          connection: 'Upgrade',
+          upgrade: 'websocket',
+          'sec-websocket-version': '13',
+          'sec-websocket-key': 'dGhlIHNhbXBsZSBub25jZQ==',
+        },
       });
       request.on('response', (response) => {
         let body = '';

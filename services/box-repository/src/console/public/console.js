@@ -46,7 +46,8 @@ function formJson(form) {
   for (const element of form.elements) {
     if (!element.name || element.type === 'submit') continue;
     // Checkboxes marked data-array make one array of the checked values (webhook events); others are booleans.
-    if (element.type === 'checkbox' && element.hasAttribute('data-array')) body[element.name] = [...(body[element.name] ?? []), ...(element.checked ? [element.value] : [])];
+    if (element.type === 'checkbox' && element.hasAttribute('data-array'))
+      body[element.name] = [...(body[element.name] ?? []), ...(element.checked ? [element.value] : [])];
     else if (element.type === 'checkbox') body[element.name] = element.checked;
     else if (element.hasAttribute('data-path-only')) pathValues[element.name] = element.value;
     else if (element.value === '') continue;

@@ -32,11 +32,7 @@ export function ask({ title, message = '', label, value = '', confirm = 'OK', da
   button.classList.toggle('danger', danger);
   dialog.returnValue = '';
   return new Promise((resolve) => {
-    dialog.addEventListener(
-      'close',
-      () => resolve(dialog.returnValue === 'confirm' ? (label === undefined ? true : input.value) : null),
-      { once: true },
-    );
+    dialog.addEventListener('close', () => resolve(dialog.returnValue === 'confirm' ? (label === undefined ? true : input.value) : null), { once: true });
     dialog.showModal();
     if (label !== undefined) {
       input.focus();
@@ -55,7 +51,13 @@ export async function copyText(text, what) {
     await navigator.clipboard.writeText(text);
     announce(`${what} copied to the clipboard`);
   } catch {
-    await ask({ title: `Copy the ${what.toLowerCase()}`, message: 'The clipboard is not available here: copy it from the field.', label: what, value: text, confirm: 'Done' });
+    await ask({
+      title: `Copy the ${what.toLowerCase()}`,
+      message: 'The clipboard is not available here: copy it from the field.',
+      label: what,
+      value: text,
+      confirm: 'Done',
+    });
   }
 }
 

@@ -315,7 +315,8 @@ function setUpUploads() {
 
 // ---- live updates --------------------------------------------------------------------------------------------
 
-const inThisFolder = (path) => typeof path === 'string' && (folder === '/' ? path.indexOf('/', 1) === -1 : path.startsWith(`${folder}/`) && path.indexOf('/', folder.length + 1) === -1);
+const inThisFolder = (path) =>
+  typeof path === 'string' && (folder === '/' ? path.indexOf('/', 1) === -1 : path.startsWith(`${folder}/`) && path.indexOf('/', folder.length + 1) === -1);
 
 function listen() {
   if (!('EventSource' in window)) return;

@@ -17,7 +17,12 @@ function decorateRows() {
 }
 
 async function revoke(id, name) {
-  const confirmed = await ask({ title: 'Revoke API key?', message: `Tools using "${name}" will be refused from now on. This cannot be undone.`, confirm: 'Revoke', danger: true });
+  const confirmed = await ask({
+    title: 'Revoke API key?',
+    message: `Tools using "${name}" will be refused from now on. This cannot be undone.`,
+    confirm: 'Revoke',
+    danger: true,
+  });
   if (!confirmed) return;
   try {
     await api('DELETE', `/api/api-keys/${encodeURIComponent(id)}`);

@@ -24,12 +24,20 @@ const fileType = (file) => file.type || 'application/octet-stream';
 
 /** Where a file goes, as the upload needs it: the endpoint, the Upload-Metadata pairs, the key it is remembered by. */
 export function shareTarget(path, file) {
-  return { endpoint: ENDPOINT, metadata: { path, filetype: fileType(file) }, remember: `${STORE_PREFIX}${JSON.stringify([path, file.size, file.lastModified])}` };
+  return {
+    endpoint: ENDPOINT,
+    metadata: { path, filetype: fileType(file) },
+    remember: `${STORE_PREFIX}${JSON.stringify([path, file.size, file.lastModified])}`,
+  };
 }
 
 /** A file request's endpoint (`/-/tus/<token>`): the file keeps its own name in the request's folder. */
 export function requestTarget(endpoint, file) {
-  return { endpoint, metadata: { filename: file.name, filetype: fileType(file) }, remember: `${REQUEST_STORE_PREFIX}${JSON.stringify([endpoint, file.name, file.size, file.lastModified])}` };
+  return {
+    endpoint,
+    metadata: { filename: file.name, filetype: fileType(file) },
+    remember: `${REQUEST_STORE_PREFIX}${JSON.stringify([endpoint, file.name, file.size, file.lastModified])}`,
+  };
 }
 
 const metadataHeader = (metadata) =>
@@ -101,7 +109,14 @@ export function resumableUpload(file, target, view) {
   async function sendFrom(url, offset) {
     for (;;) {
       const end = Math.min(offset + CHUNK, file.size);
-      const response = await request('PATCH', url, { 'content-type': 'application/offset+octet-stream', 'upload-offset': String(offset) }, file.slice(offset, end), (sent) => view.progress(offset + sent), (started) => (xhr = started));
+      const response = await request(
+        'PATCH',
+        url,
+        { 'content-type': 'application/offset+octet-stream', 'upload-offset': String(offset) },
+        file.slice(offset, end),
+        (sent) => view.progress(offset + sent),
+        (started) => (xhr = started),
+      );
       if (response.status !== 204) {
         const error = Object.assign(new Error(messageOf(response)), { final: response.status !== 409 && response.status !== 423 });
         throw error;

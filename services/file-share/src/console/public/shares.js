@@ -15,7 +15,12 @@ function decorateRows() {
 }
 
 async function revoke(id, path) {
-  const confirmed = await ask({ title: 'Revoke link?', message: `The link to ${path} stops working at once. This cannot be undone.`, confirm: 'Revoke', danger: true });
+  const confirmed = await ask({
+    title: 'Revoke link?',
+    message: `The link to ${path} stops working at once. This cannot be undone.`,
+    confirm: 'Revoke',
+    danger: true,
+  });
   if (!confirmed) return;
   try {
     await api('DELETE', `/api/shares/${encodeURIComponent(id)}`);

@@ -49,7 +49,10 @@ export class BodyDecoder {
       this.state = 'done';
     } else if (transferEncoding !== undefined) {
       // The final coding decides: chunked ends itself, anything else runs until the connection closes.
-      const codings = transferEncoding.toLowerCase().split(',').map((coding) => coding.trim());
+      const codings = transferEncoding
+        .toLowerCase()
+        .split(',')
+        .map((coding) => coding.trim());
       this.state = codings.at(-1) === 'chunked' ? 'chunk-size' : 'until-close';
     } else if (contentLength !== undefined) {
       if (!/^\d{1,15}$/.test(contentLength)) throw new ProtocolError(`invalid Content-Length from the storage: ${JSON.stringify(contentLength)}`);

@@ -112,7 +112,12 @@ describe.each(s3Servers)('downloads from the s3 store on $server', ({ server }) 
 
   it('sends ranges: the first byte, the last byte, a middle, to the end', async () => {
     const last = content.length - 1;
-    for (const [start, end] of [[0, 0], [last, last], [300_000, 3_000_000], [last - 6, undefined]] as const) {
+    for (const [start, end] of [
+      [0, 0],
+      [last, last],
+      [300_000, 3_000_000],
+      [last - 6, undefined],
+    ] as const) {
       const { head, body } = await curl(`/files/big?start=${start}${end === undefined ? '' : `&end=${end}`}`);
       expect(head).toMatch(/^HTTP\/1\.1 206/);
       expect(body.equals(content.subarray(start, (end ?? last) + 1))).toBe(true);

@@ -163,7 +163,9 @@ describe('reading a storage GET', () => {
     it('closes the storage connection when the client goes away mid-body', async () => {
       behave = (socket) => {
         socket.write(`HTTP/1.1 200 OK\r\nContent-Length: ${content.length * 10}\r\n\r\n`);
-        const more = () => { while (socket.writable && socket.write(content)); };
+        const more = () => {
+          while (socket.writable && socket.write(content));
+        };
         socket.on('drain', more);
         more();
       };

@@ -182,7 +182,14 @@ export class UpstreamBody extends Readable {
   private onRead(nread: number, buffer: Buffer): boolean {
     try {
       const data = buffer.subarray(0, nread);
-      const more = this.phase === 'head' ? this.readHead(data) : this.phase === 'pool' ? this.readIntoSlab(data) : this.phase === 'stream' ? this.readForStream(data, buffer) : false;
+      const more =
+        this.phase === 'head'
+          ? this.readHead(data)
+          : this.phase === 'pool'
+            ? this.readIntoSlab(data)
+            : this.phase === 'stream'
+              ? this.readForStream(data, buffer)
+              : false;
       if (!more) this.readingPaused = true;
       return more;
     } catch (error) {

@@ -68,7 +68,7 @@ class TerminalChannel extends EventTarget {
       this.dispatchEvent(new MessageEvent('message', { data: event.data }));
     });
     for (const type of ['open', 'close', 'error']) {
-      this.socket.addEventListener(type, (event) => this.dispatchEvent(new (event.constructor)(type, event)));
+      this.socket.addEventListener(type, (event) => this.dispatchEvent(new event.constructor(type, event)));
     }
   }
   get readyState() {

@@ -163,7 +163,13 @@ function recordingItem(recording) {
   const open = el('button', { type: 'button', textContent: 'Replay' });
   open.addEventListener('click', () => openReplay(recording.id, 0));
   const meta = `${recording.owner.username} · ${new Date(recording.started_at).toLocaleString()} · ${seconds(recording.duration)} · ${recording.state}`;
-  return el('li', {}, [el('span', { textContent: meta }), ' ', open, ' ', el('a', { href: recording.cast_path, download: `${recording.id}.cast`, textContent: 'Download .cast' })]);
+  return el('li', {}, [
+    el('span', { textContent: meta }),
+    ' ',
+    open,
+    ' ',
+    el('a', { href: recording.cast_path, download: `${recording.id}.cast`, textContent: 'Download .cast' }),
+  ]);
 }
 
 export async function listRecordings() {
