@@ -82,6 +82,43 @@ async function availableDeployments(client: KubeClient, namespace: string): Prom
   ).length;
 }
 
+/** The three kinds, in turn, of the bench's custom resources. */
+export const benchKinds = [resources.boxRepository, resources.fileShare, resources.terminalPool];
+
+/** Resources `from`..`to` of the three kinds, sharing the bench's database secret and bucket (one prefix each). */
+export function benchResources(env: BenchEnv, bucket: string, from: number, to: number): unknown[] {
+  return Array.from({ length: to - from }, (_, k) => {
+    const i = from + k;
+    const type = benchKinds[i % 3]!;
+    const name = `svc-${i}`;
+    const spec: Record<string, unknown> = { database: { secretRef: { name: 'db' }, schema: `s_${i}` } };
+    if (type !== resources.terminalPool) spec.storage = { endpoint: env.minio.endpoint, bucket, prefix: name, credentialsSecretRef: { name: 's3' } };
+    return { apiVersion: 'boxyard.io/v1alpha1', kind: type.kind, metadata: { name, namespace: NS }, spec };
+  });
+}
+
+/** A database and the secrets the resources name, then the operator as its own process (resync every `resyncSeconds`). */
+export async function startBenchOperator(env: BenchEnv, kubeconfig: string, database: string, resyncSeconds: number, logName: string) {
+  const databaseUrl = await createBenchDatabase(env, database);
+  await kubectl(kubeconfig, ['create', 'secret', 'generic', 'db', '-n', NS, `--from-literal=url=${databaseUrl}`]);
+  await kubectl(kubeconfig, [
+    'create',
+    'secret',
+    'generic',
+    's3',
+    '-n',
+    NS,
+    `--from-literal=accessKey=${env.minio.accessKey}`,
+    `--from-literal=secretKey=${env.minio.secretKey}`,
+  ]);
+  const operator = await startOperatorProcess({
+    kubeconfig,
+    logFile: join(env.workDir, logName),
+    args: ['--resync-period', String(resyncSeconds), '--default-image', 'registry.invalid/boxyard:bench'],
+  });
+  return { operator, bucket: database.replaceAll('_', '-') };
+}
+
 export async function benchOperator(env: BenchEnv): Promise<BenchRow[]> {
   const count = Number(process.env.BOXYARD_BENCH_OPERATOR_COUNT ?? 1000);
   const plane = await startControlPlane({ dir: join(env.workDir, 'kube'), controllers: true });
@@ -122,35 +159,12 @@ export async function benchOperator(env: BenchEnv): Promise<BenchRow[]> {
     console.log(`[bench operator] ${count} plain Deployments Available in ${round(baselineSeconds)} s`);
 
     // The operator, and as many resources of the three kinds (sharing one database and one bucket).
-    const databaseUrl = await createBenchDatabase(env, `operator_bench_${suffix}`);
-    const bucket = `operator-bench-${suffix}`;
-    await kubectl(plane.kubeconfig, ['create', 'secret', 'generic', 'db', '-n', NS, `--from-literal=url=${databaseUrl}`]);
-    await kubectl(plane.kubeconfig, [
-      'create',
-      'secret',
-      'generic',
-      's3',
-      '-n',
-      NS,
-      `--from-literal=accessKey=${env.minio.accessKey}`,
-      `--from-literal=secretKey=${env.minio.secretKey}`,
-    ]);
-    operator = await startOperatorProcess({
-      kubeconfig: plane.kubeconfig,
-      logFile: join(env.workDir, 'operator.log'),
-      args: ['--resync-period', '20', '--default-image', 'registry.invalid/boxyard:bench'],
-    });
-    const kinds = [resources.boxRepository, resources.fileShare, resources.terminalPool];
-    const custom = Array.from({ length: count }, (_, i) => {
-      const type = kinds[i % 3]!;
-      const name = `svc-${i}`;
-      const spec: Record<string, unknown> = { database: { secretRef: { name: 'db' }, schema: `s_${i}` } };
-      if (type !== resources.terminalPool) spec.storage = { endpoint: env.minio.endpoint, bucket, prefix: name, credentialsSecretRef: { name: 's3' } };
-      return { apiVersion: 'boxyard.io/v1alpha1', kind: type.kind, metadata: { name, namespace: NS }, spec };
-    });
+    const bench = await startBenchOperator(env, plane.kubeconfig, `operator_bench_${suffix}`, 20, 'operator.log');
+    operator = bench.operator;
+    const custom = benchResources(env, bench.bucket, 0, count);
     started = Date.now();
     await applyInBatches(plane.kubeconfig, custom);
-    await waitUntil('custom resources Ready', () => readyResources(client, kinds), count, 30 * 60_000);
+    await waitUntil('custom resources Ready', () => readyResources(client, benchKinds), count, 30 * 60_000);
     const convergeSeconds = (Date.now() - started) / 1000;
     console.log(`[bench operator] ${count} custom resources Ready in ${round(convergeSeconds)} s`);
 

@@ -13,11 +13,11 @@ import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 import { stringify } from 'yaml';
 import { startControlPlane } from '../harness/kube.ts';
-import { adminClient, kubectl, metricSum, repoRoot, startOperatorProcess, writesOf } from '@boxyard/operator/test/support.ts';
-import { resources } from '@boxyard/kit/kube/resources.ts';
-import { createBenchDatabase, type BenchEnv, type BenchRow } from './env.ts';
+import type { startOperatorProcess } from '@boxyard/operator/test/support.ts';
+import { adminClient, kubectl, metricSum, repoRoot, writesOf } from '@boxyard/operator/test/support.ts';
+import type { BenchEnv, BenchRow } from './env.ts';
 import { round } from './load.ts';
-import { applyInBatches, node, NS, readyResources, waitUntil } from './operator.ts';
+import { applyInBatches, benchKinds, benchResources, node, NS, readyResources, startBenchOperator, waitUntil } from './operator.ts';
 import { growthRow } from './scale.ts';
 import { cpuOf, rssOf } from './scale-procs.ts';
 
@@ -93,43 +93,18 @@ export async function benchScaleOperator(env: BenchEnv): Promise<BenchRow[]> {
     await kubectl(plane.kubeconfig, ['apply', '--server-side', '-f', join(repoRoot, 'crds')]);
     await kubectl(plane.kubeconfig, ['wait', '--for=condition=Established', '--timeout=60s', 'crd', '-l', 'app.kubernetes.io/part-of=boxyard']);
     await kubectl(plane.kubeconfig, ['create', 'namespace', NS]);
-    const databaseUrl = await createBenchDatabase(env, `operator_scale_${suffix}`);
-    const bucket = `operator-scale-${suffix}`;
-    await kubectl(plane.kubeconfig, ['create', 'secret', 'generic', 'db', '-n', NS, `--from-literal=url=${databaseUrl}`]);
-    await kubectl(plane.kubeconfig, [
-      'create',
-      'secret',
-      'generic',
-      's3',
-      '-n',
-      NS,
-      `--from-literal=accessKey=${env.minio.accessKey}`,
-      `--from-literal=secretKey=${env.minio.secretKey}`,
-    ]);
-    operator = await startOperatorProcess({
-      kubeconfig: plane.kubeconfig,
-      logFile: join(env.workDir, 'operator-scale.log'),
-      args: ['--resync-period', String(RESYNC_SECONDS), '--default-image', 'registry.invalid/boxyard:bench'],
-    });
+    const bench = await startBenchOperator(env, plane.kubeconfig, `operator_scale_${suffix}`, RESYNC_SECONDS, 'operator-scale.log');
+    operator = bench.operator;
     await sleep(5000);
     const emptyRss = rssOf(operator.pid);
-    const kinds = [resources.boxRepository, resources.fileShare, resources.terminalPool];
-    const custom = (from: number, to: number) =>
-      Array.from({ length: to - from }, (_, k) => {
-        const i = from + k;
-        const type = kinds[i % 3]!;
-        const name = `svc-${i}`;
-        const spec: Record<string, unknown> = { database: { secretRef: { name: 'db' }, schema: `s_${i}` } };
-        if (type !== resources.terminalPool) spec.storage = { endpoint: env.minio.endpoint, bucket, prefix: name, credentialsSecretRef: { name: 's3' } };
-        return { apiVersion: 'boxyard.io/v1alpha1', kind: type.kind, metadata: { name, namespace: NS }, spec };
-      });
+    const custom = (from: number, to: number) => benchResources(env, bench.bucket, from, to);
     const at: Steady[] = [];
     let applied = 0;
     for (const size of sizes) {
       const started = Date.now();
       await applyInBatches(plane.kubeconfig, custom(applied, size));
       applied = size;
-      await waitUntil('custom resources Ready', () => readyResources(client, kinds), size, 45 * 60_000);
+      await waitUntil('custom resources Ready', () => readyResources(client, benchKinds), size, 45 * 60_000);
       console.error(`  [bench] ${size} custom resources Ready after ${round((Date.now() - started) / 1000)} s; measuring ${STEADY_SECONDS} s of steady state`);
       at.push(await steadyState(operator, plane.kubeconfig, size));
       console.error(`  [bench] ${size}: ${JSON.stringify(at.at(-1))}`);
