@@ -40,13 +40,19 @@ export function createAuditService(options: { pool: DatabasePool; metrics: Regis
     registers: [options.metrics],
   });
   const pending = new Set<Promise<unknown>>();
+  // One insert at a time, in the order the events happened: two inserts on two pooled connections may commit the
+  // other way round, and the log is read in id order (a resize then a detach was listed as detach, resize).
+  let last: Promise<unknown> = Promise.resolve();
 
   const record = (entry: AuditEntry): void => {
     events.inc({ event: entry.event });
-    const write = store.insert(entry).catch((error: unknown) => {
-      failures.inc();
-      options.log.warn({ err: error, event: entry.event, session: entry.sessionId }, 'could not write an audit event');
-    });
+    const write = last.then(() =>
+      store.insert(entry).catch((error: unknown) => {
+        failures.inc();
+        options.log.warn({ err: error, event: entry.event, session: entry.sessionId }, 'could not write an audit event');
+      }),
+    );
+    last = write;
     pending.add(write);
     void write.finally(() => pending.delete(write));
   };
