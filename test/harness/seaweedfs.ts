@@ -94,10 +94,11 @@ export async function startSeaweedfs(options: { dir: string; accessKey: string; 
     `-filer.localSocket=${join(options.dir, 'filer.sock')}`,
     `-s3.localSocket=${join(options.dir, 's3.sock')}`,
     ...portFlags.map((flag) => `-${flag}=${ports[flag]}`),
-    // Small volumes, as many as the disk allows: every test bucket is a collection with volumes of its own, and
-    // the default (8 volumes of 30 GB) runs out after a few buckets.
+    // Small volumes, and many: every test bucket is a collection that grows 7 volumes at once. `-volume.max=0`
+    // (as many as free disk / 64 MB) allowed ~650 volumes with 41 GB free, so writes answered 500 from the ~96th
+    // bucket on (a full run makes more); volumes are not preallocated, so a high count costs no disk.
     '-master.volumeSizeLimitMB=64',
-    '-volume.max=0',
+    '-volume.max=5000',
     '-master.telemetry=false',
     '-volume.preStopSeconds=0',
   ];
