@@ -12,10 +12,9 @@ import { readFile, writeFile } from 'node:fs/promises';
 import { Agent, get as httpGet, request as httpRequest, type IncomingMessage } from 'node:http';
 import { Readable } from 'node:stream';
 import { fileURLToPath } from 'node:url';
-import * as Minio from 'minio';
 import pg from 'pg';
 import { pack } from 'tar-stream';
-import { createBenchDatabase, type BenchEnv, type BenchRow, removeBenchBucket } from './env.ts';
+import { type BenchEnv, type BenchRow, createBenchBucket, createBenchDatabase, removeBenchBucket } from './env.ts';
 import { LAUNCHER_ENV, launcherNodeFlags } from './launcher.ts';
 import { ignoreError } from '@boxyard/kit';
 
@@ -192,17 +191,7 @@ export async function requestsPerSecond(url: string, seconds: number, concurrenc
 
 export async function benchBoxRepository(env: BenchEnv): Promise<BenchRow[]> {
   const rows: BenchRow[] = [];
-  const minioUrl = new URL(env.minio.endpoint);
-  const minio = new Minio.Client({
-    endPoint: minioUrl.hostname,
-    port: Number(minioUrl.port),
-    useSSL: false,
-    accessKey: env.minio.accessKey,
-    secretKey: env.minio.secretKey,
-    region,
-  });
-  const bucket = `bench-boxes-${randomBytes(4).toString('hex')}`;
-  await minio.makeBucket(bucket, region);
+  const { minio, bucket } = await createBenchBucket(env, 'boxes');
   const databaseUrl = await createBenchDatabase(env, `bench_boxes_${randomBytes(4).toString('hex')}`);
   const adminPassword = `Bench-${randomBytes(12).toString('base64url')}1a`;
   const serviceConfig = {

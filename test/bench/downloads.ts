@@ -9,10 +9,10 @@ import { randomBytes } from 'node:crypto';
 import { once } from 'node:events';
 import { mkdir } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
-import * as Minio from 'minio';
+import type * as Minio from 'minio';
 import pg from 'pg';
 import { generatedBox, httpUpload, createPublicBox, startService, type Service } from './box-repository.ts';
-import { createBenchDatabase, type BenchEnv, type BenchRow, removeBenchBucket } from './env.ts';
+import { type BenchEnv, type BenchRow, createBenchBucket, createBenchDatabase, removeBenchBucket } from './env.ts';
 import { alternate, curlUpload, downloadMiBs, median, round } from './load.ts';
 
 const GiB = 1024 ** 3;
@@ -123,17 +123,7 @@ export async function benchDownloads(env: BenchEnv): Promise<BenchRow[]> {
   }
 
   // S3 driver vs a direct GET; then the same with presigned redirects.
-  const minioUrl = new URL(env.minio.endpoint);
-  const minio = new Minio.Client({
-    endPoint: minioUrl.hostname,
-    port: Number(minioUrl.port),
-    useSSL: false,
-    accessKey: env.minio.accessKey,
-    secretKey: env.minio.secretKey,
-    region,
-  });
-  const bucket = `bench-dl-${randomBytes(4).toString('hex')}`;
-  await minio.makeBucket(bucket, region);
+  const { minio, bucket } = await createBenchBucket(env, 'dl');
   const storage = {
     driver: 's3',
     endpoint: env.minio.endpoint,

@@ -1,5 +1,6 @@
 // What every bench receives: the real components the runner started, and a scratch directory.
-import type * as Minio from 'minio';
+import { randomBytes } from 'node:crypto';
+import * as Minio from 'minio';
 export type { BenchRow } from './storage.ts';
 
 export interface BenchEnv {
@@ -45,4 +46,20 @@ async function emptyAndRemove(client: Minio.Client, bucket: string): Promise<voi
     await client.abortMultipartUpload(bucket, upload.key, upload.uploadId);
   }
   await client.removeBucket(bucket);
+}
+
+/** A MinIO client for the run's server and a new bucket `bench-<name>-<random>` in it. */
+export async function createBenchBucket(env: Pick<BenchEnv, 'minio'>, name: string): Promise<{ minio: Minio.Client; bucket: string }> {
+  const url = new URL(env.minio.endpoint);
+  const minio = new Minio.Client({
+    endPoint: url.hostname,
+    port: Number(url.port),
+    useSSL: false,
+    accessKey: env.minio.accessKey,
+    secretKey: env.minio.secretKey,
+    region: 'us-east-1',
+  });
+  const bucket = `bench-${name}-${randomBytes(4).toString('hex')}`;
+  await minio.makeBucket(bucket, 'us-east-1');
+  return { minio, bucket };
 }

@@ -17,8 +17,11 @@ const seconds = 5;
 const connections = 32;
 
 /** The bench's plain static file server on `dir`, in its own process. */
-export async function startStaticServer(dir: string): Promise<{ url: string; pid: number; stop(): Promise<void> }> {
-  const child = spawn(process.execPath, [staticServerScript, dir], { stdio: ['ignore', 'pipe', 'inherit'] });
+export const startStaticServer = (dir: string) => startBaselineServer(staticServerScript, dir);
+
+/** A baseline server script on `dir`, in its own process; it prints `listening <url>` when ready. */
+export async function startBaselineServer(script: string, dir: string): Promise<{ url: string; pid: number; stop(): Promise<void> }> {
+  const child = spawn(process.execPath, [script, dir], { stdio: ['ignore', 'pipe', 'inherit'] });
   const url = await new Promise<string>((resolve, reject) => {
     let out = '';
     child.stdout.on('data', (chunk: Buffer) => {
@@ -26,7 +29,7 @@ export async function startStaticServer(dir: string): Promise<{ url: string; pid
       const match = /listening (\S+)/.exec(out);
       if (match) resolve(match[1]!);
     });
-    child.once('exit', (code) => reject(new Error(`static server exited with ${code}`)));
+    child.once('exit', (code) => reject(new Error(`${script} exited with ${code}`)));
   });
   return {
     url,

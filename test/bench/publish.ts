@@ -11,11 +11,10 @@ import { createWriteStream } from 'node:fs';
 import { mkdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { pipeline } from 'node:stream/promises';
-import * as Minio from 'minio';
 import { finished } from '../harness/child-output.ts';
 import { generatedBox, jsonApi, timed, type Service } from './box-repository.ts';
 import { startWithBigBox } from './downloads.ts';
-import type { BenchEnv, BenchRow } from './env.ts';
+import { type BenchEnv, type BenchRow, createBenchBucket } from './env.ts';
 import { removeBenchBucket } from './env.ts';
 import { alternate, curlPut, median, round } from './load.ts';
 
@@ -48,17 +47,7 @@ export async function benchPublish(env: BenchEnv): Promise<BenchRow[]> {
   const tinyBox = join(env.workDir, `publish-tiny-${randomBytes(4).toString('hex')}.box`);
   await pipeline(generatedBox(boxBytes), createWriteStream(boxFile));
   await pipeline(generatedBox(64 * 1024), createWriteStream(tinyBox));
-  const minioUrl = new URL(env.minio.endpoint);
-  const minio = new Minio.Client({
-    endPoint: minioUrl.hostname,
-    port: Number(minioUrl.port),
-    useSSL: false,
-    accessKey: env.minio.accessKey,
-    secretKey: env.minio.secretKey,
-    region,
-  });
-  const bucket = `bench-pub-${randomBytes(4).toString('hex')}`;
-  await minio.makeBucket(bucket, region);
+  const { minio, bucket } = await createBenchBucket(env, 'pub');
   let service: Service | undefined;
   try {
     const s3 = await startWithBigBox(

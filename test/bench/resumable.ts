@@ -9,10 +9,9 @@ import { randomBytes } from 'node:crypto';
 import { mkdir, open, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import * as Minio from 'minio';
 import { startFileShare } from '@boxyard/file-share/service.ts';
 import { startTusClient } from '@boxyard/file-share/testing/tus-clients.ts';
-import { createBenchDatabase, type BenchEnv, type BenchRow, removeBenchBucket } from './env.ts';
+import { type BenchEnv, type BenchRow, createBenchBucket, createBenchDatabase, removeBenchBucket } from './env.ts';
 import { s3FileShareConfig } from './file-share.ts';
 
 const run = promisify(execFile);
@@ -88,17 +87,7 @@ async function tusUpload(endpoint: string, file: string, authorization: string, 
 }
 
 export async function benchResumable(env: BenchEnv): Promise<BenchRow[]> {
-  const url = new URL(env.minio.endpoint);
-  const client = new Minio.Client({
-    endPoint: url.hostname,
-    port: Number(url.port),
-    useSSL: false,
-    accessKey: env.minio.accessKey,
-    secretKey: env.minio.secretKey,
-    region,
-  });
-  const bucket = `bench-tus-${randomBytes(4).toString('hex')}`;
-  await client.makeBucket(bucket, region);
+  const { minio: client, bucket } = await createBenchBucket(env, 'tus');
   const databaseUrl = await createBenchDatabase(env, `bench_tus_${randomBytes(4).toString('hex')}`);
   const share = await startFileShare(s3FileShareConfig(env, { databaseUrl, bucket, region, adminPassword, maxBytes: 2 * fileBytes }));
   const dir = join(env.workDir, 'resumable');

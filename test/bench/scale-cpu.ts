@@ -14,10 +14,9 @@ import { randomBytes } from 'node:crypto';
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import * as Minio from 'minio';
 import type * as NodePty from 'node-pty';
 import { startWithBigBox } from './downloads.ts';
-import { removeBenchBucket, type BenchEnv, type BenchRow } from './env.ts';
+import { type BenchEnv, type BenchRow, createBenchBucket, removeBenchBucket } from './env.ts';
 import { round } from './load.ts';
 import { childrenCpuOf, cpuOf, cpuOfAll } from './scale-procs.ts';
 import { agentPids, login, median, openSocket, socketEcho, startGateway, startSession, stopSession, timeUntil, waitQuiet } from './terminal.ts';
@@ -127,17 +126,7 @@ async function curlWithCpu(url: string, bytes: number): Promise<number> {
 }
 
 async function benchRelay(env: BenchEnv): Promise<BenchRow[]> {
-  const minioUrl = new URL(env.minio.endpoint);
-  const minio = new Minio.Client({
-    endPoint: minioUrl.hostname,
-    port: Number(minioUrl.port),
-    useSSL: false,
-    accessKey: env.minio.accessKey,
-    secretKey: env.minio.secretKey,
-    region,
-  });
-  const bucket = `bench-cpu-${randomBytes(4).toString('hex')}`;
-  await minio.makeBucket(bucket, region);
+  const { minio, bucket } = await createBenchBucket(env, 'cpu');
   const storage = {
     driver: 's3',
     endpoint: env.minio.endpoint,

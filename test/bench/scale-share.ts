@@ -12,9 +12,8 @@
 //     same files to put-server.ts (temporary file, fsync, rename, directory fsync: the durability the product's
 //     local storage gives an upload), then every file's sha256 read back from the folder's listing and a sample of
 //     files downloaded and compared.
-import { execFile, spawn } from 'node:child_process';
+import { execFile } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
-import { once } from 'node:events';
 import { mkdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -23,6 +22,7 @@ import pg from 'pg';
 import { Pool } from 'undici';
 import { progress } from './downloads.ts';
 import type { BenchEnv, BenchRow } from './env.ts';
+import { startBaselineServer } from './metadata.ts';
 import { loadGet, round, type LoadResult } from './load.ts';
 import { peakDuring, rssOf, startProduct } from './memory.ts';
 import { growthRow } from './scale.ts';
@@ -80,26 +80,9 @@ async function loadRequests(
   };
 }
 
-async function startPutServer(dir: string): Promise<{ url: string; pid: number; stop(): Promise<void> }> {
+async function startPutServer(dir: string) {
   await mkdir(dir, { recursive: true });
-  const child = spawn(process.execPath, [putServerScript, dir], { stdio: ['ignore', 'pipe', 'inherit'] });
-  const url = await new Promise<string>((resolve, reject) => {
-    let out = '';
-    child.stdout.on('data', (chunk: Buffer) => {
-      out += chunk.toString();
-      const match = /listening (\S+)/.exec(out);
-      if (match) resolve(match[1]!);
-    });
-    child.once('exit', (code) => reject(new Error(`put server exited with ${code}`)));
-  });
-  return {
-    url,
-    pid: child.pid!,
-    async stop() {
-      child.kill('SIGTERM');
-      await once(child, 'exit');
-    },
-  };
+  return startBaselineServer(putServerScript, dir);
 }
 
 interface Share {

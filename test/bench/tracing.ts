@@ -4,10 +4,9 @@
 // machine noise spreads evenly; each figure is a median, and each traced one is a ratio against "off".
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
-import * as Minio from 'minio';
 import { startCollector } from '../harness/otel-collector.ts';
 import { generatedBox, httpDownload, httpUpload, createPublicBox, median, requestsPerSecond, startService, timed, type Service } from './box-repository.ts';
-import { createBenchDatabase, type BenchEnv, type BenchRow, removeBenchBucket } from './env.ts';
+import { type BenchEnv, type BenchRow, createBenchBucket, createBenchDatabase, removeBenchBucket } from './env.ts';
 
 const MiB = 1024 * 1024;
 const region = 'us-east-1';
@@ -19,17 +18,7 @@ const GOALS = { metadata: { '100%': 0.7, '10%': 0.85 }, download: { '100%': 0.9,
 
 export async function benchTracing(env: BenchEnv): Promise<BenchRow[]> {
   const collector = await startCollector({ dir: join(env.workDir, 'collector') });
-  const minioUrl = new URL(env.minio.endpoint);
-  const minio = new Minio.Client({
-    endPoint: minioUrl.hostname,
-    port: Number(minioUrl.port),
-    useSSL: false,
-    accessKey: env.minio.accessKey,
-    secretKey: env.minio.secretKey,
-    region,
-  });
-  const bucket = `bench-tracing-${randomBytes(4).toString('hex')}`;
-  await minio.makeBucket(bucket, region);
+  const { minio, bucket } = await createBenchBucket(env, 'tracing');
   const adminPassword = `Bench-${randomBytes(12).toString('base64url')}1a`;
   const config = {
     server: { host: '127.0.0.1', port: 0 },

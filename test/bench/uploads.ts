@@ -8,10 +8,9 @@ import { mkdir, open, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { createWriteStream } from 'node:fs';
 import { pipeline } from 'node:stream/promises';
-import * as Minio from 'minio';
 import { generatedBox, timed, type Service } from './box-repository.ts';
 import { progress, startWithBigBox } from './downloads.ts';
-import type { BenchEnv, BenchRow } from './env.ts';
+import { type BenchEnv, type BenchRow, createBenchBucket } from './env.ts';
 import { removeBenchBucket } from './env.ts';
 import { alternate, curlPut, median, round } from './load.ts';
 
@@ -87,17 +86,7 @@ export async function benchUploads(env: BenchEnv): Promise<BenchRow[]> {
     service = undefined;
   }
 
-  const minioUrl = new URL(env.minio.endpoint);
-  const minio = new Minio.Client({
-    endPoint: minioUrl.hostname,
-    port: Number(minioUrl.port),
-    useSSL: false,
-    accessKey: env.minio.accessKey,
-    secretKey: env.minio.secretKey,
-    region,
-  });
-  const bucket = `bench-up-${randomBytes(4).toString('hex')}`;
-  await minio.makeBucket(bucket, region);
+  const { minio, bucket } = await createBenchBucket(env, 'up');
   try {
     const s3 = await startWithBigBox(
       env,
