@@ -1,6 +1,7 @@
 // `make bench`: throughput and memory, always as ratios against a baseline measured in the same run on the
 // same machine (wall-clock numbers alone mean little on a shared 2-core box). Starts its own real components.
-// `make bench ONLY=storage` runs one section (`ONLY=scale`: every scale section, scale-…). Each section's table
+// `make bench ONLY=storage` runs one section (`ONLY=scale`: every scale section, scale-…; `ONLY==scale` the
+// section `scale` alone: a leading `=` asks for exactly that name). Each section's table
 // also goes to docs/performance/latest.md (or $BENCH_REPORT), replacing that section's previous table and keeping
 // the others (report.ts).
 import { randomBytes } from 'node:crypto';
@@ -92,8 +93,11 @@ function print(title: string, rows: BenchRow[]): void {
 }
 
 const only = process.env.ONLY?.split(',').filter(Boolean);
-/** `ONLY=scale` is issue 35's whole scale bench: the section `scale` and every `scale-…` one (share, terminals, …). */
-const selected = (name: string) => !only || only.some((o) => name === o || (o === 'scale' && name.startsWith('scale-')));
+/**
+ * `ONLY=scale` is issue 35's whole scale bench: the section `scale` and every `scale-…` one (share, terminals, …);
+ * `ONLY==scale` is the section of that exact name only.
+ */
+const selected = (name: string) => !only || only.some((o) => name === o || `=${name}` === o || (o === 'scale' && name.startsWith('scale-')));
 const root = fileURLToPath(new URL('../../', import.meta.url));
 const reportPath = resolve(root, process.env.BENCH_REPORT || 'docs/performance/latest.md');
 const runStarted = new Date();
