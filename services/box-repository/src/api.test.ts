@@ -201,6 +201,12 @@ describe('box repository API', () => {
       const after = await service.request('GET', '/api/organization/keyset/box?after=K-05&per_page=3&page=7', { token: t() });
       expect(after.body.map((b: { name: string }) => b.name)).toEqual(expected.slice(5, 8));
       expect((await service.request('GET', '/api/organization/keyset/box?after=no%2Fslash', { token: t() })).status).toBe(422);
+      // X-Total-Count is every box of the list whichever way the page is reached: page=N (counted with the page),
+      // a page past the end (no rows to count with) and a keyset page.
+      for (const path of ['?per_page=4', '?page=3&per_page=4', '?page=9&per_page=4', '?after=K-05&per_page=3']) {
+        const response = await service.request('GET', `/api/organization/keyset/box${path}`, { token: t() });
+        expect(response.headers.get('x-total-count'), path).toBe(String(names.length));
+      }
     });
 
     it('update with PUT or PATCH keeps what is not given', async () => {

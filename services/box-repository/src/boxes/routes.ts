@@ -80,12 +80,17 @@ export async function boxRoutes(app: FastifyInstance, { ctx }: { ctx: ServiceCon
       const page = pageOf(request.query);
       const after = request.query.after ?? null;
       const where = sql.fragment`b.organization_id = ${found.org.id} and (${all} or (b.published and b.is_public))`;
-      // Keyset on the (organization_id, lower(name)) index when `after` is given; otherwise `page` skips rows.
-      const rows = await pool.any(sql.type(z.object({ b: boxRow }))`
-      select to_jsonb(b) as b from boxes b
+      // Keyset on the (organization_id, lower(name)) index when `after` is given (its walk stops after the page, so
+      // the total is a query of its own); otherwise `page` skips rows, and the total comes with the page (a window
+      // over every matching box, counted before the limit): one round trip.
+      const rows = await pool.any(sql.type(z.object({ b: boxRow, total: z.number() }))`
+      select to_jsonb(b) as b, ${after === null ? sql.fragment`(count(*) over ())::int` : sql.fragment`-1`} as total from boxes b
       where ${where} and (${after}::text is null or lower(b.name) > lower(${after}::text))
       order by lower(b.name) limit ${page.limit + 1} offset ${after === null ? page.offset : 0}`);
-      const total = await pool.oneFirst(sql.type(z.object({ n: z.number() }))`select count(*)::int as n from boxes b where ${where}`);
+      const total =
+        rows[0] && rows[0].total >= 0
+          ? rows[0].total
+          : await pool.oneFirst(sql.type(z.object({ n: z.number() }))`select count(*)::int as n from boxes b where ${where}`);
       const shown = rows.slice(0, page.limit);
       describePage(request, reply, page, total, { next: rows.length > page.limit ? shown.at(-1)?.b.name : undefined });
       return shown.map((r) => toBoxRecord(r.b, found.org));
