@@ -13,7 +13,12 @@ import { baseUrlOf, downloadUrl } from '../http/base-url.ts';
 import { architectureRow, fileRow, int8, providerRow, versionRow, type Box, type Organization, type Version } from '../records.ts';
 
 export const declaredArchitectureRow = architectureRow.extend({ declared_checksum_type: z.string().nullable(), declared_checksum: z.string().nullable() });
-const treeRow = z.object({ box_id: int8, v: versionRow, p: providerRow.nullable(), a: declaredArchitectureRow.nullable(), f: fileRow.nullable() });
+// The members of each record that the documents show, and no more: a page of search results is hundreds of these
+// records, and whole rows (to_jsonb) were most of its cost in PostgreSQL and in the service (make bench ONLY==scale).
+const treeProvider = providerRow.pick({ id: true, name: true, created_at: true, updated_at: true });
+const treeArchitecture = declaredArchitectureRow.pick({ name: true, default_box: true, declared_checksum_type: true, declared_checksum: true });
+const treeFile = fileRow.pick({ file_name: true, checksum: true, checksum_type: true, download_count: true, updated_at: true });
+const treeRow = z.object({ box_id: int8, v: versionRow, p: treeProvider.nullable(), a: treeArchitecture.nullable(), f: treeFile.nullable() });
 type TreeRow = z.output<typeof treeRow>;
 
 /** Which API the document is for: v2 names architectures. */
@@ -104,7 +109,14 @@ export async function loadTrees(ctx: ServiceContext, boxIds: readonly number[], 
     boxIds.length === 0
       ? []
       : await ctx.pool.any(sql.type(treeRow)`
-    select v.box_id, to_jsonb(v) as v, to_jsonb(p) as p, to_jsonb(a) as a, to_jsonb(f) as f
+    select v.box_id,
+      json_build_object('id', v.id, 'box_id', v.box_id, 'version_number', v.version_number, 'description', v.description, 'status', v.status,
+                        'created_at', v.created_at, 'updated_at', v.updated_at) as v,
+      case when p.id is not null then json_build_object('id', p.id, 'name', p.name, 'created_at', p.created_at, 'updated_at', p.updated_at) end as p,
+      case when a.id is not null then json_build_object('name', a.name, 'default_box', a.default_box,
+                        'declared_checksum_type', a.declared_checksum_type, 'declared_checksum', a.declared_checksum) end as a,
+      case when f.id is not null then json_build_object('file_name', f.file_name, 'checksum', f.checksum, 'checksum_type', f.checksum_type,
+                        'download_count', f.download_count, 'updated_at', f.updated_at) end as f
     from versions v
     left join providers p on p.version_id = v.id
     left join architectures a on a.provider_id = p.id

@@ -144,6 +144,55 @@ describe('publishing API search', () => {
     expect(((await cloud('GET', link!)).body.boxes as { tag: string }[]).map((b) => b.tag)).toEqual(tagged(names.slice(4, 8)));
   });
 
+  it("shows each result's versions and providers with the values the records have (the native API's, read apart)", async () => {
+    await publish('find-same', '1.0.0');
+    await publish('find-same', '1.1.0');
+    await download('find-same', '1.0.0');
+    const native = (path: string) => cloud('GET', `/api/organization/acme/box/find-same${path}`).then((r) => r.body);
+    const arch = (await native('/version/1.0.0/provider/virtualbox/architecture'))[0].name;
+    // The count is written after the response: wait until it is there.
+    for (let i = 0; i < 100 && (await native(`/version/1.0.0/provider/virtualbox/architecture/${arch}/file`)).download_count !== 1; i++)
+      await new Promise((r) => setTimeout(r, 50));
+    const metadata = (await service.request<any>('GET', '/acme/find-same', { headers: { accept: 'application/json' } })).body;
+    for (const api of ['v1', 'v2']) {
+      const box = (await cloud('GET', `/api/${api}/search?q=find-same`)).body.boxes.find((b: { tag: string }) => b.tag === 'acme/find-same');
+      const record = await native('');
+      expect(box, api).toMatchObject({ name: 'find-same', username: 'acme', private: false, created_at: record.created_at, updated_at: record.updated_at });
+      expect(box.versions.map((v: { version: string }) => v.version)).toEqual(['1.1.0', '1.0.0']);
+      expect(box.current_version.version).toBe('1.1.0');
+      for (const version of box.versions) {
+        const v = await native(`/version/${version.version}`);
+        expect(version).toMatchObject({
+          number: v.version_number,
+          status: 'active',
+          description: v.description,
+          created_at: v.created_at,
+          updated_at: v.updated_at,
+        });
+        const p = await native(`/version/${version.version}/provider/virtualbox`);
+        const a = (await native(`/version/${version.version}/provider/virtualbox/architecture`))[0];
+        const f = await native(`/version/${version.version}/provider/virtualbox/architecture/${a.name}/file`);
+        const url = metadata.versions.find((m: { version: string }) => m.version === version.version).providers[0].url;
+        expect(version.providers).toEqual([
+          {
+            name: 'virtualbox',
+            hosted: true,
+            created_at: p.created_at,
+            updated_at: f.updated_at,
+            checksum: f.checksum,
+            checksum_type: f.checksum_type,
+            original_url: null,
+            download_url: url,
+            url,
+            ...(api === 'v2' ? { architecture: a.name, default_architecture: a.default_box } : {}),
+          },
+        ]);
+      }
+      expect(box.downloads, api).toBe(1);
+      expect(box.created_at).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
+    }
+  });
+
   it("refuses a cursor that is not one, or belongs to another sort, in the API's error shape", async () => {
     const bad = await cloud('GET', '/api/v1/search?q=pager-&after=not-a-cursor');
     expect(bad.status).toBe(400);
