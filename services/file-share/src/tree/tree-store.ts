@@ -7,7 +7,8 @@ import { sql, type DatabasePool, type DatabaseTransactionConnection } from 'slon
 import { z } from 'zod';
 import { descendantsOf, entryColumns, entryRow, findEntry, type Entry, type TreeDatabase } from './entry-rows.ts';
 import type { EventName } from '../events/event-types.ts';
-import { commitUpload, createFolder, emit, lockTree, remove, rename, type UploadCommit } from './tree-changes.ts';
+import { createFolder, emit, lockTree, remove, rename, type UploadCommit } from './tree-changes.ts';
+import { createUploadCommitter } from './upload-batch.ts';
 
 export { entryRow, type Entry } from './entry-rows.ts';
 export type { UploadCommit, UploadResult } from './tree-changes.ts';
@@ -120,13 +121,15 @@ async function search({ pool, fold }: TreeDatabase, directory: Entry, query: str
 
 export function createTree(pool: DatabasePool, options: { eventChannel: string; caseFoldCollation: string }) {
   const db: TreeDatabase = { pool, eventChannel: options.eventChannel, fold: sql.identifier([options.caseFoldCollation]) };
+  const commitUpload = createUploadCommitter(db);
   return {
     find: (path: string, connection: DatabasePool | DatabaseTransactionConnection = pool) => findEntry(connection, path),
     list: (directory: Entry, page: Page) => list(db, directory, page),
     listJson: (directory: Entry, page: Page) => listJson(db, directory, page),
     listEntries: (directory: Entry, page: Page) => listEntries(db, directory, page),
     search: (directory: Entry, query: string, page: Page) => search(db, directory, query, page),
-    commitUpload: (input: UploadCommit) => commitUpload(db, input),
+    /** Makes `path` a file with the given stored bytes (a new entry, or the same entry with new bytes), atomically. */
+    commitUpload: (input: UploadCommit) => commitUpload(input),
     createFolder: (directoryPath: string, name: string, userId: string | null) => createFolder(db, directoryPath, name, userId),
     rename: (path: string, newName: string) => rename(db, path, newName),
     remove: (path: string) => remove(db, path),
