@@ -379,7 +379,9 @@ export async function benchScaleShare(env: BenchEnv): Promise<BenchRow[]> {
     });
     const key = ((await keyResponse.json()) as { data: { token: string } }).data.token;
     const share: Share = { base, admin, key, pid: product.pid, db, home: product.home };
-    const rows = [...(await smallFiles(env, share)), ...(await bigShare(env, share))];
+    // SCALE_SHARE_PART=small-files or big-share runs one part (exploring a change); the report wants both.
+    const part = process.env.SCALE_SHARE_PART;
+    const rows = [...(part === 'big-share' ? [] : await smallFiles(env, share)), ...(part === 'small-files' ? [] : await bigShare(env, share))];
     await sleep(SETTLE_SECONDS * 1000);
     const after = await rssOf(product.pid);
     const usage = JSON.parse(

@@ -56,7 +56,7 @@ export async function fileSharePlugin(app: FastifyInstance, { config, publicUrl,
     typ: 'boxyard-file-share-session+jwt',
     ttlSeconds: config.session.ttl_seconds,
   });
-  const keys = createApiKeyStore(app.pool);
+  const keys = createApiKeyStore(app.pool, { changes });
   const tree = createTree(app.pool, { eventChannel: `file_share_events_${config.database.schema}`, caseFoldCollation: await pickCaseFoldCollation(app.pool) });
   const authenticator = createAuthenticator({
     accounts: app.accounts,

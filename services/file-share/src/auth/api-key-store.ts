@@ -1,11 +1,17 @@
 // API keys: `bfs_<16 hex id>_<43 base64url secret>` (256 random bits). The id is the primary key, so checking a
 // key is one indexed lookup plus a constant-time comparison of SHA-256 digests; the secret itself is never
 // stored and is shown once, at creation.
+//
+// A key that checked out is taken on trust for a few seconds (VERIFIED_FOR_MS), so a client sending many small
+// requests does not pay a database round trip on each: every change that could refuse it ends that at once on
+// every replica (the key's or its owner's row changes notify the account channel: 0004_key_changes.sql and the
+// kit's account triggers; a lost listening connection forgets everything), and this replica's own key changes
+// forget before they answer. Expiry is checked on every use.
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import { sql, type DatabasePool, type DatabaseTransactionConnection } from 'slonik';
 import { z } from 'zod';
 import { asRole, PERMISSIONS, type Permission, type Role } from './principal.ts';
-import { ignoreError } from '@boxyard/kit';
+import { ignoreError, type AccountChange } from '@boxyard/kit';
 
 export const KEY_PREFIX = 'bfs_';
 const keyPattern = /^bfs_([0-9a-f]{16})_([A-Za-z0-9_-]{43})$/;
@@ -28,15 +34,69 @@ const digest = (secret: string) => createHash('sha256').update(secret).digest('h
 
 export const looksLikeApiKey = (token: string) => token.startsWith(KEY_PREFIX);
 
+/** How long a verified key is trusted without asking the database (unless a change ends it sooner). */
+const VERIFIED_FOR_MS = 5_000;
+/** Verified keys remembered at most (the oldest go first). */
+const MAX_VERIFIED = 1_000;
+
 export interface VerifiedKey {
   key: ApiKeyRecord;
   owner: { id: string; username: string; role: Role };
 }
 
-export function createApiKeyStore(pool: DatabasePool) {
+export interface ApiKeyStoreOptions {
+  /** Key, user and session changes of every replica (the kit's account watch): they end trusted verifications. */
+  changes?: { subscribe(listener: (change: AccountChange) => void): () => void } | undefined;
+}
+
+/** Keys that checked out, by the digest of the whole token, until when they are trusted. */
+function createVerifiedKeys(options: ApiKeyStoreOptions) {
+  const trusted = new Map<string, { verified: VerifiedKey; until: number }>();
+  // Counts changes: a verification whose read began before a change is not remembered (it may predate it).
+  let generation = 0;
+  const forget = (which?: (verified: VerifiedKey) => boolean) => {
+    generation++;
+    if (!which) return trusted.clear();
+    for (const [token, entry] of trusted) if (which(entry.verified)) trusted.delete(token);
+  };
+  options.changes?.subscribe((change) => {
+    if (change.kind === 'key') forget((v) => v.key.id === change.id);
+    else if (change.kind === 'user') forget((v) => v.owner.id === change.id);
+    else if (change.kind === 'resync') forget();
+  });
+  return {
+    get(tokenDigest: string): VerifiedKey | undefined {
+      const entry = trusted.get(tokenDigest);
+      if (!entry) return undefined;
+      if (entry.until > Date.now()) return entry.verified;
+      trusted.delete(tokenDigest);
+      return undefined;
+    },
+    /** Where the changes stand now: pass it to set() for a read that starts now. */
+    generation: () => generation,
+    set(tokenDigest: string, verified: VerifiedKey, readSince: number): void {
+      // Without a change feed nothing would end the trust early: then every use asks the database.
+      if (!options.changes || readSince !== generation) return;
+      trusted.delete(tokenDigest);
+      trusted.set(tokenDigest, { verified, until: Date.now() + VERIFIED_FOR_MS });
+      if (trusted.size > MAX_VERIFIED) trusted.delete(trusted.keys().next().value!);
+    },
+    forget,
+  };
+}
+
+export function createApiKeyStore(pool: DatabasePool, options: ApiKeyStoreOptions = {}) {
+  const verifiedKeys = createVerifiedKeys(options);
   return {
     /** The key and its owner for a presented token, or a reason it is refused. */
     async verify(token: string): Promise<VerifiedKey | { refused: string }> {
+      const tokenDigest = digest(token);
+      const trusted = verifiedKeys.get(tokenDigest);
+      if (trusted) {
+        if (trusted.key.expires_at !== null && trusted.key.expires_at <= Date.now()) return { refused: 'API key expired' };
+        return trusted;
+      }
+      const readSince = verifiedKeys.generation();
       const match = keyPattern.exec(token);
       if (!match) return { refused: 'malformed API key' };
       const [, id, secret] = match as unknown as [string, string, string];
@@ -54,7 +114,9 @@ export function createApiKeyStore(pool: DatabasePool) {
           .catch(ignoreError('last-used is a hint, written at most once a minute'));
       }
       const { secret_sha256: _s, username, role, ...key } = row;
-      return { key, owner: { id: row.user_id, username, role: asRole(role) } };
+      const verified = { key, owner: { id: row.user_id, username, role: asRole(role) } };
+      verifiedKeys.set(tokenDigest, verified, readSince);
+      return verified;
     },
 
     /** The key as it is now, with its owner's current role; null when deleted, expired or its owner is disabled. */
@@ -96,8 +158,8 @@ export function createApiKeyStore(pool: DatabasePool) {
      * Changes name, permissions and expiry; keys minted from this key (recursively) are narrowed in the same
      * transaction so that no descendant ever holds more than its ancestor.
      */
-    update(id: string, change: { name?: string; permissions?: Permission[]; expiresAt?: Date | null }) {
-      return pool.transaction(async (tx: DatabaseTransactionConnection) => {
+    async update(id: string, change: { name?: string; permissions?: Permission[]; expiresAt?: Date | null }) {
+      const record = await pool.transaction(async (tx: DatabaseTransactionConnection) => {
         const record = await tx.one(sql.type(apiKeyRow)`
           update api_keys as k set
             name = coalesce(${change.name ?? null}, k.name),
@@ -118,10 +180,16 @@ export function createApiKeyStore(pool: DatabasePool) {
           where id in (select id from descendants)`);
         return record;
       });
+      verifiedKeys.forget(); // this replica answers with the change in force, without waiting for the notification
+      return record;
     },
 
     /** Deletes the key and, by cascade, the keys minted from it. */
-    delete: (id: string) => pool.query(sql.unsafe`delete from api_keys where id = ${id}`),
+    async delete(id: string) {
+      const result = await pool.query(sql.unsafe`delete from api_keys where id = ${id}`);
+      verifiedKeys.forget();
+      return result;
+    },
   };
 }
 

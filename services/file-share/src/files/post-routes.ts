@@ -51,7 +51,7 @@ function parseBody<T extends z.ZodType>(schema: T, body: unknown): z.output<T> {
 async function upload(options: FileRoutesOptions, request: FastifyRequest, reply: FastifyReply, raw: boolean) {
   const target = parseRequestPath(rawPathOf(request).pathname);
   const { entry, created, replacedKey } = await (raw ? handleRawUpload : handleUpload)(request, target, request.principal, {
-    pool: options.pool,
+    registerUpload: options.sweeper.registerUpload,
     store: options.store,
     tree: options.tree,
     maxBytes: options.maxUploadBytes,
@@ -73,10 +73,10 @@ async function createFolder(options: FileRoutesOptions, request: FastifyRequest,
 async function search(options: FileRoutesOptions, request: FastifyRequest, directory: SharePath) {
   requirePermission(request.principal, 'downloads', directory.path);
   const body = parseBody(searchBody, request.body);
-  const entry = await options.tree.find(directory.path);
-  if (!entry || entry.kind !== 'dir') throw notFound(`${directory.path} is not an existing folder`);
-  const { total, entries } = await options.tree.search(entry, body.query, { offset: (body.page - 1) * body.limit, limit: body.limit });
-  return ok('Search results', { path: entry.path, query: body.query, total, page: body.page, limit: body.limit, files: entries.map(entryView) });
+  const found = await options.tree.search(directory.path, body.query, { offset: (body.page - 1) * body.limit, limit: body.limit });
+  if (!found) throw notFound(`${directory.path} is not an existing folder`);
+  const { total, entries } = found;
+  return ok('Search results', { path: directory.path, query: body.query, total, page: body.page, limit: body.limit, files: entries.map(entryView) });
 }
 
 async function post(options: FileRoutesOptions, request: FastifyRequest, reply: FastifyReply) {

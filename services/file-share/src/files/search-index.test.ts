@@ -70,3 +70,21 @@ it('reads a name search from the trigram index and a checksum search from the ch
   const one = await search(sha256Of('item-04321.bin'));
   expect(one.data.files.map((f) => f.path)).toEqual(['/many/item-04321.bin']);
 });
+
+it('finds a file by its whole checksum and by a prefix, and a name holding the digits too, with the total past the last page', async () => {
+  const sum = sha256Of('item-07777.bin');
+  expect((await upload(share.url, `/named/copy-of-${sum}.txt`, 'not those bytes', adminAuth)).status).toBe(201);
+  const both = ['/many/item-07777.bin', `/named/copy-of-${sum}.txt`];
+  for (const query of [sum, sum.toUpperCase(), sum.slice(0, 8), sum.slice(0, 40)]) {
+    const found = await search(query);
+    expect(found.data.files.map((f) => f.path)).toEqual(both);
+    expect(found.data.total).toBe(2);
+    expect(found.data.files[0]!.checksum).toBe(sum);
+  }
+  expect((await search(sum, '/many/search')).data.files.map((f) => f.path)).toEqual(['/many/item-07777.bin']);
+  const past = (await (await postJson(share.url, '/search', { query: sum, page: 3, limit: 1 }, adminAuth)).json()) as Found;
+  expect(past.data).toMatchObject({ total: 2, files: [] });
+  expect((await search('no-such-name')).data).toMatchObject({ total: 0, files: [] });
+  expect((await postJson(share.url, '/nowhere/search', { query: sum }, adminAuth)).status).toBe(404);
+  expect((await postJson(share.url, '/many/item-07777.bin/search', { query: sum }, adminAuth)).status).toBe(404);
+});

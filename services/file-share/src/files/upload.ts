@@ -15,16 +15,16 @@ import { badRequest, conflict, declaredLength, HttpError, StorageError, type Obj
 import type { Multipart, MultipartFile } from '@fastify/multipart';
 import type { FastifyRequest } from 'fastify';
 import type { Readable } from 'node:stream';
-import { sql, type DatabasePool } from 'slonik';
 import { requirePermission, type Principal } from '../auth/principal.ts';
 import { checkNewPath, joinPath, validateName, type SharePath } from '../paths/share-path.ts';
 import type { Tree, UploadResult } from '../tree/tree-store.ts';
 
 export interface UploadDeps {
-  pool: DatabasePool;
   store: ObjectStore;
   tree: Tree;
   maxBytes: number;
+  /** Puts a fresh key on the garbage list before its first byte is stored (sweeper.ts registerUpload). */
+  registerUpload(key: string): Promise<void>;
   /** Removes the bytes of an upload that did not commit (once no entry refers to them). */
   discardUpload(key: string): Promise<void>;
 }
@@ -127,7 +127,7 @@ async function storeBytes(
 ): Promise<{ storageKey: string; size: number; sha256: string }> {
   const storageKey = `files/${randomUUID()}`;
   // Registered first: if this process dies mid-way, the sweeper removes whatever was stored.
-  await deps.pool.query(sql.unsafe`insert into object_garbage (storage_key, delete_after) values (${storageKey}, now() + interval '1 day')`);
+  await deps.registerUpload(storageKey);
   try {
     const result = await deps.store.put(storageKey, body, {
       maxBytes: deps.maxBytes,

@@ -8,6 +8,7 @@
 import { createUploadDiscarder, type ObjectStore } from '@boxyard/kit';
 import { sql, type DatabasePool } from 'slonik';
 import { z } from 'zod';
+import { createBatcher } from '../db/batcher.ts';
 
 export interface SweeperOptions {
   pool: DatabasePool;
@@ -19,6 +20,8 @@ export interface SweeperOptions {
 }
 
 const batch = 200;
+/** How long an upload may take before the sweep may remove its bytes (the registration's delete_after). */
+const UPLOAD_GRACE = '1 day';
 const deleteConcurrency = 8;
 const ABANDONED_SWEEP_MS = 10 * 60_000;
 
@@ -33,6 +36,17 @@ export function createSweeper(options: SweeperOptions) {
     isReferenced: (key) => pool.exists(sql.unsafe`select 1 from entries where storage_key = ${key}`),
     dropRegistration: async (key) => void (await pool.query(sql.unsafe`delete from object_garbage where storage_key = ${key}`)),
     log,
+  });
+
+  // Registrations that arrive while one is being written go in the next statement together: one commit for many.
+  const register = createBatcher<string, void>({
+    maxItems: 500,
+    run: async (keys) => {
+      await pool.query(sql.unsafe`
+        insert into object_garbage (storage_key, delete_after)
+        select key, now() + ${UPLOAD_GRACE}::interval from unnest(${sql.array([...keys], 'text')}) key`);
+      return keys.map(() => ({ ok: true, value: undefined }));
+    },
   });
 
   async function sweepGarbage(): Promise<number> {
@@ -108,6 +122,11 @@ export function createSweeper(options: SweeperOptions) {
     },
     /** Runs a pass now (after a commit that queued garbage); resolves when it is done. */
     sweepNow: run,
+    /**
+     * Before an upload stores its first byte under `key`: the sweep removes the bytes unless the upload's commit
+     * takes the key off the list (a process that dies mid-upload leaves no orphan).
+     */
+    registerUpload: (key: string) => register(key),
     /** After an upload that did not commit: its object goes once the database confirms no entry refers to it. */
     discardUpload: (key: string) => discarder.discard(key),
     async close() {

@@ -101,10 +101,10 @@ export async function handleRequestUpload(
   let result;
   try {
     result = await (raw ? handleRawUpload : handleUpload)(request, target, write.principal, {
-      pool: deps.pool,
       store: deps.store,
       tree: deps.tree,
       maxBytes: write.maxBytes,
+      registerUpload: deps.sweeper.registerUpload,
       discardUpload: deps.sweeper.discardUpload,
     });
   } catch (error) {

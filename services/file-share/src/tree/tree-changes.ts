@@ -87,32 +87,37 @@ function insertFile(db: TreeDatabase, tx: DatabaseTransactionConnection, input: 
 export function commitUpload(db: TreeDatabase, input: UploadCommit): Promise<UploadResult> {
   return db.pool.transaction(async (tx) => {
     await lockTree(tx);
-    checkNewPath(input.path);
-    // The parent and the path in one read; a missing parent is made (with its own missing parents) as before.
-    const parentPath = parentOf(input.path);
-    const found = await tx.any(sql.type(entryRow)`select ${entryColumns} from entries where path = any(${sql.array([parentPath, input.path], 'text')})`);
-    const foundParent = found.find((e) => e.path === parentPath);
-    const parent = foundParent?.kind === 'dir' ? foundParent : await ensureDirectory(db, tx, parentPath, input.userId);
-    const existing = found.find((e) => e.path === input.path) ?? null;
-    if (existing?.kind === 'dir') throw conflict(`${input.path} is a folder`);
-    if (!existing) return { entry: await insertFile(db, tx, input, parent), created: true, replacedKey: null };
-    if (!input.mayReplace) throw new HttpError(403, `${input.path} exists; replacing a file needs the delete permission`);
-    const entry = await tx.one(sql.type(entryRow)`
-      update entries set storage_key = ${input.storageKey}, size = ${input.size}, sha256 = ${input.sha256}, mtime = now()
-      where id = ${existing.id} returning ${entryColumns}`);
-    await tx.query(sql.unsafe`
-      insert into object_garbage (storage_key, delete_after) values (${existing.storage_key}, now())
-      on conflict (storage_key) do update set delete_after = now()`);
-    // The bytes are referenced now: no longer garbage.
-    await tx.query(sql.unsafe`delete from object_garbage where storage_key = ${input.storageKey}`);
-    await emit(db, tx, 'checksum-update', [input.path], {
-      filePath: input.path,
-      checksum: input.sha256,
-      size: input.size,
-      mtime: new Date(entry.mtime).toISOString(),
-    });
-    return { entry, created: false, replacedKey: existing.storage_key };
+    return commitLocked(db, tx, input);
   });
+}
+
+/** commitUpload's work, inside a transaction that holds the tree lock (upload-batch.ts runs several in one). */
+export async function commitLocked(db: TreeDatabase, tx: DatabaseTransactionConnection, input: UploadCommit): Promise<UploadResult> {
+  checkNewPath(input.path);
+  // The parent and the path in one read; a missing parent is made (with its own missing parents) as before.
+  const parentPath = parentOf(input.path);
+  const found = await tx.any(sql.type(entryRow)`select ${entryColumns} from entries where path = any(${sql.array([parentPath, input.path], 'text')})`);
+  const foundParent = found.find((e) => e.path === parentPath);
+  const parent = foundParent?.kind === 'dir' ? foundParent : await ensureDirectory(db, tx, parentPath, input.userId);
+  const existing = found.find((e) => e.path === input.path) ?? null;
+  if (existing?.kind === 'dir') throw conflict(`${input.path} is a folder`);
+  if (!existing) return { entry: await insertFile(db, tx, input, parent), created: true, replacedKey: null };
+  if (!input.mayReplace) throw new HttpError(403, `${input.path} exists; replacing a file needs the delete permission`);
+  const entry = await tx.one(sql.type(entryRow)`
+    update entries set storage_key = ${input.storageKey}, size = ${input.size}, sha256 = ${input.sha256}, mtime = now()
+    where id = ${existing.id} returning ${entryColumns}`);
+  await tx.query(sql.unsafe`
+    insert into object_garbage (storage_key, delete_after) values (${existing.storage_key}, now())
+    on conflict (storage_key) do update set delete_after = now()`);
+  // The bytes are referenced now: no longer garbage.
+  await tx.query(sql.unsafe`delete from object_garbage where storage_key = ${input.storageKey}`);
+  await emit(db, tx, 'checksum-update', [input.path], {
+    filePath: input.path,
+    checksum: input.sha256,
+    size: input.size,
+    mtime: new Date(entry.mtime).toISOString(),
+  });
+  return { entry, created: false, replacedKey: existing.storage_key };
 }
 
 /** Creates `name` in the existing folder `directory`; 409 when the name is taken. */

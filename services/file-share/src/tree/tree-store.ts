@@ -7,7 +7,8 @@ import { sql, type DatabasePool, type DatabaseTransactionConnection } from 'slon
 import { z } from 'zod';
 import { descendantsOf, entryColumns, entryRow, findEntry, type Entry, type TreeDatabase } from './entry-rows.ts';
 import type { EventName } from '../events/event-types.ts';
-import { commitUpload, createFolder, emit, lockTree, remove, rename, type UploadCommit } from './tree-changes.ts';
+import { createFolder, emit, lockTree, remove, rename, type UploadCommit } from './tree-changes.ts';
+import { createUploadCommitter } from './upload-batch.ts';
 
 export { entryRow, type Entry } from './entry-rows.ts';
 export type { UploadCommit, UploadResult } from './tree-changes.ts';
@@ -101,32 +102,46 @@ function listJson({ pool }: TreeDatabase, directory: Entry, page: Page): Promise
 const likeLiteral = (text: string) => text.replace(/[\\%_]/g, (c) => `\\${c}`);
 
 /**
- * Entries below `directory` whose name contains `query` (case-insensitive) or, for 8 to 64 hex digits, whose
- * sha256 starts with it. Only names and checksums are compared, never paths. The name test is a LIKE on the
- * expression the trigram index holds (0011_name_search_trigrams.sql), the checksum test a range on its btree, so
- * PostgreSQL reads both from indexes (a BitmapOr) instead of every entry.
+ * Entries below the folder `directoryPath` whose name contains `query` (case-insensitive) or, for 8 to 64 hex
+ * digits, whose sha256 starts with it; null when `directoryPath` is not a folder. Only names and checksums are
+ * compared, never paths. The name test is a LIKE on the expression the trigram index holds
+ * (0011_name_search_trigrams.sql), the checksum test a range on its btree, so PostgreSQL reads both from indexes (a
+ * BitmapOr) instead of every entry: ~0.3 ms for a 64-digit checksum in 1,100,000 entries. Page, total and the
+ * folder's existence come from one statement (the total as a window count over the same matches), so a search is
+ * one round trip; only an empty page asks again, to tell "no folder" from "no match" and to count past the end.
  */
-async function search({ pool, fold }: TreeDatabase, directory: Entry, query: string, page: Page): Promise<{ total: number; entries: readonly Entry[] }> {
+async function search(
+  { pool, fold }: TreeDatabase,
+  directoryPath: string,
+  query: string,
+  page: Page,
+): Promise<{ total: number; entries: readonly Entry[] } | null> {
   const hex = /^[0-9a-f]{8,64}$/i.test(query) ? query.toLowerCase() : null;
   const checksumMatch = hex ? sql.fragment`or (sha256 >= ${hex} and sha256 < ${`${hex}g`})` : sql.fragment``;
-  const where = sql.fragment`${descendantsOf(directory.path)}
+  const where = sql.fragment`${descendantsOf(directoryPath)}
     and (lower(name collate ${fold}) like ('%' || lower(${likeLiteral(query)}::text collate ${fold}) || '%') ${checksumMatch})`;
-  const [total, entries] = await Promise.all([
-    pool.oneFirst(sql.type(z.object({ count: z.number() }))`select count(*)::int as count from entries where ${where}`),
-    pool.any(sql.type(entryRow)`select ${entryColumns} from entries where ${where} order by path limit ${page.limit} offset ${page.offset}`),
-  ]);
-  return { total, entries };
+  const entries = await pool.any(sql.type(entryRow.extend({ total: z.number() }))`
+    select ${entryColumns}, count(*) over ()::int as total from entries
+    where ${where} and exists (select 1 from entries d where d.path = ${directoryPath} and d.kind = 'dir')
+    order by path limit ${page.limit} offset ${page.offset}`);
+  if (entries[0]) return { total: entries[0].total, entries };
+  const directory = await findEntry(pool, directoryPath);
+  if (directory?.kind !== 'dir') return null;
+  if (page.offset === 0) return { total: 0, entries: [] };
+  return { total: await pool.oneFirst(sql.type(z.object({ count: z.number() }))`select count(*)::int as count from entries where ${where}`), entries: [] };
 }
 
 export function createTree(pool: DatabasePool, options: { eventChannel: string; caseFoldCollation: string }) {
   const db: TreeDatabase = { pool, eventChannel: options.eventChannel, fold: sql.identifier([options.caseFoldCollation]) };
+  const commitUpload = createUploadCommitter(db);
   return {
     find: (path: string, connection: DatabasePool | DatabaseTransactionConnection = pool) => findEntry(connection, path),
     list: (directory: Entry, page: Page) => list(db, directory, page),
     listJson: (directory: Entry, page: Page) => listJson(db, directory, page),
     listEntries: (directory: Entry, page: Page) => listEntries(db, directory, page),
-    search: (directory: Entry, query: string, page: Page) => search(db, directory, query, page),
-    commitUpload: (input: UploadCommit) => commitUpload(db, input),
+    search: (directoryPath: string, query: string, page: Page) => search(db, directoryPath, query, page),
+    /** Makes `path` a file with the given stored bytes (a new entry, or the same entry with new bytes), atomically. */
+    commitUpload: (input: UploadCommit) => commitUpload(input),
     createFolder: (directoryPath: string, name: string, userId: string | null) => createFolder(db, directoryPath, name, userId),
     rename: (path: string, newName: string) => rename(db, path, newName),
     remove: (path: string) => remove(db, path),
