@@ -27,6 +27,7 @@ import { createSessionService, type SessionService } from './sessions/service.ts
 import { userAdministrationRoutes, userRoutes } from './users/routes.ts';
 import { webRoutes } from './web/routes.ts';
 import { createAccessWatch } from './ws/access-watch.ts';
+import type { Relay } from './ws/proxy.ts';
 import { socketRoutes } from './ws/routes.ts';
 
 const MAX_FRAME = 1_048_576;
@@ -43,11 +44,13 @@ const isLoopback = (host: string) => host === 'localhost' || host === '::1' || h
 
 export async function terminalPlugin(app: FastifyInstance, { config, publicUrl }: PluginOptions<TerminalConfig>): Promise<void> {
   const { sessions, recordings, audit } = startSessions(app, config);
+  const relays = new Set<Relay>();
   await app.register(websocket, {
     options: { maxPayload: MAX_FRAME, perMessageDeflate: false },
     // On shutdown, tell clients to come back (1001) rather than that their shell ended: it didn't.
     preClose(done) {
       for (const client of app.websocketServer.clients) client.close(1001, 'gateway restarting');
+      for (const relay of relays) relay.close(1001, 'gateway restarting');
       app.websocketServer.close(() => done());
     },
   });
@@ -85,6 +88,7 @@ export async function terminalPlugin(app: FastifyInstance, { config, publicUrl }
     maxSockets: config.sessions.max_sockets,
     recordings,
     audit,
+    relays,
   });
   recordingRoutes(app, { auth, recordings });
   auditRoutes(app, { auth, audit });
@@ -120,6 +124,8 @@ function startSessions(app: FastifyInstance, config: TerminalConfig) {
     log: app.log,
     metrics: createSessionMetrics(app.metrics, app.pool, backend.kind, config.metrics.database_cache_seconds),
     startTimeoutSeconds: config.backend.kind === 'kubernetes' ? config.backend.kubernetes!.pod_ready_timeout_seconds : 15,
+    // With recording on, a user's stream is opened for the recorder too (recording/service.ts `stream`).
+    streamAhead: config.recording.mode === 'off',
   });
   const { recordings, audit } = startHistory(app, config, sessions);
   // Before the WebSocket plugin's own preClose (registered after this): sessions detach, then clients hear 1001.

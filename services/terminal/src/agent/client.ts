@@ -1,6 +1,8 @@
 // The gateway's side of the agent API. An agent address is `unix:/path/to.sock` (local backend) or
 // `host:port` (a session pod's IP and agent port).
+import { createHash, randomBytes } from 'node:crypto';
 import { request as httpRequest, type RequestOptions } from 'node:http';
+import type { Socket } from 'node:net';
 import WebSocket from 'ws';
 import type { ExitReason } from '../protocol.ts';
 import type { AgentStatus } from './agent.ts';
@@ -155,5 +157,61 @@ export async function connectAgent(address: string, credentials: AgentCredential
     maxPayload: MAX_FRAME,
     handshakeTimeout: 10_000,
     perMessageDeflate: false,
+  });
+}
+
+/** The agent's end of an upgraded stream: its socket, paused, and the bytes that came with the upgrade's answer. */
+export interface AgentStream {
+  socket: Socket;
+  head: Buffer;
+}
+
+const WEBSOCKET_GUID = '258EAFA5-E914-47DA-95CA-C5AB0DC85B11';
+
+/**
+ * The session's terminal stream as a plain socket after the WebSocket upgrade, for the gateway's relay
+ * (ws/proxy.ts), which passes the frames on without decoding them. Same checks as connectAgent: the agent proves
+ * it is the session's first; no extension is asked for, so every frame is a plain RFC 6455 frame.
+ */
+export async function openAgentStream(address: string, credentials: AgentCredentials, options?: StreamOptions, authorization?: string): Promise<AgentStream> {
+  authorization ??= await authorize(address, credentials, 'GET', '/attach');
+  const key = randomBytes(16).toString('base64');
+  const expected = createHash('sha1')
+    .update(key + WEBSOCKET_GUID)
+    .digest('base64');
+  return new Promise((resolve, reject) => {
+    const req = httpRequest({
+      ...target(address).http,
+      method: 'GET',
+      path: `/attach${streamQuery(options)}`,
+      headers: withTraceparent({
+        authorization,
+        connection: 'Upgrade',
+        upgrade: 'websocket',
+        'sec-websocket-version': '13',
+        'sec-websocket-key': key,
+      }),
+      timeout: 10_000,
+    });
+    req.on('upgrade', (response, socket, head) => {
+      socket.pause();
+      if (response.headers['sec-websocket-accept'] !== expected || response.headers['sec-websocket-extensions'] !== undefined) {
+        socket.destroy();
+        return reject(new AgentUnreachableError(`agent at ${address} answered the upgrade wrongly`));
+      }
+      socket.setTimeout(0);
+      socket.setNoDelay(true);
+      // It may wait, paused, before its relay reads it (attach-ahead.ts): an error meanwhile only ends it.
+      socket.on('error', () => socket.destroy());
+      resolve({ socket, head });
+    });
+    req.on('response', (response) => {
+      response.resume();
+      req.destroy();
+      reject(new AgentUnreachableError(`agent at ${address} answered ${response.statusCode} to the upgrade`));
+    });
+    req.on('timeout', () => req.destroy(new AgentUnreachableError(`agent at ${address}: no upgrade within 10 s`)));
+    req.on('error', (error) => reject(error instanceof AgentUnreachableError ? error : new AgentUnreachableError(`agent at ${address}: ${error.message}`)));
+    req.end();
   });
 }

@@ -36,4 +36,17 @@ describe('attach authorization asked for ahead', () => {
     expect(ahead.size).toBe(0);
     expect(await ahead.take('s1', 'unix:/a.sock')).toBeUndefined();
   });
+
+  it('disposes of what nobody took: not used in time, replaced, or for another address', async () => {
+    const disposed: string[] = [];
+    const ahead = createAttachAhead<string>({ useWithinMs: 20, dispose: (value) => disposed.push(value) });
+    ahead.prepare('s1', 'unix:/a.sock', async () => 'stream-1');
+    ahead.prepare('s1', 'unix:/a.sock', async () => 'stream-2');
+    ahead.prepare('s2', 'unix:/b.sock', async () => 'stream-3');
+    ahead.prepare('s3', 'unix:/c.sock', async () => 'stream-4');
+    expect(await ahead.take('s2', 'unix:/moved.sock')).toBeUndefined();
+    expect(await ahead.take('s3', 'unix:/c.sock')).toBe('stream-4');
+    await new Promise((resolve) => setTimeout(resolve, 60));
+    expect(disposed.sort()).toEqual(['stream-1', 'stream-2', 'stream-3']);
+  });
 });

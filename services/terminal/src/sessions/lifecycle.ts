@@ -40,8 +40,22 @@ export async function settled({ options, store }: SessionContext, id: string): P
   }
 }
 
-/** Starts the agent of a session just inserted; a start that fails marks it failed and releases what it got. */
-export async function launch(ctx: SessionContext, row: SessionRow, secret: string): Promise<SessionRow> {
+/** The insert of a session whose agent was starting did not commit (launch releases the agent and rethrows the cause). */
+class NotInserted extends Error {
+  constructor(cause: unknown) {
+    super('the session row was not inserted', { cause });
+  }
+}
+
+/** What starting a session's agent needs of its row (known before the row is written). */
+export type LaunchRow = Pick<SessionRow, 'id' | 'owner_id' | 'owner_username' | 'owner_provider_identity' | 'owner_role' | 'expires_at'>;
+
+/**
+ * Starts the agent of a session being inserted; a start that fails marks it failed and releases what it got. The
+ * agent starts while `committed` (the insert's transaction) is still under way: its row is only written to once
+ * that has committed, and when it fails instead the agent is released (the start throws).
+ */
+export async function launch(ctx: SessionContext, row: LaunchRow, secret: string, committed: Promise<unknown>): Promise<SessionRow> {
   const { options, store } = ctx;
   const { backend, sessions, log } = options;
   const keys = sessionKeys(secret);
@@ -65,9 +79,16 @@ export async function launch(ctx: SessionContext, row: SessionRow, secret: strin
       },
       (name) => {
         resource = name;
-        void store.setResource(row.id, name).catch(ignoreError('the resource name is only a hint for release; release also finds the agent by session id'));
+        void committed
+          .then(() => store.setResource(row.id, name))
+          .catch(ignoreError('the resource name is only a hint for release; release also finds the agent by session id'));
       },
     );
+    try {
+      await committed;
+    } catch (failure) {
+      throw new NotInserted(failure);
+    }
     const running = await store.markRunning(row.id, agent);
     timer?.({ outcome: 'started' });
     if (running) {
@@ -81,8 +102,15 @@ export async function launch(ctx: SessionContext, row: SessionRow, secret: strin
     throw new HttpError(503, 'The session was stopped while it was starting');
   } catch (error) {
     if (error instanceof HttpError) throw error;
+    if (error instanceof NotInserted) {
+      // No session row (a start racing for the same cookie won, or the database failed): the agent goes.
+      await backend.release({ id: row.id, resource, address: null }).catch(ignoreError('the reaper releases what this could not'));
+      throw error.cause;
+    }
     timer?.({ outcome: 'failed' });
     log.error({ err: error, session: row.id }, 'terminal session failed to start');
+    // The row to mark failed is there once its transaction has ended (or never: then nothing is marked).
+    await committed.catch(ignoreError('a start whose insert failed has no row to mark; its caller reports that failure'));
     // Release first: if the database is what failed, the pod or process still goes (the reaper fails the row later).
     resource ??= (await store.get(row.id).catch(ignoreError('without the row, release goes by session id alone')))?.agent_resource ?? null;
     await backend.release({ id: row.id, resource, address: null }).catch(ignoreError('the reaper releases what this could not'));

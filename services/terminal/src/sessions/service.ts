@@ -2,17 +2,18 @@
 // ends sessions past their lifetime, idle time-out or reattach grace, and notices agents that vanished. All
 // state changes are conditional UPDATEs, so two gateway replicas never both act on one session.
 // The parts: this file starts sessions, lifecycle.ts changes their state afterwards, reaper.ts runs the reaper.
+import { AsyncResource } from 'node:async_hooks';
 import { randomUUID } from 'node:crypto';
-import { HttpError } from '@boxyard/kit';
+import { HttpError, markHandled } from '@boxyard/kit';
 import type { FastifyBaseLogger } from 'fastify';
 import { sql, UniqueIntegrityConstraintViolationError, type DatabasePool } from 'slonik';
-import { authorizeAttach, connectAgent, type StreamOptions } from '../agent/client.ts';
+import { authorizeAttach, connectAgent, openAgentStream, type AgentStream, type StreamOptions } from '../agent/client.ts';
 import type { SessionBackend } from '../backends/types.ts';
 import type { SessionsConfig } from '../config.ts';
 import type { ExitReason } from '../protocol.ts';
 import { newAgentSecret, type SecretBox } from './agent-secret.ts';
 import { createAttachAhead } from './attach-ahead.ts';
-import { credentialsOf, launch, markExited, secretOf, settled, stopSession, type SessionChange, type SessionContext } from './lifecycle.ts';
+import { credentialsOf, launch, markExited, secretOf, settled, stopSession, type LaunchRow, type SessionChange, type SessionContext } from './lifecycle.ts';
 import type { SessionMetrics } from './metrics.ts';
 import { reapOnce, startReaper, stopReaper, type ReaperRun } from './reaper.ts';
 import { createSessionStore, type SessionRow } from './store.ts';
@@ -32,7 +33,12 @@ export interface SessionServiceOptions {
   /** How long a start may take before it counts as failed (pod scheduling, image pulls). */
   startTimeoutSeconds: number;
   metrics?: SessionMetrics;
+  /** Open the first attach's agent stream during the start (users' streams are opened plainly: nothing records them). */
+  streamAhead?: boolean;
 }
+
+/** What is prepared for a session's first attach. */
+type Prepared = { stream: AgentStream } | { authorization: string };
 
 type StartOutcome = { kind: 'existing'; row: SessionRow } | { kind: 'created'; row: SessionRow };
 
@@ -44,37 +50,50 @@ function limitReached(message: string, limit: number, soonest: number | null): H
   });
 }
 
-/** The caller's live session of this cookie, or a new session row (under the caps), or an error. */
-async function findOrInsert({ options, store }: SessionContext, caller: Caller, cookie: string, id: string, agentSecret: string): Promise<StartOutcome> {
+/**
+ * The caller's live session of this cookie, or a new session row (under the caps), or an error. Once the caps allow
+ * the new session, `admitted` is told (inside the transaction, before the insert), so its agent can start while the
+ * insert commits.
+ */
+async function findOrInsert(
+  { options, store }: SessionContext,
+  caller: Caller,
+  cookie: string,
+  id: string,
+  agentSecret: string,
+  admitted: (row: LaunchRow, committed: Promise<unknown>) => void,
+): Promise<StartOutcome> {
   const { pool, backend, sessions, secretBox } = options;
+  // Whole milliseconds: the row and the agent hold the same absolute expiry.
+  const expiresAt = Date.now() + sessions.max_lifetime_seconds * 1000;
+  let told = false;
+  const committed: Promise<StartOutcome> = pool.transaction(async (tx) => {
+    // Starts are serialised (briefly: the agent starts while the insert commits) so the caps hold across replicas.
+    await tx.query(sql.unsafe`select pg_advisory_xact_lock(hashtext('boxyard-terminal:start'))`);
+    const live = await store.findLive(tx, caller.id, cookie);
+    if (live) return { kind: 'existing' as const, row: live };
+    const counts = await store.countLive(tx, caller.id);
+    if (counts.mine >= sessions.per_user_limit) {
+      throw limitReached(
+        `Session limit reached: at most ${sessions.per_user_limit} live sessions per user; stop one first`,
+        sessions.per_user_limit,
+        counts.mine_soonest,
+      );
+    }
+    if (counts.total >= sessions.global_limit) {
+      throw limitReached(`The service is at its limit of ${sessions.global_limit} live sessions; try again later`, sessions.global_limit, counts.total_soonest);
+    }
+    // Once: a transaction the pool retries (deadlock, serialization failure) runs this again.
+    if (!told) {
+      told = true;
+      const owner = { owner_id: caller.id, owner_username: caller.username, owner_role: caller.role, owner_provider_identity: counts.provider_identity };
+      admitted({ id, ...owner, expires_at: expiresAt }, committed);
+    }
+    const row = await store.insert(tx, { id, ownerId: caller.id, cookie, backend: backend.kind, sealedSecret: secretBox.seal(agentSecret, id), expiresAt });
+    return { kind: 'created' as const, row };
+  });
   try {
-    return await pool.transaction(async (tx) => {
-      // Starts are serialised (briefly: the spawn happens after commit) so the caps hold across replicas.
-      await tx.query(sql.unsafe`select pg_advisory_xact_lock(hashtext('boxyard-terminal:start'))`);
-      const live = await store.findLive(tx, caller.id, cookie);
-      if (live) return { kind: 'existing' as const, row: live };
-      const mine = await store.countLive(tx, caller.id);
-      if (mine.count >= sessions.per_user_limit) {
-        throw limitReached(
-          `Session limit reached: at most ${sessions.per_user_limit} live sessions per user; stop one first`,
-          sessions.per_user_limit,
-          mine.soonest,
-        );
-      }
-      const all = await store.countLive(tx);
-      if (all.count >= sessions.global_limit) {
-        throw limitReached(`The service is at its limit of ${sessions.global_limit} live sessions; try again later`, sessions.global_limit, all.soonest);
-      }
-      const row = await store.insert(tx, {
-        id,
-        ownerId: caller.id,
-        cookie,
-        backend: backend.kind,
-        sealedSecret: secretBox.seal(agentSecret, id),
-        lifetimeSeconds: sessions.max_lifetime_seconds,
-      });
-      return { kind: 'created' as const, row };
-    });
+    return await committed;
   } catch (error) {
     // The partial unique index caught a start racing outside the lock: that start's session is ours.
     if (!(error instanceof UniqueIntegrityConstraintViolationError)) throw error;
@@ -87,8 +106,15 @@ async function findOrInsert({ options, store }: SessionContext, caller: Caller, 
 async function startSession(ctx: SessionContext, caller: Caller, cookie: string): Promise<{ session: SessionRow; reattached: boolean }> {
   const id = randomUUID();
   const agentSecret = newAgentSecret();
-  const outcome = await findOrInsert(ctx, caller, cookie, id, agentSecret);
-  if (outcome.kind === 'created') return { session: await launch(ctx, outcome.row, agentSecret), reattached: false };
+  let launching: Promise<SessionRow> | undefined;
+  // Bound here: called inside the transaction, the launch must not run in its context (its queries use the pool).
+  const admitted = AsyncResource.bind((row: LaunchRow, committed: Promise<unknown>) => {
+    launching = launch(ctx, row, agentSecret, committed);
+    // Read below when the insert committed; otherwise it only releases its agent, and the outcome says why.
+    markHandled(launching);
+  });
+  const outcome = await findOrInsert(ctx, caller, cookie, id, agentSecret, admitted);
+  if (outcome.kind === 'created') return { session: await launching!, reattached: false };
   const row = outcome.row.state === 'starting' ? await settled(ctx, outcome.row.id) : outcome.row;
   if (!row || row.state !== 'running') throw new HttpError(503, 'The session with this terminal_cookie failed to start; try again');
   return { session: row, reattached: true };
@@ -99,7 +125,12 @@ export function createSessionService(options: SessionServiceOptions) {
   const ctx: SessionContext = { options, store: createSessionStore(options.pool), closed: false, listeners: [] };
   const { store } = ctx;
   const reaper: ReaperRun = {};
-  const attachAhead = createAttachAhead();
+  // The browser's first attach, prepared during the start (attach-ahead.ts): its agent stream, or the authorization.
+  const attachAhead = createAttachAhead<Prepared>({
+    dispose: (prepared) => {
+      if ('stream' in prepared) prepared.stream.socket.destroy();
+    },
+  });
 
   backend.onAgentExit?.((id, code) => {
     if (!ctx.closed) void markExited(ctx, id, code).catch((error: unknown) => log.warn({ err: error, session: id }, 'could not record an agent exit'));
@@ -109,11 +140,26 @@ export function createSessionService(options: SessionServiceOptions) {
     store,
     secretOf: (row: SessionRow) => secretOf(ctx, row),
 
-    /** The terminal stream of a running session's agent, once the backend and the agent vouch for the address. */
+    /** The terminal stream of a running session's agent, once the backend and the agent vouch for the address (the recorder's). */
     async connect(row: SessionRow & { agent_address: string }, options?: StreamOptions) {
+      await backend.verifyAddress?.({ id: row.id, resource: row.agent_resource, address: row.agent_address });
+      return connectAgent(row.agent_address, credentialsOf(ctx, row), options);
+    },
+
+    /**
+     * A user's stream as a plain socket after the upgrade, for the relay that passes frames on undecoded
+     * (ws/proxy.ts): the one opened during the start when there is one, else a new one.
+     */
+    async openStream(row: SessionRow & { agent_address: string }, streamOptions?: StreamOptions): Promise<AgentStream> {
       const ahead = attachAhead.take(row.id, row.agent_address);
       await backend.verifyAddress?.({ id: row.id, resource: row.agent_resource, address: row.agent_address });
-      return connectAgent(row.agent_address, credentialsOf(ctx, row), options, await ahead);
+      const prepared = await ahead;
+      if (prepared && 'stream' in prepared) {
+        if (!streamOptions && !prepared.stream.socket.destroyed) return prepared.stream;
+        prepared.stream.socket.destroy();
+      }
+      const authorization = prepared && 'authorization' in prepared ? prepared.authorization : undefined;
+      return openAgentStream(row.agent_address, credentialsOf(ctx, row), streamOptions, authorization);
     },
 
     /** Called when a session this replica started begins running, and when any replica's action ends one. */
@@ -134,10 +180,14 @@ export function createSessionService(options: SessionServiceOptions) {
     async start(caller: Caller, cookie: string): Promise<{ session: SessionRow; reattached: boolean }> {
       const started = await startSession(ctx, caller, cookie);
       const { session } = started;
-      // The browser attaches next: its authorization with the agent is asked for meanwhile (attach-ahead.ts).
+      // The browser attaches next: its agent stream (or, when the recorder reads users' streams, which are opened
+      // differently, its authorization with the agent) is made meanwhile (attach-ahead.ts).
       if (!started.reattached && session.state === 'running' && session.agent_address) {
         const address = session.agent_address;
-        attachAhead.prepare(session.id, address, () => authorizeAttach(address, credentialsOf(ctx, session)));
+        const credentials = credentialsOf(ctx, session);
+        attachAhead.prepare(session.id, address, async () =>
+          options.streamAhead ? { stream: await openAgentStream(address, credentials) } : { authorization: await authorizeAttach(address, credentials) },
+        );
       }
       return started;
     },

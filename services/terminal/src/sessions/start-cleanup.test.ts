@@ -68,4 +68,39 @@ describe('a start that fails half-way (injected failure)', () => {
     backend.release = realRelease;
     await gateway.sessions.stop(retried.json.data.session.id);
   });
+
+  // The agent starts while the session's insert commits (sessions/service.ts): an insert that fails leaves no agent.
+  it('takes the agent down when the session row is not written after all (injected failure)', async () => {
+    const backend: SessionBackend = gateway.backend;
+    const { store } = gateway.sessions;
+    const realStart = backend.start.bind(backend);
+    const realInsert = store.insert;
+    const realRelease = backend.release.bind(backend);
+    const released: (string | null)[] = [];
+    let started: Promise<{ resource: string }> | undefined;
+    backend.start = (spec, onResource) => (started = realStart(spec, onResource));
+    backend.release = async (session) => {
+      released.push(session.resource);
+      return realRelease(session);
+    };
+    store.insert = async () => {
+      // The agent is on its way by now: the insert fails while it starts.
+      expect(started).toBeDefined();
+      throw new Error('injected: the insert failed');
+    };
+    try {
+      const failed = await api(gateway.url, 'POST', '/api/terminal/start', { cookie, body: { terminal_cookie: 'insert-fails' } });
+      expect(failed.status).toBe(500);
+    } finally {
+      store.insert = realInsert;
+      backend.start = realStart;
+    }
+    const agent = await started!;
+    const pid = Number(/^pid:(\d+)/.exec(agent.resource)?.[1]);
+    await expect.poll(() => released, { timeout: 10_000 }).toContain(agent.resource);
+    await expect.poll(() => alive(pid), { timeout: 10_000 }).toBe(false);
+    backend.release = realRelease;
+    const all = (await api(gateway.url, 'GET', '/api/terminal/sessions?include_ended=true', { cookie })).json.data.sessions;
+    expect(all.filter((session: { terminal_cookie: string }) => session.terminal_cookie === 'insert-fails')).toEqual([]);
+  });
 });

@@ -46,7 +46,13 @@ const returning = (statement: ReturnType<typeof sql.fragment>) => sql.type(sessi
   with changed as (${statement} returning *)
   select ${columns} from changed s join users u on u.id = s.owner_id`;
 
-const countRow = z.object({ count: z.number(), soonest: z.number().nullable() });
+const countsRow = z.object({
+  mine: z.number(),
+  mine_soonest: z.number().nullable(),
+  total: z.number(),
+  total_soonest: z.number().nullable(),
+  provider_identity: z.string().nullable(),
+});
 
 const SESSION_ID = /^[\da-f]{8}-[\da-f]{4}-[\da-f]{4}-[\da-f]{4}-[\da-f]{12}$/i;
 /** Session ids are UUIDs; anything else names no session. */
@@ -74,19 +80,26 @@ export function createSessionStore(pool: DatabasePool) {
         select ${columns} from terminal_sessions s join users u on u.id = s.owner_id
         where s.owner_id = ${ownerId}::uuid and s.terminal_cookie = ${cookie} and s.state in ('starting', 'running')`),
 
-    /** Live sessions of one owner (or all) and the soonest of their absolute expiries. */
-    countLive: (tx: CommonQueryMethods, ownerId?: string) =>
-      tx.one(sql.type(countRow)`
-        select count(*)::int as count, (extract(epoch from min(expires_at)) * 1000)::float8 as soonest
+    /**
+     * Live sessions of one owner and of everyone, each with the soonest of their absolute expiries, and the owner's
+     * identity-provider name (the row's owner_provider_identity): what a start decides on, in one statement.
+     */
+    countLive: (tx: CommonQueryMethods, ownerId: string) =>
+      tx.one(sql.type(countsRow)`
+        select count(*) filter (where owner_id = ${ownerId}::uuid)::int as mine,
+          (extract(epoch from min(expires_at) filter (where owner_id = ${ownerId}::uuid)) * 1000)::float8 as mine_soonest,
+          count(*)::int as total, (extract(epoch from min(expires_at)) * 1000)::float8 as total_soonest,
+          (select i.issuer || '#' || i.subject from oidc_identities i where i.user_id = ${ownerId}::uuid order by i.created_at limit 1) as provider_identity
         from terminal_sessions
-        where state in ('starting', 'running') and ${ownerId ? sql.fragment`owner_id = ${ownerId}::uuid` : sql.fragment`true`}`),
+        where state in ('starting', 'running')`),
 
-    insert: (tx: CommonQueryMethods, row: { id: string; ownerId: string; cookie: string; backend: string; sealedSecret: string; lifetimeSeconds: number }) =>
+    /** `expiresAt`: ms since the epoch, the same the session's agent is given. */
+    insert: (tx: CommonQueryMethods, row: { id: string; ownerId: string; cookie: string; backend: string; sealedSecret: string; expiresAt: number }) =>
       tx.one(
         returning(sql.fragment`
         insert into terminal_sessions as s (id, owner_id, terminal_cookie, backend, agent_secret, expires_at)
         values (${row.id}::uuid, ${row.ownerId}::uuid, ${row.cookie}, ${row.backend}, ${row.sealedSecret},
-                now() + make_interval(secs => ${row.lifetimeSeconds}))`),
+                to_timestamp(${row.expiresAt} / 1000.0))`),
       ),
 
     markRunning: (id: string, agent: { address: string; resource: string }) =>

@@ -3,10 +3,10 @@
 // caller (see SessionBackend.refusal), 404 for a session that doesn't exist or isn't the caller's (admins
 // included: only the owner may attach to a shell). Once attached, the access watch closes the socket when that
 // authorisation ends (sign-out, expiry, account disabled or deleted, rights lost): 4401 / 4403.
-import { createStreamLimits, endUpgradeSpan, forbidden, notFound } from '@boxyard/kit';
+import { createStreamLimits, endUpgradeSpan, forbidden, markHandled, notFound } from '@boxyard/kit';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { WebSocket } from 'ws';
-import type { Auth } from '../auth/plugin.ts';
+import { AUTH_COOKIE, type Auth } from '../auth/plugin.ts';
 import type { OriginPolicy } from '@boxyard/kit';
 import type { AuditService } from '../audit/service.ts';
 import type { RecordingService } from '../recording/service.ts';
@@ -14,8 +14,8 @@ import { CLOSE_CODES, closeCodeFor, encodeServerMessage, EXIT_REASONS, type Exit
 import type { SessionService } from '../sessions/service.ts';
 import type { SessionRow } from '../sessions/store.ts';
 import type { AccessWatch } from './access-watch.ts';
-import { discardUpstream } from './discard-upstream.ts';
-import { proxyTerminal, type Ending } from './proxy.ts';
+import type { AgentStream } from '../agent/client.ts';
+import { proxyTerminal, type Ending, type Relay } from './proxy.ts';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -34,6 +34,8 @@ export interface SocketRouteOptions {
   maxSockets: number;
   recordings?: RecordingService;
   audit?: AuditService;
+  /** The relayed connections, for the gateway's shutdown (1001). */
+  relays?: Set<Relay>;
 }
 
 /** At most one resize a second per socket reaches the audit log (a dragged window sends dozens). */
@@ -58,10 +60,17 @@ export function socketRoutes(app: FastifyInstance, options: SocketRouteOptions):
   const { auth, origins, sessions } = options;
   app.decorateRequest('terminalSession', null);
 
-  const loadOwnSession = async (request: FastifyRequest<{ Params: { sessionId: string } }>) => {
+  // The caller and the session are looked up at once (an attach waits for one database round trip, not two); the
+  // session is only looked at once the caller is known, so an unauthenticated caller still learns nothing.
+  const userAndOwnSession = async (request: FastifyRequest<{ Params: { sessionId: string } }>) => {
+    // Only for a caller who brings a credential: one without is refused before anything is read.
+    const credential = request.cookies[AUTH_COOKIE] !== undefined || request.headers.authorization !== undefined;
+    const lookup = credential ? sessions.store.get(request.params.sessionId) : undefined;
+    if (lookup) markHandled(lookup);
+    await auth.requireUser(request);
     const refusal = sessions.refusal(request.user!);
     if (refusal) throw forbidden(refusal);
-    const row = await sessions.store.get(request.params.sessionId);
+    const row = await lookup;
     if (!row || row.owner_id !== request.user!.id) throw notFound('Session does not exist');
     const sessionRefusal = sessions.refusal(request.user!, { resource: row.agent_resource });
     if (sessionRefusal) throw forbidden(sessionRefusal);
@@ -79,9 +88,9 @@ export function socketRoutes(app: FastifyInstance, options: SocketRouteOptions):
     '/ws/terminal/:sessionId',
     {
       websocket: true,
-      // A malformed id is no session's: 404 from loadOwnSession, as for an unknown one.
+      // A malformed id is no session's: 404 from userAndOwnSession, as for an unknown one.
       schema: { params: { type: 'object', required: ['sessionId'], properties: { sessionId: { type: 'string' } } } },
-      preHandler: [origins.check, auth.requireUser, loadOwnSession, claimSocketSlot],
+      preHandler: [origins.check, userAndOwnSession, claimSocketSlot],
     },
     async (socket: WebSocket, request) => {
       endUpgradeSpan(request);
@@ -100,18 +109,30 @@ export function socketRoutes(app: FastifyInstance, options: SocketRouteOptions):
         return end({ message: { type: 'error', message: 'The session is not ready' }, code: CLOSE_CODES.agentUnavailable, reason: 'not ready' });
 
       const user = request.user!;
+      // Until the relay takes the socket over, ws owns it; then the relay does (proxy.ts).
+      const attached: { relay?: Relay } = {};
+      let closed = false;
       const unwatch = options.access.register({
         jti: user.jti,
         userId: user.id,
         expiresAt: user.expiresAt,
         resource: row.agent_resource,
         end: (ending) => {
+          const message = { type: 'error' as const, message: ending.message };
+          if (attached.relay) return attached.relay.end({ message, code: ending.code, reason: ending.reason });
           if (socket.readyState !== socket.OPEN) return;
-          socket.send(encodeServerMessage({ type: 'error', message: ending.message }));
+          socket.send(encodeServerMessage(message));
           socket.close(ending.code, ending.reason);
         },
       });
-      socket.once('close', unwatch);
+      const whenClosed = (also?: (code: number) => void) => (code: number) => {
+        if (closed) return;
+        closed = true;
+        unwatch();
+        if (attached.relay) options.relays?.delete(attached.relay);
+        also?.(code);
+      };
+      socket.once('close', whenClosed());
 
       const id = row.id;
       const lost = async ({ wasOpen, error }: { wasOpen: boolean; error: Error | undefined }): Promise<Ending> => {
@@ -126,11 +147,11 @@ export function socketRoutes(app: FastifyInstance, options: SocketRouteOptions):
           reason: wasOpen ? 'agent connection lost' : 'agent unreachable',
         };
       };
-      let upstream: WebSocket;
+      let upstream: AgentStream;
       try {
         // Only once the address is still the session's and the agent there has proven it is the session's agent.
         // With recording on, the recorder reads this same stream (recording/feed.ts): no second stream from the agent.
-        upstream = await sessions.connect({ ...row, agent_address: row.agent_address }, options.recordings?.stream);
+        upstream = await sessions.openStream({ ...row, agent_address: row.agent_address }, options.recordings?.stream);
       } catch (error) {
         const ending = await lost({ wasOpen: false, error: error as Error }).catch(
           (): Ending => ({
@@ -143,7 +164,7 @@ export function socketRoutes(app: FastifyInstance, options: SocketRouteOptions):
         return;
       }
       if (socket.readyState !== socket.OPEN) {
-        discardUpstream(upstream); // the client left while the agent was being checked
+        upstream.socket.destroy(); // the client left while the agent was being checked
         return;
       }
       const { audit, recordings } = options;
@@ -153,9 +174,10 @@ export function socketRoutes(app: FastifyInstance, options: SocketRouteOptions):
         void recordings.record(row);
       }
       audit?.fromRequest(request, 'attach', row);
-      socket.once('close', (code) => audit?.fromRequest(request, 'detach', row, { close_code: code }));
       let lastResize = 0;
-      proxyTerminal(socket, upstream, {
+      // The relay owns the socket from here: ws no longer reads it, so it is no longer ws's client either.
+      app.websocketServer.clients.delete(socket);
+      const relay = proxyTerminal(socket, upstream, {
         heartbeatMs: options.heartbeatMs,
         onResize: (cols, rows) => {
           if (!audit || Date.now() - lastResize < RESIZE_AUDIT_MS) return;
@@ -167,8 +189,11 @@ export function socketRoutes(app: FastifyInstance, options: SocketRouteOptions):
             void sessions.markExited(id, message.code).catch((error: unknown) => request.log.warn({ err: error }, 'could not record the exit'));
         },
         onUpstreamLost: lost,
+        onClosed: whenClosed((code) => audit?.fromRequest(request, 'detach', row, { close_code: code })),
         tap: recordings?.stream ? recordings.tap(id) : undefined,
       });
+      attached.relay = relay;
+      options.relays?.add(relay);
     },
   );
 }
