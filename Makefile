@@ -62,7 +62,7 @@ tools: test-deps
 # Non-root, the terminal sandboxes non-admins' shells with bubblewrap: not installed here (it needs root), only named.
 run: deps
 	@[ "$$(id -u)" -eq 0 ] || command -v bwrap >/dev/null || echo "[run] bubblewrap is missing: terminals for admins only (others get 403 saying why); to give every user a sandboxed shell: sudo apt-get install bubblewrap"
-	MALLOC_ARENA_MAX=2 MALLOC_MMAP_THRESHOLD_=131072 NODE_COMPILE_CACHE=.boxyard/compile-cache node $(shell sed '/^#/d' services/boxyard/node-flags) services/boxyard/src/main.ts dev
+	MALLOC_ARENA_MAX=2 MALLOC_MMAP_THRESHOLD_=65536 NODE_COMPILE_CACHE=.boxyard/compile-cache node $(shell sed '/^#/d' services/boxyard/node-flags) services/boxyard/src/main.ts dev
 
 # The real-cluster suite (test/cluster) runs the image on a real node. Lint first: a type or lint error fails in a minute, not after the suite.
 test: lint tools image

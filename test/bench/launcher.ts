@@ -14,4 +14,4 @@ export function launcherNodeFlags(): string[] {
  * The environment the launchers set beside the flags (see services/boxyard/node-flags for why). Not their compile
  * cache: it serves a restart, and every bench process is a first start.
  */
-export const LAUNCHER_ENV = { MALLOC_ARENA_MAX: '2', MALLOC_MMAP_THRESHOLD_: '131072' } as const;
+export const LAUNCHER_ENV = { MALLOC_ARENA_MAX: '2', MALLOC_MMAP_THRESHOLD_: '65536' } as const;

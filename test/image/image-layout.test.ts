@@ -106,6 +106,6 @@ describe('the image build-image.sh writes and the Dockerfile', () => {
     expect(flags).toBe(`${config.config.WorkingDir}/services/boxyard/node-flags`);
     expect(target).toBe(`${config.config.WorkingDir}/services/boxyard/src/main.ts`);
     for (const file of [flags!, target!]) expect(existsSync(join(root, file.slice('/app/'.length)))).toBe(true);
-    expect(wrapper).toMatch(/^export MALLOC_ARENA_MAX="\$\{MALLOC_ARENA_MAX:-2\}" MALLOC_MMAP_THRESHOLD_="\$\{MALLOC_MMAP_THRESHOLD_:-131072\}"/m);
+    expect(wrapper).toMatch(/^export MALLOC_ARENA_MAX="\$\{MALLOC_ARENA_MAX:-2\}" MALLOC_MMAP_THRESHOLD_="\$\{MALLOC_MMAP_THRESHOLD_:-65536\}"/m);
   });
 });

@@ -1,5 +1,5 @@
 // Every way the `boxyard` process is launched passes the V8 flags of services/boxyard/node-flags and
-// MALLOC_ARENA_MAX=2 and MALLOC_MMAP_THRESHOLD_=131072 (why they matter:
+// MALLOC_ARENA_MAX=2 and MALLOC_MMAP_THRESHOLD_=65536 (why they matter:
 // that file; issue 13's memory goal depends on them): `make run`, the image's wrapper and the host install's.
 // The wrappers run for real, with a stand-in `node` that prints the arguments it was given.
 import { execFile } from 'node:child_process';
@@ -14,7 +14,7 @@ import { NODE_FLAGS_FILE, readNodeFlags } from './node-flags.ts';
 const run = promisify(execFile);
 const root = fileURLToPath(new URL('../../../', import.meta.url));
 /** What the stand-in `node` prints first: the malloc settings it was started with. */
-const MALLOC = 'MALLOC_ARENA_MAX=2 MALLOC_MMAP_THRESHOLD_=131072';
+const MALLOC = 'MALLOC_ARENA_MAX=2 MALLOC_MMAP_THRESHOLD_=65536';
 
 describe('boxyard launchers', () => {
   let dir: string;
@@ -49,7 +49,7 @@ describe('boxyard launchers', () => {
     const { stdout } = await run('make', ['-s', '-n', 'run'], { cwd: root });
     expect(stdout.trim().split('\n').at(-1)!.split(' ')).toEqual([
       'MALLOC_ARENA_MAX=2',
-      'MALLOC_MMAP_THRESHOLD_=131072',
+      'MALLOC_MMAP_THRESHOLD_=65536',
       'NODE_COMPILE_CACHE=.boxyard/compile-cache',
       'node',
       ...flags,
