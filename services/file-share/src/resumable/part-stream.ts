@@ -8,8 +8,11 @@ import { ignoreError, type MultipartUploads } from '@boxyard/kit';
 
 /** Bytes a part's body holds before the source is read on (as in the kit's S3 upload). */
 const STREAM_BUFFER = 1024 * 1024;
-/** A chunk is cut into parts of at least this size (S3's minimum is 5 MiB): more parts, more requests to S3. */
-const PART_TARGET = 8 * 1024 * 1024;
+/**
+ * A chunk is cut into parts of at least this size (S3's minimum is 5 MiB), the plain upload's part size (the kit's
+ * S3 store): each part is a request S3 must finish, and 8 MiB parts made 1 GiB in 16 MiB PATCHes ~10 % slower.
+ */
+const PART_TARGET = 16 * 1024 * 1024;
 
 /**
  * The sizes a chunk of `size` bytes is cut into: parts of about PART_TARGET (at least `minPart` each), never

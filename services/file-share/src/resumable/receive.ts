@@ -8,6 +8,7 @@ import { PassThrough, type Readable } from 'node:stream';
 import { conflict, HttpError, ignoreError, type ObjectStore } from '@boxyard/kit';
 import { sql, type DatabasePool } from 'slonik';
 import type { Sweeper } from '../maintenance/sweeper.ts';
+import type { Handoff, Handoffs } from './handoff.ts';
 import type { Tree } from '../tree/tree-store.ts';
 import { joinSegments, storeChunk } from './chunks.ts';
 import type { RunningHashes } from './running-hash.ts';
@@ -23,6 +24,7 @@ export interface ReceiveDeps {
   sweeper: Sweeper;
   rows: UploadRows;
   hashes: RunningHashes;
+  handoffs: Handoffs;
   /** How often a streaming chunk asks whether its access still holds (a file request's link); default 5 s. */
   recheckIntervalMs?: number;
   /** Where a chunk's commit that failed after its answer is told. */
@@ -38,8 +40,9 @@ export interface Chunk {
 
 /**
  * Writes one chunk at `offset` under a fresh lease (taken only by `owner`: anyone else is told the upload does not
- * exist) and completes the upload when it is full. Returns the upload as it is afterwards. A chunk that does not
- * complete the upload costs two statements besides its bytes: the lease, and the append that also releases it.
+ * exist), or under the lease of the chunk answered just before on this replica (handoff.ts), and completes the
+ * upload when it is full. Returns the upload as it is afterwards. A chunk that does not complete the upload costs
+ * two statements besides its bytes: the lease, and the append that also releases it (one, when it took over).
  */
 export async function receive(
   deps: ReceiveDeps,
@@ -50,10 +53,11 @@ export async function receive(
   access: WriteAccess,
   recheck?: () => Promise<void>,
 ): Promise<{ row: UploadRow; sha256?: string }> {
-  const token = randomUUID();
+  const before = await deps.handoffs.take(id, owner, offset);
+  const token = before?.token ?? randomUUID();
   let leased: LeasedRow;
   try {
-    leased = await deps.rows.lease(id, owner, offset, token);
+    leased = before?.next ?? (await deps.rows.lease(id, owner, offset, token));
   } catch (error) {
     chunk.body?.resume(); // refused before reading: drain, so the connection stays usable
     throw error;
@@ -64,7 +68,7 @@ export async function receive(
   const body = chunk.body ? stoppable(chunk.body, stop) : undefined;
   chunk = { ...chunk, body: body?.stream };
   const endRenewal = keepLease(deps, id, token, body, recheck);
-  let committing: Promise<UploadRow> | undefined;
+  let committing: Handoff | undefined;
   try {
     if (chunk.body && chunk.size !== 0) {
       // The grant is checked at every chunk too, so a lost permission (or a revoked link) stops an upload at once.
@@ -77,8 +81,17 @@ export async function receive(
         chunk.body.resume();
         throw error;
       }
+      // What this chunk offers the next one if it is answered before its commit (decided when that commit runs).
+      const offer = { owner, token, taken: false, closed: false };
+      const succession = {
+        after: before?.committed,
+        handedOn: () => {
+          offer.closed = true;
+          return offer.taken;
+        },
+      };
       const append: Promise<Appended> = leased.multipart_id
-        ? appendPart(partDeps(deps), leased, token, offset, { ...chunk, body: chunk.body }).catch(asChunkError)
+        ? appendPart(partDeps(deps), leased, token, offset, { ...chunk, body: chunk.body }, succession).catch(asChunkError)
         : appendChunk(deps, leased, token, offset, chunk).then((row) => ({ row }));
       // A body stopped on purpose (lease lost, access ended mid-chunk) is answered with why it was stopped.
       const appended = await append.catch((error: unknown) => {
@@ -86,9 +99,11 @@ export async function receive(
       });
       current = appended.row;
       held = current.leased; // the append released it unless this chunk completes the upload (or was staged)
-      if (appended.committed) {
-        // Answered now; the lease stays held (and renewed) until the chunk's commit has landed or failed.
-        committing = appended.committed;
+      if (appended.committed && appended.next) {
+        // Answered now; the lease stays held (and renewed) until the chunk's commit has landed or failed, and the
+        // next chunk may take it over meanwhile.
+        committing = Object.assign(offer, { next: appended.next, committed: appended.committed, before: before?.committed });
+        deps.handoffs.offer(id, committing);
         return { row: current };
       }
     }
@@ -96,26 +111,30 @@ export async function receive(
     const sha256 = await complete(deps, current, token, access);
     return { row: (await deps.rows.find(id)) ?? current, sha256 };
   } finally {
-    if (committing) void settle(deps, id, token, committing, endRenewal);
+    if (committing) void settle(deps, id, committing, endRenewal);
     else {
       endRenewal();
+      // The commit this chunk took the lease over from keeps it until it lands: release only after it.
+      await before?.committed.catch(ignoreError('its failure is logged where it settles'));
       if (held) await deps.rows.release(id, token);
     }
   }
 }
 
 /**
- * After a chunk answered before its commit: the commit releases the lease; a failed one releases it here (the
+ * After a chunk answered before its commit: the commit releases the lease (or keeps it for the chunk that took it
+ * over); a failed one releases it here unless a next chunk took it over, which then fails and releases it (the
  * offset stays where it was, which the client learns from its next PATCH's 409 or from HEAD).
  */
-async function settle(deps: ReceiveDeps, id: string, token: string, committing: Promise<UploadRow>, endRenewal: () => void): Promise<void> {
+async function settle(deps: ReceiveDeps, id: string, handoff: Handoff, endRenewal: () => void): Promise<void> {
   try {
-    await committing;
+    await handoff.committed;
   } catch (error) {
     deps.log?.warn({ err: error, upload: id }, 'a resumable chunk answered before its commit was not stored; the upload stays at its previous offset');
-    await deps.rows
-      .release(id, token)
-      .catch((releaseError: unknown) => deps.log?.warn({ err: releaseError, upload: id }, 'releasing the lease failed; it runs out by itself'));
+    if (!handoff.taken)
+      await deps.rows
+        .release(id, handoff.token)
+        .catch((releaseError: unknown) => deps.log?.warn({ err: releaseError, upload: id }, 'releasing the lease failed; it runs out by itself'));
   } finally {
     endRenewal();
   }

@@ -9,7 +9,7 @@
 // hash (running-hash.ts) or, when another replica took some chunk, from reading the object once.
 import { createHash } from 'node:crypto';
 import { Transform, type Readable } from 'node:stream';
-import { HttpError, ignoreError, markHandled, type MultipartUploads, type ObjectStore } from '@boxyard/kit';
+import { conflict, HttpError, ignoreError, markHandled, type MultipartUploads, type ObjectStore } from '@boxyard/kit';
 import type { storeChunk } from './chunks.ts';
 import { checksumMismatch, joinSegments } from './chunks.ts';
 import { partSizes, streamParts } from './part-stream.ts';
@@ -31,6 +31,24 @@ export interface PartChunk {
   body: Readable;
   size: number | undefined;
   checksum?: ChecksumHeader | undefined;
+}
+
+/** How a chunk that took the lease over from the one before (handoff.ts) commits after it. */
+export interface Succession {
+  /** The commit of the chunk answered before this one: this chunk's commit waits for it, and fails with it. */
+  after?: Promise<unknown>;
+  /** Asked right before this chunk's commit statement: whether a next chunk took the lease over (it stays held). */
+  handedOn?: () => boolean;
+}
+
+/** Waits for the commit this chunk follows; its failure is this chunk's (the offset stays before both). */
+async function follow(after: Promise<unknown> | undefined): Promise<void> {
+  if (!after) return;
+  try {
+    await after;
+  } catch {
+    throw conflict('The chunk before this one was not stored; resume from the offset HEAD gives');
+  }
 }
 
 /** Passes bytes through to the running hash and the chunk's own checksum. */
@@ -55,6 +73,8 @@ const interrupted = () => new HttpError(400, 'The chunk was interrupted before i
 export interface Appended {
   row: UploadRow;
   committed?: Promise<UploadRow>;
+  /** With `committed`: the upload as the next chunk finds it once this one commits (handoff.ts). */
+  next?: LeasedRow;
 }
 
 /**
@@ -64,7 +84,14 @@ export interface Appended {
  * until it lands, HEAD answers the previous offset, and if it fails the upload stays there (the next PATCH gets
  * 409 with it), so the offset in PostgreSQL only ever names stored bytes.
  */
-export async function appendPart(deps: PartDeps, row: LeasedRow, token: string, offset: number, chunk: PartChunk): Promise<Appended> {
+export async function appendPart(
+  deps: PartDeps,
+  row: LeasedRow,
+  token: string,
+  offset: number,
+  chunk: PartChunk,
+  succession: Succession = {},
+): Promise<Appended> {
   // The lease told where the parts stand: the segments themselves are read only when staged chunks wait.
   const segments = row.staged > 0 ? await deps.rows.segments(row.id) : [];
   const staged = segments.filter((segment) => segment.part === null);
@@ -93,16 +120,19 @@ export async function appendPart(deps: PartDeps, row: LeasedRow, token: string, 
     let at = offset;
     const commit = async () => {
       const etags = await stored;
+      await follow(succession.after);
       const parts = sizes.map((length, i) => ({ offset: (at += length) - length, length, storageKey: null, part: part + i, etag: etags[i]! }));
-      const after = await deps.rows.append(row.id, token, parts, hasher.token, true);
-      return after;
+      return deps.rows.append(row.id, token, parts, hasher.token, !succession.handedOn?.());
     };
     if (offset + size === row.length) return { row: await commit() }; // the completing chunk waits: the file appears in its answer
     const committed = commit();
     markHandled(committed); // seen by the caller (receive.ts settle), which logs a failure
-    return { row: { ...row, received: offset + size }, committed };
+    const received = offset + size;
+    const next = { ...row, received, last_part: part + sizes.length - 1, staged: 0, hasher: hasher.token };
+    return { row: { ...row, received }, committed, next };
   }
   const stored = await deps.storeChunk(row.id, tap(chunk.body, hasher, undefined), { size, maxBytes: row.length - offset, checksum: chunk.checksum });
+  await follow(succession.after); // a refused chunk's object stays registered for the sweep (chunks.ts)
   const after = await deps.rows.append(row.id, token, [{ offset, length: stored.length, storageKey: stored.storageKey, part: null, etag: null }], hasher.token);
   hasher.commit(after.received);
   const run = [...staged, { offset, length: stored.length, storageKey: stored.storageKey, part: null, etag: null }];

@@ -29,6 +29,7 @@ import {
   TUS_EXTENSIONS,
   TUS_VERSION,
 } from './tus-headers.ts';
+import { createHandoffs } from './handoff.ts';
 import { createRunningHashes } from './running-hash.ts';
 import { createUploadRows, type UploadRow } from './upload-rows.ts';
 import { ownerOf, type WriteAccess } from './write-access.ts';
@@ -36,7 +37,7 @@ import { ownerOf, type WriteAccess } from './write-access.ts';
 export const TUS_ENDPOINT = '/api/uploads';
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
-export interface ResumableOptions extends Omit<ReceiveDeps, 'rows' | 'hashes' | 'log'> {
+export interface ResumableOptions extends Omit<ReceiveDeps, 'rows' | 'hashes' | 'handoffs' | 'log'> {
   /** uploads.max_bytes: Tus-Max-Size. */
   maxBytes: number;
   expiresAfterSeconds: number;
@@ -134,7 +135,7 @@ export async function resumableRoutes(app: FastifyInstance, options: ResumableOp
   const endpoint = mount?.endpoint ?? TUS_ENDPOINT;
   const at = mount ?? signedIn;
   const rows = createUploadRows(options.pool, options.expiresAfterSeconds, options.maxAgeSeconds);
-  const deps: ReceiveDeps = { ...options, rows, hashes: createRunningHashes(), log: app.log };
+  const deps: ReceiveDeps = { ...options, rows, hashes: createRunningHashes(), handoffs: createHandoffs(), log: app.log };
   /** Who is asking: an anonymous caller is asked to authenticate (401), as on a plain upload. */
   const ownerOrNotFound = (request: FastifyRequest): string => {
     const owner = at.owner(request);

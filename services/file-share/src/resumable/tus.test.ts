@@ -10,7 +10,7 @@ import { b64, curlRequest, PATCH, TUS, tusCreate, type CurlOptions } from '../te
 
 const digest = (algorithm: string, data: Buffer) => createHash(algorithm).update(data).digest();
 const MiB = 1024 * 1024;
-const MAX = 16 * MiB;
+const MAX = 32 * MiB;
 
 let test: TestShare;
 
@@ -155,17 +155,17 @@ describe.each(s3Servers)('tus 1.0 with curl ($server)', ({ server }) => {
     expect(await incompleteUploads(test.bucket!)).not.toContain(`${test.prefix}/${String(key)}`);
   });
 
-  it('s3: a 16 MiB chunk streams as two parts; one cut after its first part records nothing, sent again it completes', async () => {
-    const data = randomBytes(16 * MiB);
+  it('s3: a 32 MiB chunk streams as two 16 MiB parts; one cut after its first part records nothing, sent again it completes', async () => {
+    const data = randomBytes(32 * MiB);
     const url = await create('/tus/two-parts.bin', data.length);
     const id = url.split('/').pop()!;
-    // 12 MiB of the 16 announced, then the connection is cut: the first 8 MiB part was sent to S3 by then.
+    // 24 MiB of the 32 announced, then the connection is cut: the first 16 MiB part was sent to S3 by then.
     const cut = request(`${test.url}${url}`, {
       method: 'PATCH',
       headers: { authorization: adminAuth, ...PATCH, 'upload-offset': '0', 'content-length': String(data.length) },
     });
     cut.on('error', () => {}); // the cut below is the point
-    cut.write(data.subarray(0, 12 * MiB));
+    cut.write(data.subarray(0, 24 * MiB));
     await eventually(async () => (await incompleteParts(id)) >= 1);
     cut.destroy();
     await eventually(async () => (await test.share.pool.oneFirst(sql.unsafe`select lease_token is null from resumable_uploads where id = ${id}`)) === true);
@@ -179,7 +179,7 @@ describe.each(s3Servers)('tus 1.0 with curl ($server)', ({ server }) => {
     expect(got.equals(data)).toBe(true);
   });
 
-  it('s3: a PATCH is answered before its part is stored; the next one, sent at once, waits for that commit and goes on', async () => {
+  it('s3: a PATCH is answered before its part is stored; the next one, sent at once, goes on after it', async () => {
     const data = randomBytes(15 * MiB);
     const url = `${test.url}${await create('/tus/pipelined.bin', data.length)}`;
     const patch = (from: number, to: number) =>
@@ -190,7 +190,7 @@ describe.each(s3Servers)('tus 1.0 with curl ($server)', ({ server }) => {
     // HEAD names only stored bytes: the previous offset while the commit is on its way, never more.
     const head = await fetch(url, { method: 'HEAD', headers: { authorization: adminAuth, ...TUS } });
     expect([0, 5 * MiB]).toContain(Number(head.headers.get('upload-offset')));
-    const second = await patch(5 * MiB, 10 * MiB); // not 409: the lease waits for the first chunk's commit
+    const second = await patch(5 * MiB, 10 * MiB); // not 409: it takes the lease over from the first chunk (or waits for its commit)
     expect(second.status).toBe(204);
     const last = await patch(10 * MiB, 15 * MiB);
     expect(last.status).toBe(204);

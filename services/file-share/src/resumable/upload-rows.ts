@@ -3,7 +3,6 @@
 // active, unexpired, at the offset the client names and not leased by a live request. Its holder renews it while
 // the body streams; a replica that dies loses it within LEASE_SECONDS. A chunk counts only when its segment row
 // and the new offset commit together under the lease, so two replicas can never both append at one offset.
-import { setTimeout as delay } from 'node:timers/promises';
 import { conflict, HttpError, notFound } from '@boxyard/kit';
 import { sql, type DatabasePool } from 'slonik';
 import { z } from 'zod';
@@ -12,7 +11,10 @@ import { int8 } from '../db/columns.ts';
 export const LEASE_SECONDS = 30;
 /** How long an ended upload answers 410 (then 404). */
 const TOMBSTONE_HOURS = 24;
-/** How long a PATCH waits for the previous chunk's commit (answered before it: s3-parts.ts), and how often it looks. */
+/**
+ * How long a PATCH waits for the previous chunk's commit (answered before it: s3-parts.ts), and how often it looks
+ * when that commit runs on another replica (on this one, the commit wakes the waiting lease at once).
+ */
 const COMMIT_WAIT_MS = 10_000;
 const COMMIT_POLL_MS = 10;
 
@@ -57,6 +59,7 @@ const gone = (row: UploadRow) => row.state !== 'active' || row.expired;
  * interrupted S3 uploads (uploads.abandoned_after_seconds) would end an older multipart upload anyway.
  */
 export function createUploadRows(pool: DatabasePool, expiresAfterSeconds: number, maxAgeSeconds: number) {
+  const changes = createChangeSignals();
   const expiry = sql.fragment`least(now() + make_interval(secs => ${expiresAfterSeconds}), created_at + make_interval(secs => ${maxAgeSeconds}))`;
 
   async function find(id: string): Promise<UploadRow | null> {
@@ -123,7 +126,7 @@ export function createUploadRows(pool: DatabasePool, expiresAfterSeconds: number
           // That commit landed between the two statements: take the lease now.
           if (current.received === offset && !current.leased) continue;
           if (current.leased && current.received < offset && offset <= current.length) {
-            await delay(COMMIT_POLL_MS);
+            await changes.next(id, COMMIT_POLL_MS);
             continue;
           }
         }
@@ -145,6 +148,7 @@ export function createUploadRows(pool: DatabasePool, expiresAfterSeconds: number
 
     async release(id: string, token: string): Promise<void> {
       await pool.query(sql.unsafe`update resumable_uploads set lease_token = null, leased_until = null where id = ${id} and lease_token = ${token}`);
+      changes.signal(id);
     },
 
     /**
@@ -174,6 +178,7 @@ export function createUploadRows(pool: DatabasePool, expiresAfterSeconds: number
           delete from object_garbage where storage_key in (select storage_key from added)
         )
         select * from moved`);
+      changes.signal(id);
       if (!row) throw conflict('The upload changed while this chunk arrived (lease lost, terminated or expired); nothing was added');
       return row;
     },
@@ -204,7 +209,7 @@ export function createUploadRows(pool: DatabasePool, expiresAfterSeconds: number
 
     /** Ends an upload (done, terminated): its segments go to the sweep. False when it was no longer active. */
     async end(id: string, state: 'done' | 'terminated', token?: string): Promise<boolean> {
-      return pool.transaction(async (tx) => {
+      const ended = await pool.transaction(async (tx) => {
         const { rowCount } = await tx.query(sql.unsafe`
           update resumable_uploads set state = ${state}, finished_at = now(), lease_token = null, leased_until = null
           where id = ${id} and state = 'active' ${token ? sql.fragment`and lease_token = ${token}` : sql.fragment``}`);
@@ -216,6 +221,8 @@ export function createUploadRows(pool: DatabasePool, expiresAfterSeconds: number
         }
         return ended;
       });
+      changes.signal(id);
+      return ended;
     },
 
     /** Expired uploads end (their bytes go to the sweep); long-ended ones are forgotten. Returns how many expired. */
@@ -232,6 +239,37 @@ export function createUploadRows(pool: DatabasePool, expiresAfterSeconds: number
         }
         await tx.query(sql.unsafe`delete from resumable_uploads where state <> 'active' and finished_at < now() - make_interval(hours => ${TOMBSTONE_HOURS})`);
         return expired.length;
+      });
+    },
+  };
+}
+
+/**
+ * Wakes a lease waiting on an upload as soon as this replica changes the upload's row (a chunk's commit, a
+ * release, its end), instead of at its next poll. Only a hint: the woken lease asks PostgreSQL again, and a change
+ * made by another replica is still found by polling.
+ */
+function createChangeSignals() {
+  const waiting = new Map<string, Set<() => void>>();
+  return {
+    signal(id: string): void {
+      const wakers = waiting.get(id);
+      waiting.delete(id);
+      for (const wake of wakers ?? []) wake();
+    },
+    /** Resolves at the upload's next change on this replica, or after `ms`. */
+    next(id: string, ms: number): Promise<void> {
+      return new Promise((resolve) => {
+        const wakers = waiting.get(id) ?? new Set<() => void>();
+        waiting.set(id, wakers);
+        const wake = () => {
+          clearTimeout(timer);
+          wakers.delete(wake);
+          if (wakers.size === 0 && waiting.get(id) === wakers) waiting.delete(id);
+          resolve();
+        };
+        const timer = setTimeout(wake, ms);
+        wakers.add(wake);
       });
     },
   };
