@@ -428,13 +428,17 @@ describe('traces reach a real OpenTelemetry Collector', () => {
     });
     expect(start.agent.traceId).toBe(start.gateway.traceId);
     // WebSocket attach: the gateway's upgrade request is one server span ending with its 101 (the session that
-    // follows is not part of the HTTP exchange), and the agent's /attach sits inside it.
+    // follows is not part of the HTTP exchange). The agent stream it relays was opened ahead, during the start
+    // (sessions/attach-ahead.ts), so the agent's /attach sits inside the start request's trace; an attach with
+    // nothing prepared opens it inside the upgrade.
     const attach = await waitFor(
-      'the upgrade span with the agent span inside',
+      "the upgrade span, and the agent's /attach inside the start or the upgrade",
       async () => {
         const spans = collector.spans();
         for (const upgrade of spans.filter((s) => s.kind === 2 && s.service === 'boxyard-dev' && s.attributes['http.route'] === '/ws/terminal/:sessionId')) {
-          const agent = descendants(spans, upgrade).find((s) => s.service === 'boxyard-terminal-agent' && s.name === 'GET /attach');
+          const agent = [...descendants(spans, start.gateway), ...descendants(spans, upgrade)].find(
+            (s) => s.service === 'boxyard-terminal-agent' && s.name === 'GET /attach',
+          );
           if (agent) return { upgrade, agent };
         }
         return undefined;

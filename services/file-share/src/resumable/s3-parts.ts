@@ -80,7 +80,8 @@ export interface Appended {
 /**
  * Appends one chunk at `offset` (the caller holds the lease). A chunk of parts that does not end the upload is
  * done once its bytes have arrived (and its checksum matched): its parts are stored and its offset committed in
- * `committed`, while the client sends the next chunk. The next PATCH waits for that commit (upload-rows.ts lease);
+ * `committed`, while the client sends the next chunk. The next PATCH takes the lease over on this replica
+ * (handoff.ts: its commit follows this one, `succession`) or waits for that commit on another (upload-rows.ts lease);
  * until it lands, HEAD answers the previous offset, and if it fails the upload stays there (the next PATCH gets
  * 409 with it), so the offset in PostgreSQL only ever names stored bytes.
  */
