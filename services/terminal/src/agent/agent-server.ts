@@ -1,12 +1,22 @@
 // The agent's HTTP + WebSocket server (the routes are listed in agent.ts). Every request but /healthz and
-// /challenge needs the gateway's signature (handshake.ts).
+// /challenge needs the gateway's signature (handshake.ts); a challenge the gateway signed is kept apart from any other.
 import { chmodSync, rmSync } from 'node:fs';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { KeyObject } from 'node:crypto';
 import type { Duplex } from 'node:stream';
 import { WebSocketServer } from 'ws';
 import { EXIT_REASONS, type ExitReason } from '../protocol.ts';
-import { agentProof, CHALLENGE_HEADER, CHALLENGE_PATH, createChallenges, isNonce, parseAuthorization, signatureValid } from './handshake.ts';
+import {
+  agentProof,
+  CHALLENGE_HEADER,
+  CHALLENGE_PATH,
+  CHALLENGE_SIGNATURE_HEADER,
+  challengeSignedAt,
+  createChallenges,
+  isNonce,
+  parseAuthorization,
+  signatureValid,
+} from './handshake.ts';
 import type { AgentSettings } from './settings.ts';
 import type { ShellSession } from './shell-session.ts';
 import { traceAgentRequest } from './tracing.ts';
@@ -21,7 +31,13 @@ interface Endpoints {
   settings: AgentSettings;
   session: ShellSession;
   gatewayKey: KeyObject;
+  /** Challenges the gateway signed: nobody else can add any, so none can push the gateway's out. */
   challenges: ReturnType<typeof createChallenges>;
+  /**
+   * Unsigned challenges, from gateways older than the signed challenge (a session started by a new replica while an
+   * old one still runs, during a rolling upgrade). Anyone can fill this table, and only this one.
+   */
+  legacyChallenges: ReturnType<typeof createChallenges>;
 }
 
 export interface AgentServer {
@@ -36,18 +52,25 @@ function reply(response: ServerResponse, statusCode: number, body: unknown): voi
 }
 
 // The gateway signed this very call (method and path) over a nonce this agent issued and has not seen used.
-function authorized({ settings, gatewayKey, challenges }: Endpoints, request: IncomingMessage, path: string): boolean {
+function authorized({ settings, gatewayKey, challenges, legacyChallenges }: Endpoints, request: IncomingMessage, path: string): boolean {
   const presented = parseAuthorization(request.headers.authorization);
   if (!presented) return false;
-  const gatewayNonce = challenges.take(presented.nonce);
+  const gatewayNonce = challenges.take(presented.nonce) ?? legacyChallenges.take(presented.nonce);
   if (!gatewayNonce) return false;
   return signatureValid(gatewayKey, settings.BOXYARD_AGENT_SESSION_ID, presented.nonce, gatewayNonce, request.method ?? 'GET', path, presented.signature);
 }
 
-function answerChallenge({ settings, challenges }: Endpoints, request: IncomingMessage, response: ServerResponse): void {
+function answerChallenge({ settings, gatewayKey, challenges, legacyChallenges }: Endpoints, request: IncomingMessage, response: ServerResponse): void {
   const gatewayNonce = request.headers[CHALLENGE_HEADER];
   if (!isNonce(gatewayNonce)) return reply(response, 400, { message: `${CHALLENGE_HEADER} must be 32 random bytes, base64url` });
-  const nonce = challenges.issue(gatewayNonce);
+  const signature = request.headers[CHALLENGE_SIGNATURE_HEADER];
+  let table = legacyChallenges;
+  if (signature !== undefined) {
+    const madeAt = challengeSignedAt(gatewayKey, settings.BOXYARD_AGENT_SESSION_ID, gatewayNonce, signature);
+    if (madeAt === undefined || !challenges.admit(gatewayNonce, madeAt)) return reply(response, 401, { message: 'unauthorized' });
+    table = challenges;
+  }
+  const nonce = table.issue(gatewayNonce);
   reply(response, 200, { nonce, proof: agentProof(settings.BOXYARD_AGENT_KEY, settings.BOXYARD_AGENT_SESSION_ID, gatewayNonce, nonce) });
 }
 
@@ -104,7 +127,13 @@ function handleUpgrade(endpoints: Endpoints, wss: WebSocketServer, request: Inco
 }
 
 export function createAgentServer(settings: AgentSettings, session: ShellSession, gatewayKey: KeyObject): AgentServer {
-  const endpoints: Endpoints = { settings, session, gatewayKey, challenges: createChallenges({ max: MAX_CHALLENGES, ttlMs: CHALLENGE_TTL_MS }) };
+  const endpoints: Endpoints = {
+    settings,
+    session,
+    gatewayKey,
+    challenges: createChallenges({ max: MAX_CHALLENGES, ttlMs: CHALLENGE_TTL_MS }),
+    legacyChallenges: createChallenges({ max: MAX_CHALLENGES, ttlMs: CHALLENGE_TTL_MS }),
+  };
   const server = createServer((request, response) =>
     traceAgentRequest(request, response, (request.url ?? '/').split('?')[0] ?? '/', () => handleRequest(endpoints, request, response)),
   );

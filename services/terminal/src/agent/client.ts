@@ -6,7 +6,18 @@ import type { Socket } from 'node:net';
 import WebSocket from 'ws';
 import type { ExitReason } from '../protocol.ts';
 import type { AgentStatus } from './agent.ts';
-import { agentProof, CHALLENGE_HEADER, CHALLENGE_PATH, gatewayAuthorization, isNonce, newNonce, proofMatches, type GatewayKeys } from './handshake.ts';
+import {
+  agentProof,
+  CHALLENGE_HEADER,
+  CHALLENGE_PATH,
+  CHALLENGE_SIGNATURE_HEADER,
+  challengeSignature,
+  gatewayAuthorization,
+  isNonce,
+  newNonce,
+  proofMatches,
+  type GatewayKeys,
+} from './handshake.ts';
 import { withTraceparent } from './tracing.ts';
 
 const MAX_FRAME = 1_048_576;
@@ -86,7 +97,10 @@ async function call<T>(
  */
 async function authorize(address: string, credentials: AgentCredentials, method: string, path: string): Promise<string> {
   const gatewayNonce = newNonce();
-  const { status, body } = await call<{ nonce?: unknown; proof?: unknown } | undefined>(address, 'POST', CHALLENGE_PATH, { [CHALLENGE_HEADER]: gatewayNonce });
+  const { status, body } = await call<{ nonce?: unknown; proof?: unknown } | undefined>(address, 'POST', CHALLENGE_PATH, {
+    [CHALLENGE_HEADER]: gatewayNonce,
+    [CHALLENGE_SIGNATURE_HEADER]: challengeSignature(credentials.keys, credentials.sessionId, gatewayNonce),
+  });
   const agentNonce = body?.nonce;
   if (
     status !== 200 ||

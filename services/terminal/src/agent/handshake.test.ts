@@ -8,7 +8,17 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startAgent, type RunningAgent } from './agent.ts';
 import { agentStatus, NotTheAgentError, type AgentCredentials } from './client.ts';
-import { agentProof, CHALLENGE_HEADER, createChallenges, gatewayAuthorization, newNonce, sessionKeys } from './handshake.ts';
+import {
+  agentProof,
+  CHALLENGE_FRESH_MS,
+  CHALLENGE_HEADER,
+  CHALLENGE_SIGNATURE_HEADER,
+  challengeSignature,
+  createChallenges,
+  gatewayAuthorization,
+  newNonce,
+  sessionKeys,
+} from './handshake.ts';
 import { parseAgentSettings } from './settings.ts';
 
 const SESSION = '0b7f3c9e-3f4c-4c1e-9a51-7d2f52a1c0de';
@@ -59,10 +69,16 @@ describe('gateway ↔ agent handshake', () => {
     rmSync(dir, { recursive: true, force: true });
   });
 
+  /** The headers of the gateway's signed challenge. */
+  const challengeHeaders = (gatewayNonce: string, signWith = keys, madeAt = Date.now()) => ({
+    [CHALLENGE_HEADER]: gatewayNonce,
+    [CHALLENGE_SIGNATURE_HEADER]: challengeSignature(signWith, SESSION, gatewayNonce, madeAt),
+  });
+
   /** What a gateway does: challenge, check the proof, sign the call. */
   const signedCall = async (method: string, path: string, signFor = { method, path }) => {
     const gatewayNonce = newNonce();
-    const challenge = await raw(socketPath, 'POST', '/challenge', { [CHALLENGE_HEADER]: gatewayNonce });
+    const challenge = await raw(socketPath, 'POST', '/challenge', challengeHeaders(gatewayNonce));
     expect(challenge.status).toBe(200);
     const agentNonce = challenge.body.nonce as string;
     expect(challenge.body.proof).toBe(agentProof(keys.agentKey, SESSION, gatewayNonce, agentNonce));
@@ -93,7 +109,7 @@ describe('gateway ↔ agent handshake', () => {
     expect((await raw(socketPath, 'GET', '/status')).status).toBe(401);
     expect((await raw(socketPath, 'GET', '/status', { authorization: `Bearer ${secret}` })).status).toBe(401);
     const gatewayNonce = newNonce();
-    const challenge = await raw(socketPath, 'POST', '/challenge', { [CHALLENGE_HEADER]: gatewayNonce });
+    const challenge = await raw(socketPath, 'POST', '/challenge', challengeHeaders(gatewayNonce));
     const forged = gatewayAuthorization(
       sessionKeys('forger-secret-xxxxxxxxxxxxxxxxxxxxxxxxxxxxxx'),
       SESSION,
@@ -105,6 +121,46 @@ describe('gateway ↔ agent handshake', () => {
     expect((await raw(socketPath, 'GET', '/status', { authorization: forged })).status).toBe(401);
     // A challenge must carry a well-formed nonce.
     expect((await raw(socketPath, 'POST', '/challenge', { [CHALLENGE_HEADER]: 'short' })).status).toBe(400);
+  });
+
+  it('refuses a challenge whose signature is not the gateway’s: another key, replayed, stale, malformed (401)', async () => {
+    const forger = sessionKeys('forger-secret-xxxxxxxxxxxxxxxxxxxxxxxxxxxxxx');
+    const refused = [
+      challengeHeaders(newNonce(), forger),
+      challengeHeaders(newNonce(), keys, Date.now() - CHALLENGE_FRESH_MS - 60_000),
+      challengeHeaders(newNonce(), keys, Date.now() + CHALLENGE_FRESH_MS + 60_000),
+      { ...challengeHeaders(newNonce()), [CHALLENGE_SIGNATURE_HEADER]: `${Date.now()}.${'A'.repeat(86)}` },
+      { ...challengeHeaders(newNonce()), [CHALLENGE_SIGNATURE_HEADER]: 'x'.repeat(10_000) },
+    ];
+    for (const headers of refused) {
+      const answer = await raw(socketPath, 'POST', '/challenge', headers);
+      expect(answer.status, JSON.stringify(headers).slice(0, 200)).toBe(401);
+      expect(answer.body).toEqual({ message: 'unauthorized' });
+    }
+    // The gateway's challenge is answered once; the same request seen on the wire and sent again is not.
+    const headers = challengeHeaders(newNonce());
+    expect((await raw(socketPath, 'POST', '/challenge', headers)).status).toBe(200);
+    expect((await raw(socketPath, 'POST', '/challenge', headers)).status).toBe(401);
+  });
+
+  it('keeps the gateway’s prepared challenge through a flood of unsigned challenges from anyone else', async () => {
+    // The gateway prepares an attach's challenge ahead (sessions/attach-ahead.ts) and uses it a round trip later.
+    const authorization = await signedCall('GET', '/status');
+    const unsigned = [];
+    for (let round = 0; round < 12; round++) {
+      // 50 at a time: a unix socket's listen backlog refuses (EAGAIN) far more at once.
+      unsigned.push(...(await Promise.all(Array.from({ length: 50 }, () => raw(socketPath, 'POST', '/challenge', { [CHALLENGE_HEADER]: newNonce() })))));
+    }
+    expect((await raw(socketPath, 'GET', '/status', { authorization })).status).toBe(200);
+    expect(unsigned.every((answer) => answer.status === 200)).toBe(true);
+  });
+
+  it('still serves a gateway from before signed challenges (a rolling upgrade), in a table of their own', async () => {
+    const gatewayNonce = newNonce();
+    const challenge = await raw(socketPath, 'POST', '/challenge', { [CHALLENGE_HEADER]: gatewayNonce });
+    expect(challenge.status).toBe(200);
+    const authorization = gatewayAuthorization(keys, SESSION, challenge.body.nonce as string, gatewayNonce, 'GET', '/status');
+    expect((await raw(socketPath, 'GET', '/status', { authorization })).status).toBe(200);
   });
 });
 

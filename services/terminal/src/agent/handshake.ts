@@ -1,7 +1,10 @@
 // How the gateway and an agent know each other, without ever sending a secret. An agent address (a pod IP) can
 // change hands when a session pod dies: whatever listens there next must get nothing that lets it attach, and the
 // gateway must not take it for the agent. So, for every call:
-//   1. gateway → agent  POST /challenge  with a fresh gateway nonce (x-boxyard-challenge)
+//   1. gateway → agent  POST /challenge  with a fresh gateway nonce (x-boxyard-challenge), signed with the session's
+//      gateway key with the time it was made (x-boxyard-challenge-signature): the agent keeps those apart, once per
+//      nonce and only while fresh, so nobody else can fill that table of outstanding challenges and push out the one
+//      the gateway is about to use (unsigned challenges, from gateways before this, get a table of their own)
 //      agent → gateway  {nonce: agent nonce, proof: HMAC-SHA256(agent key, gateway nonce, agent nonce)}
 //      The gateway checks the proof: only the session's agent holds the agent key. An impostor fails here, and has
 //      seen a random nonce only.
@@ -15,6 +18,11 @@ import { createHmac, createPrivateKey, createPublicKey, hkdfSync, randomBytes, s
 
 export const CHALLENGE_PATH = '/challenge';
 export const CHALLENGE_HEADER = 'x-boxyard-challenge';
+export const CHALLENGE_SIGNATURE_HEADER = 'x-boxyard-challenge-signature';
+/** How far a challenge's time may be from the agent's clock (either way: gateway and agent may run on two nodes). */
+export const CHALLENGE_FRESH_MS = 120_000;
+/** `<milliseconds since the epoch>.<Ed25519 signature>`. */
+const CHALLENGE_SIGNATURE = /^(\d{13})\.([A-Za-z0-9_-]{86})$/;
 const SCHEME = 'Boxyard-Proof';
 /** 32 random bytes, base64url. */
 const NONCE = /^[A-Za-z0-9_-]{43}$/;
@@ -72,6 +80,24 @@ export function proofMatches(expected: string, given: unknown): boolean {
 const signed = (sessionId: string, agentNonce: string, gatewayNonce: string, method: string, path: string) =>
   Buffer.from(`boxyard-gateway-proof\n${sessionId}\n${agentNonce}\n${gatewayNonce}\n${method.toUpperCase()} ${path}`);
 
+const challengeSigned = (sessionId: string, gatewayNonce: string, madeAt: number) =>
+  Buffer.from(`boxyard-gateway-challenge\n${sessionId}\n${gatewayNonce}\n${madeAt}`);
+
+/** The gateway's signature of a challenge it sends now (CHALLENGE_SIGNATURE_HEADER). */
+export function challengeSignature(keys: GatewayKeys, sessionId: string, gatewayNonce: string, now = Date.now()): string {
+  return `${now}.${sign(null, challengeSigned(sessionId, gatewayNonce, now), keys.gatewayPrivateKey).toString('base64url')}`;
+}
+
+/** When the gateway signed this challenge, or undefined when the header is not its signature of it. */
+export function challengeSignedAt(publicKey: KeyObject, sessionId: string, gatewayNonce: string, header: unknown): number | undefined {
+  // Length-checked before the (anchored, linear) match.
+  if (typeof header !== 'string' || header.length > 120) return undefined;
+  const match = CHALLENGE_SIGNATURE.exec(header);
+  if (!match) return undefined;
+  const madeAt = Number(match[1]);
+  return verify(null, challengeSigned(sessionId, gatewayNonce, madeAt), publicKey, Buffer.from(match[2]!, 'base64url')) ? madeAt : undefined;
+}
+
 export function gatewayAuthorization(keys: GatewayKeys, sessionId: string, agentNonce: string, gatewayNonce: string, method: string, path: string): string {
   const signature = sign(null, signed(sessionId, agentNonce, gatewayNonce, method, path), keys.gatewayPrivateKey).toString('base64url');
   return `${SCHEME} nonce=${agentNonce}, signature=${signature}`;
@@ -99,12 +125,27 @@ export function signatureValid(
 
 /**
  * The agent's outstanding challenges: each answered challenge's nonces, usable once, for `ttlMs`. Bounded: past
- * `max`, the oldest go (a flood of challenges can only make the gateway ask again, never let anyone in).
+ * `max`, the oldest go. Only the gateway's signed challenges get here (`admit`), each gateway nonce once while its
+ * time is fresh, so a replayed challenge seen on the wire cannot push the gateway's own out either.
  */
 export function createChallenges(options: { max: number; ttlMs: number; now?: () => number }) {
   const now = options.now ?? Date.now;
   const pending = new Map<string, { gatewayNonce: string; expiresAt: number }>();
+  // Gateway nonces admitted while their time is fresh (a replay within that time is refused by this, after it by
+  // the time); in admission order, so the stale ones are at the front. Grows only with the gateway's own calls.
+  const admitted = new Map<string, number>();
   return {
+    /** Whether a challenge the gateway signed at `madeAt` may be answered: fresh, and its nonce not seen before. */
+    admit(gatewayNonce: string, madeAt: number): boolean {
+      const at = now();
+      for (const [nonce, time] of admitted) {
+        if (Math.abs(at - time) <= CHALLENGE_FRESH_MS && admitted.size < options.max * 16) break;
+        admitted.delete(nonce);
+      }
+      if (Math.abs(at - madeAt) > CHALLENGE_FRESH_MS || admitted.has(gatewayNonce)) return false;
+      admitted.set(gatewayNonce, madeAt);
+      return true;
+    },
     issue(gatewayNonce: string): string {
       const agentNonce = newNonce();
       while (pending.size >= options.max) pending.delete(pending.keys().next().value!);
