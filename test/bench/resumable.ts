@@ -4,7 +4,9 @@
 // request, tus a creation POST then 64 PATCHes of a 16 MiB piece from one curl process over one kept-alive
 // connection (`--next`), as tus clients send them; goal ≥ 0.85×. Two rows without a goal: the same PATCHes from a
 // shell loop, a curl process and a connection per PATCH (~10 ms of process start each, on the client's side), and
-// tus-js-client in its own process (a JavaScript client costs more CPU per byte than curl).
+// tus-js-client in its own process (a JavaScript client costs more CPU per byte than curl). And the share's CPU per
+// GiB on each path: on a busy machine the ratio falls (each PATCH waits for its answer, every such wait costs a
+// wake-up of the client and the share) while the CPU per byte stays that of the plain route.
 import { execFile, execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdir, open, writeFile } from 'node:fs/promises';
@@ -17,6 +19,7 @@ import { s3FileShareConfig } from './file-share.ts';
 
 const run = promisify(execFile);
 const MiB = 1024 * 1024;
+const GiB = 1024 * MiB;
 // BENCH_RESUMABLE_MIB: a smaller file to check the section runs (the figures are for 1 GiB).
 const fileBytes = Number(process.env.BENCH_RESUMABLE_MIB ?? 1024) * MiB;
 const patchBytes = 16 * MiB;
@@ -138,11 +141,16 @@ export async function benchResumable(env: BenchEnv): Promise<BenchRow[]> {
       js: (i: number) => tusUpload(`${share.url}/api/uploads`, file, authorization, `/bench/js-${i}.bin`),
     };
     const rates: Record<keyof typeof steps, number[]> = { plain: [], tus: [], loop: [], js: [] };
+    // CPU of this process (the share runs in it; the clients are other processes) per GiB received.
+    const cpu: Record<keyof typeof steps, number[]> = { plain: [], tus: [], loop: [], js: [] };
     for (let i = 0; i < runs; i++) {
       const kinds = Object.keys(steps) as (keyof typeof steps)[];
       for (const kind of i % 2 === 0 ? kinds : kinds.reverse()) {
         execFileSync('sync');
+        const before = process.cpuUsage();
         rates[kind].push(fileBytes / MiB / (await seconds(() => steps[kind](i))));
+        const used = process.cpuUsage(before);
+        cpu[kind].push((used.user + used.system) / 1e6 / (fileBytes / GiB));
         await share.sweeper.sweepNow();
       }
     }
@@ -159,6 +167,13 @@ export async function benchResumable(env: BenchEnv): Promise<BenchRow[]> {
       row(`upload ${fileBytes / MiB / 1024} GiB: tus in 16 MiB PATCHes vs the plain route (both curl), s3 driver`, median(rates.tus), true),
       row(`upload ${fileBytes / MiB / 1024} GiB: tus from a shell loop, a curl process per PATCH (vs the plain route)`, median(rates.loop), false),
       row(`upload ${fileBytes / MiB / 1024} GiB: tus-js-client, 16 MiB chunks (vs the plain route with curl)`, median(rates.js), false),
+      {
+        name: 'CPU of the file share per GiB received: tus in 16 MiB PATCHes over one connection (vs the plain route)',
+        value: round(median(cpu.tus), 2),
+        unit: 'CPU-s/GiB',
+        baseline: round(median(cpu.plain), 2),
+        ratio: round(median(cpu.tus) / median(cpu.plain), 3),
+      },
     ];
   } finally {
     await share.close();
