@@ -8,11 +8,12 @@ import { createHash } from 'node:crypto';
 import { mkdtemp } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { chromium, type Browser, type Page, type Route } from 'playwright-core';
+import { chromium, type Browser, type Page } from 'playwright-core';
 import { sql } from 'slonik';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ADMIN_PASSWORD, adminAuth, startTestShare, upload, type TestShare } from '../testing/test-share.ts';
 import { ignoreError } from '@boxyard/kit';
+import { cutTusNetwork } from '../testing/network-cut.ts';
 import { randomFile } from '../testing/tus-clients.ts';
 
 const CHROMIUM_ARGS = [
@@ -73,23 +74,12 @@ describe('console resumable uploads (Chromium)', () => {
     const context = page.context();
 
     // The network goes down after three chunks: every later PATCH is aborted.
-    const offsets: number[] = [];
-    let creations = 0;
-    const cut = (route: Route) => {
-      const request = route.request();
-      if (request.method() === 'POST') creations++;
-      if (request.method() !== 'PATCH') return route.continue();
-      const offset = Number(request.headers()['upload-offset']);
-      if (offset >= 3 * CHUNK) return route.abort('internetdisconnected');
-      offsets.push(offset);
-      return route.continue();
-    };
-    await context.route('**/api/uploads**', cut);
+    const network = await cutTusNetwork(context, '**/api/uploads**', 3 * CHUNK);
     await page.locator('#pick-files').setInputFiles(file);
     const item = page.locator('#uploads li', { hasText: 'large.bin' });
     await expect.poll(() => item.getAttribute('data-state'), { timeout: 60_000 }).toBe('retrying');
     expect(await item.locator('.result').innerText()).toMatch(/Connection lost/);
-    expect(offsets).toEqual([0, CHUNK, 2 * CHUNK]);
+    expect(network.beforeCut).toEqual([0, CHUNK, 2 * CHUNK]);
     expect(await storedSha256('/big/large.bin')).toBeNull(); // nothing visible yet
 
     // Reload while the network is down; the page remembers the unfinished upload.
@@ -98,20 +88,13 @@ describe('console resumable uploads (Chromium)', () => {
     await interrupted.waitFor();
 
     // The network is back; the same file is chosen again and continues from the server's offset.
-    await context.unroute('**/api/uploads**', cut);
-    offsets.length = 0;
-    const patches: number[] = [];
-    await context.route('**/api/uploads**', (route) => {
-      if (route.request().method() === 'POST') creations++;
-      if (route.request().method() === 'PATCH') patches.push(Number(route.request().headers()['upload-offset']));
-      return route.continue();
-    });
+    network.restore();
     await page.locator('#pick-files').setInputFiles(file);
     const resumed = page.locator('#uploads li', { hasText: 'large.bin' });
     await expect.poll(() => resumed.getAttribute('data-state'), { timeout: 90_000 }).toBe('done');
     expect(await resumed.locator('.result').innerText()).toBe(`Done · SHA-256 ${expected}`);
-    expect(patches[0]).toBe(3 * CHUNK); // from where the server stood, not from zero
-    expect(creations).toBe(1); // the same upload, created once
+    expect(network.afterCut[0]).toBe(3 * CHUNK); // from where the server stood, not from zero
+    expect(network.creations).toBe(1); // the same upload, created once
     expect(await storedSha256('/big/large.bin')).toBe(expected);
     const hash = createHash('sha256');
     for await (const piece of (await fetch(`${test.url}/big/large.bin`, { headers: { authorization: adminAuth } })).body as unknown as AsyncIterable<Buffer>)

@@ -7,10 +7,11 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { chromium, type Browser, type Route } from 'playwright-core';
+import { chromium, type Browser } from 'playwright-core';
 import { sql } from 'slonik';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { adminAuth, postJson, startTestShare, type TestShare } from '../testing/test-share.ts';
+import { cutTusNetwork } from '../testing/network-cut.ts';
 import { randomFile } from '../testing/tus-clients.ts';
 
 const CHROMIUM_ARGS = [
@@ -71,38 +72,21 @@ describe("a file request's page (Chromium)", () => {
     await page.getByLabel('File').waitFor();
 
     // The network goes down after two chunks: every later PATCH is aborted.
-    const offsets: number[] = [];
-    let creations = 0;
-    const cut = (route: Route) => {
-      const request = route.request();
-      if (request.method() === 'POST') creations++;
-      if (request.method() !== 'PATCH') return route.continue();
-      const offset = Number(request.headers()['upload-offset']);
-      if (offset >= 2 * CHUNK) return route.abort('internetdisconnected');
-      offsets.push(offset);
-      return route.continue();
-    };
-    await context.route(`**/-/tus/${token}**`, cut);
+    const network = await cutTusNetwork(context, `**/-/tus/${token}**`, 2 * CHUNK);
     await page.getByLabel('File').setInputFiles(file);
     await page.getByRole('button', { name: 'Send' }).click();
     const form = page.locator('#request-upload');
     await expect.poll(() => form.getAttribute('data-state'), { timeout: 60_000 }).toBe('retrying');
     expect(await page.locator('#status').innerText()).toMatch(/Connection lost/);
-    expect(offsets).toEqual([0, CHUNK]);
+    expect(network.beforeCut).toEqual([0, CHUNK]);
     expect(await storedSha256('/inbox/photos.bin')).toBeNull(); // nothing visible yet
 
     // The network is back: the retry asks the server's offset and goes on from there.
-    await context.unroute(`**/-/tus/${token}**`, cut);
-    const patches: number[] = [];
-    await context.route(`**/-/tus/${token}**`, (route) => {
-      if (route.request().method() === 'POST') creations++;
-      if (route.request().method() === 'PATCH') patches.push(Number(route.request().headers()['upload-offset']));
-      return route.continue();
-    });
+    network.restore();
     await expect.poll(() => form.getAttribute('data-state'), { timeout: 90_000 }).toBe('done');
     expect(await page.locator('#status').innerText()).toBe(`Received: photos.bin. Thank you. SHA-256 ${expected}`);
-    expect(patches[0]).toBe(2 * CHUNK); // from where the server stood, not from zero
-    expect(creations).toBe(1); // one upload, created once
+    expect(network.afterCut[0]).toBe(2 * CHUNK); // from where the server stood, not from zero
+    expect(network.creations).toBe(1); // one upload, created once
     expect(await storedSha256('/inbox/photos.bin')).toBe(expected);
 
     // Upload-only, with the link's cookie: the folder is neither listed nor downloadable.
