@@ -99,6 +99,61 @@ printf '{"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential",
     expect(runs()).toBe(3);
   });
 
+  it('tells an exec plugin with provideClusterInfo the cluster, as kubectl does, and only then', async () => {
+    const plugin = join(dir, 'cluster-plugin.sh');
+    writeFileSync(
+      plugin,
+      `#!/bin/sh
+printf %s "$KUBERNETES_EXEC_INFO" > "${dir}/exec-info-$PLUGIN_NAME.json"
+printf '{"apiVersion":"client.authentication.k8s.io/v1","kind":"ExecCredential","status":{"token":"t"}}'
+`,
+      { mode: 0o755 },
+    );
+    const cluster = [
+      '    server: https://10.0.0.1:6443',
+      '    tls-server-name: kubernetes',
+      `    certificate-authority-data: ${Buffer.from('CA').toString('base64')}`,
+      '    extensions:',
+      '    - name: client.authentication.k8s.io/exec',
+      '      extension: { audience: boxyard, region: eu-1 }',
+      '    - name: other',
+      '      extension: { ignored: true }',
+    ].join('\n');
+    const user = (name: string, provide: boolean) =>
+      `    exec:\n      apiVersion: client.authentication.k8s.io/v1\n      command: ./cluster-plugin.sh\n      provideClusterInfo: ${provide}\n      env:\n      - { name: PLUGIN_NAME, value: ${name} }`;
+    await kubeconfigCredentials(kubeconfig('cluster-info.yaml', cluster, user('with', true))).headers();
+    await kubeconfigCredentials(kubeconfig('no-cluster-info.yaml', cluster, user('without', false))).headers();
+    const info = (name: string) => JSON.parse(readFileSync(join(dir, `exec-info-${name}.json`), 'utf8'));
+    expect(info('with')).toEqual({
+      apiVersion: 'client.authentication.k8s.io/v1',
+      kind: 'ExecCredential',
+      spec: {
+        interactive: false,
+        cluster: {
+          server: 'https://10.0.0.1:6443',
+          'tls-server-name': 'kubernetes',
+          'certificate-authority-data': Buffer.from('CA').toString('base64'),
+          config: { audience: 'boxyard', region: 'eu-1' },
+        },
+      },
+    });
+    expect(info('without').spec).toEqual({ interactive: false });
+  });
+
+  it('refuses a plugin that must ask a person, and names the install hint of a missing one', async () => {
+    expect(() =>
+      kubeconfigCredentials(kubeconfig('interactive.yaml', '    server: https://k', '    exec:\n      command: kubelogin\n      interactiveMode: Always')),
+    ).toThrow(/needs a person to answer it \(interactiveMode: Always\)/);
+    const missing = kubeconfigCredentials(
+      kubeconfig(
+        'missing.yaml',
+        '    server: https://k',
+        '    exec:\n      command: no-such-login-plugin\n      installHint: Install it with apt-get install no-such',
+      ),
+    );
+    await expect(missing.headers()).rejects.toThrow(/exec plugin no-such-login-plugin failed: .*ENOENT.*\nInstall it with apt-get install no-such/s);
+  });
+
   it('names a failing exec plugin, and refuses auth-provider plugins', async () => {
     const failing = kubeconfigCredentials(kubeconfig('failing.yaml', '    server: https://k', '    exec:\n      command: /bin/false'));
     await expect(failing.headers()).rejects.toThrow(/exec plugin \/bin\/false failed/);

@@ -6,7 +6,7 @@ import { readFileSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { dirname, isAbsolute, join, resolve } from 'node:path';
 import { parse } from 'yaml';
-import { execAuthorization, type ExecConfig } from './exec-credential.ts';
+import { execAuthorization, type ExecClusterInfo, type ExecConfig } from './exec-credential.ts';
 
 export interface TlsOptions {
   ca?: Buffer;
@@ -71,6 +71,20 @@ function pick<T>(list: unknown, key: 'cluster' | 'user' | 'context', name: strin
   return found[key] as T;
 }
 
+/** What an exec plugin with provideClusterInfo is told of the cluster. */
+function execClusterInfo(server: string, cluster: Entry, ca: Buffer | undefined): ExecClusterInfo {
+  const extension = (Array.isArray(cluster.extensions) ? (cluster.extensions as NamedEntry<unknown>[]) : []).find(
+    (entry) => entry?.name === 'client.authentication.k8s.io/exec',
+  );
+  return {
+    server,
+    ...(typeof cluster['tls-server-name'] === 'string' ? { 'tls-server-name': cluster['tls-server-name'] } : {}),
+    ...(cluster['insecure-skip-tls-verify'] === true ? { 'insecure-skip-tls-verify': true } : {}),
+    ...(ca ? { 'certificate-authority-data': ca.toString('base64') } : {}),
+    ...(extension?.extension !== undefined ? { config: extension.extension } : {}),
+  };
+}
+
 export function kubeconfigCredentials(file: string): Credentials {
   const path = resolve(file);
   const base = dirname(path);
@@ -105,7 +119,7 @@ export function kubeconfigCredentials(file: string): Credentials {
   if (user['auth-provider']) {
     throw new Error(`kubeconfig ${path}: auth-provider plugins are not supported; use an exec plugin (gke-gcloud-auth-plugin, kubelogin, aws eks get-token)`);
   } else if (user.exec) {
-    authorization = execAuthorization(user.exec as ExecConfig, base, path);
+    authorization = execAuthorization(user.exec as ExecConfig, base, path, execClusterInfo(server, cluster, tls.ca));
   } else if (typeof user.token === 'string') {
     const token = user.token;
     authorization = async () => `Bearer ${token}`;
