@@ -6,22 +6,17 @@
 // Then the HTML listing of the 2,000-entry folder (what browsers and `wget --mirror` read) against the JSON listing
 // of the same folder, in alternating rounds at 8 clients, with the service's peak RSS during the HTML rounds against
 // its RSS before any load (issue 35: ≥ 0.5× the JSON req/s, peak ≤ idle + 64 MiB).
-import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { once } from 'node:events';
 import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import pg from 'pg';
-import { freePort } from '@boxyard/kit/net/free-port.ts';
 import { progress } from './downloads.ts';
 import { createBenchDatabase, type BenchEnv, type BenchRow } from './env.ts';
-import { LAUNCHER_ENV, launcherNodeFlags } from './launcher.ts';
 import { alternate, loadGet, median, round } from './load.ts';
 import { startStaticServer } from './metadata.ts';
 import { peakDuring, rssOf } from './memory.ts';
+import { startShareProcess } from './share-process.ts';
 
-const main = fileURLToPath(new URL('../../services/boxyard/src/main.ts', import.meta.url));
 const connections = 8;
 const seconds = 5;
 const goals: Record<number, number> = { 2000: 300, 10000: 80 };
@@ -36,42 +31,20 @@ export async function benchListing(env: BenchEnv): Promise<BenchRow[]> {
   const dir = join(env.workDir, `listing-${randomBytes(4).toString('hex')}`);
   await mkdir(join(dir, 'storage'), { recursive: true });
   const adminPassword = `Bench-${randomBytes(6).toString('hex')}-1A`;
-  const port = await freePort();
-  const configFile = join(dir, 'file-share.json');
-  await writeFile(
-    configFile,
-    JSON.stringify({
-      server: { host: '127.0.0.1', port },
-      metrics: { port: 0 },
-      logging: { level: 'warn' },
-      database: { url: databaseUrl },
-      storage: { driver: 'local', root: join(dir, 'storage') },
-      rate_limiting: { enabled: false },
-      session: { secret: randomBytes(32).toString('base64url') },
-      admin: { username: 'admin', password: adminPassword },
-    }),
-    { mode: 0o600 },
-  );
-  const child = spawn(process.execPath, [...launcherNodeFlags(), main, 'serve', 'file-share', '--config', configFile], {
-    env: { ...process.env, ...LAUNCHER_ENV },
-    stdio: ['ignore', 'ignore', 'inherit'],
+  const share = await startShareProcess(dir, {
+    metrics: { port: 0 },
+    logging: { level: 'warn' },
+    database: { url: databaseUrl },
+    storage: { driver: 'local', root: join(dir, 'storage') },
+    rate_limiting: { enabled: false },
+    session: { secret: randomBytes(32).toString('base64url') },
+    admin: { username: 'admin', password: adminPassword },
   });
-  const url = `http://127.0.0.1:${port}`;
+  const { url } = share;
   const staticDir = join(dir, 'static');
   await mkdir(staticDir);
   let baseline: { url: string; stop(): Promise<void> } | undefined;
   try {
-    for (;;) {
-      if (child.exitCode !== null) throw new Error(`boxyard serve file-share exited with ${child.exitCode}`);
-      if (
-        await fetch(`${url}/health`).then(
-          (r) => r.ok,
-          () => false,
-        )
-      )
-        break;
-      await new Promise((resolve) => setTimeout(resolve, 200));
-    }
     const admin = `Basic ${Buffer.from(`admin:${adminPassword}`).toString('base64')}`;
     const keyResponse = await fetch(`${url}/api/api-keys`, {
       method: 'POST',
@@ -103,8 +76,8 @@ export async function benchListing(env: BenchEnv): Promise<BenchRow[]> {
       await writeFile(join(staticDir, `${folder}.json`), body);
     }
     await client.end();
-    const idle = await rssOf(child.pid!);
-    const html = await htmlRows(`${url}/list${HTML_ENTRIES}/?limit=${HTML_ENTRIES}`, headers.authorization, child.pid!, idle);
+    const idle = await rssOf(share.pid);
+    const html = await htmlRows(`${url}/list${HTML_ENTRIES}/?limit=${HTML_ENTRIES}`, headers.authorization, share.pid, idle);
     baseline = await startStaticServer(staticDir);
     for (const entries of [2000, 10000]) {
       const folder = `list${entries}`;
@@ -128,8 +101,7 @@ export async function benchListing(env: BenchEnv): Promise<BenchRow[]> {
     rows.push(...html);
   } finally {
     await baseline?.stop();
-    child.kill('SIGTERM');
-    if (child.exitCode === null) await once(child, 'exit');
+    await share.stop();
   }
   return rows;
 }

@@ -1,6 +1,6 @@
 // `make bench` section `resumable`: 1 GiB through the file share's tus endpoint in 16 MiB PATCHes vs the plain
 // upload route (the bytes as one request body), same service, same run, interleaved; s3 driver on the bench's
-// MinIO. Both sides use curl, so the ratio measures the service's two paths, not two clients: the plain route one
+// MinIO; the share in its own process as the launchers run it (share-process.ts). Both sides use curl, so the ratio measures the service's two paths, not two clients: the plain route one
 // request, tus a creation POST then 64 PATCHes of a 16 MiB piece from one curl process over one kept-alive
 // connection (`--next`), as tus clients send them; goal ≥ 0.85×. Two rows without a goal: the same PATCHes from a
 // shell loop, a curl process and a connection per PATCH (~10 ms of process start each, on the client's side), and
@@ -12,10 +12,11 @@ import { randomBytes } from 'node:crypto';
 import { mkdir, open, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { startFileShare } from '@boxyard/file-share/service.ts';
 import { b64, startTusClient, tusCreate } from '@boxyard/file-share/testing/tus-clients.ts';
 import { type BenchEnv, type BenchRow, createBenchBucket, createBenchDatabase, removeBenchBucket } from './env.ts';
 import { s3FileShareConfig } from './file-share.ts';
+import { cpuOf } from './scale-procs.ts';
+import { startShareProcess } from './share-process.ts';
 
 const run = promisify(execFile);
 const MiB = 1024 * 1024;
@@ -107,9 +108,9 @@ async function tusUpload(endpoint: string, file: string, authorization: string, 
 export async function benchResumable(env: BenchEnv): Promise<BenchRow[]> {
   const { minio: client, bucket } = await createBenchBucket(env, 'tus');
   const databaseUrl = await createBenchDatabase(env, `bench_tus_${randomBytes(4).toString('hex')}`);
-  const share = await startFileShare(s3FileShareConfig(env, { databaseUrl, bucket, region, adminPassword, maxBytes: 2 * fileBytes }));
   const dir = join(env.workDir, 'resumable');
   await mkdir(dir, { recursive: true });
+  const share = await startShareProcess(dir, s3FileShareConfig(env, { databaseUrl, bucket, region, adminPassword, maxBytes: 2 * fileBytes }));
   try {
     const authorization = `Basic ${Buffer.from(`admin:${adminPassword}`).toString('base64')}`;
     const file = join(dir, 'object.bin');
@@ -141,17 +142,21 @@ export async function benchResumable(env: BenchEnv): Promise<BenchRow[]> {
       js: (i: number) => tusUpload(`${share.url}/api/uploads`, file, authorization, `/bench/js-${i}.bin`),
     };
     const rates: Record<keyof typeof steps, number[]> = { plain: [], tus: [], loop: [], js: [] };
-    // CPU of this process (the share runs in it; the clients are other processes) per GiB received.
+    // CPU of the share's process per GiB received.
     const cpu: Record<keyof typeof steps, number[]> = { plain: [], tus: [], loop: [], js: [] };
+    // Each file is removed after its step (outside the timing), its bytes with it: 20 GiB would pile up in MinIO.
+    const remove = async (path: string) => {
+      const answer = await fetch(`${share.url}${path}`, { method: 'DELETE', headers: { authorization } });
+      if (!answer.ok) throw new Error(`DELETE ${path} answered ${answer.status}`);
+    };
     for (let i = 0; i < runs; i++) {
       const kinds = Object.keys(steps) as (keyof typeof steps)[];
       for (const kind of i % 2 === 0 ? kinds : kinds.reverse()) {
         execFileSync('sync');
-        const before = process.cpuUsage();
+        const before = cpuOf(share.pid);
         rates[kind].push(fileBytes / MiB / (await seconds(() => steps[kind](i))));
-        const used = process.cpuUsage(before);
-        cpu[kind].push((used.user + used.system) / 1e6 / (fileBytes / GiB));
-        await share.sweeper.sweepNow();
+        cpu[kind].push((cpuOf(share.pid) - before) / (fileBytes / GiB));
+        await remove(`/bench/${kind}-${i}.bin`);
       }
     }
     const baseline = median(rates.plain);
@@ -176,7 +181,7 @@ export async function benchResumable(env: BenchEnv): Promise<BenchRow[]> {
       },
     ];
   } finally {
-    await share.close();
+    await share.stop();
     await removeBenchBucket(client, bucket);
   }
 }
