@@ -7,9 +7,8 @@
 // are the boxes' times (boxes_created_at, boxes_updated_at). Ties are broken by organization and box name
 // (lower-cased, unique), so the order is total and a cursor (the last box's key and names) names a place in it.
 import { sql } from 'slonik';
-import type { FragmentSqlToken } from 'slonik';
+import type { CommonQueryMethods, FragmentSqlToken } from 'slonik';
 import { z } from 'zod';
-import type { ServiceContext } from '../context.ts';
 import { int8 } from '../records.ts';
 import type { SearchCursor, SearchOrder, SearchSort } from './search-cursor.ts';
 
@@ -79,21 +78,45 @@ function parts(sort: SearchSort, order: SearchOrder, after: SearchCursor | undef
   ];
 }
 
-const pageKey = z.object({ id: int8, organization_id: int8, key: z.string(), org_key: z.string(), box_key: z.string() });
-export type SearchPageKey = z.output<typeof pageKey>;
+const pageRow = z.object({
+  generation: z.string(),
+  id: int8.nullable(),
+  organization_id: int8.nullable(),
+  key: z.string().nullable(),
+  org_key: z.string().nullable(),
+  box_key: z.string().nullable(),
+  stamp: z.string().nullable(),
+});
+export interface SearchPageKey {
+  id: number;
+  organization_id: number;
+  key: string;
+  org_key: string;
+  box_key: string;
+  stamp: string;
+}
+
+export interface SearchRows {
+  rows: SearchPageKey[];
+  /**
+   * The search generation (migration 0012: it moves with every change of what any search lists or its order) all
+   * of the rows were read at; null when the parts were read at different ones.
+   */
+  generation: string | null;
+}
 
 /**
- * Rows `offset … offset + limit` of the search after `after`, and one more when there is a next page: box id,
- * organization id, the key and the names a cursor is made of. The parts are read one after the other, each only
- * when the ones before did not fill the page.
+ * `count` rows of the search from row `offset` after `after`: box id, organization id, the key and the names a
+ * cursor is made of, and the stamp of its cached document. The parts are read one after the other, each only when
+ * the ones before did not give `count` rows.
  */
 export async function searchPage(
-  pool: ServiceContext['pool'],
+  db: CommonQueryMethods,
   filter: SearchFilter,
   sort: SearchSort,
   order: SearchOrder,
-  page: { limit: number; offset: number; after: SearchCursor | undefined },
-): Promise<SearchPageKey[]> {
+  page: { count: number; offset: number; after: SearchCursor | undefined },
+): Promise<SearchRows> {
   const direction = order === 'asc' ? sql.fragment`asc` : sql.fragment`desc`;
   const { userId, saOrg, admin, pattern, provider } = filter;
   const visible = sql.fragment`b.released
@@ -108,24 +131,37 @@ export async function searchPage(
     where ${visible} and ${part.where}
     order by ${part.order ? sql.fragment`${part.order} ${direction},` : sql.fragment``} lower(o.name), lower(b.name)`;
   const rows: SearchPageKey[] = [];
-  let want = page.limit + 1;
+  const generations = new Set<string>();
+  let want = page.count;
   let skip = page.offset;
   for (const part of parts(sort, order, page.after)) {
-    const found = await pool.any(sql.type(pageKey)`
-      select b.id, b.organization_id, (${part.key})::text as key, lower(o.name) as org_key, lower(b.name) as box_key
-      ${rowsOf(part)} limit ${want} offset ${skip}`);
-    rows.push(...found);
-    want -= found.length;
+    // The generation (one row even when the part has none), the part's rows, then (for them alone, in the same
+    // order) the stamp their cached documents are checked with (search-document-cache.ts): any change of the box
+    // row (its metadata_version counts its tree, migration 0006) or of its organization's row gives the row a new
+    // xmin; download counts are the box's own (box_downloads).
+    const found = await db.any(sql.type(pageRow)`
+      select g.generation, k.id, k.organization_id, k.sort_key::text as key, k.org_key, k.box_key,
+        concat_ws('.', k.box_row, k.org_row, (select d.count from box_downloads d where d.box_id = k.id)) as stamp
+      from (select sum(value)::text as generation from search_generation) g
+      left join lateral (
+        select b.id, b.organization_id, ${part.key} as sort_key, lower(o.name) as org_key, lower(b.name) as box_key,
+          b.xmin::text as box_row, o.xmin::text as org_row
+        ${rowsOf(part)} limit ${want} offset ${skip}) k on true
+      order by k.sort_key ${direction}, k.org_key, k.box_key`);
+    generations.add(found[0]!.generation);
+    const keys = found.flatMap(({ generation: _, ...row }) => (row.id === null ? [] : [row as SearchPageKey]));
+    rows.push(...keys);
+    want -= keys.length;
     if (want === 0) break;
     // The next part starts where this one ends: skip what of the offset this part did not hold.
     if (skip > 0) {
       skip =
-        found.length > 0
+        keys.length > 0
           ? 0
           : skip -
-            (await pool.oneFirst(sql.type(z.object({ n: z.number() }))`
+            (await db.oneFirst(sql.type(z.object({ n: z.number() }))`
         select count(*)::int as n from (select 1 ${rowsOf(part)} limit ${skip}) counted`));
     }
   }
-  return rows;
+  return { rows, generation: generations.size === 1 ? [...generations][0]! : null };
 }
