@@ -7,13 +7,13 @@ describe('search document cache', () => {
   it('answers a fragment only for its box, flavour, base and stamp', () => {
     const cache = createSearchDocumentCache();
     cache.set(1, 'v1', 'http://a', '10.20', '{"name":"one"}');
-    expect(cache.get(1, 'v1', 'http://a', '10.20')).toBe('{"name":"one"}');
+    expect(cache.get(1, 'v1', 'http://a', '10.20')?.toString()).toBe('{"name":"one"}');
     expect(cache.get(1, 'v1', 'http://a', '11.20')).toBeUndefined();
     expect(cache.get(1, 'v2', 'http://a', '10.20')).toBeUndefined();
     expect(cache.get(1, 'v1', 'http://b', '10.20')).toBeUndefined();
     expect(cache.get(2, 'v1', 'http://a', '10.20')).toBeUndefined();
     cache.set(1, 'v1', 'http://a', '11.20', '{"name":"new"}');
-    expect(cache.get(1, 'v1', 'http://a', '11.20')).toBe('{"name":"new"}');
+    expect(cache.get(1, 'v1', 'http://a', '11.20')?.toString()).toBe('{"name":"new"}');
     expect(cache.size).toBe(1);
   });
 

@@ -12,16 +12,17 @@
 // Bounded by entries and bytes: the oldest entries go first (callers may vary the Host header, the base of the URLs).
 
 export interface SearchDocumentCache {
-  /** The fragment of `boxId` for this flavour and base, if it was cached with this stamp. */
-  get(boxId: number, flavour: string, base: string, stamp: string): string | undefined;
-  set(boxId: number, flavour: string, base: string, stamp: string, json: string): void;
+  /** The fragment of `boxId` for this flavour and base (UTF-8), if it was cached with this stamp. */
+  get(boxId: number, flavour: string, base: string, stamp: string): Buffer | undefined;
+  /** Keeps `json` (as UTF-8) and answers it: a page's answer is its fragments' bytes copied, never encoded again. */
+  set(boxId: number, flavour: string, base: string, stamp: string, json: string): Buffer;
   readonly size: number;
   readonly bytes: number;
 }
 
 interface Entry {
   stamp: string;
-  json: string;
+  json: Buffer;
   bytes: number;
 }
 
@@ -43,16 +44,18 @@ export function createSearchDocumentCache(
     },
     set(boxId, flavour, base, stamp, json) {
       const key = `${boxId} ${flavour} ${base}`;
+      const utf8 = Buffer.from(json);
       remove(key);
       // A box too big for an eighth of the cache is built per request rather than evicting most others.
-      const size = Buffer.byteLength(json) + key.length + stamp.length;
-      if (size > limits.maxBytes / 8) return;
-      entries.set(key, { stamp, json, bytes: size }); // last in Map order: the newest
+      const size = utf8.length + key.length + stamp.length;
+      if (size > limits.maxBytes / 8) return utf8;
+      entries.set(key, { stamp, json: utf8, bytes: size }); // last in Map order: the newest
       bytes += size;
       for (const oldest of entries.keys()) {
         if (entries.size <= limits.maxEntries && bytes <= limits.maxBytes) break;
         remove(oldest);
       }
+      return utf8;
     },
     get size() {
       return entries.size;

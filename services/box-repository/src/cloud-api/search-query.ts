@@ -119,26 +119,39 @@ export async function searchPage(
 ): Promise<SearchRows> {
   const direction = order === 'asc' ? sql.fragment`asc` : sql.fragment`desc`;
   const { userId, saOrg, admin, pattern, provider } = filter;
-  const visible = sql.fragment`b.released
-    and (${admin} or m.role is not null or b.organization_id = ${saOrg}::bigint or (o.is_public and b.published and b.is_public))
-    and (${pattern}::text is null or b.name ilike ${pattern} or o.name ilike ${pattern} or b.description ilike ${pattern})
-    and (${provider}::text is null or exists (
+  // Only the conditions this caller and query need: planning is most of the statement's cost (the walk itself is a
+  // tenth of a millisecond), and each join and condition left out is planning saved.
+  const mayList = [
+    sql.fragment`(o.is_public and b.published and b.is_public)`,
+    ...(userId !== null ? [sql.fragment`m.role is not null`] : []),
+    ...(saOrg !== null ? [sql.fragment`b.organization_id = ${saOrg}::bigint`] : []),
+  ];
+  const visible = sql.join(
+    [
+      sql.fragment`b.released`,
+      ...(admin ? [] : [sql.fragment`(${sql.join(mayList, sql.fragment` or `)})`]),
+      ...(pattern !== null ? [sql.fragment`(b.name ilike ${pattern} or o.name ilike ${pattern} or b.description ilike ${pattern})`] : []),
+      ...(provider !== null
+        ? [
+            sql.fragment`exists (
       select 1 from versions v join providers p on p.version_id = v.id join architectures a on a.provider_id = p.id join files f on f.architecture_id = a.id
-      where v.box_id = b.id and v.status = 'active' and lower(p.name) = lower(${provider})))`;
+      where v.box_id = b.id and v.status = 'active' and lower(p.name) = lower(${provider}))`,
+          ]
+        : []),
+    ],
+    sql.fragment` and `,
+  );
+  const membership = userId !== null ? sql.fragment`left join memberships m on m.organization_id = o.id and m.user_id = ${userId}::uuid` : sql.fragment``;
   const rowsOf = (part: Part) => sql.fragment`
-    from boxes b ${part.from}
-    left join memberships m on m.organization_id = o.id and m.user_id = ${userId}::uuid
+    from boxes b ${part.from} ${membership}
     where ${visible} and ${part.where}
     order by ${part.order ? sql.fragment`${part.order} ${direction},` : sql.fragment``} lower(o.name), lower(b.name)`;
-  const rows: SearchPageKey[] = [];
   const generations = new Set<string>();
-  let want = page.count;
-  let skip = page.offset;
-  for (const part of parts(sort, order, page.after)) {
-    // The generation (one row even when the part has none), the part's rows, then (for them alone, in the same
-    // order) the stamp their cached documents are checked with (search-document-cache.ts): any change of the box
-    // row (its metadata_version counts its tree, migration 0006) or of its organization's row gives the row a new
-    // xmin; download counts are the box's own (box_downloads).
+  // The generation (one row even when the part has none), the part's rows, then (for them alone, in the same
+  // order) the stamp their cached documents are checked with (search-document-cache.ts): any change of the box row
+  // (its metadata_version counts its tree, migration 0006) or of its organization's row gives the row a new xmin;
+  // download counts are the box's own (box_downloads).
+  const read = async (part: Part, want: number, skip: number) => {
     const found = await db.any(sql.type(pageRow)`
       select g.generation, k.id, k.organization_id, k.sort_key::text as key, k.org_key, k.box_key,
         concat_ws('.', k.box_row, k.org_row, (select d.count from box_downloads d where d.box_id = k.id)) as stamp
@@ -149,7 +162,14 @@ export async function searchPage(
         ${rowsOf(part)} limit ${want} offset ${skip}) k on true
       order by k.sort_key ${direction}, k.org_key, k.box_key`);
     generations.add(found[0]!.generation);
-    const keys = found.flatMap(({ generation: _, ...row }) => (row.id === null ? [] : [row as SearchPageKey]));
+    return found.flatMap(({ generation: _, ...row }) => (row.id === null ? [] : [row as SearchPageKey]));
+  };
+  // The parts one after the other, each only when the ones before did not give the rows wanted.
+  const rows: SearchPageKey[] = [];
+  let want = page.count;
+  let skip = page.offset;
+  for (const part of parts(sort, order, page.after)) {
+    const keys = await read(part, want, skip);
     rows.push(...keys);
     want -= keys.length;
     if (want === 0) break;

@@ -62,7 +62,7 @@ export function searchRoute(app: FastifyInstance, ctx: ServiceContext, flavour: 
     }
     const base = baseUrlOf(ctx, request);
     reply.type('application/json; charset=utf-8');
-    return `{"boxes":[${(await documentsOf(ctx, shown, base, flavour)).join(',')}]}`;
+    return answerOf(await documentsOf(ctx, shown, base, flavour));
   });
 }
 
@@ -109,7 +109,7 @@ async function pageByNumber(ctx: ServiceContext, search: NumberedPage): Promise<
  * cached) from the box's rows. Search shows what anyone may see of a box: its released versions, so one document
  * serves every caller the page's query let see the box. A box deleted since its key was read is left out.
  */
-async function documentsOf(ctx: ServiceContext, shown: SearchPageKey[], base: string, flavour: ApiFlavour): Promise<string[]> {
+async function documentsOf(ctx: ServiceContext, shown: SearchPageKey[], base: string, flavour: ApiFlavour): Promise<Buffer[]> {
   const cache = ctx.searchDocuments;
   const kind = flavour.v2 ? 'v2' : 'v1';
   const fragments = shown.map((k) => cache.get(k.id, kind, base, k.stamp));
@@ -126,13 +126,24 @@ async function documentsOf(ctx: ServiceContext, shown: SearchPageKey[], base: st
       records.map((r) => r.b.id),
       { principal: null, role: null, isGlobalAdmin: false },
     );
-    const built = new Map(records.map((r) => [r.b.id, JSON.stringify(boxDocument(base, r.o, r.b, trees.get(r.b.id) ?? [], flavour))]));
+    const recordOf = new Map(records.map((r) => [r.b.id, r]));
     for (const [index, key] of shown.entries()) {
-      const json = fragments[index] ?? built.get(key.id);
+      const record = fragments[index] === undefined ? recordOf.get(key.id) : undefined;
+      if (!record) continue;
       // Cached with the stamp read before the rows were: a change in between is seen as a new stamp next time.
-      if (fragments[index] === undefined && json !== undefined) cache.set(key.id, kind, base, key.stamp, json);
-      fragments[index] = json;
+      const json = JSON.stringify(boxDocument(base, record.o, record.b, trees.get(key.id) ?? [], flavour));
+      fragments[index] = cache.set(key.id, kind, base, key.stamp, json);
     }
   }
   return fragments.filter((json) => json !== undefined);
+}
+
+const OPEN = Buffer.from('{"boxes":[');
+const COMMA = Buffer.from(',');
+const CLOSE = Buffer.from(']}');
+
+/** `{"boxes":[…]}` of the documents' JSON: the bytes JSON.stringify writes for the same records. */
+function answerOf(documents: Buffer[]): Buffer {
+  const parts = [OPEN, ...documents.flatMap((document, index) => (index === 0 ? [document] : [COMMA, document])), CLOSE];
+  return Buffer.concat(parts);
 }
