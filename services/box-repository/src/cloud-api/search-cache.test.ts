@@ -173,4 +173,22 @@ describe('search results cached per box, across replicas', () => {
     expect(await everywhere('sort=created&order=desc', true)).toEqual(['acme/pos-6', 'acme/pos-5', 'acme/pos-4', 'acme/pos-2', 'acme/pos-1']);
     expect(await everywhere('sort=created&order=desc')).toEqual(['acme/pos-6', ...newestFirst]);
   });
+
+  it('ends the results where a part of the sort ends once the next part has no row left, on both replicas at once', async () => {
+    // Sorted by downloads: the downloaded boxes, then those never downloaded. Page 1 of one box is edge-a; its next
+    // link stands for edge-b, in the other part, and goes once edge-b is private.
+    await publish('edge-a', '1.0.0');
+    await publish('edge-b', '1.0.0');
+    const metadata = (await a.request<any>('GET', '/acme/edge-a', { headers: { accept: 'application/json' } })).body;
+    await (await fetch(metadata.versions[0].providers[0].url)).arrayBuffer();
+    for (let i = 0; i < 100 && (await a.sql("select 1 from box_downloads d join boxes b on b.id = d.box_id where b.name = 'edge-a'")).length === 0; i++)
+      await new Promise((r) => setTimeout(r, 50));
+    const first = async (service: TestService) => {
+      const response = await service.request<any>('GET', '/api/v1/search?q=edge-&limit=1');
+      return { tags: (response.body.boxes as Result[]).map((r) => r.tag), next: response.headers.get('link') !== null };
+    };
+    for (let i = 0; i < 2; i++) for (const service of [b, a]) expect(await first(service)).toEqual({ tags: ['acme/edge-a'], next: true });
+    expect((await cloud(a, 'PUT', '/api/v1/box/acme/edge-b', { box: { is_private: true } })).status).toBe(200);
+    for (const service of [b, a]) expect(await first(service)).toEqual({ tags: ['acme/edge-a'], next: false });
+  });
 });

@@ -9,6 +9,7 @@
 // where a page starts, never what a caller may see: the page's rows are read with the caller's visibility. Per
 // caller (who may see what), query, sort, order, page size and page; bounded, the oldest going first.
 import type { SearchCursor } from './search-cursor.ts';
+import type { PartsWithRows } from './search-query.ts';
 
 export interface SearchPosition {
   /** The last row before the page. */
@@ -19,31 +20,49 @@ export interface SearchPosition {
 export interface SearchPositions {
   get(key: string): SearchPosition | undefined;
   set(key: string, position: SearchPosition): void;
+  /** Which parts of the search `key` (positionKey without a page) were seen with rows, at which generation. */
+  partsWithRows(key: string): PartsWithRows;
   readonly size: number;
 }
 
-/** The key of a page's position: everything the rows before it depend on. */
+/** The key of a page's position: everything the rows before it depend on (without limit and page: of the search). */
 export const positionKey = (search: {
   caller: string;
   pattern: string | null;
   provider: string | null;
   sort: string;
   order: string;
-  limit: number;
-  page: number;
-}): string => JSON.stringify([search.caller, search.pattern, search.provider, search.sort, search.order, search.limit, search.page]);
+  limit?: number;
+  page?: number;
+}): string => JSON.stringify([search.caller, search.pattern, search.provider, search.sort, search.order, search.limit ?? null, search.page ?? null]);
 
-export function createSearchPositions(maxEntries = 4096): SearchPositions {
-  const entries = new Map<string, SearchPosition>();
+function bounded<V>(maxEntries: number) {
+  const entries = new Map<string, V>();
   return {
-    get: (key) => entries.get(key),
-    set(key, position) {
+    get: (key: string) => entries.get(key),
+    set(key: string, value: V) {
       entries.delete(key); // re-inserted last: Map order is insertion order
-      entries.set(key, position);
+      entries.set(key, value);
       if (entries.size > maxEntries) entries.delete(entries.keys().next().value!);
     },
     get size() {
       return entries.size;
+    },
+  };
+}
+
+export function createSearchPositions(maxEntries = 4096): SearchPositions {
+  const positions = bounded<SearchPosition>(maxEntries);
+  const withRows = bounded<string>(maxEntries);
+  return {
+    get: positions.get,
+    set: positions.set,
+    partsWithRows: (key) => ({
+      seenAt: (part) => withRows.get(`${key} ${part}`),
+      saw: (part, generation) => withRows.set(`${key} ${part}`, generation),
+    }),
+    get size() {
+      return positions.size + withRows.size;
     },
   };
 }

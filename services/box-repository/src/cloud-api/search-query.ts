@@ -22,6 +22,8 @@ export interface SearchFilter {
 }
 
 interface Part {
+  /** Which part of the sort this is (the same whatever the cursor). */
+  name: string;
   /** Joins after `boxes b`, `organizations o` and the caller's membership `m` are in scope. */
   from: FragmentSqlToken;
   where: FragmentSqlToken;
@@ -50,12 +52,14 @@ function parts(sort: SearchSort, order: SearchOrder, after: SearchCursor | undef
       : sql.fragment``;
   if (sort === 'downloads') {
     const downloaded: Part = {
+      name: 'downloaded',
       from: sql.fragment`join box_downloads d on d.box_id = b.id ${from}`,
       where: sql.fragment`d.count > 0 ${after && after.key !== '0' ? afterKey(sql.fragment`d.count`, sql.fragment`${after.key}::bigint`) : sql.fragment``}`,
       key: sql.fragment`d.count`,
       order: sql.fragment`d.count`,
     };
     const never: Part = {
+      name: 'never downloaded',
       from,
       where: sql.fragment`not exists (select 1 from box_downloads d where d.box_id = b.id and d.count > 0) ${after?.key === '0' ? afterNames : sql.fragment``}`,
       key: sql.fragment`0::bigint`,
@@ -70,6 +74,7 @@ function parts(sort: SearchSort, order: SearchOrder, after: SearchCursor | undef
   const column = sort === 'created' ? sql.fragment`b.created_at` : sql.fragment`b.updated_at`;
   return [
     {
+      name: sort,
       from,
       where: sql.fragment`true ${after ? afterKey(column, timestampOf(after.key)) : sql.fragment``}`,
       key: sql.fragment`(extract(epoch from ${column}) * 1000000)::bigint`,
@@ -103,19 +108,30 @@ export interface SearchRows {
    * of the rows were read at; null when the parts were read at different ones.
    */
   generation: string | null;
+  /** Whether there is a row after the page: the lookahead row read, or a next part known to have rows. */
+  more: boolean;
+}
+
+/** Which parts of a search have rows, as of a search generation (search-positions.ts). */
+export interface PartsWithRows {
+  /** The generation `part` was last seen with rows at. */
+  seenAt(part: string): string | undefined;
+  saw(part: string, generation: string): void;
 }
 
 /**
  * `count` rows of the search from row `offset` after `after`: box id, organization id, the key and the names a
  * cursor is made of, and the stamp of its cached document. The parts are read one after the other, each only when
- * the ones before did not give `count` rows.
+ * the ones before did not give `count` rows. The last of them is a lookahead (is there more?): when only it is
+ * missing and the next part is known to have rows at the generation just read, it is not read (a page at the end
+ * of one part costs one statement, as any other page).
  */
 export async function searchPage(
   db: CommonQueryMethods,
   filter: SearchFilter,
   sort: SearchSort,
   order: SearchOrder,
-  page: { count: number; offset: number; after: SearchCursor | undefined },
+  page: { count: number; offset: number; after: SearchCursor | undefined; known?: PartsWithRows },
 ): Promise<SearchRows> {
   const direction = order === 'asc' ? sql.fragment`asc` : sql.fragment`desc`;
   const { userId, saOrg, admin, pattern, provider } = filter;
@@ -168,8 +184,12 @@ export async function searchPage(
   const rows: SearchPageKey[] = [];
   let want = page.count;
   let skip = page.offset;
-  for (const part of parts(sort, order, page.after)) {
+  for (const [index, part] of parts(sort, order, page.after).entries()) {
+    const fromStart = skip === 0 && (page.after === undefined || index > 0);
+    const [generation] = generations;
+    if (want === 1 && fromStart && generations.size === 1 && page.known?.seenAt(part.name) === generation) return { rows, generation: generation!, more: true };
     const keys = await read(part, want, skip);
+    if (fromStart && keys.length > 0 && generations.size === 1) page.known?.saw(part.name, [...generations][0]!);
     rows.push(...keys);
     want -= keys.length;
     if (want === 0) break;
@@ -183,5 +203,5 @@ export async function searchPage(
         select count(*)::int as n from (select 1 ${rowsOf(part)} limit ${skip}) counted`));
     }
   }
-  return { rows, generation: generations.size === 1 ? [...generations][0]! : null };
+  return { rows, generation: generations.size === 1 ? [...generations][0]! : null, more: rows.length === page.count };
 }

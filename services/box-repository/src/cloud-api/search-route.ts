@@ -18,7 +18,7 @@ import { boxRow, organizationRow } from '../records.ts';
 import { boxDocument, loadTrees, type ApiFlavour } from './documents.ts';
 import { decodeSearchCursor, encodeSearchCursor, type SearchCursor, type SearchOrder, type SearchSort } from './search-cursor.ts';
 import { positionKey } from './search-positions.ts';
-import { searchPage, type SearchFilter, type SearchPageKey, type SearchRows } from './search-query.ts';
+import { searchPage, type PartsWithRows, type SearchFilter, type SearchPageKey, type SearchRows } from './search-query.ts';
 
 const searchQuery = {
   type: 'object',
@@ -49,12 +49,17 @@ export function searchRoute(app: FastifyInstance, ctx: ServiceContext, flavour: 
     const filter = { userId, saOrg, admin, pattern, provider: provider ?? null };
     const caller = `${userId ?? ''} ${saOrg ?? ''} ${admin}`;
     const position = (n: number) => positionKey({ caller, pattern, provider: filter.provider, sort, order, limit, page: n });
-    const { rows: keys, generation } = after
-      ? await searchPage(ctx.pool, filter, sort, order, { count: limit + 1, offset: 0, after })
-      : await pageByNumber(ctx, { filter, sort, order, limit, page, position: position(page) });
+    const known = ctx.searchPositions.partsWithRows(positionKey({ caller, pattern, provider: filter.provider, sort, order }));
+    const {
+      rows: keys,
+      generation,
+      more,
+    } = after
+      ? await searchPage(ctx.pool, filter, sort, order, { count: limit + 1, offset: 0, after, known })
+      : await pageByNumber(ctx, { filter, sort, order, limit, page, position: position(page), known });
     const shown = keys.slice(0, limit);
     const last = shown.at(-1);
-    if (keys.length > limit && last) {
+    if (more && last) {
       const cursor: SearchCursor = { sort, order, key: last.key, org: last.org_key, box: last.box_key };
       reply.header('link', nextLink(request, { after: encodeSearchCursor(cursor) }, ['page']));
       // Where the next page starts, for a client that asks for it by number.
@@ -74,6 +79,7 @@ interface NumberedPage {
   page: number;
   /** The key of the page's position (search-positions.ts). */
   position: string;
+  known: PartsWithRows;
 }
 
 /**
@@ -82,17 +88,17 @@ interface NumberedPage {
  * generation, keeping where the page starts (the row before it) for the next request.
  */
 async function pageByNumber(ctx: ServiceContext, search: NumberedPage): Promise<SearchRows> {
-  const { filter, sort, order, limit, page } = search;
-  const known = page > 1 ? ctx.searchPositions.get(search.position) : undefined;
-  if (known) {
-    const found = await searchPage(ctx.pool, filter, sort, order, { count: limit + 1, offset: 0, after: known.cursor });
-    if (found.generation === known.generation) return found;
+  const { filter, sort, order, limit, page, known: knownParts } = search;
+  const start = page > 1 ? ctx.searchPositions.get(search.position) : undefined;
+  if (start) {
+    const found = await searchPage(ctx.pool, filter, sort, order, { count: limit + 1, offset: 0, after: start.cursor, known: knownParts });
+    if (found.generation === start.generation) return found;
   }
-  if (page === 1) return searchPage(ctx.pool, filter, sort, order, { count: limit + 1, offset: 0, after: undefined });
+  if (page === 1) return searchPage(ctx.pool, filter, sort, order, { count: limit + 1, offset: 0, after: undefined, known: knownParts });
   return ctx.pool.transaction(async (tx) => {
     await tx.query(sql.unsafe`set transaction isolation level repeatable read, read only`);
     // From the row before the page: the position to keep.
-    const found = await searchPage(tx, filter, sort, order, { count: limit + 2, offset: (page - 1) * limit - 1, after: undefined });
+    const found = await searchPage(tx, filter, sort, order, { count: limit + 2, offset: (page - 1) * limit - 1, after: undefined, known: knownParts });
     const before = found.rows[0];
     if (before && found.generation !== null) {
       ctx.searchPositions.set(search.position, {
@@ -100,7 +106,7 @@ async function pageByNumber(ctx: ServiceContext, search: NumberedPage): Promise<
         generation: found.generation,
       });
     }
-    return { rows: found.rows.slice(1), generation: found.generation };
+    return { ...found, rows: found.rows.slice(1) };
   });
 }
 
