@@ -5,7 +5,7 @@
 // leaves the anonymous results of both at once while its members still find it.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { makeBox } from '../testing/boxes.ts';
-import { createOrganization, startTestService, type TestService } from '../testing/test-service.ts';
+import { addMember, createOrganization, startTestService, USER_PASSWORD, type TestService } from '../testing/test-service.ts';
 
 interface Result {
   tag: string;
@@ -190,5 +190,26 @@ describe('search results cached per box, across replicas', () => {
     for (let i = 0; i < 2; i++) for (const service of [b, a]) expect(await first(service)).toEqual({ tags: ['acme/edge-a'], next: true });
     expect((await cloud(a, 'PUT', '/api/v1/box/acme/edge-b', { box: { is_private: true } })).status).toBe(200);
     for (const service of [b, a]) expect(await first(service)).toEqual({ tags: ['acme/edge-a'], next: false });
+  });
+
+  it("starts a signed-in user's numbered page where it now starts once the user joins the organization of a private box", async () => {
+    await publish('mem-1', '1.0.0');
+    expect((await cloud(a, 'PUT', '/api/v1/box/acme/mem-1', { box: { is_private: true } })).status).toBe(200);
+    await publish('mem-2', '1.0.0');
+    await publish('mem-3', '1.0.0');
+    // Each replica signs its own sessions (its own secret): the user signs in on both.
+    await a.createUser('searcher');
+    const tokens = new Map([
+      [a, await a.signIn('searcher', USER_PASSWORD)],
+      [b, await b.signIn('searcher', USER_PASSWORD)],
+    ]);
+    const page = async (service: TestService, n: number) => {
+      const path = `/api/v1/search?q=mem-&limit=1&sort=created&order=asc&page=${n}`;
+      return ((await service.request<any>('GET', path, { token: tokens.get(service)! })).body.boxes as Result[]).map((r) => r.tag);
+    };
+    // Page 2 asked for first and twice: the second from its kept position.
+    for (const service of [b, a]) for (let i = 0; i < 2; i++) expect(await page(service, 2)).toEqual(['acme/mem-3']);
+    await addMember(a, 'acme', 'searcher', 'user');
+    for (const service of [b, a]) expect([await page(service, 2), await page(service, 1)]).toEqual([['acme/mem-2'], ['acme/mem-1']]);
   });
 });
