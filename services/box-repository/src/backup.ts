@@ -44,6 +44,10 @@ export const boxRepositoryBackup = backupDescriptor(SERVICE_NAME, [
         backup: false,
         reason: 'upload URLs valid for minutes; a client whose URL a restore dropped asks for a new one (the same publish command run again)',
       },
+      search_generation: {
+        backup: false,
+        reason: 'a count of changes that replicas check the search positions they hold in memory against; a restore starts in an empty database',
+      },
       storage_cleanup: { backup: false, reason: 'objects to delete (replaced files, uploads in progress); none of them is referenced' },
     },
   },

@@ -3,6 +3,8 @@ import type { Accounts, DatabasePool, Mailer, ObjectStore, ProviderAccounts, Ses
 import type { Transform } from 'node:stream';
 import type { BoxRepositoryConfig } from './config.ts';
 import type { DownloadLinks } from './files/download-links.ts';
+import type { SearchDocumentCache } from './cloud-api/search-document-cache.ts';
+import type { SearchPositions } from './cloud-api/search-positions.ts';
 import type { MetadataCache } from './metadata/metadata-cache.ts';
 import type { StorageCleanup } from './storage/cleanup.ts';
 import type { LiveTls } from './setup/live-tls.ts';
@@ -29,6 +31,10 @@ export interface ServiceContext {
   downloadLinks: DownloadLinks;
   /** Serialized Vagrant metadata documents per box, checked against the box's metadata_version. */
   metadataCache: MetadataCache;
+  /** The search results' JSON per box, checked against each box's stamp on every search (cloud-api/search-document-cache.ts). */
+  searchDocuments: SearchDocumentCache;
+  /** Where pages of a search start, checked against the search generation (cloud-api/search-positions.ts). */
+  searchPositions: SearchPositions;
   cleanup: StorageCleanup;
   /** Identity-provider tokens (auth.resource_server); undefined when off. */
   provider: ProviderAccounts | undefined;

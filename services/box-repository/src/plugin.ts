@@ -8,6 +8,8 @@ import type { FastifyInstance } from 'fastify';
 import { architectureRoutes } from './architectures/routes.ts';
 import { clientCredentialRoutes } from './auth/client-credential-routes.ts';
 import { cloudApiRoutes } from './cloud-api/routes.ts';
+import { createSearchDocumentCache } from './cloud-api/search-document-cache.ts';
+import { createSearchPositions } from './cloud-api/search-positions.ts';
 import { invitationRoutes } from './auth/invitation-routes.ts';
 import { SESSION_TYP } from './auth/principal.ts';
 import { authRoutes } from './auth/routes.ts';
@@ -99,6 +101,8 @@ function serviceContext(app: FastifyInstance, config: BoxRepositoryConfig, hooks
     mailer: config.mail.smtp ? createMailer(config.mail.smtp) : undefined,
     downloadLinks: createDownloadLinks(secrets),
     metadataCache: createMetadataCache(),
+    searchDocuments: createSearchDocumentCache(),
+    searchPositions: createSearchPositions(),
     cleanup: createStorageCleanup(app.pool, app.store, app.log, { abandonedAfterSeconds: config.uploads.abandoned_after_seconds }),
     // Tokens of the identity provider (auth.resource_server), when configured; their groups keep memberships.
     provider: app.providerAccounts,
