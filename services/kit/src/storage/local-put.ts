@@ -80,21 +80,71 @@ async function fsyncDirectory(path: string): Promise<void> {
   }
 }
 
-/** mkdir -p + rename, retried when a concurrent delete prunes the freshly made parent in between. */
-async function moveIntoPlace(temp: string, target: string, key: string): Promise<void> {
+/**
+ * fsync of a directory for every rename into it, shared: a sync covers every rename made before it started, so
+ * the renames that arrive while one is in flight wait for the next one, which starts once it ends, and that one
+ * sync serves them all (a group commit, as a database does with its log). Each caller still returns only after a
+ * sync that began after its rename; concurrent small uploads into one directory paid a sync each.
+ */
+export function createDirectorySyncs(sync: (path: string) => Promise<void> = fsyncDirectory): (path: string) => Promise<void> {
+  const directories = new Map<string, { running: Promise<void>; next: Promise<void> | undefined }>();
+  const start = (path: string): Promise<void> => {
+    const running = sync(path).finally(() => {
+      const state = directories.get(path);
+      if (state?.running === running && !state.next) directories.delete(path);
+    });
+    directories.set(path, { running, next: directories.get(path)?.next });
+    return running;
+  };
+  return (path) => {
+    const state = directories.get(path);
+    if (!state) return start(path);
+    state.next ??= state.running.catch(ignoreError('the sync this one follows failed its own callers')).then(() => {
+      state.next = undefined;
+      return start(path);
+    });
+    return state.next;
+  };
+}
+
+const syncDirectory = createDirectorySyncs();
+
+/**
+ * rename into place; the target's folder is made only when the rename says it is missing (an existing one cost a
+ * mkdir on every upload), retried when a concurrent delete prunes the freshly made folder in between.
+ */
+async function moveIntoPlace(layout: LocalLayout, temp: string, target: string, key: string): Promise<void> {
   for (let attempt = 1; ; attempt++) {
     try {
-      await mkdir(dirname(target), { recursive: true });
       await rename(temp, target);
       break;
     } catch (error) {
       const code = errno(error);
-      if (code === 'ENOENT' && attempt < 5) continue;
+      if (code === 'ENOENT' && attempt < 5) {
+        await mkdir(dirname(target), { recursive: true });
+        // A folder just made is an entry of its parent: synced up to the root, so the rename's sync is enough.
+        for (let dir = dirname(dirname(target)); dir.startsWith(layout.root); dir = dirname(dir)) {
+          await syncDirectory(dir);
+          if (dir === layout.root) break;
+        }
+        continue;
+      }
       if (code === 'EEXIST' || code === 'ENOTDIR' || code === 'EISDIR' || code === 'ENOTEMPTY') throw new KeyConflictError(key, { cause: error });
       throw error;
     }
   }
-  await fsyncDirectory(dirname(target)); // the rename itself must survive a power cut
+  await syncDirectory(dirname(target)); // the rename itself must survive a power cut
+}
+
+/** A new temporary file in .tmp/, made first when it is missing (removed by hand, or a fresh volume). */
+async function openTemp(layout: LocalLayout, temp: string): Promise<FileHandle> {
+  try {
+    return await open(temp, 'wx');
+  } catch (error) {
+    if (errno(error) !== 'ENOENT') throw error;
+    await mkdir(layout.tmpDir, { recursive: true });
+    return open(temp, 'wx');
+  }
 }
 
 export async function putObject(layout: LocalLayout, key: string, body: PutBody, putOptions: PutOptions): Promise<PutResult> {
@@ -105,8 +155,7 @@ export async function putObject(layout: LocalLayout, key: string, body: PutBody,
   // Only filesystem calls are mapped: an error from `body` (the client went away) is the caller's, not a 507.
   const disk = <T>(step: Promise<T>): Promise<T> => step.catch((error: unknown) => Promise.reject(toStorageError(error, key)));
   try {
-    await disk(mkdir(layout.tmpDir, { recursive: true }));
-    handle = await disk(open(temp, 'wx'));
+    handle = await disk(openTemp(layout, temp));
     const file = handle;
     const flusher = backgroundFlusher(file);
     await pipeline(body, counter, (chunks: AsyncIterable<Buffer>) =>
@@ -119,7 +168,7 @@ export async function putObject(layout: LocalLayout, key: string, body: PutBody,
     await disk(file.sync()); // data on disk before the rename makes it visible
     handle = undefined;
     await disk(file.close());
-    await disk(moveIntoPlace(temp, target, key));
+    await disk(moveIntoPlace(layout, temp, target, key));
   } catch (error) {
     await handle?.close().catch(ignoreError('closing after a failure that is the one reported'));
     await rm(temp, { force: true });
