@@ -6,6 +6,7 @@ import type { KeyObject } from 'node:crypto';
 import type { Duplex } from 'node:stream';
 import { WebSocketServer } from 'ws';
 import { EXIT_REASONS, type ExitReason } from '../protocol.ts';
+import { FramedSocket } from './framed-socket.ts';
 import {
   agentProof,
   CHALLENGE_HEADER,
@@ -119,11 +120,12 @@ function handleUpgrade(endpoints: Endpoints, wss: WebSocketServer, request: Inco
   const from = observe === null ? undefined : Number(observe);
   // `?record=1[&input=1]`: a user's stream the gateway's recorder reads too (shell-session.ts attach).
   const input = query.get('input') === '1';
-  wss.handleUpgrade(request, socket, head, (ws) =>
-    from !== undefined && Number.isSafeInteger(from) && from >= 0
-      ? endpoints.session.observe(ws, from, input)
-      : endpoints.session.attach(ws, query.get('record') === '1' ? { input } : undefined),
-  );
+  // ws answers the upgrade; the frames are then read and written by FramedSocket (framed-socket.ts says why).
+  wss.handleUpgrade(request, socket, head, (ws) => {
+    const peer = FramedSocket.from(ws, MAX_FRAME);
+    if (from !== undefined && Number.isSafeInteger(from) && from >= 0) endpoints.session.observe(peer, from, input);
+    else endpoints.session.attach(peer, query.get('record') === '1' ? { input } : undefined);
+  });
 }
 
 export function createAgentServer(settings: AgentSettings, session: ShellSession, gatewayKey: KeyObject): AgentServer {
@@ -137,7 +139,8 @@ export function createAgentServer(settings: AgentSettings, session: ShellSession
   const server = createServer((request, response) =>
     traceAgentRequest(request, response, (request.url ?? '/').split('?')[0] ?? '/', () => handleRequest(endpoints, request, response)),
   );
-  const wss = new WebSocketServer({ noServer: true, maxPayload: MAX_FRAME });
+  // No client tracking: its sockets are FramedSocket's once upgraded (their ws objects never hear of a close).
+  const wss = new WebSocketServer({ noServer: true, maxPayload: MAX_FRAME, clientTracking: false });
   server.on('upgrade', (request, socket, head) => traceAgentRequest(request, undefined, '/attach', () => handleUpgrade(endpoints, wss, request, socket, head)));
   return {
     server,

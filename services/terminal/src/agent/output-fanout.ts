@@ -1,6 +1,6 @@
 // The shell's output on its way to every attached socket: batched into frames, and paced by the slowest socket.
 import type { IPty } from 'node-pty';
-import type { WebSocket } from 'ws';
+import type { PeerSocket } from './framed-socket.ts';
 
 /** Above this many bytes queued for one socket, the pty is paused until every socket is back under LOW_WATER. */
 export const HIGH_WATER = 1_048_576;
@@ -11,7 +11,7 @@ const BULK_WAIT_MS = 2;
 
 /** One attached socket. */
 export interface Peer {
-  socket: WebSocket;
+  socket: PeerSocket;
   queued: number;
   alive: boolean;
 }

@@ -1,6 +1,6 @@
 // One shell's session as the agent serves it: the scrollback, the attached sockets, activity and exit state, the
 // limits it was started with, and its end (told to every socket, then the agent's own `ended`).
-import type { WebSocket } from 'ws';
+import type { PeerSocket } from './framed-socket.ts';
 import { closeCodeFor, encodeServerMessage, parseClientControl, type ExitMessage, type ExitReason } from '../protocol.ts';
 import type { AgentStatus } from './agent.ts';
 import { expiryReason } from './expiry.ts';
@@ -29,9 +29,9 @@ export class ShellSession {
   #endReason: ExitReason | undefined;
   readonly #ticker: NodeJS.Timeout;
   /** Sockets the gateway's recorder reads (observers, and users' streams opened with `record`): told of resizes. */
-  readonly #recorders = new Set<WebSocket>();
+  readonly #recorders = new Set<PeerSocket>();
   /** Those of them that asked for what is typed, too. */
-  readonly #inputRecorders = new Set<WebSocket>();
+  readonly #inputRecorders = new Set<PeerSocket>();
   #ticks = 0;
 
   /** `ended`: called once the sockets have had their close frames, with the shell's exit status. */
@@ -105,7 +105,7 @@ export class ShellSession {
    * With `record`, the gateway's recorder reads this stream too (one stream instead of a second observer): it is
    * first told the output offset the scrollback replay starts at, and later of resizes (and typed input).
    */
-  attach(socket: WebSocket, record?: { input: boolean }): void {
+  attach(socket: PeerSocket, record?: { input: boolean }): void {
     const peer: Peer = { socket, queued: 0, alive: true };
     this.#lastActivityAt = Date.now();
     socket.on('pong', () => (peer.alive = true));
@@ -129,7 +129,7 @@ export class ShellSession {
     peers.add(peer);
     this.#detachedSince = null;
     if (replay.length > 0) this.#output.send(peer, replay);
-    socket.on('message', (data, isBinary) => this.#received(socket, data as Buffer | Buffer[], isBinary));
+    socket.on('message', (data, isBinary) => this.#received(socket, data, isBinary));
     socket.on('close', () => {
       peers.delete(peer);
       if (peers.size === 0) this.#detachedSince = Date.now();
@@ -142,7 +142,7 @@ export class ShellSession {
    * scrollback still holds it), then live output, resizes, and with `input` what was typed. It does not count as
    * an attached user (idle time-out and reattach grace still apply) and cannot type.
    */
-  observe(socket: WebSocket, from: number, input: boolean): void {
+  observe(socket: PeerSocket, from: number, input: boolean): void {
     const peer: Peer = { socket, queued: 0, alive: true };
     socket.on('pong', () => (peer.alive = true));
     socket.on('error', () => socket.terminate());
@@ -166,7 +166,7 @@ export class ShellSession {
     });
   }
 
-  #addRecorder(socket: WebSocket, input: boolean): void {
+  #addRecorder(socket: PeerSocket, input: boolean): void {
     this.#recorders.add(socket);
     if (input) this.#inputRecorders.add(socket);
     socket.on('close', () => {
@@ -186,11 +186,11 @@ export class ShellSession {
   }
 
   /** A frame from an attached socket: input when binary, else a control message. */
-  #received(socket: WebSocket, data: Buffer | Buffer[], isBinary: boolean): void {
+  #received(socket: PeerSocket, data: Buffer, isBinary: boolean): void {
     if (this.#exit) return;
     if (isBinary) {
       this.#lastActivityAt = Date.now();
-      const bytes = Buffer.isBuffer(data) ? data : Buffer.concat(data);
+      const bytes = data;
       this.#shell.input.write(bytes);
       if (this.#inputRecorders.size > 0) this.#tellRecorders({ type: 'input', data: bytes.toString('utf8') }, true);
       return;

@@ -4,6 +4,7 @@
 // terminal data frame is valid on the next hop exactly as it came: the relay forwards its bytes (whole socket reads,
 // not frame by frame) and only holds back the frames it has to look at (control messages, ping/pong/close).
 import { randomBytes } from 'node:crypto';
+import type { Duplex } from 'node:stream';
 
 export const OPCODE = { continuation: 0, text: 1, binary: 2, close: 8, ping: 9, pong: 10 } as const;
 
@@ -17,16 +18,30 @@ export class FrameError extends Error {
   }
 }
 
-/** One whole frame, masked (what a client sends) or not (what a server sends). */
-export function encodeFrame(opcode: number, payload: Buffer, mask: boolean): Buffer {
-  const length = payload.length;
+/** Writes the header of a final frame of `length` payload bytes at the start of `frame`; the header's size. */
+function writeHeader(frame: Buffer, opcode: number, length: number, mask: boolean): number {
   const extended = length < 126 ? 0 : length < 65_536 ? 2 : 8;
-  const start = 2 + extended + (mask ? 4 : 0);
-  const frame = Buffer.allocUnsafe(start + length);
   frame[0] = 0x80 | opcode;
   frame[1] = (mask ? 0x80 : 0) | (extended === 0 ? length : extended === 2 ? 126 : 127);
   if (extended === 2) frame.writeUInt16BE(length, 2);
   else if (extended === 8) frame.writeBigUInt64BE(BigInt(length), 2);
+  return 2 + extended + (mask ? 4 : 0);
+}
+
+const headerSize = (length: number, mask: boolean) => 2 + (length < 126 ? 0 : length < 65_536 ? 2 : 8) + (mask ? 4 : 0);
+
+/** The header of an unmasked final frame (a server's), for a payload written after it. */
+export function encodeHeader(opcode: number, length: number): Buffer {
+  const header = Buffer.allocUnsafe(headerSize(length, false));
+  writeHeader(header, opcode, length, false);
+  return header;
+}
+
+/** One whole frame, masked (what a client sends) or not (what a server sends). */
+export function encodeFrame(opcode: number, payload: Buffer, mask: boolean): Buffer {
+  const length = payload.length;
+  const frame = Buffer.allocUnsafe(headerSize(length, mask) + length);
+  const start = writeHeader(frame, opcode, length, mask);
   if (!mask) {
     payload.copy(frame, start);
     return frame;
@@ -35,6 +50,25 @@ export function encodeFrame(opcode: number, payload: Buffer, mask: boolean): Buf
   key.copy(frame, start - 4);
   for (let i = 0; i < length; i++) frame[start + i] = payload[i]! ^ key[i & 3]!;
   return frame;
+}
+
+/** ws's listeners on the socket of a WebSocket it upgraded; they go when a relay takes the socket over. */
+const WS_LISTENERS = new Map([
+  ['data', 'socketOnData'],
+  ['end', 'socketOnEnd'],
+  ['close', 'socketOnClose'],
+  ['error', 'socketOnError'],
+]);
+
+/**
+ * The socket under a `ws` WebSocket that has read nothing yet (upgraded, its listeners just added): from here on the
+ * caller reads and writes it, as frames of this file. Other listeners (a socket slot's release) stay.
+ */
+export function takeOverSocket(ws: object): Duplex {
+  const socket = (ws as { _socket: Duplex })._socket;
+  for (const [event, name] of WS_LISTENERS)
+    for (const listener of socket.listeners(event)) if ((listener as { name?: string }).name === name) socket.removeListener(event, listener as never);
+  return socket;
 }
 
 /** A close frame's payload: the code and a reason cut to the 123 bytes a control frame leaves (ours are ASCII). */

@@ -11,7 +11,7 @@ import type { WebSocket } from 'ws';
 import type { AgentStream } from '../agent/client.ts';
 import { CLOSE_CODES, encodeServerMessage, parseClientControl, type ExitMessage, type ServerMessage } from '../protocol.ts';
 import type { RecordingTap } from '../recording/service.ts';
-import { closePayload, encodeFrame, FrameError, FrameScanner, OPCODE, parseClose, type CollectedFrame, type ScanItem } from './frames.ts';
+import { closePayload, encodeFrame, FrameError, FrameScanner, OPCODE, parseClose, takeOverSocket, type CollectedFrame, type ScanItem } from './frames.ts';
 
 export const HIGH_WATER = 1_048_576;
 /** The largest frame either side may send (the agent's limit too); control messages are far smaller. */
@@ -79,25 +79,6 @@ interface Link {
   heartbeat: NodeJS.Timeout | undefined;
 }
 
-/** ws's listeners on the socket it was given; they go when the relay takes the socket over. */
-const WS_LISTENERS = new Map([
-  ['data', 'socketOnData'],
-  ['end', 'socketOnEnd'],
-  ['close', 'socketOnClose'],
-  ['error', 'socketOnError'],
-]);
-
-/**
- * The client's socket under `ws` (upgraded by @fastify/websocket, paused, nothing read from it yet): from here on
- * the relay reads and writes it. Other listeners (the socket slot's release) stay.
- */
-function takeOver(ws: WebSocket): Duplex {
-  const socket = (ws as unknown as { _socket: Duplex })._socket;
-  for (const [event, name] of WS_LISTENERS)
-    for (const listener of socket.listeners(event)) if ((listener as { name?: string }).name === name) socket.removeListener(event, listener as never);
-  return socket;
-}
-
 const side = (socket: Duplex, mask: boolean): Side => ({
   socket,
   mask,
@@ -133,7 +114,8 @@ function wholeText(side: Side, frame: CollectedFrame): Buffer | undefined {
 
 export function proxyTerminal(ws: WebSocket, stream: AgentStream, options: ProxyOptions): Relay {
   const link: Link = {
-    client: side(takeOver(ws), false),
+    // The client's socket under `ws` (upgraded by @fastify/websocket, paused, nothing read yet): the relay's now.
+    client: side(takeOverSocket(ws), false),
     agent: side(stream.socket, true),
     options,
     clientAlive: true,
