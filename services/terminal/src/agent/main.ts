@@ -13,7 +13,8 @@ import { startAgent } from './agent.ts';
 import { currentAccount, lookupAccount } from './identity.ts';
 import { traceAgentStart } from './tracing.ts';
 import { parseAgentSettings } from './settings.ts';
-import { ignoreError } from '@boxyard/kit';
+// The one module, not the kit's index: that loads the whole kit (Fastify, pg, S3, ...) into every agent (~70 MiB).
+import { ignoreError } from '@boxyard/kit/errors/ignore-error.ts';
 
 export const READY_PREFIX = 'boxyard-agent ready ';
 
