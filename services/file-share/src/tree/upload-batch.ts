@@ -19,38 +19,18 @@ const MAX_BATCH = 100;
 
 /** New files whose folder exists, in one statement: rows, garbage entries, events and one NOTIFY for them all. */
 function insertFiles(db: TreeDatabase, tx: DatabaseTransactionConnection, files: { input: UploadCommit; parent: Entry }[]): Promise<readonly Entry[]> {
-  const column = <T>(pick: (file: { input: UploadCommit; parent: Entry }) => T) => files.map(pick);
+  // One array parameter per column, unnested together below.
+  const column = (pick: (file: { input: UploadCommit; parent: Entry }) => string | number | null, type: string) => sql.array(files.map(pick), type);
   return tx.any(sql.type(entryRow)`
     with input as (
       select * from unnest(
-        ${sql.array(
-          column((f) => f.parent.id),
-          'int8',
-        )},
-        ${sql.array(
-          column((f) => f.input.path.slice(f.input.path.lastIndexOf('/') + 1)),
-          'text',
-        )},
-        ${sql.array(
-          column((f) => f.input.path),
-          'text',
-        )},
-        ${sql.array(
-          column((f) => f.input.size),
-          'int8',
-        )},
-        ${sql.array(
-          column((f) => f.input.sha256),
-          'text',
-        )},
-        ${sql.array(
-          column((f) => f.input.storageKey),
-          'text',
-        )},
-        ${sql.array(
-          column((f) => f.input.userId),
-          'uuid',
-        )}
+        ${column((f) => f.parent.id, 'int8')},
+        ${column((f) => f.input.path.slice(f.input.path.lastIndexOf('/') + 1), 'text')},
+        ${column((f) => f.input.path, 'text')},
+        ${column((f) => f.input.size, 'int8')},
+        ${column((f) => f.input.sha256, 'text')},
+        ${column((f) => f.input.storageKey, 'text')},
+        ${column((f) => f.input.userId, 'uuid')}
       ) with ordinality as u(parent_id, name, path, size, sha256, storage_key, created_by, n)
     ), inserted as (
       insert into entries (parent_id, name, path, kind, size, sha256, storage_key, created_by)
