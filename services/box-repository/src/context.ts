@@ -5,6 +5,7 @@ import type { BoxRepositoryConfig } from './config.ts';
 import type { DownloadLinks } from './files/download-links.ts';
 import type { SearchDocumentCache } from './cloud-api/search-document-cache.ts';
 import type { SearchPositions } from './cloud-api/search-positions.ts';
+import type { VersionsSections } from './console/versions-section.ts';
 import type { MetadataCache } from './metadata/metadata-cache.ts';
 import type { StorageCleanup } from './storage/cleanup.ts';
 import type { LiveTls } from './setup/live-tls.ts';
@@ -35,6 +36,8 @@ export interface ServiceContext {
   searchDocuments: SearchDocumentCache;
   /** Where pages of a search start, checked against the search generation (cloud-api/search-positions.ts). */
   searchPositions: SearchPositions;
+  /** The versions part of box pages, checked against each box's tree version (console/versions-section.ts). */
+  versionsSections: VersionsSections;
   cleanup: StorageCleanup;
   /** Identity-provider tokens (auth.resource_server); undefined when off. */
   provider: ProviderAccounts | undefined;

@@ -8,6 +8,7 @@ import type { FastifyInstance } from 'fastify';
 import { architectureRoutes } from './architectures/routes.ts';
 import { clientCredentialRoutes } from './auth/client-credential-routes.ts';
 import { cloudApiRoutes } from './cloud-api/routes.ts';
+import { createVersionsSections } from './console/versions-section.ts';
 import { createSearchDocumentCache } from './cloud-api/search-document-cache.ts';
 import { createSearchPositions } from './cloud-api/search-positions.ts';
 import { invitationRoutes } from './auth/invitation-routes.ts';
@@ -103,6 +104,7 @@ function serviceContext(app: FastifyInstance, config: BoxRepositoryConfig, hooks
     metadataCache: createMetadataCache(),
     searchDocuments: createSearchDocumentCache(),
     searchPositions: createSearchPositions(),
+    versionsSections: createVersionsSections(),
     cleanup: createStorageCleanup(app.pool, app.store, app.log, { abandonedAfterSeconds: config.uploads.abandoned_after_seconds }),
     // Tokens of the identity provider (auth.resource_server), when configured; their groups keep memberships.
     provider: app.providerAccounts,

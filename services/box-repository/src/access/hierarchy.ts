@@ -50,6 +50,11 @@ export interface Found extends Access {
   provider: Provider | undefined;
   architecture: Architecture | undefined;
   file: BoxFile | undefined;
+  /**
+   * The box's metadata_version, moved by every change of its versions, providers, architectures and files
+   * (migrations 0006, 0012): what a cache of something built from its tree is checked against.
+   */
+  treeVersion: string | undefined;
 }
 
 const chainRow = z.object({
@@ -60,6 +65,7 @@ const chainRow = z.object({
   provider: providerRow.nullable(),
   architecture: architectureRow.nullable(),
   file: fileRow.nullable(),
+  tree_version: z.string().nullable(),
 });
 
 export const isMember = (access: Access): boolean => access.role !== null || access.isGlobalAdmin;
@@ -93,7 +99,8 @@ export async function findPath(ctx: ServiceContext, request: FastifyRequest, par
   const row = await ctx.pool.maybeOne(sql.type(chainRow)`
     select to_jsonb(o) as org,
            (select m.role from memberships m where m.organization_id = o.id and m.user_id = ${userId}::uuid) as member_role,
-           to_jsonb(b) as box, to_jsonb(v) as version, to_jsonb(p) as provider, to_jsonb(a) as architecture, to_jsonb(f) as file
+           to_jsonb(b) as box, to_jsonb(v) as version, to_jsonb(p) as provider, to_jsonb(a) as architecture, to_jsonb(f) as file,
+           b.metadata_version::text as tree_version
     from organizations o
     left join boxes b on b.organization_id = o.id and lower(b.name) = lower(${params.box ?? null})
     left join versions v on v.box_id = b.id and v.version_number = ${params.version ?? null}
@@ -109,12 +116,22 @@ export async function findPath(ctx: ServiceContext, request: FastifyRequest, par
   }
   const access: Access = { principal, role: roleIn(principal, row.org.id, row.member_role), isGlobalAdmin: principal?.kind === 'user' && principal.isAdmin };
   if (checkRead && !canReadOrganization(row.org, access)) hidden(access, orgName);
-  const found: Found = { ...access, org: row.org, box: undefined, version: undefined, provider: undefined, architecture: undefined, file: undefined };
+  const found: Found = {
+    ...access,
+    org: row.org,
+    box: undefined,
+    version: undefined,
+    provider: undefined,
+    architecture: undefined,
+    file: undefined,
+    treeVersion: undefined,
+  };
   if (params.box === undefined) return found;
   const boxName = `Box '${params.org}/${params.box}'`;
   if (checkRead && (!row.box || !canReadBox(row.org, row.box, access))) hidden(access, boxName);
   if (!row.box) throw notFound(`${boxName} not found`);
   found.box = row.box;
+  found.treeVersion = row.tree_version ?? undefined;
   if (params.version === undefined) return found;
   if (!row.version || (checkRead && !canSeeVersion(row.version, access)))
     throw notFound(`Version '${params.version}' of box '${row.org.name}/${row.box.name}' not found`);

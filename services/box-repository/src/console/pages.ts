@@ -199,42 +199,20 @@ function versionPager(path: string, olderThan: string | undefined, next: string 
     ${next ? html`<a href="${`${path}?older_than=${encodeURIComponent(next)}`}" rel="next">Older versions</a>` : null}</nav>`;
 }
 
-export function boxDetailPage(
-  page: PageContext,
-  data: {
-    org: Organization;
-    box: Box;
-    versions: VersionEntry[];
-    next: string | undefined;
-    olderThan: string | undefined;
-    canManage: boolean;
-    baseUrl: string;
-  },
-): Html {
-  const { org, box, canManage } = data;
-  const tag = `${org.name}/${box.name}`;
+/** One page of a box's versions as the box page shows them: the rendered list, how many, where older ones continue. */
+export interface VersionsSection {
+  list: Html;
+  count: number;
+  next: string | undefined;
+}
+
+/** The versions of one page of a box's tree, with each one's manage panel when `canManage`. */
+export function versionList(org: Organization, box: Box, versions: readonly VersionEntry[], canManage: boolean): Html {
   const api = boxApi(org.name, box.name);
-  const addLine = `VAGRANT_SERVER_URL=${data.baseUrl} vagrant box add ${tag}`;
-  const vagrantfile = `Vagrant.configure("2") do |config|\n  config.vm.box = "${tag}"\n  config.vm.box_url = "${data.baseUrl}${api}/metadata"\nend`;
   const statusKind: Record<string, string> = { active: 'ok', unreleased: 'muted', revoked: 'warn' };
-  return layout(
-    page,
-    tag,
-    html`
-<nav class="crumbs" aria-label="Breadcrumb"><a href="/">Boxes</a> › <a href="/${e(org.name)}">${org.name}</a> › <span aria-current="page">${box.name}</span></nav>
-<h1>${tag}</h1>
-<p class="meta">${box.is_public ? badge('public', 'ok') : badge('private', 'warn')}${box.published ? null : badge('draft', 'muted')}${box.guest_access ? badge('guest access', 'muted') : null}</p>
-${box.description ? html`<p class="lead">${box.description}</p>` : null}
-<section aria-labelledby="use"><h2 id="use">Use it</h2>
-${copyable('add-line', 'Add the box', addLine)}
-${copyable('vagrantfile', 'Vagrantfile', vagrantfile)}
-${box.is_public ? null : html`<p class="note">A private box needs a key: set <code>VAGRANT_CLOUD_TOKEN</code> to a service-account key of ${org.name}.</p>`}
-</section>
-${canManage ? publishSection(org, tag, data.baseUrl) : null}<section aria-labelledby="versions"><h2 id="versions">Versions</h2>
-${data.versions.length === 0 ? html`<p class="empty">${data.olderThan ? `No versions older than ${data.olderThan}.` : 'No versions yet.'}</p>` : null}
-${data.versions.map(({ version, providers }) => {
-  const vApi = `${api}/version/${e(version.version_number)}`;
-  return html`<article class="version" aria-labelledby="v-${version.id}">
+  return html`${versions.map(({ version, providers }) => {
+    const vApi = `${api}/version/${e(version.version_number)}`;
+    return html`<article class="version" aria-labelledby="v-${version.id}">
   <header><h3 id="v-${version.id}">v${version.version_number}</h3> ${badge(version.status, statusKind[version.status])}
     <span class="muted">Created ${formatDate(version.created_at)}${formatDate(version.updated_at) !== formatDate(version.created_at) ? `, updated ${formatDate(version.updated_at)}` : ''}</span></header>
   ${version.description ? html`<p>${version.description}</p>` : null}
@@ -299,7 +277,41 @@ ${data.versions.map(({ version, providers }) => {
       : null
   }
 </article>`;
-})}
+  })}`;
+}
+
+export function boxDetailPage(
+  page: PageContext,
+  data: {
+    org: Organization;
+    box: Box;
+    versions: VersionsSection;
+    olderThan: string | undefined;
+    canManage: boolean;
+    baseUrl: string;
+  },
+): Html {
+  const { org, box, canManage } = data;
+  const tag = `${org.name}/${box.name}`;
+  const api = boxApi(org.name, box.name);
+  const addLine = `VAGRANT_SERVER_URL=${data.baseUrl} vagrant box add ${tag}`;
+  const vagrantfile = `Vagrant.configure("2") do |config|\n  config.vm.box = "${tag}"\n  config.vm.box_url = "${data.baseUrl}${api}/metadata"\nend`;
+  return layout(
+    page,
+    tag,
+    html`
+<nav class="crumbs" aria-label="Breadcrumb"><a href="/">Boxes</a> › <a href="/${e(org.name)}">${org.name}</a> › <span aria-current="page">${box.name}</span></nav>
+<h1>${tag}</h1>
+<p class="meta">${box.is_public ? badge('public', 'ok') : badge('private', 'warn')}${box.published ? null : badge('draft', 'muted')}${box.guest_access ? badge('guest access', 'muted') : null}</p>
+${box.description ? html`<p class="lead">${box.description}</p>` : null}
+<section aria-labelledby="use"><h2 id="use">Use it</h2>
+${copyable('add-line', 'Add the box', addLine)}
+${copyable('vagrantfile', 'Vagrantfile', vagrantfile)}
+${box.is_public ? null : html`<p class="note">A private box needs a key: set <code>VAGRANT_CLOUD_TOKEN</code> to a service-account key of ${org.name}.</p>`}
+</section>
+${canManage ? publishSection(org, tag, data.baseUrl) : null}<section aria-labelledby="versions"><h2 id="versions">Versions</h2>
+${data.versions.count === 0 ? html`<p class="empty">${data.olderThan ? `No versions older than ${data.olderThan}.` : 'No versions yet.'}</p>` : null}
+${data.versions.list}
 ${
   canManage
     ? html`<details class="panel"><summary>New version</summary>${needsScript}
@@ -315,7 +327,7 @@ ${
 <datalist id="architectures"><option value="amd64"><option value="arm64"><option value="i386"></datalist>`
     : null
 }
-${versionPager(boxPage(org.name, box.name), data.olderThan, data.next)}
+${versionPager(boxPage(org.name, box.name), data.olderThan, data.versions.next)}
 </section>
 ${
   canManage

@@ -17,6 +17,7 @@ import { baseUrlOf } from '../http/base-url.ts';
 import { RESERVED_ORGANIZATION_NAMES } from '../http/schemas.ts';
 import { isVersionString, VERSION_DETAIL } from '../versions/rubygems-version.ts';
 import { WEBHOOK_EVENTS } from '../webhooks/event-types.ts';
+import { versionsSection } from './versions-section.ts';
 import { boxDetailPage, errorPage, homePage, organizationPage, signInPage, signUpPage, usersPage, webhooksPage } from './pages.ts';
 import {
   allUsers,
@@ -27,7 +28,6 @@ import {
   myOrganizations,
   parseBoxCursor,
   serviceAccountsOf,
-  versionTree,
   type BoxCursor,
 } from './queries.ts';
 
@@ -151,15 +151,16 @@ function assetRoute(app: FastifyInstance): void {
       const box = found.box!;
       const member = found.role !== null || found.isGlobalAdmin;
       const olderThan = olderThanOf(request.query as Record<string, unknown>);
-      const tree = await versionTree(ctx, box, member, olderThan);
+      const canManage = canManageBox(found, box);
+      const versions = await versionsSection(ctx, found, box, { member, canManage, olderThan });
       return boxDetailPage(
         { principal, path: pathOf(request) },
         {
           org: found.org,
           box,
-          ...tree,
+          versions,
           olderThan,
-          canManage: canManageBox(found, box),
+          canManage,
           baseUrl: baseUrlOf(ctx, request),
         },
       );
