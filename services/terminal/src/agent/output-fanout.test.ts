@@ -59,7 +59,7 @@ describe('output fanout', () => {
     const read = Buffer.alloc(4096);
     let expected = '';
     for (let i = 0; i < 200; i++) {
-      const text = `${i}:`.padEnd(1000 + ((i * 37) % 3000), String.fromCharCode(97 + (i % 26)));
+      const text = `${i}:`.padEnd(2048 + ((i * 37) % 2048), String.fromCharCode(97 + (i % 26))); // bulk-sized reads
       read.write(text, 'latin1');
       fanout.push(read, text.length);
       read.fill(0); // the next read overwrites it
@@ -70,6 +70,20 @@ describe('output fanout', () => {
     expect(payloads(fast.frames)).toBe(expected);
     expect(payloads(slow.frames)).toBe(expected);
     expect(fast.frames.length).toBeLessThan(20); // batched: ~64 KiB a frame
+  });
+
+  it('sends a small read (an echoed keystroke) at once, and one after bulk output behind that output', () => {
+    const { term } = fakeTerm();
+    const fanout = new OutputFanout(term);
+    const socket = slowSocket();
+    fanout.peers.add({ socket: socket.socket, queued: 0, alive: true });
+    fanout.push(Buffer.from('k'));
+    expect(payloads(socket.frames)).toBe('k'); // before the turn ends: no wait for setImmediate
+    fanout.push(Buffer.alloc(4000, 'x'));
+    fanout.push(Buffer.from('$ '));
+    expect(socket.frames.length).toBe(1); // the bulk read waits for more, the prompt waits behind it
+    fanout.flush();
+    expect(payloads(socket.frames)).toBe(`k${'x'.repeat(4000)}$ `);
   });
 
   it('pauses the pty while a socket has more than HIGH_WATER queued, and resumes it once that drained', () => {

@@ -19,11 +19,12 @@ export interface Peer {
 }
 
 /**
- * Output read from the pty in one turn of the event loop goes out as one frame (fewer, larger frames: a
- * flood costs less per byte), flushed before anything else is sent so the order never changes. A pty hands
- * out at most ~4 KiB per read, and a fast reader gets one read per turn: so when a read looks like bulk output
- * (BULK_READ or more) the frame waits BULK_WAIT_MS for more (up to MAX_BATCH), which made a flood ~16 times
- * fewer frames. Small reads (echoed keystrokes, prompts) still go out in the same turn.
+ * Output goes out in frames as large as the shell's pace allows (fewer, larger frames: a flood costs less per byte),
+ * flushed before anything else is sent so the order never changes. A pty hands out at most ~4 KiB per read, and a
+ * reader gets one read per turn of the event loop: so when a read looks like bulk output (BULK_READ or more) the
+ * frame waits BULK_WAIT_MS for more (up to MAX_BATCH), which made a flood ~16 times fewer frames. A small read
+ * (an echoed keystroke, a prompt) with no bulk output waiting goes out at once, from the read's callback: being the
+ * turn's only read, waiting for the turn's end (setImmediate) batched nothing and cost a callback of its own.
  * Each read is copied once, into the frame being filled behind room for its header: the frame goes to every
  * socket as it is (one write each, no joining of chunks), and is filled again once every write of it completed.
  */
@@ -36,7 +37,6 @@ export class OutputFanout {
   #frame: Buffer | undefined;
   #fill = 0;
   readonly #spare: Buffer[] = [];
-  #flushScheduled = false;
   #flushTimer: NodeJS.Timeout | undefined;
 
   constructor(term: IPty) {
@@ -54,18 +54,14 @@ export class OutputFanout {
     data.copy(frame, FRAME_HEADER_ROOM + this.#fill, 0, length);
     this.#fill += length;
     if (this.#fill === MAX_BATCH) this.flush();
-    else if (length >= BULK_READ && !this.#flushTimer) {
-      this.#flushScheduled = true;
-      this.#flushTimer = setTimeout(() => this.flush(), BULK_WAIT_MS);
-    } else if (!this.#flushScheduled) {
-      this.#flushScheduled = true;
-      setImmediate(() => this.flush());
+    else if (!this.#flushTimer) {
+      if (length >= BULK_READ) this.#flushTimer = setTimeout(() => this.flush(), BULK_WAIT_MS);
+      else this.flush();
     }
   }
 
   /** Sends the batch now: before anything else goes to a socket, so the order never changes. */
   flush(): void {
-    this.#flushScheduled = false;
     if (this.#flushTimer) clearTimeout(this.#flushTimer);
     this.#flushTimer = undefined;
     const frame = this.#frame;
