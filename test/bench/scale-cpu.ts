@@ -176,7 +176,9 @@ async function benchRelay(env: BenchEnv): Promise<BenchRow[]> {
 }
 
 export async function benchScaleCpu(env: BenchEnv): Promise<BenchRow[]> {
-  const rows = [...(await benchFlood(env)), ...(await benchRelay(env))];
+  // BOXYARD_BENCH_CPU_ROWS=flood (or relay): only those rows, for a quicker run while working on one of them.
+  const only = process.env.BOXYARD_BENCH_CPU_ROWS;
+  const rows = [...(only === 'relay' ? [] : await benchFlood(env)), ...(only === 'flood' ? [] : await benchRelay(env))];
   for (const row of rows) console.error(`  [bench] ${row.name}: ${row.value} ${row.unit} vs ${row.baseline ?? '-'}`);
   return rows;
 }

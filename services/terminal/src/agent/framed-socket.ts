@@ -15,9 +15,28 @@ const CLOSE_WAIT_MS = 5000;
 /** Smaller payloads are copied behind their header (one write); larger ones go as header + payload in one writev. */
 const COPY_BELOW = 16_384;
 
-/** What the session needs of an attached socket (the subset of ws's WebSocket it used). */
+/** Room left before a payload for frameInPlace: the longest header of an unmasked frame (8-byte length). */
+export const FRAME_HEADER_ROOM = 10;
+
+/**
+ * The binary frame of the `length` payload bytes at FRAME_HEADER_ROOM in `buffer`: its header is written just before
+ * them, and the frame is the view from there (no copy of the payload).
+ */
+export function frameInPlace(buffer: Buffer, length: number): Buffer {
+  const extended = length < 126 ? 0 : length < 65_536 ? 2 : 8;
+  const start = FRAME_HEADER_ROOM - 2 - extended;
+  buffer[start] = 0x80 | OPCODE.binary;
+  buffer[start + 1] = extended === 0 ? length : extended === 2 ? 126 : 127;
+  if (extended === 2) buffer.writeUInt16BE(length, start + 2);
+  else if (extended === 8) buffer.writeBigUInt64BE(BigInt(length), start + 2);
+  return buffer.subarray(start, FRAME_HEADER_ROOM + length);
+}
+
+/** What the session needs of an attached socket (the subset of ws's WebSocket it used, and sendFrame). */
 export interface PeerSocket {
   send(data: Buffer | string, options?: { binary?: boolean }, done?: (error?: Error | null) => void): void;
+  /** Writes a whole frame as it is (frameInPlace's); `done` once written (or failed): the frame may be reused then. */
+  sendFrame(frame: Buffer, done: (error?: Error | null) => void): void;
   ping(): void;
   close(code: number, reason: string): void;
   terminate(): void;
@@ -73,6 +92,11 @@ export class FramedSocket extends EventEmitter implements PeerSocket {
     this.#socket.write(encodeHeader(opcode, payload.length));
     this.#socket.write(payload, done);
     this.#socket.uncork();
+  }
+
+  sendFrame(frame: Buffer, done: (error?: Error | null) => void): void {
+    if (this.#closeSent || this.#socket.destroyed) return void process.nextTick(done, new Error('the socket is closed'));
+    this.#socket.write(frame, done);
   }
 
   ping(): void {

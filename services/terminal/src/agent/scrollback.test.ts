@@ -31,4 +31,26 @@ describe('scrollback ring', () => {
     expect(ring.size).toBe(1000);
     expect(ring.snapshot().toString()).toBe('0123456789'.repeat(100));
   });
+
+  it('keeps a copy of what it was given: the buffer a read landed in is reused for the next read', () => {
+    const ring = new Scrollback(10);
+    const read = Buffer.alloc(8);
+    for (const word of ['abcd', 'efgh', 'ijk']) {
+      read.write(word);
+      ring.push(read, word.length);
+      read.fill('#');
+    }
+    expect(ring.snapshot().toString()).toBe('bcdefghijk');
+    expect(ring.total).toBe(11);
+  });
+
+  it('resumes a recording from an offset across the ring’s wrap, and says when that offset was dropped', () => {
+    const ring = new Scrollback(6);
+    ring.push(Buffer.from('0123'));
+    ring.push(Buffer.from('4567'));
+    expect(ring.since(3)).toEqual({ data: Buffer.from('34567'), gap: false });
+    expect(ring.since(1)).toEqual({ data: Buffer.from('234567'), gap: true });
+    expect(ring.since(8)).toEqual({ data: Buffer.alloc(0), gap: false });
+    expect(ring.since(9)).toEqual({ data: Buffer.alloc(0), gap: true });
+  });
 });

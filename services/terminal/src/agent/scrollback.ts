@@ -1,10 +1,13 @@
 // The last N bytes of a session's output, replayed to every socket that attaches. Bounded: old output is
-// dropped as new output arrives, never buffered without limit.
+// overwritten as new output arrives, never buffered without limit. One ring of `capacity` bytes, allocated at the
+// first output: each read is copied in (the pty's reads land in a buffer that is reused: pty-output.ts), so a
+// flood leaves no Buffer per read behind for the garbage collector; pages of the ring not yet written take no memory.
 
 export class Scrollback {
   readonly capacity: number;
-  #chunks: Buffer[] = [];
-  #head = 0;
+  #ring: Buffer | undefined;
+  /** Where the next byte goes in the ring. */
+  #end = 0;
   #size = 0;
   /** Bytes pushed since the session began: the offset a recording resumes from. */
   #total = 0;
@@ -23,34 +26,33 @@ export class Scrollback {
     return this.#total;
   }
 
-  push(chunk: Buffer): void {
-    if (chunk.length === 0) return;
-    this.#total += chunk.length;
+  /** Keeps the first `length` bytes of `data` (copied: `data` may be reused once this returns). */
+  push(data: Buffer, length = data.length): void {
+    if (length === 0) return;
+    this.#total += length;
+    const ring = (this.#ring ??= Buffer.allocUnsafeSlow(this.capacity));
     // A chunk larger than the whole ring: keep its tail only.
-    const data = chunk.length > this.capacity ? chunk.subarray(chunk.length - this.capacity) : chunk;
-    this.#chunks.push(data);
-    this.#size += data.length;
-    while (this.#size > this.capacity) {
-      const first = this.#chunks[this.#head]!;
-      const excess = this.#size - this.capacity;
-      if (first.length <= excess) {
-        this.#head++;
-        this.#size -= first.length;
-      } else {
-        this.#chunks[this.#head] = first.subarray(excess);
-        this.#size -= excess;
-      }
+    const start = length > this.capacity ? length - this.capacity : 0;
+    let copied = start;
+    while (copied < length) {
+      const n = data.copy(ring, this.#end, copied, Math.min(length, copied + this.capacity - this.#end));
+      copied += n;
+      this.#end = (this.#end + n) % this.capacity;
     }
-    // Compact the dropped slots now and then, so the array doesn't grow with the session's lifetime.
-    if (this.#head > 1024 && this.#head * 2 > this.#chunks.length) {
-      this.#chunks = this.#chunks.slice(this.#head);
-      this.#head = 0;
-    }
+    this.#size = Math.min(this.capacity, this.#size + length - start);
+  }
+
+  /** The kept output, oldest first (a copy). */
+  #kept(): Buffer {
+    if (!this.#ring || this.#size === 0) return Buffer.alloc(0);
+    const begin = (this.#end - this.#size + this.capacity) % this.capacity;
+    if (begin < this.#end) return Buffer.from(this.#ring.subarray(begin, this.#end));
+    return Buffer.concat([this.#ring.subarray(begin), this.#ring.subarray(0, this.#end)], this.#size);
   }
 
   /** The kept output; when old output was dropped, starting on a character boundary (never mid UTF-8 sequence). */
   snapshot(): Buffer {
-    const all = Buffer.concat(this.#chunks.slice(this.#head), this.#size);
+    const all = this.#kept();
     let start = 0;
     // UTF-8 continuation bytes (10xxxxxx) can't start a character: skip at most three of them.
     while (start < Math.min(3, all.length) && (all[start]! & 0xc0) === 0x80) start++;
@@ -63,8 +65,8 @@ export class Scrollback {
    */
   since(from: number): { data: Buffer; gap: boolean } {
     const oldest = this.#total - this.#size;
-    const all = Buffer.concat(this.#chunks.slice(this.#head), this.#size);
     if (from >= this.#total) return { data: Buffer.alloc(0), gap: from > this.#total };
+    const all = this.#kept();
     if (from < oldest) return { data: all, gap: true };
     return { data: all.subarray(from - oldest), gap: false };
   }

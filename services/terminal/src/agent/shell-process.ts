@@ -15,6 +15,7 @@ import {
   type Account,
 } from './identity.ts';
 import { createPtyInput, type PtyInput } from './pty-input.ts';
+import { spawnWithOutput, type PtyOutput } from './pty-output.ts';
 import { DEFAULT_PATH, type AgentSettings } from './settings.ts';
 
 const require = createRequire(import.meta.url);
@@ -25,6 +26,8 @@ export interface Shell {
   term: IPty;
   /** Keystrokes into the pty (pty-input.ts). */
   input: PtyInput;
+  /** The shell's output, read into a reused buffer (pty-output.ts). */
+  output: PtyOutput;
   account: Account;
   /** The shell runs as another account than this process. */
   switching: boolean;
@@ -92,16 +95,18 @@ function startSandboxedShell(settings: AgentSettings, sandbox: string[], log: (m
     path: settings.BOXYARD_AGENT_PATH ?? DEFAULT_PATH,
   });
   const [bwrap, ...args] = sandbox as [string, ...string[]];
-  const term: IPty = pty.spawn('/bin/bash', ['-c', CLOSE_INHERITED_FDS, 'boxyard-sandbox', bwrap, ...args, '--', shell, ...shellArguments(shell)], {
-    name: 'xterm-256color',
-    cols: settings.BOXYARD_AGENT_COLS,
-    rows: settings.BOXYARD_AGENT_ROWS,
-    cwd: '/',
-    env,
-    encoding: null,
-  });
+  const { term, output } = spawnWithOutput(() =>
+    pty.spawn('/bin/bash', ['-c', CLOSE_INHERITED_FDS, 'boxyard-sandbox', bwrap, ...args, '--', shell, ...shellArguments(shell)], {
+      name: 'xterm-256color',
+      cols: settings.BOXYARD_AGENT_COLS,
+      rows: settings.BOXYARD_AGENT_ROWS,
+      cwd: '/',
+      env,
+      encoding: null,
+    }),
+  );
   const input = createPtyInput(term, (error) => log(`pty write failed: ${error.message}`));
-  return { term, input, account: self, switching: false, home, temporary: false };
+  return { term, input, output, account: self, switching: false, home, temporary: false };
 }
 
 /** Starts the shell on a new pseudo-terminal, as the account the settings name. */
@@ -125,20 +130,22 @@ export function startShell(settings: AgentSettings, log: (message: string) => vo
   // node-pty's setuid/setgid in the child leaves the parent's supplementary groups (root's!) in place:
   // set the shell's group here first, so the shell has exactly that one.
   if (switching) process.setgroups!([account.gid]);
-  const term: IPty = pty.spawn(shell, shellArguments(shell), {
-    name: 'xterm-256color',
-    cols: settings.BOXYARD_AGENT_COLS,
-    rows: settings.BOXYARD_AGENT_ROWS,
-    cwd: home,
-    env,
-    encoding: null,
-    ...(switching ? { uid: account.uid, gid: account.gid } : {}),
-  });
+  const { term, output } = spawnWithOutput(() =>
+    pty.spawn(shell, shellArguments(shell), {
+      name: 'xterm-256color',
+      cols: settings.BOXYARD_AGENT_COLS,
+      rows: settings.BOXYARD_AGENT_ROWS,
+      cwd: home,
+      env,
+      encoding: null,
+      ...(switching ? { uid: account.uid, gid: account.gid } : {}),
+    }),
+  );
   // Input the pty does not take at once (a long paste into a busy program) waits here, as it did in node-pty's own
   // queue. Not by pausing the sockets: a paused socket reads no pongs either, and heartbeats would cut it off.
   const input = createPtyInput(term, (error) => log(`pty write failed: ${error.message}`));
   if (switching) handTerminalTo(term, account, log);
-  return { term, input, account, switching, home, temporary };
+  return { term, input, output, account, switching, home, temporary };
 }
 
 /**

@@ -45,11 +45,10 @@ export class ShellSession {
     this.#rows = settings.BOXYARD_AGENT_ROWS;
     this.#scrollback = new Scrollback(settings.BOXYARD_AGENT_SCROLLBACK_BYTES);
     this.#output = new OutputFanout(shell.term);
-    shell.term.onData((chunk) => {
-      const data = chunk as unknown as Buffer;
-      this.#scrollback.push(data);
-      this.#output.push(data);
-    });
+    shell.output.sink = (data, length) => {
+      this.#scrollback.push(data, length);
+      this.#output.push(data, length);
+    };
     shell.term.onExit(({ exitCode, signal }) => {
       // Output still in flight from the pty is delivered before the exit message.
       setTimeout(() => {
