@@ -43,6 +43,11 @@ interface Endpoints {
 
 export interface AgentServer {
   server: Server;
+  /**
+   * Answers a challenge the gateway signed that came another way than `POST /challenge` (the local backend's
+   * stdin), exactly as that route would: once per nonce, only while fresh; undefined when it is not the gateway's.
+   */
+  answer(gatewayNonce: string, signature: string): { nonce: string; proof: string } | undefined;
   /** Stops listening and ends every connection. */
   close(): void;
 }
@@ -61,17 +66,24 @@ function authorized({ settings, gatewayKey, challenges, legacyChallenges }: Endp
   return signatureValid(gatewayKey, settings.BOXYARD_AGENT_SESSION_ID, presented.nonce, gatewayNonce, request.method ?? 'GET', path, presented.signature);
 }
 
-function answerChallenge({ settings, gatewayKey, challenges, legacyChallenges }: Endpoints, request: IncomingMessage, response: ServerResponse): void {
+/** The agent's answer to a challenge the gateway signed (fresh, its nonce not seen before), else undefined. */
+function signedAnswer({ settings, gatewayKey, challenges }: Endpoints, gatewayNonce: string, signature: unknown): { nonce: string; proof: string } | undefined {
+  const madeAt = challengeSignedAt(gatewayKey, settings.BOXYARD_AGENT_SESSION_ID, gatewayNonce, signature);
+  if (madeAt === undefined || !challenges.admit(gatewayNonce, madeAt)) return undefined;
+  const nonce = challenges.issue(gatewayNonce);
+  return { nonce, proof: agentProof(settings.BOXYARD_AGENT_KEY, settings.BOXYARD_AGENT_SESSION_ID, gatewayNonce, nonce) };
+}
+
+function answerChallenge(endpoints: Endpoints, request: IncomingMessage, response: ServerResponse): void {
+  const { settings, legacyChallenges } = endpoints;
   const gatewayNonce = request.headers[CHALLENGE_HEADER];
   if (!isNonce(gatewayNonce)) return reply(response, 400, { message: `${CHALLENGE_HEADER} must be 32 random bytes, base64url` });
   const signature = request.headers[CHALLENGE_SIGNATURE_HEADER];
-  let table = legacyChallenges;
   if (signature !== undefined) {
-    const madeAt = challengeSignedAt(gatewayKey, settings.BOXYARD_AGENT_SESSION_ID, gatewayNonce, signature);
-    if (madeAt === undefined || !challenges.admit(gatewayNonce, madeAt)) return reply(response, 401, { message: 'unauthorized' });
-    table = challenges;
+    const answer = signedAnswer(endpoints, gatewayNonce, signature);
+    return answer ? reply(response, 200, answer) : reply(response, 401, { message: 'unauthorized' });
   }
-  const nonce = table.issue(gatewayNonce);
+  const nonce = legacyChallenges.issue(gatewayNonce);
   reply(response, 200, { nonce, proof: agentProof(settings.BOXYARD_AGENT_KEY, settings.BOXYARD_AGENT_SESSION_ID, gatewayNonce, nonce) });
 }
 
@@ -144,6 +156,7 @@ export function createAgentServer(settings: AgentSettings, session: ShellSession
   server.on('upgrade', (request, socket, head) => traceAgentRequest(request, undefined, '/attach', () => handleUpgrade(endpoints, wss, request, socket, head)));
   return {
     server,
+    answer: (gatewayNonce, signature) => (isNonce(gatewayNonce) ? signedAnswer(endpoints, gatewayNonce, signature) : undefined),
     close() {
       wss.close();
       server.close();

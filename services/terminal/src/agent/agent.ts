@@ -41,6 +41,8 @@ export interface RunningAgent {
   /** Resolves with the shell's exit status once the agent has shut down. */
   done: Promise<number>;
   terminate(reason: ExitReason): void;
+  /** The answer to the challenge the settings brought (BOXYARD_AGENT_CHALLENGE), when it is the gateway's. */
+  answer: { nonce: string; proof: string } | undefined;
 }
 
 export async function startAgent(settings: AgentSettings, options: { log?: (message: string) => void } = {}): Promise<RunningAgent> {
@@ -65,5 +67,7 @@ export async function startAgent(settings: AgentSettings, options: { log?: (mess
     process.setuid!(shell.account.uid);
   }
 
-  return { address, done, terminate: (reason) => session.terminate(reason) };
+  const { BOXYARD_AGENT_CHALLENGE: challenge, BOXYARD_AGENT_CHALLENGE_SIGNATURE: signature } = settings;
+  const answer = challenge && signature ? agentServer.answer(challenge, signature) : undefined;
+  return { address, done, terminate: (reason) => session.terminate(reason), answer };
 }

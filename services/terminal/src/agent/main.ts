@@ -10,6 +10,7 @@ import { createInterface } from 'node:readline';
 import { pathToFileURL } from 'node:url';
 import { WebSocketServer } from 'ws';
 import { startAgent } from './agent.ts';
+import { agentProof, challengeSignature, challengeSignedAt, newNonce, publicKeyFrom, sessionKeys } from './handshake.ts';
 import { currentAccount, lookupAccount } from './identity.ts';
 import { traceAgentStart } from './tracing.ts';
 import { parseAgentSettings } from './settings.ts';
@@ -19,6 +20,9 @@ import { ignoreError } from '@boxyard/kit/errors/ignore-error.ts';
 export const READY_PREFIX = 'boxyard-agent ready ';
 
 export const WARM_FLAG = '--warm';
+
+/** `<nonce> <proof>`: the answer to the gateway's challenge that came with the settings, printed before the address. */
+export const ANSWER_PREFIX = 'boxyard-agent answer ';
 
 /** The session's variables, sent by the gateway once it claims this warm agent; undefined when stdin closes. */
 async function claimedEnvironment(): Promise<Record<string, string> | undefined> {
@@ -46,6 +50,12 @@ async function claimedEnvironment(): Promise<Record<string, string> | undefined>
 async function warmUp(): Promise<void> {
   try {
     lookupAccount(currentAccount().name);
+    // The first Ed25519 key import and verification, and the first HMAC, cost a claimed agent ~1 ms each (OpenSSL
+    // loads its decoders and algorithms on first use): once on made-up keys here, before any session.
+    const keys = sessionKeys(newNonce());
+    const nonce = newNonce();
+    challengeSignedAt(publicKeyFrom(keys.gatewayPublicKey), 'warm-up', nonce, challengeSignature(keys, 'warm-up', nonce));
+    agentProof(keys.agentKey, 'warm-up', nonce, nonce);
     new WebSocketServer({ noServer: true }).close();
     const server = createServer();
     await new Promise<void>((resolve, reject) => {
@@ -100,7 +110,8 @@ export async function runAgentFromEnvironment(): Promise<never> {
   }
   // Pod deletion (SIGTERM) or the host shutting down: end the shell properly, telling attached sockets why.
   for (const signal of ['SIGTERM', 'SIGINT', 'SIGHUP'] as const) process.on(signal, () => agent.terminate('stopped'));
-  process.stdout.write(`${READY_PREFIX}${agent.address}\n`);
+  const answer = agent.answer ? `${ANSWER_PREFIX}${agent.answer.nonce} ${agent.answer.proof}\n` : '';
+  process.stdout.write(`${answer}${READY_PREFIX}${agent.address}\n`);
   const code = await agent.done;
   await telemetry?.shutdown().catch(ignoreError('the last spans are best effort when the agent exits'));
   process.exit(code);
