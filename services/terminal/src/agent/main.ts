@@ -103,15 +103,16 @@ export async function runAgentFromEnvironment(): Promise<never> {
   const log = (message: string) => process.stderr.write(`${new Date().toISOString()} agent ${settings.BOXYARD_AGENT_SESSION_ID}: ${message}\n`);
   let agent;
   try {
-    agent = await traceAgentStart(traceEnv, () => startAgent(settings, { log }));
+    // Ready (and the answer to the gateway's challenge) is printed as soon as the agent listens (agent.ts says why).
+    const ready = (address: string, answer: { nonce: string; proof: string } | undefined) =>
+      process.stdout.write(`${answer ? `${ANSWER_PREFIX}${answer.nonce} ${answer.proof}\n` : ''}${READY_PREFIX}${address}\n`);
+    agent = await traceAgentStart(traceEnv, () => startAgent(settings, { log, ready }));
   } catch (error) {
     log(`cannot start: ${(error as Error).message}`);
     process.exit(1);
   }
   // Pod deletion (SIGTERM) or the host shutting down: end the shell properly, telling attached sockets why.
   for (const signal of ['SIGTERM', 'SIGINT', 'SIGHUP'] as const) process.on(signal, () => agent.terminate('stopped'));
-  const answer = agent.answer ? `${ANSWER_PREFIX}${agent.answer.nonce} ${agent.answer.proof}\n` : '';
-  process.stdout.write(`${answer}${READY_PREFIX}${agent.address}\n`);
   const code = await agent.done;
   await telemetry?.shutdown().catch(ignoreError('the last spans are best effort when the agent exits'));
   process.exit(code);
