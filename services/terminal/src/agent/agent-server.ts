@@ -30,7 +30,8 @@ const CHALLENGE_TTL_MS = 30_000;
 /** What the routes work with. */
 interface Endpoints {
   settings: AgentSettings;
-  session: ShellSession;
+  /** The session, once its shell runs (the agent listens, and says so, just before: agent.ts). */
+  session: () => ShellSession | undefined;
   gatewayKey: KeyObject;
   /** Challenges the gateway signed: nobody else can add any, so none can push the gateway's out. */
   challenges: ReturnType<typeof createChallenges>;
@@ -43,6 +44,11 @@ interface Endpoints {
 
 export interface AgentServer {
   server: Server;
+  /**
+   * Answers a challenge the gateway signed that came another way than `POST /challenge` (the local backend's
+   * stdin), exactly as that route would: once per nonce, only while fresh; undefined when it is not the gateway's.
+   */
+  answer(gatewayNonce: string, signature: string): { nonce: string; proof: string } | undefined;
   /** Stops listening and ends every connection. */
   close(): void;
 }
@@ -61,22 +67,29 @@ function authorized({ settings, gatewayKey, challenges, legacyChallenges }: Endp
   return signatureValid(gatewayKey, settings.BOXYARD_AGENT_SESSION_ID, presented.nonce, gatewayNonce, request.method ?? 'GET', path, presented.signature);
 }
 
-function answerChallenge({ settings, gatewayKey, challenges, legacyChallenges }: Endpoints, request: IncomingMessage, response: ServerResponse): void {
+/** The agent's answer to a challenge the gateway signed (fresh, its nonce not seen before), else undefined. */
+function signedAnswer({ settings, gatewayKey, challenges }: Endpoints, gatewayNonce: string, signature: unknown): { nonce: string; proof: string } | undefined {
+  const madeAt = challengeSignedAt(gatewayKey, settings.BOXYARD_AGENT_SESSION_ID, gatewayNonce, signature);
+  if (madeAt === undefined || !challenges.admit(gatewayNonce, madeAt)) return undefined;
+  const nonce = challenges.issue(gatewayNonce);
+  return { nonce, proof: agentProof(settings.BOXYARD_AGENT_KEY, settings.BOXYARD_AGENT_SESSION_ID, gatewayNonce, nonce) };
+}
+
+function answerChallenge(endpoints: Endpoints, request: IncomingMessage, response: ServerResponse): void {
+  const { settings, legacyChallenges } = endpoints;
   const gatewayNonce = request.headers[CHALLENGE_HEADER];
   if (!isNonce(gatewayNonce)) return reply(response, 400, { message: `${CHALLENGE_HEADER} must be 32 random bytes, base64url` });
   const signature = request.headers[CHALLENGE_SIGNATURE_HEADER];
-  let table = legacyChallenges;
   if (signature !== undefined) {
-    const madeAt = challengeSignedAt(gatewayKey, settings.BOXYARD_AGENT_SESSION_ID, gatewayNonce, signature);
-    if (madeAt === undefined || !challenges.admit(gatewayNonce, madeAt)) return reply(response, 401, { message: 'unauthorized' });
-    table = challenges;
+    const answer = signedAnswer(endpoints, gatewayNonce, signature);
+    return answer ? reply(response, 200, answer) : reply(response, 401, { message: 'unauthorized' });
   }
-  const nonce = table.issue(gatewayNonce);
+  const nonce = legacyChallenges.issue(gatewayNonce);
   reply(response, 200, { nonce, proof: agentProof(settings.BOXYARD_AGENT_KEY, settings.BOXYARD_AGENT_SESSION_ID, gatewayNonce, nonce) });
 }
 
 /** POST /terminate: {"reason": ...}, "stopped" when not given. */
-function terminate({ session }: Endpoints, request: IncomingMessage, response: ServerResponse): void {
+function terminate(session: ShellSession, request: IncomingMessage, response: ServerResponse): void {
   let body = '';
   request.setEncoding('utf8');
   request.on('data', (chunk: string) => {
@@ -102,14 +115,21 @@ function handleRequest(endpoints: Endpoints, request: IncomingMessage, response:
   if (request.method === 'GET' && path === '/healthz') return reply(response, 200, { status: 'ok' });
   if (request.method === 'POST' && path === CHALLENGE_PATH) return answerChallenge(endpoints, request, response);
   if (!authorized(endpoints, request, path ?? '/')) return reply(response, 401, { message: 'unauthorized' });
-  if (request.method === 'GET' && path === '/status') return reply(response, 200, endpoints.session.status());
-  if (request.method === 'POST' && path === '/terminate') return terminate(endpoints, request, response);
+  const session = endpoints.session();
+  if (!session) return reply(response, 503, { message: 'starting' });
+  if (request.method === 'GET' && path === '/status') return reply(response, 200, session.status());
+  if (request.method === 'POST' && path === '/terminate') return terminate(session, request, response);
   reply(response, 404, { message: 'not found' });
 }
 
 /** WS /attach: the session's terminal, for a signed call. */
 function handleUpgrade(endpoints: Endpoints, wss: WebSocketServer, request: IncomingMessage, socket: Duplex, head: Buffer): void {
   const path = (request.url ?? '/').split('?')[0];
+  const session = endpoints.session();
+  if (!session) {
+    socket.end('HTTP/1.1 503 Service Unavailable\r\nConnection: close\r\nContent-Length: 0\r\n\r\n');
+    return;
+  }
   if (path !== '/attach' || !authorized(endpoints, request, path)) {
     socket.end(`HTTP/1.1 ${path === '/attach' ? '401 Unauthorized' : '404 Not Found'}\r\nConnection: close\r\nContent-Length: 0\r\n\r\n`);
     return;
@@ -123,12 +143,13 @@ function handleUpgrade(endpoints: Endpoints, wss: WebSocketServer, request: Inco
   // ws answers the upgrade; the frames are then read and written by FramedSocket (framed-socket.ts says why).
   wss.handleUpgrade(request, socket, head, (ws) => {
     const peer = FramedSocket.from(ws, MAX_FRAME);
-    if (from !== undefined && Number.isSafeInteger(from) && from >= 0) endpoints.session.observe(peer, from, input);
-    else endpoints.session.attach(peer, query.get('record') === '1' ? { input } : undefined);
+    if (from !== undefined && Number.isSafeInteger(from) && from >= 0) session.observe(peer, from, input);
+    else session.attach(peer, query.get('record') === '1' ? { input } : undefined);
   });
 }
 
-export function createAgentServer(settings: AgentSettings, session: ShellSession, gatewayKey: KeyObject): AgentServer {
+/** `session`: the session once its shell runs; until then calls are answered 503 (none come: agent.ts). */
+export function createAgentServer(settings: AgentSettings, session: () => ShellSession | undefined, gatewayKey: KeyObject): AgentServer {
   const endpoints: Endpoints = {
     settings,
     session,
@@ -144,6 +165,7 @@ export function createAgentServer(settings: AgentSettings, session: ShellSession
   server.on('upgrade', (request, socket, head) => traceAgentRequest(request, undefined, '/attach', () => handleUpgrade(endpoints, wss, request, socket, head)));
   return {
     server,
+    answer: (gatewayNonce, signature) => (isNonce(gatewayNonce) ? signedAnswer(endpoints, gatewayNonce, signature) : undefined),
     close() {
       wss.close();
       server.close();

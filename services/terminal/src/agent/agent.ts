@@ -14,7 +14,7 @@ import type { ExitReason } from '../protocol.ts';
 import { createAgentServer, listenAgent } from './agent-server.ts';
 import { publicKeyFrom } from './handshake.ts';
 import type { AgentSettings } from './settings.ts';
-import { startShell } from './shell-process.ts';
+import { prepareShell } from './shell-process.ts';
 import { ShellSession } from './shell-session.ts';
 
 export { HIGH_WATER, LOW_WATER } from './output-fanout.ts';
@@ -41,22 +41,40 @@ export interface RunningAgent {
   /** Resolves with the shell's exit status once the agent has shut down. */
   done: Promise<number>;
   terminate(reason: ExitReason): void;
+  /** The answer to the challenge the settings brought (BOXYARD_AGENT_CHALLENGE), when it is the gateway's. */
+  answer: { nonce: string; proof: string } | undefined;
 }
 
-export async function startAgent(settings: AgentSettings, options: { log?: (message: string) => void } = {}): Promise<RunningAgent> {
+/**
+ * `ready` is told the address (and the answer to the settings' challenge) as soon as the agent listens, before its
+ * shell is spawned: the gateway's next steps (the session's record, its answer, the browser's WebSocket) then run
+ * while the spawn does (a fork of this process, ~2 ms, half of a claimed spare's start). Nothing is lost: the shell
+ * is spawned and its session made in the same turn of the event loop, before any request is read.
+ */
+export async function startAgent(
+  settings: AgentSettings,
+  options: { log?: (message: string) => void; ready?: (address: string, answer: RunningAgent['answer']) => void } = {},
+): Promise<RunningAgent> {
   const log = options.log ?? ((message: string) => process.stderr.write(`${message}\n`));
   const gatewayKey = publicKeyFrom(settings.BOXYARD_AGENT_GATEWAY_KEY);
-  const shell = startShell(settings, log);
+  // What can make the shell's start fail is checked before the agent says it is ready.
+  const spawnShell = prepareShell(settings, log);
+  const current: { session?: ShellSession } = {};
+  const agentServer = createAgentServer(settings, () => current.session, gatewayKey);
+  const address = await listenAgent(agentServer.server, settings.BOXYARD_AGENT_LISTEN);
+  const { BOXYARD_AGENT_CHALLENGE: challenge, BOXYARD_AGENT_CHALLENGE_SIGNATURE: signature } = settings;
+  const answer = challenge && signature ? agentServer.answer(challenge, signature) : undefined;
+  options.ready?.(address, answer);
+
+  const shell = spawnShell();
   let resolveDone!: (code: number) => void;
   const done = new Promise<number>((resolve) => (resolveDone = resolve));
-  // The session ends only after the shell has exited, long after `agentServer` below exists.
-  const session = new ShellSession(settings, shell, log, (code) => {
+  const started = new ShellSession(settings, shell, log, (code) => {
     agentServer.close();
     if (shell.temporary) rmSync(shell.home, { recursive: true, force: true, maxRetries: 2 });
     resolveDone(code);
   });
-  const agentServer = createAgentServer(settings, session, gatewayKey);
-  const address = await listenAgent(agentServer.server, settings.BOXYARD_AGENT_LISTEN);
+  current.session = started;
 
   // Nothing the agent does from here on needs root: drop to the shell's account (defence in depth; the
   // listening socket stays open).
@@ -65,5 +83,5 @@ export async function startAgent(settings: AgentSettings, options: { log?: (mess
     process.setuid!(shell.account.uid);
   }
 
-  return { address, done, terminate: (reason) => session.terminate(reason) };
+  return { address, done, terminate: (reason) => started.terminate(reason), answer };
 }

@@ -91,25 +91,40 @@ async function call<T>(
   });
 }
 
+/** A challenge the gateway signed now, for a backend to hand its agent through a channel of its own (stdin). */
+export function newChallenge(credentials: AgentCredentials): { nonce: string; signature: string } {
+  const nonce = newNonce();
+  return { nonce, signature: challengeSignature(credentials.keys, credentials.sessionId, nonce) };
+}
+
 /**
- * The Authorization header for one call (`method` `path`) to the session's agent, once the peer at `address` has
- * proven it is that agent (handshake.ts). Nothing secret goes to a peer that has not.
+ * The Authorization header for one call (`method` `path`), from the peer's answer to the gateway's challenge
+ * `gatewayNonce`: only once the answer proves the peer is the session's agent (handshake.ts). Nothing secret goes
+ * to a peer that has not.
  */
-async function authorize(address: string, credentials: AgentCredentials, method: string, path: string): Promise<string> {
-  const gatewayNonce = newNonce();
-  const { status, body } = await call<{ nonce?: unknown; proof?: unknown } | undefined>(address, 'POST', CHALLENGE_PATH, {
-    [CHALLENGE_HEADER]: gatewayNonce,
-    [CHALLENGE_SIGNATURE_HEADER]: challengeSignature(credentials.keys, credentials.sessionId, gatewayNonce),
-  });
-  const agentNonce = body?.nonce;
-  if (
-    status !== 200 ||
-    !isNonce(agentNonce) ||
-    !proofMatches(agentProof(credentials.keys.agentKey, credentials.sessionId, gatewayNonce, agentNonce), body?.proof)
-  ) {
+export function authorizationFrom(
+  address: string,
+  credentials: AgentCredentials,
+  gatewayNonce: string,
+  answer: { nonce?: unknown; proof?: unknown } | undefined,
+  method: string,
+  path: string,
+): string {
+  const agentNonce = answer?.nonce;
+  if (!isNonce(agentNonce) || !proofMatches(agentProof(credentials.keys.agentKey, credentials.sessionId, gatewayNonce, agentNonce), answer?.proof)) {
     throw new NotTheAgentError(`the peer at ${address} is not the agent of session ${credentials.sessionId} (no valid proof)`);
   }
   return gatewayAuthorization(credentials.keys, credentials.sessionId, agentNonce, gatewayNonce, method, path);
+}
+
+/** The Authorization header for one call to the session's agent, after a challenge of the peer at `address`. */
+async function authorize(address: string, credentials: AgentCredentials, method: string, path: string): Promise<string> {
+  const challenge = newChallenge(credentials);
+  const { status, body } = await call<{ nonce?: unknown; proof?: unknown } | undefined>(address, 'POST', CHALLENGE_PATH, {
+    [CHALLENGE_HEADER]: challenge.nonce,
+    [CHALLENGE_SIGNATURE_HEADER]: challenge.signature,
+  });
+  return authorizationFrom(address, credentials, challenge.nonce, status === 200 ? body : undefined, method, path);
 }
 
 async function authorizedCall<T>(address: string, credentials: AgentCredentials, method: string, path: string, body?: unknown) {

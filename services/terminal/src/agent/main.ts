@@ -10,6 +10,7 @@ import { createInterface } from 'node:readline';
 import { pathToFileURL } from 'node:url';
 import { WebSocketServer } from 'ws';
 import { startAgent } from './agent.ts';
+import { agentProof, challengeSignature, challengeSignedAt, newNonce, publicKeyFrom, sessionKeys } from './handshake.ts';
 import { currentAccount, lookupAccount } from './identity.ts';
 import { traceAgentStart } from './tracing.ts';
 import { parseAgentSettings } from './settings.ts';
@@ -19,6 +20,9 @@ import { ignoreError } from '@boxyard/kit/errors/ignore-error.ts';
 export const READY_PREFIX = 'boxyard-agent ready ';
 
 export const WARM_FLAG = '--warm';
+
+/** `<nonce> <proof>`: the answer to the gateway's challenge that came with the settings, printed before the address. */
+export const ANSWER_PREFIX = 'boxyard-agent answer ';
 
 /** The session's variables, sent by the gateway once it claims this warm agent; undefined when stdin closes. */
 async function claimedEnvironment(): Promise<Record<string, string> | undefined> {
@@ -46,6 +50,12 @@ async function claimedEnvironment(): Promise<Record<string, string> | undefined>
 async function warmUp(): Promise<void> {
   try {
     lookupAccount(currentAccount().name);
+    // The first Ed25519 key import and verification, and the first HMAC, cost a claimed agent ~1 ms each (OpenSSL
+    // loads its decoders and algorithms on first use): once on made-up keys here, before any session.
+    const keys = sessionKeys(newNonce());
+    const nonce = newNonce();
+    challengeSignedAt(publicKeyFrom(keys.gatewayPublicKey), 'warm-up', nonce, challengeSignature(keys, 'warm-up', nonce));
+    agentProof(keys.agentKey, 'warm-up', nonce, nonce);
     new WebSocketServer({ noServer: true }).close();
     const server = createServer();
     await new Promise<void>((resolve, reject) => {
@@ -93,14 +103,16 @@ export async function runAgentFromEnvironment(): Promise<never> {
   const log = (message: string) => process.stderr.write(`${new Date().toISOString()} agent ${settings.BOXYARD_AGENT_SESSION_ID}: ${message}\n`);
   let agent;
   try {
-    agent = await traceAgentStart(traceEnv, () => startAgent(settings, { log }));
+    // Ready (and the answer to the gateway's challenge) is printed as soon as the agent listens (agent.ts says why).
+    const ready = (address: string, answer: { nonce: string; proof: string } | undefined) =>
+      process.stdout.write(`${answer ? `${ANSWER_PREFIX}${answer.nonce} ${answer.proof}\n` : ''}${READY_PREFIX}${address}\n`);
+    agent = await traceAgentStart(traceEnv, () => startAgent(settings, { log, ready }));
   } catch (error) {
     log(`cannot start: ${(error as Error).message}`);
     process.exit(1);
   }
   // Pod deletion (SIGTERM) or the host shutting down: end the shell properly, telling attached sockets why.
   for (const signal of ['SIGTERM', 'SIGINT', 'SIGHUP'] as const) process.on(signal, () => agent.terminate('stopped'));
-  process.stdout.write(`${READY_PREFIX}${agent.address}\n`);
   const code = await agent.done;
   await telemetry?.shutdown().catch(ignoreError('the last spans are best effort when the agent exits'));
   process.exit(code);

@@ -49,6 +49,13 @@ export interface AgentSettings {
   BOXYARD_AGENT_HOME: string | undefined;
   BOXYARD_AGENT_COLS: number;
   BOXYARD_AGENT_ROWS: number;
+  /**
+   * The gateway's signed challenge (its nonce, and `<ms>.<signature>`), given at start by a backend that reads the
+   * agent's stdout (the local one): the agent prints its answer beside its address, so the gateway's first attach
+   * needs no `POST /challenge` (handshake.ts). Not secret: it proves nothing without the gateway's key.
+   */
+  BOXYARD_AGENT_CHALLENGE: string | undefined;
+  BOXYARD_AGENT_CHALLENGE_SIGNATURE: string | undefined;
 }
 
 /** The variables as the gateway (or a pod spec) writes them. */
@@ -133,6 +140,10 @@ export function parseAgentSettings(env: Record<string, string | undefined>): Age
     BOXYARD_AGENT_HOME: env.BOXYARD_AGENT_HOME ? text('BOXYARD_AGENT_HOME', undefined, /^\/[A-Za-z0-9._/-]{0,4095}$/) : undefined,
     BOXYARD_AGENT_COLS: int('BOXYARD_AGENT_COLS', 1, 1000, 80),
     BOXYARD_AGENT_ROWS: int('BOXYARD_AGENT_ROWS', 1, 1000, 24),
+    BOXYARD_AGENT_CHALLENGE: env.BOXYARD_AGENT_CHALLENGE ? text('BOXYARD_AGENT_CHALLENGE', undefined, /^[A-Za-z0-9_-]{43}$/) : undefined,
+    BOXYARD_AGENT_CHALLENGE_SIGNATURE: env.BOXYARD_AGENT_CHALLENGE
+      ? text('BOXYARD_AGENT_CHALLENGE_SIGNATURE', undefined, /^\d{13}\.[A-Za-z0-9_-]{86}$/)
+      : undefined,
   };
   if (problems.length > 0) throw new Error(`terminal agent: bad settings: ${problems.join('; ')}`);
   return settings;

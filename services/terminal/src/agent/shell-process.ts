@@ -82,7 +82,7 @@ export const CLOSE_INHERITED_FDS = 'for fd in /proc/self/fd/*; do fd=${fd##*/}; 
  * The shell in its sandbox (local backend, a non-admin on a server that cannot switch users): bubblewrap with the
  * gateway's arguments, then the shell; it keeps this process's uid, its home is the sandbox's.
  */
-function startSandboxedShell(settings: AgentSettings, sandbox: string[], log: (message: string) => void): Shell {
+function prepareSandboxedShell(settings: AgentSettings, sandbox: string[], log: (message: string) => void): () => Shell {
   const self = currentAccount();
   checkShell(settings, self, false);
   const shell = settings.BOXYARD_AGENT_SHELL;
@@ -95,23 +95,30 @@ function startSandboxedShell(settings: AgentSettings, sandbox: string[], log: (m
     path: settings.BOXYARD_AGENT_PATH ?? DEFAULT_PATH,
   });
   const [bwrap, ...args] = sandbox as [string, ...string[]];
-  const { term, output } = spawnWithOutput(() =>
-    pty.spawn('/bin/bash', ['-c', CLOSE_INHERITED_FDS, 'boxyard-sandbox', bwrap, ...args, '--', shell, ...shellArguments(shell)], {
-      name: 'xterm-256color',
-      cols: settings.BOXYARD_AGENT_COLS,
-      rows: settings.BOXYARD_AGENT_ROWS,
-      cwd: '/',
-      env,
-      encoding: null,
-    }),
-  );
-  const input = createPtyInput(term, (error) => log(`pty write failed: ${error.message}`));
-  return { term, input, output, account: self, switching: false, home, temporary: false };
+  return () => {
+    const { term, output } = spawnWithOutput(() =>
+      pty.spawn('/bin/bash', ['-c', CLOSE_INHERITED_FDS, 'boxyard-sandbox', bwrap, ...args, '--', shell, ...shellArguments(shell)], {
+        name: 'xterm-256color',
+        cols: settings.BOXYARD_AGENT_COLS,
+        rows: settings.BOXYARD_AGENT_ROWS,
+        cwd: '/',
+        env,
+        encoding: null,
+      }),
+    );
+    const input = createPtyInput(term, (error) => log(`pty write failed: ${error.message}`));
+    return { term, input, output, account: self, switching: false, home, temporary: false };
+  };
 }
 
-/** Starts the shell on a new pseudo-terminal, as the account the settings name. */
-export function startShell(settings: AgentSettings, log: (message: string) => void): Shell {
-  if (settings.BOXYARD_AGENT_SANDBOX) return startSandboxedShell(settings, settings.BOXYARD_AGENT_SANDBOX, log);
+/**
+ * What can make the shell's start fail (its account, its shell, its home), done and checked now; the function it
+ * returns spawns the shell on a new pseudo-terminal, as the account the settings name. Split so that the agent can
+ * say it is ready before the spawn (a fork of this process, ~2 ms: agent.ts) and still fail its start with the
+ * reason when the shell cannot run.
+ */
+export function prepareShell(settings: AgentSettings, log: (message: string) => void): () => Shell {
+  if (settings.BOXYARD_AGENT_SANDBOX) return prepareSandboxedShell(settings, settings.BOXYARD_AGENT_SANDBOX, log);
   // Before anything of the shell's exists: from here on this process is not dumpable (settings.ts says why).
   if (settings.BOXYARD_AGENT_DROP_TO) dropPrivileges(settings.BOXYARD_AGENT_DROP_TO);
   const account = shellAccount(settings);
@@ -127,25 +134,27 @@ export function startShell(settings: AgentSettings, log: (message: string) => vo
     path: settings.BOXYARD_AGENT_PATH ?? process.env.PATH ?? DEFAULT_PATH,
   });
 
-  // node-pty's setuid/setgid in the child leaves the parent's supplementary groups (root's!) in place:
-  // set the shell's group here first, so the shell has exactly that one.
-  if (switching) process.setgroups!([account.gid]);
-  const { term, output } = spawnWithOutput(() =>
-    pty.spawn(shell, shellArguments(shell), {
-      name: 'xterm-256color',
-      cols: settings.BOXYARD_AGENT_COLS,
-      rows: settings.BOXYARD_AGENT_ROWS,
-      cwd: home,
-      env,
-      encoding: null,
-      ...(switching ? { uid: account.uid, gid: account.gid } : {}),
-    }),
-  );
-  // Input the pty does not take at once (a long paste into a busy program) waits here, as it did in node-pty's own
-  // queue. Not by pausing the sockets: a paused socket reads no pongs either, and heartbeats would cut it off.
-  const input = createPtyInput(term, (error) => log(`pty write failed: ${error.message}`));
-  if (switching) handTerminalTo(term, account, log);
-  return { term, input, output, account, switching, home, temporary };
+  return () => {
+    // node-pty's setuid/setgid in the child leaves the parent's supplementary groups (root's!) in place:
+    // set the shell's group here first, so the shell has exactly that one.
+    if (switching) process.setgroups!([account.gid]);
+    const { term, output } = spawnWithOutput(() =>
+      pty.spawn(shell, shellArguments(shell), {
+        name: 'xterm-256color',
+        cols: settings.BOXYARD_AGENT_COLS,
+        rows: settings.BOXYARD_AGENT_ROWS,
+        cwd: home,
+        env,
+        encoding: null,
+        ...(switching ? { uid: account.uid, gid: account.gid } : {}),
+      }),
+    );
+    // Input the pty does not take at once (a long paste into a busy program) waits here, as it did in node-pty's own
+    // queue. Not by pausing the sockets: a paused socket reads no pongs either, and heartbeats would cut it off.
+    const input = createPtyInput(term, (error) => log(`pty write failed: ${error.message}`));
+    if (switching) handTerminalTo(term, account, log);
+    return { term, input, output, account, switching, home, temporary };
+  };
 }
 
 /**

@@ -4,7 +4,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { closeSync, openSync, readFileSync, renameSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { READY_PREFIX, WARM_FLAG } from '../agent/main.ts';
+import { ANSWER_PREFIX, READY_PREFIX, WARM_FLAG } from '../agent/main.ts';
 import { DEFAULT_PATH, type AgentEnvironment } from '../agent/settings.ts';
 import { telemetryEnvironment } from '../agent/tracing.ts';
 import type { AgentRuntime } from './agent-runtime.ts';
@@ -116,6 +116,8 @@ async function agentEnvironment(agents: LocalAgents, spec: AgentSpec, socket: st
     BOXYARD_AGENT_EXPIRES_AT: String(spec.expiresAt),
     BOXYARD_AGENT_PATH: DEFAULT_PATH,
     ...(account ? { BOXYARD_AGENT_RUN_AS: account.name } : {}),
+    // Its answer comes back on stdout with the address: the first attach then needs no challenge of its own.
+    ...(spec.challenge ? { BOXYARD_AGENT_CHALLENGE: spec.challenge.nonce, BOXYARD_AGENT_CHALLENGE_SIGNATURE: spec.challenge.signature } : {}),
   };
 }
 
@@ -124,8 +126,9 @@ function launch({ dir, runtime, warm }: LocalAgents, spec: AgentSpec, env: Agent
   const spare = warm.take();
   if (spare) {
     const child = spare.child;
-    renameSync(join(dir, `warm-${spare.slot}.log`), log);
+    // The claim first, the log's new name after: the agent starts on its session meanwhile.
     child.stdin!.end(`${JSON.stringify({ ...env, ...telemetryEnvironment({}) })}\n`);
+    renameSync(join(dir, `warm-${spare.slot}.log`), log);
     child.ref();
     return { child, resource: `pid:${child.pid} warm:${spare.slot}` };
   }
@@ -144,19 +147,29 @@ function startFailure(log: string): string {
   }
 }
 
-/** The address the agent prints once it listens; rejects when it ends first or takes too long. */
-function readyAddress(child: ChildProcess, log: string): Promise<string> {
+/** What the agent prints once it listens: its address, and its answer to the challenge it was given (if any). */
+type Ready = Pick<StartedAgent, 'address' | 'answer'>;
+
+/** The agent's answer line (`<nonce> <proof>`), or undefined when it is not one. */
+function parseAnswer(line: string | undefined): StartedAgent['answer'] {
+  const [nonce, proof] = (line?.slice(ANSWER_PREFIX.length).trim() ?? '').split(' ');
+  return nonce && proof ? { nonce, proof } : undefined;
+}
+
+/** The address (and answer) the agent prints once it listens; rejects when it ends first or takes too long. */
+function readyAddress(child: ChildProcess, log: string): Promise<Ready> {
   const stdout = child.stdout!;
-  return new Promise<string>((resolve, reject) => {
+  return new Promise<Ready>((resolve, reject) => {
     let output = '';
     const timer = setTimeout(() => reject(new Error(`agent not ready within ${START_TIMEOUT_MS} ms`)), START_TIMEOUT_MS);
     stdout.setEncoding('utf8');
     stdout.on('data', (chunk: string) => {
       output += chunk;
-      const line = output.split('\n').find((l) => l.startsWith(READY_PREFIX));
+      const lines = output.split('\n');
+      const line = lines.find((l) => l.startsWith(READY_PREFIX));
       if (line) {
         clearTimeout(timer);
-        resolve(line.slice(READY_PREFIX.length).trim());
+        resolve({ address: line.slice(READY_PREFIX.length).trim(), answer: parseAnswer(lines.find((l) => l.startsWith(ANSWER_PREFIX))) });
       }
     });
     child.once('error', (error) => {
@@ -186,11 +199,11 @@ export async function startAgent(agents: LocalAgents, spec: AgentSpec, onResourc
     for (const listener of agents.exitListeners) listener(spec.sessionId, exitCode);
   });
   try {
-    const address = await readyAddress(child, log);
+    const { address, answer } = await readyAddress(child, log);
     // From here on the agent lives on its own; the gateway may exit without taking it along.
     stdout.destroy();
     child.unref();
-    return { address, resource };
+    return { address, resource, answer };
   } catch (error) {
     child.kill('SIGKILL');
     throw error;

@@ -22,6 +22,12 @@ export interface AgentSpec {
   idleTimeoutSeconds: number;
   reattachGraceSeconds: number;
   scrollbackBytes: number;
+  /**
+   * The gateway's signed challenge (agent/handshake.ts), for a backend that can hand it to the agent through a
+   * channel only the two share (the local agent's stdin): the agent's answer then comes back the same way, and the
+   * first attach needs no challenge of its own. Ignored by a backend without such a channel.
+   */
+  challenge?: { nonce: string; signature: string } | undefined;
 }
 
 export interface StartedAgent {
@@ -29,6 +35,8 @@ export interface StartedAgent {
   address: string;
   /** What release() needs: `pid:<n>` or `pod/<name> uid:<pod uid>`. */
   resource: string;
+  /** The agent's answer to `AgentSpec.challenge` (as it would answer `POST /challenge`), when it came with the start. */
+  answer?: { nonce: string; proof: string } | undefined;
 }
 
 export type BackendProbe = { state: 'present' } | { state: 'gone'; exitCode: number | null };

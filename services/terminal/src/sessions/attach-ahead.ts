@@ -22,6 +22,8 @@ export interface AttachAhead<T> {
   prepare(sessionId: string, address: string, make: () => Promise<T>): void;
   /** What was prepared for this session at this address, once; undefined when nothing is (still) good. */
   take(sessionId: string, address: string): Promise<T | undefined>;
+  /** Drops what was prepared for this session (its start failed): disposed of once it is made. */
+  forget(sessionId: string): void;
   readonly size: number;
 }
 
@@ -59,6 +61,7 @@ export function createAttachAhead<T>(options: { useWithinMs?: number; max?: numb
       }
       return ahead.value;
     },
+    forget: (sessionId) => discard(drop(sessionId)),
     get size() {
       return waiting.size;
     },

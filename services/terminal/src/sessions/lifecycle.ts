@@ -2,7 +2,8 @@
 // exit. All are conditional UPDATEs (store.ts), so two gateway replicas never both act on one session.
 import { HttpError, ignoreError } from '@boxyard/kit';
 import { terminateAgent, type AgentCredentials } from '../agent/client.ts';
-import { sessionKeys } from '../agent/handshake.ts';
+import { sessionKeys, type GatewayKeys } from '../agent/handshake.ts';
+import type { StartedAgent } from '../backends/types.ts';
 import type { ExitReason } from '../protocol.ts';
 import type { SessionServiceOptions } from './service.ts';
 import type { SessionRow, SessionStore } from './store.ts';
@@ -15,6 +16,25 @@ export interface SessionContext {
   closed: boolean;
   /** Who wants to know when a session runs or ends (recording, audit): see SessionService.onChange. */
   listeners: ((change: SessionChange) => void)[];
+  /**
+   * Told as soon as a session's agent is ready, before its row says so: the first attach is prepared from here
+   * (attach-ahead.ts). `challenge` is the one the agent was started with, which `agent.answer` answers.
+   */
+  agentReady?: (agent: StartedAgent, credentials: AgentCredentials, challenge: Challenge) => void;
+  /** Told when a start lets its agent go after all (failed, or stopped while starting): what was prepared goes. */
+  agentReleased?: (sessionId: string) => void;
+}
+
+/** A challenge the gateway signed (agent/handshake.ts). */
+export interface Challenge {
+  nonce: string;
+  signature: string;
+}
+
+/** What a start makes for its agent before it launches it: the session's keys and the first attach's challenge. */
+export interface LaunchKeys {
+  keys: GatewayKeys;
+  challenge: Challenge;
 }
 
 /** A session began running, or ended (and why). */
@@ -55,10 +75,10 @@ export type LaunchRow = Pick<SessionRow, 'id' | 'owner_id' | 'owner_username' | 
  * agent starts while `committed` (the insert's transaction) is still under way: its row is only written to once
  * that has committed, and when it fails instead the agent is released (the start throws).
  */
-export async function launch(ctx: SessionContext, row: LaunchRow, secret: string, committed: Promise<unknown>): Promise<SessionRow> {
+export async function launch(ctx: SessionContext, row: LaunchRow, made: Promise<LaunchKeys>, committed: Promise<unknown>): Promise<SessionRow> {
   const { options, store } = ctx;
   const { backend, sessions, log } = options;
-  const keys = sessionKeys(secret);
+  const { keys, challenge } = await made;
   const timer = options.metrics?.startDuration.startTimer({ backend: backend.kind });
   // Kept here too: the row's copy is written in the background and may not be there yet when the start fails.
   let resource: string | null = null;
@@ -76,6 +96,7 @@ export async function launch(ctx: SessionContext, row: LaunchRow, secret: string
         idleTimeoutSeconds: sessions.idle_timeout_seconds,
         reattachGraceSeconds: sessions.reattach_grace_seconds,
         scrollbackBytes: sessions.scrollback_bytes,
+        challenge,
       },
       (name) => {
         resource = name;
@@ -84,6 +105,7 @@ export async function launch(ctx: SessionContext, row: LaunchRow, secret: string
           .catch(ignoreError('the resource name is only a hint for release; release also finds the agent by session id'));
       },
     );
+    ctx.agentReady?.(agent, { sessionId: row.id, keys }, challenge);
     try {
       await committed;
     } catch (failure) {
@@ -96,11 +118,13 @@ export async function launch(ctx: SessionContext, row: LaunchRow, secret: string
       return running;
     }
     // Stopped while it was starting: don't leave the agent behind.
+    ctx.agentReleased?.(row.id);
     await backend.release({ id: row.id, resource: agent.resource, address: agent.address }).catch(ignoreError('the reaper releases what this could not'));
     const current = await store.get(row.id);
     if (current) return current;
     throw new HttpError(503, 'The session was stopped while it was starting');
   } catch (error) {
+    ctx.agentReleased?.(row.id);
     if (error instanceof HttpError) throw error;
     if (error instanceof NotInserted) {
       // No session row (a start racing for the same cookie won, or the database failed): the agent goes.

@@ -7,13 +7,35 @@ import { randomUUID } from 'node:crypto';
 import { HttpError, markHandled } from '@boxyard/kit';
 import type { FastifyBaseLogger } from 'fastify';
 import { sql, UniqueIntegrityConstraintViolationError, type DatabasePool } from 'slonik';
-import { authorizeAttach, connectAgent, openAgentStream, type AgentStream, type StreamOptions } from '../agent/client.ts';
+import {
+  authorizationFrom,
+  authorizeAttach,
+  connectAgent,
+  newChallenge,
+  openAgentStream,
+  type AgentCredentials,
+  type AgentStream,
+  type StreamOptions,
+} from '../agent/client.ts';
+import { sessionKeys } from '../agent/handshake.ts';
 import type { SessionBackend } from '../backends/types.ts';
 import type { SessionsConfig } from '../config.ts';
 import type { ExitReason } from '../protocol.ts';
 import { newAgentSecret, type SecretBox } from './agent-secret.ts';
 import { createAttachAhead } from './attach-ahead.ts';
-import { credentialsOf, launch, markExited, secretOf, settled, stopSession, type LaunchRow, type SessionChange, type SessionContext } from './lifecycle.ts';
+import {
+  credentialsOf,
+  launch,
+  markExited,
+  secretOf,
+  settled,
+  stopSession,
+  type Challenge,
+  type LaunchKeys,
+  type LaunchRow,
+  type SessionChange,
+  type SessionContext,
+} from './lifecycle.ts';
 import type { SessionMetrics } from './metrics.ts';
 import { reapOnce, startReaper, stopReaper, type ReaperRun } from './reaper.ts';
 import { createSessionStore, type SessionRow } from './store.ts';
@@ -70,9 +92,9 @@ async function findOrInsert(
   const committed: Promise<StartOutcome> = pool.transaction(async (tx) => {
     // Starts are serialised (briefly: the agent starts while the insert commits) so the caps hold across replicas.
     await tx.query(sql.unsafe`select pg_advisory_xact_lock(hashtext('boxyard-terminal:start'))`);
-    const live = await store.findLive(tx, caller.id, cookie);
+    const counts = await store.countLive(tx, caller.id, cookie);
+    const live = counts.live_id === null ? null : await store.findLive(tx, caller.id, cookie);
     if (live) return { kind: 'existing' as const, row: live };
-    const counts = await store.countLive(tx, caller.id);
     if (counts.mine >= sessions.per_user_limit) {
       throw limitReached(
         `Session limit reached: at most ${sessions.per_user_limit} live sessions per user; stop one first`,
@@ -106,10 +128,24 @@ async function findOrInsert(
 async function startSession(ctx: SessionContext, caller: Caller, cookie: string): Promise<{ session: SessionRow; reattached: boolean }> {
   const id = randomUUID();
   const agentSecret = newAgentSecret();
+  // The session's keys and the first attach's signed challenge (~0.5 ms of CPU: key derivation, an Ed25519 key and
+  // signature) are made while the start's first statements are at the database, not after them.
+  const made = new Promise<LaunchKeys>((resolve, reject) =>
+    setImmediate(() => {
+      try {
+        const keys = sessionKeys(agentSecret);
+        resolve({ keys, challenge: newChallenge({ sessionId: id, keys }) });
+      } catch (error) {
+        reject(error as Error);
+      }
+    }),
+  );
+  // Read by the launch; a start that finds this cookie's session running launches nothing.
+  markHandled(made);
   let launching: Promise<SessionRow> | undefined;
   // Bound here: called inside the transaction, the launch must not run in its context (its queries use the pool).
   const admitted = AsyncResource.bind((row: LaunchRow, committed: Promise<unknown>) => {
-    launching = launch(ctx, row, agentSecret, committed);
+    launching = launch(ctx, row, made, committed);
     // Read below when the insert committed; otherwise it only releases its agent, and the outcome says why.
     markHandled(launching);
   });
@@ -131,6 +167,22 @@ export function createSessionService(options: SessionServiceOptions) {
       if ('stream' in prepared) prepared.stream.socket.destroy();
     },
   });
+
+  /**
+   * The browser attaches next: its agent stream (or, when the recorder reads users' streams, which are opened
+   * differently, its authorization with the agent) is made meanwhile, from the moment the agent is ready, while the
+   * start records that and answers (attach-ahead.ts). An agent that answered the challenge it was started with
+   * (local backend) needs no `POST /challenge`: its answer is checked here just the same.
+   */
+  ctx.agentReady = (agent, credentials: AgentCredentials, challenge: Challenge) => {
+    const { address, answer } = agent;
+    attachAhead.prepare(credentials.sessionId, address, async () => {
+      const authorization = answer ? authorizationFrom(address, credentials, challenge.nonce, answer, 'GET', '/attach') : undefined;
+      if (options.streamAhead) return { stream: await openAgentStream(address, credentials, undefined, authorization) };
+      return { authorization: authorization ?? (await authorizeAttach(address, credentials)) };
+    });
+  };
+  ctx.agentReleased = (sessionId) => attachAhead.forget(sessionId);
 
   backend.onAgentExit?.((id, code) => {
     if (!ctx.closed) void markExited(ctx, id, code).catch((error: unknown) => log.warn({ err: error, session: id }, 'could not record an agent exit'));
@@ -177,20 +229,7 @@ export function createSessionService(options: SessionServiceOptions) {
       return live.length;
     },
 
-    async start(caller: Caller, cookie: string): Promise<{ session: SessionRow; reattached: boolean }> {
-      const started = await startSession(ctx, caller, cookie);
-      const { session } = started;
-      // The browser attaches next: its agent stream (or, when the recorder reads users' streams, which are opened
-      // differently, its authorization with the agent) is made meanwhile (attach-ahead.ts).
-      if (!started.reattached && session.state === 'running' && session.agent_address) {
-        const address = session.agent_address;
-        const credentials = credentialsOf(ctx, session);
-        attachAhead.prepare(session.id, address, async () =>
-          options.streamAhead ? { stream: await openAgentStream(address, credentials) } : { authorization: await authorizeAttach(address, credentials) },
-        );
-      }
-      return started;
-    },
+    start: (caller: Caller, cookie: string): Promise<{ session: SessionRow; reattached: boolean }> => startSession(ctx, caller, cookie),
 
     list: (caller: Caller, includeEnded: boolean) => store.list({ ownerId: caller.role === 'admin' ? undefined : caller.id, includeEnded }),
 

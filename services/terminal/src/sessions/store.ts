@@ -47,6 +47,8 @@ const returning = (statement: ReturnType<typeof sql.fragment>) => sql.type(sessi
   select ${columns} from changed s join users u on u.id = s.owner_id`;
 
 const countsRow = z.object({
+  /** The caller's live session of this terminal_cookie, if any (then the start returns it: findLive). */
+  live_id: z.string().nullable(),
   mine: z.number(),
   mine_soonest: z.number().nullable(),
   total: z.number(),
@@ -81,12 +83,14 @@ export function createSessionStore(pool: DatabasePool) {
         where s.owner_id = ${ownerId}::uuid and s.terminal_cookie = ${cookie} and s.state in ('starting', 'running')`),
 
     /**
-     * Live sessions of one owner and of everyone, each with the soonest of their absolute expiries, and the owner's
-     * identity-provider name (the row's owner_provider_identity): what a start decides on, in one statement.
+     * Live sessions of one owner and of everyone, each with the soonest of their absolute expiries, the owner's
+     * identity-provider name (the row's owner_provider_identity), and the id of the owner's live session of this
+     * cookie: what a start decides on, in one statement (one scan of the live sessions, one round trip).
      */
-    countLive: (tx: CommonQueryMethods, ownerId: string) =>
+    countLive: (tx: CommonQueryMethods, ownerId: string, cookie: string) =>
       tx.one(sql.type(countsRow)`
-        select count(*) filter (where owner_id = ${ownerId}::uuid)::int as mine,
+        select (array_agg(id::text) filter (where owner_id = ${ownerId}::uuid and terminal_cookie = ${cookie}))[1] as live_id,
+          count(*) filter (where owner_id = ${ownerId}::uuid)::int as mine,
           (extract(epoch from min(expires_at) filter (where owner_id = ${ownerId}::uuid)) * 1000)::float8 as mine_soonest,
           count(*)::int as total, (extract(epoch from min(expires_at)) * 1000)::float8 as total_soonest,
           (select i.issuer || '#' || i.subject from oidc_identities i where i.user_id = ${ownerId}::uuid order by i.created_at limit 1) as provider_identity
