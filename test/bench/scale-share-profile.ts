@@ -1,5 +1,5 @@
 // SCALE_SHARE_PROFILE=<dir> (exploring, not for the report): around the product's small-files load, records where
-// its PostgreSQL's time goes and what it wrote. `perf record` of the whole machine (filter by the postgres pids in
+// its PostgreSQL's time goes and what it wrote. With SCALE_SHARE_PERF=1 `perf record` of the whole machine (filter by the postgres pids in
 // <dir>/pids.json: `perf report -i <dir>/perf.data --pid ...`), the database's counters before and after (commits,
 // WAL records, bytes and flushes, tuples and index scans per table and index) as a difference in <dir>/stats.json, and
 // the load's window on the monotonic clock (microseconds, the clock of a `node --cpu-prof` profile's samples: start
@@ -57,15 +57,20 @@ export async function profileLoad(db: pg.Client, postgresPids: () => Promise<num
   if (!dir) return { stop: async () => {} };
   await mkdir(dir, { recursive: true });
   const before = await snapshot(db);
-  const perf: ChildProcess = spawn('perf', ['record', '-a', '-g', '-F', '997', '-o', join(dir, 'perf.data')], { stdio: 'ignore' });
-  await new Promise((resolve) => setTimeout(resolve, 500));
+  // perf only when asked (SCALE_SHARE_PERF=1): its sampling of the whole machine costs CPU the figures would miss.
+  const perf: ChildProcess | undefined = process.env.SCALE_SHARE_PERF
+    ? spawn('perf', ['record', '-a', '-g', '-F', '997', '-o', join(dir, 'perf.data')], { stdio: 'ignore' })
+    : undefined;
+  if (perf) await new Promise((resolve) => setTimeout(resolve, 500));
   const start = process.hrtime.bigint() / 1000n;
   return {
     async stop(files) {
       const end = process.hrtime.bigint() / 1000n;
       const pids = await postgresPids();
-      perf.kill('SIGINT');
-      await once(perf, 'exit');
+      if (perf) {
+        perf.kill('SIGINT');
+        await once(perf, 'exit');
+      }
       const after = await snapshot(db);
       await writeFile(join(dir, 'window.json'), JSON.stringify({ startUs: Number(start), endUs: Number(end) }));
       await writeFile(join(dir, 'pids.json'), JSON.stringify(pids));
