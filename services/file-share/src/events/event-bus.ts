@@ -86,8 +86,8 @@ export function createEventBus(options: EventBusOptions): EventBus {
     log,
     onNotification: (payload) => {
       // Nobody to tell: the notification's id (the newest event of its commit; commits notify in id order) moves
-      // the cursor without reading the rows. Uploads notify once per commit, and every read cost a query and the
-      // parsing of each event's row, ~40 µs per uploaded file, for no one.
+      // the cursor without reading the rows. Uploads notify once per commit, and each read was a query and the
+      // parsing of every event row (~0.3 statements per 10 KiB upload at 8 clients) for no one.
       const id = Number(payload);
       if (listeners.size === 0 && !fetching && payload && Number.isSafeInteger(id)) cursor = Math.max(cursor, id);
       else void drain();

@@ -21,7 +21,7 @@ import type { Tree, UploadResult } from '../tree/tree-store.ts';
 /**
  * A raw upload declaring at most this many bytes is stored before its path is looked up: the commit checks the
  * path anyway, under the tree's lock. The early lookup was the one query each upload made on its own (the others
- * are shared by the uploads that arrive together), ~0.2 ms of the share's and PostgreSQL's CPU per 10 KiB file.
+ * are shared by the uploads that arrive together): 1 of the 2.2 transactions per 10 KiB upload at 8 clients.
  */
 export const LOOKUP_FIRST_ABOVE_BYTES = 256 * 1024;
 
