@@ -26,6 +26,7 @@ import { startBaselineServer } from './metadata.ts';
 import { loadGet, round, type LoadResult } from './load.ts';
 import { peakDuring, rssOf, startProduct } from './memory.ts';
 import { growthRow } from './scale.ts';
+import { profileLoad } from './scale-share-profile.ts';
 import { addFolders, addToFolder, fileName, settle, SHARE_SQL_NOTE } from './scale-share-data.ts';
 
 const run = promisify(execFile);
@@ -102,10 +103,15 @@ async function cpuOf(pid: number): Promise<number> {
 
 /** CPU-seconds of the product's PostgreSQL so far: its postmaster and every process it started that is still running. */
 async function postgresCpu(home: string): Promise<number> {
+  const each = await Promise.all((await postgresPids(home)).map((pid) => cpuOf(pid).catch(() => 0)));
+  return each.reduce((a, b) => a + b, 0);
+}
+
+/** The product's postmaster and the processes it started that are still running. */
+async function postgresPids(home: string): Promise<number[]> {
   const postmaster = (await run('pgrep', ['-o', '-f', `${home}/postgres`])).stdout.trim();
   const children = (await run('pgrep', ['-P', postmaster]).catch(() => ({ stdout: '' }))).stdout.split('\n').filter(Boolean);
-  const each = await Promise.all([postmaster, ...children].map((pid) => cpuOf(Number(pid)).catch(() => 0)));
-  return each.reduce((a, b) => a + b, 0);
+  return [postmaster, ...children].map(Number);
 }
 
 /** Item 4: the small files through the product and through put-server.ts, then their checksums read back. */
@@ -139,6 +145,7 @@ async function smallFiles(env: BenchEnv, share: Share): Promise<BenchRow[]> {
   });
   const stored = new Map<string, string>();
   const cpuBefore = { node: await cpuOf(share.pid), postgres: await postgresCpu(share.home) };
+  const profile = await profileLoad(share.db, () => postgresPids(share.home));
   const product = await loadRequests(share.base, {
     connections: 8,
     headers: { authorization: `Bearer ${share.key}`, 'content-type': 'application/octet-stream' },
@@ -146,6 +153,7 @@ async function smallFiles(env: BenchEnv, share: Share): Promise<BenchRow[]> {
     next: sender((i) => `/small/f-${i}.bin`, 'POST'),
     onAnswer: (path, text) => stored.set(path, (JSON.parse(text) as { data: { file: { checksum: string } } }).data.file.checksum),
   });
+  await profile.stop(SMALL_FILES);
   const perFile = (seconds: number) => round((seconds * 1000) / SMALL_FILES, 2);
   const cpu = `CPU ms per file: product ${perFile((await cpuOf(share.pid)) - cpuBefore.node)} + its PostgreSQL ${perFile((await postgresCpu(share.home)) - cpuBefore.postgres)}, put-server ${perFile(plainCpu)}`;
   // Every file's checksum as its listing shows it, and a sample downloaded.

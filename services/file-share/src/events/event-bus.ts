@@ -84,7 +84,14 @@ export function createEventBus(options: EventBusOptions): EventBus {
     channel: options.channel,
     applicationName: 'boxyard-file-share-events',
     log,
-    onNotification: () => void drain(),
+    onNotification: (payload) => {
+      // Nobody to tell: the notification's id (the newest event of its commit; commits notify in id order) moves
+      // the cursor without reading the rows. Uploads notify once per commit, and each read was a query and the
+      // parsing of every event row (~0.3 statements per 10 KiB upload at 8 clients) for no one.
+      const id = Number(payload);
+      if (listeners.size === 0 && !fetching && payload && Number.isSafeInteger(id)) cursor = Math.max(cursor, id);
+      else void drain();
+    },
     onReconnected: () => drain(),
   });
 

@@ -51,7 +51,7 @@ function parseBody<T extends z.ZodType>(schema: T, body: unknown): z.output<T> {
 async function upload(options: FileRoutesOptions, request: FastifyRequest, reply: FastifyReply, raw: boolean) {
   const target = parseRequestPath(rawPathOf(request).pathname);
   const { entry, created, replacedKey } = await (raw ? handleRawUpload : handleUpload)(request, target, request.principal, {
-    registerUpload: options.sweeper.registerUpload,
+    newUploadKey: options.sweeper.newUploadKey,
     store: options.store,
     tree: options.tree,
     maxBytes: options.maxUploadBytes,

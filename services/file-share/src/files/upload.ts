@@ -10,7 +10,6 @@
 // Which name: the URL path is the file's path (`POST /docs/a.txt`). When the URL names a folder — the root,
 // a path ending in `/`, or an existing folder — the file goes into it under the part's filename (the HTML form
 // and `curl -F file=@a.txt http://host/docs/` both work). Missing parent folders are created.
-import { randomUUID } from 'node:crypto';
 import { badRequest, conflict, declaredLength, HttpError, StorageError, type ObjectStore } from '@boxyard/kit';
 import type { Multipart, MultipartFile } from '@fastify/multipart';
 import type { FastifyRequest } from 'fastify';
@@ -19,12 +18,19 @@ import { requirePermission, type Principal } from '../auth/principal.ts';
 import { checkNewPath, joinPath, validateName, type SharePath } from '../paths/share-path.ts';
 import type { Tree, UploadResult } from '../tree/tree-store.ts';
 
+/**
+ * A raw upload declaring at most this many bytes is stored before its path is looked up: the commit checks the
+ * path anyway, under the tree's lock. The early lookup was the one query each upload made on its own (the others
+ * are shared by the uploads that arrive together): 1 of the 2.2 transactions per 10 KiB upload at 8 clients.
+ */
+export const LOOKUP_FIRST_ABOVE_BYTES = 256 * 1024;
+
 export interface UploadDeps {
   store: ObjectStore;
   tree: Tree;
   maxBytes: number;
-  /** Puts a fresh key on the garbage list before its first byte is stored (sweeper.ts registerUpload). */
-  registerUpload(key: string): Promise<void>;
+  /** A fresh object key, on the garbage list before its first byte is stored (sweeper.ts newUploadKey). */
+  newUploadKey(): Promise<string>;
   /** Removes the bytes of an upload that did not commit (once no entry refers to them). */
   discardUpload(key: string): Promise<void>;
 }
@@ -125,9 +131,8 @@ async function storeBytes(
   deps: UploadDeps,
   size?: number,
 ): Promise<{ storageKey: string; size: number; sha256: string }> {
-  const storageKey = `files/${randomUUID()}`;
   // Registered first: if this process dies mid-way, the sweeper removes whatever was stored.
-  await deps.registerUpload(storageKey);
+  const storageKey = await deps.newUploadKey();
   try {
     const result = await deps.store.put(storageKey, body, {
       maxBytes: deps.maxBytes,
@@ -167,10 +172,14 @@ export async function handleRawUpload(request: FastifyRequest, target: SharePath
   // Too big by its own account: answered at once, and the connection closed rather than the body read.
   if (declared !== undefined && declared > deps.maxBytes)
     throw new HttpError(413, `File is larger than the limit of ${deps.maxBytes} bytes`, { headers: { connection: 'close' } });
-  const existing = await deps.tree.find(target.path);
-  if (existing?.kind === 'dir') refuse(conflict(`${target.path} is a folder`));
   const mayReplace = principal.permissions.has('delete');
-  if (existing && !mayReplace) refuse(new HttpError(403, `${target.path} exists; replacing a file needs the delete permission`));
+  // Refused before reading when the path says so, unless the body is small: then storing it and letting the commit
+  // refuse (same status, same words; the bytes are discarded) costs less than a lookup on every upload.
+  if (declared === undefined || declared > LOOKUP_FIRST_ABOVE_BYTES) {
+    const existing = await deps.tree.find(target.path);
+    if (existing?.kind === 'dir') refuse(conflict(`${target.path} is a folder`));
+    if (existing && !mayReplace) refuse(new HttpError(403, `${target.path} exists; replacing a file needs the delete permission`));
+  }
 
   let bodyFailed = false;
   body.once('error', () => (bodyFailed = true));

@@ -104,7 +104,7 @@ export async function handleRequestUpload(
       store: deps.store,
       tree: deps.tree,
       maxBytes: write.maxBytes,
-      registerUpload: deps.sweeper.registerUpload,
+      newUploadKey: deps.sweeper.newUploadKey,
       discardUpload: deps.sweeper.discardUpload,
     });
   } catch (error) {
