@@ -19,6 +19,8 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 function firstOutput(stream: AgentStream): Promise<number> {
   return new Promise((resolve, reject) => {
     let bytes = stream.head.length;
+    // The prompt may have come with the upgrade's answer (the agent sends a small read at once): then no more comes.
+    if (bytes > 0) return resolve(bytes);
     const timer = setTimeout(() => reject(new Error('no output within 10 s')), 10_000);
     stream.socket.on('data', (chunk: Buffer) => {
       bytes += chunk.length;
