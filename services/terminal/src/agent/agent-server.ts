@@ -17,6 +17,7 @@ import {
   isNonce,
   parseAuthorization,
   signatureValid,
+  type ChallengeAnswer,
 } from './handshake.ts';
 import type { AgentSettings } from './settings.ts';
 import type { ShellSession } from './shell-session.ts';
@@ -48,7 +49,7 @@ export interface AgentServer {
    * Answers a challenge the gateway signed that came another way than `POST /challenge` (the local backend's
    * stdin), exactly as that route would: once per nonce, only while fresh; undefined when it is not the gateway's.
    */
-  answer(gatewayNonce: string, signature: string): { nonce: string; proof: string } | undefined;
+  answer(gatewayNonce: string, signature: string): ChallengeAnswer | undefined;
   /** Stops listening and ends every connection. */
   close(): void;
 }
@@ -68,7 +69,7 @@ function authorized({ settings, gatewayKey, challenges, legacyChallenges }: Endp
 }
 
 /** The agent's answer to a challenge the gateway signed (fresh, its nonce not seen before), else undefined. */
-function signedAnswer({ settings, gatewayKey, challenges }: Endpoints, gatewayNonce: string, signature: unknown): { nonce: string; proof: string } | undefined {
+function signedAnswer({ settings, gatewayKey, challenges }: Endpoints, gatewayNonce: string, signature: unknown): ChallengeAnswer | undefined {
   const madeAt = challengeSignedAt(gatewayKey, settings.BOXYARD_AGENT_SESSION_ID, gatewayNonce, signature);
   if (madeAt === undefined || !challenges.admit(gatewayNonce, madeAt)) return undefined;
   const nonce = challenges.issue(gatewayNonce);

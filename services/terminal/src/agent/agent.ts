@@ -12,7 +12,7 @@
 import { rmSync } from 'node:fs';
 import type { ExitReason } from '../protocol.ts';
 import { createAgentServer, listenAgent } from './agent-server.ts';
-import { publicKeyFrom } from './handshake.ts';
+import { publicKeyFrom, type ChallengeAnswer } from './handshake.ts';
 import type { AgentSettings } from './settings.ts';
 import { prepareShell } from './shell-process.ts';
 import { ShellSession } from './shell-session.ts';
@@ -42,7 +42,7 @@ export interface RunningAgent {
   done: Promise<number>;
   terminate(reason: ExitReason): void;
   /** The answer to the challenge the settings brought (BOXYARD_AGENT_CHALLENGE), when it is the gateway's. */
-  answer: { nonce: string; proof: string } | undefined;
+  answer: ChallengeAnswer | undefined;
 }
 
 /**

@@ -17,6 +17,7 @@ import {
   newNonce,
   proofMatches,
   type GatewayKeys,
+  type SignedChallenge,
 } from './handshake.ts';
 import { withTraceparent } from './tracing.ts';
 
@@ -92,7 +93,7 @@ async function call<T>(
 }
 
 /** A challenge the gateway signed now, for a backend to hand its agent through a channel of its own (stdin). */
-export function newChallenge(credentials: AgentCredentials): { nonce: string; signature: string } {
+export function newChallenge(credentials: AgentCredentials): SignedChallenge {
   const nonce = newNonce();
   return { nonce, signature: challengeSignature(credentials.keys, credentials.sessionId, nonce) };
 }

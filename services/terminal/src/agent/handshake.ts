@@ -83,6 +83,18 @@ const signed = (sessionId: string, agentNonce: string, gatewayNonce: string, met
 const challengeSigned = (sessionId: string, gatewayNonce: string, madeAt: number) =>
   Buffer.from(`boxyard-gateway-challenge\n${sessionId}\n${gatewayNonce}\n${madeAt}`);
 
+/** A challenge the gateway signed: its nonce, and its signature (CHALLENGE_SIGNATURE_HEADER's value). */
+export interface SignedChallenge {
+  nonce: string;
+  signature: string;
+}
+
+/** The agent's answer to a challenge: its own nonce, and the proof that it holds the session's agent key. */
+export interface ChallengeAnswer {
+  nonce: string;
+  proof: string;
+}
+
 /** The gateway's signature of a challenge it sends now (CHALLENGE_SIGNATURE_HEADER). */
 export function challengeSignature(keys: GatewayKeys, sessionId: string, gatewayNonce: string, now = Date.now()): string {
   return `${now}.${sign(null, challengeSigned(sessionId, gatewayNonce, now), keys.gatewayPrivateKey).toString('base64url')}`;

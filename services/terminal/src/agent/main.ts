@@ -10,7 +10,7 @@ import { createInterface } from 'node:readline';
 import { pathToFileURL } from 'node:url';
 import { WebSocketServer } from 'ws';
 import { startAgent } from './agent.ts';
-import { agentProof, challengeSignature, challengeSignedAt, newNonce, publicKeyFrom, sessionKeys } from './handshake.ts';
+import { agentProof, challengeSignature, challengeSignedAt, newNonce, publicKeyFrom, sessionKeys, type ChallengeAnswer } from './handshake.ts';
 import { currentAccount, lookupAccount } from './identity.ts';
 import { traceAgentStart } from './tracing.ts';
 import { parseAgentSettings } from './settings.ts';
@@ -104,7 +104,7 @@ export async function runAgentFromEnvironment(): Promise<never> {
   let agent;
   try {
     // Ready (and the answer to the gateway's challenge) is printed as soon as the agent listens (agent.ts says why).
-    const ready = (address: string, answer: { nonce: string; proof: string } | undefined) =>
+    const ready = (address: string, answer: ChallengeAnswer | undefined) =>
       process.stdout.write(`${answer ? `${ANSWER_PREFIX}${answer.nonce} ${answer.proof}\n` : ''}${READY_PREFIX}${address}\n`);
     agent = await traceAgentStart(traceEnv, () => startAgent(settings, { log, ready }));
   } catch (error) {

@@ -1,5 +1,6 @@
 // Where agents run. The gateway only ever talks to an agent through its address; a backend starts agents,
 // tells whether one still exists, and releases what a session held.
+import type { ChallengeAnswer, SignedChallenge } from '../agent/handshake.ts';
 
 export interface AgentSpec {
   sessionId: string;
@@ -27,7 +28,7 @@ export interface AgentSpec {
    * channel only the two share (the local agent's stdin): the agent's answer then comes back the same way, and the
    * first attach needs no challenge of its own. Ignored by a backend without such a channel.
    */
-  challenge?: { nonce: string; signature: string } | undefined;
+  challenge?: SignedChallenge | undefined;
 }
 
 export interface StartedAgent {
@@ -36,7 +37,7 @@ export interface StartedAgent {
   /** What release() needs: `pid:<n>` or `pod/<name> uid:<pod uid>`. */
   resource: string;
   /** The agent's answer to `AgentSpec.challenge` (as it would answer `POST /challenge`), when it came with the start. */
-  answer?: { nonce: string; proof: string } | undefined;
+  answer?: ChallengeAnswer | undefined;
 }
 
 export type BackendProbe = { state: 'present' } | { state: 'gone'; exitCode: number | null };

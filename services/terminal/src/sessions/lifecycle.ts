@@ -2,7 +2,7 @@
 // exit. All are conditional UPDATEs (store.ts), so two gateway replicas never both act on one session.
 import { HttpError, ignoreError } from '@boxyard/kit';
 import { terminateAgent, type AgentCredentials } from '../agent/client.ts';
-import { sessionKeys, type GatewayKeys } from '../agent/handshake.ts';
+import { sessionKeys, type GatewayKeys, type SignedChallenge } from '../agent/handshake.ts';
 import type { StartedAgent } from '../backends/types.ts';
 import type { ExitReason } from '../protocol.ts';
 import type { SessionServiceOptions } from './service.ts';
@@ -20,21 +20,15 @@ export interface SessionContext {
    * Told as soon as a session's agent is ready, before its row says so: the first attach is prepared from here
    * (attach-ahead.ts). `challenge` is the one the agent was started with, which `agent.answer` answers.
    */
-  agentReady?: (agent: StartedAgent, credentials: AgentCredentials, challenge: Challenge) => void;
+  agentReady?: (agent: StartedAgent, credentials: AgentCredentials, challenge: SignedChallenge) => void;
   /** Told when a start lets its agent go after all (failed, or stopped while starting): what was prepared goes. */
   agentReleased?: (sessionId: string) => void;
-}
-
-/** A challenge the gateway signed (agent/handshake.ts). */
-export interface Challenge {
-  nonce: string;
-  signature: string;
 }
 
 /** What a start makes for its agent before it launches it: the session's keys and the first attach's challenge. */
 export interface LaunchKeys {
   keys: GatewayKeys;
-  challenge: Challenge;
+  challenge: SignedChallenge;
 }
 
 /** A session began running, or ended (and why). */

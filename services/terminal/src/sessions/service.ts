@@ -17,7 +17,7 @@ import {
   type AgentStream,
   type StreamOptions,
 } from '../agent/client.ts';
-import { sessionKeys } from '../agent/handshake.ts';
+import { sessionKeys, type SignedChallenge } from '../agent/handshake.ts';
 import type { SessionBackend } from '../backends/types.ts';
 import type { SessionsConfig } from '../config.ts';
 import type { ExitReason } from '../protocol.ts';
@@ -30,7 +30,6 @@ import {
   secretOf,
   settled,
   stopSession,
-  type Challenge,
   type LaunchKeys,
   type LaunchRow,
   type SessionChange,
@@ -174,7 +173,7 @@ export function createSessionService(options: SessionServiceOptions) {
    * start records that and answers (attach-ahead.ts). An agent that answered the challenge it was started with
    * (local backend) needs no `POST /challenge`: its answer is checked here just the same.
    */
-  ctx.agentReady = (agent, credentials: AgentCredentials, challenge: Challenge) => {
+  ctx.agentReady = (agent, credentials: AgentCredentials, challenge: SignedChallenge) => {
     const { address, answer } = agent;
     attachAhead.prepare(credentials.sessionId, address, async () => {
       const authorization = answer ? authorizationFrom(address, credentials, challenge.nonce, answer, 'GET', '/attach') : undefined;
